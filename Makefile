@@ -1,0 +1,72 @@
+# Corral: caching HTTP reverse proxy that stops cache stampedes.
+#
+#   make            build build/release/corral (installs missing packages first)
+#   make run        build, then start redis-server, the demo origin and corral
+#   make test       unit + scenario tests under AddressSanitizer and UBSan
+#   make bench      benchmark against nginx and Varnish (see bench/)
+#   make clean
+
+VERSION := 0.1.0
+PKGS    := libevent hiredis libcurl inih
+
+CC      ?= cc
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+           -Wpointer-arith -Wformat=2 -Wno-unused-parameter
+BASE    := -std=c11 -D_GNU_SOURCE -DCORRAL_VERSION='"$(VERSION)"' -I. $(WARN) -g
+
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c)
+LIB_SRC  := $(filter-out proxy/main.c,$(SRC))
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+
+REL_FLAGS  := -O2
+ASAN_FLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+REL_OBJ  := $(LIB_SRC:%.c=build/release/%.o)
+ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/unit/%)
+
+.PHONY: all deps run test unit scenarios bench clean check-boundaries
+
+all: deps build/release/corral
+
+deps:
+	@scripts/install-deps
+
+build/release/%.o: %.c $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(REL_FLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+build/asan/%.o: %.c $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(ASAN_FLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+build/release/corral: $(REL_OBJ) build/release/proxy/main.o
+	$(CC) $(REL_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
+
+build/asan/corral: $(ASAN_OBJ) build/asan/proxy/main.o
+	$(CC) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
+
+build/asan/unit/%: tests/unit/%.c tests/unit/unit.h $(ASAN_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(ASAN_FLAGS) $(PKG_CFLAGS) -o $@ $< $(ASAN_OBJ) $(PKG_LIBS) -lm
+
+# Only cache/ may include hiredis and only upstream/ may include curl.
+check-boundaries:
+	@bad=$$(grep -ln '#include <hiredis' $$(ls */*.[ch] | grep -v '^cache/'); \
+	        grep -ln '#include <curl' $$(ls */*.[ch] | grep -v '^upstream/')); \
+	if [ -n "$$bad" ]; then echo "module boundary broken in: $$bad"; exit 1; fi
+
+test: deps check-boundaries build/asan/corral $(UNIT_BIN)
+	python3 tests/run.py --bin build/asan/corral --unit build/asan/unit
+
+run: all
+	scripts/run-demo
+
+bench: all
+	bench/run
+
+clean:
+	rm -rf build

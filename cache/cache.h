@@ -1,0 +1,92 @@
+#ifndef CACHE_CACHE_H
+#define CACHE_CACHE_H
+
+/*
+ * The shared cache in Redis: entries, the refresh lock and the "filled"
+ * notifications that wake waiters in every process of the fleet.
+ *
+ * Each operation starts one command on the process's command connection
+ * and ends in exactly one callback, unless it is cancelled first: with the
+ * result, or with an error when Redis fails, disconnects, or does not
+ * answer within [redis] timeout. An operation that cannot even start
+ * (Redis is down) returns NULL and calls nothing.
+ *
+ * The lock protocol (scripts in cache_store.c, run with EVALSHA):
+ *   acquire  atomically: if the entry changed from the generation the
+ *            caller saw, return it; else SET lock token NX PX ttl.
+ *   renew    PEXPIRE the lock only if it still holds our token.
+ *   store    write the entry only if the lock still holds our token (a
+ *            fetch that lost its lock never overwrites a newer entry),
+ *            delete the lock, publish "filled".
+ *   release  delete the lock only if it holds our token, publish.
+ */
+
+#include <stdint.h>
+
+#include <event2/event.h>
+
+#include "cache/cache_entry.h"
+#include "conf/conf.h"
+
+struct cache;
+struct cache_op;
+
+enum cache_result {
+	CACHE_FOUND,		/* an entry (possibly stale or expired) */
+	CACHE_ABSENT,
+	CACHE_ERROR,		/* Redis failed or timed out */
+};
+
+enum lock_result {
+	LOCK_ACQUIRED,
+	LOCK_BUSY,		/* someone else holds the lock */
+	LOCK_CHANGED,		/* the entry changed: here it is, no lock taken */
+	LOCK_ERROR,
+};
+
+enum fence_result {
+	FENCE_OK,		/* renewed / stored / released */
+	FENCE_LOST,		/* the lock no longer holds our token */
+	FENCE_ERROR,
+};
+
+struct cache_counters {
+	uint64_t	commands;
+	uint64_t	errors;		/* error replies, timeouts, disconnects */
+	uint64_t	timeouts;
+	uint64_t	connects;
+	uint64_t	disconnects;
+	uint64_t	fills_received;
+};
+
+/* The callback gets its own reference to e (NULL unless FOUND/CHANGED). */
+typedef void cache_get_cb(enum cache_result r, struct cache_entry *e, void *arg);
+typedef void lock_cb(enum lock_result r, struct cache_entry *e, void *arg);
+typedef void fence_cb(enum fence_result r, void *arg);
+/* A "filled" notification for key arrived (from any process). */
+typedef void cache_fill_cb(const char *key, void *arg);
+
+struct cache	*cache_new(struct event_base *base, const struct conf *c,
+		    cache_fill_cb *on_fill, void *arg);
+void		 cache_free(struct cache **cp);
+int		 cache_is_up(const struct cache *c);
+const struct cache_counters *cache_counters(const struct cache *c);
+
+struct cache_op	*cache_lookup(struct cache *c, const char *key,
+		    cache_get_cb *cb, void *arg);
+/* seen_gen: the generation the caller saw ("" when it saw no entry). */
+struct cache_op	*lock_acquire(struct cache *c, const char *key,
+		    const char *token, int64_t px_ms, const char *seen_gen,
+		    lock_cb *cb, void *arg);
+struct cache_op	*lock_renew(struct cache *c, const char *key,
+		    const char *token, int64_t px_ms, fence_cb *cb, void *arg);
+/* Stores e (whose gen must equal token), expiring at e->stale_until_ms. */
+struct cache_op	*cache_store(struct cache *c, const char *key,
+		    const char *token, const struct cache_entry *e,
+		    fence_cb *cb, void *arg);
+struct cache_op	*lock_release(struct cache *c, const char *key,
+		    const char *token, fence_cb *cb, void *arg);
+/* The callback will not run. Sets *op to NULL. */
+void		 cache_op_cancel(struct cache_op **op);
+
+#endif

@@ -1,0 +1,555 @@
+#include "cache/cache_entry.h"
+
+#include <sys/queue.h>
+
+#include <assert.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/http.h>
+
+/*
+ * Encoded form. Offset 0 holds the generation as ENTRY_GEN_LEN lowercase
+ * hex digits, so the lock scripts can read it with string.sub(blob, 1, 32).
+ * The binary record follows; every integer is little-endian:
+ *
+ *	u32 magic (ENTRY_MAGIC)		u8  version (ENTRY_VERSION)
+ *	i64 stored_ms			i64 fresh_until_ms
+ *	i64 stale_until_ms		u32 fetch_ms
+ *	u16 status			u16 nheaders
+ *	nheaders times:	u16 name_len, name, u32 value_len, value
+ *	u64 body_len, body
+ *
+ * Nothing follows the body.
+ */
+
+#define ENTRY_VERSION		1
+#define ENTRY_STATUS_MIN	100
+#define ENTRY_STATUS_MAX	599
+#define ENTRY_NAME_MAX		UINT16_MAX
+#define ENTRY_VALUE_MAX		UINT32_MAX
+/* gen, magic, version, three times, fetch_ms, status, nheaders */
+#define ENTRY_FIXED_LEN	(ENTRY_GEN_LEN + 4 + 1 + 3 * 8 + 4 + 2 + 2)
+
+struct reader {
+	const unsigned char	*p;
+	size_t			 left;
+};
+
+static void
+set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* RFC 9110 tchar. */
+static int
+is_tchar(unsigned char c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9'))
+		return 1;
+	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static int
+valid_name(const char *name, size_t len)
+{
+	if (len == 0 || len > ENTRY_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (!is_tchar((unsigned char)name[i]))
+			return 0;
+	return 1;
+}
+
+static int
+valid_value(const char *value, size_t len)
+{
+	if (len > ENTRY_VALUE_MAX)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (value[i] == '\r' || value[i] == '\n' || value[i] == '\0')
+			return 0;
+	return 1;
+}
+
+static int
+valid_gen(const char *gen, size_t len)
+{
+	if (len != ENTRY_GEN_LEN)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (!((gen[i] >= '0' && gen[i] <= '9') ||
+		    (gen[i] >= 'a' && gen[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+static int
+valid_status(int status)
+{
+	return status >= ENTRY_STATUS_MIN && status <= ENTRY_STATUS_MAX;
+}
+
+static int
+valid_times(int64_t stored, int64_t fresh, int64_t stale)
+{
+	return fresh >= stored && stale >= fresh;
+}
+
+static size_t
+count_headers(const struct cache_entry *e)
+{
+	const struct evkeyval *kv;
+	size_t n = 0;
+
+	TAILQ_FOREACH(kv, &e->headers, next)
+		n++;
+	return n;
+}
+
+struct cache_entry *
+entry_new(void)
+{
+	struct cache_entry *e = calloc(1, sizeof(*e));
+
+	if (e == NULL)
+		return NULL;
+	e->magic = ENTRY_MAGIC;
+	e->refcnt = 1;
+	e->gen[0] = '\0';
+	TAILQ_INIT(&e->headers);
+	return e;
+}
+
+struct cache_entry *
+entry_ref(struct cache_entry *e)
+{
+	assert(e->magic == ENTRY_MAGIC);
+	assert(e->refcnt > 0 && e->refcnt < INT_MAX);
+	e->refcnt++;
+	return e;
+}
+
+void
+entry_unref(struct cache_entry **ep)
+{
+	struct cache_entry *e = *ep;
+
+	if (e == NULL)
+		return;
+	*ep = NULL;
+	assert(e->magic == ENTRY_MAGIC);
+	assert(e->refcnt > 0);
+	if (--e->refcnt > 0)
+		return;
+	evhttp_clear_headers(&e->headers);
+	free(e->body);
+	e->magic = 0;
+	free(e);
+}
+
+int
+entry_set_body(struct cache_entry *e, struct evbuffer *buf)
+{
+	size_t len = evbuffer_get_length(buf);
+	unsigned char *body = NULL;
+
+	assert(e->magic == ENTRY_MAGIC);
+	if (len > 0) {
+		if ((body = malloc(len)) == NULL)
+			return -1;
+		if (evbuffer_copyout(buf, body, len) != (ev_ssize_t)len ||
+		    evbuffer_drain(buf, len) == -1) {
+			free(body);
+			return -1;
+		}
+	}
+	free(e->body);
+	e->body = body;
+	e->body_len = len;
+	return 0;
+}
+
+int
+entry_add_header(struct cache_entry *e, const char *name, const char *value)
+{
+	assert(e->magic == ENTRY_MAGIC);
+	if (!valid_name(name, strlen(name)) ||
+	    !valid_value(value, strlen(value)))
+		return -1;
+	if (count_headers(e) >= ENTRY_MAX_HEADERS)
+		return -1;
+	return evhttp_add_header(&e->headers, name, value) == 0 ? 0 : -1;
+}
+
+static unsigned char *
+put_u16(unsigned char *p, uint16_t v)
+{
+	p[0] = (unsigned char)(v & 0xff);
+	p[1] = (unsigned char)(v >> 8);
+	return p + 2;
+}
+
+static unsigned char *
+put_u32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+	return p + 4;
+}
+
+static unsigned char *
+put_u64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+	return p + 8;
+}
+
+/*
+ * Refuses what entry_decode would refuse, so an encoded entry always
+ * decodes. The record is built in a private buffer and moved to out in
+ * one step: on failure out is left as it was.
+ */
+int
+entry_encode(const struct cache_entry *e, struct evbuffer *out)
+{
+	unsigned char fixed[ENTRY_FIXED_LEN], lens[8], *p;
+	const struct evkeyval *kv;
+	struct evbuffer *tmp = NULL;
+	size_t nheaders;
+
+	assert(e->magic == ENTRY_MAGIC);
+	nheaders = count_headers(e);
+	if (!valid_gen(e->gen, strlen(e->gen)) || !valid_status(e->status) ||
+	    !valid_times(e->stored_ms, e->fresh_until_ms, e->stale_until_ms) ||
+	    nheaders > ENTRY_MAX_HEADERS ||
+	    (e->body_len > 0 && e->body == NULL))
+		return -1;
+
+	memcpy(fixed, e->gen, ENTRY_GEN_LEN);
+	p = fixed + ENTRY_GEN_LEN;
+	p = put_u32(p, ENTRY_MAGIC);
+	*p++ = ENTRY_VERSION;
+	p = put_u64(p, (uint64_t)e->stored_ms);
+	p = put_u64(p, (uint64_t)e->fresh_until_ms);
+	p = put_u64(p, (uint64_t)e->stale_until_ms);
+	p = put_u32(p, e->fetch_ms);
+	p = put_u16(p, (uint16_t)e->status);
+	p = put_u16(p, (uint16_t)nheaders);
+	assert(p == fixed + sizeof(fixed));
+
+	if ((tmp = evbuffer_new()) == NULL)
+		goto fail;
+	if (evbuffer_add(tmp, fixed, sizeof(fixed)) == -1)
+		goto fail;
+	TAILQ_FOREACH(kv, &e->headers, next) {
+		size_t nlen = strlen(kv->key), vlen = strlen(kv->value);
+
+		if (!valid_name(kv->key, nlen) || !valid_value(kv->value, vlen))
+			goto fail;
+		put_u16(lens, (uint16_t)nlen);
+		if (evbuffer_add(tmp, lens, 2) == -1 ||
+		    evbuffer_add(tmp, kv->key, nlen) == -1)
+			goto fail;
+		put_u32(lens, (uint32_t)vlen);
+		if (evbuffer_add(tmp, lens, 4) == -1 ||
+		    evbuffer_add(tmp, kv->value, vlen) == -1)
+			goto fail;
+	}
+	put_u64(lens, (uint64_t)e->body_len);
+	if (evbuffer_add(tmp, lens, 8) == -1)
+		goto fail;
+	if (e->body_len > 0 && evbuffer_add(tmp, e->body, e->body_len) == -1)
+		goto fail;
+	if (evbuffer_add_buffer(out, tmp) == -1)
+		goto fail;
+	evbuffer_free(tmp);
+	return 0;
+fail:
+	if (tmp != NULL)
+		evbuffer_free(tmp);
+	return -1;
+}
+
+static int
+get_bytes(struct reader *r, size_t n, const unsigned char **out)
+{
+	if (r->left < n)
+		return -1;
+	*out = r->p;
+	r->p += n;
+	r->left -= n;
+	return 0;
+}
+
+static int
+get_u8(struct reader *r, uint8_t *v)
+{
+	const unsigned char *p;
+
+	if (get_bytes(r, 1, &p) == -1)
+		return -1;
+	*v = p[0];
+	return 0;
+}
+
+static int
+get_u16(struct reader *r, uint16_t *v)
+{
+	const unsigned char *p;
+
+	if (get_bytes(r, 2, &p) == -1)
+		return -1;
+	*v = (uint16_t)(p[0] | (p[1] << 8));
+	return 0;
+}
+
+static int
+get_u32(struct reader *r, uint32_t *v)
+{
+	const unsigned char *p;
+
+	if (get_bytes(r, 4, &p) == -1)
+		return -1;
+	*v = 0;
+	for (int i = 3; i >= 0; i--)
+		*v = (*v << 8) | p[i];
+	return 0;
+}
+
+static int
+get_u64(struct reader *r, uint64_t *v)
+{
+	const unsigned char *p;
+
+	if (get_bytes(r, 8, &p) == -1)
+		return -1;
+	*v = 0;
+	for (int i = 7; i >= 0; i--)
+		*v = (*v << 8) | p[i];
+	return 0;
+}
+
+static int
+get_i64(struct reader *r, int64_t *v)
+{
+	uint64_t u;
+
+	if (get_u64(r, &u) == -1)
+		return -1;
+	/* Two's complement without relying on an out-of-range conversion. */
+	if (u <= (uint64_t)INT64_MAX)
+		*v = (int64_t)u;
+	else
+		*v = -(int64_t)(~u) - 1;
+	return 0;
+}
+
+/* A NUL-terminated copy of n bytes. NULL on no memory. */
+static char *
+copy_str(const unsigned char *p, size_t n)
+{
+	char *s = malloc(n + 1);
+
+	if (s == NULL)
+		return NULL;
+	memcpy(s, p, n);
+	s[n] = '\0';
+	return s;
+}
+
+static int
+decode_header(struct reader *r, struct cache_entry *e, char *err,
+    size_t errlen)
+{
+	const unsigned char *name, *value;
+	char *n = NULL, *v = NULL;
+	uint16_t nlen;
+	uint32_t vlen;
+	int rc = -1;
+
+	if (get_u16(r, &nlen) == -1) {
+		set_err(err, errlen, "truncated header name length");
+		return -1;
+	}
+	if (get_bytes(r, nlen, &name) == -1) {
+		set_err(err, errlen, "truncated header name");
+		return -1;
+	}
+	if (!valid_name((const char *)name, nlen)) {
+		set_err(err, errlen, "bad header name");
+		return -1;
+	}
+	if (get_u32(r, &vlen) == -1) {
+		set_err(err, errlen, "truncated header value length");
+		return -1;
+	}
+	if (get_bytes(r, vlen, &value) == -1) {
+		set_err(err, errlen, "truncated header value");
+		return -1;
+	}
+	if (!valid_value((const char *)value, vlen)) {
+		set_err(err, errlen, "bad header value");
+		return -1;
+	}
+	if ((n = copy_str(name, nlen)) == NULL ||
+	    (v = copy_str(value, vlen)) == NULL ||
+	    evhttp_add_header(&e->headers, n, v) != 0) {
+		set_err(err, errlen, "out of memory");
+		goto done;
+	}
+	rc = 0;
+done:
+	free(n);
+	free(v);
+	return rc;
+}
+
+struct cache_entry *
+entry_decode(const void *buf, size_t len, char *err, size_t errlen)
+{
+	struct reader r = { buf, len };
+	struct cache_entry *e = NULL;
+	const unsigned char *gen, *body;
+	uint32_t magic;
+	uint16_t status, nheaders;
+	uint64_t body_len;
+	uint8_t version;
+
+	if (buf == NULL && len > 0) {
+		set_err(err, errlen, "no buffer");
+		return NULL;
+	}
+	if (get_bytes(&r, ENTRY_GEN_LEN, &gen) == -1) {
+		set_err(err, errlen, "truncated generation");
+		return NULL;
+	}
+	if (!valid_gen((const char *)gen, ENTRY_GEN_LEN)) {
+		set_err(err, errlen, "bad generation");
+		return NULL;
+	}
+	if (get_u32(&r, &magic) == -1) {
+		set_err(err, errlen, "truncated magic");
+		return NULL;
+	}
+	if (magic != ENTRY_MAGIC) {
+		set_err(err, errlen, "bad magic");
+		return NULL;
+	}
+	if (get_u8(&r, &version) == -1) {
+		set_err(err, errlen, "truncated version");
+		return NULL;
+	}
+	if (version != ENTRY_VERSION) {
+		set_err(err, errlen, "unknown version %u", (unsigned)version);
+		return NULL;
+	}
+	if ((e = entry_new()) == NULL) {
+		set_err(err, errlen, "out of memory");
+		return NULL;
+	}
+	memcpy(e->gen, gen, ENTRY_GEN_LEN);
+	e->gen[ENTRY_GEN_LEN] = '\0';
+
+	if (get_i64(&r, &e->stored_ms) == -1 ||
+	    get_i64(&r, &e->fresh_until_ms) == -1 ||
+	    get_i64(&r, &e->stale_until_ms) == -1 ||
+	    get_u32(&r, &e->fetch_ms) == -1) {
+		set_err(err, errlen, "truncated times");
+		goto fail;
+	}
+	if (!valid_times(e->stored_ms, e->fresh_until_ms, e->stale_until_ms)) {
+		set_err(err, errlen, "times out of order");
+		goto fail;
+	}
+	if (get_u16(&r, &status) == -1) {
+		set_err(err, errlen, "truncated status");
+		goto fail;
+	}
+	if (!valid_status(status)) {
+		set_err(err, errlen, "bad status %u", (unsigned)status);
+		goto fail;
+	}
+	e->status = status;
+	if (get_u16(&r, &nheaders) == -1) {
+		set_err(err, errlen, "truncated header count");
+		goto fail;
+	}
+	if (nheaders > ENTRY_MAX_HEADERS) {
+		set_err(err, errlen, "too many headers (%u)",
+		    (unsigned)nheaders);
+		goto fail;
+	}
+	for (unsigned i = 0; i < nheaders; i++)
+		if (decode_header(&r, e, err, errlen) == -1)
+			goto fail;
+	if (get_u64(&r, &body_len) == -1) {
+		set_err(err, errlen, "truncated body length");
+		goto fail;
+	}
+	if (body_len > r.left) {
+		set_err(err, errlen, "truncated body");
+		goto fail;
+	}
+	if (body_len < r.left) {
+		set_err(err, errlen, "trailing bytes after body");
+		goto fail;
+	}
+	if (get_bytes(&r, (size_t)body_len, &body) == -1) {
+		set_err(err, errlen, "truncated body");
+		goto fail;
+	}
+	if (body_len > 0) {
+		if ((e->body = malloc((size_t)body_len)) == NULL) {
+			set_err(err, errlen, "out of memory");
+			goto fail;
+		}
+		memcpy(e->body, body, (size_t)body_len);
+		e->body_len = (size_t)body_len;
+	}
+	return e;
+fail:
+	entry_unref(&e);
+	return NULL;
+}
+
+enum entry_state
+entry_state(const struct cache_entry *e, int64_t now_ms)
+{
+	assert(e->magic == ENTRY_MAGIC);
+	if (now_ms < e->fresh_until_ms)
+		return ENTRY_FRESH;
+	if (now_ms < e->stale_until_ms)
+		return ENTRY_STALE;
+	return ENTRY_EXPIRED;
+}
+
+const char *
+entry_state_name(enum entry_state s)
+{
+	switch (s) {
+	case ENTRY_FRESH:
+		return "fresh";
+	case ENTRY_STALE:
+		return "stale";
+	case ENTRY_EXPIRED:
+		return "expired";
+	}
+	return "unknown";
+}

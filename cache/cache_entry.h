@@ -1,0 +1,66 @@
+#ifndef CACHE_CACHE_ENTRY_H
+#define CACHE_CACHE_ENTRY_H
+
+/*
+ * A cached response and the times that decide its freshness. Entries are
+ * reference counted: one decoded entry may be delivered to many requests.
+ *
+ * Encoded form (one Redis string): the 32 hex digits of the refresh token
+ * that wrote it (its generation, which the lock scripts compare), then a
+ * binary record, little-endian, see cache_entry.c.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/buffer.h>
+#include <event2/keyvalq_struct.h>
+
+#include "common/util.h"
+
+#define ENTRY_MAGIC		0x43524c45u	/* "CRLE" */
+#define ENTRY_GEN_LEN		UTIL_TOKEN_HEX
+#define ENTRY_MAX_HEADERS	128
+
+enum entry_state {
+	ENTRY_FRESH,		/* now < fresh_until */
+	ENTRY_STALE,		/* fresh_until <= now < stale_until */
+	ENTRY_EXPIRED,		/* stale_until <= now: cannot be served */
+};
+
+struct cache_entry {
+	uint32_t		 magic;
+	int			 refcnt;
+	char			 gen[ENTRY_GEN_LEN + 1];
+	int64_t			 stored_ms;	/* wall clock of the fetch */
+	int64_t			 fresh_until_ms;
+	int64_t			 stale_until_ms;
+	uint32_t		 fetch_ms;	/* how long the fetch took */
+	int			 status;
+	struct evkeyvalq	 headers;	/* end-to-end response headers */
+	unsigned char		*body;
+	size_t			 body_len;
+};
+
+/* A new entry with refcnt 1, no headers, no body. NULL on no memory. */
+struct cache_entry *entry_new(void);
+struct cache_entry *entry_ref(struct cache_entry *e);
+/* Drops one reference; frees at zero. Sets *ep to NULL. */
+void		 entry_unref(struct cache_entry **ep);
+
+/* Takes the body (drains buf). 0 or -1. */
+int		 entry_set_body(struct cache_entry *e, struct evbuffer *buf);
+/* Appends a header. 0 or -1. */
+int		 entry_add_header(struct cache_entry *e, const char *name,
+		    const char *value);
+
+/* Appends the encoded entry to out. 0 or -1. */
+int		 entry_encode(const struct cache_entry *e, struct evbuffer *out);
+/* Decodes buf. NULL with a reason in err when it is malformed. */
+struct cache_entry *entry_decode(const void *buf, size_t len, char *err,
+		    size_t errlen);
+
+enum entry_state entry_state(const struct cache_entry *e, int64_t now_ms);
+const char	*entry_state_name(enum entry_state s);
+
+#endif

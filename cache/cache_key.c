@@ -1,0 +1,226 @@
+#include "cache/cache_key.h"
+
+#include <assert.h>
+#include <stdint.h>
+#include <string.h>
+
+/*
+ * The key is written through a sink that keeps the first CACHE_KEY_MAX
+ * bytes and hashes every byte, so an input of any size costs no memory.
+ * A key that does not fit becomes its first KEY_PREFIX_LEN bytes, '#' and
+ * KEY_HASH_HEX hex digits of a 128-bit hash of the whole key. '#' is
+ * never left raw by the normalisation, so it marks exactly those keys.
+ */
+
+#define KEY_HASH_HEX	32
+#define KEY_HASH_MARK	'#'
+#define KEY_PREFIX_LEN	(CACHE_KEY_MAX - 1 - KEY_HASH_HEX)
+#define KEY_PORT_SUFFIX	":80"
+
+/* Two independent 64-bit hashes: FNV-1a, and a multiply-xorshift. */
+#define FNV_OFFSET	0xcbf29ce484222325ULL
+#define FNV_PRIME	0x00000100000001b3ULL
+#define MIX_SEED	0x9e3779b97f4a7c15ULL
+#define MIX_MUL		0xff51afd7ed558ccdULL
+
+/* Which bytes may appear raw. */
+#define SAFE_UNRESERVED	0x01	/* ALPHA DIGIT - . _ ~ */
+#define SAFE_PATH	0x02	/* unreserved, /:@!$&'()*+,;= */
+#define SAFE_QUERY	0x04	/* path and ? */
+#define SAFE_HOST	0x08	/* unreserved, sub-delims, : [ ] */
+
+struct sink {
+	char		*out;
+	size_t		 len;	/* bytes emitted, kept or not */
+	uint64_t	 h1;
+	uint64_t	 h2;
+};
+
+static const char hex_upper[] = "0123456789ABCDEF";
+static const char hex_lower[] = "0123456789abcdef";
+
+static int
+is_alnum(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9');
+}
+
+static int
+safe_class(unsigned char c)
+{
+	int cls = 0;
+
+	if (is_alnum(c) || (c != '\0' && strchr("-._~", c) != NULL))
+		return SAFE_UNRESERVED | SAFE_PATH | SAFE_QUERY | SAFE_HOST;
+	if (c == '\0')
+		return 0;
+	if (strchr("!$&'()*+,;=", c) != NULL)
+		cls |= SAFE_PATH | SAFE_QUERY | SAFE_HOST;
+	if (c == ':')
+		cls |= SAFE_PATH | SAFE_QUERY | SAFE_HOST;
+	if (c == '/' || c == '@')
+		cls |= SAFE_PATH | SAFE_QUERY;
+	if (c == '?')
+		cls |= SAFE_QUERY;
+	if (c == '[' || c == ']')
+		cls |= SAFE_HOST;
+	return cls;
+}
+
+static int
+hex_value(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static unsigned char
+to_lower(unsigned char c)
+{
+	return c >= 'A' && c <= 'Z' ? (unsigned char)(c - 'A' + 'a') : c;
+}
+
+static uint64_t
+fmix64(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= MIX_MUL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h;
+}
+
+static void
+sink_init(struct sink *s, char *out)
+{
+	s->out = out;
+	s->len = 0;
+	s->h1 = FNV_OFFSET;
+	s->h2 = MIX_SEED;
+}
+
+static void
+emit(struct sink *s, unsigned char c)
+{
+	if (s->len < CACHE_KEY_MAX)
+		s->out[s->len] = (char)c;
+	s->len++;
+	s->h1 = (s->h1 ^ c) * FNV_PRIME;
+	s->h2 = (s->h2 ^ c) * MIX_MUL;
+	s->h2 ^= s->h2 >> 29;
+}
+
+static void
+emit_pct(struct sink *s, unsigned char c)
+{
+	emit(s, '%');
+	emit(s, (unsigned char)hex_upper[c >> 4]);
+	emit(s, (unsigned char)hex_upper[c & 0xf]);
+}
+
+static void
+sink_finish(struct sink *s)
+{
+	uint64_t h[2];
+	char *p;
+
+	if (s->len <= CACHE_KEY_MAX) {
+		s->out[s->len] = '\0';
+		return;
+	}
+	h[0] = fmix64(s->h1 ^ (uint64_t)s->len);
+	h[1] = fmix64(s->h2 + (uint64_t)s->len);
+	p = s->out + KEY_PREFIX_LEN;
+	*p++ = KEY_HASH_MARK;
+	for (int i = 0; i < 2; i++)
+		for (int shift = 60; shift >= 0; shift -= 4)
+			*p++ = hex_lower[(h[i] >> shift) & 0xf];
+	*p = '\0';
+	assert(p == s->out + CACHE_KEY_MAX);
+}
+
+/*
+ * Percent-encoding normal form: %XX of an unreserved byte is decoded,
+ * other %XX get uppercase hex, and bytes outside the safe class,
+ * including a '%' that starts no valid %XX, are encoded.
+ */
+static void
+emit_normalised(struct sink *s, const char *in, int safe)
+{
+	const unsigned char *p = (const unsigned char *)in;
+
+	while (*p != '\0') {
+		if (*p == '%') {
+			int hi = hex_value(p[1]);
+			int lo = hi == -1 ? -1 : hex_value(p[2]);
+
+			if (lo == -1) {
+				emit_pct(s, '%');
+				p++;
+				continue;
+			}
+			unsigned char c = (unsigned char)(hi << 4 | lo);
+			if (safe_class(c) & SAFE_UNRESERVED)
+				emit(s, c);
+			else
+				emit_pct(s, c);
+			p += 3;
+		} else if (safe_class(*p) & safe) {
+			emit(s, *p);
+			p++;
+		} else {
+			emit_pct(s, *p);
+			p++;
+		}
+	}
+}
+
+/*
+ * The host is lower-cased and loses a trailing ":80". Bytes that are not
+ * host characters ('/', '?', '%', '{' ...) are encoded, so the host ends
+ * at the first '/' of the key and cannot pose as part of a path.
+ */
+static void
+emit_host(struct sink *s, const char *host)
+{
+	size_t len = strlen(host), sfx = strlen(KEY_PORT_SUFFIX);
+
+	if (len >= sfx && strcmp(host + len - sfx, KEY_PORT_SUFFIX) == 0)
+		len -= sfx;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = to_lower((unsigned char)host[i]);
+
+		if (safe_class(c) & SAFE_HOST)
+			emit(s, c);
+		else
+			emit_pct(s, c);
+	}
+}
+
+void
+cache_key_build(const char *host, const char *path, const char *query,
+    char out[CACHE_KEY_MAX + 1])
+{
+	struct sink s;
+
+	sink_init(&s, out);
+	if (host != NULL)
+		emit_host(&s, host);
+	/* The path always starts with '/': it separates host from path. */
+	if (path == NULL || path[0] != '/')
+		emit(&s, '/');
+	if (path != NULL)
+		emit_normalised(&s, path, SAFE_PATH);
+	if (query != NULL && query[0] != '\0') {
+		emit(&s, '?');
+		emit_normalised(&s, query, SAFE_QUERY);
+	}
+	sink_finish(&s);
+}

@@ -1,0 +1,21 @@
+#ifndef CACHE_CACHE_KEY_H
+#define CACHE_CACHE_KEY_H
+
+/*
+ * The method-independent cache key of a request: host, path and query,
+ * normalised and bounded. Bytes outside a safe set are percent-encoded
+ * (so '{' and '}' never appear and Redis hash tags stay intact); keys
+ * longer than CACHE_KEY_MAX end in a hash of the whole key.
+ */
+
+#include <stddef.h>
+
+#define CACHE_KEY_MAX	512
+
+/* Writes the key (NUL-terminated, at most CACHE_KEY_MAX bytes) to out,
+ * which must hold CACHE_KEY_MAX + 1 bytes. host may be NULL or empty;
+ * query may be NULL. Host is lower-cased and loses a trailing ":80". */
+void	cache_key_build(const char *host, const char *path, const char *query,
+	    char out[CACHE_KEY_MAX + 1]);
+
+#endif

@@ -1,0 +1,830 @@
+/*
+ * The shared cache in Redis: entries, the refresh lock and the "filled"
+ * notifications, over two hiredis async connections on the caller's
+ * libevent loop. The command connection pipelines every lookup and lock
+ * script; the subscriber connection only listens (a subscribed connection
+ * can issue no other commands).
+ *
+ * Each operation is a struct cache_op. hiredis calls its reply callback
+ * exactly once (with NULL on error or disconnect), and that callback is the
+ * only place an op is freed. The caller's callback runs at most once: with
+ * the reply, or earlier from the op's timer when Redis is slower than
+ * [redis] timeout, or never when the caller cancelled the op.
+ */
+
+#include "cache/cache.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include <hiredis/hiredis.h>
+#include <hiredis/async.h>
+#include <hiredis/adapters/libevent.h>
+
+#include "cache/cache_key.h"
+#include "common/log.h"
+
+#define CACHE_MAGIC		0x43414348u	/* "CACH" */
+#define OP_MAGIC		0x4341504fu	/* "CAPO" */
+#define RECONNECT_MIN_MS	100
+#define RECONNECT_MAX_MS	5000
+#define KEY_SUFFIX_MAX		16		/* "}:entry", "}:lock" */
+#define REDIS_KEY_MAX		(CONF_PREFIX_MAX + 1 + CACHE_KEY_MAX + KEY_SUFFIX_MAX)
+#define OP_ARGS_MAX		8
+#define FILL_CHANNEL		"filled"
+
+/*
+ * acquire: KEYS entry, lock; ARGV token, px, seen generation.
+ * Returns {2, entry} when the entry is not the one the caller saw (someone
+ * refreshed it: no lock needed), {1} when the lock was taken, {0} if busy.
+ */
+static const char script_acquire[] =
+	"local e = redis.call('GET', KEYS[1])\n"
+	"if e and string.sub(e, 1, 32) ~= ARGV[3] then return {2, e} end\n"
+	"if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+	"  return {1}\n"
+	"end\n"
+	"return {0}\n";
+
+/* renew: KEYS lock; ARGV token, px. 1 renewed, 0 lost. */
+static const char script_renew[] =
+	"if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+	"  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+	"end\n"
+	"return 0\n";
+
+/*
+ * store: KEYS entry, lock; ARGV token, blob, px, channel, key.
+ * The fence: only the holder of the lock writes. 1 stored, 0 lost.
+ */
+static const char script_store[] =
+	"if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end\n"
+	"redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
+	"redis.call('DEL', KEYS[2])\n"
+	"redis.call('PUBLISH', ARGV[4], ARGV[5])\n"
+	"return 1\n";
+
+/* release: KEYS lock; ARGV token, channel, key. 1 released, 0 lost. */
+static const char script_release[] =
+	"if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+	"  redis.call('DEL', KEYS[1])\n"
+	"  redis.call('PUBLISH', ARGV[2], ARGV[3])\n"
+	"  return 1\n"
+	"end\n"
+	"return 0\n";
+
+enum script_id {
+	SCRIPT_ACQUIRE,
+	SCRIPT_RENEW,
+	SCRIPT_STORE,
+	SCRIPT_RELEASE,
+	SCRIPT_COUNT
+};
+
+static const char *const script_src[SCRIPT_COUNT] = {
+	script_acquire, script_renew, script_store, script_release,
+};
+
+enum op_kind {
+	OP_GET,
+	OP_ACQUIRE,
+	OP_FENCE,		/* renew, store, release */
+};
+
+struct cache {
+	uint32_t		 magic;
+	struct event_base	*base;
+	char			 host[CONF_HOST_MAX];
+	int			 port;
+	char			 unix_path[CONF_PATH_MAX];
+	char			 password[CONF_SECRET_MAX];
+	int			 db;
+	char			 prefix[CONF_PREFIX_MAX];
+	char			 channel[CONF_PREFIX_MAX + sizeof(FILL_CHANNEL)];
+	int64_t			 timeout_ms;
+
+	redisAsyncContext	*cmd;		/* NULL while disconnected */
+	int			 cmd_up;
+	struct event		*cmd_retry;
+	int64_t			 cmd_backoff_ms;
+
+	redisAsyncContext	*sub;
+	int			 sub_up;
+	struct event		*sub_retry;
+	int64_t			 sub_backoff_ms;
+
+	char			 sha[SCRIPT_COUNT][41];	/* "" until loaded */
+	cache_fill_cb		*on_fill;
+	void			*fill_arg;
+	int			 closing;
+	struct cache_counters	 counters;
+};
+
+struct cache_op {
+	uint32_t		 magic;
+	struct cache		*cache;
+	enum op_kind		 kind;
+	union {
+		cache_get_cb	*get;
+		lock_cb		*lock;
+		fence_cb	*fence;
+	} cb;
+	void			*arg;
+	int			 finished;	/* caller's callback ran or op cancelled */
+	struct event		*timer;
+	/* For scripts: what to resend as EVAL after a NOSCRIPT reply. */
+	enum script_id		 script;
+	int			 retried;
+	int			 nargs;		/* numkeys, keys..., args... */
+	char			*args[OP_ARGS_MAX];
+	size_t			 arglens[OP_ARGS_MAX];
+};
+
+static void connect_cmd(struct cache *c);
+static void connect_sub(struct cache *c);
+
+static void
+key_name(char *out, size_t outlen, const struct cache *c, const char *key,
+    const char *suffix)
+{
+	snprintf(out, outlen, "%s{%s}:%s", c->prefix, key, suffix);
+}
+
+static void
+schedule_retry(struct cache *c, struct event *ev, int64_t *backoff_ms)
+{
+	struct timeval tv;
+
+	tv.tv_sec = *backoff_ms / 1000;
+	tv.tv_usec = (*backoff_ms % 1000) * 1000;
+	evtimer_add(ev, &tv);
+	*backoff_ms = *backoff_ms * 2 > RECONNECT_MAX_MS ?
+	    RECONNECT_MAX_MS : *backoff_ms * 2;
+}
+
+static redisAsyncContext *
+open_context(struct cache *c, redisConnectCallback *on_conn,
+    redisDisconnectCallback *on_disc)
+{
+	redisAsyncContext *ac;
+
+	if (c->unix_path[0] != '\0')
+		ac = redisAsyncConnectUnix(c->unix_path);
+	else
+		ac = redisAsyncConnect(c->host, c->port);
+	if (ac == NULL)
+		return NULL;
+	if (ac->err) {
+		log_warn("redis: cannot connect: %s", ac->errstr);
+		redisAsyncFree(ac);
+		return NULL;
+	}
+	ac->data = c;
+	if (redisLibeventAttach(ac, c->base) != REDIS_OK) {
+		redisAsyncFree(ac);
+		return NULL;
+	}
+	redisAsyncSetConnectCallback(ac, on_conn);
+	redisAsyncSetDisconnectCallback(ac, on_disc);
+	return ac;
+}
+
+/* ---- the command connection ---- */
+
+static void
+on_script_loaded(redisAsyncContext *ac, void *r, void *privdata)
+{
+	struct cache *c = ac->data;
+	redisReply *reply = r;
+	intptr_t id = (intptr_t)privdata;
+
+	if (c == NULL || c->magic != CACHE_MAGIC)
+		return;
+	if (reply != NULL && reply->type == REDIS_REPLY_STRING &&
+	    reply->len == 40)
+		memcpy(c->sha[id], reply->str, 41);
+	else if (reply != NULL && reply->type == REDIS_REPLY_ERROR)
+		log_warn("redis: SCRIPT LOAD failed: %s", reply->str);
+}
+
+static void
+on_setup_reply(redisAsyncContext *ac, void *r, void *privdata)
+{
+	redisReply *reply = r;
+	const char *what = privdata;
+
+	if (reply != NULL && reply->type == REDIS_REPLY_ERROR)
+		log_error("redis: %s failed: %s", what, reply->str);
+}
+
+static void
+on_cmd_connect(const redisAsyncContext *ac, int status)
+{
+	struct cache *c = ac->data;
+
+	assert(c->magic == CACHE_MAGIC);
+	if (status != REDIS_OK) {
+		log_warn("redis: connect to %s failed: %s",
+		    c->unix_path[0] ? c->unix_path : c->host, ac->errstr);
+		c->cmd = NULL;		/* hiredis frees the context */
+		c->cmd_up = 0;
+		if (!c->closing)
+			schedule_retry(c, c->cmd_retry, &c->cmd_backoff_ms);
+		return;
+	}
+	c->cmd_up = 1;
+	c->cmd_backoff_ms = RECONNECT_MIN_MS;
+	c->counters.connects++;
+	log_info("redis: connected");
+}
+
+static void
+on_cmd_disconnect(const redisAsyncContext *ac, int status)
+{
+	struct cache *c = ac->data;
+
+	assert(c->magic == CACHE_MAGIC);
+	c->cmd = NULL;
+	c->cmd_up = 0;
+	memset(c->sha, 0, sizeof(c->sha));
+	if (c->closing)
+		return;
+	c->counters.disconnects++;
+	log_warn("redis: disconnected%s%s", status == REDIS_OK ? "" : ": ",
+	    status == REDIS_OK ? "" : ac->errstr);
+	schedule_retry(c, c->cmd_retry, &c->cmd_backoff_ms);
+}
+
+static void
+connect_cmd(struct cache *c)
+{
+	char db[16];
+
+	if ((c->cmd = open_context(c, on_cmd_connect, on_cmd_disconnect)) == NULL) {
+		schedule_retry(c, c->cmd_retry, &c->cmd_backoff_ms);
+		return;
+	}
+	/* Queued ahead of anything else on this connection. */
+	if (c->password[0] != '\0')
+		redisAsyncCommand(c->cmd, on_setup_reply, "AUTH", "AUTH %s",
+		    c->password);
+	if (c->db != 0) {
+		snprintf(db, sizeof(db), "%d", c->db);
+		redisAsyncCommand(c->cmd, on_setup_reply, "SELECT",
+		    "SELECT %s", db);
+	}
+	for (intptr_t i = 0; i < SCRIPT_COUNT; i++)
+		redisAsyncCommand(c->cmd, on_script_loaded, (void *)i,
+		    "SCRIPT LOAD %s", script_src[i]);
+}
+
+static void
+on_cmd_retry(evutil_socket_t fd, short what, void *arg)
+{
+	struct cache *c = arg;
+
+	assert(c->magic == CACHE_MAGIC);
+	if (c->cmd == NULL && !c->closing)
+		connect_cmd(c);
+}
+
+/* ---- the subscriber connection ---- */
+
+static void
+on_message(redisAsyncContext *ac, void *r, void *privdata)
+{
+	struct cache *c = ac->data;
+	redisReply *reply = r;
+
+	if (reply == NULL || c == NULL || c->closing)
+		return;		/* disconnect: on_sub_disconnect handles it */
+	assert(c->magic == CACHE_MAGIC);
+	if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3)
+		return;
+	if (strcmp(reply->element[0]->str, "subscribe") == 0) {
+		c->sub_up = 1;
+		c->sub_backoff_ms = RECONNECT_MIN_MS;
+		log_info("redis: subscribed to %s", c->channel);
+		/* Notifications may have been missed while unsubscribed. */
+		c->on_fill(NULL, c->fill_arg);
+	} else if (strcmp(reply->element[0]->str, "message") == 0 &&
+	    reply->element[2]->type == REDIS_REPLY_STRING) {
+		c->counters.fills_received++;
+		c->on_fill(reply->element[2]->str, c->fill_arg);
+	}
+}
+
+static void
+on_sub_connect(const redisAsyncContext *ac, int status)
+{
+	struct cache *c = ac->data;
+
+	assert(c->magic == CACHE_MAGIC);
+	if (status != REDIS_OK) {
+		c->sub = NULL;
+		c->sub_up = 0;
+		if (!c->closing)
+			schedule_retry(c, c->sub_retry, &c->sub_backoff_ms);
+	}
+}
+
+static void
+on_sub_disconnect(const redisAsyncContext *ac, int status)
+{
+	struct cache *c = ac->data;
+
+	assert(c->magic == CACHE_MAGIC);
+	c->sub = NULL;
+	c->sub_up = 0;
+	if (!c->closing)
+		schedule_retry(c, c->sub_retry, &c->sub_backoff_ms);
+}
+
+static void
+connect_sub(struct cache *c)
+{
+	if ((c->sub = open_context(c, on_sub_connect, on_sub_disconnect)) == NULL) {
+		schedule_retry(c, c->sub_retry, &c->sub_backoff_ms);
+		return;
+	}
+	if (c->password[0] != '\0')
+		redisAsyncCommand(c->sub, on_setup_reply, "AUTH", "AUTH %s",
+		    c->password);
+	redisAsyncCommand(c->sub, on_message, NULL, "SUBSCRIBE %s", c->channel);
+}
+
+static void
+on_sub_retry(evutil_socket_t fd, short what, void *arg)
+{
+	struct cache *c = arg;
+
+	assert(c->magic == CACHE_MAGIC);
+	if (c->sub == NULL && !c->closing)
+		connect_sub(c);
+}
+
+/* ---- life cycle ---- */
+
+struct cache *
+cache_new(struct event_base *base, const struct conf *conf,
+    cache_fill_cb *on_fill, void *arg)
+{
+	struct cache *c;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		return NULL;
+	c->magic = CACHE_MAGIC;
+	c->base = base;
+	snprintf(c->host, sizeof(c->host), "%s", conf->redis_host);
+	c->port = conf->redis_port;
+	snprintf(c->unix_path, sizeof(c->unix_path), "%s", conf->redis_unix);
+	snprintf(c->password, sizeof(c->password), "%s", conf->redis_password);
+	c->db = conf->redis_db;
+	snprintf(c->prefix, sizeof(c->prefix), "%s", conf->redis_prefix);
+	snprintf(c->channel, sizeof(c->channel), "%s%s", c->prefix,
+	    FILL_CHANNEL);
+	c->timeout_ms = conf->redis_timeout_ms;
+	c->on_fill = on_fill;
+	c->fill_arg = arg;
+	c->cmd_backoff_ms = c->sub_backoff_ms = RECONNECT_MIN_MS;
+	c->cmd_retry = evtimer_new(base, on_cmd_retry, c);
+	c->sub_retry = evtimer_new(base, on_sub_retry, c);
+	if (c->cmd_retry == NULL || c->sub_retry == NULL)
+		goto fail;
+	connect_cmd(c);
+	connect_sub(c);
+	return c;
+fail:
+	if (c->cmd_retry != NULL)
+		event_free(c->cmd_retry);
+	if (c->sub_retry != NULL)
+		event_free(c->sub_retry);
+	free(c);
+	return NULL;
+}
+
+void
+cache_free(struct cache **cp)
+{
+	struct cache *c = *cp;
+
+	if (c == NULL)
+		return;
+	assert(c->magic == CACHE_MAGIC);
+	c->closing = 1;
+	/* Pending ops get their NULL replies here and free themselves. */
+	if (c->cmd != NULL)
+		redisAsyncFree(c->cmd);
+	if (c->sub != NULL)
+		redisAsyncFree(c->sub);
+	event_free(c->cmd_retry);
+	event_free(c->sub_retry);
+	c->magic = 0;
+	free(c);
+	*cp = NULL;
+}
+
+int
+cache_is_up(const struct cache *c)
+{
+	return c->cmd_up;
+}
+
+const struct cache_counters *
+cache_counters(const struct cache *c)
+{
+	return &c->counters;
+}
+
+/* ---- operations ---- */
+
+static void
+op_free(struct cache_op *op)
+{
+	assert(op->magic == OP_MAGIC);
+	if (op->timer != NULL)
+		event_free(op->timer);
+	for (int i = 0; i < op->nargs; i++)
+		free(op->args[i]);
+	op->magic = 0;
+	free(op);
+}
+
+/* Runs the caller's callback once with an error result. */
+static void
+op_fail(struct cache_op *op)
+{
+	if (op->finished)
+		return;
+	op->finished = 1;
+	op->cache->counters.errors++;
+	switch (op->kind) {
+	case OP_GET:
+		op->cb.get(CACHE_ERROR, NULL, op->arg);
+		break;
+	case OP_ACQUIRE:
+		op->cb.lock(LOCK_ERROR, NULL, op->arg);
+		break;
+	case OP_FENCE:
+		op->cb.fence(FENCE_ERROR, op->arg);
+		break;
+	}
+}
+
+static void
+on_op_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct cache_op *op = arg;
+
+	assert(op->magic == OP_MAGIC);
+	if (op->finished)
+		return;
+	op->cache->counters.timeouts++;
+	log_warn("redis: no reply within %" PRId64 "ms", op->cache->timeout_ms);
+	op_fail(op);
+}
+
+/*
+ * Decodes a stored entry. An entry this process cannot read (corrupt, or
+ * written by another format version) is returned as an expired stub that
+ * keeps its generation, so the lock script still lets a refresh replace it.
+ */
+static struct cache_entry *
+decode(const redisReply *reply)
+{
+	char err[128];
+	struct cache_entry *e;
+
+	e = entry_decode(reply->str, reply->len, err, sizeof(err));
+	if (e != NULL)
+		return e;
+	log_warn("redis: unreadable entry ignored: %s", err);
+	if ((e = entry_new()) == NULL)
+		return NULL;
+	if (reply->len >= ENTRY_GEN_LEN &&
+	    strspn(reply->str, "0123456789abcdef") >= ENTRY_GEN_LEN) {
+		memcpy(e->gen, reply->str, ENTRY_GEN_LEN);
+		e->gen[ENTRY_GEN_LEN] = '\0';
+	}
+	return e;
+}
+
+static void
+deliver_get(struct cache_op *op, const redisReply *reply)
+{
+	struct cache_entry *e;
+
+	if (reply->type == REDIS_REPLY_NIL) {
+		op->cb.get(CACHE_ABSENT, NULL, op->arg);
+	} else if (reply->type == REDIS_REPLY_STRING &&
+	    (e = decode(reply)) != NULL) {
+		op->cb.get(CACHE_FOUND, e, op->arg);
+	} else {
+		op->cache->counters.errors++;
+		op->cb.get(CACHE_ERROR, NULL, op->arg);
+	}
+}
+
+static void
+deliver_acquire(struct cache_op *op, const redisReply *reply)
+{
+	struct cache_entry *e;
+	long long code = -1;
+
+	if (reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1 &&
+	    reply->element[0]->type == REDIS_REPLY_INTEGER)
+		code = reply->element[0]->integer;
+	if (code == 1) {
+		op->cb.lock(LOCK_ACQUIRED, NULL, op->arg);
+	} else if (code == 0) {
+		op->cb.lock(LOCK_BUSY, NULL, op->arg);
+	} else if (code == 2 && reply->elements == 2 &&
+	    reply->element[1]->type == REDIS_REPLY_STRING &&
+	    (e = decode(reply->element[1])) != NULL) {
+		op->cb.lock(LOCK_CHANGED, e, op->arg);
+	} else {
+		op->cache->counters.errors++;
+		op->cb.lock(LOCK_ERROR, NULL, op->arg);
+	}
+}
+
+static void
+deliver_fence(struct cache_op *op, const redisReply *reply)
+{
+	if (reply->type != REDIS_REPLY_INTEGER) {
+		op->cache->counters.errors++;
+		op->cb.fence(FENCE_ERROR, op->arg);
+	} else {
+		op->cb.fence(reply->integer == 1 ? FENCE_OK : FENCE_LOST,
+		    op->arg);
+	}
+}
+
+static int send_script(struct cache_op *op, int as_eval);
+
+static void
+on_op_reply(redisAsyncContext *ac, void *r, void *privdata)
+{
+	struct cache_op *op = privdata;
+	redisReply *reply = r;
+
+	assert(op->magic == OP_MAGIC);
+	if (op->finished || op->cache->closing) {
+		op_free(op);
+		return;
+	}
+	if (reply == NULL) {
+		op_fail(op);
+		op_free(op);
+		return;
+	}
+	if (reply->type == REDIS_REPLY_ERROR) {
+		if (op->kind != OP_GET && !op->retried &&
+		    strncmp(reply->str, "NOSCRIPT", 8) == 0) {
+			/* Script cache flushed: resend the source once. */
+			op->retried = 1;
+			op->cache->sha[op->script][0] = '\0';
+			if (send_script(op, 1) == 0)
+				return;
+		}
+		log_warn("redis: %s", reply->str);
+		op_fail(op);
+		op_free(op);
+		return;
+	}
+	op->finished = 1;
+	evtimer_del(op->timer);
+	switch (op->kind) {
+	case OP_GET:
+		deliver_get(op, reply);
+		break;
+	case OP_ACQUIRE:
+		deliver_acquire(op, reply);
+		break;
+	case OP_FENCE:
+		deliver_fence(op, reply);
+		break;
+	}
+	op_free(op);
+}
+
+static struct cache_op *
+op_new(struct cache *c, enum op_kind kind, void *arg)
+{
+	struct cache_op *op;
+	struct timeval tv;
+
+	assert(c->magic == CACHE_MAGIC);
+	if (c->cmd == NULL || c->closing)
+		return NULL;
+	if ((op = calloc(1, sizeof(*op))) == NULL)
+		return NULL;
+	op->magic = OP_MAGIC;
+	op->cache = c;
+	op->kind = kind;
+	op->arg = arg;
+	if ((op->timer = evtimer_new(c->base, on_op_timeout, op)) == NULL) {
+		free(op);
+		return NULL;
+	}
+	tv.tv_sec = c->timeout_ms / 1000;
+	tv.tv_usec = (c->timeout_ms % 1000) * 1000;
+	evtimer_add(op->timer, &tv);
+	c->counters.commands++;
+	return op;
+}
+
+static int
+op_arg(struct cache_op *op, const void *s, size_t len)
+{
+	assert(op->nargs < OP_ARGS_MAX);
+	if ((op->args[op->nargs] = malloc(len + 1)) == NULL)
+		return -1;
+	memcpy(op->args[op->nargs], s, len);
+	op->args[op->nargs][len] = '\0';
+	op->arglens[op->nargs] = len;
+	op->nargs++;
+	return 0;
+}
+
+static int
+op_argstr(struct cache_op *op, const char *s)
+{
+	return op_arg(op, s, strlen(s));
+}
+
+static int
+send_script(struct cache_op *op, int as_eval)
+{
+	struct cache *c = op->cache;
+	const char *argv[OP_ARGS_MAX + 2];
+	size_t argvlen[OP_ARGS_MAX + 2];
+
+	if (c->cmd == NULL)
+		return -1;
+	if (as_eval || c->sha[op->script][0] == '\0') {
+		argv[0] = "EVAL";
+		argv[1] = script_src[op->script];
+	} else {
+		argv[0] = "EVALSHA";
+		argv[1] = c->sha[op->script];
+	}
+	argvlen[0] = strlen(argv[0]);
+	argvlen[1] = strlen(argv[1]);
+	for (int i = 0; i < op->nargs; i++) {
+		argv[i + 2] = op->args[i];
+		argvlen[i + 2] = op->arglens[i];
+	}
+	if (redisAsyncCommandArgv(c->cmd, on_op_reply, op, op->nargs + 2,
+	    argv, argvlen) != REDIS_OK)
+		return -1;
+	return 0;
+}
+
+/* Sends op's script, or frees op and returns NULL when it cannot. */
+static struct cache_op *
+start_script(struct cache_op *op, int failed)
+{
+	if (failed || send_script(op, 0) == -1) {
+		op_free(op);
+		return NULL;
+	}
+	return op;
+}
+
+struct cache_op *
+cache_lookup(struct cache *c, const char *key, cache_get_cb *cb, void *arg)
+{
+	char name[REDIS_KEY_MAX];
+	struct cache_op *op;
+
+	if ((op = op_new(c, OP_GET, arg)) == NULL)
+		return NULL;
+	op->cb.get = cb;
+	key_name(name, sizeof(name), c, key, "entry");
+	if (redisAsyncCommand(c->cmd, on_op_reply, op, "GET %s", name) !=
+	    REDIS_OK) {
+		op_free(op);
+		return NULL;
+	}
+	return op;
+}
+
+struct cache_op *
+lock_acquire(struct cache *c, const char *key, const char *token,
+    int64_t px_ms, const char *seen_gen, lock_cb *cb, void *arg)
+{
+	char entry[REDIS_KEY_MAX], lock[REDIS_KEY_MAX], px[24];
+	struct cache_op *op;
+	int failed = 0;
+
+	if ((op = op_new(c, OP_ACQUIRE, arg)) == NULL)
+		return NULL;
+	op->cb.lock = cb;
+	op->script = SCRIPT_ACQUIRE;
+	key_name(entry, sizeof(entry), c, key, "entry");
+	key_name(lock, sizeof(lock), c, key, "lock");
+	snprintf(px, sizeof(px), "%" PRId64, px_ms);
+	failed |= op_argstr(op, "2");
+	failed |= op_argstr(op, entry);
+	failed |= op_argstr(op, lock);
+	failed |= op_argstr(op, token);
+	failed |= op_argstr(op, px);
+	failed |= op_argstr(op, seen_gen);
+	return start_script(op, failed);
+}
+
+struct cache_op *
+lock_renew(struct cache *c, const char *key, const char *token,
+    int64_t px_ms, fence_cb *cb, void *arg)
+{
+	char lock[REDIS_KEY_MAX], px[24];
+	struct cache_op *op;
+	int failed = 0;
+
+	if ((op = op_new(c, OP_FENCE, arg)) == NULL)
+		return NULL;
+	op->cb.fence = cb;
+	op->script = SCRIPT_RENEW;
+	key_name(lock, sizeof(lock), c, key, "lock");
+	snprintf(px, sizeof(px), "%" PRId64, px_ms);
+	failed |= op_argstr(op, "1");
+	failed |= op_argstr(op, lock);
+	failed |= op_argstr(op, token);
+	failed |= op_argstr(op, px);
+	return start_script(op, failed);
+}
+
+struct cache_op *
+cache_store(struct cache *c, const char *key, const char *token,
+    const struct cache_entry *e, fence_cb *cb, void *arg)
+{
+	char entry[REDIS_KEY_MAX], lock[REDIS_KEY_MAX], px[24];
+	struct evbuffer *blob;
+	struct cache_op *op;
+	int64_t ttl = e->stale_until_ms - util_now_ms();
+	int failed = 0;
+
+	assert(strcmp(e->gen, token) == 0);
+	if ((blob = evbuffer_new()) == NULL)
+		return NULL;
+	if (entry_encode(e, blob) == -1 ||
+	    (op = op_new(c, OP_FENCE, arg)) == NULL) {
+		evbuffer_free(blob);
+		return NULL;
+	}
+	op->cb.fence = cb;
+	op->script = SCRIPT_STORE;
+	key_name(entry, sizeof(entry), c, key, "entry");
+	key_name(lock, sizeof(lock), c, key, "lock");
+	snprintf(px, sizeof(px), "%" PRId64, ttl > 0 ? ttl : 1);
+	failed |= op_argstr(op, "2");
+	failed |= op_argstr(op, entry);
+	failed |= op_argstr(op, lock);
+	failed |= op_argstr(op, token);
+	failed |= op_arg(op, evbuffer_pullup(blob, -1),
+	    evbuffer_get_length(blob));
+	failed |= op_argstr(op, px);
+	failed |= op_argstr(op, c->channel);
+	failed |= op_argstr(op, key);
+	evbuffer_free(blob);
+	return start_script(op, failed);
+}
+
+struct cache_op *
+lock_release(struct cache *c, const char *key, const char *token,
+    fence_cb *cb, void *arg)
+{
+	char lock[REDIS_KEY_MAX];
+	struct cache_op *op;
+	int failed = 0;
+
+	if ((op = op_new(c, OP_FENCE, arg)) == NULL)
+		return NULL;
+	op->cb.fence = cb;
+	op->script = SCRIPT_RELEASE;
+	key_name(lock, sizeof(lock), c, key, "lock");
+	failed |= op_argstr(op, "1");
+	failed |= op_argstr(op, lock);
+	failed |= op_argstr(op, token);
+	failed |= op_argstr(op, c->channel);
+	failed |= op_argstr(op, key);
+	return start_script(op, failed);
+}
+
+void
+cache_op_cancel(struct cache_op **opp)
+{
+	struct cache_op *op = *opp;
+
+	if (op == NULL)
+		return;
+	assert(op->magic == OP_MAGIC);
+	op->finished = 1;
+	evtimer_del(op->timer);
+	*opp = NULL;	/* freed when hiredis delivers its reply */
+}

@@ -1,0 +1,36 @@
+#ifndef COMMON_UTIL_H
+#define COMMON_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A refresh-lock token: 128 bits from the OS's random source, as hex. */
+#define UTIL_TOKEN_BYTES	16
+#define UTIL_TOKEN_HEX		(UTIL_TOKEN_BYTES * 2)
+
+#define ARRAY_LEN(a)	(sizeof(a) / sizeof((a)[0]))
+
+int64_t	util_now_ms(void);		/* wall clock, ms since the epoch */
+int64_t	util_mono_us(void);		/* monotonic clock, microseconds */
+
+/* Fills out with UTIL_TOKEN_HEX hex digits and a NUL. 0 or -1. */
+int	util_random_token(char out[UTIL_TOKEN_HEX + 1]);
+/* A uniform random double in (0, 1]. */
+double	util_random_unit(void);
+
+/* "250ms", "10s", "5m", "1h" or "0". 0 or -1. */
+int	util_parse_duration(const char *s, int64_t *ms);
+/* "512", "64k", "10m", "1g" (powers of 1024). 0 or -1. */
+int	util_parse_size(const char *s, int64_t *bytes);
+/* "on", "off", "yes", "no", "true", "false", "1", "0". 0 or -1. */
+int	util_parse_bool(const char *s, int *out);
+/* "host:port" or "[v6]:port". 0 or -1. */
+int	util_parse_hostport(const char *s, char *host, size_t hostlen, int *port);
+
+/* Writes ms as the shortest exact "Nh", "Nm", "Ns" or "Nms". */
+void	util_format_duration(int64_t ms, char *out, size_t outlen);
+
+/* Case-insensitive: does the comma-separated list hv contain token? */
+int	util_list_has_token(const char *hv, const char *token);
+
+#endif

@@ -1,0 +1,83 @@
+#ifndef CONF_CONF_H
+#define CONF_CONF_H
+
+/*
+ * Configuration: an INI file read with libinih. Every key is one row of a
+ * table in conf.c (name, type, default, min, max, where it is stored);
+ * values are range-checked there and every error in a file is reported in
+ * one run as "file:line: message".
+ */
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/log.h"
+
+#define CONF_ROUTES_MAX		64
+#define CONF_HOST_MAX		256
+#define CONF_PATH_MAX		1024
+#define CONF_URL_MAX		1024
+#define CONF_SECRET_MAX		256
+#define CONF_PREFIX_MAX		64	/* [redis] prefix */
+#define CONF_ROUTE_PREFIX_MAX	256	/* [route PREFIX] */
+
+struct conf_route {
+	char	 prefix[CONF_ROUTE_PREFIX_MAX];	/* path prefix, starts with '/' */
+	int64_t	 ttl_ms;		/* fresh for this long after the fetch */
+	int64_t	 swr_ms;		/* stale_while_revalidate */
+	int64_t	 lock_ttl_ms;		/* PX of the refresh lock */
+	int64_t	 lock_wait_ms;		/* cold-miss wait budget */
+	int64_t	 lock_poll_ms;		/* fallback re-check while waiting */
+	int	 cache_authorized;	/* cache requests with Authorization/Cookie */
+	int	 line;			/* where the section starts */
+};
+
+struct conf {
+	char		 file[CONF_PATH_MAX];
+
+	/* [server] */
+	char		 listen_host[CONF_HOST_MAX];
+	int		 listen_port;
+	char		 admin_host[CONF_HOST_MAX];
+	int		 admin_port;
+	enum log_level	 log_level;
+	int64_t		 max_header_bytes;
+	int64_t		 max_body_bytes;
+	int64_t		 client_timeout_ms;
+
+	/* [redis] */
+	char		 redis_host[CONF_HOST_MAX];	/* empty when unix */
+	int		 redis_port;
+	char		 redis_unix[CONF_PATH_MAX];	/* empty when TCP */
+	char		 redis_password[CONF_SECRET_MAX];
+	int		 redis_db;
+	char		 redis_prefix[CONF_PREFIX_MAX];
+	int64_t		 redis_timeout_ms;
+
+	/* [upstream] */
+	char		 upstream_url[CONF_URL_MAX];	/* no trailing '/' */
+	int64_t		 upstream_connect_timeout_ms;
+	int64_t		 upstream_timeout_ms;
+	int64_t		 max_entry_bytes;
+
+	int		 nroutes;
+	struct conf_route routes[CONF_ROUTES_MAX];
+};
+
+/* Fills c with every default and no routes. */
+void	conf_defaults(struct conf *c);
+
+/*
+ * Loads path into c (starting from the defaults). Every error is written
+ * to errs as "path:line: message\n". Returns the number of errors, 0 on
+ * success; c is only meaningful when 0 is returned.
+ */
+int	conf_load(struct conf *c, const char *path, FILE *errs);
+
+/* The route with the longest prefix of path, or NULL. */
+const struct conf_route *conf_route_match(const struct conf *c, const char *path);
+
+/* Writes a reference of every key, its default and range, to out. */
+void	conf_dump_keys(FILE *out);
+
+#endif

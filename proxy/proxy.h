@@ -1,0 +1,53 @@
+#ifndef PROXY_PROXY_H
+#define PROXY_PROXY_H
+
+/*
+ * The proxy: one per process and event loop. proxy_http.c owns the
+ * listeners, proxy_flow.c the life of each request, proxy_admin.c the
+ * admin endpoints. Nothing here includes hiredis or curl.
+ */
+
+#include <stdint.h>
+
+#include <event2/event.h>
+#include <event2/http.h>
+
+#include "conf/conf.h"
+#include "proxy/proxy_stats.h"
+
+#define PROXY_MAGIC	0x50525859u	/* "PRXY" */
+
+struct cache;
+struct upstream;
+struct dict;
+
+struct proxy {
+	uint32_t		 magic;
+	struct event_base	*base;
+	const struct conf	*conf;
+	struct cache		*cache;
+	struct upstream		*upstream;
+	struct evhttp		*http;		/* public listener */
+	struct evhttp		*admin;		/* stats and control */
+	struct dict		*flights;	/* key -> struct flight */
+	struct dict		*refreshes;	/* key -> struct refresh */
+	int			 nrequests;	/* client requests in progress */
+	int			 nrefreshes;	/* refreshes in progress */
+	struct stats		 stats;
+	int64_t			 started_ms;
+};
+
+/* proxy_http.c */
+int	proxy_start(struct proxy *px, struct event_base *base,
+	    const struct conf *conf, char *err, size_t errlen);
+void	proxy_stop(struct proxy *px);
+
+/* proxy_flow.c */
+void	flow_recv(struct proxy *px, struct evhttp_request *ev);
+void	flow_on_fill(const char *key, void *arg);
+void	flow_shutdown(struct proxy *px);
+
+/* proxy_admin.c */
+void	admin_handle(struct evhttp_request *ev, void *arg);
+
+#endif

@@ -1,0 +1,1300 @@
+/*
+ * The life of a request, as three small state machines, each with one
+ * driver function that runs its steps top to bottom. Async callbacks only
+ * copy their result into the object and re-enter its driver.
+ *
+ * struct req: one client request.
+ *	RECV -> PASS (uncacheable: straight to the upstream)
+ *	     -> JOIN (wait for this key's flight)
+ *	     -> DELIVER -> FINISH
+ *
+ * struct flight: every request of this process for one key that has no
+ * answer yet. One Redis round trip per key per process, not per request.
+ *	LOOKUP -> DONE (fresh, or stale: served at once, refresh started)
+ *	       -> LOCK -> DONE (we fetched, or someone else filled the key)
+ *	               -> WAIT -> LOCK ... (woken by a "filled" notification,
+ *	                                    or by a bounded fallback poll)
+ *	                       -> DIRECT -> DONE (lock_wait ran out)
+ *	       -> DIRECT -> DONE (Redis is unavailable: fetch without a lock)
+ *
+ * struct refresh: one fetch that owns a lock token and a curl handle and
+ * never points back at a client request, so a client that leaves cannot
+ * break it.
+ *	LOCK -> FETCH (renewing the lock) -> STORE (fenced by the token)
+ *	                                  -> RELEASE (not storable, failed)
+ *	     -> DONE
+ */
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "cache/cache.h"
+#include "cache/cache_entry.h"
+#include "cache/cache_key.h"
+#include "common/dict.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "proxy/proxy.h"
+#include "proxy/proxy_hdr.h"
+#include "upstream/upstream.h"
+
+#define REQ_MAGIC		0x52455155u	/* "REQU" */
+#define FLIGHT_MAGIC		0x464c4754u	/* "FLGT" */
+#define REFRESH_MAGIC		0x52465348u	/* "RFSH" */
+#define RENEW_DIVISOR		3	/* renew the lock every lock_ttl / 3 */
+#define CACHE_STATUS_MAX	160
+#define HTTP_BAD_GATEWAY	502
+#define HTTP_GATEWAY_TIMEOUT	504
+#define PASS_BODY_MAX		((size_t)1 << 30)	/* pass-through responses */
+
+enum req_step {
+	REQ_RECV,
+	REQ_PASS,
+	REQ_JOIN,
+	REQ_DELIVER,
+	REQ_FINISH,
+};
+
+/* What a request was answered with; decides Cache-Status and counters. */
+enum outcome {
+	OUT_NONE,
+	OUT_HIT,		/* fresh entry */
+	OUT_STALE,		/* stale entry, refresh in the background */
+	OUT_STORED,		/* fetched for this request and stored */
+	OUT_FETCHED,		/* fetched for this request, not stored */
+	OUT_COLLAPSED,		/* answered by another request's fetch */
+	OUT_WAIT_TIMEOUT,	/* waited lock_wait, then fetched directly */
+	OUT_DEGRADED,		/* Redis unavailable: fetched directly */
+	OUT_BYPASS,		/* not cacheable: passed through */
+	OUT_METHOD,		/* not GET or HEAD: passed through */
+	OUT_UPSTREAM_ERROR,	/* the upstream failed: 502 or 504 */
+	OUT_UNAVAILABLE,	/* shutting down, or out of memory: 503 */
+};
+
+struct flight;
+
+struct req {
+	uint32_t		 magic;
+	struct proxy		*px;
+	struct evhttp_request	*ev;
+	enum req_step		 step;
+	int			 route;		/* index, or -1 */
+	int			 head;
+	int			 pass_kind;	/* OUT_BYPASS or OUT_METHOD */
+	char			*uri;		/* path[?query] */
+	char			*host;
+	char			 key[CACHE_KEY_MAX + 1];
+	struct flight		*flight;
+	TAILQ_ENTRY(req)	 flight_link;
+	TAILQ_ENTRY(req)	 all_link;
+	struct upstream_fetch	*fetch;		/* PASS only */
+	char			 head_length[24];	/* PASS HEAD: origin's */
+	int64_t			 t_start_us;
+	int64_t			 t_join_us;
+
+	/* The answer, set before DELIVER. */
+	enum outcome		 outcome;
+	struct cache_entry	*entry;
+	enum upstream_result	 uerr;
+};
+
+enum flight_step {
+	FL_LOOKUP,
+	FL_LOCK,
+	FL_WAIT,
+	FL_DIRECT,
+	FL_DONE,
+};
+
+struct refresh;
+
+struct flight {
+	uint32_t		 magic;
+	struct proxy		*px;
+	enum flight_step	 step;
+	int			 route;
+	char			 key[CACHE_KEY_MAX + 1];
+	char			*uri;
+	struct evkeyvalq	 headers;	/* sent upstream */
+	TAILQ_HEAD(, req)	 reqs;		/* the first one led */
+	TAILQ_ENTRY(flight)	 link;
+	struct cache_op		*op;
+	struct refresh		*refresh;
+	struct event		*poll_ev;
+	struct event		*deadline_ev;
+	char			 seen_gen[ENTRY_GEN_LEN + 1];
+	int			 waited;
+	int			 timed_out;	/* lock_wait ran out */
+	int			 degraded;	/* Redis failed */
+	int			 fill_pending;	/* a fill arrived mid-acquire */
+
+	/* The answer, set before DONE. */
+	enum outcome		 lead_outcome;
+	enum outcome		 rest_outcome;
+	struct cache_entry	*entry;
+	enum upstream_result	 uerr;
+	int			 shareable;
+};
+
+enum refresh_mode {
+	RF_LOCKED,		/* take the lock, fetch, store */
+	RF_DIRECT,		/* just fetch */
+};
+
+enum refresh_step {
+	RF_LOCK,
+	RF_FETCH,
+	RF_STORE,
+	RF_RELEASE,
+	RF_DONE,
+};
+
+enum refresh_result {
+	RFR_NONE,
+	RFR_BUSY,		/* another process holds the lock */
+	RFR_CHANGED,		/* the entry was refreshed by someone else */
+	RFR_FETCHED,		/* entry holds the upstream's response */
+	RFR_UPSTREAM_ERROR,
+	RFR_REDIS_ERROR,
+};
+
+typedef void refresh_done_cb(struct refresh *rf, void *arg);
+
+struct refresh {
+	uint32_t		 magic;
+	struct proxy		*px;
+	enum refresh_mode	 mode;
+	enum refresh_step	 step;
+	int			 route;
+	char			 key[CACHE_KEY_MAX + 1];
+	char			*url;
+	struct evkeyvalq	 headers;
+	char			 token[UTIL_TOKEN_HEX + 1];
+	char			 seen_gen[ENTRY_GEN_LEN + 1];
+	struct cache_op		*op;
+	struct cache_op		*renew_op;
+	struct upstream_fetch	*fetch;
+	struct event		*renew_ev;
+	struct event		*done_ev;
+	int			 registered;	/* in px->refreshes */
+	int			 lost;		/* our token was replaced */
+	int			 stored;
+	int64_t			 fetch_start_us;
+	TAILQ_ENTRY(refresh)	 link;
+	refresh_done_cb		*cb;
+	void			*cb_arg;
+
+	enum refresh_result	 result;
+	struct cache_entry	*entry;
+	enum upstream_result	 uerr;
+	int			 shareable;
+};
+
+/* Every live object, for shutdown. */
+static TAILQ_HEAD(, req)	all_reqs = TAILQ_HEAD_INITIALIZER(all_reqs);
+static TAILQ_HEAD(, flight)	all_flights = TAILQ_HEAD_INITIALIZER(all_flights);
+static TAILQ_HEAD(, refresh)	all_refreshes = TAILQ_HEAD_INITIALIZER(all_refreshes);
+
+static void req_run(struct req *req);
+static void flight_run(struct flight *fl);
+static void refresh_run(struct refresh *rf);
+
+/* ================================================================
+ * refresh
+ * ================================================================ */
+
+static void
+timer_arm(struct event *ev, int64_t ms)
+{
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+
+	evtimer_add(ev, &tv);
+}
+
+static const struct conf_route *
+route_of(const struct proxy *px, int route)
+{
+	assert(route >= 0 && route < px->conf->nroutes);
+	return &px->conf->routes[route];
+}
+
+static void
+mark_lost(struct refresh *rf)
+{
+	if (rf->lost)
+		return;
+	rf->lost = 1;
+	STAT_INC(&rf->px->stats, rf->route, lock_lost);
+	log_warn("lock for %s was taken over; this fetch will not be stored",
+	    rf->key);
+}
+
+static void
+on_refresh_done(evutil_socket_t fd, short what, void *arg)
+{
+	struct refresh *rf = arg;
+
+	assert(rf->magic == REFRESH_MAGIC);
+	if (rf->cb != NULL)
+		rf->cb(rf, rf->cb_arg);
+	TAILQ_REMOVE(&all_refreshes, rf, link);
+	rf->px->nrefreshes--;
+	entry_unref(&rf->entry);
+	evhttp_clear_headers(&rf->headers);
+	event_free(rf->renew_ev);
+	event_free(rf->done_ev);
+	free(rf->url);
+	rf->magic = 0;
+	free(rf);
+}
+
+/* Stops all work and reports from outside the current call stack. */
+static void
+refresh_end(struct refresh *rf)
+{
+	rf->step = RF_DONE;
+	evtimer_del(rf->renew_ev);
+	cache_op_cancel(&rf->op);
+	cache_op_cancel(&rf->renew_op);
+	upstream_cancel(&rf->fetch);
+	if (rf->registered) {
+		dict_del(rf->px->refreshes, rf->key);
+		rf->registered = 0;
+	}
+	event_active(rf->done_ev, 0, 0);
+}
+
+static void
+on_renewed(enum fence_result r, void *arg)
+{
+	struct refresh *rf = arg;
+
+	assert(rf->magic == REFRESH_MAGIC);
+	rf->renew_op = NULL;
+	if (r == FENCE_OK)
+		STAT_INC(&rf->px->stats, rf->route, lock_renewals);
+	else if (r == FENCE_LOST)
+		mark_lost(rf);
+}
+
+static void
+on_renew_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct refresh *rf = arg;
+	const struct conf_route *rt = route_of(rf->px, rf->route);
+
+	assert(rf->magic == REFRESH_MAGIC);
+	if (rf->step != RF_FETCH || rf->lost)
+		return;
+	if (rf->renew_op == NULL)
+		rf->renew_op = lock_renew(rf->px->cache, rf->key, rf->token,
+		    rt->lock_ttl_ms, on_renewed, rf);
+	timer_arm(rf->renew_ev, rt->lock_ttl_ms / RENEW_DIVISOR);
+}
+
+static void
+on_refresh_lock(enum lock_result r, struct cache_entry *e, void *arg)
+{
+	struct refresh *rf = arg;
+
+	assert(rf->magic == REFRESH_MAGIC);
+	rf->op = NULL;
+	switch (r) {
+	case LOCK_ACQUIRED:
+		STAT_INC(&rf->px->stats, rf->route, locks_acquired);
+		rf->step = RF_FETCH;
+		break;
+	case LOCK_BUSY:
+		STAT_INC(&rf->px->stats, rf->route, lock_busy);
+		rf->result = RFR_BUSY;
+		rf->step = RF_DONE;
+		break;
+	case LOCK_CHANGED:
+		rf->result = RFR_CHANGED;
+		rf->entry = e;
+		rf->step = RF_DONE;
+		break;
+	case LOCK_ERROR:
+		rf->result = RFR_REDIS_ERROR;
+		rf->step = RF_DONE;
+		break;
+	}
+	refresh_run(rf);
+}
+
+/* Turns an upstream response into an entry whose gen is our token. */
+static struct cache_entry *
+entry_from_response(struct upstream_response *resp, const char *gen,
+    const struct conf_route *rt, int64_t fetch_ms)
+{
+	struct cache_entry *e;
+	int64_t now = util_now_ms();
+
+	if ((e = entry_new()) == NULL)
+		return NULL;
+	snprintf(e->gen, sizeof(e->gen), "%s", gen);
+	e->status = resp->status;
+	e->stored_ms = now;
+	e->fresh_until_ms = rt != NULL ? now + rt->ttl_ms : now;
+	e->stale_until_ms = rt != NULL ? e->fresh_until_ms + rt->swr_ms : now;
+	e->fetch_ms = (uint32_t)(fetch_ms > UINT32_MAX ? UINT32_MAX : fetch_ms);
+	hdr_copy(&resp->headers, &e->headers, HDR_DROP_LENGTH);
+	if (entry_set_body(e, resp->body) == -1) {
+		entry_unref(&e);
+		return NULL;
+	}
+	return e;
+}
+
+static void
+on_refresh_fetched(struct upstream_response *resp, void *arg)
+{
+	struct refresh *rf = arg;
+	struct proxy *px = rf->px;
+	const struct conf_route *rt = route_of(px, rf->route);
+	const char *why = "";
+
+	assert(rf->magic == REFRESH_MAGIC);
+	rf->fetch = NULL;
+	evtimer_del(rf->renew_ev);
+	cache_op_cancel(&rf->renew_op);
+
+	if (resp->result != UPSTREAM_OK) {
+		STAT_INC(&px->stats, rf->route, upstream_errors);
+		log_warn("upstream %s: %s (%s)", rf->url,
+		    upstream_result_name(resp->result), resp->error);
+		rf->result = RFR_UPSTREAM_ERROR;
+		rf->uerr = resp->result;
+		rf->step = RF_RELEASE;
+		goto out;
+	}
+	if (resp->status >= 500)
+		STAT_INC(&px->stats, rf->route, upstream_errors);
+	rf->entry = entry_from_response(resp, rf->token, rt,
+	    (util_mono_us() - rf->fetch_start_us) / 1000);
+	if (rf->entry == NULL) {
+		rf->result = RFR_UPSTREAM_ERROR;
+		rf->uerr = UPSTREAM_ERR_PROTOCOL;
+		rf->step = RF_RELEASE;
+		goto out;
+	}
+	rf->result = RFR_FETCHED;
+	rf->shareable = hdr_shareable(&rf->entry->headers);
+	if (rf->mode == RF_LOCKED && !rf->lost &&
+	    hdr_storable(resp->status, &rf->entry->headers, &why))
+		rf->step = RF_STORE;
+	else
+		rf->step = RF_RELEASE;
+	if (rf->step == RF_RELEASE && why[0] != '\0')
+		log_debug("%s not stored: %s", rf->key, why);
+out:
+	upstream_response_free(&resp);
+	refresh_run(rf);
+}
+
+static void
+on_refresh_stored(enum fence_result r, void *arg)
+{
+	struct refresh *rf = arg;
+
+	assert(rf->magic == REFRESH_MAGIC);
+	rf->op = NULL;
+	switch (r) {
+	case FENCE_OK:		/* the script also deleted the lock */
+		rf->stored = 1;
+		STAT_INC(&rf->px->stats, rf->route, stores);
+		rf->step = RF_DONE;
+		break;
+	case FENCE_LOST:
+		mark_lost(rf);
+		rf->step = RF_DONE;
+		break;
+	case FENCE_ERROR:	/* maybe not stored: let the lock go */
+		rf->step = RF_RELEASE;
+		break;
+	}
+	refresh_run(rf);
+}
+
+static void
+on_refresh_released(enum fence_result r, void *arg)
+{
+	struct refresh *rf = arg;
+
+	assert(rf->magic == REFRESH_MAGIC);
+	rf->op = NULL;
+	if (r == FENCE_LOST)
+		mark_lost(rf);
+	rf->step = RF_DONE;
+	refresh_run(rf);
+}
+
+static int
+refresh_fetch(struct refresh *rf)
+{
+	const struct conf *conf = rf->px->conf;
+	const struct conf_route *rt = route_of(rf->px, rf->route);
+	struct upstream_request ur = {
+		.method = "GET",
+		.url = rf->url,
+		.headers = &rf->headers,
+		.connect_timeout_ms = conf->upstream_connect_timeout_ms,
+		.timeout_ms = conf->upstream_timeout_ms,
+		.max_body_bytes = (size_t)conf->max_entry_bytes,
+	};
+
+	rf->fetch_start_us = util_mono_us();
+	STAT_INC(&rf->px->stats, rf->route, upstream_fetches);
+	rf->fetch = upstream_fetch(rf->px->upstream, &ur, on_refresh_fetched, rf);
+	if (rf->fetch == NULL)
+		return -1;
+	if (rf->mode == RF_LOCKED)
+		timer_arm(rf->renew_ev, rt->lock_ttl_ms / RENEW_DIVISOR);
+	return 0;
+}
+
+static void
+refresh_run(struct refresh *rf)
+{
+	struct proxy *px = rf->px;
+	const struct conf_route *rt = route_of(px, rf->route);
+
+	assert(rf->magic == REFRESH_MAGIC);
+	for (;;) {
+		switch (rf->step) {
+		case RF_LOCK:
+			if (rf->mode == RF_DIRECT) {
+				rf->step = RF_FETCH;
+				continue;
+			}
+			rf->op = lock_acquire(px->cache, rf->key, rf->token,
+			    rt->lock_ttl_ms, rf->seen_gen, on_refresh_lock, rf);
+			if (rf->op == NULL) {
+				rf->result = RFR_REDIS_ERROR;
+				rf->step = RF_DONE;
+				continue;
+			}
+			return;
+		case RF_FETCH:
+			if (refresh_fetch(rf) == -1) {
+				rf->result = RFR_UPSTREAM_ERROR;
+				rf->uerr = UPSTREAM_ERR_PROTOCOL;
+				rf->step = RF_RELEASE;
+				continue;
+			}
+			return;
+		case RF_STORE:
+			rf->op = cache_store(px->cache, rf->key, rf->token,
+			    rf->entry, on_refresh_stored, rf);
+			if (rf->op == NULL) {
+				rf->step = RF_RELEASE;
+				continue;
+			}
+			return;
+		case RF_RELEASE:
+			if (rf->mode == RF_DIRECT || rf->lost) {
+				rf->step = RF_DONE;
+				continue;
+			}
+			rf->op = lock_release(px->cache, rf->key, rf->token,
+			    on_refresh_released, rf);
+			if (rf->op == NULL) {
+				rf->step = RF_DONE;
+				continue;
+			}
+			return;
+		case RF_DONE:
+			refresh_end(rf);
+			return;
+		}
+	}
+}
+
+/*
+ * Starts a refresh of key. It reports once through cb (which may be NULL)
+ * after it has ended, never from inside this call. NULL on no memory.
+ */
+static struct refresh *
+refresh_start(struct proxy *px, enum refresh_mode mode, int route,
+    const char *key, const char *uri, const struct evkeyvalq *headers,
+    const char *seen_gen, refresh_done_cb *cb, void *arg)
+{
+	struct refresh *rf;
+	size_t urllen;
+
+	if ((rf = calloc(1, sizeof(*rf))) == NULL)
+		return NULL;
+	rf->magic = REFRESH_MAGIC;
+	rf->px = px;
+	rf->mode = mode;
+	rf->step = RF_LOCK;
+	rf->route = route;
+	rf->cb = cb;
+	rf->cb_arg = arg;
+	TAILQ_INIT(&rf->headers);
+	snprintf(rf->key, sizeof(rf->key), "%s", key);
+	snprintf(rf->seen_gen, sizeof(rf->seen_gen), "%s", seen_gen);
+	urllen = strlen(px->conf->upstream_url) + strlen(uri) + 1;
+	if ((rf->url = malloc(urllen)) == NULL)
+		goto fail;
+	snprintf(rf->url, urllen, "%s%s", px->conf->upstream_url, uri);
+	hdr_copy(headers, &rf->headers, 0);
+	if (util_random_token(rf->token) == -1)
+		goto fail;
+	rf->renew_ev = evtimer_new(px->base, on_renew_tick, rf);
+	rf->done_ev = event_new(px->base, -1, 0, on_refresh_done, rf);
+	if (rf->renew_ev == NULL || rf->done_ev == NULL)
+		goto fail;
+	if (mode == RF_LOCKED && dict_get(px->refreshes, key) == NULL &&
+	    dict_set(px->refreshes, key, rf) == 0)
+		rf->registered = 1;
+	TAILQ_INSERT_TAIL(&all_refreshes, rf, link);
+	px->nrefreshes++;
+	refresh_run(rf);
+	return rf;
+fail:
+	if (rf->renew_ev != NULL)
+		event_free(rf->renew_ev);
+	if (rf->done_ev != NULL)
+		event_free(rf->done_ev);
+	evhttp_clear_headers(&rf->headers);
+	free(rf->url);
+	free(rf);
+	return NULL;
+}
+
+/* ================================================================
+ * flight
+ * ================================================================ */
+
+/* The client's address, or NULL when the connection is gone. */
+static char *
+client_address(struct req *req)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req->ev);
+	char *peer = NULL;
+	ev_uint16_t port;
+
+	if (evcon != NULL)
+		evhttp_connection_get_peer(evcon, &peer, &port);
+	return peer;
+}
+
+static void
+flight_set_answer(struct flight *fl, enum outcome lead, enum outcome rest,
+    struct cache_entry *e)
+{
+	fl->lead_outcome = lead;
+	fl->rest_outcome = rest;
+	entry_unref(&fl->entry);
+	fl->entry = e;
+	fl->shareable = 1;
+	fl->step = FL_DONE;
+}
+
+static void
+on_flight_lookup(enum cache_result r, struct cache_entry *e, void *arg)
+{
+	struct flight *fl = arg;
+	struct proxy *px = fl->px;
+
+	assert(fl->magic == FLIGHT_MAGIC);
+	fl->op = NULL;
+	if (r == CACHE_ERROR) {
+		fl->degraded = 1;
+		fl->step = FL_DIRECT;
+	} else if (r == CACHE_ABSENT) {
+		fl->step = FL_LOCK;
+	} else {
+		switch (entry_state(e, util_now_ms())) {
+		case ENTRY_FRESH:
+			flight_set_answer(fl, OUT_HIT, OUT_HIT, e);
+			break;
+		case ENTRY_STALE:
+			if (dict_get(px->refreshes, fl->key) == NULL)
+				(void)refresh_start(px, RF_LOCKED, fl->route,
+				    fl->key, fl->uri, &fl->headers, e->gen,
+				    NULL, NULL);
+			flight_set_answer(fl, OUT_STALE, OUT_STALE, e);
+			break;
+		case ENTRY_EXPIRED:
+			snprintf(fl->seen_gen, sizeof(fl->seen_gen), "%s", e->gen);
+			entry_unref(&e);
+			fl->step = FL_LOCK;
+			break;
+		}
+	}
+	flight_run(fl);
+}
+
+static void
+on_flight_refresh(struct refresh *rf, void *arg)
+{
+	struct flight *fl = arg;
+	enum outcome lead;
+	int direct;
+
+	assert(fl->magic == FLIGHT_MAGIC);
+	fl->refresh = NULL;
+	switch (rf->result) {
+	case RFR_BUSY:
+		if (fl->timed_out)
+			fl->step = FL_DIRECT;
+		else if (fl->fill_pending)
+			fl->step = FL_LOCK;
+		else
+			fl->step = FL_WAIT;
+		break;
+	case RFR_CHANGED:
+		if (entry_state(rf->entry, util_now_ms()) == ENTRY_EXPIRED) {
+			snprintf(fl->seen_gen, sizeof(fl->seen_gen), "%s",
+			    rf->entry->gen);
+			fl->step = FL_LOCK;
+			break;
+		}
+		flight_set_answer(fl, OUT_COLLAPSED, OUT_COLLAPSED,
+		    entry_ref(rf->entry));
+		break;
+	case RFR_FETCHED:
+		direct = rf->mode == RF_DIRECT;
+		if (direct && fl->timed_out)
+			lead = OUT_WAIT_TIMEOUT;
+		else if (direct && fl->degraded)
+			lead = OUT_DEGRADED;
+		else
+			lead = rf->stored ? OUT_STORED : OUT_FETCHED;
+		flight_set_answer(fl, lead, direct && fl->timed_out ?
+		    OUT_WAIT_TIMEOUT : OUT_COLLAPSED, entry_ref(rf->entry));
+		fl->shareable = rf->shareable;
+		break;
+	case RFR_UPSTREAM_ERROR:
+	case RFR_NONE:
+		flight_set_answer(fl, OUT_UPSTREAM_ERROR, OUT_UPSTREAM_ERROR,
+		    NULL);
+		fl->uerr = rf->uerr;
+		break;
+	case RFR_REDIS_ERROR:
+		fl->degraded = 1;
+		fl->step = FL_DIRECT;
+		break;
+	}
+	flight_run(fl);
+}
+
+static void
+flight_wake(struct flight *fl)
+{
+	if (fl->step == FL_WAIT) {
+		evtimer_del(fl->poll_ev);
+		fl->step = FL_LOCK;
+		flight_run(fl);
+	} else if (fl->step == FL_LOCK) {
+		/* The notification may overtake the acquire's reply. */
+		fl->fill_pending = 1;
+	}
+}
+
+static void
+on_flight_poll(evutil_socket_t fd, short what, void *arg)
+{
+	struct flight *fl = arg;
+
+	assert(fl->magic == FLIGHT_MAGIC);
+	flight_wake(fl);
+}
+
+static void
+on_flight_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct flight *fl = arg;
+
+	assert(fl->magic == FLIGHT_MAGIC);
+	fl->timed_out = 1;
+	if (fl->step == FL_WAIT) {
+		evtimer_del(fl->poll_ev);
+		fl->step = FL_DIRECT;
+		flight_run(fl);
+	}
+}
+
+/* Hands the answer to every request and frees the flight. */
+static void
+flight_done(struct flight *fl)
+{
+	struct proxy *px = fl->px;
+	struct req *req;
+	int lead = 1;
+
+	dict_del(px->flights, fl->key);
+	TAILQ_REMOVE(&all_flights, fl, link);
+	while ((req = TAILQ_FIRST(&fl->reqs)) != NULL) {
+		TAILQ_REMOVE(&fl->reqs, req, flight_link);
+		req->flight = NULL;
+		req->outcome = lead ? fl->lead_outcome : fl->rest_outcome;
+		req->uerr = fl->uerr;
+		if (!lead && !fl->shareable) {
+			req->step = REQ_PASS;	/* a per-user response */
+		} else {
+			req->entry = fl->entry != NULL ? entry_ref(fl->entry) : NULL;
+			req->step = REQ_DELIVER;
+		}
+		lead = 0;
+		req_run(req);
+	}
+	cache_op_cancel(&fl->op);
+	entry_unref(&fl->entry);
+	evhttp_clear_headers(&fl->headers);
+	event_free(fl->poll_ev);
+	event_free(fl->deadline_ev);
+	free(fl->uri);
+	fl->magic = 0;
+	free(fl);
+}
+
+static void
+flight_run(struct flight *fl)
+{
+	struct proxy *px = fl->px;
+	const struct conf_route *rt = route_of(px, fl->route);
+
+	assert(fl->magic == FLIGHT_MAGIC);
+	for (;;) {
+		switch (fl->step) {
+		case FL_LOOKUP:
+			fl->op = cache_lookup(px->cache, fl->key,
+			    on_flight_lookup, fl);
+			if (fl->op == NULL) {
+				fl->degraded = 1;
+				fl->step = FL_DIRECT;
+				continue;
+			}
+			return;
+		case FL_LOCK:
+			fl->fill_pending = 0;
+			fl->refresh = refresh_start(px, RF_LOCKED, fl->route,
+			    fl->key, fl->uri, &fl->headers, fl->seen_gen,
+			    on_flight_refresh, fl);
+			if (fl->refresh == NULL) {
+				flight_set_answer(fl, OUT_UNAVAILABLE,
+				    OUT_UNAVAILABLE, NULL);
+				continue;
+			}
+			return;
+		case FL_WAIT:
+			if (!fl->waited) {
+				fl->waited = 1;
+				timer_arm(fl->deadline_ev, rt->lock_wait_ms);
+			}
+			timer_arm(fl->poll_ev, rt->lock_poll_ms);
+			return;
+		case FL_DIRECT:
+			evtimer_del(fl->deadline_ev);
+			if (fl->timed_out)
+				STAT_INC(&px->stats, fl->route, lock_wait_timeouts);
+			fl->refresh = refresh_start(px, RF_DIRECT, fl->route,
+			    fl->key, fl->uri, &fl->headers, "",
+			    on_flight_refresh, fl);
+			if (fl->refresh == NULL) {
+				flight_set_answer(fl, OUT_UNAVAILABLE,
+				    OUT_UNAVAILABLE, NULL);
+				continue;
+			}
+			return;
+		case FL_DONE:
+			flight_done(fl);
+			return;
+		}
+	}
+}
+
+/*
+ * Joins the flight for req's key, starting one if there is none. The
+ * flight may answer req before this returns. 0, or -1 on no memory.
+ */
+static int
+flight_join(struct req *req)
+{
+	struct proxy *px = req->px;
+	struct evkeyvalq *in = evhttp_request_get_input_headers(req->ev);
+	const struct conf_route *rt = route_of(px, req->route);
+	struct flight *fl;
+	char *peer;
+	int flags;
+
+	if ((fl = dict_get(px->flights, req->key)) != NULL) {
+		TAILQ_INSERT_TAIL(&fl->reqs, req, flight_link);
+		req->flight = fl;
+		return 0;
+	}
+	if ((fl = calloc(1, sizeof(*fl))) == NULL)
+		return -1;
+	fl->magic = FLIGHT_MAGIC;
+	fl->px = px;
+	fl->step = FL_LOOKUP;
+	fl->route = req->route;
+	TAILQ_INIT(&fl->reqs);
+	TAILQ_INIT(&fl->headers);
+	snprintf(fl->key, sizeof(fl->key), "%s", req->key);
+	fl->uri = strdup(req->uri);
+	fl->poll_ev = evtimer_new(px->base, on_flight_poll, fl);
+	fl->deadline_ev = evtimer_new(px->base, on_flight_deadline, fl);
+	if (fl->uri == NULL || fl->poll_ev == NULL || fl->deadline_ev == NULL ||
+	    dict_set(px->flights, fl->key, fl) == -1)
+		goto fail;
+	/* A shared fetch: nothing that would make the answer one client's. */
+	flags = HDR_DROP_HOST | HDR_DROP_LENGTH | HDR_DROP_CONDITIONAL |
+	    HDR_DROP_ENCODING | (rt->cache_authorized ? 0 : HDR_DROP_CREDENTIALS);
+	hdr_copy(in, &fl->headers, flags);
+	if (req->host[0] != '\0')
+		evhttp_add_header(&fl->headers, "X-Forwarded-Host", req->host);
+	if ((peer = client_address(req)) != NULL)
+		evhttp_add_header(&fl->headers, "X-Forwarded-For", peer);
+	TAILQ_INSERT_TAIL(&fl->reqs, req, flight_link);
+	req->flight = fl;
+	TAILQ_INSERT_TAIL(&all_flights, fl, link);
+	flight_run(fl);
+	return 0;
+fail:
+	if (fl->poll_ev != NULL)
+		event_free(fl->poll_ev);
+	if (fl->deadline_ev != NULL)
+		event_free(fl->deadline_ev);
+	evhttp_clear_headers(&fl->headers);
+	free(fl->uri);
+	free(fl);
+	return -1;
+}
+
+void
+flow_on_fill(const char *key, void *arg)
+{
+	struct proxy *px = arg;
+	struct flight *fl, *next;
+
+	assert(px->magic == PROXY_MAGIC);
+	if (key != NULL) {
+		if ((fl = dict_get(px->flights, key)) != NULL)
+			flight_wake(fl);
+		return;
+	}
+	/* Resubscribed: anything may have been filled meanwhile. */
+	for (fl = TAILQ_FIRST(&all_flights); fl != NULL; fl = next) {
+		next = TAILQ_NEXT(fl, link);
+		flight_wake(fl);
+	}
+}
+
+/* ================================================================
+ * req
+ * ================================================================ */
+
+static void
+cache_status(const struct req *req, int fwd_status, char *out, size_t outlen)
+{
+	const struct cache_entry *e = req->entry;
+	int64_t now = util_now_ms();
+
+	switch (req->outcome) {
+	case OUT_HIT:
+		snprintf(out, outlen, "corral; hit; ttl=%" PRId64,
+		    (e->fresh_until_ms - now) / 1000);
+		break;
+	case OUT_STALE: {
+		int64_t late = (now - e->fresh_until_ms + 999) / 1000;
+		snprintf(out, outlen, "corral; hit; ttl=-%" PRId64,
+		    late > 0 ? late : 1);
+		break;
+	}
+	case OUT_STORED:
+		snprintf(out, outlen, "corral; fwd=miss; fwd-status=%d; stored",
+		    fwd_status);
+		break;
+	case OUT_FETCHED:
+		snprintf(out, outlen, "corral; fwd=miss; fwd-status=%d",
+		    fwd_status);
+		break;
+	case OUT_COLLAPSED:
+		snprintf(out, outlen,
+		    "corral; fwd=miss; fwd-status=%d; collapsed", fwd_status);
+		break;
+	case OUT_WAIT_TIMEOUT:
+		snprintf(out, outlen, "corral; fwd=miss; fwd-status=%d; "
+		    "detail=lock-wait-timeout", fwd_status);
+		break;
+	case OUT_DEGRADED:
+		snprintf(out, outlen, "corral; fwd=miss; fwd-status=%d; "
+		    "detail=cache-unavailable", fwd_status);
+		break;
+	case OUT_BYPASS:
+		snprintf(out, outlen, "corral; fwd=bypass; fwd-status=%d",
+		    fwd_status);
+		break;
+	case OUT_METHOD:
+		snprintf(out, outlen, "corral; fwd=method; fwd-status=%d",
+		    fwd_status);
+		break;
+	case OUT_UPSTREAM_ERROR:
+		snprintf(out, outlen, "corral; fwd=%s; detail=upstream-error",
+		    req->pass_kind == OUT_METHOD ? "method" :
+		    req->pass_kind == OUT_BYPASS ? "bypass" : "miss");
+		break;
+	case OUT_UNAVAILABLE:
+	case OUT_NONE:
+		snprintf(out, outlen, "corral; detail=unavailable");
+		break;
+	}
+}
+
+static void
+count_outcome(struct req *req)
+{
+	struct stats *st = &req->px->stats;
+	int r = req->route;
+	uint64_t waited_ms = (uint64_t)(util_mono_us() - req->t_join_us) / 1000;
+
+	switch (req->outcome) {
+	case OUT_HIT:
+		STAT_INC(st, r, hits);
+		break;
+	case OUT_STALE:
+		STAT_INC(st, r, stale_hits);
+		break;
+	case OUT_STORED:
+	case OUT_FETCHED:
+	case OUT_DEGRADED:
+		STAT_INC(st, r, misses);
+		break;
+	case OUT_COLLAPSED:
+		STAT_INC(st, r, collapsed);
+		STAT_INC(st, r, waiters);
+		STAT_ADD(st, r, lock_wait_ms, waited_ms);
+		break;
+	case OUT_WAIT_TIMEOUT:
+		STAT_INC(st, r, misses);
+		STAT_INC(st, r, waiters);
+		STAT_ADD(st, r, lock_wait_ms, waited_ms);
+		break;
+	case OUT_BYPASS:
+	case OUT_METHOD:
+		STAT_INC(st, r, bypass);
+		break;
+	case OUT_UPSTREAM_ERROR:
+	case OUT_UNAVAILABLE:
+	case OUT_NONE:
+		STAT_INC(st, r, errors);
+		break;
+	}
+}
+
+static void
+on_body_sent(const void *data, size_t len, void *arg)
+{
+	struct cache_entry *e = arg;
+
+	entry_unref(&e);
+}
+
+/* Sends the one reply this request gets. */
+static void
+deliver(struct req *req)
+{
+	struct evkeyvalq *out = evhttp_request_get_output_headers(req->ev);
+	struct cache_entry *e = req->entry;
+	char cs[CACHE_STATUS_MAX], num[24];
+	struct evbuffer *body;
+	int code;
+
+	if (e == NULL) {
+		code = req->outcome != OUT_UPSTREAM_ERROR ? HTTP_SERVUNAVAIL :
+		    req->uerr == UPSTREAM_ERR_TIMEOUT ? HTTP_GATEWAY_TIMEOUT : HTTP_BAD_GATEWAY;
+		cache_status(req, code, cs, sizeof(cs));
+		evhttp_add_header(out, "Cache-Status", cs);
+		evhttp_add_header(out, "Content-Type", "text/plain");
+		evhttp_add_header(out, "Connection", "close");
+		if ((body = evbuffer_new()) != NULL)
+			evbuffer_add_printf(body, "%d %s\n", code,
+			    code == HTTP_GATEWAY_TIMEOUT ? "upstream timed out" :
+			    code == HTTP_BAD_GATEWAY ? "upstream unavailable" :
+			    "service unavailable");
+		evhttp_send_reply(req->ev, code, NULL, req->head ? NULL : body);
+		if (body != NULL)
+			evbuffer_free(body);
+		return;
+	}
+
+	hdr_copy(&e->headers, out, HDR_DROP_LENGTH);
+	cache_status(req, e->status, cs, sizeof(cs));
+	evhttp_add_header(out, "Cache-Status", cs);
+	if (req->outcome == OUT_HIT || req->outcome == OUT_STALE ||
+	    req->outcome == OUT_COLLAPSED) {
+		int64_t age = (util_now_ms() - e->stored_ms) / 1000;
+		snprintf(num, sizeof(num), "%" PRId64, age > 0 ? age : 0);
+		evhttp_add_header(out, "Age", num);
+	}
+	if (req->head || e->body_len == 0) {
+		if (req->head && e->status != 204 && e->status != 304) {
+			snprintf(num, sizeof(num), "%zu", e->body_len);
+			evhttp_add_header(out, "Content-Length",
+			    req->head_length[0] != '\0' ? req->head_length : num);
+		}
+		evhttp_send_reply(req->ev, e->status, NULL, NULL);
+		return;
+	}
+	if ((body = evbuffer_new()) == NULL ||
+	    evbuffer_add_reference(body, e->body, e->body_len, on_body_sent,
+	    entry_ref(e)) == -1) {
+		if (body != NULL) {
+			entry_unref(&e);	/* the reference just taken */
+			evbuffer_free(body);
+		}
+		evhttp_send_reply(req->ev, HTTP_SERVUNAVAIL, NULL, NULL);
+		return;
+	}
+	evhttp_send_reply(req->ev, e->status, NULL, body);
+	evbuffer_free(body);
+}
+
+/* The one way out: replies, counts, logs and frees. */
+static void
+req_finish(struct req *req)
+{
+	struct proxy *px = req->px;
+
+	assert(req->magic == REQ_MAGIC);
+	upstream_cancel(&req->fetch);
+	if (req->flight != NULL) {
+		TAILQ_REMOVE(&req->flight->reqs, req, flight_link);
+		req->flight = NULL;
+	}
+	deliver(req);
+	count_outcome(req);
+	log_debug("%s %s %d %s %" PRId64 "ms",
+	    req->head ? "HEAD" : "GET", req->uri,
+	    evhttp_request_get_response_code(req->ev), req->key,
+	    (util_mono_us() - req->t_start_us) / 1000);
+	TAILQ_REMOVE(&all_reqs, req, all_link);
+	px->nrequests--;
+	entry_unref(&req->entry);
+	free(req->uri);
+	free(req->host);
+	req->magic = 0;
+	free(req);
+}
+
+static void
+on_pass_fetched(struct upstream_response *resp, void *arg)
+{
+	struct req *req = arg;
+
+	assert(req->magic == REQ_MAGIC);
+	req->fetch = NULL;
+	if (resp->result != UPSTREAM_OK) {
+		STAT_INC(&req->px->stats, req->route, upstream_errors);
+		log_warn("upstream %s: %s (%s)", req->uri,
+		    upstream_result_name(resp->result), resp->error);
+		req->outcome = OUT_UPSTREAM_ERROR;
+		req->uerr = resp->result;
+	} else {
+		const char *cl = evhttp_find_header(&resp->headers,
+		    "Content-Length");
+		if (resp->status >= 500)
+			STAT_INC(&req->px->stats, req->route, upstream_errors);
+		if (req->head && cl != NULL)
+			snprintf(req->head_length, sizeof(req->head_length),
+			    "%s", cl);
+		req->entry = entry_from_response(resp, "", NULL, 0);
+		req->outcome = req->entry != NULL ? req->pass_kind :
+		    OUT_UNAVAILABLE;
+	}
+	upstream_response_free(&resp);
+	req->step = REQ_DELIVER;
+	req_run(req);
+}
+
+static int
+pass_start(struct req *req)
+{
+	struct proxy *px = req->px;
+	struct evbuffer *in = evhttp_request_get_input_buffer(req->ev);
+	struct evkeyvalq headers;
+	size_t urllen = strlen(px->conf->upstream_url) + strlen(req->uri) + 1;
+	char *url, *peer;
+	static const char *const methods[] = {
+		"GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE",
+		"CONNECT", "PATCH",
+	};
+	enum evhttp_cmd_type cmd = evhttp_request_get_command(req->ev);
+	const char *method = "GET";
+	struct upstream_request ur;
+
+	for (size_t i = 0; i < ARRAY_LEN(methods); i++)
+		if ((unsigned)cmd == (1u << i))
+			method = methods[i];
+	if ((url = malloc(urllen)) == NULL)
+		return -1;
+	snprintf(url, urllen, "%s%s", px->conf->upstream_url, req->uri);
+	TAILQ_INIT(&headers);
+	hdr_copy(evhttp_request_get_input_headers(req->ev), &headers,
+	    HDR_DROP_HOST | HDR_DROP_LENGTH);
+	if (req->host[0] != '\0')
+		evhttp_add_header(&headers, "X-Forwarded-Host", req->host);
+	if ((peer = client_address(req)) != NULL)
+		evhttp_add_header(&headers, "X-Forwarded-For", peer);
+	memset(&ur, 0, sizeof(ur));
+	ur.method = method;
+	ur.url = url;
+	ur.headers = &headers;
+	ur.body_len = evbuffer_get_length(in);
+	ur.body = ur.body_len > 0 ? evbuffer_pullup(in, -1) : NULL;
+	ur.connect_timeout_ms = px->conf->upstream_connect_timeout_ms;
+	ur.timeout_ms = px->conf->upstream_timeout_ms;
+	ur.max_body_bytes = PASS_BODY_MAX;
+	STAT_INC(&px->stats, req->route, upstream_fetches);
+	req->fetch = upstream_fetch(px->upstream, &ur, on_pass_fetched, req);
+	evhttp_clear_headers(&headers);
+	free(url);
+	return req->fetch != NULL ? 0 : -1;
+}
+
+/* Decides how the request is served. */
+static void
+req_recv(struct req *req)
+{
+	struct proxy *px = req->px;
+	const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req->ev);
+	struct evkeyvalq *in = evhttp_request_get_input_headers(req->ev);
+	enum evhttp_cmd_type cmd = evhttp_request_get_command(req->ev);
+	const char *path = u != NULL ? evhttp_uri_get_path(u) : NULL;
+	const char *query = u != NULL ? evhttp_uri_get_query(u) : NULL;
+	const char *host = evhttp_find_header(in, "Host");
+	const struct conf_route *rt;
+	size_t len;
+
+	if (path == NULL || path[0] == '\0')
+		path = "/";
+	len = strlen(path) + (query != NULL ? strlen(query) + 1 : 0) + 1;
+	req->host = strdup(host != NULL ? host : "");
+	if ((req->uri = malloc(len)) == NULL || req->host == NULL) {
+		req->outcome = OUT_UNAVAILABLE;
+		req->step = REQ_DELIVER;
+		return;
+	}
+	snprintf(req->uri, len, "%s%s%s", path, query != NULL ? "?" : "",
+	    query != NULL ? query : "");
+	rt = conf_route_match(px->conf, path);
+	req->route = rt != NULL ? (int)(rt - px->conf->routes) : -1;
+	req->head = cmd == EVHTTP_REQ_HEAD;
+	STAT_INC(&px->stats, req->route, requests);
+
+	if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+		req->pass_kind = OUT_METHOD;
+		req->step = REQ_PASS;
+	} else if (rt == NULL || (!rt->cache_authorized &&
+	    (evhttp_find_header(in, "Authorization") != NULL ||
+	    evhttp_find_header(in, "Cookie") != NULL))) {
+		req->pass_kind = OUT_BYPASS;
+		req->step = REQ_PASS;
+	} else {
+		cache_key_build(host, path, query, req->key);
+		req->step = REQ_JOIN;
+	}
+}
+
+static void
+req_run(struct req *req)
+{
+	assert(req->magic == REQ_MAGIC);
+	for (;;) {
+		switch (req->step) {
+		case REQ_RECV:
+			req_recv(req);
+			continue;
+		case REQ_PASS:
+			if (req->pass_kind == OUT_NONE)
+				req->pass_kind = OUT_BYPASS;
+			if (pass_start(req) == -1) {
+				req->outcome = OUT_UNAVAILABLE;
+				req->step = REQ_DELIVER;
+				continue;
+			}
+			return;
+		case REQ_JOIN:
+			req->t_join_us = util_mono_us();
+			req->step = REQ_DELIVER;	/* when the flight ends */
+			if (flight_join(req) == -1) {
+				req->outcome = OUT_UNAVAILABLE;
+				continue;
+			}
+			return;		/* req may be answered already */
+		case REQ_DELIVER:
+		case REQ_FINISH:
+			req->step = REQ_FINISH;
+			req_finish(req);
+			return;
+		}
+	}
+}
+
+void
+flow_recv(struct proxy *px, struct evhttp_request *ev)
+{
+	struct req *req;
+
+	assert(px->magic == PROXY_MAGIC);
+	if ((req = calloc(1, sizeof(*req))) == NULL) {
+		evhttp_send_error(ev, HTTP_SERVUNAVAIL, NULL);
+		return;
+	}
+	req->magic = REQ_MAGIC;
+	req->px = px;
+	req->ev = ev;
+	req->step = REQ_RECV;
+	req->route = -1;
+	req->t_start_us = req->t_join_us = util_mono_us();
+	TAILQ_INSERT_TAIL(&all_reqs, req, all_link);
+	px->nrequests++;
+	req_run(req);
+}
+
+/*
+ * Ends everything in progress: every waiting client gets a 503, every
+ * refresh gives up its fetch (its lock expires after lock_ttl).
+ */
+void
+flow_shutdown(struct proxy *px)
+{
+	struct flight *fl;
+	struct refresh *rf;
+	struct req *req;
+
+	while ((fl = TAILQ_FIRST(&all_flights)) != NULL) {
+		if (fl->refresh != NULL) {
+			fl->refresh->cb = NULL;
+			fl->refresh = NULL;
+		}
+		evtimer_del(fl->poll_ev);
+		evtimer_del(fl->deadline_ev);
+		flight_set_answer(fl, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
+		flight_done(fl);
+	}
+	while ((req = TAILQ_FIRST(&all_reqs)) != NULL) {
+		req->outcome = OUT_UNAVAILABLE;
+		req_finish(req);
+	}
+	while ((rf = TAILQ_FIRST(&all_refreshes)) != NULL) {
+		rf->cb = NULL;
+		if (rf->step != RF_DONE)
+			refresh_end(rf);
+		event_del(rf->done_ev);
+		on_refresh_done(-1, 0, rf);
+	}
+}

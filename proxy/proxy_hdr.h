@@ -1,0 +1,31 @@
+#ifndef PROXY_PROXY_HDR_H
+#define PROXY_PROXY_HDR_H
+
+/* HTTP header rules shared by the request flow: hop-by-hop filtering,
+ * what may be stored, and the Cache-Status header. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/keyvalq_struct.h>
+
+/* Which headers hdr_copy drops besides the hop-by-hop ones. */
+#define HDR_DROP_HOST		0x01	/* Host: the upstream URL sets it */
+#define HDR_DROP_LENGTH		0x02	/* Content-Length: recomputed */
+#define HDR_DROP_CONDITIONAL	0x04	/* If-*, Range: a shared fetch */
+#define HDR_DROP_ENCODING	0x08	/* Accept-Encoding: store identity */
+#define HDR_DROP_CREDENTIALS	0x10	/* Authorization, Cookie */
+
+/* Is name hop-by-hop, by RFC 9110 or by being listed in Connection? */
+int	hdr_is_hop_by_hop(const char *name, const char *connection);
+/* Appends src's end-to-end headers to dst, minus those flags name. */
+void	hdr_copy(const struct evkeyvalq *src, struct evkeyvalq *dst, int flags);
+
+/* May a response with this status and these headers be stored? If not,
+ * *why says why ("status", "set-cookie", "no-store", "private"). */
+int	hdr_storable(int status, const struct evkeyvalq *headers,
+	    const char **why);
+/* May a response be handed to other requests that waited for it? */
+int	hdr_shareable(const struct evkeyvalq *headers);
+
+#endif

@@ -1,0 +1,56 @@
+#ifndef PROXY_PROXY_STATS_H
+#define PROXY_PROXY_STATS_H
+
+/*
+ * Counters, per route and in total. Every counter is one row of
+ * STATS_FIELDS, so the struct, the JSON and the README stay in step.
+ */
+
+#include <stdint.h>
+
+#include <event2/buffer.h>
+
+#include "conf/conf.h"
+
+#define STATS_FIELDS(X)							\
+	X(requests,		"requests received")			\
+	X(hits,			"served fresh from the cache")		\
+	X(stale_hits,		"served stale while one refresh runs")	\
+	X(misses,		"answered by a fetch run for this request")	\
+	X(collapsed,		"answered by another request's fetch")	\
+	X(bypass,		"not cacheable: proxied uncached")	\
+	X(errors,		"answered with a 5xx made by corral")	\
+	X(upstream_fetches,	"requests sent to the upstream")	\
+	X(upstream_errors,	"upstream fetches that failed or gave 5xx")	\
+	X(stores,		"entries written to Redis")		\
+	X(locks_acquired,	"refresh locks won")			\
+	X(lock_busy,		"lock attempts that found it held")	\
+	X(lock_renewals,	"lock PX renewals during slow fetches")	\
+	X(lock_lost,		"fetches whose lock token was replaced")	\
+	X(waiters,		"requests that waited for another's fetch")	\
+	X(lock_wait_ms,		"total ms those requests waited")	\
+	X(lock_wait_timeouts,	"waits that reached lock_wait")
+
+struct stats_counters {
+#define STATS_MEMBER(name, doc)	uint64_t name;
+	STATS_FIELDS(STATS_MEMBER)
+#undef STATS_MEMBER
+};
+
+struct stats {
+	struct stats_counters	total;
+	struct stats_counters	route[CONF_ROUTES_MAX];
+};
+
+/* Adds n to a counter in the total and, when route >= 0, in that route. */
+#define STAT_ADD(st, ri, field, n) do {				\
+	(st)->total.field += (n);					\
+	if ((ri) >= 0)							\
+		(st)->route[(ri)].field += (n);				\
+} while (0)
+#define STAT_INC(st, ri, field)	STAT_ADD(st, ri, field, 1)
+
+/* Appends {"name": value, ...} for one set of counters. */
+void	stats_counters_json(const struct stats_counters *sc, struct evbuffer *out);
+
+#endif

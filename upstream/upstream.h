@@ -1,0 +1,68 @@
+#ifndef UPSTREAM_UPSTREAM_H
+#define UPSTREAM_UPSTREAM_H
+
+/*
+ * Fetches from the origin over HTTP on the caller's libevent loop (libcurl's
+ * multi_socket interface underneath). One struct upstream per event loop;
+ * any number of fetches in flight; each fetch ends in exactly one callback
+ * unless it is cancelled first.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+#include <event2/buffer.h>
+#include <event2/keyvalq_struct.h>
+
+struct upstream;
+struct upstream_fetch;
+
+enum upstream_result {
+	UPSTREAM_OK = 0,	/* a complete HTTP response (any status) */
+	UPSTREAM_ERR_CONNECT,	/* could not connect, or connection refused */
+	UPSTREAM_ERR_TIMEOUT,	/* connect or total timeout */
+	UPSTREAM_ERR_TOO_BIG,	/* body exceeded max_body_bytes */
+	UPSTREAM_ERR_PROTOCOL,	/* anything else: bad response, reset, ... */
+};
+
+struct upstream_request {
+	const char		*method;	/* "GET", "HEAD", "POST", ... */
+	const char		*url;		/* absolute URL */
+	const struct evkeyvalq	*headers;	/* sent as given; may be NULL */
+	const void		*body;		/* request body; may be NULL */
+	size_t			 body_len;
+	int64_t			 connect_timeout_ms;
+	int64_t			 timeout_ms;
+	size_t			 max_body_bytes;	/* 0: no limit */
+};
+
+struct upstream_response {
+	enum upstream_result	 result;
+	int			 status;	/* HTTP status when UPSTREAM_OK */
+	struct evkeyvalq	 headers;	/* final response's headers */
+	struct evbuffer		*body;
+	int64_t			 elapsed_ms;
+	char			 error[160];	/* human-readable, when not OK */
+};
+
+/* The callback owns resp and frees it with upstream_response_free(). */
+typedef void upstream_done_cb(struct upstream_response *resp, void *arg);
+
+struct upstream	*upstream_new(struct event_base *base);
+/* Cancels every fetch in flight (no callbacks) and frees. */
+void		 upstream_free(struct upstream **up);
+
+/* Starts a fetch. NULL if it could not be started (out of memory). */
+struct upstream_fetch *upstream_fetch(struct upstream *up,
+		    const struct upstream_request *req, upstream_done_cb *cb,
+		    void *arg);
+/* Stops a fetch in flight; its callback will not run. Sets *f to NULL. */
+void		 upstream_cancel(struct upstream_fetch **f);
+/* Number of fetches in flight. */
+int		 upstream_active(const struct upstream *up);
+
+void		 upstream_response_free(struct upstream_response **resp);
+const char	*upstream_result_name(enum upstream_result r);
+
+#endif
