@@ -1,0 +1,1043 @@
+/*
+ * The configuration file.
+ *
+ * libinih splits "name = value" lines and strips inline comments, but the
+ * packaged library (Debian's r55) has no line number in its handler, a
+ * 200-byte line buffer, joins an indented line to the previous value, cuts
+ * section names at 49 bytes and reports only the first bad line. So it
+ * reads through our own reader, read_line(), which numbers the lines,
+ * drops indentation, rejects lines too long for inih's buffer, checks the
+ * syntax of every line and handles [section] headers itself. inih is
+ * handed only key lines; every other line reaches it as an empty line, so
+ * that its line count stays equal to ours.
+ *
+ * Every key is one row of keys[] below. set_value() parses a value for any
+ * row, and check_range() is the one place where values are range-checked;
+ * defaults are written in the file's own syntax and go through the same
+ * code.
+ */
+
+#include "conf/conf.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/un.h>
+
+#include <ini.h>
+
+#include "common/util.h"
+
+#define MS_SECOND	INT64_C(1000)
+#define MS_MINUTE	(60 * MS_SECOND)
+#define MS_HOUR		(60 * MS_MINUTE)
+#define KIB		INT64_C(1024)
+#define MIB		(1024 * KIB)
+#define GIB		(1024 * MIB)
+
+#define LINE_BUF	1024	/* bytes of a line kept (inih takes fewer) */
+#define SHOW_MAX	60	/* characters of the file quoted in a message */
+#define SHOW_BUF	(SHOW_MAX + 4)
+#define MSG_MAX		256	/* one error message, before "file:line: " */
+#define TEXT_MAX	32	/* a formatted number */
+#define RANGE_MAX	(2 * TEXT_MAX + 32)	/* "min..max" and the like */
+#define SECTION_MAX	(CONF_ROUTE_PREFIX_MAX + 16)
+#define DB_MAX		255
+#define UNIX_PREFIX	"unix:"
+#define UNIX_PATH_LIMIT	(sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
+
+_Static_assert(UNIX_PATH_LIMIT < CONF_PATH_MAX, "redis_unix holds sun_path");
+
+enum sect {
+	SECT_NONE,		/* before the first section header */
+	SECT_SERVER,
+	SECT_REDIS,
+	SECT_UPSTREAM,
+	SECT_ROUTE,
+	SECT_SKIP		/* after a bad header: its keys are ignored */
+};
+
+static const char *const sect_labels[] = {
+	[SECT_SERVER] = "[server]",
+	[SECT_REDIS] = "[redis]",
+	[SECT_UPSTREAM] = "[upstream]",
+	[SECT_ROUTE] = "[route PREFIX]",
+};
+
+enum type {
+	T_HOSTPORT,		/* "host:port": host at off, port at off_port */
+	T_ADDRESS,		/* T_HOSTPORT or "unix:/path" into off_path */
+	T_LOGLEVEL,		/* enum log_level */
+	T_SIZE,			/* int64_t bytes */
+	T_DURATION,		/* int64_t milliseconds */
+	T_INT,			/* int */
+	T_BOOL,			/* int, 0 or 1 */
+	T_STRING,		/* char[size]; min..max is its length */
+	T_PREFIX,		/* T_STRING without '{', '}', space, control */
+	T_URL			/* T_STRING: http(s)://host[:port][/path] */
+};
+
+struct key {
+	const char	*name;
+	enum sect	 sect;
+	enum type	 type;
+	const char	*def;		/* the default, in the file's syntax */
+	int64_t		 min;		/* value range, or length for strings */
+	int64_t		 max;
+	size_t		 off;		/* in struct conf or conf_route */
+	size_t		 size;
+	size_t		 off_port;	/* T_HOSTPORT, T_ADDRESS */
+	size_t		 off_path;	/* T_ADDRESS: the unix socket path */
+	const char	*help;
+};
+
+/* off, size, off_port, off_path of a row. */
+#define FIELD(type, m)		offsetof(type, m), sizeof(((type *)0)->m)
+#define IN_CONF(m)		FIELD(struct conf, m), 0, 0
+#define IN_ROUTE(m)		FIELD(struct conf_route, m), 0, 0
+#define HOSTPORT(h, p)		FIELD(struct conf, h), \
+				offsetof(struct conf, p), 0
+#define ADDRESS(h, p, u)	FIELD(struct conf, h), \
+				offsetof(struct conf, p), \
+				offsetof(struct conf, u)
+
+static const struct key keys[] = {
+	{ "listen", SECT_SERVER, T_HOSTPORT, "127.0.0.1:8080", 0, 0,
+	  HOSTPORT(listen_host, listen_port), "where clients connect" },
+	{ "admin_listen", SECT_SERVER, T_HOSTPORT, "127.0.0.1:8081", 0, 0,
+	  HOSTPORT(admin_host, admin_port), "stats and control; not listen" },
+	{ "log_level", SECT_SERVER, T_LOGLEVEL, "info", 0, 0,
+	  IN_CONF(log_level), "least important messages logged" },
+	{ "max_header_bytes", SECT_SERVER, T_SIZE, "16k", 1 * KIB, 1 * MIB,
+	  IN_CONF(max_header_bytes), "largest request head accepted" },
+	{ "max_body_bytes", SECT_SERVER, T_SIZE, "10m", 1 * KIB, 1 * GIB,
+	  IN_CONF(max_body_bytes), "largest request body accepted" },
+	{ "client_timeout", SECT_SERVER, T_DURATION, "30s", 1 * MS_SECOND,
+	  1 * MS_HOUR, IN_CONF(client_timeout_ms),
+	  "client connection timeout" },
+
+	{ "address", SECT_REDIS, T_ADDRESS, "127.0.0.1:6379", 0, 0,
+	  ADDRESS(redis_host, redis_port, redis_unix), "Redis server" },
+	{ "password", SECT_REDIS, T_STRING, "", 0, CONF_SECRET_MAX - 1,
+	  IN_CONF(redis_password), "AUTH with this when set" },
+	{ "db", SECT_REDIS, T_INT, "0", 0, DB_MAX,
+	  IN_CONF(redis_db), "database number (SELECT)" },
+	{ "prefix", SECT_REDIS, T_PREFIX, "corral:", 1, CONF_PREFIX_MAX - 1,
+	  IN_CONF(redis_prefix), "namespace of every key and channel" },
+	{ "timeout", SECT_REDIS, T_DURATION, "250ms", 1, 60 * MS_SECOND,
+	  IN_CONF(redis_timeout_ms), "per command" },
+
+	{ "url", SECT_UPSTREAM, T_URL, "http://127.0.0.1:9000", 0,
+	  CONF_URL_MAX - 1, IN_CONF(upstream_url), "base URL requests go to" },
+	{ "connect_timeout", SECT_UPSTREAM, T_DURATION, "1s", 1,
+	  60 * MS_SECOND, IN_CONF(upstream_connect_timeout_ms),
+	  "TCP and TLS connect" },
+	{ "timeout", SECT_UPSTREAM, T_DURATION, "10s", 1, 1 * MS_HOUR,
+	  IN_CONF(upstream_timeout_ms), "whole fetch" },
+	{ "max_entry_bytes", SECT_UPSTREAM, T_SIZE, "8m", 1 * KIB, 1 * GIB,
+	  IN_CONF(max_entry_bytes), "larger responses are passed, not stored" },
+
+	{ "ttl", SECT_ROUTE, T_DURATION, "10s", 1, 8760 * MS_HOUR,
+	  IN_ROUTE(ttl_ms), "fresh for this long after the fetch" },
+	{ "stale_while_revalidate", SECT_ROUTE, T_DURATION, "60s", 0,
+	  8760 * MS_HOUR, IN_ROUTE(swr_ms),
+	  "then served stale while one request refreshes it" },
+	{ "lock_ttl", SECT_ROUTE, T_DURATION, "5s", 100, 1 * MS_HOUR,
+	  IN_ROUTE(lock_ttl_ms), "expiry (PX) of the refresh lock" },
+	{ "lock_wait", SECT_ROUTE, T_DURATION, "3s", 0, 1 * MS_HOUR,
+	  IN_ROUTE(lock_wait_ms), "a miss waits this long for another fetch" },
+	{ "lock_poll", SECT_ROUTE, T_DURATION, "500ms", 10, 60 * MS_SECOND,
+	  IN_ROUTE(lock_poll_ms), "re-check interval while waiting" },
+	{ "cache_authorized", SECT_ROUTE, T_BOOL, "off", 0, 1,
+	  IN_ROUTE(cache_authorized),
+	  "cache requests with Authorization or Cookie" },
+};
+
+#define NKEYS	ARRAY_LEN(keys)
+
+struct loader {
+	struct conf	*c;
+	const char	*path;
+	FILE		*fp;
+	FILE		*errs;
+	int		 nerr;
+	int		 lineno;
+	int		 read_errno;
+	enum sect	 sect;			/* the current section */
+	char		 section[SECTION_MAX];	/* its header, for messages */
+	int		 route;			/* its index, for SECT_ROUTE */
+	int		 set_line[NKEYS];	/* where each key was set */
+	char		 refused[NKEYS];	/* its value was bad */
+	char		 line[LINE_BUF];
+};
+
+static void	report(struct loader *, int, const char *, ...)
+		    __attribute__((format(printf, 3, 4)));
+
+/* Writes "path:line: message" (or "path: message" for line 0). */
+static void
+report(struct loader *ld, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	ld->nerr++;
+	if (ld->errs == NULL)
+		return;
+	if (line > 0)
+		fprintf(ld->errs, "%s:%d: ", ld->path, line);
+	else
+		fprintf(ld->errs, "%s: ", ld->path);
+	va_start(ap, fmt);
+	vfprintf(ld->errs, fmt, ap);
+	va_end(ap);
+	fputc('\n', ld->errs);
+}
+
+/* Copies at most len bytes of s for a message: unprintable bytes become
+ * '?', and text past SHOW_MAX is cut and ends in "...". */
+static const char *
+show(const char *s, size_t len, char out[SHOW_BUF])
+{
+	size_t i;
+
+	for (i = 0; i < len && s[i] != '\0' && i < SHOW_MAX; i++)
+		out[i] = isprint((unsigned char)s[i]) ? s[i] : '?';
+	if (i < len && s[i] != '\0') {
+		memcpy(out + i, "...", 3);
+		i += 3;
+	}
+	out[i] = '\0';
+	return out;
+}
+
+static void
+format_size(int64_t v, char *out, size_t outlen)
+{
+	if (v != 0 && v % GIB == 0)
+		snprintf(out, outlen, "%" PRId64 "g", v / GIB);
+	else if (v != 0 && v % MIB == 0)
+		snprintf(out, outlen, "%" PRId64 "m", v / MIB);
+	else if (v != 0 && v % KIB == 0)
+		snprintf(out, outlen, "%" PRId64 "k", v / KIB);
+	else
+		snprintf(out, outlen, "%" PRId64, v);
+}
+
+/* A number of a row's type, in its units ("0" for no time). */
+static void
+format_number(const struct key *k, int64_t v, char *out, size_t outlen)
+{
+	if (k->type == T_DURATION && v != 0)
+		util_format_duration(v, out, outlen);
+	else if (k->type == T_SIZE)
+		format_size(v, out, outlen);
+	else
+		snprintf(out, outlen, "%" PRId64, v);
+}
+
+static void
+format_hostport(const char *host, int port, char *out, size_t outlen)
+{
+	if (strchr(host, ':') != NULL)
+		snprintf(out, outlen, "[%s]:%d", host, port);
+	else
+		snprintf(out, outlen, "%s:%d", host, port);
+}
+
+/* The one place where values are range-checked. */
+static int
+check_range(const struct key *k, int64_t v, const char *text, char *err,
+    size_t errlen)
+{
+	char shown[SHOW_BUF], limit[TEXT_MAX];
+
+	if (v < k->min) {
+		format_number(k, k->min, limit, sizeof(limit));
+		snprintf(err, errlen, "%s is below the minimum %s",
+		    show(text, SIZE_MAX, shown), limit);
+		return -1;
+	}
+	if (v > k->max) {
+		format_number(k, k->max, limit, sizeof(limit));
+		snprintf(err, errlen, "%s is above the maximum %s",
+		    show(text, SIZE_MAX, shown), limit);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+parse_int(const char *s, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (end == s || *end != '\0' || errno == ERANGE ||
+	    isspace((unsigned char)*s))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int
+set_string(const struct key *k, char *field, const char *v, char *err,
+    size_t errlen)
+{
+	size_t len = strlen(v);
+
+	assert((size_t)k->max < k->size);
+	if ((int64_t)len < k->min || (int64_t)len > k->max) {
+		if (k->min > 0)
+			snprintf(err, errlen, "must be %" PRId64 " to %" PRId64
+			    " characters long", k->min, k->max);
+		else
+			snprintf(err, errlen, "must be at most %" PRId64
+			    " characters long", k->max);
+		return -1;
+	}
+	memcpy(field, v, len + 1);
+	return 0;
+}
+
+static int
+set_prefix(const struct key *k, char *field, const char *v, char *err,
+    size_t errlen)
+{
+	char shown[SHOW_BUF];
+
+	for (const char *p = v; *p != '\0'; p++) {
+		if (*p == '{' || *p == '}' || isspace((unsigned char)*p) ||
+		    iscntrl((unsigned char)*p)) {
+			snprintf(err, errlen, "\"%s\" must not contain '{', "
+			    "'}', spaces or control characters",
+			    show(v, SIZE_MAX, shown));
+			return -1;
+		}
+	}
+	return set_string(k, field, v, err, errlen);
+}
+
+/* http(s)://host[:port][/path], stored without trailing '/'. */
+static int
+set_url(const struct key *k, char *field, const char *v, char *err,
+    size_t errlen)
+{
+	char shown[SHOW_BUF], host[CONF_HOST_MAX], auth[CONF_URL_MAX];
+	const char *start, *slash, *after;
+	size_t alen, len;
+	int port;
+
+	show(v, SIZE_MAX, shown);
+	if (strncasecmp(v, "http://", strlen("http://")) == 0)
+		start = v + strlen("http://");
+	else if (strncasecmp(v, "https://", strlen("https://")) == 0)
+		start = v + strlen("https://");
+	else {
+		snprintf(err, errlen, "\"%s\" must start with http:// or "
+		    "https://", shown);
+		return -1;
+	}
+	for (const char *p = v; *p != '\0'; p++) {
+		if (isspace((unsigned char)*p) || iscntrl((unsigned char)*p) ||
+		    *p == '?' || *p == '#') {
+			snprintf(err, errlen, "\"%s\" must not contain spaces, "
+			    "control characters, a query or a fragment", shown);
+			return -1;
+		}
+	}
+
+	/* The authority: host, [v6 host], host:port or [v6 host]:port. */
+	slash = strchr(start, '/');
+	alen = slash != NULL ? (size_t)(slash - start) : strlen(start);
+	if (alen == 0 || alen >= sizeof(auth)) {
+		snprintf(err, errlen, "\"%s\" has no host", shown);
+		return -1;
+	}
+	memcpy(auth, start, alen);
+	auth[alen] = '\0';
+	after = auth[0] == '[' ? strchr(auth, ']') : auth;
+	if (after != NULL && strchr(after, ':') != NULL) {
+		if (util_parse_hostport(auth, host, sizeof(host), &port) == -1)
+			after = NULL;
+	} else if (after != NULL && auth[0] == '[' && after[1] != '\0')
+		after = NULL;
+	if (after == NULL) {
+		snprintf(err, errlen, "\"%s\" has a bad host or port", shown);
+		return -1;
+	}
+
+	len = strlen(v);
+	while (len > 0 && v[len - 1] == '/')
+		len--;
+	if ((int64_t)len > k->max) {
+		snprintf(err, errlen, "must be at most %" PRId64
+		    " characters long", k->max);
+		return -1;
+	}
+	memcpy(field, v, len);
+	field[len] = '\0';
+	return 0;
+}
+
+static int
+set_hostport(const struct key *k, char *base, const char *v, char *err,
+    size_t errlen)
+{
+	char shown[SHOW_BUF];
+	int port;
+
+	if (util_parse_hostport(v, base + k->off, k->size, &port) == -1) {
+		snprintf(err, errlen, "\"%s\" is not host:port (such as "
+		    "127.0.0.1:8080 or [::1]:8080, port 1 to 65535)",
+		    show(v, SIZE_MAX, shown));
+		return -1;
+	}
+	*(int *)(void *)(base + k->off_port) = port;
+	return 0;
+}
+
+static int
+set_address(const struct key *k, char *base, const char *v, char *err,
+    size_t errlen)
+{
+	char shown[SHOW_BUF];
+	const char *path;
+	char *host = base + k->off;
+	int *port = (int *)(void *)(base + k->off_port);
+	char *unix_path = base + k->off_path;
+
+	if (strncmp(v, UNIX_PREFIX, strlen(UNIX_PREFIX)) != 0) {
+		if (util_parse_hostport(v, host, k->size, port) == -1) {
+			snprintf(err, errlen, "\"%s\" is not host:port or "
+			    "unix:/path", show(v, SIZE_MAX, shown));
+			return -1;
+		}
+		unix_path[0] = '\0';
+		return 0;
+	}
+	path = v + strlen(UNIX_PREFIX);
+	if (path[0] != '/') {
+		snprintf(err, errlen, "\"%s\" needs an absolute socket path, "
+		    "such as unix:/run/redis/redis.sock",
+		    show(v, SIZE_MAX, shown));
+		return -1;
+	}
+	if (strlen(path) > UNIX_PATH_LIMIT) {
+		snprintf(err, errlen, "the socket path is longer than %zu "
+		    "characters", UNIX_PATH_LIMIT);
+		return -1;
+	}
+	memcpy(unix_path, path, strlen(path) + 1);
+	host[0] = '\0';
+	*port = 0;
+	return 0;
+}
+
+/*
+ * Parses v for row k and stores it in base (a struct conf, or a struct
+ * conf_route for route keys). 0, or -1 with the reason in err.
+ */
+static int
+set_value(const struct key *k, char *base, const char *v, char *err,
+    size_t errlen)
+{
+	char shown[SHOW_BUF];
+	char *field = base + k->off;
+	enum log_level level;
+	int64_t n;
+	int b;
+
+	if (*v == '\0' && k->type != T_STRING && k->type != T_PREFIX) {
+		snprintf(err, errlen, "missing value");
+		return -1;
+	}
+	show(v, SIZE_MAX, shown);
+	switch (k->type) {
+	case T_HOSTPORT:
+		return set_hostport(k, base, v, err, errlen);
+	case T_ADDRESS:
+		return set_address(k, base, v, err, errlen);
+	case T_STRING:
+		return set_string(k, field, v, err, errlen);
+	case T_PREFIX:
+		return set_prefix(k, field, v, err, errlen);
+	case T_URL:
+		return set_url(k, field, v, err, errlen);
+	case T_LOGLEVEL:
+		if (log_parse_level(v, &level) == -1) {
+			snprintf(err, errlen, "\"%s\" is not a log level (use "
+			    "error, warn, info or debug)", shown);
+			return -1;
+		}
+		*(enum log_level *)(void *)field = level;
+		return 0;
+	case T_BOOL:
+		if (util_parse_bool(v, &b) == -1) {
+			snprintf(err, errlen, "\"%s\" is not a boolean (use "
+			    "on/off, yes/no, true/false or 1/0)", shown);
+			return -1;
+		}
+		*(int *)(void *)field = b;
+		return 0;
+	case T_SIZE:
+		if (util_parse_size(v, &n) == -1) {
+			snprintf(err, errlen, "\"%s\" is not a size (use a "
+			    "number of bytes, or k, m, g)", shown);
+			return -1;
+		}
+		break;
+	case T_DURATION:
+		if (util_parse_duration(v, &n) == -1) {
+			snprintf(err, errlen, "\"%s\" is not a duration (use "
+			    "ms, s, m, h)", shown);
+			return -1;
+		}
+		break;
+	case T_INT:
+		if (parse_int(v, &n) == -1) {
+			snprintf(err, errlen, "\"%s\" is not a whole number",
+			    shown);
+			return -1;
+		}
+		break;
+	}
+
+	if (check_range(k, n, v, err, errlen) == -1)
+		return -1;
+	if (k->type == T_INT)
+		*(int *)(void *)field = (int)n;
+	else
+		*(int64_t *)(void *)field = n;
+	return 0;
+}
+
+static void
+set_default(const struct key *k, char *base)
+{
+	char err[MSG_MAX];
+	int rc;
+
+	rc = set_value(k, base, k->def, err, sizeof(err));
+	assert(rc == 0);
+	(void)rc;
+}
+
+static void
+route_defaults(struct conf_route *r)
+{
+	memset(r, 0, sizeof(*r));
+	for (size_t i = 0; i < NKEYS; i++)
+		if (keys[i].sect == SECT_ROUTE)
+			set_default(&keys[i], (char *)r);
+}
+
+static const struct key *
+find_key(enum sect sect, const char *name)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (keys[i].sect == sect && strcmp(keys[i].name, name) == 0)
+			return &keys[i];
+	return NULL;
+}
+
+/* The one section other than sect that has a key name, or SECT_NONE. */
+static enum sect
+home_of(enum sect sect, const char *name)
+{
+	enum sect home = SECT_NONE;
+
+	for (size_t i = 0; i < NKEYS; i++) {
+		if (keys[i].sect == sect || strcmp(keys[i].name, name) != 0)
+			continue;
+		if (home != SECT_NONE && home != keys[i].sect)
+			return SECT_NONE;
+		home = keys[i].sect;
+	}
+	return home;
+}
+
+/* Where a key was set (0 if not), or -1 if its value was refused. */
+static int
+line_of(const struct loader *ld, enum sect sect, const char *name)
+{
+	const struct key *k = find_key(sect, name);
+
+	assert(k != NULL);
+	return ld->refused[k - keys] ? -1 : ld->set_line[k - keys];
+}
+
+/* Like inih: the first of chars in s, or the ';' of an inline comment
+ * (one that follows whitespace), or the end of s. */
+static const char *
+find_sep(const char *s, const char *chars)
+{
+	int was_space = 0;
+
+	for (; *s != '\0'; s++) {
+		if (strchr(chars, *s) != NULL || (was_space && *s == ';'))
+			break;
+		was_space = isspace((unsigned char)*s);
+	}
+	return s;
+}
+
+/* The length of s without an inline comment and the space before it. */
+static size_t
+text_len(const char *s)
+{
+	const char *end = find_sep(s, "");
+
+	while (end > s && isspace((unsigned char)end[-1]))
+		end--;
+	return (size_t)(end - s);
+}
+
+static int
+is_name_char(int ch)
+{
+	return isalnum(ch) || ch == '_' || ch == '-' || ch == '.';
+}
+
+static void
+begin_route(struct loader *ld, const char *prefix, size_t len)
+{
+	struct conf *c = ld->c;
+	struct conf_route *r;
+	char shown[SHOW_BUF];
+
+	show(prefix, len, shown);
+	if (len == 0) {
+		report(ld, ld->lineno, "[route] needs a path prefix, such as "
+		    "[route /api/]");
+		return;
+	}
+	if (prefix[0] != '/') {
+		report(ld, ld->lineno, "route prefix \"%s\" must start with "
+		    "'/'", shown);
+		return;
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (isspace((unsigned char)prefix[i]) ||
+		    iscntrl((unsigned char)prefix[i])) {
+			report(ld, ld->lineno, "route prefix \"%s\" must not "
+			    "contain spaces or control characters", shown);
+			return;
+		}
+	}
+	if (len >= CONF_ROUTE_PREFIX_MAX) {
+		report(ld, ld->lineno, "route prefix is longer than %d "
+		    "characters", CONF_ROUTE_PREFIX_MAX - 1);
+		return;
+	}
+	for (int i = 0; i < c->nroutes; i++) {
+		if (strlen(c->routes[i].prefix) == len &&
+		    memcmp(c->routes[i].prefix, prefix, len) == 0) {
+			report(ld, ld->lineno, "duplicate route [route %s] "
+			    "(first on line %d)", shown, c->routes[i].line);
+			return;
+		}
+	}
+	if (c->nroutes == CONF_ROUTES_MAX) {
+		report(ld, ld->lineno, "too many routes (at most %d)",
+		    CONF_ROUTES_MAX);
+		return;
+	}
+
+	ld->route = c->nroutes++;
+	r = &c->routes[ld->route];
+	route_defaults(r);
+	memcpy(r->prefix, prefix, len);
+	r->prefix[len] = '\0';
+	r->line = ld->lineno;
+	for (size_t i = 0; i < NKEYS; i++) {
+		if (keys[i].sect == SECT_ROUTE) {
+			ld->set_line[i] = 0;
+			ld->refused[i] = 0;
+		}
+	}
+	ld->sect = SECT_ROUTE;
+}
+
+/* A "[...]" line: s has no surrounding whitespace. */
+static void
+begin_section(struct loader *ld, const char *s)
+{
+	static const struct { const char *name; enum sect sect; } plain[] = {
+		{ "server", SECT_SERVER },
+		{ "redis", SECT_REDIS },
+		{ "upstream", SECT_UPSTREAM },
+	};
+	char shown[SHOW_BUF];
+	const char *in, *end, *rest, *word_end, *arg;
+	size_t len, wlen;
+
+	ld->sect = SECT_SKIP;
+	end = find_sep(s + 1, "]");
+	if (*end != ']') {
+		report(ld, ld->lineno, "syntax error: section header \"%s\" "
+		    "has no closing ']'", show(s, text_len(s), shown));
+		return;
+	}
+	for (rest = end + 1; isspace((unsigned char)*rest); rest++)
+		;
+	if (*rest != '\0' && *rest != ';' && *rest != '#') {
+		report(ld, ld->lineno, "syntax error: unexpected \"%s\" after "
+		    "the section header", show(rest, text_len(rest), shown));
+		return;
+	}
+
+	for (in = s + 1; in < end && isspace((unsigned char)*in); in++)
+		;
+	while (end > in && isspace((unsigned char)end[-1]))
+		end--;
+	len = (size_t)(end - in);
+	snprintf(ld->section, sizeof(ld->section), "%.*s", (int)len, in);
+
+	word_end = in;
+	while (word_end < end && !isspace((unsigned char)*word_end))
+		word_end++;
+	wlen = (size_t)(word_end - in);
+	if (wlen == strlen("route") && memcmp(in, "route", wlen) == 0) {
+		for (arg = word_end; arg < end && isspace((unsigned char)*arg);
+		    arg++)
+			;
+		begin_route(ld, arg, (size_t)(end - arg));
+		return;
+	}
+	for (size_t i = 0; i < ARRAY_LEN(plain); i++) {
+		if (strlen(plain[i].name) == len &&
+		    memcmp(plain[i].name, in, len) == 0) {
+			ld->sect = plain[i].sect;
+			return;
+		}
+	}
+	report(ld, ld->lineno, "unknown section [%s] (expected [server], "
+	    "[redis], [upstream] or [route PREFIX])", show(in, len, shown));
+}
+
+/*
+ * Reads one line into ld->line without its indentation and trailing
+ * whitespace. Sets *lenp to its full length, which is more than was kept
+ * when the line does not fit in ld->line. -1 at the end of the file.
+ */
+static int
+next_line(struct loader *ld, size_t *lenp)
+{
+	static const char bom[] = "\xEF\xBB\xBF";
+	size_t n = 0, seen = 0, last = 0, skip;
+	int ch, any = 0;
+
+	while ((ch = getc(ld->fp)) != EOF) {
+		any = 1;
+		if (ch == '\n')
+			break;
+		if (seen == 0 && isspace(ch))
+			continue;
+		if (n < sizeof(ld->line) - 1)
+			ld->line[n++] = (char)ch;
+		seen++;
+		if (!isspace(ch))
+			last = seen;
+	}
+	if (ch == EOF && ferror(ld->fp)) {
+		ld->read_errno = errno != 0 ? errno : EIO;
+		return -1;
+	}
+	if (!any)
+		return -1;
+	ld->lineno++;
+	if (n > last)
+		n = last;
+	ld->line[n] = '\0';
+
+	if (ld->lineno == 1 && n >= 3 && memcmp(ld->line, bom, 3) == 0) {
+		skip = 3;
+		while (skip < n && isspace((unsigned char)ld->line[skip]))
+			skip++;
+		memmove(ld->line, ld->line + skip, n - skip + 1);
+		n -= skip;
+		last -= skip;
+	}
+	*lenp = last;
+	return 0;
+}
+
+/*
+ * The ini_reader: hands inih the next key line (as "name = value\n",
+ * unindented) or an empty line in place of anything else, having reported
+ * whatever is wrong with it.
+ */
+static char *
+read_line(char *buf, int num, void *stream)
+{
+	struct loader *ld = stream;
+	char shown[SHOW_BUF];
+	const char *s = ld->line, *sep, *p;
+	size_t len, limit;
+
+	assert(num >= 3);
+	if (next_line(ld, &len) == -1)
+		return NULL;
+	memcpy(buf, "\n", 2);
+
+	/* Room for the '\n' and the NUL, so inih never splits a line. */
+	limit = (size_t)num - 2;
+	if (limit > sizeof(ld->line) - 1)
+		limit = sizeof(ld->line) - 1;
+	if (len > limit) {
+		report(ld, ld->lineno, "line too long (the limit is %zu "
+		    "characters, not counting indentation)", limit);
+		if (s[0] == '[')
+			ld->sect = SECT_SKIP;
+		return buf;
+	}
+	if (memchr(s, '\0', len) != NULL) {
+		report(ld, ld->lineno, "syntax error: the line contains a NUL "
+		    "byte");
+		return buf;
+	}
+	if (s[0] == '\0' || s[0] == ';' || s[0] == '#')
+		return buf;
+	if (s[0] == '[') {
+		begin_section(ld, s);
+		return buf;
+	}
+
+	sep = find_sep(s, "=:");
+	for (p = s; p < sep && is_name_char((unsigned char)*p); p++)
+		;
+	while (p < sep && isspace((unsigned char)*p))
+		p++;
+	if ((*sep != '=' && *sep != ':') || sep == s || p != sep) {
+		report(ld, ld->lineno, "syntax error: expected \"[section]\" "
+		    "or \"key = value\", not \"%s\"",
+		    show(s, text_len(s), shown));
+		return buf;
+	}
+	memcpy(buf, s, len);
+	memcpy(buf + len, "\n", 2);
+	return buf;
+}
+
+/* The ini_handler, for every key line. */
+static int
+on_key(void *user, const char *section, const char *name, const char *value)
+{
+	struct loader *ld = user;
+	const struct key *k;
+	char err[MSG_MAX];
+	enum sect home;
+	char *base;
+	int first;
+
+	(void)section;		/* ours is ld->section: inih cuts it short */
+	switch (ld->sect) {
+	case SECT_SKIP:
+		return 1;
+	case SECT_NONE:
+		home = home_of(SECT_NONE, name);
+		if (home != SECT_NONE)
+			report(ld, ld->lineno, "key \"%s\" is outside any "
+			    "section (it belongs in %s)", name,
+			    sect_labels[home]);
+		else
+			report(ld, ld->lineno, "key \"%s\" is outside any "
+			    "section", name);
+		return 1;
+	default:
+		break;
+	}
+
+	if ((k = find_key(ld->sect, name)) == NULL) {
+		home = home_of(ld->sect, name);
+		if (home != SECT_NONE)
+			report(ld, ld->lineno, "unknown key \"%s\" in [%s] (it "
+			    "belongs in %s)", name, ld->section,
+			    sect_labels[home]);
+		else
+			report(ld, ld->lineno, "unknown key \"%s\" in [%s]",
+			    name, ld->section);
+		return 1;
+	}
+	if ((first = ld->set_line[k - keys]) != 0) {
+		report(ld, ld->lineno, "duplicate key \"%s\" (first set on "
+		    "line %d)", name, first);
+		return 1;
+	}
+	ld->set_line[k - keys] = ld->lineno;
+
+	base = k->sect == SECT_ROUTE ? (char *)&ld->c->routes[ld->route] :
+	    (char *)ld->c;
+	if (set_value(k, base, value, err, sizeof(err)) == -1) {
+		report(ld, ld->lineno, "%s: %s", k->name, err);
+		ld->refused[k - keys] = 1;
+	}
+	return 1;
+}
+
+static int
+is_wildcard(const char *host)
+{
+	return strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0 ||
+	    strcmp(host, "*") == 0;
+}
+
+/* admin_listen must not be (or overlap) the public listen address. */
+static void
+check_listeners(struct loader *ld)
+{
+	const struct conf *c = ld->c;
+	char pub[TEXT_MAX + CONF_HOST_MAX], adm[TEXT_MAX + CONF_HOST_MAX];
+	int pline, aline;
+
+	pline = line_of(ld, SECT_SERVER, "listen");
+	aline = line_of(ld, SECT_SERVER, "admin_listen");
+	if (pline == -1 || aline == -1 || c->admin_port != c->listen_port)
+		return;
+	if (strcasecmp(c->admin_host, c->listen_host) != 0 &&
+	    !is_wildcard(c->admin_host) && !is_wildcard(c->listen_host))
+		return;
+
+	format_hostport(c->listen_host, c->listen_port, pub, sizeof(pub));
+	format_hostport(c->admin_host, c->admin_port, adm, sizeof(adm));
+	if (aline != 0 && pline != 0)
+		report(ld, aline, "admin_listen: %s conflicts with listen %s "
+		    "(line %d); the admin port must not be the public one",
+		    adm, pub, pline);
+	else if (aline != 0)
+		report(ld, aline, "admin_listen: %s conflicts with listen %s "
+		    "(the default); the admin port must not be the public one",
+		    adm, pub);
+	else
+		report(ld, pline, "listen: %s conflicts with admin_listen %s "
+		    "(the default); set admin_listen to another address",
+		    pub, adm);
+}
+
+void
+conf_defaults(struct conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < NKEYS; i++)
+		if (keys[i].sect != SECT_ROUTE)
+			set_default(&keys[i], (char *)c);
+}
+
+int
+conf_load(struct conf *c, const char *path, FILE *errs)
+{
+	struct loader ld;
+	int rc;
+
+	conf_defaults(c);
+	memset(&ld, 0, sizeof(ld));
+	ld.c = c;
+	ld.path = path;
+	ld.errs = errs;
+	ld.sect = SECT_NONE;
+
+	if (strlen(path) >= sizeof(c->file)) {
+		report(&ld, 0, "the path is longer than %zu characters",
+		    sizeof(c->file) - 1);
+		return ld.nerr;
+	}
+	memcpy(c->file, path, strlen(path) + 1);
+	if ((ld.fp = fopen(path, "r")) == NULL) {
+		report(&ld, 0, "cannot open: %s", strerror(errno));
+		return ld.nerr;
+	}
+
+	rc = ini_parse_stream(read_line, &ld, on_key, &ld);
+	if (ld.read_errno != 0) {
+		report(&ld, 0, "cannot read: %s", strerror(ld.read_errno));
+		goto done;
+	}
+	if (rc < 0)
+		report(&ld, 0, "cannot parse: out of memory");
+	else if (rc > 0)
+		/* inih rejected a line that read_line() let through. */
+		report(&ld, rc, "syntax error");
+	check_listeners(&ld);
+
+done:
+	fclose(ld.fp);
+	return ld.nerr;
+}
+
+const struct conf_route *
+conf_route_match(const struct conf *c, const char *path)
+{
+	const struct conf_route *best = NULL;
+	size_t bestlen = 0, len;
+
+	for (int i = 0; i < c->nroutes; i++) {
+		len = strlen(c->routes[i].prefix);
+		if (len > bestlen &&
+		    strncmp(path, c->routes[i].prefix, len) == 0) {
+			best = &c->routes[i];
+			bestlen = len;
+		}
+	}
+	return best;
+}
+
+static void
+format_range(const struct key *k, char *out, size_t outlen)
+{
+	char lo[TEXT_MAX], hi[TEXT_MAX];
+
+	switch (k->type) {
+	case T_HOSTPORT:
+		snprintf(out, outlen, "host:port");
+		break;
+	case T_ADDRESS:
+		snprintf(out, outlen, "host:port | unix:/path");
+		break;
+	case T_LOGLEVEL:
+		snprintf(out, outlen, "error|warn|info|debug");
+		break;
+	case T_BOOL:
+		snprintf(out, outlen, "on|off");
+		break;
+	case T_URL:
+		snprintf(out, outlen, "http(s)://host[:port][/path]");
+		break;
+	case T_STRING:
+	case T_PREFIX:
+		snprintf(out, outlen, "%" PRId64 "..%" PRId64 " chars%s",
+		    k->min, k->max, k->type == T_PREFIX ? ", no {} or spaces" :
+		    "");
+		break;
+	case T_SIZE:
+	case T_DURATION:
+	case T_INT:
+		format_number(k, k->min, lo, sizeof(lo));
+		format_number(k, k->max, hi, sizeof(hi));
+		snprintf(out, outlen, "%s..%s", lo, hi);
+		break;
+	}
+}
+
+void
+conf_dump_keys(FILE *out)
+{
+	char range[RANGE_MAX];
+
+	fprintf(out, "%-15s %-23s %-22s %-29s %s\n", "SECTION", "KEY",
+	    "DEFAULT", "RANGE", "MEANING");
+	for (size_t i = 0; i < NKEYS; i++) {
+		format_range(&keys[i], range, sizeof(range));
+		fprintf(out, "%-15s %-23s %-22s %-29s %s\n",
+		    sect_labels[keys[i].sect], keys[i].name,
+		    keys[i].def[0] != '\0' ? keys[i].def : "(empty)", range,
+		    keys[i].help);
+	}
+}

@@ -1,0 +1,313 @@
+#!/usr/bin/env python3
+"""A scriptable, countable, slow HTTP origin for Corral's tests and demo.
+
+    python3 tests/origin.py --port 9000 [--host 127.0.0.1] [--delay 300ms] [--log]
+
+Every path answers, after the default delay, 200 with a JSON body
+{"path", "n", "method", "served_at"} and the header X-Origin-Count: n, where
+n counts the requests for that path. Tests change that per path through the
+control API under /__origin/ (never counted, never delayed):
+
+    POST /__origin/script   {"path": "/users/1" | "*", "delay_ms": 500,
+                             "status": 200, "body": "v{n}",
+                             "headers": {"Set-Cookie": "a=b"}, "hold": false}
+        Fields left out fall back to the "*" script, then to the defaults.
+        "body" is a template: {n} (this path's count), {path}, {method}.
+        With "hold": true every request on that path blocks until released.
+    POST /__origin/release?path=/users/1
+        Releases every request held on that path; later ones pass.
+    GET  /__origin/stats    {"total": N, "paths": {PATH: {"count", "methods",
+                             "done_at", "held", "bodies", "headers"}}}
+        A request is counted when it arrives (before delay or hold);
+        done_at gets the wall-clock time once its response is written.
+    POST /__origin/reset    forgets counts and scripts, releases holds.
+
+Standard library only. Prints "origin listening on HOST:PORT" once bound
+(--port 0 picks a free port).
+"""
+
+import argparse
+import json
+import re
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+CONTROL_PREFIX = "/__origin/"
+MAX_HOLD_S = 120		# a held request gives up after this long
+MAX_RECORDS = 10000		# per-path done_at / bodies entries kept
+MAX_BODY_BYTES = 64 << 20	# request bodies larger than this are refused
+IDLE_TIMEOUT_S = 120		# keep-alive connections idle this long are closed
+LISTEN_BACKLOG = 1024		# stampedes open hundreds of connections at once
+NO_BODY_STATUSES = {204, 304}
+
+
+def parse_delay(text):
+    """"300ms", "1.5s", "2m", "0" or a bare number of ms -> seconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*", str(text))
+    if not m:
+        raise ValueError(f"bad delay {text!r} (want e.g. 300ms, 1s)")
+    value, unit = float(m.group(1)), m.group(2) or "ms"
+    return value * {"ms": 0.001, "s": 1.0, "m": 60.0}[unit]
+
+
+class PathStats:
+    def __init__(self):
+        self.count = 0
+        self.methods = {}
+        self.done_at = []
+        self.held = 0
+        self.bodies = []
+        self.headers = {}
+
+    def as_json(self):
+        return {"count": self.count, "methods": dict(self.methods),
+                "done_at": list(self.done_at), "held": self.held,
+                "bodies": list(self.bodies), "headers": dict(self.headers)}
+
+
+def bounded_append(lst, value):
+    lst.append(value)
+    if len(lst) > MAX_RECORDS:
+        del lst[:len(lst) - MAX_RECORDS]
+
+
+class OriginState:
+    """Counts, scripts and holds, shared by every handler thread."""
+
+    SCRIPT_FIELDS = {"delay_ms", "status", "body", "headers", "hold"}
+
+    def __init__(self, default_delay_s):
+        self.lock = threading.Lock()
+        self.default_delay_s = default_delay_s
+        self.reset()
+
+    def reset(self):
+        with self.lock:
+            for event in getattr(self, "holds", {}).values():
+                event.set()
+            self.total = 0
+            self.paths = {}
+            self.scripts = {}	# path or "*" -> partial script
+            self.holds = {}		# path or "*" -> Event set on release
+
+    def set_script(self, spec):
+        path = spec.get("path", "*")
+        if not isinstance(path, str) or not (path == "*" or path.startswith("/")):
+            raise ValueError("path must be '*' or start with '/'")
+        unknown = set(spec) - self.SCRIPT_FIELDS - {"path"}
+        if unknown:
+            raise ValueError(f"unknown script fields: {sorted(unknown)}")
+        script = {k: spec[k] for k in self.SCRIPT_FIELDS if k in spec}
+        if "headers" in script and not isinstance(script["headers"], dict):
+            raise ValueError("headers must be an object")
+        with self.lock:
+            self.scripts[path] = script
+            if script.get("hold"):
+                self.holds.setdefault(path, threading.Event())
+            else:
+                event = self.holds.pop(path, None)
+                if event:
+                    event.set()
+
+    def release(self, path):
+        with self.lock:
+            event = self.holds.pop(path, None)
+            if event:
+                event.set()
+            if path in self.scripts:
+                self.scripts[path]["hold"] = False
+            return event is not None
+
+    def arrive(self, path, method, headers):
+        """Counts a request; returns (n, effective script, hold event or None)."""
+        with self.lock:
+            self.total += 1
+            st = self.paths.setdefault(path, PathStats())
+            st.count += 1
+            st.methods[method] = st.methods.get(method, 0) + 1
+            st.headers = headers
+            script = {"delay_ms": self.default_delay_s * 1000.0, "status": 200,
+                      "body": None, "headers": {}, "hold": False}
+            hold_key = None
+            for key in ("*", path):
+                if key in self.scripts:
+                    script.update(self.scripts[key])
+                    if self.scripts[key].get("hold"):
+                        hold_key = key
+                    elif "hold" in self.scripts[key]:
+                        hold_key = None
+            event = self.holds.get(hold_key) if hold_key else None
+            if event is not None:
+                st.held += 1
+            return st.count, script, event
+
+    def unhold(self, path):
+        with self.lock:
+            self.paths[path].held -= 1
+
+    def record_body(self, path, length):
+        with self.lock:
+            bounded_append(self.paths[path].bodies, length)
+
+    def done(self, path, when):
+        with self.lock:
+            bounded_append(self.paths[path].done_at, when)
+
+    def stats(self):
+        with self.lock:
+            return {"total": self.total,
+                    "paths": {p: s.as_json() for p, s in self.paths.items()}}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "corral-test-origin/1"
+    timeout = IDLE_TIMEOUT_S
+
+    def do_GET(self):
+        self.dispatch()
+
+    do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_GET
+
+    # -- plumbing ---------------------------------------------------------
+
+    def read_body(self):
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass	# trailers
+                    break
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            return b"".join(chunks)
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY_BYTES:
+            raise ValueError("request body too large")
+        return self.rfile.read(length) if length > 0 else b""
+
+    def reply(self, status, body, headers=()):
+        self.send_response(status)
+        names = set()
+        for name, value in headers:
+            self.send_header(name, value)
+            names.add(name.lower())
+        if "content-type" not in names and body:
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+        if status not in NO_BODY_STATUSES:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD" and status not in NO_BODY_STATUSES:
+            self.wfile.write(body)
+        self.wfile.flush()
+
+    def reply_json(self, status, obj):
+        self.reply(status, json.dumps(obj).encode(),
+                   [("Content-Type", "application/json")])
+
+    def log_message(self, fmt, *args):
+        pass	# access lines are printed by dispatch() when --log is on
+
+    # -- requests ---------------------------------------------------------
+
+    def dispatch(self):
+        state = self.server.state
+        target = urlsplit(self.path)
+        if target.path.startswith(CONTROL_PREFIX):
+            self.control(state, target)
+            return
+        path = self.path	# counted as sent: path plus query, if any
+        n, script, hold = state.arrive(path, self.command, dict(self.headers.items()))
+        try:
+            body_in = self.read_body()
+        except ValueError as e:
+            self.close_connection = True
+            self.reply(413, str(e).encode())
+            return
+        state.record_body(path, len(body_in))
+        if hold is not None:
+            hold.wait(MAX_HOLD_S)
+            state.unhold(path)
+        delay_s = float(script["delay_ms"]) / 1000.0
+        if delay_s > 0:
+            time.sleep(delay_s)
+
+        status = int(script["status"])
+        headers = [("X-Origin-Count", str(n))]
+        headers += [(k, str(v)) for k, v in script["headers"].items()]
+        if script["body"] is None:
+            body = json.dumps({"path": path, "n": n, "method": self.command,
+                               "served_at": time.time()}).encode()
+            if not any(k.lower() == "content-type" for k, _ in headers):
+                headers.append(("Content-Type", "application/json"))
+        else:
+            body = (str(script["body"]).replace("{n}", str(n))
+                    .replace("{path}", path).replace("{method}", self.command)
+                    .encode())
+        self.reply(status, body, headers)
+        state.done(path, time.time())
+        if self.server.log:
+            print(f"origin: {self.command} {path} -> {status} (n={n}, "
+                  f"{delay_s * 1000:.0f} ms)", file=sys.stderr, flush=True)
+
+    def control(self, state, target):
+        what = target.path[len(CONTROL_PREFIX):]
+        query = parse_qs(target.query)
+        try:
+            body = self.read_body()
+            if what == "stats" and self.command in ("GET", "HEAD"):
+                self.reply_json(200, state.stats())
+            elif what == "script" and self.command == "POST":
+                state.set_script(json.loads(body or b"{}"))
+                self.reply_json(200, {"ok": True})
+            elif what == "release" and self.command == "POST":
+                path = query.get("path", ["*"])[0]
+                self.reply_json(200, {"ok": True, "released": state.release(path)})
+            elif what == "reset" and self.command == "POST":
+                state.reset()
+                self.reply_json(200, {"ok": True})
+            else:
+                self.reply_json(404, {"error": f"no control {self.command} {target.path}"})
+        except (ValueError, TypeError) as e:
+            self.reply_json(400, {"error": str(e)})
+
+
+class OriginServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = LISTEN_BACKLOG
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, required=True, help="0 picks a free port")
+    ap.add_argument("--delay", default="0", help="default delay, e.g. 300ms")
+    ap.add_argument("--log", action="store_true", help="one stderr line per request")
+    args = ap.parse_args(argv)
+    try:
+        delay_s = parse_delay(args.delay)
+    except ValueError as e:
+        ap.error(str(e))
+
+    server = OriginServer((args.host, args.port), Handler)
+    server.state = OriginState(delay_s)
+    server.log = args.log
+    host, port = server.server_address[:2]
+    print(f"origin listening on {host}:{port}", flush=True)
+    try:
+        server.serve_forever(poll_interval=0.1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Runs Corral's tests: the C unit-test binaries, then every scenario.
+
+    python3 tests/run.py --bin build/asan/corral --unit build/asan/unit [-k substring]
+
+Unit binaries print "PASS name" / "FAIL name: why" per test; a binary that
+exits non-zero without a FAIL line (a crash, a sanitizer report) is one
+failure named after it. Scenarios are the @scenario functions in
+tests/scenarios/*.py; each runs in its own child process (so a hung one can
+be killed with everything it started) with a fresh Env and a time limit.
+The last line printed is "N passed, M failed"; the exit status is 1 if M > 0.
+"""
+
+import argparse
+import glob
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+SCENARIO_GLOB = os.path.join(TESTS_DIR, "scenarios", "*.py")
+UNIT_TIMEOUT_S = 60
+LOG_TAIL_LINES = 30
+
+SANITIZER_ENV = {
+    "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
+    "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+}
+
+sys.path.insert(0, TESTS_DIR)
+import harness  # noqa: E402
+
+
+class Tally:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def ok(self, name, note=""):
+        self.passed += 1
+        print(f"PASS {name}{note}", flush=True)
+
+    def fail(self, name, reason, details=""):
+        self.failed += 1
+        print(f"FAIL {name}: {reason}", flush=True)
+        if details:
+            print("    " + details.rstrip("\n").replace("\n", "\n    "), flush=True)
+
+
+def one_line(text):
+    lines = [l.strip() for l in str(text).strip().splitlines() if l.strip()]
+    return lines[0] if lines else "(no message)"
+
+
+# -- unit tests -------------------------------------------------------------------
+
+def run_units(unit_dir, keyword, tally):
+    if not os.path.isdir(unit_dir):
+        tally.fail("unit", f"no unit-test directory {unit_dir}")
+        return
+    for name in sorted(os.listdir(unit_dir)):
+        path = os.path.join(unit_dir, name)
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            continue
+        if keyword and keyword not in name:
+            continue
+        try:
+            p = subprocess.run([path], capture_output=True, text=True, errors="replace",
+                               timeout=UNIT_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired as e:
+            tally.fail(name, f"timed out after {UNIT_TIMEOUT_S} s",
+                       harness.tail(str(e.stdout or ""), LOG_TAIL_LINES))
+            continue
+        saw_fail = False
+        for line in p.stdout.splitlines():
+            if line.startswith("PASS "):
+                tally.ok(f"{name}.{line[5:].strip()}")
+            elif line.startswith("FAIL "):
+                saw_fail = True
+                test, _, why = line[5:].partition(": ")
+                tally.fail(f"{name}.{test.strip()}", why.strip() or "failed")
+        if p.returncode != 0 and not saw_fail:
+            how = (f"exited with {p.returncode}" if p.returncode > 0
+                   else f"died of signal {-p.returncode}")
+            tally.fail(name, how, harness.tail(p.stderr, LOG_TAIL_LINES))
+        elif saw_fail and harness.sanitizer_report(p.stderr):
+            print("    " + harness.tail(p.stderr, LOG_TAIL_LINES).replace("\n", "\n    "))
+
+
+# -- scenarios ----------------------------------------------------------------------
+
+def load_scenarios(path):
+    """Imports one scenario file; returns its @scenario functions."""
+    before = len(harness.SCENARIOS)
+    module_name = "scenario_" + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return harness.SCENARIOS[before:]
+
+
+def run_child(path, name, workdir, binary):
+    """In the child process: runs one scenario; writes result.json to workdir."""
+    result = {"ok": False, "reason": "scenario not found", "details": ""}
+    try:
+        fn = next(f for f in load_scenarios(path) if f.__name__ == name)
+        with harness.Env(workdir, binary) as env:
+            fn(env)
+        result = {"ok": True, "reason": "", "details": ""}
+    except StopIteration:
+        pass
+    except BaseException as e:	# noqa: BLE001 - every failure is reported
+        reason = one_line(e) if str(e) else type(e).__name__
+        if not isinstance(e, AssertionError):
+            reason = f"{type(e).__name__}: {reason}"
+        result = {"ok": False, "reason": reason,
+                  "details": "".join(traceback.format_exception(type(e), e, e.__traceback__))}
+    with open(os.path.join(workdir, "result.json"), "w") as f:
+        json.dump(result, f)
+    return 0 if result["ok"] else 1
+
+
+def corral_log_tails(workdir):
+    out = []
+    for log in sorted(glob.glob(os.path.join(workdir, "corral*.log"))):
+        text = harness.tail(harness.read_text(log), LOG_TAIL_LINES)
+        out.append(f"--- {os.path.basename(log)} (last {LOG_TAIL_LINES} lines)\n{text}")
+    return "\n".join(out)
+
+
+def run_scenario(path, fn, binary, tally, keep_logs):
+    name = fn.__name__
+    workdir = tempfile.mkdtemp(prefix=f"corral-{name}-")
+    env = dict(os.environ, CORRAL_TEST_DIR=workdir, PYTHONDONTWRITEBYTECODE="1")
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", path, name,
+           "--workdir", workdir]
+    if binary:
+        cmd += ["--bin", binary]
+    started = time.monotonic()
+    with open(os.path.join(workdir, "scenario.log"), "wb") as out:
+        child = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                 stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            child.wait(fn.scenario_timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            os.killpg(child.pid, signal.SIGKILL)	# the child and all it started
+            child.wait()
+    took = time.monotonic() - started
+    result = {"ok": False, "reason": f"runner child exited with {child.returncode} "
+              "without a result", "details": ""}
+    try:
+        with open(os.path.join(workdir, "result.json")) as f:
+            result = json.load(f)
+    except (OSError, ValueError):
+        pass
+    if timed_out:
+        result = {"ok": False, "details": "",
+                  "reason": f"timed out after {fn.scenario_timeout} s"}
+    if result["ok"]:
+        tally.ok(name, f" ({took:.1f} s)")
+        if not keep_logs:
+            shutil.rmtree(workdir, ignore_errors=True)
+        return
+    details = result.get("details", "")
+    scenario_out = harness.read_text(os.path.join(workdir, "scenario.log")).strip()
+    if scenario_out:
+        details += f"\n--- scenario output\n{harness.tail(scenario_out, LOG_TAIL_LINES)}"
+    logs = corral_log_tails(workdir)
+    if logs:
+        details += "\n" + logs
+    details += f"\n(logs kept in {workdir})"
+    tally.fail(name, result["reason"], details.strip("\n"))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Runs Corral's unit and scenario tests.")
+    ap.add_argument("--bin", help="the corral binary the scenarios start")
+    ap.add_argument("--unit", help="directory of unit-test executables")
+    ap.add_argument("-k", dest="keyword", help="run only tests whose name contains this")
+    ap.add_argument("--keep-logs", action="store_true", help="keep logs of passing scenarios")
+    ap.add_argument("--child", nargs=2, metavar=("FILE", "SCENARIO"), help=argparse.SUPPRESS)
+    ap.add_argument("--workdir", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+
+    os.environ.update(SANITIZER_ENV)
+    binary = os.path.abspath(args.bin) if args.bin else None
+    if args.child:
+        return run_child(args.child[0], args.child[1], args.workdir, binary)
+
+    tally = Tally()
+    if args.unit:
+        run_units(args.unit, args.keyword, tally)
+    for path in sorted(glob.glob(SCENARIO_GLOB)):
+        try:
+            scenarios = load_scenarios(path)
+        except Exception as e:	# noqa: BLE001 - a broken file is one failure
+            tally.fail(os.path.basename(path), f"cannot load: {e!r}",
+                       traceback.format_exc())
+            continue
+        for fn in scenarios:
+            if args.keyword and args.keyword not in fn.__name__:
+                continue
+            run_scenario(path, fn, binary, tally, args.keep_logs)
+    print(f"{tally.passed} passed, {tally.failed} failed", flush=True)
+    return 1 if tally.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

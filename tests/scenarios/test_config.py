@@ -1,0 +1,105 @@
+"""The command line: `corral -t` checks a configuration and reports every
+error in one run as FILE:LINE: message; -V and -h."""
+
+import os
+import re
+
+from harness import TESTS_DIR, corral_config, expect, expect_eq, free_port, scenario
+
+FIXTURE = os.path.join(TESTS_DIR, "fixtures", "bad.conf")
+MAKEFILE = os.path.join(os.path.dirname(TESTS_DIR), "Makefile")
+
+# One config with four kinds of error on known lines. Each row is the line's
+# text and, for a wrong line, the lines an error may be reported on (an
+# unknown section may be reported at its header or at its first key).
+BAD_CONFIG = [
+    ("[server]", None),
+    ("listen = 127.0.0.1:18080", None),
+    ("admin_listen = 127.0.0.1:18081", None),
+    ("colour = blue", "unknown key"),
+    ("[redis]", None),
+    ("address = 127.0.0.1:6379", None),
+    ("timeout = 12parsecs", "bad duration"),
+    ("[upstream]", None),
+    ("url = http://127.0.0.1:9000", None),
+    ("[route /]", None),
+    ("ttl = 10s", None),
+    ("lock_ttl = 9999h", "lock_ttl out of range"),
+    ("[frobnicate]", "unknown section"),
+    ("speed = 11", "unknown section"),
+]
+
+
+def reported_lines(path, stderr):
+    """Line numbers of every "PATH:LINE:" in stderr."""
+    return {int(n) for n in re.findall(re.escape(path) + r":(\d+):", stderr)}
+
+
+def expected_fixture_lines(text):
+    """Lines the fixture's leading comment says must be reported. Accepts
+    "bad.conf:12:" / ":12:" forms and "line 12" / "lines 3, 5 and 9" forms."""
+    lines = set()
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if not line.startswith(("#", ";")):
+            break
+        lines |= {int(n) for n in re.findall(r":(\d+):", line)}
+        for m in re.finditer(r"\blines?\b\s*[:=]?\s*((?:\d+(?:\s*(?:,|and|&)\s*|\s+))*\d+)",
+                             line, re.IGNORECASE):
+            lines |= {int(n) for n in re.findall(r"\d+", m.group(1))}
+    return lines
+
+
+@scenario
+def bad_config_reports_every_error_with_file_and_line(env):
+    text = "\n".join(row for row, _ in BAD_CONFIG) + "\n"
+    path = env.config_file(text, "bad.conf")
+    p = env.run_corral("-t", "-c", path)
+    expect_eq(p.returncode, 1, f"exit status of corral -t on a bad config (stderr: {p.stderr!r})")
+    expect("configuration OK" not in p.stdout + p.stderr, "a bad config reported OK")
+    reported = reported_lines(path, p.stderr)
+    wanted = {}
+    for number, (_, error) in enumerate(BAD_CONFIG, start=1):
+        if error:
+            wanted.setdefault(error, set()).add(number)
+    for error, numbers in wanted.items():
+        expect(reported & numbers, f"no {path}:LINE: error for {error} (line "
+               f"{' or '.join(map(str, sorted(numbers)))}); stderr:\n{p.stderr}")
+    allowed = set().union(*wanted.values())
+    expect_eq(sorted(reported - allowed), [], "errors reported on correct lines")
+
+    good = env.config_file(corral_config(f"127.0.0.1:{free_port()}", "http://127.0.0.1:9",
+                                         free_port(), free_port(),
+                                         routes={"/": {}, "/reports/": {"ttl": "5m"}}),
+                           "good.conf")
+    p = env.run_corral("-t", "-c", good)
+    expect_eq(p.returncode, 0, f"exit status of corral -t on a good config (stderr: {p.stderr!r})")
+    expect("configuration OK" in p.stdout + p.stderr,
+           f"corral -t says 'configuration OK' (stdout {p.stdout!r}, stderr {p.stderr!r})")
+
+
+@scenario
+def bad_conf_fixture_reports_its_expected_lines(env):
+    if not os.path.exists(FIXTURE):
+        return	# written with conf/; nothing to check until it exists
+    with open(FIXTURE) as f:
+        expected = expected_fixture_lines(f.read())
+    expect(expected, f"no expected error lines found in the leading comment of {FIXTURE}")
+    p = env.run_corral("-t", "-c", FIXTURE)
+    expect_eq(p.returncode, 1, f"exit status of corral -t -c {FIXTURE}")
+    expect_eq(sorted(reported_lines(FIXTURE, p.stderr)), sorted(expected),
+              f"lines reported for {FIXTURE} (stderr:\n{p.stderr})")
+
+
+@scenario
+def version_and_usage_are_printed(env):
+    with open(MAKEFILE) as f:
+        version = re.search(r"^VERSION\s*:?=\s*(\S+)", f.read(), re.MULTILINE).group(1)
+    p = env.run_corral("-V")
+    expect_eq(p.returncode, 0, "exit status of corral -V")
+    expect(version in p.stdout + p.stderr, f"corral -V prints {version}: {p.stdout!r}")
+    p = env.run_corral("-h")
+    usage = p.stdout + p.stderr
+    expect("-c" in usage and "-t" in usage, f"corral -h describes -c and -t: {usage!r}")

@@ -1,0 +1,133 @@
+"""The test tools themselves: the origin, the RESP client, stampede, wait_for.
+
+These need no corral binary; if they fail, no other scenario can be trusted.
+"""
+
+from harness import (Background, RespError, expect, expect_eq, scenario, stampede,
+                     wait_for)
+
+CLIENTS = 200
+
+
+@scenario
+def origin_counts_and_holds_requests(env):
+    origin = env.origin()
+    origin.script("/slow", hold=True, body="v{n}")
+
+    clients = Background(stampede, [origin], CLIENTS, "/slow")
+    wait_for(lambda: origin.held("/slow") == CLIENTS, what=f"{CLIENTS} held requests")
+    expect_eq(origin.count("/slow"), CLIENTS, "requests counted on arrival, while held")
+    expect_eq(origin.path_stats("/slow")["done_at"], [], "responses written while held")
+    expect_eq(origin.count(), CLIENTS, "total excludes the control API")
+
+    expect(origin.release("/slow") is True, "release finds the hold")
+    results = clients.result()
+    bodies = sorted(int(r.body[1:]) for r in results)
+    expect_eq(bodies, list(range(1, CLIENTS + 1)), "each request got its own n")
+    stats = origin.path_stats("/slow")
+    expect_eq(stats["held"], 0, "held after release")
+    expect_eq(len(stats["done_at"]), CLIENTS, "done_at entries")
+    last_done = max(stats["done_at"])
+    # A client finishes after the origin wrote its response and soon after
+    # the last write; the scenarios' timing bounds rely on both.
+    spread = max(r.t_done for r in results) - last_done
+    expect(min(r.t_done for r in results) >= min(stats["done_at"]),
+           "a client finished before the origin wrote any response")
+    expect(spread < 0.5, f"clients read their responses {spread * 1000:.0f} ms after "
+           "the origin's last write")
+
+    after = origin.get("/slow")
+    expect_eq((after.status, after.text), (200, f"v{CLIENTS + 1}"), "requests after release pass")
+
+
+@scenario
+def origin_scripts_status_body_headers_and_delay(env):
+    origin = env.origin(delay="0ms")
+
+    r = origin.get("/users/1")
+    expect_eq(r.status, 200, "default status")
+    doc = r.json()
+    expect_eq((doc["path"], doc["n"], doc["method"]), ("/users/1", 1, "GET"), "default body")
+    expect_eq(r.headers["x-origin-count"], "1", "X-Origin-Count")
+    expect("Cache-Control" not in r.headers, "no Cache-Control by default")
+
+    origin.script("/down", status=503, body="{method} {path} #{n}",
+                  headers={"Set-Cookie": "a=b", "Cache-Control": "no-store"})
+    r = origin.get("/down")
+    expect_eq((r.status, r.text), (503, "GET /down #1"), "scripted status and body")
+    expect_eq(r.headers.get("set-cookie"), "a=b", "scripted header")
+
+    origin.script("/slow", delay_ms=300)
+    r = origin.get("/slow")
+    expect(r.elapsed >= 0.3, f"a 300 ms delay took {r.elapsed * 1000:.0f} ms")
+
+    origin.script("*", body="star")
+    expect_eq(origin.get("/other").text, "star", "'*' script applies to other paths")
+    expect_eq(origin.get("/down").text, "GET /down #2", "a path script wins over '*'")
+
+    r = origin.get("/users/1", method="HEAD")	# body "star", from the '*' script
+    expect_eq((r.status, r.body), (200, b""), "HEAD has no body")
+    expect_eq(r.headers["content-length"], "4", "HEAD Content-Length of the GET body")
+
+    for method in ("POST", "PUT", "PATCH", "DELETE"):
+        r = origin.get("/things", method=method, body=b"x" * 11,
+                       headers={"Authorization": "Bearer t"})
+        expect_eq(r.status, 200, f"{method} answered")
+    things = origin.path_stats("/things")
+    expect_eq(things["methods"], {"POST": 1, "PUT": 1, "PATCH": 1, "DELETE": 1}, "methods")
+    expect_eq(things["bodies"], [11, 11, 11, 11], "request body lengths")
+    expect_eq(things["headers"].get("Authorization"), "Bearer t", "last request's headers")
+    expect_eq(origin.count(), 10, "total")
+
+    origin.reset()
+    expect_eq(origin.count(), 0, "total after reset")
+    expect_eq(origin.get("/down").status, 200, "scripts cleared by reset")
+
+
+@scenario
+def origin_keeps_connections_alive(env):
+    import http.client
+    origin = env.origin()
+    conn = http.client.HTTPConnection(origin.host, origin.port, timeout=10)
+    for i in range(1, 4):
+        conn.request("GET", "/k")
+        resp = conn.getresponse()
+        expect_eq(resp.status, 200, "status")
+        expect_eq(resp.getheader("X-Origin-Count"), str(i), "count on one connection")
+        resp.read()
+    conn.close()
+
+
+@scenario
+def redis_resp_client_round_trips(env):
+    redis = env.redis()
+    expect_eq(redis.cmd("PING"), "PONG", "simple string")
+    expect_eq(redis.cmd("SET", "k", "v", "PX", 60000), "OK", "SET")
+    expect_eq(redis.get("k"), "v", "bulk string")
+    expect_eq(redis.get("missing"), None, "nil")
+    expect_eq(redis.cmd("INCR", "n"), 1, "integer")
+    expect(0 < redis.pttl("k") <= 60000, "PTTL")
+    expect_eq(redis.keys(), ["k", "n"], "array")
+    binary = bytes(range(256)) * 3
+    redis.cmd("SET", "bin", binary)
+    expect_eq(redis.cmd_bytes("GET", "bin"), binary, "binary-safe bulk")
+    try:
+        redis.cmd("INCR", "k")
+        raise AssertionError("an error reply did not raise")
+    except RespError as e:
+        expect("not an integer" in str(e), f"error text: {e}")
+    expect_eq(redis.cmd("GET", "k"), "v", "connection usable after an error")
+    expect_eq(redis.subscribers(), 0, "no subscribers")
+
+
+@scenario
+def wait_for_says_what_it_waited_for(env):
+    try:
+        wait_for(lambda: False, timeout=0.05, what="the moon")
+    except AssertionError as e:
+        expect_eq(str(e), "timed out waiting for the moon", "message")
+    else:
+        raise AssertionError("wait_for did not time out")
+    calls = []
+    expect_eq(wait_for(lambda: calls.append(1) or len(calls) >= 3 and "yes"), "yes",
+              "returns the truthy value")

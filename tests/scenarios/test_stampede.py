@@ -1,0 +1,183 @@
+"""Stampede protection across a fleet: one fetch per key, waiters woken by
+Redis pub/sub, stale entries served while one refresh runs, and the refresh
+lock's token fencing (renewal, lost locks, give-up after lock_wait).
+
+Every instance of a fleet shares one Redis and one origin; clients send the
+same Host header (harness.HOST) to all of them, so they share cache keys.
+"""
+
+from harness import (Background, expect, expect_entry, expect_eq, fleet_counters,
+                     is_token, lock_key, entry_key, scenario, stampede, wait_for,
+                     wait_until_stale)
+
+PATH = "/users/1"
+CLIENTS = 200
+
+
+def expect_all(results, status, body, what):
+    expect_eq(sorted({r.status for r in results}), [status], f"statuses of {what}")
+    expect_eq(sorted({r.body for r in results}), [body], f"bodies of {what}")
+
+
+@scenario
+def cold_miss_fleet_of_three_fetches_once(env):
+    fetch_ms = 500
+    # Waiters must be woken by the "filled" PUBLISH. Their fallback poll is
+    # lock_poll = 5 s, so a poll-woken waiter would answer seconds late; an
+    # event-woken one answers within WAKE_BOUND_S of the origin's response
+    # (store + publish + lookup + 200 writes, under ASan, on 2 cores).
+    wake_bound_s = 0.150
+    redis, origin = env.redis(), env.origin()
+    origin.script(PATH, delay_ms=fetch_ms, body="v{n}")
+    fleet = env.fleet(3, redis, origin, routes={"/": {"lock_poll": "5s", "lock_wait": "3s"}})
+
+    results = stampede(fleet, CLIENTS, PATH)
+
+    expect_eq(origin.count(PATH), 1, "origin requests for the cold key")
+    expect_all(results, 200, b"v1", "all clients")
+    done_at = origin.path_stats(PATH)["done_at"][0]
+    early = [r for r in results if r.t_done < done_at - 0.02]
+    expect_eq(early, [], "responses complete before the origin answered")
+    late_ms = (max(r.t_done for r in results) - done_at) * 1000
+    print(f"last client answered {late_ms:.0f} ms after the origin's response")
+    expect(late_ms <= wake_bound_s * 1000,
+           f"last client answered {late_ms:.0f} ms after the origin's response "
+           f"(bound {wake_bound_s * 1000:.0f} ms): waiters were not woken by the event")
+
+    stored = [r for r in results if r.cache_status.stored]
+    collapsed = [r for r in results if r.cache_status.collapsed]
+    expect_eq(len(stored), 1, "responses with Cache-Status '...; stored'")
+    expect_eq(len(collapsed), CLIENTS - 1, "responses with Cache-Status '...; collapsed'")
+    expect_eq((stored[0].cache_status.fwd, stored[0].cache_status.fwd_status), ("miss", 200),
+              "the fetching request's fwd and fwd-status")
+    expect(all(r.cache_status.fwd_status == 200 for r in collapsed),
+           "collapsed responses carry fwd-status=200")
+
+    c = fleet_counters(fleet)
+    expect_eq(c["requests"], CLIENTS, "requests (sum over instances)")
+    expect_eq(c["misses"], 1, "misses")
+    expect_eq(c["collapsed"], CLIENTS - 1, "collapsed")
+    expect_eq(c["waiters"], CLIENTS - 1, "waiters")
+    expect_eq(c["upstream_fetches"], 1, "upstream_fetches")
+    expect_eq(c["stores"], 1, "stores")
+    expect_eq(c["locks_acquired"], 1, "locks_acquired")
+    expect_eq(c["lock_wait_timeouts"], 0, "lock_wait_timeouts")
+    expect_eq(c["hits"], 0, "hits")
+    expect_eq(fleet_counters(fleet, "/")["misses"], 1, "misses of route /")
+
+    expect_entry(redis, PATH)
+    expect(not redis.exists(lock_key(PATH)), "the lock is deleted once the entry is stored")
+
+
+@scenario
+def stale_key_fleet_of_three_served_stale_then_refreshed_once(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script(PATH, body="v{n}")
+    fleet = env.fleet(3, redis, origin,
+                      routes={"/": {"ttl": "1s", "stale_while_revalidate": "60s"}})
+    prime = fleet[0].get(PATH)
+    expect_eq((prime.status, prime.text, prime.cache_status.stored), (200, "v1", True),
+              "priming request")
+
+    wait_until_stale(redis, PATH, swr_ms=60_000)
+    origin.script(PATH, body="v{n}", hold=True)	# the refresh blocks until released
+
+    # All are answered at once from the stale entry; if any waited for the
+    # held refresh, the stampede would time out.
+    results = stampede(fleet, CLIENTS, PATH, timeout=10)
+    expect_all(results, 200, b"v1", "clients during the refresh")
+    not_stale = [r for r in results if not r.cache_status.stale]
+    expect_eq(not_stale, [], "responses without a stale hit (ttl=-N)")
+    wait_for(lambda: origin.held(PATH) == 1, what="the one refresh to reach the origin")
+    expect_eq(origin.count(PATH), 2, "origin requests while holding: prime + one refresh")
+    expect_eq(fleet_counters(fleet)["stale_hits"], CLIENTS, "stale_hits")
+
+    origin.release(PATH)
+    wait_for(lambda: fleet[1].get(PATH).text == "v2", what="the refreshed entry (v2)")
+    expect_eq(origin.count(PATH), 2, "origin requests in total")
+    c = fleet_counters(fleet)
+    expect_eq(c["upstream_fetches"], 2, "upstream_fetches")
+    expect_eq(c["stores"], 2, "stores")
+    expect_eq(c["locks_acquired"], 2, "locks_acquired")
+    expect_eq(c["lock_lost"], 0, "lock_lost")
+
+
+@scenario
+def slow_origin_lock_is_renewed(env):
+    # The fetch (1.5 s) outlives the lock's PX (300 ms) several times over.
+    # Waiters re-check every 100 ms; had the lock expired, one would have
+    # taken it and fetched again.
+    clients = 30
+    redis, origin = env.redis(), env.origin()
+    origin.script(PATH, delay_ms=1500, body="v{n}")
+    fleet = env.fleet(3, redis, origin, routes={"/": {
+        "lock_ttl": "300ms", "lock_wait": "5s", "lock_poll": "100ms"}})
+
+    results = stampede(fleet, clients, PATH)
+
+    expect_eq(origin.count(PATH), 1, "origin requests")
+    expect_all(results, 200, b"v1", "all clients")
+    c = fleet_counters(fleet)
+    expect(c["lock_renewals"] >= 3, f"lock_renewals: expected >= 3, got {c['lock_renewals']}")
+    expect_eq(c["lock_lost"], 0, "lock_lost")
+    expect_eq(c["misses"], 1, "misses")
+    expect_eq(c["collapsed"], clients - 1, "collapsed")
+    expect_eq(c["lock_wait_timeouts"], 0, "lock_wait_timeouts")
+    expect_entry(redis, PATH)
+
+
+@scenario
+def replaced_lock_token_is_neither_deleted_nor_overwritten(env):
+    foreign = "f" * 32
+    redis, origin = env.redis(), env.origin()
+    origin.script(PATH, hold=True, body="v{n}")
+    # A long lock_ttl: no renewal falls inside the few ms this scenario
+    # holds the fetch, so the store is what finds the token replaced.
+    corral = env.corral(redis, origin, routes={"/": {"lock_ttl": "30s"}})
+
+    client = Background(corral.get, PATH)
+    wait_for(lambda: origin.held(PATH) == 1 and redis.exists(lock_key(PATH)),
+             what="the cold fetch to hold the lock and reach the origin")
+    token = redis.get(lock_key(PATH))
+    expect(is_token(token) and token != foreign, f"lock value is a 32-hex token: {token!r}")
+    redis.cmd("SET", lock_key(PATH), foreign)	# another fetch "took over" the key
+    origin.release(PATH)
+
+    r = client.result()
+    expect_eq((r.status, r.text), (200, "v1"), "the client still gets the fetched response")
+    cs = r.cache_status
+    expect_eq((cs.fwd, cs.fwd_status, cs.stored), ("miss", 200, False),
+              f"Cache-Status fwd, fwd-status, stored ({cs.raw})")
+    expect_eq(redis.get(lock_key(PATH)), foreign, "the foreign lock token")
+    expect(not redis.exists(entry_key(PATH)), "an entry was written without the lock")
+    c = corral.counters()
+    expect_eq(c["lock_lost"], 1, "lock_lost")
+    expect_eq(c["stores"], 0, "stores")
+
+
+@scenario
+def waiter_past_lock_wait_fetches_itself(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script(PATH, hold=True, body="v{n}")
+    fleet = env.fleet(2, redis, origin, routes={"/": {
+        "lock_wait": "500ms", "lock_poll": "5s", "lock_ttl": "30s"}})
+
+    first = Background(fleet[0].get, PATH)
+    wait_for(lambda: origin.held(PATH) == 1, what="the first fetch to reach the origin")
+    second = Background(fleet[1].get, PATH)
+    wait_for(lambda: origin.held(PATH) == 2, timeout=5,
+             what="the waiter to give up after lock_wait (500 ms) and fetch itself")
+    origin.release(PATH)
+
+    a, b = first.result(), second.result()
+    expect_eq((a.status, a.text, a.cache_status.stored), (200, "v1", True), "the lock holder")
+    expect_eq((b.status, b.text), (200, "v2"), "the waiter's own fetch")
+    expect_eq((b.cache_status.fwd, b.cache_status.fwd_status, b.cache_status.detail),
+              ("miss", 200, "lock-wait-timeout"), f"waiter's Cache-Status ({b.cache_status.raw})")
+    expect_eq(origin.count(PATH), 2, "origin requests")
+    c = fleet_counters(fleet)
+    expect_eq(c["lock_wait_timeouts"], 1, "lock_wait_timeouts")
+    expect_eq(c["waiters"], 1, "waiters")
+    expect_eq(c["collapsed"], 0, "collapsed")
+    expect_eq(c["upstream_fetches"], 2, "upstream_fetches")
+    expect(c["lock_wait_ms"] >= 450, f"lock_wait_ms: expected about 500, got {c['lock_wait_ms']}")

@@ -1,0 +1,904 @@
+/*
+ * conf/conf.c: defaults, every kind of error with its line, range bounds,
+ * the line handling libinih gets wrong on its own, and route matching.
+ * Runs from the repository root (it reads conf/corral.conf and
+ * tests/fixtures/).
+ */
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conf/conf.h"
+#include "tests/unit/unit.h"
+
+#define TMP_TEMPLATE	"/tmp/corral-test-conf-XXXXXX"
+#define TEXT_MAX	16384
+#define MSG_MAX		512
+#define LINES_MAX	64
+#define INIH_LINE_MAX	198	/* the longest line libinih's buffer holds */
+
+static struct conf cf;
+static char *errs;		/* what the last load wrote to errs */
+static int nerr;		/* what it returned */
+static char tmp_path[sizeof(TMP_TEMPLATE)];
+
+/* Loads path into cf, keeping its errors in errs. */
+static int
+load_path(const char *path)
+{
+	size_t len;
+	FILE *mem;
+
+	free(errs);
+	errs = NULL;
+	if ((mem = open_memstream(&errs, &len)) == NULL) {
+		perror("open_memstream");
+		exit(2);
+	}
+	nerr = conf_load(&cf, path, mem);
+	fclose(mem);
+	return nerr;
+}
+
+/* Writes text to a temporary file and loads it. */
+static int
+load(const char *text)
+{
+	size_t len = strlen(text);
+	int fd;
+
+	memcpy(tmp_path, TMP_TEMPLATE, sizeof(tmp_path));
+	if ((fd = mkstemp(tmp_path)) == -1 ||
+	    write(fd, text, len) != (ssize_t)len || close(fd) == -1) {
+		perror("temporary config");
+		exit(2);
+	}
+	load_path(tmp_path);
+	unlink(tmp_path);
+	return nerr;
+}
+
+/* Did the last load report a message starting with msg at line? End msg
+ * with "\n" to match the whole message. */
+static int
+has_error(int line, const char *msg)
+{
+	char want[MSG_MAX + 32];
+
+	snprintf(want, sizeof(want), ":%d: %s", line, msg);
+	return errs != NULL && strstr(errs, want) != NULL;
+}
+
+/* The line numbers of the errors of the last load, in order. */
+static int
+error_lines(int out[LINES_MAX])
+{
+	const char *p = errs;
+	int n = 0;
+
+	while (p != NULL && *p != '\0' && n < LINES_MAX) {
+		const char *colon = strchr(p, ':');
+		if (colon == NULL)
+			break;
+		out[n++] = atoi(colon + 1);
+		p = strchr(p, '\n');
+		if (p != NULL)
+			p++;
+	}
+	return n;
+}
+
+static int
+cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+static int
+count_lines(const char *s)
+{
+	int n = 0;
+
+	for (; s != NULL && *s != '\0'; s++)
+		if (*s == '\n')
+			n++;
+	return n;
+}
+
+static void
+t_example_conf_loads_with_its_values(void)
+{
+	const struct conf_route *r;
+
+	CHECK(load_path("conf/corral.conf") == 0);
+	CHECK(errs != NULL && errs[0] == '\0');
+	CHECK_STR(cf.file, "conf/corral.conf");
+	CHECK_STR(cf.listen_host, "127.0.0.1");
+	CHECK(cf.listen_port == 8080);
+	CHECK_STR(cf.admin_host, "127.0.0.1");
+	CHECK(cf.admin_port == 8081);
+	CHECK(cf.log_level == LOGL_INFO);
+	CHECK(cf.max_header_bytes == 16 * 1024);
+	CHECK(cf.max_body_bytes == 10 * 1024 * 1024);
+	CHECK(cf.client_timeout_ms == 30000);
+	CHECK_STR(cf.redis_host, "127.0.0.1");
+	CHECK(cf.redis_port == 6379);
+	CHECK_STR(cf.redis_unix, "");
+	CHECK_STR(cf.redis_password, "");
+	CHECK(cf.redis_db == 0);
+	CHECK_STR(cf.redis_prefix, "corral:");
+	CHECK(cf.redis_timeout_ms == 250);
+	CHECK_STR(cf.upstream_url, "http://127.0.0.1:9000");
+	CHECK(cf.upstream_connect_timeout_ms == 1000);
+	CHECK(cf.upstream_timeout_ms == 10000);
+	CHECK(cf.max_entry_bytes == 8 * 1024 * 1024);
+
+	CHECK(cf.nroutes == 2);
+	r = &cf.routes[0];
+	CHECK_STR(r->prefix, "/");
+	CHECK(r->ttl_ms == 10000);
+	CHECK(r->swr_ms == 60000);
+	CHECK(r->lock_ttl_ms == 5000);
+	CHECK(r->lock_wait_ms == 3000);
+	CHECK(r->lock_poll_ms == 500);
+	CHECK(r->cache_authorized == 0);
+	r = &cf.routes[1];
+	CHECK_STR(r->prefix, "/reports/");
+	CHECK(r->ttl_ms == 5 * 60000);
+	CHECK(r->swr_ms == 3600000);
+	CHECK(r->lock_ttl_ms == 5000);
+	CHECK(r->lock_wait_ms == 3000);
+	CHECK(r->lock_poll_ms == 500);
+	CHECK(r->cache_authorized == 0);
+	CHECK(conf_route_match(&cf, "/reports/q3.pdf") == &cf.routes[1]);
+	CHECK(conf_route_match(&cf, "/index.html") == &cf.routes[0]);
+}
+
+static void
+t_defaults_are_the_documented_ones(void)
+{
+	conf_defaults(&cf);
+	CHECK_STR(cf.file, "");
+	CHECK_STR(cf.listen_host, "127.0.0.1");
+	CHECK(cf.listen_port == 8080);
+	CHECK_STR(cf.admin_host, "127.0.0.1");
+	CHECK(cf.admin_port == 8081);
+	CHECK(cf.log_level == LOGL_INFO);
+	CHECK(cf.max_header_bytes == 16384);
+	CHECK(cf.max_body_bytes == 10485760);
+	CHECK(cf.client_timeout_ms == 30000);
+	CHECK_STR(cf.redis_host, "127.0.0.1");
+	CHECK(cf.redis_port == 6379);
+	CHECK_STR(cf.redis_unix, "");
+	CHECK_STR(cf.redis_password, "");
+	CHECK(cf.redis_db == 0);
+	CHECK_STR(cf.redis_prefix, "corral:");
+	CHECK(cf.redis_timeout_ms == 250);
+	CHECK_STR(cf.upstream_url, "http://127.0.0.1:9000");
+	CHECK(cf.upstream_connect_timeout_ms == 1000);
+	CHECK(cf.upstream_timeout_ms == 10000);
+	CHECK(cf.max_entry_bytes == 8388608);
+	CHECK(cf.nroutes == 0);
+}
+
+static void
+t_empty_file_loads_as_defaults_without_routes(void)
+{
+	CHECK(load("") == 0);
+	CHECK(cf.listen_port == 8080);
+	CHECK(cf.nroutes == 0);
+	CHECK(conf_route_match(&cf, "/") == NULL);
+	CHECK(load("; only a comment\n\n# and another\n") == 0);
+	CHECK(cf.nroutes == 0);
+}
+
+static void
+t_route_keys_take_builtin_defaults(void)
+{
+	const struct conf_route *r;
+
+	CHECK(load("[route /]\nttl = 1h\nlock_poll = 1s\n"
+	    "cache_authorized = on\n[route /a/]\n") == 0);
+	CHECK(cf.nroutes == 2);
+	r = &cf.routes[1];
+	CHECK_STR(r->prefix, "/a/");
+	CHECK(r->line == 5);
+	CHECK(r->ttl_ms == 10000);
+	CHECK(r->swr_ms == 60000);
+	CHECK(r->lock_ttl_ms == 5000);
+	CHECK(r->lock_wait_ms == 3000);
+	CHECK(r->lock_poll_ms == 500);
+	CHECK(r->cache_authorized == 0);
+	CHECK(cf.routes[0].line == 1);
+	CHECK(cf.routes[0].ttl_ms == 3600000);
+}
+
+static void
+t_every_key_is_stored_in_its_field(void)
+{
+	const struct conf_route *r;
+
+	CHECK(load(
+	    "[server]\n"
+	    "listen = 0.0.0.0:80\n"
+	    "admin_listen = [::1]:81\n"
+	    "log_level = debug\n"
+	    "max_header_bytes = 32k\n"
+	    "max_body_bytes = 2m\n"
+	    "client_timeout = 5m\n"
+	    "[redis]\n"
+	    "address = redis.internal:6380\n"
+	    "password = s3cret\n"
+	    "db = 3\n"
+	    "prefix = app:\n"
+	    "timeout = 1s\n"
+	    "[upstream]\n"
+	    "url = https://origin.example:8443/base/\n"
+	    "connect_timeout = 2s\n"
+	    "timeout = 20s\n"
+	    "max_entry_bytes = 1m\n"
+	    "[route /api/]\n"
+	    "ttl = 1m\n"
+	    "stale_while_revalidate = 5m\n"
+	    "lock_ttl = 2s\n"
+	    "lock_wait = 1s\n"
+	    "lock_poll = 50ms\n"
+	    "cache_authorized = yes\n") == 0);
+	CHECK_STR(cf.listen_host, "0.0.0.0");
+	CHECK(cf.listen_port == 80);
+	CHECK_STR(cf.admin_host, "::1");
+	CHECK(cf.admin_port == 81);
+	CHECK(cf.log_level == LOGL_DEBUG);
+	CHECK(cf.max_header_bytes == 32768);
+	CHECK(cf.max_body_bytes == 2097152);
+	CHECK(cf.client_timeout_ms == 300000);
+	CHECK_STR(cf.redis_host, "redis.internal");
+	CHECK(cf.redis_port == 6380);
+	CHECK_STR(cf.redis_unix, "");
+	CHECK_STR(cf.redis_password, "s3cret");
+	CHECK(cf.redis_db == 3);
+	CHECK_STR(cf.redis_prefix, "app:");
+	CHECK(cf.redis_timeout_ms == 1000);
+	CHECK_STR(cf.upstream_url, "https://origin.example:8443/base");
+	CHECK(cf.upstream_connect_timeout_ms == 2000);
+	CHECK(cf.upstream_timeout_ms == 20000);
+	CHECK(cf.max_entry_bytes == 1048576);
+	CHECK(cf.nroutes == 1);
+	r = &cf.routes[0];
+	CHECK_STR(r->prefix, "/api/");
+	CHECK(r->line == 19);
+	CHECK(r->ttl_ms == 60000);
+	CHECK(r->swr_ms == 300000);
+	CHECK(r->lock_ttl_ms == 2000);
+	CHECK(r->lock_wait_ms == 1000);
+	CHECK(r->lock_poll_ms == 50);
+	CHECK(r->cache_authorized == 1);
+}
+
+static void
+t_indented_keys_are_keys_not_continuations(void)
+{
+	/* Plain libinih would append line 3 to listen's value. */
+	CHECK(load("[server]\n"
+	    "listen = 127.0.0.1:7000\n"
+	    "    admin_listen = 127.0.0.1:7001\n"
+	    "\tlog_level = warn\n"
+	    "  [route /]\n"
+	    "\t\tttl = 2s\n") == 0);
+	CHECK(cf.listen_port == 7000);
+	CHECK(cf.admin_port == 7001);
+	CHECK(cf.log_level == LOGL_WARN);
+	CHECK(cf.nroutes == 1);
+	CHECK(cf.routes[0].ttl_ms == 2000);
+}
+
+static void
+t_comments_inline_and_full_line_are_ignored(void)
+{
+	CHECK(load("; full-line comment\n"
+	    "# another one\n"
+	    "[redis]   ; after a header\n"
+	    "timeout = 5ms ; after a value\n"
+	    "prefix = a;b:\n"
+	    "password =      ; empty, then a comment\n"
+	    "  ; indented comment\n") == 0);
+	CHECK(cf.redis_timeout_ms == 5);
+	CHECK_STR(cf.redis_prefix, "a;b:");	/* no space before ';' */
+	CHECK_STR(cf.redis_password, "");
+
+	CHECK(load("[redis]\npassword = a=b:c#d;e\n") == 0);
+	CHECK_STR(cf.redis_password, "a=b:c#d;e");
+}
+
+static void
+t_colon_crlf_bom_and_missing_last_newline_are_accepted(void)
+{
+	CHECK(load("\xEF\xBB\xBF[server]\r\n"
+	    "listen: 127.0.0.1:7100\r\n"
+	    "log_level = error \r\n") == 0);
+	CHECK(cf.listen_port == 7100);
+	CHECK(cf.log_level == LOGL_ERROR);
+
+	CHECK(load("[server]\nlisten = 127.0.0.1:7101") == 0);	/* no '\n' */
+	CHECK(cf.listen_port == 7101);
+}
+
+static void
+t_unix_address_fills_path_and_clears_host(void)
+{
+	CHECK(load("[redis]\naddress = unix:/run/redis/redis.sock\n") == 0);
+	CHECK_STR(cf.redis_unix, "/run/redis/redis.sock");
+	CHECK_STR(cf.redis_host, "");
+	CHECK(cf.redis_port == 0);
+
+	CHECK(load("[redis]\naddress = unix:redis.sock\n") == 1);
+	CHECK(has_error(2, "address: \"unix:redis.sock\" needs an absolute "
+	    "socket path, such as unix:/run/redis/redis.sock"));
+	CHECK(load("[redis]\naddress = redis\n") == 1);
+	CHECK(has_error(2, "address: \"redis\" is not host:port or "
+	    "unix:/path"));
+}
+
+static void
+t_unix_socket_path_longer_than_sun_path_is_rejected(void)
+{
+	char text[TEXT_MAX], path[200];
+
+	memset(path, 'p', sizeof(path));
+	path[0] = '/';
+	path[107] = '\0';	/* 107 characters: fits sockaddr_un */
+	snprintf(text, sizeof(text), "[redis]\naddress = unix:%s\n", path);
+	CHECK(load(text) == 0);
+	CHECK_STR(cf.redis_unix, path);
+	path[107] = 'p';
+	path[108] = '\0';
+	snprintf(text, sizeof(text), "[redis]\naddress = unix:%s\n", path);
+	CHECK(load(text) == 1);
+	CHECK(has_error(2, "address: the socket path is longer than 107 "
+	    "characters"));
+}
+
+static void
+t_upstream_url_is_checked_and_loses_trailing_slash(void)
+{
+	CHECK(load("[upstream]\nurl = http://[::1]:9000//\n") == 0);
+	CHECK_STR(cf.upstream_url, "http://[::1]:9000");
+	CHECK(load("[upstream]\nurl = HTTPS://origin\n") == 0);
+	CHECK_STR(cf.upstream_url, "HTTPS://origin");
+
+	CHECK(load("[upstream]\nurl = ftp://origin\n") == 1);
+	CHECK(has_error(2, "url: \"ftp://origin\" must start with http:// or "
+	    "https://"));
+	CHECK(load("[upstream]\nurl = http:///path\n") == 1);
+	CHECK(has_error(2, "url: \"http:///path\" has no host"));
+	CHECK(load("[upstream]\nurl = http://origin:99999\n") == 1);
+	CHECK(has_error(2, "url: \"http://origin:99999\" has a bad host or "
+	    "port"));
+	CHECK(load("[upstream]\nurl = http://origin/?a=1\n") == 1);
+	CHECK(has_error(2, "url: \"http://origin/?a=1\" must not contain "
+	    "spaces, control characters, a query or a fragment"));
+}
+
+static void
+t_redis_prefix_rejects_hash_tags_and_spaces(void)
+{
+	CHECK(load("[redis]\nprefix = {corral}:\n") == 1);
+	CHECK(has_error(2, "prefix: \"{corral}:\" must not contain '{', '}', "
+	    "spaces or control characters"));
+	CHECK(load("[redis]\nprefix = my app\n") == 1);
+	CHECK(has_error(2, "prefix: \"my app\" must not contain"));
+	CHECK(load("[redis]\nprefix =\n") == 1);
+	CHECK(has_error(2, "prefix: must be 1 to 63 characters long"));
+}
+
+static void
+t_unknown_section_reported_and_its_keys_skipped(void)
+{
+	CHECK(load("[serve]\nfo = 1\nlisten = nonsense\n[server]\n"
+	    "log_level = debug\n") == 1);
+	CHECK(has_error(1, "unknown section [serve] (expected [server], "
+	    "[redis], [upstream] or [route PREFIX])"));
+	CHECK(cf.log_level == LOGL_DEBUG);
+	CHECK(load("[server extra]\n") == 1);
+	CHECK(has_error(1, "unknown section [server extra]"));
+}
+
+static void
+t_unknown_key_reported_with_its_section(void)
+{
+	CHECK(load("[server]\nlisten = 127.0.0.1:8080\nfo = 1\n") == 1);
+	CHECK(has_error(3, "unknown key \"fo\" in [server]\n"));
+	CHECK(load("[route /api/]\nlisten = 127.0.0.1:1\n") == 1);
+	CHECK(has_error(2, "unknown key \"listen\" in [route /api/] (it "
+	    "belongs in [server])"));
+	/* timeout is in [redis] and [upstream]: no single hint. */
+	CHECK(load("[server]\ntimeout = 1s\n") == 1);
+	CHECK(has_error(2, "unknown key \"timeout\" in [server]\n"));
+	CHECK(load("[server]\nTTL = 1s\n") == 1);
+	CHECK(has_error(2, "unknown key \"TTL\" in [server]\n"));
+}
+
+static void
+t_key_outside_any_section_reported(void)
+{
+	CHECK(load("ttl = 5s\n[server]\n") == 1);
+	CHECK(has_error(1, "key \"ttl\" is outside any section (it belongs "
+	    "in [route PREFIX])"));
+}
+
+static void
+t_duplicate_key_reports_first_line(void)
+{
+	CHECK(load("[route /]\n\n\n\n\n\nttl = 5s\nlock_ttl = 1s\nttl = 6s\n")
+	    == 1);
+	CHECK(has_error(9, "duplicate key \"ttl\" (first set on line 7)"));
+	CHECK(cf.routes[0].ttl_ms == 5000);
+
+	/* A second [server] section continues the first. */
+	CHECK(load("[server]\nlog_level = warn\n[server]\nlog_level = info\n")
+	    == 1);
+	CHECK(has_error(4, "duplicate key \"log_level\" (first set on line "
+	    "2)"));
+
+	/* The same key in two routes is no duplicate. */
+	CHECK(load("[route /]\nttl = 1s\n[route /a/]\nttl = 2s\n") == 0);
+}
+
+static void
+t_bad_values_reported_per_type(void)
+{
+	CHECK(load("[route /]\nttl = 10x\n") == 1);
+	CHECK(has_error(2, "ttl: \"10x\" is not a duration (use ms, s, m, h)"));
+	CHECK(load("[server]\nmax_body_bytes = 10q\n") == 1);
+	CHECK(has_error(2, "max_body_bytes: \"10q\" is not a size (use a "
+	    "number of bytes, or k, m, g)"));
+	CHECK(load("[redis]\ndb = one\n") == 1);
+	CHECK(has_error(2, "db: \"one\" is not a whole number"));
+	CHECK(load("[route /]\ncache_authorized = maybe\n") == 1);
+	CHECK(has_error(2, "cache_authorized: \"maybe\" is not a boolean (use "
+	    "on/off, yes/no, true/false or 1/0)"));
+	CHECK(load("[server]\nlog_level = verbose\n") == 1);
+	CHECK(has_error(2, "log_level: \"verbose\" is not a log level (use "
+	    "error, warn, info or debug)"));
+	CHECK(load("[server]\nlisten = 8080\n") == 1);
+	CHECK(has_error(2, "listen: \"8080\" is not host:port (such as "
+	    "127.0.0.1:8080 or [::1]:8080, port 1 to 65535)"));
+	CHECK(load("[server]\nlisten =\n") == 1);
+	CHECK(has_error(2, "listen: missing value"));
+}
+
+static void
+t_out_of_range_reported_in_units(void)
+{
+	CHECK(load("[route /]\nlock_ttl = 50ms\n") == 1);
+	CHECK(has_error(2, "lock_ttl: 50ms is below the minimum 100ms\n"));
+	CHECK(load("[route /]\nlock_wait = 2h\n") == 1);
+	CHECK(has_error(2, "lock_wait: 2h is above the maximum 1h\n"));
+	CHECK(load("[server]\nmax_header_bytes = 2m\n") == 1);
+	CHECK(has_error(2, "max_header_bytes: 2m is above the maximum 1m\n"));
+	CHECK(load("[redis]\ndb = 256\n") == 1);
+	CHECK(has_error(2, "db: 256 is above the maximum 255\n"));
+}
+
+static const struct bound {
+	const char	*section;
+	const char	*key;
+	const char	*min;		/* accepted, printed as the minimum */
+	const char	*max;		/* accepted, printed as the maximum
+					 * (in its shortest form: 60s is 1m) */
+	const char	*below;		/* min less one unit, or NULL */
+	const char	*above;		/* max plus one unit */
+} bounds[] = {
+	{ "server", "max_header_bytes", "1k", "1m", "1023", "1048577" },
+	{ "server", "max_body_bytes", "1k", "1g", "1023", "1073741825" },
+	{ "server", "client_timeout", "1s", "1h", "999ms", "3600001ms" },
+	{ "redis", "db", "0", "255", "-1", "256" },
+	{ "redis", "timeout", "1ms", "1m", "0", "60001ms" },
+	{ "upstream", "connect_timeout", "1ms", "1m", "0", "60001ms" },
+	{ "upstream", "timeout", "1ms", "1h", "0", "3600001ms" },
+	{ "upstream", "max_entry_bytes", "1k", "1g", "1023", "1073741825" },
+	{ "route /", "ttl", "1ms", "8760h", "0", "31536000001ms" },
+	{ "route /", "stale_while_revalidate", "0", "8760h", NULL,
+	  "31536000001ms" },
+	{ "route /", "lock_ttl", "100ms", "1h", "99ms", "3600001ms" },
+	{ "route /", "lock_wait", "0", "1h", NULL, "3600001ms" },
+	{ "route /", "lock_poll", "10ms", "1m", "9ms", "60001ms" },
+};
+
+static void
+t_range_bounds_accepted_exactly_and_one_unit_past_rejected(void)
+{
+	char text[TEXT_MAX], msg[MSG_MAX];
+
+	for (size_t i = 0; i < sizeof(bounds) / sizeof(bounds[0]); i++) {
+		const struct bound *b = &bounds[i];
+
+		snprintf(text, sizeof(text), "[%s]\n%s = %s\n", b->section,
+		    b->key, b->min);
+		CHECK(load(text) == 0);
+		snprintf(text, sizeof(text), "[%s]\n%s = %s\n", b->section,
+		    b->key, b->max);
+		CHECK(load(text) == 0);
+
+		snprintf(text, sizeof(text), "[%s]\n%s = %s\n", b->section,
+		    b->key, b->above);
+		CHECK(load(text) == 1);
+		snprintf(msg, sizeof(msg), "%s: %s is above the maximum %s\n",
+		    b->key, b->above, b->max);
+		CHECK(has_error(2, msg));
+
+		if (b->below == NULL)
+			continue;
+		snprintf(text, sizeof(text), "[%s]\n%s = %s\n", b->section,
+		    b->key, b->below);
+		CHECK(load(text) == 1);
+		snprintf(msg, sizeof(msg), "%s: %s is below the minimum %s\n",
+		    b->key, b->below, b->min);
+		CHECK(has_error(2, msg));
+	}
+}
+
+static void
+t_string_lengths_accepted_at_limit_and_rejected_past_it(void)
+{
+	char text[TEXT_MAX], prefix[CONF_PREFIX_MAX + 1];
+
+	memset(prefix, 'k', sizeof(prefix));
+	prefix[CONF_PREFIX_MAX - 1] = '\0';	/* 63 characters */
+	snprintf(text, sizeof(text), "[redis]\nprefix = %s\n", prefix);
+	CHECK(load(text) == 0);
+	CHECK_STR(cf.redis_prefix, prefix);
+	CHECK(load("[redis]\nprefix = k\n") == 0);
+
+	prefix[CONF_PREFIX_MAX - 1] = 'k';
+	prefix[CONF_PREFIX_MAX] = '\0';		/* 64 characters */
+	snprintf(text, sizeof(text), "[redis]\nprefix = %s\n", prefix);
+	CHECK(load(text) == 1);
+	CHECK(has_error(2, "prefix: must be 1 to 63 characters long"));
+}
+
+static void
+t_route_prefix_must_start_with_slash(void)
+{
+	CHECK(load("[route api/]\nttl = 1s\n") == 1);
+	CHECK(has_error(1, "route prefix \"api/\" must start with '/'"));
+	CHECK(load("[route]\n") == 1);
+	CHECK(has_error(1, "[route] needs a path prefix, such as "
+	    "[route /api/]"));
+	CHECK(load("[route /a b/]\n") == 1);
+	CHECK(has_error(1, "route prefix \"/a b/\" must not contain spaces or "
+	    "control characters"));
+}
+
+static void
+t_duplicate_route_reported_and_its_keys_skipped(void)
+{
+	CHECK(load("[route /api/]\nttl = 1s\n\n[route /api/]\nttl = 2s\n")
+	    == 1);
+	CHECK(has_error(4, "duplicate route [route /api/] (first on line 1)"));
+	CHECK(cf.routes[0].ttl_ms == 1000);
+}
+
+static void
+t_too_many_routes_reported(void)
+{
+	char text[TEXT_MAX];
+	size_t off = 0;
+
+	for (int i = 0; i <= CONF_ROUTES_MAX; i++)
+		off += (size_t)snprintf(text + off, sizeof(text) - off,
+		    "[route /r%d/]\n", i);
+	CHECK(load(text) == 1);
+	CHECK(has_error(CONF_ROUTES_MAX + 1, "too many routes (at most 64)"));
+	text[strlen(text) - strlen("[route /r64/]\n")] = '\0';
+	CHECK(load(text) == 0);
+	CHECK(cf.nroutes == CONF_ROUTES_MAX);
+}
+
+static void
+t_syntax_errors_reported_with_line(void)
+{
+	CHECK(load("[server]\nlisten 127.0.0.1:8080\n") == 1);
+	CHECK(has_error(2, "syntax error: expected \"[section]\" or \"key = "
+	    "value\", not \"listen 127.0.0.1:8080\""));
+	CHECK(load("[server]\n= 1\n") == 1);
+	CHECK(has_error(2, "syntax error: expected"));
+	CHECK(load("[server]\nlog_level debug   ; a comment\n") == 1);
+	CHECK(has_error(2, "syntax error: expected \"[section]\" or \"key = "
+	    "value\", not \"log_level debug\"\n"));
+	CHECK(load("[server\nlisten = 127.0.0.1:1\n") == 1);
+	CHECK(has_error(1, "syntax error: section header \"[server\" has no "
+	    "closing ']'"));
+	CHECK(load("[server] listen = 1\n") == 1);
+	CHECK(has_error(1, "syntax error: unexpected \"listen = 1\" after the "
+	    "section header"));
+}
+
+static void
+t_line_limit_is_exact_and_long_lines_do_not_swallow_the_next(void)
+{
+	char text[TEXT_MAX], line[INIH_LINE_MAX + 2];
+	const char *key = "log_level = debug ;";
+
+	/* A line of exactly the limit, indented: fine. */
+	memset(line, 'c', sizeof(line));
+	memcpy(line, key, strlen(key));
+	line[INIH_LINE_MAX] = '\0';
+	snprintf(text, sizeof(text), "[server]\n        %s\n", line);
+	CHECK(load(text) == 0);
+	CHECK(cf.log_level == LOGL_DEBUG);
+
+	/* One more character: reported, skipped whole, and the next line is
+	 * read as a line of its own. */
+	line[INIH_LINE_MAX] = 'c';
+	line[INIH_LINE_MAX + 1] = '\0';
+	snprintf(text, sizeof(text), "[server]\n%s\nlisten = 127.0.0.1:7200\n",
+	    line);
+	CHECK(load(text) == 1);
+	CHECK(has_error(2, "line too long (the limit is 198 characters, not "
+	    "counting indentation)"));
+	CHECK(cf.log_level == LOGL_INFO);
+	CHECK(cf.listen_port == 7200);
+}
+
+static void
+t_long_section_header_skips_its_keys(void)
+{
+	char text[TEXT_MAX], prefix[INIH_LINE_MAX + 1];
+
+	memset(prefix, 'a', sizeof(prefix));
+	prefix[0] = '/';
+	prefix[INIH_LINE_MAX] = '\0';
+	snprintf(text, sizeof(text), "[server]\n[route %s]\nttl = 5s\n",
+	    prefix);
+	CHECK(load(text) == 1);		/* not also "unknown key in [server]" */
+	CHECK(has_error(2, "line too long"));
+}
+
+static void
+t_long_route_prefix_is_kept_whole(void)
+{
+	char text[TEXT_MAX], prefix[151];
+
+	/* libinih cuts section names at 49 bytes; the reader does not. */
+	memset(prefix, 'a', sizeof(prefix));
+	prefix[0] = '/';
+	prefix[sizeof(prefix) - 1] = '\0';
+	snprintf(text, sizeof(text), "[route %s]\n[route %.60s]\n", prefix,
+	    prefix);
+	CHECK(load(text) == 0);
+	CHECK(cf.nroutes == 2);
+	CHECK_STR(cf.routes[0].prefix, prefix);
+	CHECK(strlen(cf.routes[1].prefix) == 60);
+}
+
+static void
+t_admin_listen_equal_to_listen_reported_at_its_line(void)
+{
+	CHECK(load("[server]\nlisten = 127.0.0.1:9000\nlog_level = info\n"
+	    "admin_listen = 127.0.0.1:9000\n") == 1);
+	CHECK(has_error(4, "admin_listen: 127.0.0.1:9000 conflicts with listen "
+	    "127.0.0.1:9000 (line 2); the admin port must not be the public "
+	    "one"));
+
+	CHECK(load("[server]\nadmin_listen = 127.0.0.1:8080\n") == 1);
+	CHECK(has_error(2, "admin_listen: 127.0.0.1:8080 conflicts with listen "
+	    "127.0.0.1:8080 (the default)"));
+
+	CHECK(load("[server]\nlisten = 127.0.0.1:8081\n") == 1);
+	CHECK(has_error(2, "listen: 127.0.0.1:8081 conflicts with admin_listen "
+	    "127.0.0.1:8081 (the default); set admin_listen to another "
+	    "address"));
+
+	/* A wildcard listener takes the port on every address. */
+	CHECK(load("[server]\nlisten = 0.0.0.0:8080\n"
+	    "admin_listen = 127.0.0.1:8080\n") == 1);
+	CHECK(has_error(3, "admin_listen: 127.0.0.1:8080 conflicts with"));
+
+	CHECK(load("[server]\nlisten = 127.0.0.1:8080\n"
+	    "admin_listen = 127.0.0.2:8080\n") == 0);
+
+	/* A refused listen is not compared against the default it kept. */
+	CHECK(load("[server]\nlisten = 127.0.0.1:80x\n"
+	    "admin_listen = 127.0.0.1:8080\n") == 1);
+	CHECK(has_error(2, "listen: \"127.0.0.1:80x\" is not host:port"));
+}
+
+static void
+t_several_errors_all_reported_with_lines(void)
+{
+	static const int want[] = { 2, 3, 5, 6, 7, 9, 10, 12, 13, 15 };
+	const int nwant = (int)(sizeof(want) / sizeof(want[0]));
+	int got[LINES_MAX];
+
+	CHECK(load(
+	    "[server]\n"				/* 1 */
+	    "listen = 127.0.0.1:80x\n"			/* 2 bad value */
+	    "fo = 1\n"					/* 3 unknown key */
+	    "[redis]\n"					/* 4 */
+	    "db = 999\n"				/* 5 above maximum */
+	    "db = 1\n"					/* 6 duplicate */
+	    "db = 2\n"					/* 7 duplicate */
+	    "[route /]\n"				/* 8 */
+	    "lock_ttl = 50ms\n"				/* 9 below minimum */
+	    "ttl 5s\n"					/* 10 syntax error */
+	    "[route /x/]\n"				/* 11 */
+	    "[route /]\n"				/* 12 duplicate route */
+	    "[serve]\n"					/* 13 unknown section */
+	    "foo = bar\n"				/* 14 skipped */
+	    "[route nope]\n"				/* 15 no leading '/' */
+	    ) == nwant);
+	CHECK(count_lines(errs) == nwant);
+	CHECK(error_lines(got) == nwant);
+	for (int i = 0; i < nwant; i++)
+		CHECK(got[i] == want[i]);
+	/* A key counts as set even when its value was refused. */
+	CHECK(has_error(6, "duplicate key \"db\" (first set on line 5)"));
+	CHECK(has_error(7, "duplicate key \"db\" (first set on line 5)"));
+	CHECK(has_error(12, "duplicate route [route /] (first on line 8)"));
+}
+
+static void
+t_missing_file_reported_as_cannot_open(void)
+{
+	CHECK(load_path("/nonexistent/corral.conf") == 1);
+	CHECK_STR(errs, "/nonexistent/corral.conf: cannot open: No such file "
+	    "or directory\n");
+}
+
+static void
+t_directory_reported_as_unreadable(void)
+{
+	CHECK(load_path("/tmp") == 1);
+	CHECK_STR(errs, "/tmp: cannot read: Is a directory\n");
+}
+
+static void
+t_errors_name_the_file_on_every_line(void)
+{
+	const char *p;
+
+	CHECK(load("[server]\nfo = 1\nbar = 2\n") == 2);
+	CHECK(count_lines(errs) == 2);
+	for (p = errs; p != NULL && *p != '\0'; p = strchr(p, '\n')) {
+		if (*p == '\n')
+			p++;
+		CHECK(*p == '\0' ||
+		    strncmp(p, tmp_path, strlen(tmp_path)) == 0);
+	}
+}
+
+static void
+t_longest_prefix_route_wins(void)
+{
+	CHECK(load("[route /api/]\n[route /]\n[route /api/v2/]\n"
+	    "[route /reports/]\n") == 0);
+	CHECK_STR(conf_route_match(&cf, "/api/v2/users")->prefix, "/api/v2/");
+	CHECK_STR(conf_route_match(&cf, "/api/v1/users")->prefix, "/api/");
+	CHECK_STR(conf_route_match(&cf, "/api/")->prefix, "/api/");
+	CHECK_STR(conf_route_match(&cf, "/api")->prefix, "/");
+	CHECK_STR(conf_route_match(&cf, "/reports/x")->prefix, "/reports/");
+	CHECK_STR(conf_route_match(&cf, "/")->prefix, "/");
+
+	CHECK(load("[route /api/]\n") == 0);
+	CHECK(conf_route_match(&cf, "/other") == NULL);
+	CHECK(conf_route_match(&cf, "/api/x") == &cf.routes[0]);
+}
+
+/* Each tests/fixtures/bad*.conf names its error lines in a comment. */
+static void
+t_bad_fixtures_report_exactly_their_listed_lines(void)
+{
+	static const char *const fixtures[] = {
+		"tests/fixtures/bad.conf",
+		"tests/fixtures/bad_lines.conf",
+		"tests/fixtures/bad_admin_listen.conf",
+	};
+	static const char marker[] = "; expect-error-lines:";
+	char line[MSG_MAX], want[MSG_MAX];
+	int got[LINES_MAX], n, nwant;
+	FILE *fp;
+
+	for (size_t i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++) {
+		CHECK((fp = fopen(fixtures[i], "r")) != NULL);
+		want[0] = '\0';
+		while (fgets(line, sizeof(line), fp) != NULL)
+			if (strncmp(line, marker, strlen(marker)) == 0)
+				snprintf(want, sizeof(want), "%s",
+				    line + strlen(marker));
+		fclose(fp);
+		CHECK(want[0] != '\0');
+
+		/* Cross-field errors come after the line-by-line ones. */
+		load_path(fixtures[i]);
+		n = error_lines(got);
+		CHECK(n == nerr);
+		qsort(got, (size_t)n, sizeof(got[0]), cmp_int);
+		nwant = 0;
+		for (char *tok = strtok(want, " \n"); tok != NULL;
+		    tok = strtok(NULL, " \n")) {
+			CHECK(nwant < n && got[nwant] == atoi(tok));
+			nwant++;
+		}
+		CHECK(nwant == n);
+	}
+	load_path("tests/fixtures/bad.conf");
+	CHECK(has_error(9, "admin_listen: 127.0.0.1:8080 conflicts with"));
+	CHECK(strstr(errs, "tests/fixtures/bad.conf:34: route prefix \"api/\" "
+	    "must start with '/'\n") != NULL);
+}
+
+static void
+t_dump_keys_lists_every_key_with_default_and_range(void)
+{
+	static const char *const names[] = {
+		"listen", "admin_listen", "log_level", "max_header_bytes",
+		"max_body_bytes", "client_timeout", "address", "password",
+		"db", "prefix", "timeout", "url", "connect_timeout",
+		"max_entry_bytes", "ttl", "stale_while_revalidate",
+		"lock_ttl", "lock_wait", "lock_poll", "cache_authorized",
+	};
+	char *out = NULL;
+	size_t len;
+	FILE *mem;
+
+	CHECK((mem = open_memstream(&out, &len)) != NULL);
+	conf_dump_keys(mem);
+	fclose(mem);
+	free(errs);
+	errs = out;		/* freed with the next load */
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		CHECK(strstr(out, names[i]) != NULL);
+	CHECK(count_lines(out) == 1 + 21);	/* timeout is in two sections */
+	CHECK(strstr(out, "1ms..8760h") != NULL);
+	CHECK(strstr(out, "100ms..1h") != NULL);
+	CHECK(strstr(out, " 0..8760h ") != NULL);
+	CHECK(strstr(out, "1k..1g") != NULL);
+	CHECK(strstr(out, "127.0.0.1:8081") != NULL);
+}
+
+int
+main(void)
+{
+	RUN(t_example_conf_loads_with_its_values);
+	RUN(t_defaults_are_the_documented_ones);
+	RUN(t_empty_file_loads_as_defaults_without_routes);
+	RUN(t_route_keys_take_builtin_defaults);
+	RUN(t_every_key_is_stored_in_its_field);
+	RUN(t_indented_keys_are_keys_not_continuations);
+	RUN(t_comments_inline_and_full_line_are_ignored);
+	RUN(t_colon_crlf_bom_and_missing_last_newline_are_accepted);
+	RUN(t_unix_address_fills_path_and_clears_host);
+	RUN(t_unix_socket_path_longer_than_sun_path_is_rejected);
+	RUN(t_upstream_url_is_checked_and_loses_trailing_slash);
+	RUN(t_redis_prefix_rejects_hash_tags_and_spaces);
+	RUN(t_unknown_section_reported_and_its_keys_skipped);
+	RUN(t_unknown_key_reported_with_its_section);
+	RUN(t_key_outside_any_section_reported);
+	RUN(t_duplicate_key_reports_first_line);
+	RUN(t_bad_values_reported_per_type);
+	RUN(t_out_of_range_reported_in_units);
+	RUN(t_range_bounds_accepted_exactly_and_one_unit_past_rejected);
+	RUN(t_string_lengths_accepted_at_limit_and_rejected_past_it);
+	RUN(t_route_prefix_must_start_with_slash);
+	RUN(t_duplicate_route_reported_and_its_keys_skipped);
+	RUN(t_too_many_routes_reported);
+	RUN(t_syntax_errors_reported_with_line);
+	RUN(t_line_limit_is_exact_and_long_lines_do_not_swallow_the_next);
+	RUN(t_long_section_header_skips_its_keys);
+	RUN(t_long_route_prefix_is_kept_whole);
+	RUN(t_admin_listen_equal_to_listen_reported_at_its_line);
+	RUN(t_several_errors_all_reported_with_lines);
+	RUN(t_missing_file_reported_as_cannot_open);
+	RUN(t_directory_reported_as_unreadable);
+	RUN(t_errors_name_the_file_on_every_line);
+	RUN(t_longest_prefix_route_wins);
+	RUN(t_bad_fixtures_report_exactly_their_listed_lines);
+	RUN(t_dump_keys_lists_every_key_with_default_and_range);
+	free(errs);
+	return unit_exit();
+}

@@ -1,0 +1,891 @@
+/*
+ * upstream.h on libcurl's multi_socket interface, driven by libevent (after
+ * curl's docs/examples/multi-event.c and hiperfifo.c).
+ *
+ * Ownership: struct upstream owns its multi handle, one timer, one event per
+ * socket curl asks us to watch, and every fetch in flight (a TAILQ). A fetch
+ * owns its easy handle, its request header list and the response it is
+ * filling. When a transfer ends, the response is handed to the caller's
+ * callback and the fetch is freed before that callback runs, so the callback
+ * may start fetches, cancel other fetches or free the upstream.
+ *
+ * Re-entrancy: libcurl is only ever called from our own event callbacks or
+ * from the API functions, never from inside a libcurl callback. User
+ * callbacks run only from the event callbacks (never from upstream_fetch),
+ * after curl_multi_socket_action has returned, and nothing is iterated
+ * across them. upstream_free from inside a user callback is deferred until
+ * the event callback that ran it unwinds.
+ */
+
+#include "upstream/upstream.h"
+
+#include <sys/queue.h>
+
+#include <assert.h>
+#include <ctype.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <curl/curl.h>
+#include <event2/event.h>
+#include <event2/http.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+#define UPSTREAM_MAGIC		0x55505354u	/* "UPST" */
+#define FETCH_MAGIC		0x55464554u	/* "UFET" */
+#define SOCK_MAGIC		0x5553434bu	/* "USCK" */
+
+/* Idle connections the multi handle keeps open for reuse. */
+#define MAX_CONNECTS		256
+/* Bytes of one response's header block, status line excluded. */
+#define MAX_HEADER_BYTES	(64 * 1024)
+
+enum abort_reason {
+	ABORT_NONE = 0,
+	ABORT_TOO_BIG,		/* body over max_body_bytes */
+	ABORT_HEADERS,		/* header block over MAX_HEADER_BYTES */
+	ABORT_NO_MEMORY,	/* a header or body chunk could not be stored */
+	ABORT_NO_SOCKET,	/* could not watch one of its sockets */
+};
+
+/* A socket curl asked us to watch. */
+struct sock {
+	uint32_t		 magic;
+	curl_socket_t		 fd;
+	struct event		*ev;
+	TAILQ_ENTRY(sock)	 entry;
+};
+
+struct upstream_fetch {
+	uint32_t		 magic;
+	struct upstream		*up;
+	CURL			*easy;
+	struct curl_slist	*req_headers;
+	struct upstream_response *resp;		/* being filled */
+	upstream_done_cb	*cb;
+	void			*arg;
+	int64_t			 start_us;
+	size_t			 max_body;
+	size_t			 header_bytes;	/* in the current block */
+	int			 headers_done;	/* final header block seen */
+	int			 in_multi;
+	int			 linked;
+	enum abort_reason	 abort;
+	char			 errbuf[CURL_ERROR_SIZE];
+	TAILQ_ENTRY(upstream_fetch) entry;
+};
+
+struct upstream {
+	uint32_t		 magic;
+	struct event_base	*base;
+	CURLM			*multi;
+	struct event		*timer;		/* CURLMOPT_TIMERFUNCTION's */
+	struct event		*reap;		/* fails ABORT_NO_SOCKET fetches */
+	TAILQ_HEAD(, upstream_fetch) fetches;
+	TAILQ_HEAD(, sock)	 socks;
+	int			 active;
+	int			 busy;		/* inside one of our callbacks */
+	int			 dying;		/* freed while busy */
+};
+
+static int curl_ready;	/* curl_global_init has run (single-threaded) */
+
+static void	on_socket(evutil_socket_t, short, void *);
+static void	destroy(struct upstream *);
+
+static void
+copy_text(char *dst, size_t dstlen, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (dstlen == 0)
+		return;
+	if (n >= dstlen)
+		n = dstlen - 1;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+static long
+clamp_ms(int64_t ms)
+{
+	if (ms <= 0)
+		return 0;
+	if (ms > LONG_MAX)
+		return LONG_MAX;
+	return (long)ms;
+}
+
+static int
+is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+static int
+global_init(void)
+{
+	if (curl_ready)
+		return 0;
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return -1;
+	curl_ready = 1;
+	return 0;
+}
+
+static struct upstream_fetch *
+fetch_of(CURL *easy)
+{
+	struct upstream_fetch *f;
+	char *p = NULL;
+
+	if (curl_easy_getinfo(easy, CURLINFO_PRIVATE, &p) != CURLE_OK ||
+	    p == NULL)
+		return NULL;
+	f = (struct upstream_fetch *)(void *)p;
+	assert(f->magic == FETCH_MAGIC);
+	return f;
+}
+
+/* ---- responses -------------------------------------------------------- */
+
+static struct upstream_response *
+response_new(void)
+{
+	struct upstream_response *r;
+
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return NULL;
+	TAILQ_INIT(&r->headers);
+	if ((r->body = evbuffer_new()) == NULL) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+void
+upstream_response_free(struct upstream_response **rp)
+{
+	struct upstream_response *r;
+
+	if (rp == NULL || (r = *rp) == NULL)
+		return;
+	evhttp_clear_headers(&r->headers);
+	if (r->body != NULL)
+		evbuffer_free(r->body);
+	free(r);
+	*rp = NULL;
+}
+
+const char *
+upstream_result_name(enum upstream_result r)
+{
+	switch (r) {
+	case UPSTREAM_OK:
+		return "ok";
+	case UPSTREAM_ERR_CONNECT:
+		return "connect";
+	case UPSTREAM_ERR_TIMEOUT:
+		return "timeout";
+	case UPSTREAM_ERR_TOO_BIG:
+		return "too_big";
+	case UPSTREAM_ERR_PROTOCOL:
+		return "protocol";
+	}
+	return "unknown";
+}
+
+/* ---- sockets and the timer (curl asks, libevent watches) -------------- */
+
+static void
+sock_free(struct upstream *up, struct sock **skp)
+{
+	struct sock *sk = *skp;
+
+	if (sk == NULL)
+		return;
+	assert(sk->magic == SOCK_MAGIC);
+	event_free(sk->ev);
+	TAILQ_REMOVE(&up->socks, sk, entry);
+	sk->magic = 0;
+	free(sk);
+	*skp = NULL;
+}
+
+static struct sock *
+sock_new(struct upstream *up, curl_socket_t fd)
+{
+	struct sock *sk;
+
+	if ((sk = calloc(1, sizeof(*sk))) == NULL)
+		return NULL;
+	sk->magic = SOCK_MAGIC;
+	sk->fd = fd;
+	if ((sk->ev = event_new(up->base, fd, 0, on_socket, up)) == NULL) {
+		free(sk);
+		return NULL;
+	}
+	TAILQ_INSERT_TAIL(&up->socks, sk, entry);
+	return sk;
+}
+
+/*
+ * A socket we cannot watch stalls its transfer. Returning -1 would mark the
+ * whole multi handle dead for good, so fail just this fetch, from the reap
+ * event, outside libcurl.
+ */
+static void
+fail_unwatched(struct upstream *up, CURL *easy)
+{
+	struct upstream_fetch *f = fetch_of(easy);
+
+	log_warn("upstream: cannot watch a socket: out of memory");
+	if (f == NULL)
+		return;
+	f->abort = ABORT_NO_SOCKET;
+	event_active(up->reap, EV_TIMEOUT, 0);
+}
+
+/* CURLMOPT_SOCKETFUNCTION */
+static int
+on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *arg,
+    void *sockp)
+{
+	struct upstream *up = arg;
+	struct sock *sk = sockp;
+	short kind;
+
+	assert(up->magic == UPSTREAM_MAGIC);
+	assert(sk == NULL || (sk->magic == SOCK_MAGIC && sk->fd == fd));
+
+	if (what == CURL_POLL_REMOVE) {
+		sock_free(up, &sk);
+		return 0;
+	}
+	if (sk == NULL) {
+		if ((sk = sock_new(up, fd)) == NULL) {
+			fail_unwatched(up, easy);
+			return 0;
+		}
+		if (curl_multi_assign(up->multi, fd, sk) != CURLM_OK) {
+			sock_free(up, &sk);
+			fail_unwatched(up, easy);
+			return 0;
+		}
+	} else
+		event_del(sk->ev);
+
+	kind = EV_PERSIST;
+	if (what & CURL_POLL_IN)
+		kind |= EV_READ;
+	if (what & CURL_POLL_OUT)
+		kind |= EV_WRITE;
+	event_assign(sk->ev, up->base, fd, kind, on_socket, up);
+	if (event_add(sk->ev, NULL) == -1)
+		fail_unwatched(up, easy);
+	return 0;
+}
+
+/* CURLMOPT_TIMERFUNCTION: never calls libcurl, only (dis)arms the timer. */
+static int
+on_curl_timer(CURLM *multi, long timeout_ms, void *arg)
+{
+	struct upstream *up = arg;
+	struct timeval tv;
+
+	assert(up->magic == UPSTREAM_MAGIC);
+	(void)multi;
+	if (timeout_ms < 0) {
+		evtimer_del(up->timer);
+		return 0;
+	}
+	tv.tv_sec = timeout_ms / 1000;
+	tv.tv_usec = (timeout_ms % 1000) * 1000;
+	if (evtimer_add(up->timer, &tv) == -1)
+		log_error("upstream: cannot arm the curl timer");
+	return 0;
+}
+
+/* ---- fetches ---------------------------------------------------------- */
+
+/* Removes from the multi, unlinks and frees; no callback. */
+static void
+fetch_free(struct upstream_fetch **fp)
+{
+	struct upstream_fetch *f = *fp;
+
+	if (f == NULL)
+		return;
+	assert(f->magic == FETCH_MAGIC);
+	if (f->in_multi)
+		curl_multi_remove_handle(f->up->multi, f->easy);
+	if (f->easy != NULL)
+		curl_easy_cleanup(f->easy);
+	curl_slist_free_all(f->req_headers);
+	upstream_response_free(&f->resp);
+	if (f->linked) {
+		TAILQ_REMOVE(&f->up->fetches, f, entry);
+		f->up->active--;
+	}
+	f->magic = 0;
+	free(f);
+	*fp = NULL;
+}
+
+static enum upstream_result
+classify(const struct upstream_fetch *f, CURLcode rc, char *err,
+    size_t errlen)
+{
+	switch (f->abort) {
+	case ABORT_NONE:
+		break;
+	case ABORT_TOO_BIG:
+		snprintf(err, errlen, "response body exceeds %zu bytes",
+		    f->max_body);
+		return UPSTREAM_ERR_TOO_BIG;
+	case ABORT_HEADERS:
+		snprintf(err, errlen, "response headers exceed %d bytes",
+		    MAX_HEADER_BYTES);
+		return UPSTREAM_ERR_PROTOCOL;
+	case ABORT_NO_MEMORY:
+	case ABORT_NO_SOCKET:
+		copy_text(err, errlen, "out of memory");
+		return UPSTREAM_ERR_PROTOCOL;
+	}
+
+	if (rc == CURLE_OK) {
+		err[0] = '\0';
+		return UPSTREAM_OK;
+	}
+	copy_text(err, errlen, f->errbuf[0] != '\0' ? f->errbuf :
+	    curl_easy_strerror(rc));
+	switch (rc) {
+	case CURLE_COULDNT_RESOLVE_PROXY:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_CONNECT:
+		return UPSTREAM_ERR_CONNECT;
+	case CURLE_OPERATION_TIMEDOUT:
+		return UPSTREAM_ERR_TIMEOUT;
+	case CURLE_FILESIZE_EXCEEDED:	/* Content-Length over the limit */
+		snprintf(err, errlen, "response body exceeds %zu bytes",
+		    f->max_body);
+		return UPSTREAM_ERR_TOO_BIG;
+	default:
+		return UPSTREAM_ERR_PROTOCOL;
+	}
+}
+
+/*
+ * Ends a fetch: remove it from the multi, build the response, clean up the
+ * handle, free the fetch and only then run the callback.
+ */
+static void
+finish(struct upstream_fetch *f, CURLcode rc)
+{
+	struct upstream_response *resp = f->resp;
+	upstream_done_cb *cb = f->cb;
+	void *arg = f->arg;
+	long status = 0;
+
+	assert(f->magic == FETCH_MAGIC && f->in_multi);
+	curl_multi_remove_handle(f->up->multi, f->easy);
+	f->in_multi = 0;
+
+	resp->result = classify(f, rc, resp->error, sizeof(resp->error));
+	if (resp->result == UPSTREAM_OK) {
+		curl_easy_getinfo(f->easy, CURLINFO_RESPONSE_CODE, &status);
+		resp->status = (int)status;
+	} else {
+		resp->status = 0;
+		evhttp_clear_headers(&resp->headers);
+		evbuffer_drain(resp->body, evbuffer_get_length(resp->body));
+	}
+	resp->elapsed_ms = (util_mono_us() - f->start_us) / 1000;
+
+	f->resp = NULL;
+	fetch_free(&f);
+	cb(resp, arg);
+}
+
+/* Ends every transfer curl reports done; safe against any callback. */
+static void
+drain(struct upstream *up)
+{
+	CURLMsg *msg;
+	int left;
+
+	while (!up->dying &&
+	    (msg = curl_multi_info_read(up->multi, &left)) != NULL) {
+		struct upstream_fetch *f;
+
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		if ((f = fetch_of(msg->easy_handle)) == NULL)
+			continue;
+		finish(f, msg->data.result);
+	}
+}
+
+/* The end of every event callback: a deferred upstream_free happens here. */
+static void
+unbusy(struct upstream *up)
+{
+	assert(up->busy > 0);
+	if (--up->busy == 0 && up->dying)
+		destroy(up);
+}
+
+static void
+on_socket(evutil_socket_t fd, short what, void *arg)
+{
+	struct upstream *up = arg;
+	int flags = 0, running;
+	CURLMcode mc;
+
+	assert(up->magic == UPSTREAM_MAGIC);
+	if (what & EV_READ)
+		flags |= CURL_CSELECT_IN;
+	if (what & EV_WRITE)
+		flags |= CURL_CSELECT_OUT;
+	up->busy++;
+	if ((mc = curl_multi_socket_action(up->multi, fd, flags, &running)) !=
+	    CURLM_OK)
+		log_error("upstream: curl_multi_socket_action: %s",
+		    curl_multi_strerror(mc));
+	drain(up);
+	unbusy(up);
+}
+
+static void
+on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct upstream *up = arg;
+	int running;
+	CURLMcode mc;
+
+	assert(up->magic == UPSTREAM_MAGIC);
+	(void)fd;
+	(void)what;
+	up->busy++;
+	if ((mc = curl_multi_socket_action(up->multi, CURL_SOCKET_TIMEOUT, 0,
+	    &running)) != CURLM_OK)
+		log_error("upstream: curl_multi_socket_action: %s",
+		    curl_multi_strerror(mc));
+	drain(up);
+	unbusy(up);
+}
+
+static void
+on_reap(evutil_socket_t fd, short what, void *arg)
+{
+	struct upstream *up = arg;
+	struct upstream_fetch *f;
+
+	assert(up->magic == UPSTREAM_MAGIC);
+	(void)fd;
+	(void)what;
+	up->busy++;
+	/* Rescan from the head: each callback may change the list. */
+	while (!up->dying) {
+		TAILQ_FOREACH(f, &up->fetches, entry)
+			if (f->abort == ABORT_NO_SOCKET)
+				break;
+		if (f == NULL)
+			break;
+		finish(f, CURLE_OUT_OF_MEMORY);
+	}
+	unbusy(up);
+}
+
+/* ---- libcurl's data callbacks ----------------------------------------- */
+
+/* Stores one "Name: value" line; -1 only when out of memory. */
+static int
+add_header_line(struct evkeyvalq *headers, const char *line, size_t len)
+{
+	const char *colon, *v;
+	size_t nlen, vlen;
+	char *buf;
+	int rc;
+
+	if ((colon = memchr(line, ':', len)) == NULL)
+		return 0;			/* not a header: ignored */
+	nlen = (size_t)(colon - line);
+	while (nlen > 0 && is_space(line[nlen - 1]))
+		nlen--;
+	v = colon + 1;
+	vlen = len - (size_t)(v - line);
+	while (vlen > 0 && is_space(*v)) {
+		v++;
+		vlen--;
+	}
+	if (nlen == 0 || memchr(line, '\r', len) != NULL ||
+	    memchr(line, '\n', len) != NULL || memchr(line, '\0', len) != NULL)
+		return 0;			/* malformed: ignored */
+
+	if ((buf = malloc(nlen + 1 + vlen + 1)) == NULL)
+		return -1;
+	memcpy(buf, line, nlen);
+	buf[nlen] = '\0';
+	memcpy(buf + nlen + 1, v, vlen);
+	buf[nlen + 1 + vlen] = '\0';
+	rc = evhttp_add_header(headers, buf, buf + nlen + 1);
+	free(buf);
+	return rc;
+}
+
+/* CURLOPT_HEADERFUNCTION: curl passes one whole header line per call. */
+static size_t
+on_header(char *data, size_t size, size_t n, void *arg)
+{
+	struct upstream_fetch *f = arg;
+	size_t total = size * n, len = total;
+	long code = 0;
+
+	assert(f->magic == FETCH_MAGIC);
+
+	if (len >= 5 && memcmp(data, "HTTP/", 5) == 0) {
+		/* A new status line: forget an interim (1xx) response's. */
+		evhttp_clear_headers(&f->resp->headers);
+		f->header_bytes = 0;
+		f->headers_done = 0;
+		return total;
+	}
+	if (f->headers_done)
+		return total;			/* trailers: not merged */
+	f->header_bytes += len;
+	if (f->header_bytes > MAX_HEADER_BYTES) {
+		f->abort = ABORT_HEADERS;
+		return 0;
+	}
+
+	while (len > 0 && is_space(data[len - 1]))
+		len--;
+	if (len == 0) {
+		/* The end of a header block; only a 1xx one is followed by more. */
+		curl_easy_getinfo(f->easy, CURLINFO_RESPONSE_CODE, &code);
+		if (code >= 200)
+			f->headers_done = 1;
+		return total;
+	}
+	if (data[0] == ' ' || data[0] == '\t')
+		return total;			/* obsolete line folding: ignored */
+	if (add_header_line(&f->resp->headers, data, len) == -1) {
+		f->abort = ABORT_NO_MEMORY;
+		return 0;
+	}
+	return total;
+}
+
+/* CURLOPT_WRITEFUNCTION */
+static size_t
+on_body(char *data, size_t size, size_t n, void *arg)
+{
+	struct upstream_fetch *f = arg;
+	size_t len = size * n;
+
+	assert(f->magic == FETCH_MAGIC);
+	if (f->max_body > 0 &&
+	    len > f->max_body - evbuffer_get_length(f->resp->body)) {
+		f->abort = ABORT_TOO_BIG;
+		return 0;
+	}
+	if (evbuffer_add(f->resp->body, data, len) == -1) {
+		f->abort = ABORT_NO_MEMORY;
+		return 0;
+	}
+	return len;
+}
+
+/* ---- starting a fetch ------------------------------------------------- */
+
+static int
+header_is(const char *name, const char *want)
+{
+	return strcasecmp(name, want) == 0;
+}
+
+static int
+append_header(struct curl_slist **list, const char *line)
+{
+	struct curl_slist *l;
+
+	if ((l = curl_slist_append(*list, line)) == NULL)
+		return -1;
+	*list = l;
+	return 0;
+}
+
+/*
+ * The caller's headers as given, nothing more: curl would add an Accept
+ * header and, with a body, a form Content-Type; an empty "Name:" line stops
+ * it. "Expect:" stops 100-continue (the whole body is already here).
+ */
+static int
+build_headers(struct upstream_fetch *f, const struct upstream_request *req)
+{
+	const struct evkeyval *kv;
+	int has_accept = 0, has_type = 0;
+	char *line;
+
+	if (req->headers != NULL) {
+		TAILQ_FOREACH(kv, req->headers, next) {
+			if (kv->key[0] == '\0' || strpbrk(kv->key, ":\r\n") ||
+			    strpbrk(kv->value, "\r\n")) {
+				log_warn("upstream: malformed request header "
+				    "not sent");
+				continue;
+			}
+			if (header_is(kv->key, "Expect"))
+				continue;
+			has_accept |= header_is(kv->key, "Accept");
+			has_type |= header_is(kv->key, "Content-Type");
+			/* "Name;" is how curl sends an empty value. */
+			if (kv->value[0] == '\0') {
+				if (asprintf(&line, "%s;", kv->key) == -1)
+					return -1;
+			} else if (asprintf(&line, "%s: %s", kv->key,
+			    kv->value) == -1)
+				return -1;
+			if (append_header(&f->req_headers, line) == -1) {
+				free(line);
+				return -1;
+			}
+			free(line);
+		}
+	}
+	if (!has_accept && append_header(&f->req_headers, "Accept:") == -1)
+		return -1;
+	if (!has_type && append_header(&f->req_headers, "Content-Type:") == -1)
+		return -1;
+	if (append_header(&f->req_headers, "Expect:") == -1)
+		return -1;
+	return 0;
+}
+
+/* An RFC 9110 token: a method goes into the request line verbatim. */
+static int
+is_token(const char *s)
+{
+	if (*s == '\0')
+		return 0;
+	for (; *s != '\0'; s++)
+		if (!isalnum((unsigned char)*s) &&
+		    strchr("!#$%&'*+-.^_`|~", *s) == NULL)
+			return 0;
+	return 1;
+}
+
+/* HEAD never sends a body; any other method sends one if given. */
+static int
+set_method(CURL *e, const struct upstream_request *req)
+{
+	const char *m = req->method != NULL ? req->method : "GET";
+	int bad = 0;
+
+	if (!is_token(m)) {
+		log_warn("upstream: invalid method");
+		return -1;
+	}
+	if (strcmp(m, "HEAD") == 0)
+		return curl_easy_setopt(e, CURLOPT_NOBODY, 1L) != CURLE_OK ?
+		    -1 : 0;
+	if (strcmp(m, "GET") == 0 && req->body == NULL)
+		return curl_easy_setopt(e, CURLOPT_HTTPGET, 1L) != CURLE_OK ?
+		    -1 : 0;
+	if (strcmp(m, "POST") != 0)
+		bad |= curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m) !=
+		    CURLE_OK;
+	if (strcmp(m, "POST") == 0 || req->body != NULL) {
+		/* COPYPOSTFIELDS copies; the size must be set first. */
+		bad |= curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
+		    (curl_off_t)req->body_len) != CURLE_OK;
+		bad |= curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS,
+		    req->body != NULL ? req->body : "") != CURLE_OK;
+	}
+	return bad ? -1 : 0;
+}
+
+static int
+configure(struct upstream_fetch *f, const struct upstream_request *req)
+{
+	CURL *e = f->easy;
+	int bad = 0;
+	int head = req->method != NULL && strcmp(req->method, "HEAD") == 0;
+
+	bad |= curl_easy_setopt(e, CURLOPT_URL, req->url) != CURLE_OK;
+	bad |= curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") !=
+	    CURLE_OK;
+	bad |= curl_easy_setopt(e, CURLOPT_PRIVATE, f) != CURLE_OK;
+	bad |= curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) != CURLE_OK;
+	bad |= curl_easy_setopt(e, CURLOPT_ERRORBUFFER, f->errbuf) != CURLE_OK;
+	bad |= curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK;
+	/* A proxy passes bodies and paths through untouched. */
+	bad |= curl_easy_setopt(e, CURLOPT_HTTP_CONTENT_DECODING, 0L) !=
+	    CURLE_OK;
+	bad |= curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L) != CURLE_OK;
+	bad |= curl_easy_setopt(e, CURLOPT_HTTPHEADER, f->req_headers) !=
+	    CURLE_OK;
+	bad |= curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header) !=
+	    CURLE_OK;
+	bad |= curl_easy_setopt(e, CURLOPT_HEADERDATA, f) != CURLE_OK;
+	bad |= curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK;
+	bad |= curl_easy_setopt(e, CURLOPT_WRITEDATA, f) != CURLE_OK;
+	if (req->connect_timeout_ms > 0)
+		bad |= curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+		    clamp_ms(req->connect_timeout_ms)) != CURLE_OK;
+	bad |= curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
+	    clamp_ms(req->timeout_ms)) != CURLE_OK;
+	/* Fails early on a Content-Length over the limit; on_body enforces
+	 * it for every body. HEAD's Content-Length describes no body. */
+	if (req->max_body_bytes > 0 && !head)
+		bad |= curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,
+		    (curl_off_t)req->max_body_bytes) != CURLE_OK;
+	if (set_method(e, req) == -1)
+		bad = 1;
+	return bad ? -1 : 0;
+}
+
+struct upstream_fetch *
+upstream_fetch(struct upstream *up, const struct upstream_request *req,
+    upstream_done_cb *cb, void *arg)
+{
+	struct upstream_fetch *f = NULL;
+
+	assert(up != NULL && up->magic == UPSTREAM_MAGIC && !up->dying);
+	assert(req != NULL && req->url != NULL && cb != NULL);
+	assert(req->body != NULL || req->body_len == 0);
+
+	if ((f = calloc(1, sizeof(*f))) == NULL)
+		goto fail;
+	f->magic = FETCH_MAGIC;
+	f->up = up;
+	f->cb = cb;
+	f->arg = arg;
+	f->max_body = req->max_body_bytes;
+	f->start_us = util_mono_us();
+	if ((f->resp = response_new()) == NULL)
+		goto fail;
+	if ((f->easy = curl_easy_init()) == NULL)
+		goto fail;
+	if (build_headers(f, req) == -1 || configure(f, req) == -1)
+		goto fail;
+
+	TAILQ_INSERT_TAIL(&up->fetches, f, entry);
+	f->linked = 1;
+	up->active++;
+	/* Arms the timer at 0 ms: the transfer starts from the loop, so the
+	 * callback never runs before upstream_fetch returns. */
+	if (curl_multi_add_handle(up->multi, f->easy) != CURLM_OK)
+		goto fail;
+	f->in_multi = 1;
+	return f;
+
+fail:
+	log_warn("upstream: cannot start a fetch of %s", req->url);
+	fetch_free(&f);
+	return NULL;
+}
+
+void
+upstream_cancel(struct upstream_fetch **fp)
+{
+	if (fp == NULL || *fp == NULL)
+		return;
+	assert((*fp)->magic == FETCH_MAGIC);
+	fetch_free(fp);
+}
+
+int
+upstream_active(const struct upstream *up)
+{
+	assert(up->magic == UPSTREAM_MAGIC);
+	return up->active;
+}
+
+/* ---- the upstream ----------------------------------------------------- */
+
+static void
+destroy(struct upstream *up)
+{
+	struct sock *sk;
+
+	assert(TAILQ_EMPTY(&up->fetches) && up->busy == 0);
+	/* May report CURL_POLL_REMOVE for cached connections. */
+	if (up->multi != NULL)
+		curl_multi_cleanup(up->multi);
+	while ((sk = TAILQ_FIRST(&up->socks)) != NULL)
+		sock_free(up, &sk);
+	if (up->timer != NULL)
+		event_free(up->timer);
+	if (up->reap != NULL)
+		event_free(up->reap);
+	up->magic = 0;
+	free(up);
+}
+
+struct upstream *
+upstream_new(struct event_base *base)
+{
+	struct upstream *up;
+	CURLM *m;
+	int bad = 0;
+
+	if (global_init() == -1) {
+		log_error("upstream: curl_global_init failed");
+		return NULL;
+	}
+	if ((up = calloc(1, sizeof(*up))) == NULL)
+		return NULL;
+	up->magic = UPSTREAM_MAGIC;
+	up->base = base;
+	TAILQ_INIT(&up->fetches);
+	TAILQ_INIT(&up->socks);
+	if ((up->timer = evtimer_new(base, on_timer, up)) == NULL)
+		goto fail;
+	if ((up->reap = event_new(base, -1, 0, on_reap, up)) == NULL)
+		goto fail;
+	if ((up->multi = m = curl_multi_init()) == NULL)
+		goto fail;
+	bad |= curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, on_curl_socket) !=
+	    CURLM_OK;
+	bad |= curl_multi_setopt(m, CURLMOPT_SOCKETDATA, up) != CURLM_OK;
+	bad |= curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, on_curl_timer) !=
+	    CURLM_OK;
+	bad |= curl_multi_setopt(m, CURLMOPT_TIMERDATA, up) != CURLM_OK;
+	bad |= curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)MAX_CONNECTS) !=
+	    CURLM_OK;
+	if (bad)
+		goto fail;
+	return up;
+
+fail:
+	log_error("upstream: cannot set up libcurl");
+	destroy(up);
+	return NULL;
+}
+
+void
+upstream_free(struct upstream **upp)
+{
+	struct upstream *up;
+	struct upstream_fetch *f;
+
+	if (upp == NULL || (up = *upp) == NULL)
+		return;
+	assert(up->magic == UPSTREAM_MAGIC && !up->dying);
+	*upp = NULL;
+	while ((f = TAILQ_FIRST(&up->fetches)) != NULL)
+		fetch_free(&f);
+	if (up->busy > 0) {
+		up->dying = 1;		/* the running callback frees it */
+		return;
+	}
+	destroy(up);
+}
