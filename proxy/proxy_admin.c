@@ -51,14 +51,14 @@ stats_json(const struct proxy *px, struct evbuffer *out)
 	    px->nrequests, dict_count(px->flights), px->nrefreshes,
 	    upstream_active(px->upstream));
 	evbuffer_add_printf(out, "\"total\": ");
-	stats_counters_json(&px->stats.total, out);
+	stats_counters_json(&px->stats.total.c, out);
 	evbuffer_add_printf(out, ", \"routes\": {");
 	for (int i = 0; i < px->conf->nroutes; i++) {
 		if (i > 0)
 			evbuffer_add(out, ", ", 2);
 		json_string(out, px->conf->routes[i].prefix);
 		evbuffer_add(out, ": ", 2);
-		stats_counters_json(&px->stats.route[i], out);
+		stats_counters_json(&px->stats.route[i].c, out);
 	}
 	evbuffer_add_printf(out, "}}\n");
 }

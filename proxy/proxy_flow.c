@@ -35,6 +35,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/http_struct.h>
 #include <event2/keyvalq_struct.h>
 
 #include "cache/cache.h"
@@ -45,6 +46,7 @@
 #include "common/util.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_hdr.h"
+#include "proxy/proxy_log.h"
 #include "upstream/upstream.h"
 
 #define REQ_MAGIC		0x52455155u	/* "REQU" */
@@ -100,6 +102,7 @@ struct req {
 	char			 head_length[24];	/* PASS HEAD: origin's */
 	int64_t			 t_start_us;
 	int64_t			 t_join_us;
+	int64_t			 upstream_ms;	/* -1: none run for it */
 
 	/* The answer, set before DELIVER. */
 	enum outcome		 outcome;
@@ -143,6 +146,7 @@ struct flight {
 	struct cache_entry	*entry;
 	enum upstream_result	 uerr;
 	int			 shareable;
+	int64_t			 upstream_ms;	/* the lead's fetch, or -1 */
 };
 
 enum refresh_mode {
@@ -189,6 +193,7 @@ struct refresh {
 	int			 lost;		/* our token was replaced */
 	int			 stored;
 	int64_t			 fetch_start_us;
+	int64_t			 fetch_ms;	/* -1 until the fetch ends */
 	TAILQ_ENTRY(refresh)	 link;
 	refresh_done_cb		*cb;
 	void			*cb_arg;
@@ -225,6 +230,31 @@ route_of(const struct proxy *px, int route)
 {
 	assert(route >= 0 && route < px->conf->nroutes);
 	return &px->conf->routes[route];
+}
+
+/* Counts one finished upstream fetch: its status class and duration. */
+static void
+count_upstream(struct proxy *px, int route, const struct upstream_response *resp)
+{
+	struct stats *st = &px->stats;
+
+	STAT_OBSERVE(st, route, upstream_duration, resp->elapsed_ms / 1000.0);
+	if (resp->result == UPSTREAM_ERR_TIMEOUT) {
+		STAT_INC(st, route, upstream_timeouts);
+		STAT_INC(st, route, upstream_errors);
+	} else if (resp->result != UPSTREAM_OK) {
+		STAT_INC(st, route, upstream_failures);
+		STAT_INC(st, route, upstream_errors);
+	} else if (resp->status >= 500) {
+		STAT_INC(st, route, upstream_5xx);
+		STAT_INC(st, route, upstream_errors);
+	} else if (resp->status >= 400) {
+		STAT_INC(st, route, upstream_4xx);
+	} else if (resp->status >= 300) {
+		STAT_INC(st, route, upstream_3xx);
+	} else {
+		STAT_INC(st, route, upstream_2xx);
+	}
 }
 
 static void
@@ -365,11 +395,12 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 
 	assert(rf->magic == REFRESH_MAGIC);
 	rf->fetch = NULL;
+	rf->fetch_ms = (util_mono_us() - rf->fetch_start_us) / 1000;
 	evtimer_del(rf->renew_ev);
 	cache_op_cancel(&rf->renew_op);
+	count_upstream(px, rf->route, resp);
 
 	if (resp->result != UPSTREAM_OK) {
-		STAT_INC(&px->stats, rf->route, upstream_errors);
 		log_warn("upstream %s: %s (%s)", rf->url,
 		    upstream_result_name(resp->result), resp->error);
 		rf->result = RFR_UPSTREAM_ERROR;
@@ -377,10 +408,7 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 		rf->step = RF_RELEASE;
 		goto out;
 	}
-	if (resp->status >= 500)
-		STAT_INC(&px->stats, rf->route, upstream_errors);
-	rf->entry = entry_from_response(resp, rf->token, rt,
-	    (util_mono_us() - rf->fetch_start_us) / 1000);
+	rf->entry = entry_from_response(resp, rf->token, rt, rf->fetch_ms);
 	if (rf->entry == NULL) {
 		rf->result = RFR_UPSTREAM_ERROR;
 		rf->uerr = UPSTREAM_ERR_PROTOCOL;
@@ -538,6 +566,7 @@ refresh_start(struct proxy *px, enum refresh_mode mode, int route,
 	rf->mode = mode;
 	rf->step = RF_LOCK;
 	rf->route = route;
+	rf->fetch_ms = -1;
 	rf->cb = cb;
 	rf->cb_arg = arg;
 	TAILQ_INIT(&rf->headers);
@@ -645,6 +674,8 @@ on_flight_refresh(struct refresh *rf, void *arg)
 
 	assert(fl->magic == FLIGHT_MAGIC);
 	fl->refresh = NULL;
+	if (rf->fetch_ms >= 0)
+		fl->upstream_ms = rf->fetch_ms;
 	switch (rf->result) {
 	case RFR_BUSY:
 		if (fl->timed_out)
@@ -741,6 +772,8 @@ flight_done(struct flight *fl)
 		req->flight = NULL;
 		req->outcome = lead ? fl->lead_outcome : fl->rest_outcome;
 		req->uerr = fl->uerr;
+		if (lead)
+			req->upstream_ms = fl->upstream_ms;
 		if (!lead && !fl->shareable) {
 			req->step = REQ_PASS;	/* a per-user response */
 		} else {
@@ -841,6 +874,7 @@ flight_join(struct req *req)
 	fl->px = px;
 	fl->step = FL_LOOKUP;
 	fl->route = req->route;
+	fl->upstream_ms = -1;
 	TAILQ_INIT(&fl->reqs);
 	TAILQ_INIT(&fl->headers);
 	snprintf(fl->key, sizeof(fl->key), "%s", req->key);
@@ -977,11 +1011,13 @@ count_outcome(struct req *req)
 		STAT_INC(st, r, collapsed);
 		STAT_INC(st, r, waiters);
 		STAT_ADD(st, r, lock_wait_ms, waited_ms);
+		STAT_OBSERVE(st, r, lock_wait, waited_ms / 1000.0);
 		break;
 	case OUT_WAIT_TIMEOUT:
 		STAT_INC(st, r, misses);
 		STAT_INC(st, r, waiters);
 		STAT_ADD(st, r, lock_wait_ms, waited_ms);
+		STAT_OBSERVE(st, r, lock_wait, waited_ms / 1000.0);
 		break;
 	case OUT_BYPASS:
 	case OUT_METHOD:
@@ -1003,14 +1039,15 @@ on_body_sent(const void *data, size_t len, void *arg)
 	entry_unref(&e);
 }
 
-/* Sends the one reply this request gets. */
-static void
+/* Sends the one reply this request gets; returns the body bytes sent. */
+static uint64_t
 deliver(struct req *req)
 {
 	struct evkeyvalq *out = evhttp_request_get_output_headers(req->ev);
 	struct cache_entry *e = req->entry;
 	char cs[CACHE_STATUS_MAX], num[24];
 	struct evbuffer *body;
+	uint64_t sent;
 	int code;
 
 	if (e == NULL) {
@@ -1025,10 +1062,11 @@ deliver(struct req *req)
 			    code == HTTP_GATEWAY_TIMEOUT ? "upstream timed out" :
 			    code == HTTP_BAD_GATEWAY ? "upstream unavailable" :
 			    "service unavailable");
+		sent = body != NULL && !req->head ? evbuffer_get_length(body) : 0;
 		evhttp_send_reply(req->ev, code, NULL, req->head ? NULL : body);
 		if (body != NULL)
 			evbuffer_free(body);
-		return;
+		return sent;
 	}
 
 	hdr_copy(&e->headers, out, HDR_DROP_LENGTH);
@@ -1047,7 +1085,7 @@ deliver(struct req *req)
 			    req->head_length[0] != '\0' ? req->head_length : num);
 		}
 		evhttp_send_reply(req->ev, e->status, NULL, NULL);
-		return;
+		return 0;
 	}
 	if ((body = evbuffer_new()) == NULL ||
 	    evbuffer_add_reference(body, e->body, e->body_len, on_body_sent,
@@ -1057,10 +1095,82 @@ deliver(struct req *req)
 			evbuffer_free(body);
 		}
 		evhttp_send_reply(req->ev, HTTP_SERVUNAVAIL, NULL, NULL);
-		return;
+		return 0;
 	}
 	evhttp_send_reply(req->ev, e->status, NULL, body);
 	evbuffer_free(body);
+	return e->body_len;
+}
+
+static const char *
+method_name(enum evhttp_cmd_type cmd)
+{
+	static const char *const names[] = {
+		"GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE",
+		"CONNECT", "PATCH",
+	};
+
+	for (size_t i = 0; i < ARRAY_LEN(names); i++)
+		if ((unsigned)cmd == (1u << i))
+			return names[i];
+	return "-";
+}
+
+/* The cache label of an outcome, as metrics and the access log name it. */
+static const char *
+outcome_label(enum outcome o)
+{
+	switch (o) {
+	case OUT_HIT:
+		return "hit";
+	case OUT_STALE:
+		return "stale";
+	case OUT_STORED:
+	case OUT_FETCHED:
+	case OUT_WAIT_TIMEOUT:
+	case OUT_DEGRADED:
+		return "miss";
+	case OUT_COLLAPSED:
+		return "collapsed";
+	case OUT_BYPASS:
+	case OUT_METHOD:
+		return "bypass";
+	case OUT_UPSTREAM_ERROR:
+	case OUT_UNAVAILABLE:
+	case OUT_NONE:
+		break;
+	}
+	return "error";
+}
+
+static void
+log_access(struct req *req, uint64_t bytes)
+{
+	struct evkeyvalq *in = evhttp_request_get_input_headers(req->ev);
+	int waited = req->outcome == OUT_COLLAPSED ||
+	    req->outcome == OUT_WAIT_TIMEOUT;
+	char *client = client_address(req);
+	int64_t now = util_mono_us();
+	struct access_record r = {
+		.client = client != NULL ? client : "-",
+		.method = method_name(evhttp_request_get_command(req->ev)),
+		.uri = req->uri != NULL ? req->uri :
+		    evhttp_request_get_uri(req->ev),
+		.status = evhttp_request_get_response_code(req->ev),
+		.bytes = bytes,
+		.referer = evhttp_find_header(in, "Referer"),
+		.user_agent = evhttp_find_header(in, "User-Agent"),
+		.cache = outcome_label(req->outcome),
+		.route = req->route >= 0 ?
+		    route_of(req->px, req->route)->prefix : NULL,
+		.upstream_ms = req->upstream_ms,
+		.lock_wait_ms = waited ? (now - req->t_join_us) / 1000 : -1,
+		.total_ms = (now - req->t_start_us) / 1000,
+	};
+
+	r.proto_major = req->ev->major;	/* no accessor in libevent 2.1 */
+	r.proto_minor = req->ev->minor;
+	access_log_write(req->px, &r);
 }
 
 /* The one way out: replies, counts, logs and frees. */
@@ -1075,12 +1185,8 @@ req_finish(struct req *req)
 		TAILQ_REMOVE(&req->flight->reqs, req, flight_link);
 		req->flight = NULL;
 	}
-	deliver(req);
+	log_access(req, deliver(req));
 	count_outcome(req);
-	log_debug("%s %s %d %s %" PRId64 "ms",
-	    req->head ? "HEAD" : "GET", req->uri,
-	    evhttp_request_get_response_code(req->ev), req->key,
-	    (util_mono_us() - req->t_start_us) / 1000);
 	TAILQ_REMOVE(&all_reqs, req, all_link);
 	px->nrequests--;
 	entry_unref(&req->entry);
@@ -1097,8 +1203,9 @@ on_pass_fetched(struct upstream_response *resp, void *arg)
 
 	assert(req->magic == REQ_MAGIC);
 	req->fetch = NULL;
+	req->upstream_ms = resp->elapsed_ms;
+	count_upstream(req->px, req->route, resp);
 	if (resp->result != UPSTREAM_OK) {
-		STAT_INC(&req->px->stats, req->route, upstream_errors);
 		log_warn("upstream %s: %s (%s)", req->uri,
 		    upstream_result_name(resp->result), resp->error);
 		req->outcome = OUT_UPSTREAM_ERROR;
@@ -1106,8 +1213,6 @@ on_pass_fetched(struct upstream_response *resp, void *arg)
 	} else {
 		const char *cl = evhttp_find_header(&resp->headers,
 		    "Content-Length");
-		if (resp->status >= 500)
-			STAT_INC(&req->px->stats, req->route, upstream_errors);
 		if (req->head && cl != NULL)
 			snprintf(req->head_length, sizeof(req->head_length),
 			    "%s", cl);
@@ -1259,6 +1364,7 @@ flow_recv(struct proxy *px, struct evhttp_request *ev)
 	req->ev = ev;
 	req->step = REQ_RECV;
 	req->route = -1;
+	req->upstream_ms = -1;
 	req->t_start_us = req->t_join_us = util_mono_us();
 	TAILQ_INSERT_TAIL(&all_reqs, req, all_link);
 	px->nrequests++;

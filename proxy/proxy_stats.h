@@ -10,6 +10,7 @@
 
 #include <event2/buffer.h>
 
+#include "common/hist.h"
 #include "conf/conf.h"
 
 #define STATS_FIELDS(X)							\
@@ -22,6 +23,12 @@
 	X(errors,		"answered with a 5xx made by corral")	\
 	X(upstream_fetches,	"requests sent to the upstream")	\
 	X(upstream_errors,	"upstream fetches that failed or gave 5xx")	\
+	X(upstream_2xx,		"upstream responses 200-299")		\
+	X(upstream_3xx,		"upstream responses 300-399")		\
+	X(upstream_4xx,		"upstream responses 400-499")		\
+	X(upstream_5xx,		"upstream responses 500-599")		\
+	X(upstream_timeouts,	"upstream fetches that timed out")	\
+	X(upstream_failures,	"upstream fetches that failed otherwise")	\
 	X(stores,		"entries written to Redis")		\
 	X(locks_acquired,	"refresh locks won")			\
 	X(lock_busy,		"lock attempts that found it held")	\
@@ -37,18 +44,32 @@ struct stats_counters {
 #undef STATS_MEMBER
 };
 
+/* The figures of one route, or of everything. */
+struct stats_scope {
+	struct stats_counters	c;
+	struct hist		upstream_duration;	/* each upstream fetch */
+	struct hist		lock_wait;		/* each waiter's wait */
+};
+
 struct stats {
-	struct stats_counters	total;
-	struct stats_counters	route[CONF_ROUTES_MAX];
+	struct stats_scope	total;
+	struct stats_scope	route[CONF_ROUTES_MAX];
 };
 
 /* Adds n to a counter in the total and, when route >= 0, in that route. */
 #define STAT_ADD(st, ri, field, n) do {				\
-	(st)->total.field += (n);					\
+	(st)->total.c.field += (n);					\
 	if ((ri) >= 0)							\
-		(st)->route[(ri)].field += (n);				\
+		(st)->route[(ri)].c.field += (n);			\
 } while (0)
 #define STAT_INC(st, ri, field)	STAT_ADD(st, ri, field, 1)
+
+/* Records seconds in a histogram of the total and of the route. */
+#define STAT_OBSERVE(st, ri, h, seconds) do {				\
+	hist_observe(&(st)->total.h, (seconds));			\
+	if ((ri) >= 0)							\
+		hist_observe(&(st)->route[(ri)].h, (seconds));		\
+} while (0)
 
 /* Appends {"name": value, ...} for one set of counters. */
 void	stats_counters_json(const struct stats_counters *sc, struct evbuffer *out);
