@@ -80,7 +80,8 @@ enum type {
 	T_BOOL,			/* int, 0 or 1 */
 	T_STRING,		/* char[size]; min..max is its length */
 	T_PREFIX,		/* T_STRING without '{', '}', space, control */
-	T_URL			/* T_STRING: http(s)://host[:port][/path] */
+	T_URL,			/* T_STRING: http(s)://host[:port][/path] */
+	T_STATUS_TTLS		/* "404:30s,410:5m" into a conf_route */
 };
 
 struct key {
@@ -121,6 +122,15 @@ static const struct key keys[] = {
 	{ "client_timeout", SECT_SERVER, T_DURATION, "30s", 1 * MS_SECOND,
 	  1 * MS_HOUR, IN_CONF(client_timeout_ms),
 	  "client connection timeout" },
+	{ "max_connections", SECT_SERVER, T_INT, "10000", 1, 1000000,
+	  IN_CONF(max_connections), "client connections open at once" },
+	{ "shutdown_timeout", SECT_SERVER, T_DURATION, "10s", 0,
+	  10 * MS_MINUTE, IN_CONF(shutdown_timeout_ms),
+	  "on SIGTERM, finish requests for this long" },
+	{ "access_log", SECT_SERVER, T_STRING, "off", 1, CONF_PATH_MAX - 1,
+	  IN_CONF(access_log), "path, - (stdout) or off" },
+	{ "error_log", SECT_SERVER, T_STRING, "-", 1, CONF_PATH_MAX - 1,
+	  IN_CONF(error_log), "path or - (stderr)" },
 
 	{ "address", SECT_REDIS, T_ADDRESS, "127.0.0.1:6379", 0, 0,
 	  ADDRESS(redis_host, redis_port, redis_unix), "Redis server" },
@@ -157,6 +167,18 @@ static const struct key keys[] = {
 	{ "cache_authorized", SECT_ROUTE, T_BOOL, "off", 0, 1,
 	  IN_ROUTE(cache_authorized),
 	  "cache requests with Authorization or Cookie" },
+	{ "stale_if_error", SECT_ROUTE, T_DURATION, "0", 0, 8760 * MS_HOUR,
+	  IN_ROUTE(stale_if_error_ms),
+	  "serve stale this long past stale_while_revalidate on errors" },
+	{ "error_backoff", SECT_ROUTE, T_DURATION, "30s", 0, 1 * MS_HOUR,
+	  IN_ROUTE(error_backoff_ms),
+	  "longest pause between refreshes of a failing key" },
+	{ "ttl_404", SECT_ROUTE, T_DURATION, "0", 0, 8760 * MS_HOUR,
+	  IN_ROUTE(ttl_404_ms), "store 404 responses this long" },
+	{ "ttl_status", SECT_ROUTE, T_STATUS_TTLS, "", 0, CONF_STATUS_TTLS_MAX,
+	  IN_ROUTE(nstatus_ttls), "store these statuses, e.g. 404:30s,410:5m" },
+	{ "sort_query", SECT_ROUTE, T_BOOL, "off", 0, 1,
+	  IN_ROUTE(sort_query), "cache key ignores query parameter order" },
 };
 
 #define NKEYS	ARRAY_LEN(keys)
@@ -441,6 +463,59 @@ set_address(const struct key *k, char *base, const char *v, char *err,
 	return 0;
 }
 
+/* "404:30s, 410:5m": statuses 100..599 with a duration each. */
+static int
+set_status_ttls(const struct key *k, char *base, const char *v, char *err,
+    size_t errlen)
+{
+	struct conf_route *r = (struct conf_route *)(void *)base;
+	char item[TEXT_MAX * 2], shown[SHOW_BUF];
+	const char *p = v;
+	int n = 0;
+
+	while (*p != '\0') {
+		size_t len = strcspn(p, ",");
+		char *colon, *end;
+		long status;
+		int64_t ms;
+
+		while (len > 0 && isspace((unsigned char)*p)) {
+			p++;
+			len--;
+		}
+		if (len == 0 || len >= sizeof(item))
+			goto bad;
+		memcpy(item, p, len);
+		item[len] = '\0';
+		while (len > 0 && isspace((unsigned char)item[len - 1]))
+			item[--len] = '\0';
+		if ((colon = strchr(item, ':')) == NULL)
+			goto bad;
+		*colon = '\0';
+		status = strtol(item, &end, 10);
+		if (end == item || *end != '\0' || status < 100 || status > 599 ||
+		    util_parse_duration(colon + 1, &ms) == -1)
+			goto bad;
+		if (n >= k->max) {
+			snprintf(err, errlen, "at most %" PRId64 " statuses",
+			    k->max);
+			return -1;
+		}
+		r->status_ttls[n].status = (int)status;
+		r->status_ttls[n].ttl_ms = ms;
+		n++;
+		p += strcspn(p, ",");
+		if (*p == ',')
+			p++;
+	}
+	r->nstatus_ttls = n;
+	return 0;
+bad:
+	snprintf(err, errlen, "\"%s\" is not a list of status:duration "
+	    "(like 404:30s,410:5m)", show(v, SIZE_MAX, shown));
+	return -1;
+}
+
 /*
  * Parses v for row k and stores it in base (a struct conf, or a struct
  * conf_route for route keys). 0, or -1 with the reason in err.
@@ -455,7 +530,8 @@ set_value(const struct key *k, char *base, const char *v, char *err,
 	int64_t n;
 	int b;
 
-	if (*v == '\0' && k->type != T_STRING && k->type != T_PREFIX) {
+	if (*v == '\0' && k->type != T_STRING && k->type != T_PREFIX &&
+	    k->type != T_STATUS_TTLS) {
 		snprintf(err, errlen, "missing value");
 		return -1;
 	}
@@ -471,6 +547,8 @@ set_value(const struct key *k, char *base, const char *v, char *err,
 		return set_prefix(k, field, v, err, errlen);
 	case T_URL:
 		return set_url(k, field, v, err, errlen);
+	case T_STATUS_TTLS:
+		return set_status_ttls(k, base, v, err, errlen);
 	case T_LOGLEVEL:
 		if (log_parse_level(v, &level) == -1) {
 			snprintf(err, errlen, "\"%s\" is not a log level (use "
@@ -1010,6 +1088,9 @@ format_range(const struct key *k, char *out, size_t outlen)
 	case T_URL:
 		snprintf(out, outlen, "http(s)://host[:port][/path]");
 		break;
+	case T_STATUS_TTLS:
+		snprintf(out, outlen, "status:duration,...");
+		break;
 	case T_STRING:
 	case T_PREFIX:
 		snprintf(out, outlen, "%" PRId64 "..%" PRId64 " chars%s",
@@ -1040,4 +1121,13 @@ conf_dump_keys(FILE *out)
 		    keys[i].def[0] != '\0' ? keys[i].def : "(empty)", range,
 		    keys[i].help);
 	}
+}
+
+int64_t
+conf_status_ttl(const struct conf_route *r, int status)
+{
+	for (int i = 0; i < r->nstatus_ttls; i++)
+		if (r->status_ttls[i].status == status)
+			return r->status_ttls[i].ttl_ms;
+	return status == 404 ? r->ttl_404_ms : 0;
 }

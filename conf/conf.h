@@ -20,6 +20,13 @@
 #define CONF_SECRET_MAX		256
 #define CONF_PREFIX_MAX		64	/* [redis] prefix */
 #define CONF_ROUTE_PREFIX_MAX	256	/* [route PREFIX] */
+#define CONF_STATUS_TTLS_MAX	16	/* entries of ttl_status */
+
+/* One "status:duration" of ttl_status. */
+struct conf_status_ttl {
+	int	 status;
+	int64_t	 ttl_ms;
+};
 
 struct conf_route {
 	char	 prefix[CONF_ROUTE_PREFIX_MAX];	/* path prefix, starts with '/' */
@@ -29,6 +36,12 @@ struct conf_route {
 	int64_t	 lock_wait_ms;		/* cold-miss wait budget */
 	int64_t	 lock_poll_ms;		/* fallback re-check while waiting */
 	int	 cache_authorized;	/* cache requests with Authorization/Cookie */
+	int64_t	 stale_if_error_ms;	/* serve stale this long on upstream errors */
+	int64_t	 error_backoff_ms;	/* longest wait between failed refreshes */
+	int64_t	 ttl_404_ms;		/* store 404s this long (0: not at all) */
+	int	 nstatus_ttls;		/* ttl_status */
+	struct conf_status_ttl status_ttls[CONF_STATUS_TTLS_MAX];
+	int	 sort_query;		/* key ignores query parameter order */
 	int	 line;			/* where the section starts */
 };
 
@@ -44,6 +57,10 @@ struct conf {
 	int64_t		 max_header_bytes;
 	int64_t		 max_body_bytes;
 	int64_t		 client_timeout_ms;
+	int		 max_connections;
+	int64_t		 shutdown_timeout_ms;
+	char		 access_log[CONF_PATH_MAX];	/* path, "-" or "off" */
+	char		 error_log[CONF_PATH_MAX];	/* path or "-" (stderr) */
 
 	/* [redis] */
 	char		 redis_host[CONF_HOST_MAX];	/* empty when unix */
@@ -73,6 +90,10 @@ void	conf_defaults(struct conf *c);
  * success; c is only meaningful when 0 is returned.
  */
 int	conf_load(struct conf *c, const char *path, FILE *errs);
+
+/* How long a response with this status is stored on route r: its
+ * ttl_status entry, ttl_404, or 0 when the status is not listed. */
+int64_t	conf_status_ttl(const struct conf_route *r, int status);
 
 /* The route with the longest prefix of path, or NULL. */
 const struct conf_route *conf_route_match(const struct conf *c, const char *path);

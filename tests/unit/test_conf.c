@@ -833,6 +833,34 @@ t_bad_fixtures_report_exactly_their_listed_lines(void)
 }
 
 static void
+t_status_ttls_parse_and_look_up(void)
+{
+	const struct conf_route *r;
+
+	CHECK(load("[route /]\nttl_status = 404:30s, 410:5m\n"
+	    "[route /b/]\nttl_404 = 10s\n") == 0);
+	r = &cf.routes[0];
+	CHECK(r->nstatus_ttls == 2);
+	CHECK(conf_status_ttl(r, 404) == 30000);
+	CHECK(conf_status_ttl(r, 410) == 300000);
+	CHECK(conf_status_ttl(r, 500) == 0);
+	CHECK(conf_status_ttl(&cf.routes[1], 404) == 10000);
+	CHECK(conf_status_ttl(&cf.routes[1], 410) == 0);
+}
+
+static void
+t_bad_status_ttls_are_reported(void)
+{
+	CHECK(load("[route /]\nttl_status = 404\nttl_404 = x\n"
+	    "[route /b/]\nttl_status = 99:1s\n"
+	    "[route /c/]\nttl_status = 404:1s,,410:2s\n") == 4);
+	CHECK(has_error(2, "ttl_status: \"404\" is not a list"));
+	CHECK(has_error(3, "ttl_404: \"x\" is not a duration"));
+	CHECK(has_error(5, "ttl_status: \"99:1s\""));
+	CHECK(has_error(7, "ttl_status: "));
+}
+
+static void
 t_dump_keys_lists_every_key_with_default_and_range(void)
 {
 	static const char *const names[] = {
@@ -841,6 +869,9 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 		"db", "prefix", "timeout", "url", "connect_timeout",
 		"max_entry_bytes", "ttl", "stale_while_revalidate",
 		"lock_ttl", "lock_wait", "lock_poll", "cache_authorized",
+		"max_connections", "shutdown_timeout", "access_log",
+		"error_log", "stale_if_error", "error_backoff", "ttl_404",
+		"ttl_status", "sort_query",
 	};
 	char *out = NULL;
 	size_t len;
@@ -853,7 +884,7 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	errs = out;		/* freed with the next load */
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
-	CHECK(count_lines(out) == 1 + 21);	/* timeout is in two sections */
+	CHECK(count_lines(out) == 1 + 30);	/* timeout is in two sections */
 	CHECK(strstr(out, "1ms..8760h") != NULL);
 	CHECK(strstr(out, "100ms..1h") != NULL);
 	CHECK(strstr(out, " 0..8760h ") != NULL);
@@ -898,6 +929,8 @@ main(void)
 	RUN(t_errors_name_the_file_on_every_line);
 	RUN(t_longest_prefix_route_wins);
 	RUN(t_bad_fixtures_report_exactly_their_listed_lines);
+	RUN(t_status_ttls_parse_and_look_up);
+	RUN(t_bad_status_ttls_are_reported);
 	RUN(t_dump_keys_lists_every_key_with_default_and_range);
 	free(errs);
 	return unit_exit();
