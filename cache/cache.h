@@ -17,8 +17,11 @@
  *   renew    PEXPIRE the lock only if it still holds our token.
  *   store    write the entry only if the lock still holds our token (a
  *            fetch that lost its lock never overwrites a newer entry),
- *            delete the lock, publish "filled".
- *   release  delete the lock only if it holds our token, publish.
+ *            delete the lock, end any backoff, publish "filled".
+ *   release  delete the lock only if it holds our token, publish. After an
+ *            upstream failure it also starts a fleet-wide backoff for the
+ *            key (next to the lock), doubling while failures continue, and
+ *            acquire answers LOCK_BACKOFF until it ends.
  */
 
 #include <stdint.h>
@@ -26,6 +29,7 @@
 #include <event2/event.h>
 
 #include "cache/cache_entry.h"
+#include "common/hist.h"
 #include "conf/conf.h"
 
 struct cache;
@@ -41,6 +45,7 @@ enum lock_result {
 	LOCK_ACQUIRED,
 	LOCK_BUSY,		/* someone else holds the lock */
 	LOCK_CHANGED,		/* the entry changed: here it is, no lock taken */
+	LOCK_BACKOFF,		/* refreshes of the key are backing off */
 	LOCK_ERROR,
 };
 
@@ -57,11 +62,14 @@ struct cache_counters {
 	uint64_t	connects;
 	uint64_t	disconnects;
 	uint64_t	fills_received;
+	struct hist	command_duration;	/* command sent to reply read */
 };
 
 /* The callback gets its own reference to e (NULL unless FOUND/CHANGED). */
 typedef void cache_get_cb(enum cache_result r, struct cache_entry *e, void *arg);
-typedef void lock_cb(enum lock_result r, struct cache_entry *e, void *arg);
+/* backoff: with LOCK_BACKOFF, the failure that started it (else NULL). */
+typedef void lock_cb(enum lock_result r, struct cache_entry *e,
+    const char *backoff, void *arg);
 typedef void fence_cb(enum fence_result r, void *arg);
 /* A "filled" notification for key arrived (from any process). */
 typedef void cache_fill_cb(const char *key, void *arg);
@@ -80,12 +88,17 @@ struct cache_op	*lock_acquire(struct cache *c, const char *key,
 		    lock_cb *cb, void *arg);
 struct cache_op	*lock_renew(struct cache *c, const char *key,
 		    const char *token, int64_t px_ms, fence_cb *cb, void *arg);
-/* Stores e (whose gen must equal token), expiring at e->stale_until_ms. */
+/* Stores e (whose gen must equal token); Redis drops it at expire_at_ms. */
 struct cache_op	*cache_store(struct cache *c, const char *key,
 		    const char *token, const struct cache_entry *e,
-		    fence_cb *cb, void *arg);
+		    int64_t expire_at_ms, fence_cb *cb, void *arg);
+/* failure: NULL, or what went wrong upstream ("503", "timeout", ...),
+ * which starts or extends the key's backoff (base, doubling, at most max;
+ * max 0 turns backoff off). */
 struct cache_op	*lock_release(struct cache *c, const char *key,
-		    const char *token, fence_cb *cb, void *arg);
+		    const char *token, const char *failure,
+		    int64_t backoff_base_ms, int64_t backoff_max_ms,
+		    fence_cb *cb, void *arg);
 /* The callback will not run. Sets *op to NULL. */
 void		 cache_op_cancel(struct cache_op **op);
 

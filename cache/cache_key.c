@@ -2,6 +2,7 @@
 
 #include <assert.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /*
@@ -223,4 +224,47 @@ cache_key_build(const char *host, const char *path, const char *query,
 		emit_normalised(&s, query, SAFE_QUERY);
 	}
 	sink_finish(&s);
+}
+
+static int
+cmp_param(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+char *
+cache_query_sorted(const char *query)
+{
+	size_t len = strlen(query), n = 1, i, off = 0;
+	char *copy, *out, **params, *p;
+
+	for (i = 0; i < len; i++)
+		if (query[i] == '&')
+			n++;
+	copy = strdup(query);
+	out = malloc(len + 1);
+	params = calloc(n, sizeof(*params));
+	if (copy == NULL || out == NULL || params == NULL) {
+		free(copy);
+		free(out);
+		free(params);
+		return NULL;
+	}
+	for (i = 0, p = copy; i < n; i++) {
+		params[i] = p;
+		if ((p = strchr(p, '&')) != NULL)
+			*p++ = '\0';
+	}
+	qsort(params, n, sizeof(*params), cmp_param);
+	for (i = 0; i < n; i++) {
+		size_t pl = strlen(params[i]);
+		if (i > 0)
+			out[off++] = '&';
+		memcpy(out + off, params[i], pl);
+		off += pl;
+	}
+	out[off] = '\0';
+	free(params);
+	free(copy);
+	return out;
 }

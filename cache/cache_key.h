@@ -18,4 +18,8 @@
 void	cache_key_build(const char *host, const char *path, const char *query,
 	    char out[CACHE_KEY_MAX + 1]);
 
+/* A copy of query with its '&'-separated parameters in bytewise order, for
+ * routes whose key ignores parameter order. NULL on no memory. */
+char	*cache_query_sorted(const char *query);
+
 #endif

@@ -27,6 +27,7 @@
 
 #include "cache/cache_key.h"
 #include "common/log.h"
+#include "common/util.h"
 
 #define CACHE_MAGIC		0x43414348u	/* "CACH" */
 #define OP_MAGIC		0x4341504fu	/* "CAPO" */
@@ -34,17 +35,21 @@
 #define RECONNECT_MAX_MS	5000
 #define KEY_SUFFIX_MAX		16		/* "}:entry", "}:lock" */
 #define REDIS_KEY_MAX		(CONF_PREFIX_MAX + 1 + CACHE_KEY_MAX + KEY_SUFFIX_MAX)
-#define OP_ARGS_MAX		8
+#define OP_ARGS_MAX		12
 #define FILL_CHANNEL		"filled"
 
 /*
- * acquire: KEYS entry, lock; ARGV token, px, seen generation.
+ * acquire: KEYS entry, lock, backoff; ARGV token, px, seen generation.
  * Returns {2, entry} when the entry is not the one the caller saw (someone
- * refreshed it: no lock needed), {1} when the lock was taken, {0} if busy.
+ * refreshed it: no lock needed), {3, failure} while the key's refreshes
+ * are backing off after upstream failures, {1} when the lock was taken,
+ * {0} if busy.
  */
 static const char script_acquire[] =
 	"local e = redis.call('GET', KEYS[1])\n"
 	"if e and string.sub(e, 1, 32) ~= ARGV[3] then return {2, e} end\n"
+	"local b = redis.call('GET', KEYS[3])\n"
+	"if b then return {3, b} end\n"
 	"if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
 	"  return {1}\n"
 	"end\n"
@@ -58,24 +63,36 @@ static const char script_renew[] =
 	"return 0\n";
 
 /*
- * store: KEYS entry, lock; ARGV token, blob, px, channel, key.
- * The fence: only the holder of the lock writes. 1 stored, 0 lost.
+ * store: KEYS entry, lock, backoff, fails; ARGV token, blob, px, channel,
+ * key. The fence: only the holder of the lock writes. A success ends any
+ * backoff. 1 stored, 0 lost.
  */
 static const char script_store[] =
 	"if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end\n"
 	"redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
-	"redis.call('DEL', KEYS[2])\n"
+	"redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])\n"
 	"redis.call('PUBLISH', ARGV[4], ARGV[5])\n"
 	"return 1\n";
 
-/* release: KEYS lock; ARGV token, channel, key. 1 released, 0 lost. */
+/*
+ * release: KEYS lock, backoff, fails; ARGV token, channel, key, failure,
+ * base ms, max ms. Deletes the lock only if it holds our token. With a
+ * failure, the key's next refresh waits base * 2^(failures - 1) ms, at
+ * most max. 1 released, 0 lost.
+ */
 static const char script_release[] =
-	"if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
-	"  redis.call('DEL', KEYS[1])\n"
-	"  redis.call('PUBLISH', ARGV[2], ARGV[3])\n"
-	"  return 1\n"
+	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+	"redis.call('DEL', KEYS[1])\n"
+	"local max = tonumber(ARGV[6])\n"
+	"if ARGV[4] ~= '' and max > 0 then\n"
+	"  local n = redis.call('INCR', KEYS[3])\n"
+	"  redis.call('PEXPIRE', KEYS[3], max * 4)\n"
+	"  local d = tonumber(ARGV[5]) * 2 ^ math.min(n - 1, 30)\n"
+	"  if d > max then d = max end\n"
+	"  redis.call('SET', KEYS[2], ARGV[4], 'PX', math.floor(d))\n"
 	"end\n"
-	"return 0\n";
+	"redis.call('PUBLISH', ARGV[2], ARGV[3])\n"
+	"return 1\n";
 
 enum script_id {
 	SCRIPT_ACQUIRE,
@@ -136,6 +153,7 @@ struct cache_op {
 	void			*arg;
 	int			 finished;	/* caller's callback ran or op cancelled */
 	struct event		*timer;
+	int64_t			 sent_us;	/* when the command was sent */
 	/* For scripts: what to resend as EVAL after a NOSCRIPT reply. */
 	enum script_id		 script;
 	int			 retried;
@@ -467,7 +485,7 @@ op_fail(struct cache_op *op)
 		op->cb.get(CACHE_ERROR, NULL, op->arg);
 		break;
 	case OP_ACQUIRE:
-		op->cb.lock(LOCK_ERROR, NULL, op->arg);
+		op->cb.lock(LOCK_ERROR, NULL, NULL, op->arg);
 		break;
 	case OP_FENCE:
 		op->cb.fence(FENCE_ERROR, op->arg);
@@ -539,16 +557,19 @@ deliver_acquire(struct cache_op *op, const redisReply *reply)
 	    reply->element[0]->type == REDIS_REPLY_INTEGER)
 		code = reply->element[0]->integer;
 	if (code == 1) {
-		op->cb.lock(LOCK_ACQUIRED, NULL, op->arg);
+		op->cb.lock(LOCK_ACQUIRED, NULL, NULL, op->arg);
 	} else if (code == 0) {
-		op->cb.lock(LOCK_BUSY, NULL, op->arg);
+		op->cb.lock(LOCK_BUSY, NULL, NULL, op->arg);
 	} else if (code == 2 && reply->elements == 2 &&
 	    reply->element[1]->type == REDIS_REPLY_STRING &&
 	    (e = decode(reply->element[1])) != NULL) {
-		op->cb.lock(LOCK_CHANGED, e, op->arg);
+		op->cb.lock(LOCK_CHANGED, e, NULL, op->arg);
+	} else if (code == 3 && reply->elements == 2 &&
+	    reply->element[1]->type == REDIS_REPLY_STRING) {
+		op->cb.lock(LOCK_BACKOFF, NULL, reply->element[1]->str, op->arg);
 	} else {
 		op->cache->counters.errors++;
-		op->cb.lock(LOCK_ERROR, NULL, op->arg);
+		op->cb.lock(LOCK_ERROR, NULL, NULL, op->arg);
 	}
 }
 
@@ -573,6 +594,9 @@ on_op_reply(redisAsyncContext *ac, void *r, void *privdata)
 	redisReply *reply = r;
 
 	assert(op->magic == OP_MAGIC);
+	if (reply != NULL && !op->cache->closing)
+		hist_observe(&op->cache->counters.command_duration,
+		    (double)(util_mono_us() - op->sent_us) / 1e6);
 	if (op->finished || op->cache->closing) {
 		op_free(op);
 		return;
@@ -587,6 +611,7 @@ on_op_reply(redisAsyncContext *ac, void *r, void *privdata)
 		    strncmp(reply->str, "NOSCRIPT", 8) == 0) {
 			/* Script cache flushed: resend the source once. */
 			op->retried = 1;
+			op->sent_us = util_mono_us();
 			op->cache->sha[op->script][0] = '\0';
 			if (send_script(op, 1) == 0)
 				return;
@@ -634,6 +659,7 @@ op_new(struct cache *c, enum op_kind kind, void *arg)
 	tv.tv_sec = c->timeout_ms / 1000;
 	tv.tv_usec = (c->timeout_ms % 1000) * 1000;
 	evtimer_add(op->timer, &tv);
+	op->sent_us = util_mono_us();
 	c->counters.commands++;
 	return op;
 }
@@ -718,7 +744,8 @@ struct cache_op *
 lock_acquire(struct cache *c, const char *key, const char *token,
     int64_t px_ms, const char *seen_gen, lock_cb *cb, void *arg)
 {
-	char entry[REDIS_KEY_MAX], lock[REDIS_KEY_MAX], px[24];
+	char entry[REDIS_KEY_MAX], lock[REDIS_KEY_MAX], backoff[REDIS_KEY_MAX];
+	char px[24];
 	struct cache_op *op;
 	int failed = 0;
 
@@ -728,10 +755,12 @@ lock_acquire(struct cache *c, const char *key, const char *token,
 	op->script = SCRIPT_ACQUIRE;
 	key_name(entry, sizeof(entry), c, key, "entry");
 	key_name(lock, sizeof(lock), c, key, "lock");
+	key_name(backoff, sizeof(backoff), c, key, "backoff");
 	snprintf(px, sizeof(px), "%" PRId64, px_ms);
-	failed |= op_argstr(op, "2");
+	failed |= op_argstr(op, "3");
 	failed |= op_argstr(op, entry);
 	failed |= op_argstr(op, lock);
+	failed |= op_argstr(op, backoff);
 	failed |= op_argstr(op, token);
 	failed |= op_argstr(op, px);
 	failed |= op_argstr(op, seen_gen);
@@ -761,12 +790,14 @@ lock_renew(struct cache *c, const char *key, const char *token,
 
 struct cache_op *
 cache_store(struct cache *c, const char *key, const char *token,
-    const struct cache_entry *e, fence_cb *cb, void *arg)
+    const struct cache_entry *e, int64_t expire_at_ms, fence_cb *cb,
+    void *arg)
 {
 	char entry[REDIS_KEY_MAX], lock[REDIS_KEY_MAX], px[24];
+	char backoff[REDIS_KEY_MAX], fails[REDIS_KEY_MAX];
 	struct evbuffer *blob;
 	struct cache_op *op;
-	int64_t ttl = e->stale_until_ms - util_now_ms();
+	int64_t ttl = expire_at_ms - util_now_ms();
 	int failed = 0;
 
 	assert(strcmp(e->gen, token) == 0);
@@ -781,10 +812,14 @@ cache_store(struct cache *c, const char *key, const char *token,
 	op->script = SCRIPT_STORE;
 	key_name(entry, sizeof(entry), c, key, "entry");
 	key_name(lock, sizeof(lock), c, key, "lock");
+	key_name(backoff, sizeof(backoff), c, key, "backoff");
+	key_name(fails, sizeof(fails), c, key, "fails");
 	snprintf(px, sizeof(px), "%" PRId64, ttl > 0 ? ttl : 1);
-	failed |= op_argstr(op, "2");
+	failed |= op_argstr(op, "4");
 	failed |= op_argstr(op, entry);
 	failed |= op_argstr(op, lock);
+	failed |= op_argstr(op, backoff);
+	failed |= op_argstr(op, fails);
 	failed |= op_argstr(op, token);
 	failed |= op_arg(op, evbuffer_pullup(blob, -1),
 	    evbuffer_get_length(blob));
@@ -797,9 +832,11 @@ cache_store(struct cache *c, const char *key, const char *token,
 
 struct cache_op *
 lock_release(struct cache *c, const char *key, const char *token,
+    const char *failure, int64_t backoff_base_ms, int64_t backoff_max_ms,
     fence_cb *cb, void *arg)
 {
-	char lock[REDIS_KEY_MAX];
+	char lock[REDIS_KEY_MAX], backoff[REDIS_KEY_MAX], fails[REDIS_KEY_MAX];
+	char base[24], max[24];
 	struct cache_op *op;
 	int failed = 0;
 
@@ -808,11 +845,20 @@ lock_release(struct cache *c, const char *key, const char *token,
 	op->cb.fence = cb;
 	op->script = SCRIPT_RELEASE;
 	key_name(lock, sizeof(lock), c, key, "lock");
-	failed |= op_argstr(op, "1");
+	key_name(backoff, sizeof(backoff), c, key, "backoff");
+	key_name(fails, sizeof(fails), c, key, "fails");
+	snprintf(base, sizeof(base), "%" PRId64, backoff_base_ms);
+	snprintf(max, sizeof(max), "%" PRId64, backoff_max_ms);
+	failed |= op_argstr(op, "3");
 	failed |= op_argstr(op, lock);
+	failed |= op_argstr(op, backoff);
+	failed |= op_argstr(op, fails);
 	failed |= op_argstr(op, token);
 	failed |= op_argstr(op, c->channel);
 	failed |= op_argstr(op, key);
+	failed |= op_argstr(op, failure != NULL ? failure : "");
+	failed |= op_argstr(op, base);
+	failed |= op_argstr(op, max);
 	return start_script(op, failed);
 }
 

@@ -20,6 +20,7 @@
 struct cache;
 struct upstream;
 struct dict;
+struct access_log;
 
 struct proxy {
 	uint32_t		 magic;
@@ -31,6 +32,8 @@ struct proxy {
 	struct evhttp		*admin;		/* stats and control */
 	struct dict		*flights;	/* key -> struct flight */
 	struct dict		*refreshes;	/* key -> struct refresh */
+	struct dict		*conns;		/* open client connections */
+	struct access_log	*access_log;	/* NULL when off */
 	int			 nrequests;	/* client requests in progress */
 	int			 nrefreshes;	/* refreshes in progress */
 	struct stats		 stats;

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/queue.h>
 
 #include <event2/buffer.h>
@@ -56,7 +57,13 @@
 #define CACHE_STATUS_MAX	160
 #define HTTP_BAD_GATEWAY	502
 #define HTTP_GATEWAY_TIMEOUT	504
-#define PASS_BODY_MAX		((size_t)1 << 30)	/* pass-through responses */
+#define HTTP_HEADERS_TOO_LARGE	431
+#define PASS_BODY_MAX		((size_t)1 << 30)	/* responses not stored */
+#define BACKOFF_BASE_MS		1000	/* first pause after a failed refresh */
+#define FAILURE_MAX		16	/* "503", "timeout", ... */
+
+#define MIN(a, b)		((a) < (b) ? (a) : (b))
+#define MAX(a, b)		((a) > (b) ? (a) : (b))
 
 enum req_step {
 	REQ_RECV,
@@ -79,6 +86,9 @@ enum outcome {
 	OUT_BYPASS,		/* not cacheable: passed through */
 	OUT_METHOD,		/* not GET or HEAD: passed through */
 	OUT_UPSTREAM_ERROR,	/* the upstream failed: 502 or 504 */
+	OUT_STALE_ERROR,	/* the upstream failed: stale served instead */
+	OUT_BACKOFF,		/* the key's refreshes back off: its last error */
+	OUT_REJECTED,		/* malformed or over a limit: 4xx */
 	OUT_UNAVAILABLE,	/* shutting down, or out of memory: 503 */
 };
 
@@ -99,6 +109,8 @@ struct req {
 	TAILQ_ENTRY(req)	 flight_link;
 	TAILQ_ENTRY(req)	 all_link;
 	struct upstream_fetch	*fetch;		/* PASS only */
+	int			 reject_code;	/* OUT_REJECTED */
+	char			 failure[FAILURE_MAX];	/* what the upstream did */
 	char			 head_length[24];	/* PASS HEAD: origin's */
 	int64_t			 t_start_us;
 	int64_t			 t_join_us;
@@ -135,6 +147,7 @@ struct flight {
 	struct event		*poll_ev;
 	struct event		*deadline_ev;
 	char			 seen_gen[ENTRY_GEN_LEN + 1];
+	struct cache_entry	*stale;		/* servable if the upstream fails */
 	int			 waited;
 	int			 timed_out;	/* lock_wait ran out */
 	int			 degraded;	/* Redis failed */
@@ -145,6 +158,7 @@ struct flight {
 	enum outcome		 rest_outcome;
 	struct cache_entry	*entry;
 	enum upstream_result	 uerr;
+	char			 failure[FAILURE_MAX];
 	int			 shareable;
 	int64_t			 upstream_ms;	/* the lead's fetch, or -1 */
 };
@@ -168,6 +182,7 @@ enum refresh_result {
 	RFR_CHANGED,		/* the entry was refreshed by someone else */
 	RFR_FETCHED,		/* entry holds the upstream's response */
 	RFR_UPSTREAM_ERROR,
+	RFR_BACKOFF,		/* failure holds the error that started it */
 	RFR_REDIS_ERROR,
 };
 
@@ -201,6 +216,7 @@ struct refresh {
 	enum refresh_result	 result;
 	struct cache_entry	*entry;
 	enum upstream_result	 uerr;
+	char			 failure[FAILURE_MAX];	/* "" unless it failed */
 	int			 shareable;
 };
 
@@ -332,7 +348,8 @@ on_renew_tick(evutil_socket_t fd, short what, void *arg)
 }
 
 static void
-on_refresh_lock(enum lock_result r, struct cache_entry *e, void *arg)
+on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *backoff,
+    void *arg)
 {
 	struct refresh *rf = arg;
 
@@ -353,6 +370,12 @@ on_refresh_lock(enum lock_result r, struct cache_entry *e, void *arg)
 		rf->entry = e;
 		rf->step = RF_DONE;
 		break;
+	case LOCK_BACKOFF:
+		STAT_INC(&rf->px->stats, rf->route, backoff_skips);
+		snprintf(rf->failure, sizeof(rf->failure), "%s", backoff);
+		rf->result = RFR_BACKOFF;
+		rf->step = RF_DONE;
+		break;
 	case LOCK_ERROR:
 		rf->result = RFR_REDIS_ERROR;
 		rf->step = RF_DONE;
@@ -364,7 +387,7 @@ on_refresh_lock(enum lock_result r, struct cache_entry *e, void *arg)
 /* Turns an upstream response into an entry whose gen is our token. */
 static struct cache_entry *
 entry_from_response(struct upstream_response *resp, const char *gen,
-    const struct conf_route *rt, int64_t fetch_ms)
+    int64_t ttl_ms, int64_t swr_ms, int64_t fetch_ms)
 {
 	struct cache_entry *e;
 	int64_t now = util_now_ms();
@@ -374,8 +397,8 @@ entry_from_response(struct upstream_response *resp, const char *gen,
 	snprintf(e->gen, sizeof(e->gen), "%s", gen);
 	e->status = resp->status;
 	e->stored_ms = now;
-	e->fresh_until_ms = rt != NULL ? now + rt->ttl_ms : now;
-	e->stale_until_ms = rt != NULL ? e->fresh_until_ms + rt->swr_ms : now;
+	e->fresh_until_ms = now + ttl_ms;
+	e->stale_until_ms = e->fresh_until_ms + swr_ms;
 	e->fetch_ms = (uint32_t)(fetch_ms > UINT32_MAX ? UINT32_MAX : fetch_ms);
 	hdr_copy(&resp->headers, &e->headers, HDR_DROP_LENGTH);
 	if (entry_set_body(e, resp->body) == -1) {
@@ -392,6 +415,7 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 	struct proxy *px = rf->px;
 	const struct conf_route *rt = route_of(px, rf->route);
 	const char *why = "";
+	int64_t ttl;
 
 	assert(rf->magic == REFRESH_MAGIC);
 	rf->fetch = NULL;
@@ -405,23 +429,38 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 		    upstream_result_name(resp->result), resp->error);
 		rf->result = RFR_UPSTREAM_ERROR;
 		rf->uerr = resp->result;
+		snprintf(rf->failure, sizeof(rf->failure), "%s",
+		    upstream_result_name(resp->result));
 		rf->step = RF_RELEASE;
 		goto out;
 	}
-	rf->entry = entry_from_response(resp, rf->token, rt, rf->fetch_ms);
+	/* A status named in ttl_status (or ttl_404) has its own ttl. */
+	if ((ttl = conf_status_ttl(rt, resp->status)) == 0 &&
+	    hdr_status_storable(resp->status))
+		ttl = rt->ttl_ms;
+	rf->entry = entry_from_response(resp, rf->token, ttl, rt->swr_ms,
+	    rf->fetch_ms);
 	if (rf->entry == NULL) {
 		rf->result = RFR_UPSTREAM_ERROR;
 		rf->uerr = UPSTREAM_ERR_PROTOCOL;
+		snprintf(rf->failure, sizeof(rf->failure), "error");
 		rf->step = RF_RELEASE;
 		goto out;
 	}
 	rf->result = RFR_FETCHED;
 	rf->shareable = hdr_shareable(&rf->entry->headers);
-	if (rf->mode == RF_LOCKED && !rf->lost &&
-	    hdr_storable(resp->status, &rf->entry->headers, &why))
-		rf->step = RF_STORE;
+	if (ttl == 0)
+		why = "status";
+	else if (rf->entry->body_len > (uint64_t)px->conf->max_entry_bytes)
+		why = "larger than max_entry_bytes";
+	else if (rf->lost)
+		why = "lock lost";
 	else
-		rf->step = RF_RELEASE;
+		(void)hdr_storable(&rf->entry->headers, &why);
+	rf->step = rf->mode == RF_LOCKED && why[0] == '\0' ? RF_STORE :
+	    RF_RELEASE;
+	if (rf->step == RF_RELEASE && resp->status >= 500)
+		snprintf(rf->failure, sizeof(rf->failure), "%d", resp->status);
 	if (rf->step == RF_RELEASE && why[0] != '\0')
 		log_debug("%s not stored: %s", rf->key, why);
 out:
@@ -477,7 +516,7 @@ refresh_fetch(struct refresh *rf)
 		.headers = &rf->headers,
 		.connect_timeout_ms = conf->upstream_connect_timeout_ms,
 		.timeout_ms = conf->upstream_timeout_ms,
-		.max_body_bytes = (size_t)conf->max_entry_bytes,
+		.max_body_bytes = PASS_BODY_MAX,	/* larger: not stored */
 	};
 
 	rf->fetch_start_us = util_mono_us();
@@ -521,8 +560,11 @@ refresh_run(struct refresh *rf)
 			}
 			return;
 		case RF_STORE:
+			/* Kept while it may be served: stale, or on errors. */
 			rf->op = cache_store(px->cache, rf->key, rf->token,
-			    rf->entry, on_refresh_stored, rf);
+			    rf->entry, MAX(rf->entry->stale_until_ms,
+			    rf->entry->fresh_until_ms + rt->stale_if_error_ms),
+			    on_refresh_stored, rf);
 			if (rf->op == NULL) {
 				rf->step = RF_RELEASE;
 				continue;
@@ -534,7 +576,9 @@ refresh_run(struct refresh *rf)
 				continue;
 			}
 			rf->op = lock_release(px->cache, rf->key, rf->token,
-			    on_refresh_released, rf);
+			    rf->failure[0] != '\0' ? rf->failure : NULL,
+			    MIN(BACKOFF_BASE_MS, rt->error_backoff_ms),
+			    rt->error_backoff_ms, on_refresh_released, rf);
 			if (rf->op == NULL) {
 				rf->step = RF_DONE;
 				continue;
@@ -630,6 +674,24 @@ flight_set_answer(struct flight *fl, enum outcome lead, enum outcome rest,
 	fl->step = FL_DONE;
 }
 
+/* Keeps an entry past stale_while_revalidate that stale_if_error still
+ * lets us serve should the upstream fail; drops it otherwise. */
+static void
+flight_keep_stale(struct flight *fl, struct cache_entry **ep)
+{
+	const struct conf_route *rt = route_of(fl->px, fl->route);
+	struct cache_entry *e = *ep;
+
+	*ep = NULL;
+	snprintf(fl->seen_gen, sizeof(fl->seen_gen), "%s", e->gen);
+	entry_unref(&fl->stale);
+	if (e->status != 0 &&
+	    util_now_ms() < e->fresh_until_ms + rt->stale_if_error_ms)
+		fl->stale = e;
+	else
+		entry_unref(&e);
+}
+
 static void
 on_flight_lookup(enum cache_result r, struct cache_entry *e, void *arg)
 {
@@ -656,13 +718,64 @@ on_flight_lookup(enum cache_result r, struct cache_entry *e, void *arg)
 			flight_set_answer(fl, OUT_STALE, OUT_STALE, e);
 			break;
 		case ENTRY_EXPIRED:
-			snprintf(fl->seen_gen, sizeof(fl->seen_gen), "%s", e->gen);
-			entry_unref(&e);
+			flight_keep_stale(fl, &e);
 			fl->step = FL_LOCK;
 			break;
 		}
 	}
 	flight_run(fl);
+}
+
+/* Answers the flight's first request now; the rest stay in the flight. */
+static void
+flight_answer_lead(struct flight *fl, enum outcome o, struct cache_entry *e)
+{
+	struct req *req = TAILQ_FIRST(&fl->reqs);
+
+	TAILQ_REMOVE(&fl->reqs, req, flight_link);
+	req->flight = NULL;
+	req->outcome = o;
+	req->uerr = fl->uerr;
+	req->upstream_ms = fl->upstream_ms;
+	snprintf(req->failure, sizeof(req->failure), "%s", fl->failure);
+	req->entry = e;
+	req->step = REQ_DELIVER;
+	req_run(req);
+}
+
+/*
+ * The upstream failed (e, if not NULL, is its 5xx answer). A stale entry
+ * that stale_if_error covers is served instead. Otherwise the request
+ * whose fetch failed gets the failure, and one of the others, if any and
+ * within lock_wait, takes the lock over: they are not all thrown at the
+ * upstream at once (and while the key backs off, none is).
+ */
+static void
+flight_failed(struct flight *fl, const struct refresh *rf,
+    struct cache_entry *e)
+{
+	const struct conf_route *rt = route_of(fl->px, fl->route);
+	enum outcome o = e != NULL ? OUT_FETCHED : OUT_UPSTREAM_ERROR;
+
+	fl->uerr = rf->uerr;
+	snprintf(fl->failure, sizeof(fl->failure), "%s", rf->failure);
+	if (fl->stale != NULL) {
+		entry_unref(&e);
+		flight_set_answer(fl, OUT_STALE_ERROR, OUT_STALE_ERROR,
+		    entry_ref(fl->stale));
+		return;
+	}
+	if (rf->mode == RF_LOCKED && !fl->timed_out &&
+	    TAILQ_NEXT(TAILQ_FIRST(&fl->reqs), flight_link) != NULL) {
+		flight_answer_lead(fl, o, e);
+		if (!fl->waited) {
+			fl->waited = 1;
+			timer_arm(fl->deadline_ev, rt->lock_wait_ms);
+		}
+		fl->step = FL_LOCK;
+		return;
+	}
+	flight_set_answer(fl, o, o, e);
 }
 
 static void
@@ -687,8 +800,7 @@ on_flight_refresh(struct refresh *rf, void *arg)
 		break;
 	case RFR_CHANGED:
 		if (entry_state(rf->entry, util_now_ms()) == ENTRY_EXPIRED) {
-			snprintf(fl->seen_gen, sizeof(fl->seen_gen), "%s",
-			    rf->entry->gen);
+			flight_keep_stale(fl, &rf->entry);
 			fl->step = FL_LOCK;
 			break;
 		}
@@ -696,6 +808,10 @@ on_flight_refresh(struct refresh *rf, void *arg)
 		    entry_ref(rf->entry));
 		break;
 	case RFR_FETCHED:
+		if (rf->failure[0] != '\0') {
+			flight_failed(fl, rf, entry_ref(rf->entry));
+			break;
+		}
 		direct = rf->mode == RF_DIRECT;
 		if (direct && fl->timed_out)
 			lead = OUT_WAIT_TIMEOUT;
@@ -709,9 +825,15 @@ on_flight_refresh(struct refresh *rf, void *arg)
 		break;
 	case RFR_UPSTREAM_ERROR:
 	case RFR_NONE:
-		flight_set_answer(fl, OUT_UPSTREAM_ERROR, OUT_UPSTREAM_ERROR,
-		    NULL);
-		fl->uerr = rf->uerr;
+		flight_failed(fl, rf, NULL);
+		break;
+	case RFR_BACKOFF:
+		snprintf(fl->failure, sizeof(fl->failure), "%s", rf->failure);
+		if (fl->stale != NULL)
+			flight_set_answer(fl, OUT_STALE_ERROR, OUT_STALE_ERROR,
+			    entry_ref(fl->stale));
+		else
+			flight_set_answer(fl, OUT_BACKOFF, OUT_BACKOFF, NULL);
 		break;
 	case RFR_REDIS_ERROR:
 		fl->degraded = 1;
@@ -772,6 +894,7 @@ flight_done(struct flight *fl)
 		req->flight = NULL;
 		req->outcome = lead ? fl->lead_outcome : fl->rest_outcome;
 		req->uerr = fl->uerr;
+		snprintf(req->failure, sizeof(req->failure), "%s", fl->failure);
 		if (lead)
 			req->upstream_ms = fl->upstream_ms;
 		if (!lead && !fl->shareable) {
@@ -785,6 +908,7 @@ flight_done(struct flight *fl)
 	}
 	cache_op_cancel(&fl->op);
 	entry_unref(&fl->entry);
+	entry_unref(&fl->stale);
 	evhttp_clear_headers(&fl->headers);
 	event_free(fl->poll_ev);
 	event_free(fl->deadline_ev);
@@ -981,10 +1105,65 @@ cache_status(const struct req *req, int fwd_status, char *out, size_t outlen)
 		    req->pass_kind == OUT_METHOD ? "method" :
 		    req->pass_kind == OUT_BYPASS ? "bypass" : "miss");
 		break;
+	case OUT_STALE_ERROR: {
+		int64_t late = (now - e->fresh_until_ms + 999) / 1000;
+		int st = atoi(req->failure);
+		char fs[32] = "";
+		if (st > 0)
+			snprintf(fs, sizeof(fs), "fwd-status=%d; ", st);
+		snprintf(out, outlen, "corral; fwd=stale; %sttl=-%" PRId64
+		    "; detail=stale-if-error", fs, late > 0 ? late : 1);
+		break;
+	}
+	case OUT_BACKOFF:
+		snprintf(out, outlen, "corral; detail=error-backoff");
+		break;
+	case OUT_REJECTED:
+		snprintf(out, outlen, "corral; detail=rejected");
+		break;
 	case OUT_UNAVAILABLE:
 	case OUT_NONE:
 		snprintf(out, outlen, "corral; detail=unavailable");
 		break;
+	}
+}
+
+/* The status of an answer Corral makes up itself (no entry to send). */
+static int
+error_code(const struct req *req)
+{
+	int st;
+
+	switch (req->outcome) {
+	case OUT_REJECTED:
+		return req->reject_code;
+	case OUT_UPSTREAM_ERROR:
+		return req->uerr == UPSTREAM_ERR_TIMEOUT ?
+		    HTTP_GATEWAY_TIMEOUT : HTTP_BAD_GATEWAY;
+	case OUT_BACKOFF:
+		if (strcmp(req->failure, "timeout") == 0)
+			return HTTP_GATEWAY_TIMEOUT;
+		st = atoi(req->failure);
+		return st >= 500 && st <= 599 ? st : HTTP_BAD_GATEWAY;
+	default:
+		return HTTP_SERVUNAVAIL;
+	}
+}
+
+static const char *
+error_text(const struct req *req, int code)
+{
+	switch (req->outcome) {
+	case OUT_REJECTED:
+		return code == HTTP_HEADERS_TOO_LARGE ?
+		    "request headers too large" : "bad request";
+	case OUT_UPSTREAM_ERROR:
+		return code == HTTP_GATEWAY_TIMEOUT ? "upstream timed out" :
+		    "upstream unavailable";
+	case OUT_BACKOFF:
+		return "upstream failing; retrying after a backoff";
+	default:
+		return "service unavailable";
 	}
 }
 
@@ -1001,6 +1180,13 @@ count_outcome(struct req *req)
 		break;
 	case OUT_STALE:
 		STAT_INC(st, r, stale_hits);
+		break;
+	case OUT_STALE_ERROR:
+		STAT_INC(st, r, stale_hits);
+		STAT_INC(st, r, stale_if_error);
+		break;
+	case OUT_REJECTED:
+		STAT_INC(st, r, rejected);
 		break;
 	case OUT_STORED:
 	case OUT_FETCHED:
@@ -1024,6 +1210,7 @@ count_outcome(struct req *req)
 		STAT_INC(st, r, bypass);
 		break;
 	case OUT_UPSTREAM_ERROR:
+	case OUT_BACKOFF:
 	case OUT_UNAVAILABLE:
 	case OUT_NONE:
 		STAT_INC(st, r, errors);
@@ -1051,17 +1238,14 @@ deliver(struct req *req)
 	int code;
 
 	if (e == NULL) {
-		code = req->outcome != OUT_UPSTREAM_ERROR ? HTTP_SERVUNAVAIL :
-		    req->uerr == UPSTREAM_ERR_TIMEOUT ? HTTP_GATEWAY_TIMEOUT : HTTP_BAD_GATEWAY;
+		code = error_code(req);
 		cache_status(req, code, cs, sizeof(cs));
 		evhttp_add_header(out, "Cache-Status", cs);
 		evhttp_add_header(out, "Content-Type", "text/plain");
 		evhttp_add_header(out, "Connection", "close");
 		if ((body = evbuffer_new()) != NULL)
 			evbuffer_add_printf(body, "%d %s\n", code,
-			    code == HTTP_GATEWAY_TIMEOUT ? "upstream timed out" :
-			    code == HTTP_BAD_GATEWAY ? "upstream unavailable" :
-			    "service unavailable");
+			    error_text(req, code));
 		sent = body != NULL && !req->head ? evbuffer_get_length(body) : 0;
 		evhttp_send_reply(req->ev, code, NULL, req->head ? NULL : body);
 		if (body != NULL)
@@ -1073,7 +1257,7 @@ deliver(struct req *req)
 	cache_status(req, e->status, cs, sizeof(cs));
 	evhttp_add_header(out, "Cache-Status", cs);
 	if (req->outcome == OUT_HIT || req->outcome == OUT_STALE ||
-	    req->outcome == OUT_COLLAPSED) {
+	    req->outcome == OUT_STALE_ERROR || req->outcome == OUT_COLLAPSED) {
 		int64_t age = (util_now_ms() - e->stored_ms) / 1000;
 		snprintf(num, sizeof(num), "%" PRId64, age > 0 ? age : 0);
 		evhttp_add_header(out, "Age", num);
@@ -1124,6 +1308,7 @@ outcome_label(enum outcome o)
 	case OUT_HIT:
 		return "hit";
 	case OUT_STALE:
+	case OUT_STALE_ERROR:
 		return "stale";
 	case OUT_STORED:
 	case OUT_FETCHED:
@@ -1136,6 +1321,8 @@ outcome_label(enum outcome o)
 	case OUT_METHOD:
 		return "bypass";
 	case OUT_UPSTREAM_ERROR:
+	case OUT_BACKOFF:
+	case OUT_REJECTED:
 	case OUT_UNAVAILABLE:
 	case OUT_NONE:
 		break;
@@ -1216,7 +1403,7 @@ on_pass_fetched(struct upstream_response *resp, void *arg)
 		if (req->head && cl != NULL)
 			snprintf(req->head_length, sizeof(req->head_length),
 			    "%s", cl);
-		req->entry = entry_from_response(resp, "", NULL, 0);
+		req->entry = entry_from_response(resp, "", 0, 0, 0);
 		req->outcome = req->entry != NULL ? req->pass_kind :
 		    OUT_UNAVAILABLE;
 	}
@@ -1270,6 +1457,33 @@ pass_start(struct req *req)
 	return req->fetch != NULL ? 0 : -1;
 }
 
+/*
+ * What a proxy must not forward: 0, or the 4xx to answer with. libevent
+ * reads up to HEADER_SLACK times max_header_bytes, so that the limit
+ * itself is ours to enforce with a 431 rather than its generic 400.
+ */
+static int
+request_problem(const struct proxy *px, struct evhttp_request *ev)
+{
+	const struct evkeyval *h;
+	size_t bytes = strlen(evhttp_request_get_uri(ev)) + sizeof(" HTTP/1.1\r\n");
+	int lengths = 0, chunked = 0;
+
+	TAILQ_FOREACH(h, evhttp_request_get_input_headers(ev), next) {
+		bytes += strlen(h->key) + strlen(h->value) + sizeof(": \r\n") - 1;
+		if (strcasecmp(h->key, "Content-Length") == 0)
+			lengths++;
+		else if (strcasecmp(h->key, "Transfer-Encoding") == 0)
+			chunked = 1;
+	}
+	if (bytes > (size_t)px->conf->max_header_bytes)
+		return HTTP_HEADERS_TOO_LARGE;
+	/* Two lengths, or a length and chunking: a smuggling attempt. */
+	if (lengths > 1 || (lengths > 0 && chunked))
+		return HTTP_BADREQUEST;
+	return 0;
+}
+
 /* Decides how the request is served. */
 static void
 req_recv(struct req *req)
@@ -1282,6 +1496,7 @@ req_recv(struct req *req)
 	const char *query = u != NULL ? evhttp_uri_get_query(u) : NULL;
 	const char *host = evhttp_find_header(in, "Host");
 	const struct conf_route *rt;
+	char *sorted;
 	size_t len;
 
 	if (path == NULL || path[0] == '\0')
@@ -1300,7 +1515,11 @@ req_recv(struct req *req)
 	req->head = cmd == EVHTTP_REQ_HEAD;
 	STAT_INC(&px->stats, req->route, requests);
 
-	if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+	if ((req->reject_code = request_problem(px, req->ev)) != 0) {
+		log_info("rejected %s: %d", req->uri, req->reject_code);
+		req->outcome = OUT_REJECTED;
+		req->step = REQ_DELIVER;
+	} else if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
 		req->pass_kind = OUT_METHOD;
 		req->step = REQ_PASS;
 	} else if (rt == NULL || (!rt->cache_authorized &&
@@ -1308,6 +1527,15 @@ req_recv(struct req *req)
 	    evhttp_find_header(in, "Cookie") != NULL))) {
 		req->pass_kind = OUT_BYPASS;
 		req->step = REQ_PASS;
+	} else if (rt->sort_query && query != NULL) {
+		if ((sorted = cache_query_sorted(query)) == NULL) {
+			req->outcome = OUT_UNAVAILABLE;
+			req->step = REQ_DELIVER;
+			return;
+		}
+		cache_key_build(host, path, sorted, req->key);
+		free(sorted);
+		req->step = REQ_JOIN;
 	} else {
 		cache_key_build(host, path, query, req->key);
 		req->step = REQ_JOIN;

@@ -62,18 +62,19 @@ hdr_copy(const struct evkeyvalq *src, struct evkeyvalq *dst, int flags)
 }
 
 int
-hdr_storable(int status, const struct evkeyvalq *headers, const char **why)
+hdr_status_storable(int status)
 {
-	const struct evkeyval *h;
-	int ok = 0;
-
 	for (size_t i = 0; i < ARRAY_LEN(storable_status); i++)
 		if (status == storable_status[i])
-			ok = 1;
-	if (!ok) {
-		*why = "status";
-		return 0;
-	}
+			return 1;
+	return 0;
+}
+
+int
+hdr_storable(const struct evkeyvalq *headers, const char **why)
+{
+	const struct evkeyval *h;
+
 	TAILQ_FOREACH(h, headers, next) {
 		if (strcasecmp(h->key, "Set-Cookie") == 0) {
 			*why = "set-cookie";
@@ -100,5 +101,5 @@ hdr_shareable(const struct evkeyvalq *headers)
 
 	/* Any status may be shared with the requests that waited for it;
 	 * per-user or no-store responses go to their own requester only. */
-	return hdr_storable(200, headers, &why);
+	return hdr_storable(headers, &why);
 }

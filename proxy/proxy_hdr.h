@@ -21,10 +21,12 @@ int	hdr_is_hop_by_hop(const char *name, const char *connection);
 /* Appends src's end-to-end headers to dst, minus those flags name. */
 void	hdr_copy(const struct evkeyvalq *src, struct evkeyvalq *dst, int flags);
 
-/* May a response with this status and these headers be stored? If not,
- * *why says why ("status", "set-cookie", "no-store", "private"). */
-int	hdr_storable(int status, const struct evkeyvalq *headers,
-	    const char **why);
+/* Is status stored under the route's ttl by default? (200, 203, 204, 300,
+ * 301, 308; other statuses only when ttl_status or ttl_404 names them.) */
+int	hdr_status_storable(int status);
+/* May a response with these headers be stored? If not, *why says why
+ * ("set-cookie", "no-store", "private"). */
+int	hdr_storable(const struct evkeyvalq *headers, const char **why);
 /* May a response be handed to other requests that waited for it? */
 int	hdr_shareable(const struct evkeyvalq *headers);
 

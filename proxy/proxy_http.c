@@ -15,12 +15,52 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_log.h"
 #include "upstream/upstream.h"
 
 #define PUBLIC_METHODS	(EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST | \
 			 EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | \
 			 EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH)
+#define HEADER_SLACK	4	/* libevent reads this many times max_header_bytes */
 #define ADMIN_METHODS	(EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST)
+#define CONN_KEY_MAX	32	/* a connection's address, as "%p" */
+
+static void
+conn_key(const struct evhttp_connection *evcon, char out[CONN_KEY_MAX])
+{
+	snprintf(out, CONN_KEY_MAX, "%p", (const void *)evcon);
+}
+
+static void
+on_conn_close(struct evhttp_connection *evcon, void *arg)
+{
+	struct proxy *px = arg;
+	char key[CONN_KEY_MAX];
+
+	assert(px->magic == PROXY_MAGIC);
+	conn_key(evcon, key);
+	dict_del(px->conns, key);
+}
+
+/*
+ * Counts a client connection in px->conns from its first request until
+ * libevent closes it. evhttp in libevent 2.1 reports no new connection,
+ * but it calls a connection's close callback whenever it frees one.
+ */
+static void
+conn_track(struct proxy *px, struct evhttp_request *ev)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(ev);
+	char key[CONN_KEY_MAX];
+
+	if (evcon == NULL)
+		return;
+	conn_key(evcon, key);
+	if (dict_get(px->conns, key) != NULL)
+		return;
+	if (dict_set(px->conns, key, evcon) == 0)
+		evhttp_connection_set_closecb(evcon, on_conn_close, px);
+}
 
 static void
 on_request(struct evhttp_request *ev, void *arg)
@@ -28,6 +68,7 @@ on_request(struct evhttp_request *ev, void *arg)
 	struct proxy *px = arg;
 
 	assert(px->magic == PROXY_MAGIC);
+	conn_track(px, ev);
 	flow_recv(px, ev);
 }
 
@@ -47,7 +88,8 @@ listen_on(struct event_base *base, const struct conf *conf, const char *host,
 		return NULL;
 	}
 	evhttp_set_allowed_methods(http, (ev_uint16_t)methods);
-	evhttp_set_max_headers_size(http, conf->max_header_bytes);
+	/* Ours to enforce, with a 431: see request_problem(). */
+	evhttp_set_max_headers_size(http, conf->max_header_bytes * HEADER_SLACK);
 	evhttp_set_max_body_size(http, conf->max_body_bytes);
 	evhttp_set_timeout_tv(http, &tv);
 	evhttp_set_default_content_type(http, NULL);
@@ -72,10 +114,13 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 	px->started_ms = util_now_ms();
 	if ((px->flights = dict_new()) == NULL ||
 	    (px->refreshes = dict_new()) == NULL ||
+	    (px->conns = dict_new()) == NULL ||
 	    (px->upstream = upstream_new(base)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	if (access_log_open(conf->access_log, &px->access_log, err, errlen) == -1)
+		goto fail;
 	px->http = listen_on(base, conf, conf->listen_host, conf->listen_port,
 	    PUBLIC_METHODS, on_request, px, err, errlen);
 	if (px->http == NULL)
@@ -112,4 +157,6 @@ proxy_stop(struct proxy *px)
 	cache_free(&px->cache);
 	dict_free(&px->flights);
 	dict_free(&px->refreshes);
+	dict_free(&px->conns);		/* after evhttp_free: it closes them */
+	access_log_close(&px->access_log);
 }

@@ -1,20 +1,200 @@
 #include "proxy/proxy_log.h"
 
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
-#include <time.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
 
 #include "common/log.h"
+#include "conf/conf.h"
 #include "proxy/proxy.h"
+
+#define ACCESS_LOG_MAGIC	0x41434c47u	/* "ACLG" */
+#define ACCESS_FILE_MODE	0644
+#define TIME_FIELD_MAX		40
+
+struct access_log {
+	uint32_t	 magic;
+	int		 fd;
+	char		 path[CONF_PATH_MAX];	/* "" for stdout */
+	int		 failing;	/* the last write failed (warned once) */
+};
+
+static int
+open_append(const char *path, char *err, size_t errlen)
+{
+	int fd;
+
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+	    ACCESS_FILE_MODE);
+	if (fd == -1)
+		snprintf(err, errlen, "cannot open access log %s: %s", path,
+		    strerror(errno));
+	return fd;
+}
+
+int
+access_log_open(const char *path, struct access_log **out, char *err,
+    size_t errlen)
+{
+	struct access_log *al;
+
+	*out = NULL;
+	if (strcmp(path, "off") == 0)
+		return 0;
+	if (strlen(path) >= sizeof(al->path)) {
+		snprintf(err, errlen, "access log path too long: %s", path);
+		return -1;
+	}
+	if ((al = calloc(1, sizeof(*al))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	al->magic = ACCESS_LOG_MAGIC;
+	if (strcmp(path, "-") == 0) {
+		al->fd = STDOUT_FILENO;
+	} else {
+		if ((al->fd = open_append(path, err, errlen)) == -1) {
+			free(al);
+			return -1;
+		}
+		snprintf(al->path, sizeof(al->path), "%s", path);
+	}
+	*out = al;
+	return 0;
+}
+
+int
+access_log_reopen(struct access_log *al, char *err, size_t errlen)
+{
+	int fd;
+
+	if (al == NULL)
+		return 0;
+	assert(al->magic == ACCESS_LOG_MAGIC);
+	if (al->path[0] == '\0')
+		return 0;
+	if ((fd = open_append(al->path, err, errlen)) == -1)
+		return -1;
+	close(al->fd);
+	al->fd = fd;
+	return 0;
+}
+
+void
+access_log_close(struct access_log **alp)
+{
+	struct access_log *al = *alp;
+
+	if (al == NULL)
+		return;
+	if (al->path[0] != '\0')
+		close(al->fd);
+	al->magic = 0;
+	free(al);
+	*alp = NULL;
+}
+
+/* s as a quoted field, or "-" when s is NULL or empty. */
+static void
+add_escaped(struct evbuffer *out, const char *s, int quoted)
+{
+	if (s == NULL || *s == '\0') {
+		evbuffer_add(out, quoted ? "\"-\"" : "-", quoted ? 3 : 1);
+		return;
+	}
+	if (quoted)
+		evbuffer_add(out, "\"", 1);
+	for (; *s != '\0'; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\' || ch < 0x20 || ch >= 0x7f ||
+		    (!quoted && ch == ' '))
+			evbuffer_add_printf(out, "\\x%02X", ch);
+		else
+			evbuffer_add(out, s, 1);
+	}
+	if (quoted)
+		evbuffer_add(out, "\"", 1);
+}
+
+static void
+add_ms(struct evbuffer *out, const char *name, int64_t ms)
+{
+	if (ms < 0)
+		evbuffer_add_printf(out, " %s=-", name);
+	else
+		evbuffer_add_printf(out, " %s=%" PRId64, name, ms);
+}
+
+void
+access_log_format(const struct access_record *r, time_t now,
+    struct evbuffer *out)
+{
+	char when[TIME_FIELD_MAX];
+	struct tm tm;
+
+	localtime_r(&now, &tm);
+	if (strftime(when, sizeof(when), "%d/%b/%Y:%H:%M:%S %z", &tm) == 0)
+		snprintf(when, sizeof(when), "-");
+	add_escaped(out, r->client, 0);
+	evbuffer_add_printf(out, " - - [%s] \"%s ", when, r->method);
+	add_escaped(out, r->uri, 0);
+	evbuffer_add_printf(out, " HTTP/%d.%d\" %d %" PRIu64 " ",
+	    r->proto_major, r->proto_minor, r->status, r->bytes);
+	add_escaped(out, r->referer, 1);
+	evbuffer_add(out, " ", 1);
+	add_escaped(out, r->user_agent, 1);
+	evbuffer_add_printf(out, " cache=%s route=", r->cache);
+	add_escaped(out, r->route, 0);
+	add_ms(out, "upstream_ms", r->upstream_ms);
+	add_ms(out, "lock_wait_ms", r->lock_wait_ms);
+	add_ms(out, "total_ms", r->total_ms);
+	evbuffer_add(out, "\n", 1);
+}
 
 void
 access_log_write(struct proxy *px, const struct access_record *r)
 {
-	if (LOGL_DEBUG > log_current_level)
+	struct access_log *al = px->access_log;
+	struct evbuffer *line;
+	const char *p;
+	size_t len;
+	ssize_t n;
+
+	if (al == NULL && LOGL_DEBUG > log_current_level)
 		return;
-	log_debug("%s \"%s %s HTTP/%d.%d\" %d %" PRIu64 " cache=%s route=%s "
-	    "upstream_ms=%" PRId64 " wait_ms=%" PRId64 " total_ms=%" PRId64,
-	    r->client, r->method, r->uri, r->proto_major, r->proto_minor,
-	    r->status, r->bytes, r->cache, r->route != NULL ? r->route : "-",
-	    r->upstream_ms, r->lock_wait_ms, r->total_ms);
+	if ((line = evbuffer_new()) == NULL)
+		return;
+	access_log_format(r, time(NULL), line);
+	len = evbuffer_get_length(line);
+	if ((p = (const char *)evbuffer_pullup(line, -1)) == NULL)
+		goto out;
+	if (al == NULL) {
+		log_debug("access: %.*s", (int)(len - 1), p);
+		goto out;
+	}
+	assert(al->magic == ACCESS_LOG_MAGIC);
+	/* One write per line: an O_APPEND write lands whole. */
+	while (len > 0) {
+		if ((n = write(al->fd, p, len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			if (!al->failing)
+				log_warn("access log: %s (lines are lost until "
+				    "a write succeeds)", strerror(errno));
+			al->failing = 1;
+			goto out;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	al->failing = 0;
+out:
+	evbuffer_free(line);
 }

@@ -1,11 +1,25 @@
 #ifndef PROXY_PROXY_LOG_H
 #define PROXY_PROXY_LOG_H
 
-/* The access log: one line per finished request. */
+/*
+ * The access log: one line per finished request, in the combined log
+ * format with Corral's fields after it (README, "Watching Corral"):
+ *
+ *   127.0.0.1 - - [02/Mar/2025:10:00:00 +0000] "GET /users/1 HTTP/1.1" 200
+ *   57 "-" "curl/7.88.1" cache=hit route=/ upstream_ms=- lock_wait_ms=-
+ *   total_ms=1
+ *
+ * (one line). Quoted fields escape '"', '\\' and bytes outside printable
+ * ASCII as \xHH; "-" stands for a missing value.
+ */
 
+#include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
+struct evbuffer;
 struct proxy;
+struct access_log;
 
 struct access_record {
 	const char	*client;	/* address, or "-" */
@@ -23,6 +37,21 @@ struct access_record {
 	int64_t		 total_ms;
 };
 
+/* path: a file (appended to, created 0644), "-" for stdout, or "off",
+ * which sets *out to NULL. 0, or -1 with err filled in. */
+int	access_log_open(const char *path, struct access_log **out, char *err,
+	    size_t errlen);
+/* Opens the file again at its path (logrotate moved it). On failure the
+ * old file stays in use and -1 is returned with err filled in. */
+int	access_log_reopen(struct access_log *al, char *err, size_t errlen);
+/* Sets *alp to NULL. */
+void	access_log_close(struct access_log **alp);
+
+/* Appends the line of r, newline included, as it was at time now. */
+void	access_log_format(const struct access_record *r, time_t now,
+	    struct evbuffer *out);
+/* Writes the line to px's access log; with the access log off, to the
+ * error log at level debug. */
 void	access_log_write(struct proxy *px, const struct access_record *r);
 
 #endif

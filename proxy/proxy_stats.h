@@ -17,10 +17,12 @@
 	X(requests,		"requests received")			\
 	X(hits,			"served fresh from the cache")		\
 	X(stale_hits,		"served stale while one refresh runs")	\
+	X(stale_if_error,	"served stale because the upstream failed")	\
 	X(misses,		"answered by a fetch run for this request")	\
 	X(collapsed,		"answered by another request's fetch")	\
 	X(bypass,		"not cacheable: proxied uncached")	\
 	X(errors,		"answered with a 5xx made by corral")	\
+	X(rejected,		"malformed or over-limit requests (4xx)")	\
 	X(upstream_fetches,	"requests sent to the upstream")	\
 	X(upstream_errors,	"upstream fetches that failed or gave 5xx")	\
 	X(upstream_2xx,		"upstream responses 200-299")		\
@@ -32,6 +34,7 @@
 	X(stores,		"entries written to Redis")		\
 	X(locks_acquired,	"refresh locks won")			\
 	X(lock_busy,		"lock attempts that found it held")	\
+	X(backoff_skips,	"fetches skipped: the key's refreshes back off")	\
 	X(lock_renewals,	"lock PX renewals during slow fetches")	\
 	X(lock_lost,		"fetches whose lock token was replaced")	\
 	X(waiters,		"requests that waited for another's fetch")	\

@@ -50,8 +50,9 @@ SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "runtime error:", "LeakSanitizer
 def wait_for(cond, timeout=10, what="condition", interval=POLL_S):
     """Polls cond() until it returns something truthy and returns that.
 
-    Exceptions from cond() count as "not yet"; the last one is named in the
-    AssertionError raised after timeout seconds."""
+    An AssertionError from cond() fails at once (e.g. "the process exited");
+    other exceptions (connection refused, ...) count as "not yet", and the
+    last one is named in the AssertionError raised after timeout seconds."""
     deadline = time.monotonic() + timeout
     last_exc = None
     while True:
@@ -60,6 +61,8 @@ def wait_for(cond, timeout=10, what="condition", interval=POLL_S):
             if value:
                 return value
             last_exc = None
+        except AssertionError:
+            raise
         except Exception as e:	# noqa: BLE001 - "not yet", reported below
             last_exc = e
         if time.monotonic() >= deadline:
@@ -504,7 +507,11 @@ class Origin:
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL)
-        m = wait_for(self.listening, timeout=START_TIMEOUT_S, what=f"{name} to listen")
+        try:
+            m = wait_for(self.listening, timeout=START_TIMEOUT_S, what=f"{name} to listen")
+        except BaseException:
+            self.stop()
+            raise
         self.host, self.port = m.group(1), int(m.group(2))
         self.url = f"http://{self.host}:{self.port}"
 
@@ -658,11 +665,15 @@ class Corral:
             self.proc = subprocess.Popen([binary, "-c", self.config_path],
                                          stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL)
-        wait_for(self.ready, timeout=START_TIMEOUT_S,
-                 what=f"{name} to answer GET /stats on {self.admin_url}")
-        if wait_redis:
-            wait_for(lambda: self.stats()["redis"]["up"] is True, timeout=START_TIMEOUT_S,
-                     what=f"{name} to report redis up in /stats")
+        try:
+            wait_for(self.ready, timeout=START_TIMEOUT_S,
+                     what=f"{name} to answer GET /stats on {self.admin_url}")
+            if wait_redis:
+                wait_for(lambda: self.stats()["redis"]["up"] is True,
+                         timeout=START_TIMEOUT_S, what=f"{name} to report redis up in /stats")
+        except BaseException:
+            self.kill()	# not yet tracked by an Env: never leave it running
+            raise
 
     def ready(self):
         if self.proc.poll() is not None:

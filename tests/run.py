@@ -200,7 +200,10 @@ def main(argv=None):
     tally = Tally()
     if args.unit:
         run_units(args.unit, args.keyword, tally)
-    for path in sorted(glob.glob(SCENARIO_GLOB)):
+    # The harness's own checks first: if they fail, no other scenario can be trusted.
+    paths = sorted(glob.glob(SCENARIO_GLOB),
+                   key=lambda p: (os.path.basename(p) != "test_harness.py", p))
+    for path in paths:
         try:
             scenarios = load_scenarios(path)
         except Exception as e:	# noqa: BLE001 - a broken file is one failure

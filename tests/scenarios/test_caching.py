@@ -122,7 +122,8 @@ def post_is_proxied_and_never_cached(env):
 def server_error_is_not_stored(env):
     redis, origin = env.redis(), env.origin()
     origin.script("/flaky", status=503, body="down")
-    corral = env.corral(redis, origin)
+    # Without a backoff, so that the second request reaches the origin too.
+    corral = env.corral(redis, origin, routes={"/": {"error_backoff": "0"}})
 
     for i in (1, 2):
         r = corral.get("/flaky")

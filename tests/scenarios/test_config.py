@@ -1,12 +1,14 @@
 """The command line: `corral -t` checks a configuration and reports every
 error in one run as FILE:LINE: message; -V and -h."""
 
+import glob
 import os
 import re
 
 from harness import TESTS_DIR, corral_config, expect, expect_eq, free_port, scenario
 
-FIXTURE = os.path.join(TESTS_DIR, "fixtures", "bad.conf")
+FIXTURES = os.path.join(TESTS_DIR, "fixtures")
+BAD_FIXTURE = os.path.join(FIXTURES, "bad.conf")
 MAKEFILE = os.path.join(os.path.dirname(TESTS_DIR), "Makefile")
 
 # One config with four kinds of error on known lines. Each row is the line's
@@ -36,20 +38,16 @@ def reported_lines(path, stderr):
 
 
 def expected_fixture_lines(text):
-    """Lines the fixture's leading comment says must be reported. Accepts
-    "bad.conf:12:" / ":12:" forms and "line 12" / "lines 3, 5 and 9" forms."""
-    lines = set()
+    """The lines a fixture's leading comment says must be reported, from its
+    "; expect-error-lines: 9 10 11" line. None if it has no such line."""
     for raw in text.splitlines():
         line = raw.strip()
-        if not line:
-            continue
-        if not line.startswith(("#", ";")):
+        if line and not line.startswith((";", "#")):
             break
-        lines |= {int(n) for n in re.findall(r":(\d+):", line)}
-        for m in re.finditer(r"\blines?\b\s*[:=]?\s*((?:\d+(?:\s*(?:,|and|&)\s*|\s+))*\d+)",
-                             line, re.IGNORECASE):
-            lines |= {int(n) for n in re.findall(r"\d+", m.group(1))}
-    return lines
+        m = re.search(r"expect-error-lines:\s*([\d\s,]*)", line)
+        if m:
+            return {int(n) for n in re.findall(r"\d+", m.group(1))}
+    return None
 
 
 @scenario
@@ -81,16 +79,20 @@ def bad_config_reports_every_error_with_file_and_line(env):
 
 
 @scenario
-def bad_conf_fixture_reports_its_expected_lines(env):
-    if not os.path.exists(FIXTURE):
-        return	# written with conf/; nothing to check until it exists
-    with open(FIXTURE) as f:
-        expected = expected_fixture_lines(f.read())
-    expect(expected, f"no expected error lines found in the leading comment of {FIXTURE}")
-    p = env.run_corral("-t", "-c", FIXTURE)
-    expect_eq(p.returncode, 1, f"exit status of corral -t -c {FIXTURE}")
-    expect_eq(sorted(reported_lines(FIXTURE, p.stderr)), sorted(expected),
-              f"lines reported for {FIXTURE} (stderr:\n{p.stderr})")
+def bad_conf_fixtures_report_their_expected_lines(env):
+    # tests/fixtures/bad.conf and its siblings list, in a leading
+    # "; expect-error-lines: ..." comment, every line corral must report.
+    expect(os.path.exists(BAD_FIXTURE), f"{BAD_FIXTURE} is missing")
+    for path in sorted(glob.glob(os.path.join(FIXTURES, "*.conf"))):
+        with open(path) as f:
+            expected = expected_fixture_lines(f.read())
+        if expected is None:
+            expect(path != BAD_FIXTURE, f"{path} has no '; expect-error-lines:' comment")
+            continue
+        p = env.run_corral("-t", "-c", path)
+        expect_eq(p.returncode, 1, f"exit status of corral -t -c {path}")
+        expect_eq(sorted(reported_lines(path, p.stderr)), sorted(expected),
+                  f"lines reported for {path} (stderr:\n{p.stderr})")
 
 
 @scenario

@@ -36,7 +36,8 @@ def redis_down_fetches_directly(env):
 def upstream_down_gives_502(env):
     redis = env.redis()
     closed = f"http://127.0.0.1:{free_port()}"	# nothing listens: connection refused
-    corral = env.corral(redis, closed)
+    # Without a backoff, so that each request tries the upstream.
+    corral = env.corral(redis, closed, routes={"/": {"error_backoff": "0"}})
 
     for i in (1, 2):
         expect_upstream_error(corral.get(PATH), 502, f"request {i}")

@@ -36,10 +36,9 @@ def cold_miss_fleet_of_three_fetches_once(env):
     expect_eq(origin.count(PATH), 1, "origin requests for the cold key")
     expect_all(results, 200, b"v1", "all clients")
     done_at = origin.path_stats(PATH)["done_at"][0]
-    early = [r for r in results if r.t_done < done_at - 0.02]
+    early = [r for r in results if r.t_done < done_at - 0.05]
     expect_eq(early, [], "responses complete before the origin answered")
     late_ms = (max(r.t_done for r in results) - done_at) * 1000
-    print(f"last client answered {late_ms:.0f} ms after the origin's response")
     expect(late_ms <= wake_bound_s * 1000,
            f"last client answered {late_ms:.0f} ms after the origin's response "
            f"(bound {wake_bound_s * 1000:.0f} ms): waiters were not woken by the event")
@@ -93,7 +92,11 @@ def stale_key_fleet_of_three_served_stale_then_refreshed_once(env):
     expect_eq(fleet_counters(fleet)["stale_hits"], CLIENTS, "stale_hits")
 
     origin.release(PATH)
-    wait_for(lambda: fleet[1].get(PATH).text == "v2", what="the refreshed entry (v2)")
+    def refreshed():
+        r = fleet[1].get(PATH)
+        return r if r.text != "v1" else None
+    r = wait_for(refreshed, what="a response other than the stale v1")
+    expect_eq((r.status, r.text), (200, "v2"), "the refreshed entry")
     expect_eq(origin.count(PATH), 2, "origin requests in total")
     c = fleet_counters(fleet)
     expect_eq(c["upstream_fetches"], 2, "upstream_fetches")
