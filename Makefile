@@ -18,7 +18,8 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c)
-LIB_SRC  := $(filter-out proxy/main.c,$(SRC))
+GEN_SRC  := build/gen/dashboard.c
+LIB_SRC  := $(filter-out proxy/main.c,$(SRC)) $(GEN_SRC)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 
 REL_FLAGS  := -O2
@@ -34,6 +35,14 @@ all: deps build/release/corral
 
 deps:
 	@scripts/install-deps
+
+# The admin dashboard, embedded as a C array (with od and sed: xxd may be missing).
+build/gen/dashboard.c: proxy/dashboard.html
+	@mkdir -p $(dir $@)
+	@{ printf '#include "proxy/dashboard.h"\n\nconst unsigned char dashboard_html[] = {\n'; \
+	  od -An -v -tx1 $< | sed -e 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g' -e 's/^/\t/'; \
+	  printf '};\nconst size_t dashboard_html_len = sizeof(dashboard_html);\n'; } > $@.tmp
+	@mv $@.tmp $@
 
 build/release/%.o: %.c $(wildcard */*.h)
 	@mkdir -p $(dir $@)

@@ -1,14 +1,26 @@
 #include "common/log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
+
+#define LOG_PATH_MAX	1024
+#define LOG_FILE_MODE	0644
 
 enum log_level log_current_level = LOGL_INFO;
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
+
+/* Where lines go: stderr, or a file opened by log_open(). */
+static struct {
+	int	 fd;
+	char	 path[LOG_PATH_MAX];	/* "" for stderr */
+} out = { STDERR_FILENO, "" };
 
 void
 log_set_level(enum log_level level)
@@ -17,11 +29,11 @@ log_set_level(enum log_level level)
 }
 
 int
-log_parse_level(const char *name, enum log_level *out)
+log_parse_level(const char *name, enum log_level *out_level)
 {
 	for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
 		if (strcasecmp(name, level_names[i]) == 0) {
-			*out = (enum log_level)i;
+			*out_level = (enum log_level)i;
 			return 0;
 		}
 	}
@@ -34,24 +46,86 @@ log_level_name(enum log_level level)
 	return level_names[level];
 }
 
+static int
+open_append(const char *path, char *err, size_t errlen)
+{
+	int fd;
+
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, LOG_FILE_MODE);
+	if (fd == -1)
+		snprintf(err, errlen, "cannot open log %s: %s", path,
+		    strerror(errno));
+	return fd;
+}
+
+int
+log_open(const char *path, char *err, size_t errlen)
+{
+	int fd;
+
+	if (strcmp(path, "-") == 0) {
+		log_close();
+		return 0;
+	}
+	if (strlen(path) >= sizeof(out.path)) {
+		snprintf(err, errlen, "log path too long: %s", path);
+		return -1;
+	}
+	if ((fd = open_append(path, err, errlen)) == -1)
+		return -1;
+	log_close();
+	out.fd = fd;
+	snprintf(out.path, sizeof(out.path), "%s", path);
+	return 0;
+}
+
+int
+log_reopen(char *err, size_t errlen)
+{
+	int fd;
+
+	if (out.path[0] == '\0')
+		return 0;
+	if ((fd = open_append(out.path, err, errlen)) == -1)
+		return -1;
+	close(out.fd);
+	out.fd = fd;
+	return 0;
+}
+
+void
+log_close(void)
+{
+	if (out.fd != STDERR_FILENO)
+		close(out.fd);
+	out.fd = STDERR_FILENO;
+	out.path[0] = '\0';
+}
+
+/* One write(2) per line, so lines from one process never interleave. */
 void
 log_msg(enum log_level level, const char *fmt, ...)
 {
-	char stamp[32];
+	char line[LOG_LINE_MAX];
 	struct timespec ts;
 	struct tm tm;
 	va_list ap;
+	size_t len;
+	int n;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
-
-	flockfile(stderr);
-	fprintf(stderr, "%s.%03ldZ %-5s ", stamp, ts.tv_nsec / 1000000L,
-	    level_names[level]);
+	len = strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
+	n = snprintf(line + len, sizeof(line) - len, ".%03ldZ %-5s ",
+	    ts.tv_nsec / 1000000L, level_names[level]);
+	len += (size_t)n;
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	n = vsnprintf(line + len, sizeof(line) - len, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	funlockfile(stderr);
+	if (n > 0)
+		len += (size_t)n < sizeof(line) - len ? (size_t)n :
+		    sizeof(line) - len - 1;
+	line[len++] = '\n';	/* len <= sizeof(line) - 1 here */
+	while (write(out.fd, line, len) == -1 && errno == EINTR)
+		;
 }

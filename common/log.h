@@ -4,6 +4,8 @@
 /* Leveled logging to stderr or a file. The level is checked before any
  * formatting happens, so disabled debug lines cost one comparison. */
 
+#include <stddef.h>
+
 enum log_level {
 	LOGL_ERROR = 0,
 	LOGL_WARN,
@@ -11,11 +13,23 @@ enum log_level {
 	LOGL_DEBUG
 };
 
+#define LOG_LINE_MAX	4096	/* longer messages are cut */
+
 extern enum log_level log_current_level;
 
 void	log_set_level(enum log_level level);
 int	log_parse_level(const char *name, enum log_level *out);
 const char *log_level_name(enum log_level level);
+
+/* Sends the log to path (appending, created 0644) or, for "-", to stderr,
+ * where it goes until this is called. 0, or -1 with err filled in. */
+int	log_open(const char *path, char *err, size_t errlen);
+/* Opens the path again (after logrotate moved the file). On failure the
+ * log keeps its old file and -1 is returned, with err filled in. */
+int	log_reopen(char *err, size_t errlen);
+/* Back to stderr. */
+void	log_close(void);
+
 void	log_msg(enum log_level level, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
 

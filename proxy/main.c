@@ -8,52 +8,151 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
 #include <event2/event.h>
+#include <event2/http.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "conf/conf.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_log.h"
 
 #define DEFAULT_CONF	"/etc/corral/corral.conf"
+#define SHOW_TIMEOUT_S	5		/* corral -s: the whole exchange */
+#define SHOW_PATH	"/stats.txt"
 
 static void
 usage(FILE *out)
 {
 	fprintf(out,
 	    "usage: corral [-t] [-c FILE]\n"
+	    "       corral -s ADMIN_ADDR\n"
 	    "       corral -V | -h\n"
 	    "\n"
 	    "  -c FILE  configuration file (default " DEFAULT_CONF ")\n"
 	    "  -t       check the configuration and exit\n"
+	    "  -s ADDR  print the stats of the corral whose admin listener is\n"
+	    "           at ADDR (host:port) as a table, and exit\n"
 	    "  -V       print the version and exit\n"
 	    "  -h       print this help, and every configuration key\n");
 }
 
+/* corral -s: one GET of SHOW_PATH from a running corral's admin listener. */
+struct show {
+	struct event_base	*base;
+	const char		*addr;
+	int			 ok;
+};
+
+static void
+on_show_reply(struct evhttp_request *req, void *arg)
+{
+	struct show *sh = arg;
+	struct evbuffer *body;
+	int code = req != NULL ? evhttp_request_get_response_code(req) : 0;
+
+	event_base_loopexit(sh->base, NULL);
+	if (code == 0) {
+		fprintf(stderr, "corral: no answer from %s\n", sh->addr);
+		return;
+	}
+	body = evhttp_request_get_input_buffer(req);
+	if (code != HTTP_OK) {
+		fprintf(stderr, "corral: %s answered %d for " SHOW_PATH "\n",
+		    sh->addr, code);
+		return;
+	}
+	fwrite(evbuffer_pullup(body, -1), 1, evbuffer_get_length(body), stdout);
+	sh->ok = 1;
+}
+
+static int
+show_stats(const char *addr)
+{
+	struct show sh = { .addr = addr };
+	struct evhttp_connection *conn = NULL;
+	struct evhttp_request *req;
+	char host[CONF_HOST_MAX];
+	int port;
+
+	if (util_parse_hostport(addr, host, sizeof(host), &port) == -1) {
+		fprintf(stderr, "corral: -s %s: want host:port\n", addr);
+		return 2;
+	}
+	if ((sh.base = event_base_new()) == NULL ||
+	    (conn = evhttp_connection_base_new(sh.base, NULL, host,
+	    (ev_uint16_t)port)) == NULL ||
+	    (req = evhttp_request_new(on_show_reply, &sh)) == NULL)
+		goto out;
+	evhttp_connection_set_timeout(conn, SHOW_TIMEOUT_S);
+	evhttp_connection_set_retries(conn, 0);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Host", addr);
+	if (evhttp_make_request(conn, req, EVHTTP_REQ_GET, SHOW_PATH) == 0)
+		event_base_dispatch(sh.base);	/* it frees req */
+	else
+		fprintf(stderr, "corral: cannot ask %s\n", addr);
+out:
+	if (conn != NULL)
+		evhttp_connection_free(conn);
+	if (sh.base != NULL)
+		event_base_free(sh.base);
+	return sh.ok ? 0 : 1;
+}
+
+/* SIGUSR1: after logrotate moved the logs, write to new files. */
+static void
+on_reopen_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct proxy *px = arg;
+	char err[512];
+
+	if (log_reopen(err, sizeof(err)) == -1)
+		log_error("%s", err);
+	if (access_log_reopen(px->access_log, err, sizeof(err)) == -1)
+		log_error("%s", err);
+	log_info("%s: logs reopened", strsignal(sig));
+}
+
+static struct conf	*conf;		/* the running configuration */
+static const char	*conf_file = DEFAULT_CONF;
+
+/* SIGTERM, SIGINT: finish what is in progress, then exit. */
 static void
 on_stop_signal(evutil_socket_t sig, short what, void *arg)
 {
-	struct event_base *base = arg;
+	struct proxy *px = arg;
 
-	log_info("%s: shutting down", strsignal(sig));
-	event_base_loopexit(base, NULL);
+	log_info("%s: stopping", strsignal(sig));
+	proxy_drain(px);
+}
+
+/* SIGHUP: read the configuration file again. */
+static void
+on_reload_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct proxy *px = arg;
+
+	log_info("%s: reloading %s", strsignal(sig), conf_file);
+	(void)proxy_reload(px, &conf, conf_file);
 }
 
 int
 main(int argc, char **argv)
 {
-	static struct conf conf;	/* large: keep it off the stack */
 	static struct proxy px;
-	const char *file = DEFAULT_CONF;
 	struct event_base *base;
-	struct event *sigterm, *sigint;
+	struct event *sigterm, *sigint, *sigusr1, *sighup;
 	char err[512];
 	int ch, check = 0, nerr;
 
-	while ((ch = getopt(argc, argv, "c:thV")) != -1) {
+	while ((ch = getopt(argc, argv, "c:s:thV")) != -1) {
 		switch (ch) {
 		case 'c':
-			file = optarg;
+			conf_file = optarg;
 			break;
+		case 's':
+			return show_stats(optarg);
 		case 't':
 			check = 1;
 			break;
@@ -75,38 +174,56 @@ main(int argc, char **argv)
 		return 2;
 	}
 
-	if ((nerr = conf_load(&conf, file, stderr)) != 0) {
-		fprintf(stderr, "%s: %d error%s\n", file, nerr,
+	if ((conf = calloc(1, sizeof(*conf))) == NULL) {
+		fprintf(stderr, "corral: out of memory\n");
+		return 1;
+	}
+	if ((nerr = conf_load(conf, conf_file, stderr)) != 0) {
+		fprintf(stderr, "%s: %d error%s\n", conf_file, nerr,
 		    nerr == 1 ? "" : "s");
+		free(conf);
 		return 1;
 	}
 	if (check) {
 		printf("configuration OK\n");
+		free(conf);
 		return 0;
 	}
-	log_set_level(conf.log_level);
+	log_set_level(conf->log_level);
+	if (log_open(conf->error_log, err, sizeof(err)) == -1) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
 	signal(SIGPIPE, SIG_IGN);
 
 	if ((base = event_base_new()) == NULL) {
 		log_error("cannot create the event loop");
 		return 1;
 	}
-	if (proxy_start(&px, base, &conf, err, sizeof(err)) == -1) {
+	if (proxy_start(&px, base, conf, err, sizeof(err)) == -1) {
 		log_error("%s", err);
 		event_base_free(base);
 		return 1;
 	}
-	sigterm = evsignal_new(base, SIGTERM, on_stop_signal, base);
-	sigint = evsignal_new(base, SIGINT, on_stop_signal, base);
+	sigterm = evsignal_new(base, SIGTERM, on_stop_signal, &px);
+	sigint = evsignal_new(base, SIGINT, on_stop_signal, &px);
+	sigusr1 = evsignal_new(base, SIGUSR1, on_reopen_signal, &px);
+	sighup = evsignal_new(base, SIGHUP, on_reload_signal, &px);
 	evsignal_add(sigterm, NULL);
 	evsignal_add(sigint, NULL);
+	evsignal_add(sigusr1, NULL);
+	evsignal_add(sighup, NULL);
 
 	event_base_dispatch(base);
 
 	proxy_stop(&px);
 	event_free(sigterm);
 	event_free(sigint);
+	event_free(sigusr1);
+	event_free(sighup);
 	event_base_free(base);
+	free(conf);
 	log_info("stopped");
+	log_close();
 	return 0;
 }

@@ -16,6 +16,7 @@
 #include "proxy/proxy_stats.h"
 
 #define PROXY_MAGIC	0x50525859u	/* "PRXY" */
+#define HEADER_SLACK	4	/* libevent reads this many times max_header_bytes */
 
 struct cache;
 struct upstream;
@@ -29,11 +30,17 @@ struct proxy {
 	struct cache		*cache;
 	struct upstream		*upstream;
 	struct evhttp		*http;		/* public listener */
+	struct evhttp_bound_socket *http_bound;	/* NULL once draining */
+	struct evhttp_bound_socket *admin_bound;
 	struct evhttp		*admin;		/* stats and control */
 	struct dict		*flights;	/* key -> struct flight */
 	struct dict		*refreshes;	/* key -> struct refresh */
 	struct dict		*conns;		/* open client connections */
 	struct access_log	*access_log;	/* NULL when off */
+	int			 draining;	/* stopping: finish what is running */
+	int			 abandoned;	/* past the stop deadline */
+	struct event		*drain_ev;
+	int64_t			 drain_deadline_us;
 	int			 nrequests;	/* client requests in progress */
 	int			 nrefreshes;	/* refreshes in progress */
 	struct stats		 stats;
@@ -48,7 +55,20 @@ void	proxy_stop(struct proxy *px);
 /* proxy_flow.c */
 void	flow_recv(struct proxy *px, struct evhttp_request *ev);
 void	flow_on_fill(const char *key, void *arg);
+void	flow_abandon(struct proxy *px);
+void	flow_remap_routes(struct proxy *px, const struct conf *old,
+	    const struct conf *new);
 void	flow_shutdown(struct proxy *px);
+
+/* proxy_life.c */
+/* Stops accepting, lets requests in progress finish for shutdown_timeout,
+ * then releases every lock still held and answers the rest with 503; the
+ * event loop exits when nothing is left. A second call exits at once. */
+void	proxy_drain(struct proxy *px);
+/* Loads path and, if it has no errors, makes it the running configuration
+ * (*confp is replaced and the old one freed). Settings that need a restart
+ * (listeners, [redis]) keep their running values. 0 or -1. */
+int	proxy_reload(struct proxy *px, struct conf **confp, const char *path);
 
 /* proxy_admin.c */
 void	admin_handle(struct evhttp_request *ev, void *arg);

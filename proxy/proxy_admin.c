@@ -1,6 +1,7 @@
 /*
- * The admin listener: GET /stats (JSON counters per route and in total)
- * and GET /health.
+ * The admin listener: GET / (the dashboard), GET /stats (JSON), GET
+ * /stats.txt (a table for terminals), GET /metrics (Prometheus) and GET
+ * /health.
  */
 
 #include <assert.h>
@@ -13,7 +14,9 @@
 #include "cache/cache.h"
 #include "common/dict.h"
 #include "common/util.h"
+#include "proxy/dashboard.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_metrics.h"
 #include "upstream/upstream.h"
 
 static void
@@ -32,35 +35,76 @@ json_string(struct evbuffer *out, const char *s)
 	evbuffer_add(out, "\"", 1);
 }
 
+/* One scope: its counters, then its histograms, in one object. */
+static void
+scope_json(const struct stats_scope *sc, struct evbuffer *out)
+{
+	struct evbuffer *counters = evbuffer_new();
+	size_t len;
+
+	if (counters == NULL) {
+		evbuffer_add(out, "{}", 2);
+		return;
+	}
+	stats_counters_json(&sc->c, counters);
+	len = evbuffer_get_length(counters);	/* "{...}": drop the '}' */
+	evbuffer_remove_buffer(counters, out, len - 1);
+	evbuffer_free(counters);
+	evbuffer_add_printf(out, ", \"upstream_duration\": ");
+	metrics_hist_json(&sc->upstream_duration, out);
+	evbuffer_add_printf(out, ", \"lock_wait\": ");
+	metrics_hist_json(&sc->lock_wait, out);
+	evbuffer_add(out, "}", 1);
+}
+
 static void
 stats_json(const struct proxy *px, struct evbuffer *out)
 {
 	const struct cache_counters *cc = cache_counters(px->cache);
+	struct metrics_scope scopes[CONF_ROUTES_MAX + 1];
+	struct stats_scope unrouted;
+	int n = metrics_scopes(px, &unrouted, scopes);
 
 	evbuffer_add_printf(out, "{\"version\": \"%s\", \"uptime_s\": %" PRId64
-	    ", ", CORRAL_VERSION, (util_now_ms() - px->started_ms) / 1000);
+	    ", \"connections\": %zu, ", CORRAL_VERSION,
+	    (util_now_ms() - px->started_ms) / 1000, dict_count(px->conns));
 	evbuffer_add_printf(out, "\"redis\": {\"up\": %s, \"commands\": %" PRIu64
 	    ", \"errors\": %" PRIu64 ", \"timeouts\": %" PRIu64
 	    ", \"connects\": %" PRIu64 ", \"disconnects\": %" PRIu64
-	    ", \"fills_received\": %" PRIu64 "}, ",
+	    ", \"fills_received\": %" PRIu64 ", \"command_duration\": ",
 	    cache_is_up(px->cache) ? "true" : "false", cc->commands,
 	    cc->errors, cc->timeouts, cc->connects, cc->disconnects,
 	    cc->fills_received);
-	evbuffer_add_printf(out, "\"in_progress\": {\"requests\": %d, "
+	metrics_hist_json(&cc->command_duration, out);
+	evbuffer_add_printf(out, "}, \"in_progress\": {\"requests\": %d, "
 	    "\"flights\": %zu, \"refreshes\": %d, \"upstream_fetches\": %d}, ",
 	    px->nrequests, dict_count(px->flights), px->nrefreshes,
 	    upstream_active(px->upstream));
 	evbuffer_add_printf(out, "\"total\": ");
-	stats_counters_json(&px->stats.total.c, out);
+	scope_json(&px->stats.total, out);
 	evbuffer_add_printf(out, ", \"routes\": {");
-	for (int i = 0; i < px->conf->nroutes; i++) {
+	for (int i = 0; i < n - 1; i++) {	/* the last is unrouted */
 		if (i > 0)
 			evbuffer_add(out, ", ", 2);
-		json_string(out, px->conf->routes[i].prefix);
+		json_string(out, scopes[i].route);
 		evbuffer_add(out, ": ", 2);
-		stats_counters_json(&px->stats.route[i].c, out);
+		scope_json(scopes[i].s, out);
 	}
-	evbuffer_add_printf(out, "}}\n");
+	evbuffer_add_printf(out, "}, \"unrouted\": ");
+	scope_json(scopes[n - 1].s, out);
+	evbuffer_add_printf(out, "}\n");
+}
+
+/* Sends out with the content type and no caching. */
+static void
+reply(struct evhttp_request *ev, int code, const char *type,
+    struct evbuffer *out)
+{
+	struct evkeyvalq *headers = evhttp_request_get_output_headers(ev);
+
+	evhttp_add_header(headers, "Content-Type", type);
+	evhttp_add_header(headers, "Cache-Control", "no-store");
+	evhttp_send_reply(ev, code, NULL, out);
 }
 
 void
@@ -68,7 +112,6 @@ admin_handle(struct evhttp_request *ev, void *arg)
 {
 	struct proxy *px = arg;
 	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(ev));
-	struct evkeyvalq *headers = evhttp_request_get_output_headers(ev);
 	struct evbuffer *out;
 
 	assert(px->magic == PROXY_MAGIC);
@@ -76,20 +119,29 @@ admin_handle(struct evhttp_request *ev, void *arg)
 		evhttp_send_error(ev, HTTP_SERVUNAVAIL, NULL);
 		return;
 	}
-	if (path != NULL && strcmp(path, "/stats") == 0) {
-		evhttp_add_header(headers, "Content-Type", "application/json");
-		evhttp_add_header(headers, "Cache-Control", "no-store");
+	if (path == NULL)
+		path = "";
+	if (strcmp(path, "/stats") == 0) {
 		stats_json(px, out);
-		evhttp_send_reply(ev, HTTP_OK, NULL, out);
-	} else if (path != NULL && strcmp(path, "/health") == 0) {
-		evhttp_add_header(headers, "Content-Type", "text/plain");
+		reply(ev, HTTP_OK, "application/json", out);
+	} else if (strcmp(path, "/metrics") == 0) {
+		metrics_prometheus(px, out);
+		reply(ev, HTTP_OK, METRICS_CONTENT_TYPE, out);
+	} else if (strcmp(path, "/stats.txt") == 0) {
+		metrics_table(px, out);
+		reply(ev, HTTP_OK, "text/plain; charset=utf-8", out);
+	} else if (strcmp(path, "/") == 0 || strcmp(path, "/index.html") == 0) {
+		evbuffer_add_reference(out, dashboard_html, dashboard_html_len,
+		    NULL, NULL);
+		reply(ev, HTTP_OK, "text/html; charset=utf-8", out);
+	} else if (strcmp(path, "/health") == 0) {
 		evbuffer_add_printf(out, "ok redis=%s\n",
 		    cache_is_up(px->cache) ? "up" : "down");
-		evhttp_send_reply(ev, HTTP_OK, NULL, out);
+		reply(ev, HTTP_OK, "text/plain", out);
 	} else {
-		evhttp_add_header(headers, "Content-Type", "text/plain");
-		evbuffer_add_printf(out, "not found: try /stats or /health\n");
-		evhttp_send_reply(ev, HTTP_NOTFOUND, NULL, out);
+		evbuffer_add_printf(out, "not found: try / (dashboard), /stats, "
+		    "/stats.txt, /metrics or /health\n");
+		reply(ev, HTTP_NOTFOUND, "text/plain", out);
 	}
 	evbuffer_free(out);
 }

@@ -136,7 +136,8 @@ struct flight {
 	uint32_t		 magic;
 	struct proxy		*px;
 	enum flight_step	 step;
-	int			 route;
+	int			 route;		/* for counters; -1 if reloaded away */
+	struct conf_route	 rt;		/* its settings when the flight began */
 	char			 key[CACHE_KEY_MAX + 1];
 	char			*uri;
 	struct evkeyvalq	 headers;	/* sent upstream */
@@ -193,7 +194,8 @@ struct refresh {
 	struct proxy		*px;
 	enum refresh_mode	 mode;
 	enum refresh_step	 step;
-	int			 route;
+	int			 route;		/* for counters; -1 if reloaded away */
+	struct conf_route	 rt;		/* its settings when it began */
 	char			 key[CACHE_KEY_MAX + 1];
 	char			*url;
 	struct evkeyvalq	 headers;
@@ -336,7 +338,7 @@ static void
 on_renew_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct refresh *rf = arg;
-	const struct conf_route *rt = route_of(rf->px, rf->route);
+	const struct conf_route *rt = &rf->rt;
 
 	assert(rf->magic == REFRESH_MAGIC);
 	if (rf->step != RF_FETCH || rf->lost)
@@ -413,7 +415,7 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 {
 	struct refresh *rf = arg;
 	struct proxy *px = rf->px;
-	const struct conf_route *rt = route_of(px, rf->route);
+	const struct conf_route *rt = &rf->rt;
 	const char *why = "";
 	int64_t ttl;
 
@@ -509,7 +511,7 @@ static int
 refresh_fetch(struct refresh *rf)
 {
 	const struct conf *conf = rf->px->conf;
-	const struct conf_route *rt = route_of(rf->px, rf->route);
+	const struct conf_route *rt = &rf->rt;
 	struct upstream_request ur = {
 		.method = "GET",
 		.url = rf->url,
@@ -533,7 +535,7 @@ static void
 refresh_run(struct refresh *rf)
 {
 	struct proxy *px = rf->px;
-	const struct conf_route *rt = route_of(px, rf->route);
+	const struct conf_route *rt = &rf->rt;
 
 	assert(rf->magic == REFRESH_MAGIC);
 	for (;;) {
@@ -597,8 +599,9 @@ refresh_run(struct refresh *rf)
  */
 static struct refresh *
 refresh_start(struct proxy *px, enum refresh_mode mode, int route,
-    const char *key, const char *uri, const struct evkeyvalq *headers,
-    const char *seen_gen, refresh_done_cb *cb, void *arg)
+    const struct conf_route *rt, const char *key, const char *uri,
+    const struct evkeyvalq *headers, const char *seen_gen,
+    refresh_done_cb *cb, void *arg)
 {
 	struct refresh *rf;
 	size_t urllen;
@@ -610,6 +613,7 @@ refresh_start(struct proxy *px, enum refresh_mode mode, int route,
 	rf->mode = mode;
 	rf->step = RF_LOCK;
 	rf->route = route;
+	rf->rt = *rt;
 	rf->fetch_ms = -1;
 	rf->cb = cb;
 	rf->cb_arg = arg;
@@ -679,7 +683,7 @@ flight_set_answer(struct flight *fl, enum outcome lead, enum outcome rest,
 static void
 flight_keep_stale(struct flight *fl, struct cache_entry **ep)
 {
-	const struct conf_route *rt = route_of(fl->px, fl->route);
+	const struct conf_route *rt = &fl->rt;
 	struct cache_entry *e = *ep;
 
 	*ep = NULL;
@@ -713,7 +717,7 @@ on_flight_lookup(enum cache_result r, struct cache_entry *e, void *arg)
 		case ENTRY_STALE:
 			if (dict_get(px->refreshes, fl->key) == NULL)
 				(void)refresh_start(px, RF_LOCKED, fl->route,
-				    fl->key, fl->uri, &fl->headers, e->gen,
+				    &fl->rt, fl->key, fl->uri, &fl->headers, e->gen,
 				    NULL, NULL);
 			flight_set_answer(fl, OUT_STALE, OUT_STALE, e);
 			break;
@@ -754,7 +758,7 @@ static void
 flight_failed(struct flight *fl, const struct refresh *rf,
     struct cache_entry *e)
 {
-	const struct conf_route *rt = route_of(fl->px, fl->route);
+	const struct conf_route *rt = &fl->rt;
 	enum outcome o = e != NULL ? OUT_FETCHED : OUT_UPSTREAM_ERROR;
 
 	fl->uerr = rf->uerr;
@@ -789,6 +793,12 @@ on_flight_refresh(struct refresh *rf, void *arg)
 	fl->refresh = NULL;
 	if (rf->fetch_ms >= 0)
 		fl->upstream_ms = rf->fetch_ms;
+	if (fl->px->abandoned && rf->result != RFR_FETCHED &&
+	    rf->result != RFR_CHANGED) {
+		flight_set_answer(fl, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
+		flight_run(fl);
+		return;
+	}
 	switch (rf->result) {
 	case RFR_BUSY:
 		if (fl->timed_out)
@@ -921,7 +931,7 @@ static void
 flight_run(struct flight *fl)
 {
 	struct proxy *px = fl->px;
-	const struct conf_route *rt = route_of(px, fl->route);
+	const struct conf_route *rt = &fl->rt;
 
 	assert(fl->magic == FLIGHT_MAGIC);
 	for (;;) {
@@ -938,7 +948,7 @@ flight_run(struct flight *fl)
 		case FL_LOCK:
 			fl->fill_pending = 0;
 			fl->refresh = refresh_start(px, RF_LOCKED, fl->route,
-			    fl->key, fl->uri, &fl->headers, fl->seen_gen,
+			    &fl->rt, fl->key, fl->uri, &fl->headers, fl->seen_gen,
 			    on_flight_refresh, fl);
 			if (fl->refresh == NULL) {
 				flight_set_answer(fl, OUT_UNAVAILABLE,
@@ -958,7 +968,7 @@ flight_run(struct flight *fl)
 			if (fl->timed_out)
 				STAT_INC(&px->stats, fl->route, lock_wait_timeouts);
 			fl->refresh = refresh_start(px, RF_DIRECT, fl->route,
-			    fl->key, fl->uri, &fl->headers, "",
+			    &fl->rt, fl->key, fl->uri, &fl->headers, "",
 			    on_flight_refresh, fl);
 			if (fl->refresh == NULL) {
 				flight_set_answer(fl, OUT_UNAVAILABLE,
@@ -998,6 +1008,7 @@ flight_join(struct req *req)
 	fl->px = px;
 	fl->step = FL_LOOKUP;
 	fl->route = req->route;
+	fl->rt = *rt;
 	fl->upstream_ms = -1;
 	TAILQ_INIT(&fl->reqs);
 	TAILQ_INIT(&fl->headers);
@@ -1254,6 +1265,8 @@ deliver(struct req *req)
 	}
 
 	hdr_copy(&e->headers, out, HDR_DROP_LENGTH);
+	if (req->px->draining)
+		evhttp_add_header(out, "Connection", "close");
 	cache_status(req, e->status, cs, sizeof(cs));
 	evhttp_add_header(out, "Cache-Status", cs);
 	if (req->outcome == OUT_HIT || req->outcome == OUT_STALE ||
@@ -1597,6 +1610,80 @@ flow_recv(struct proxy *px, struct evhttp_request *ev)
 	TAILQ_INSERT_TAIL(&all_reqs, req, all_link);
 	px->nrequests++;
 	req_run(req);
+}
+
+/*
+ * Past the stop deadline: every fetch that holds a lock gives it up and
+ * releases the lock (so the fleet does not wait out lock_ttl), and every
+ * client still waiting gets a 503. Releases finish asynchronously.
+ */
+void
+flow_abandon(struct proxy *px)
+{
+	struct refresh *rf;
+	struct flight *fl, *fnext;
+	struct req *req, *rnext;
+
+	px->abandoned = 1;
+	TAILQ_FOREACH(rf, &all_refreshes, link) {
+		if (rf->step != RF_FETCH)
+			continue;	/* a Redis reply is due within its timeout */
+		upstream_cancel(&rf->fetch);
+		evtimer_del(rf->renew_ev);
+		cache_op_cancel(&rf->renew_op);
+		rf->result = RFR_UPSTREAM_ERROR;
+		rf->uerr = UPSTREAM_ERR_PROTOCOL;
+		rf->step = RF_RELEASE;	/* no failure: no backoff */
+		refresh_run(rf);
+	}
+	for (fl = TAILQ_FIRST(&all_flights); fl != NULL; fl = fnext) {
+		fnext = TAILQ_NEXT(fl, link);
+		if (fl->refresh != NULL)
+			continue;	/* answered when its refresh reports */
+		cache_op_cancel(&fl->op);
+		evtimer_del(fl->poll_ev);
+		evtimer_del(fl->deadline_ev);
+		flight_set_answer(fl, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
+		flight_done(fl);
+	}
+	for (req = TAILQ_FIRST(&all_reqs); req != NULL; req = rnext) {
+		rnext = TAILQ_NEXT(req, all_link);
+		if (req->fetch == NULL)
+			continue;
+		req->outcome = OUT_UNAVAILABLE;
+		req_finish(req);
+	}
+}
+
+/* The index of the route with this prefix in c, or -1. */
+static int
+route_index(const struct conf *c, const char *prefix)
+{
+	for (int i = 0; i < c->nroutes; i++)
+		if (strcmp(c->routes[i].prefix, prefix) == 0)
+			return i;
+	return -1;
+}
+
+/*
+ * A reload replaced old with new: work in progress keeps the settings it
+ * began with, but counts under the route of the same prefix, if any.
+ */
+void
+flow_remap_routes(struct proxy *px, const struct conf *old,
+    const struct conf *new)
+{
+	struct req *req;
+	struct flight *fl;
+	struct refresh *rf;
+
+	TAILQ_FOREACH(req, &all_reqs, all_link)
+		if (req->route >= 0)
+			req->route = route_index(new, old->routes[req->route].prefix);
+	TAILQ_FOREACH(fl, &all_flights, link)
+		fl->route = route_index(new, fl->rt.prefix);
+	TAILQ_FOREACH(rf, &all_refreshes, link)
+		rf->route = route_index(new, rf->rt.prefix);
 }
 
 /*

@@ -21,7 +21,6 @@
 #define PUBLIC_METHODS	(EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST | \
 			 EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | \
 			 EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH)
-#define HEADER_SLACK	4	/* libevent reads this many times max_header_bytes */
 #define ADMIN_METHODS	(EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST)
 #define CONN_KEY_MAX	32	/* a connection's address, as "%p" */
 
@@ -75,7 +74,7 @@ on_request(struct evhttp_request *ev, void *arg)
 static struct evhttp *
 listen_on(struct event_base *base, const struct conf *conf, const char *host,
     int port, int methods, void (*cb)(struct evhttp_request *, void *),
-    void *arg, char *err, size_t errlen)
+    void *arg, struct evhttp_bound_socket **bound, char *err, size_t errlen)
 {
 	struct evhttp *http;
 	struct timeval tv = {
@@ -94,7 +93,8 @@ listen_on(struct event_base *base, const struct conf *conf, const char *host,
 	evhttp_set_timeout_tv(http, &tv);
 	evhttp_set_default_content_type(http, NULL);
 	evhttp_set_gencb(http, cb, arg);
-	if (evhttp_bind_socket_with_handle(http, host, (ev_uint16_t)port) == NULL) {
+	if ((*bound = evhttp_bind_socket_with_handle(http, host,
+	    (ev_uint16_t)port)) == NULL) {
 		snprintf(err, errlen, "cannot listen on %s:%d: %s", host, port,
 		    strerror(errno));
 		evhttp_free(http);
@@ -122,11 +122,11 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 	if (access_log_open(conf->access_log, &px->access_log, err, errlen) == -1)
 		goto fail;
 	px->http = listen_on(base, conf, conf->listen_host, conf->listen_port,
-	    PUBLIC_METHODS, on_request, px, err, errlen);
+	    PUBLIC_METHODS, on_request, px, &px->http_bound, err, errlen);
 	if (px->http == NULL)
 		goto fail;
 	px->admin = listen_on(base, conf, conf->admin_host, conf->admin_port,
-	    ADMIN_METHODS, admin_handle, px, err, errlen);
+	    ADMIN_METHODS, admin_handle, px, &px->admin_bound, err, errlen);
 	if (px->admin == NULL)
 		goto fail;
 	if ((px->cache = cache_new(base, conf, flow_on_fill, px)) == NULL) {
@@ -158,5 +158,8 @@ proxy_stop(struct proxy *px)
 	dict_free(&px->flights);
 	dict_free(&px->refreshes);
 	dict_free(&px->conns);		/* after evhttp_free: it closes them */
+	if (px->drain_ev != NULL)
+		event_free(px->drain_ev);
+	px->drain_ev = NULL;
 	access_log_close(&px->access_log);
 }

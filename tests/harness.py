@@ -19,6 +19,7 @@ import http.client
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -36,13 +37,26 @@ ORIGIN_PY = os.path.join(TESTS_DIR, "origin.py")
 HOST = "app.test"
 PREFIX = "corral:"
 
-START_TIMEOUT_S = 20		# corral under ASan, redis, origin: ready within this
-STOP_TIMEOUT_S = 10		# SIGTERM, then SIGKILL after this long
-CLIENT_TIMEOUT_S = 30		# one HTTP exchange
+# How much slower than under ASan corral runs here (CORRAL_TEST_SLOWNESS,
+# e.g. 10 under valgrind). Every time limit of the harness, and the timing
+# bounds a scenario passes through slow(), are multiplied by it.
+SLOWNESS = max(1.0, float(os.environ.get("CORRAL_TEST_SLOWNESS") or 1))
+# A command that runs corral (e.g. "valgrind --error-exitcode=99 ..."):
+# corral is started as WRAPPER... BINARY ARGS.
+WRAPPER = shlex.split(os.environ.get("CORRAL_WRAPPER") or "")
+
+START_TIMEOUT_S = 20 * SLOWNESS	# corral under ASan, redis, origin: ready within this
+STOP_TIMEOUT_S = 10 * SLOWNESS	# SIGTERM, then SIGKILL after this long
+CLIENT_TIMEOUT_S = 30 * SLOWNESS	# one HTTP exchange
 POLL_S = 0.01			# wait_for's polling interval
 LOG_TAIL_LINES = 40
 
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "runtime error:", "LeakSanitizer")
+
+
+def slow(seconds):
+    """A timing bound, stretched by SLOWNESS (1 unless CORRAL_TEST_SLOWNESS)."""
+    return seconds * SLOWNESS
 
 
 # -- waiting and asserting ----------------------------------------------------
@@ -52,8 +66,9 @@ def wait_for(cond, timeout=10, what="condition", interval=POLL_S):
 
     An AssertionError from cond() fails at once (e.g. "the process exited");
     other exceptions (connection refused, ...) count as "not yet", and the
-    last one is named in the AssertionError raised after timeout seconds."""
-    deadline = time.monotonic() + timeout
+    last one is named in the AssertionError raised after timeout seconds
+    (times SLOWNESS)."""
+    deadline = time.monotonic() + timeout * SLOWNESS
     last_exc = None
     while True:
         try:
@@ -662,7 +677,7 @@ class Corral:
         self.admin_url = f"http://{self.admin_host}:{self.admin_port}"
         self.stopped = False
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen([binary, "-c", self.config_path],
+            self.proc = subprocess.Popen([*WRAPPER, binary, "-c", self.config_path],
                                          stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL)
         try:
@@ -909,8 +924,10 @@ class Env:
         self.procs.append(proc)
         return proc
 
-    def redis(self):
-        return self.track(RedisServer(self.workdir, self.name("redis")))
+    def redis(self, port=None):
+        """A new redis-server; on port if given (e.g. to restart one that
+        was killed, or to start one where a corral expects it)."""
+        return self.track(RedisServer(self.workdir, self.name("redis"), port))
 
     def origin(self, delay=None):
         return self.track(Origin(self.workdir, self.name("origin"), delay))
@@ -950,8 +967,9 @@ class Env:
         CompletedProcess with text stdout and stderr. Fails on sanitizer reports."""
         if not self.binary or not os.access(self.binary, os.X_OK):
             raise AssertionError(f"corral binary {self.binary!r} not found or not executable")
-        p = subprocess.run([self.binary, *args], capture_output=True, text=True,
-                           errors="replace", timeout=timeout, stdin=subprocess.DEVNULL)
+        p = subprocess.run([*WRAPPER, self.binary, *args], capture_output=True, text=True,
+                           errors="replace", timeout=timeout * SLOWNESS,
+                           stdin=subprocess.DEVNULL)
         marker = sanitizer_report(p.stdout + p.stderr)
         if marker:
             raise AssertionError(f"corral {' '.join(args)} reported {marker!r}:\n"
@@ -968,7 +986,93 @@ DEFAULT_SCENARIO_TIMEOUT_S = 120
 def scenario(fn=None, *, timeout=DEFAULT_SCENARIO_TIMEOUT_S):
     """Marks fn(env) as a scenario; its name is the function's name."""
     def mark(f):
-        f.scenario_timeout = timeout
+        f.scenario_timeout = timeout * SLOWNESS
         SCENARIOS.append(f)
         return f
     return mark(fn) if fn is not None else mark
+
+
+# -- raw connections, paced clients, process faults -------------------------------
+
+class RawReply:
+    """What one raw exchange read: the response (status, lower-cased header
+    names, body) and how the connection ended: "eof" (the server closed it
+    cleanly: recv returned b""), "reset" (ECONNRESET), "timeout" or "open"."""
+
+    def __init__(self, data, end):
+        self.data = data
+        self.end = end
+        self.status = None
+        self.headers = {}
+        self.body = b""
+        self.complete = False	# a whole response, as its Content-Length says
+        head, sep, body = data.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        m = re.match(r"HTTP/1\.[01] (\d{3})", lines[0]) if sep else None
+        if m:
+            self.status = int(m.group(1))
+            for line in lines[1:]:
+                name, _, value = line.partition(":")
+                self.headers[name.strip().lower()] = value.strip()
+            self.body = body
+            length = self.headers.get("content-length")
+            self.complete = length is not None and len(body) == int(length)
+
+    @property
+    def cache_status(self):
+        return CacheStatus(self.headers.get("cache-status"))
+
+    def __repr__(self):
+        return f"RawReply(status={self.status}, end={self.end!r}, data={self.data[:120]!r})"
+
+
+def raw_exchange(host, port, data, timeout=CLIENT_TIMEOUT_S):
+    """Sends data (bytes, as is) on a new connection and reads until the
+    server closes it or timeout seconds pass. Returns a RawReply."""
+    chunks, end = [], "open"
+    with socket.create_connection((host, port), timeout) as s:
+        s.settimeout(timeout)
+        try:
+            s.sendall(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass	# what was answered is read below
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                chunk = s.recv(65536)
+            except ConnectionResetError:
+                end = "reset"
+                break
+            except socket.timeout:
+                end = "timeout"
+                break
+            if not chunk:
+                end = "eof"
+                break
+            chunks.append(chunk)
+    return RawReply(b"".join(chunks), end)
+
+
+def send_and_leave(host, port, data):
+    """Sends data on a new connection, then closes it without reading."""
+    with socket.create_connection((host, port), CLIENT_TIMEOUT_S) as s:
+        s.sendall(data)
+
+
+def paced(n, seconds, fn):
+    """Calls fn(i) for i in range(n), one at a time, started evenly over
+    about seconds by the clock (a call that overruns its slot delays the
+    next ones, never skips them). Returns the n results."""
+    results = []
+    t0 = time.monotonic()
+    for i in range(n):
+        lag = t0 + seconds * i / max(1, n - 1) - time.monotonic()
+        if lag > 0:
+            time.sleep(lag)	# pacing a request rate, not waiting for a condition
+        results.append(fn(i))
+    return results
+
+
+def origin_max_active(origin, path):
+    """The most requests of path the origin had in progress at once."""
+    return origin.path_stats(path).get("max_active", 0)

@@ -17,9 +17,15 @@ control API under /__origin/ (never counted, never delayed):
     POST /__origin/release?path=/users/1
         Releases every request held on that path; later ones pass.
     GET  /__origin/stats    {"total": N, "paths": {PATH: {"count", "methods",
-                             "done_at", "held", "bodies", "headers"}}}
+                             "done_at", "held", "bodies", "headers",
+                             "active", "max_active"}}}
         A request is counted when it arrives (before delay or hold);
         done_at gets the wall-clock time once its response is written.
+        active counts the path's requests that arrived and whose response
+        is not yet being written; max_active is the most there ever were.
+        A stats request waits (at most WRITE_WAIT_S) for responses being
+        written, so it never misses the done_at of a response a client
+        has already read.
     POST /__origin/reset    forgets counts and scripts, releases holds.
 
 Standard library only. Prints "origin listening on HOST:PORT" once bound
@@ -42,6 +48,7 @@ MAX_BODY_BYTES = 64 << 20	# request bodies larger than this are refused
 IDLE_TIMEOUT_S = 120		# keep-alive connections idle this long are closed
 LISTEN_BACKLOG = 1024		# stampedes open hundreds of connections at once
 NO_BODY_STATUSES = {204, 304}
+WRITE_WAIT_S = 2		# stats wait this long for responses being written
 
 
 def parse_delay(text):
@@ -61,11 +68,14 @@ class PathStats:
         self.held = 0
         self.bodies = []
         self.headers = {}
+        self.active = 0
+        self.max_active = 0
 
     def as_json(self):
         return {"count": self.count, "methods": dict(self.methods),
                 "done_at": list(self.done_at), "held": self.held,
-                "bodies": list(self.bodies), "headers": dict(self.headers)}
+                "bodies": list(self.bodies), "headers": dict(self.headers),
+                "active": self.active, "max_active": self.max_active}
 
 
 def bounded_append(lst, value):
@@ -81,6 +91,8 @@ class OriginState:
 
     def __init__(self, default_delay_s):
         self.lock = threading.Lock()
+        self.written = threading.Condition(self.lock)
+        self.writing = 0	# responses being written, not yet in done_at
         self.default_delay_s = default_delay_s
         self.reset()
 
@@ -129,6 +141,8 @@ class OriginState:
             st.count += 1
             st.methods[method] = st.methods.get(method, 0) + 1
             st.headers = headers
+            st.active += 1
+            st.max_active = max(st.max_active, st.active)
             script = {"delay_ms": self.default_delay_s * 1000.0, "status": 200,
                       "body": None, "headers": {}, "hold": False}
             hold_key = None
@@ -152,12 +166,24 @@ class OriginState:
         with self.lock:
             bounded_append(self.paths[path].bodies, length)
 
-    def done(self, path, when):
+    def begin_write(self, path):
+        """The response of one request of path is about to be written."""
         with self.lock:
-            bounded_append(self.paths[path].done_at, when)
+            if path in self.paths:	# else forgotten by a reset
+                self.paths[path].active -= 1
+            self.writing += 1
+
+    def end_write(self, path, when):
+        """The response was written (when: its time) or failed (None)."""
+        with self.lock:
+            if when is not None and path in self.paths:
+                bounded_append(self.paths[path].done_at, when)
+            self.writing -= 1
+            self.written.notify_all()
 
     def stats(self):
         with self.lock:
+            self.written.wait_for(lambda: self.writing == 0, WRITE_WAIT_S)
             return {"total": self.total,
                     "paths": {p: s.as_json() for p, s in self.paths.items()}}
 
@@ -227,7 +253,11 @@ class Handler(BaseHTTPRequestHandler):
             body_in = self.read_body()
         except ValueError as e:
             self.close_connection = True
-            self.reply(413, str(e).encode())
+            state.begin_write(path)
+            try:
+                self.reply(413, str(e).encode())
+            finally:
+                state.end_write(path, None)
             return
         state.record_body(path, len(body_in))
         if hold is not None:
@@ -249,8 +279,13 @@ class Handler(BaseHTTPRequestHandler):
             body = (str(script["body"]).replace("{n}", str(n))
                     .replace("{path}", path).replace("{method}", self.command)
                     .encode())
-        self.reply(status, body, headers)
-        state.done(path, time.time())
+        state.begin_write(path)
+        done_at = None
+        try:
+            self.reply(status, body, headers)
+            done_at = time.time()
+        finally:
+            state.end_write(path, done_at)
         if self.server.log:
             print(f"origin: {self.command} {path} -> {status} (n={n}, "
                   f"{delay_s * 1000:.0f} ms)", file=sys.stderr, flush=True)

@@ -1,0 +1,421 @@
+/*
+ * Metrics in the Prometheus text format, histograms in JSON, and a table
+ * for terminals. Every per-route metric is one row of a table below; a
+ * family is the run of rows that share a name.
+ */
+
+#include "proxy/proxy_metrics.h"
+
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include "cache/cache.h"
+#include "common/dict.h"
+#include "common/util.h"
+#include "proxy/proxy.h"
+#include "upstream/upstream.h"
+
+#define NO_FIELD	((size_t)-1)
+#define FIELD(f)	offsetof(struct stats_counters, f)
+#define MS_PER_S	1000.0
+#define TABLE_ROUTE_MIN	6	/* width of the route column */
+#define TABLE_ROUTE_MAX	24
+
+/* One series of a per-route counter family: field (plus also) of each
+ * scope, with label = value when label is set. */
+struct counter_row {
+	const char	*name;
+	const char	*help;
+	const char	*label;
+	const char	*value;
+	size_t		 field;
+	size_t		 also;
+};
+
+static const struct counter_row counter_rows[] = {
+	{ "corral_requests_total", "Requests answered, by how the cache "
+	  "answered them.", "cache", "hit", FIELD(hits), NO_FIELD },
+	{ "corral_requests_total", NULL, "cache", "stale",
+	  FIELD(stale_hits), NO_FIELD },
+	{ "corral_requests_total", NULL, "cache", "miss",
+	  FIELD(misses), NO_FIELD },
+	{ "corral_requests_total", NULL, "cache", "collapsed",
+	  FIELD(collapsed), NO_FIELD },
+	{ "corral_requests_total", NULL, "cache", "bypass",
+	  FIELD(bypass), NO_FIELD },
+	{ "corral_requests_total", NULL, "cache", "error",
+	  FIELD(errors), FIELD(rejected) },
+
+	{ "corral_upstream_requests_total", "Upstream fetches finished, by "
+	  "status class, or timeout or error when no status came.", "code",
+	  "2xx", FIELD(upstream_2xx), NO_FIELD },
+	{ "corral_upstream_requests_total", NULL, "code", "3xx",
+	  FIELD(upstream_3xx), NO_FIELD },
+	{ "corral_upstream_requests_total", NULL, "code", "4xx",
+	  FIELD(upstream_4xx), NO_FIELD },
+	{ "corral_upstream_requests_total", NULL, "code", "5xx",
+	  FIELD(upstream_5xx), NO_FIELD },
+	{ "corral_upstream_requests_total", NULL, "code", "timeout",
+	  FIELD(upstream_timeouts), NO_FIELD },
+	{ "corral_upstream_requests_total", NULL, "code", "error",
+	  FIELD(upstream_failures), NO_FIELD },
+
+	{ "corral_cache_stores_total", "Entries written to Redis.", NULL, NULL,
+	  FIELD(stores), NO_FIELD },
+	{ "corral_stale_if_error_total", "Stale answers given because the "
+	  "upstream failed (also counted as cache=stale).", NULL, NULL,
+	  FIELD(stale_if_error), NO_FIELD },
+	{ "corral_lock_acquired_total", "Refresh locks won.", NULL, NULL,
+	  FIELD(locks_acquired), NO_FIELD },
+	{ "corral_lock_busy_total", "Lock attempts that found the lock held "
+	  "by another fetch.", NULL, NULL, FIELD(lock_busy), NO_FIELD },
+	{ "corral_lock_renewed_total", "Lock expiry extensions during slow "
+	  "fetches.", NULL, NULL, FIELD(lock_renewals), NO_FIELD },
+	{ "corral_lock_lost_total", "Fetches whose lock was taken over "
+	  "(their response was not stored).", NULL, NULL, FIELD(lock_lost),
+	  NO_FIELD },
+	{ "corral_lock_wait_timeouts_total", "Waits for another fetch that "
+	  "reached lock_wait.", NULL, NULL, FIELD(lock_wait_timeouts),
+	  NO_FIELD },
+	{ "corral_backoff_skips_total", "Fetches skipped while a key's "
+	  "refreshes back off after upstream failures.", NULL, NULL,
+	  FIELD(backoff_skips), NO_FIELD },
+};
+
+/* A per-route histogram family. */
+struct hist_family {
+	const char	*name;
+	const char	*help;
+	size_t		 off;		/* in struct stats_scope */
+};
+
+static const struct hist_family hist_families[] = {
+	{ "corral_upstream_duration_seconds", "Time each upstream fetch took.",
+	  offsetof(struct stats_scope, upstream_duration) },
+	{ "corral_lock_wait_seconds", "Time each cold-miss waiter waited for "
+	  "another request's fetch.", offsetof(struct stats_scope, lock_wait) },
+};
+
+static uint64_t
+counter(const struct stats_counters *c, size_t field)
+{
+	const char *base = (const char *)c;
+	uint64_t v;
+
+	memcpy(&v, base + field, sizeof(v));
+	return v;
+}
+
+static uint64_t
+row_value(const struct counter_row *row, const struct stats_counters *c)
+{
+	uint64_t v = counter(c, row->field);
+
+	if (row->also != NO_FIELD)
+		v += counter(c, row->also);
+	return v;
+}
+
+static const struct hist *
+scope_hist(const struct stats_scope *s, size_t off)
+{
+	return (const struct hist *)(const void *)((const char *)s + off);
+}
+
+static void
+hist_subtract(struct hist *h, const struct hist *part)
+{
+	for (int i = 0; i <= HIST_NBOUNDS; i++)
+		h->bucket[i] -= part->bucket[i];
+	h->count -= part->count;
+	h->sum = h->sum > part->sum ? h->sum - part->sum : 0;
+}
+
+int
+metrics_scopes(const struct proxy *px, struct stats_scope *unrouted,
+    struct metrics_scope out[CONF_ROUTES_MAX + 1])
+{
+	int n = px->conf->nroutes;
+
+	*unrouted = px->stats.total;
+	for (int i = 0; i < n; i++) {
+		const struct stats_scope *r = &px->stats.route[i];
+#define STATS_LESS(name, doc)	unrouted->c.name -= r->c.name;
+		STATS_FIELDS(STATS_LESS)
+#undef STATS_LESS
+		hist_subtract(&unrouted->upstream_duration, &r->upstream_duration);
+		hist_subtract(&unrouted->lock_wait, &r->lock_wait);
+		out[i].route = px->conf->routes[i].prefix;
+		out[i].s = r;
+	}
+	out[n].route = METRICS_UNROUTED;
+	out[n].s = unrouted;
+	return n + 1;
+}
+
+double
+metrics_hit_ratio(const struct stats_counters *c)
+{
+	uint64_t served = c->hits + c->stale_hits + c->collapsed;
+	uint64_t all = served + c->misses;
+
+	return all > 0 ? (double)served / (double)all : -1;
+}
+
+/* ---- Prometheus ---- */
+
+static void
+label_value(struct evbuffer *out, const char *s)
+{
+	evbuffer_add(out, "\"", 1);
+	for (; *s != '\0'; s++) {
+		if (*s == '\\' || *s == '"')
+			evbuffer_add_printf(out, "\\%c", *s);
+		else if (*s == '\n')
+			evbuffer_add(out, "\\n", 2);
+		else
+			evbuffer_add(out, s, 1);
+	}
+	evbuffer_add(out, "\"", 1);
+}
+
+static void
+family(struct evbuffer *out, const char *name, const char *type,
+    const char *help)
+{
+	evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help,
+	    name, type);
+}
+
+static void
+counter_families(struct evbuffer *out, const struct metrics_scope *scopes,
+    int nscopes)
+{
+	size_t first = 0, end;
+
+	while (first < ARRAY_LEN(counter_rows)) {
+		const char *name = counter_rows[first].name;
+		for (end = first; end < ARRAY_LEN(counter_rows) &&
+		    strcmp(counter_rows[end].name, name) == 0; end++)
+			;
+		family(out, name, "counter", counter_rows[first].help);
+		for (int i = 0; i < nscopes; i++) {
+			for (size_t r = first; r < end; r++) {
+				const struct counter_row *row = &counter_rows[r];
+				evbuffer_add_printf(out, "%s{route=", name);
+				label_value(out, scopes[i].route);
+				if (row->label != NULL)
+					evbuffer_add_printf(out, ",%s=\"%s\"",
+					    row->label, row->value);
+				evbuffer_add_printf(out, "} %" PRIu64 "\n",
+				    row_value(row, &scopes[i].s->c));
+			}
+		}
+		first = end;
+	}
+}
+
+/* One histogram's series; route may be NULL (no labels). */
+static void
+hist_series(struct evbuffer *out, const char *name, const char *route,
+    const struct hist *h)
+{
+	uint64_t cumulative = 0;
+
+	for (int i = 0; i <= HIST_NBOUNDS; i++) {
+		cumulative += h->bucket[i];
+		evbuffer_add_printf(out, "%s_bucket{", name);
+		if (route != NULL) {
+			evbuffer_add(out, "route=", 6);
+			label_value(out, route);
+			evbuffer_add(out, ",", 1);
+		}
+		if (i < HIST_NBOUNDS)
+			evbuffer_add_printf(out, "le=\"%g\"} %" PRIu64 "\n",
+			    hist_bounds[i], cumulative);
+		else
+			evbuffer_add_printf(out, "le=\"+Inf\"} %" PRIu64 "\n",
+			    cumulative);
+	}
+	evbuffer_add_printf(out, "%s_sum", name);
+	if (route != NULL) {
+		evbuffer_add(out, "{route=", 7);
+		label_value(out, route);
+		evbuffer_add(out, "}", 1);
+	}
+	evbuffer_add_printf(out, " %.15g\n%s_count", h->sum, name);
+	if (route != NULL) {
+		evbuffer_add(out, "{route=", 7);
+		label_value(out, route);
+		evbuffer_add(out, "}", 1);
+	}
+	evbuffer_add_printf(out, " %" PRIu64 "\n", h->count);
+}
+
+static void
+gauge(struct evbuffer *out, const char *name, const char *help, double v)
+{
+	family(out, name, "gauge", help);
+	evbuffer_add_printf(out, "%s %.15g\n", name, v);
+}
+
+static void
+redis_counter(struct evbuffer *out, const char *name, const char *help,
+    uint64_t v)
+{
+	family(out, name, "counter", help);
+	evbuffer_add_printf(out, "%s %" PRIu64 "\n", name, v);
+}
+
+void
+metrics_prometheus(const struct proxy *px, struct evbuffer *out)
+{
+	const struct cache_counters *cc = cache_counters(px->cache);
+	struct metrics_scope scopes[CONF_ROUTES_MAX + 1];
+	struct stats_scope unrouted;
+	int n = metrics_scopes(px, &unrouted, scopes);
+
+	family(out, "corral_build_info", "gauge",
+	    "Always 1; the version is a label.");
+	evbuffer_add_printf(out, "corral_build_info{version=");
+	label_value(out, CORRAL_VERSION);
+	evbuffer_add_printf(out, "} 1\n");
+	gauge(out, "corral_start_time_seconds", "When this process started, "
+	    "in seconds since the epoch.", (double)px->started_ms / MS_PER_S);
+	gauge(out, "corral_connections", "Client connections open on the "
+	    "public listener.", (double)dict_count(px->conns));
+	gauge(out, "corral_requests_in_progress", "Client requests not yet "
+	    "answered.", px->nrequests);
+	gauge(out, "corral_flights", "Keys this process is looking up, "
+	    "waiting for or fetching.", (double)dict_count(px->flights));
+	gauge(out, "corral_refreshes_in_progress", "Fetches for the cache "
+	    "in progress (with their lock).", px->nrefreshes);
+	gauge(out, "corral_upstream_requests_in_progress", "Upstream "
+	    "fetches in progress.", upstream_active(px->upstream));
+
+	counter_families(out, scopes, n);
+	for (size_t f = 0; f < ARRAY_LEN(hist_families); f++) {
+		family(out, hist_families[f].name, "histogram",
+		    hist_families[f].help);
+		for (int i = 0; i < n; i++)
+			hist_series(out, hist_families[f].name, scopes[i].route,
+			    scope_hist(scopes[i].s, hist_families[f].off));
+	}
+
+	gauge(out, "corral_redis_up", "1 while the Redis command connection "
+	    "is up.", cache_is_up(px->cache) ? 1 : 0);
+	redis_counter(out, "corral_redis_commands_total", "Redis commands "
+	    "sent.", cc->commands);
+	redis_counter(out, "corral_redis_errors_total", "Redis commands that "
+	    "failed: error replies, timeouts, disconnects.", cc->errors);
+	redis_counter(out, "corral_redis_timeouts_total", "Redis commands "
+	    "with no reply within [redis] timeout (also errors).",
+	    cc->timeouts);
+	redis_counter(out, "corral_redis_connects_total", "Redis "
+	    "connections made.", cc->connects);
+	redis_counter(out, "corral_redis_disconnects_total", "Redis "
+	    "connections lost.", cc->disconnects);
+	redis_counter(out, "corral_redis_fill_notifications_total",
+	    "\"filled\" notifications received from the fleet.",
+	    cc->fills_received);
+	family(out, "corral_redis_command_duration_seconds", "histogram",
+	    "Time from sending a Redis command to reading its reply.");
+	hist_series(out, "corral_redis_command_duration_seconds", NULL,
+	    &cc->command_duration);
+}
+
+/* ---- JSON ---- */
+
+void
+metrics_hist_json(const struct hist *h, struct evbuffer *out)
+{
+	evbuffer_add_printf(out, "{\"count\": %" PRIu64 ", \"sum_s\": %.9g, "
+	    "\"p50_s\": %.6g, \"p90_s\": %.6g, \"p99_s\": %.6g, \"buckets\": {",
+	    h->count, h->sum, hist_quantile(h, 0.5), hist_quantile(h, 0.9),
+	    hist_quantile(h, 0.99));
+	for (int i = 0; i < HIST_NBOUNDS; i++)
+		evbuffer_add_printf(out, "\"%g\": %" PRIu64 ", ", hist_bounds[i],
+		    h->bucket[i]);
+	evbuffer_add_printf(out, "\"+Inf\": %" PRIu64 "}}",
+	    h->bucket[HIST_NBOUNDS]);
+}
+
+/* ---- the table ---- */
+
+static void
+ratio_cell(struct evbuffer *out, double r)
+{
+	if (r < 0)
+		evbuffer_add_printf(out, " %6s", "-");
+	else
+		evbuffer_add_printf(out, " %5.1f%%", r * 100);
+}
+
+static void
+ms_cell(struct evbuffer *out, const struct hist *h, double q)
+{
+	if (h->count == 0)
+		evbuffer_add_printf(out, " %8s", "-");
+	else
+		evbuffer_add_printf(out, " %8.1f", hist_quantile(h, q) * MS_PER_S);
+}
+
+static void
+table_row(struct evbuffer *out, int width, const char *route,
+    const struct stats_scope *s)
+{
+	const struct stats_counters *c = &s->c;
+
+	evbuffer_add_printf(out, "%-*.*s %9" PRIu64, width, width, route,
+	    c->requests);
+	ratio_cell(out, metrics_hit_ratio(c));
+	evbuffer_add_printf(out, " %8" PRIu64 " %7" PRIu64 " %7" PRIu64
+	    " %9" PRIu64 " %7" PRIu64 " %6" PRIu64 " %9" PRIu64 " %7" PRIu64,
+	    c->hits, c->stale_hits, c->misses, c->collapsed, c->bypass,
+	    c->errors + c->rejected, c->upstream_fetches, c->upstream_errors);
+	ms_cell(out, &s->upstream_duration, 0.5);
+	ms_cell(out, &s->upstream_duration, 0.99);
+	ms_cell(out, &s->lock_wait, 0.99);
+	evbuffer_add(out, "\n", 1);
+}
+
+void
+metrics_table(const struct proxy *px, struct evbuffer *out)
+{
+	const struct cache_counters *cc = cache_counters(px->cache);
+	struct metrics_scope scopes[CONF_ROUTES_MAX + 1];
+	struct stats_scope unrouted;
+	int n = metrics_scopes(px, &unrouted, scopes), width = TABLE_ROUTE_MIN;
+	int64_t up_s = (util_now_ms() - px->started_ms) / 1000;
+	char dur[32];
+
+	for (int i = 0; i < n; i++) {
+		int len = (int)strlen(scopes[i].route);
+		if (len > width)
+			width = len < TABLE_ROUTE_MAX ? len : TABLE_ROUTE_MAX;
+	}
+	util_format_duration(up_s * 1000, dur, sizeof(dur));
+	evbuffer_add_printf(out, "corral %s, up %s, %zu connection%s, "
+	    "%d request%s in progress, %d upstream fetch%s\n", CORRAL_VERSION,
+	    dur, dict_count(px->conns), dict_count(px->conns) == 1 ? "" : "s",
+	    px->nrequests, px->nrequests == 1 ? "" : "s",
+	    upstream_active(px->upstream),
+	    upstream_active(px->upstream) == 1 ? "" : "es");
+	evbuffer_add_printf(out, "redis %s: %" PRIu64 " commands, %" PRIu64
+	    " errors, %" PRIu64 " timeouts, p99 %.1f ms\n\n",
+	    cache_is_up(px->cache) ? "up" : "DOWN", cc->commands, cc->errors,
+	    cc->timeouts, hist_quantile(&cc->command_duration, 0.99) * MS_PER_S);
+	evbuffer_add_printf(out, "%-*s %9s %6s %8s %7s %7s %9s %7s %6s %9s %7s"
+	    " %8s %8s %8s\n", width, "route", "requests", "hit%", "hit",
+	    "stale", "miss", "collapsed", "bypass", "error", "upstream",
+	    "up-err", "up-p50ms", "up-p99ms", "wait-p99");
+	for (int i = 0; i < n; i++)
+		table_row(out, width, scopes[i].route, scopes[i].s);
+	table_row(out, width, "total", &px->stats.total);
+	evbuffer_add_printf(out, "\nhit%%: (hit + stale + collapsed) / (those "
+	    "+ miss). Times in ms; wait: cold-miss waiters.\n");
+}
