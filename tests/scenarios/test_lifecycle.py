@@ -1,0 +1,121 @@
+"""Stopping and reloading a running Corral: SIGTERM lets work in progress
+finish (and past shutdown_timeout releases every lock it holds, so the fleet
+need not wait out lock_ttl); SIGHUP applies a new configuration without
+dropping connections, and refuses a bad one."""
+
+import http.client
+import socket
+import time
+
+from harness import (Background, entry_key, expect, expect_eq, lock_key, scenario,
+                     wait_for, HOST)
+
+PATH = "/users/1"
+
+
+def connect_refused(corral):
+    try:
+        socket.create_connection((corral.host, corral.port), timeout=1).close()
+    except OSError:
+        return True
+    return False
+
+
+@scenario
+def graceful_stop_finishes_requests_in_progress(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script(PATH, delay_ms=800)
+    corral = env.corral(redis, origin, extra={"server": {"shutdown_timeout": "10s"}})
+
+    client = Background(corral.get, PATH, {"Host": HOST})
+    wait_for(lambda: origin.count(PATH) == 1, what="the fetch to reach the origin")
+    stopping = Background(corral.stop)	# SIGTERM; raises unless it exits 0 cleanly
+    wait_for(lambda: connect_refused(corral), timeout=5,
+             what="corral to stop accepting connections after SIGTERM")
+
+    r = client.result()
+    expect_eq(r.status, 200, "the request in progress at SIGTERM")
+    expect(r.cache_status.stored, f"it was fetched and stored: {r.cache_status.raw!r}")
+    stopping.result(timeout=15)
+    expect(redis.exists(entry_key(PATH)), "the entry is in Redis")
+    expect_eq(redis.keys("*:lock"), [], "locks left behind")
+
+
+@scenario
+def stop_past_deadline_releases_locks_for_the_fleet(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script(PATH, hold=True)
+    # lock_ttl 30 s: without the release, the other instance would wait it out.
+    routes = {"/": {"lock_ttl": "30s", "lock_wait": "20s", "lock_poll": "10s"}}
+    a = env.corral(redis, origin, routes=routes,
+                   extra={"server": {"shutdown_timeout": "500ms"}})
+    b = env.corral(redis, origin, routes=routes)
+
+    on_a = Background(a.get, PATH, {"Host": HOST})
+    wait_for(lambda: redis.exists(lock_key(PATH)), what="a to take the lock")
+    token = redis.get(lock_key(PATH))
+    on_b = Background(b.get, PATH, {"Host": HOST})
+    wait_for(lambda: b.counters()["lock_busy"] >= 1, what="b to find the lock held")
+
+    t0 = time.monotonic()
+    a.stop()	# drains for 500 ms, then releases; raises unless it exits 0
+    r = on_a.result()
+    expect_eq((r.status, r.cache_status.detail), (503, "unavailable"),
+              "a's client past shutdown_timeout")
+    wait_for(lambda: redis.get(lock_key(PATH)) not in (None, token), timeout=5,
+             what="b to take the lock a released (its poll is 10 s, lock_ttl 30 s)")
+    took_over = time.monotonic() - t0
+    origin.release(PATH)
+    r = on_b.result()
+    expect_eq(r.status, 200, "b's waiting client")
+    expect(took_over < 5, f"b took over {took_over:.1f} s after a's stop began")
+    expect_eq(b.counters()["locks_acquired"], 1, "b's locks_acquired")
+
+
+@scenario
+def reload_applies_new_routes_without_dropping_connections(env):
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}})
+    conn = http.client.HTTPConnection(corral.host, corral.port, timeout=10)
+
+    def get(path):
+        conn.request("GET", path, headers={"Host": HOST})
+        resp = conn.getresponse()
+        resp.read()
+        return resp.status, resp.getheader("Cache-Status")
+
+    expect_eq(get("/a")[0], 200, "before the reload")
+    with open(corral.config_path, "a") as f:
+        f.write("\n[route /short/]\nttl = 2s\nstale_while_revalidate = 3s\n")
+    corral.proc.send_signal(1)	# SIGHUP
+    wait_for(lambda: "/short/" in corral.stats()["routes"], what="the new route in /stats")
+
+    status, cs = get("/short/x")	# the same keep-alive connection
+    expect_eq(status, 200, "after the reload, on the connection opened before it")
+    expect("stored" in cs, f"stored under the new route: {cs!r}")
+    pttl = redis.pttl(entry_key("/short/x"))
+    expect(0 < pttl <= 5000, f"entry PTTL {pttl} ms: the new route's 2 s + 3 s")
+    expect_eq(get("/a")[1].split(";")[1].strip(), "hit", "the old route still hits")
+    expect_eq(corral.counters("/short/")["requests"], 1, "the new route's requests")
+    expect_eq(corral.counters("/")["requests"], 2, "the old route kept its figures")
+    conn.close()
+
+
+@scenario
+def reload_with_errors_keeps_the_running_configuration(env):
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}})
+    expect_eq(corral.get(PATH, {"Host": HOST}).status, 200, "before the reload")
+
+    with open(corral.config_path, "a") as f:
+        f.write("\n[route /bad/]\nttl = soon\nlock_ttl = 1ms\n")
+    corral.proc.send_signal(1)	# SIGHUP
+    wait_for(lambda: "keeping the running configuration" in corral.log(),
+             what="the reload to be refused in the log")
+    log = corral.log()
+    for want in ("ttl: \"soon\" is not a duration", "lock_ttl: 1ms is below the minimum"):
+        expect(want in log, f"the log names the error {want!r}")
+    expect(corral.running(), "corral still runs")
+    expect_eq(list(corral.stats()["routes"]), ["/"], "routes after the refused reload")
+    r = corral.get(PATH, {"Host": HOST})
+    expect_eq((r.status, r.cache_status.hit), (200, True), "still serving from the cache")
