@@ -81,7 +81,8 @@ enum type {
 	T_STRING,		/* char[size]; min..max is its length */
 	T_PREFIX,		/* T_STRING without '{', '}', space, control */
 	T_URL,			/* T_STRING: http(s)://host[:port][/path] */
-	T_STATUS_TTLS		/* "404:30s,410:5m" into a conf_route */
+	T_STATUS_TTLS,		/* "404:30s,410:5m" into a conf_route */
+	T_FLOAT			/* double; min..max in thousandths */
 };
 
 struct key {
@@ -127,6 +128,10 @@ static const struct key keys[] = {
 	{ "shutdown_timeout", SECT_SERVER, T_DURATION, "10s", 0,
 	  10 * MS_MINUTE, IN_CONF(shutdown_timeout_ms),
 	  "on SIGTERM, finish requests for this long" },
+	{ "workers", SECT_SERVER, T_INT, "0", 0, WORKERS_MAX,
+	  IN_CONF(workers), "processes serving requests (0: one per core)" },
+	{ "l1_max_bytes", SECT_SERVER, T_SIZE, "64m", 0, 64 * GIB,
+	  IN_CONF(l1_max_bytes), "per-process near cache (0: off)" },
 	{ "access_log", SECT_SERVER, T_STRING, "off", 1, CONF_PATH_MAX - 1,
 	  IN_CONF(access_log), "path, - (stdout) or off" },
 	{ "error_log", SECT_SERVER, T_STRING, "-", 1, CONF_PATH_MAX - 1,
@@ -153,7 +158,7 @@ static const struct key keys[] = {
 	{ "max_entry_bytes", SECT_UPSTREAM, T_SIZE, "8m", 1 * KIB, 1 * GIB,
 	  IN_CONF(max_entry_bytes), "larger responses are passed, not stored" },
 
-	{ "ttl", SECT_ROUTE, T_DURATION, "10s", 1, 8760 * MS_HOUR,
+	{ "ttl", SECT_ROUTE, T_DURATION, "10s", 0, 8760 * MS_HOUR,
 	  IN_ROUTE(ttl_ms), "fresh for this long after the fetch" },
 	{ "stale_while_revalidate", SECT_ROUTE, T_DURATION, "60s", 0,
 	  8760 * MS_HOUR, IN_ROUTE(swr_ms),
@@ -179,6 +184,13 @@ static const struct key keys[] = {
 	  IN_ROUTE(nstatus_ttls), "store these statuses, e.g. 404:30s,410:5m" },
 	{ "sort_query", SECT_ROUTE, T_BOOL, "off", 0, 1,
 	  IN_ROUTE(sort_query), "cache key ignores query parameter order" },
+	{ "early_refresh", SECT_ROUTE, T_BOOL, "off", 0, 1,
+	  IN_ROUTE(early_refresh), "refresh hot keys before they go stale" },
+	{ "early_refresh_beta", SECT_ROUTE, T_FLOAT, "1.0", 1, 100000,
+	  IN_ROUTE(early_refresh_beta), "how early (XFetch beta)" },
+	{ "origin_cache_control", SECT_ROUTE, T_BOOL, "off", 0, 1,
+	  IN_ROUTE(origin_cache_control),
+	  "freshness from the origin's Cache-Control and Expires" },
 };
 
 #define NKEYS	ARRAY_LEN(keys)
@@ -257,6 +269,8 @@ format_number(const struct key *k, int64_t v, char *out, size_t outlen)
 {
 	if (k->type == T_DURATION && v != 0)
 		util_format_duration(v, out, outlen);
+	else if (k->type == T_FLOAT)
+		snprintf(out, outlen, "%g", (double)v / 1000);
 	else if (k->type == T_SIZE)
 		format_size(v, out, outlen);
 	else
@@ -549,6 +563,23 @@ set_value(const struct key *k, char *base, const char *v, char *err,
 		return set_url(k, field, v, err, errlen);
 	case T_STATUS_TTLS:
 		return set_status_ttls(k, base, v, err, errlen);
+	case T_FLOAT: {
+		char *end;
+		double d;
+
+		errno = 0;
+		d = strtod(v, &end);
+		if (end == v || *end != '\0' || errno == ERANGE ||
+		    isspace((unsigned char)*v) || d != d) {
+			snprintf(err, errlen, "\"%s\" is not a number", shown);
+			return -1;
+		}
+		if (check_range(k, (int64_t)(d * 1000 + (d < 0 ? -0.5 : 0.5)),
+		    v, err, errlen) == -1)
+			return -1;
+		*(double *)(void *)field = d;
+		return 0;
+	}
 	case T_LOGLEVEL:
 		if (log_parse_level(v, &level) == -1) {
 			snprintf(err, errlen, "\"%s\" is not a log level (use "
@@ -1100,6 +1131,7 @@ format_range(const struct key *k, char *out, size_t outlen)
 	case T_SIZE:
 	case T_DURATION:
 	case T_INT:
+	case T_FLOAT:
 		format_number(k, k->min, lo, sizeof(lo));
 		format_number(k, k->max, hi, sizeof(hi));
 		snprintf(out, outlen, "%s..%s", lo, hi);

@@ -21,6 +21,7 @@
 #define CONF_PREFIX_MAX		64	/* [redis] prefix */
 #define CONF_ROUTE_PREFIX_MAX	256	/* [route PREFIX] */
 #define CONF_STATUS_TTLS_MAX	16	/* entries of ttl_status */
+#define WORKERS_MAX		64
 
 /* One "status:duration" of ttl_status. */
 struct conf_status_ttl {
@@ -42,6 +43,9 @@ struct conf_route {
 	int	 nstatus_ttls;		/* ttl_status */
 	struct conf_status_ttl status_ttls[CONF_STATUS_TTLS_MAX];
 	int	 sort_query;		/* key ignores query parameter order */
+	int	 early_refresh;		/* XFetch: refresh before expiry */
+	double	 early_refresh_beta;
+	int	 origin_cache_control;	/* freshness from the origin's headers */
 	int	 line;			/* where the section starts */
 };
 
@@ -58,6 +62,8 @@ struct conf {
 	int64_t		 max_body_bytes;
 	int64_t		 client_timeout_ms;
 	int		 max_connections;
+	int		 workers;		/* 0: one per core */
+	int64_t		 l1_max_bytes;
 	int64_t		 shutdown_timeout_ms;
 	char		 access_log[CONF_PATH_MAX];	/* path, "-" or "off" */
 	char		 error_log[CONF_PATH_MAX];	/* path or "-" (stderr) */

@@ -26,7 +26,9 @@
  */
 
 #include <assert.h>
+#include <ctype.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +62,7 @@
 #define HTTP_HEADERS_TOO_LARGE	431
 #define PASS_BODY_MAX		((size_t)1 << 30)	/* responses not stored */
 #define BACKOFF_BASE_MS		1000	/* first pause after a failed refresh */
+#define KEEP_VALIDATORS_MS	60000	/* entries with validators: kept at least */
 #define FAILURE_MAX		16	/* "503", "timeout", ... */
 
 #define MIN(a, b)		((a) < (b) ? (a) : (b))
@@ -148,7 +151,9 @@ struct flight {
 	struct event		*poll_ev;
 	struct event		*deadline_ev;
 	char			 seen_gen[ENTRY_GEN_LEN + 1];
-	struct cache_entry	*stale;		/* servable if the upstream fails */
+	struct cache_entry	*prev;		/* the unusable entry it saw: for
+						 * validators, and stale-if-error */
+	int			 authorized;	/* the lead sends credentials */
 	int			 waited;
 	int			 timed_out;	/* lock_wait ran out */
 	int			 degraded;	/* Redis failed */
@@ -201,6 +206,8 @@ struct refresh {
 	struct evkeyvalq	 headers;
 	char			 token[UTIL_TOKEN_HEX + 1];
 	char			 seen_gen[ENTRY_GEN_LEN + 1];
+	struct cache_entry	*base;		/* revalidated by a 304, or NULL */
+	int			 authorized;
 	struct cache_op		*op;
 	struct cache_op		*renew_op;
 	struct upstream_fetch	*fetch;
@@ -220,6 +227,7 @@ struct refresh {
 	enum upstream_result	 uerr;
 	char			 failure[FAILURE_MAX];	/* "" unless it failed */
 	int			 shareable;
+	int64_t			 sie_ms;	/* stale-if-error of the entry */
 };
 
 /* Every live object, for shutdown. */
@@ -297,6 +305,7 @@ on_refresh_done(evutil_socket_t fd, short what, void *arg)
 	TAILQ_REMOVE(&all_refreshes, rf, link);
 	rf->px->nrefreshes--;
 	entry_unref(&rf->entry);
+	entry_unref(&rf->base);
 	evhttp_clear_headers(&rf->headers);
 	event_free(rf->renew_ev);
 	event_free(rf->done_ev);
@@ -410,6 +419,32 @@ entry_from_response(struct upstream_response *resp, const char *gen,
 	return e;
 }
 
+/* base, still valid by a 304: its body, its headers updated by the 304. */
+static struct cache_entry *
+entry_revalidated(const struct cache_entry *base,
+    const struct upstream_response *resp, const char *gen, int64_t fetch_ms)
+{
+	struct cache_entry *e;
+
+	if ((e = entry_new()) == NULL)
+		return NULL;
+	snprintf(e->gen, sizeof(e->gen), "%s", gen);
+	e->status = base->status;
+	e->stored_ms = util_now_ms();
+	e->fetch_ms = (uint32_t)(fetch_ms > UINT32_MAX ? UINT32_MAX : fetch_ms);
+	hdr_copy(&base->headers, &e->headers, 0);
+	hdr_merge_304(&e->headers, &resp->headers);
+	if (base->body_len > 0) {
+		if ((e->body = malloc(base->body_len)) == NULL) {
+			entry_unref(&e);
+			return NULL;
+		}
+		memcpy(e->body, base->body, base->body_len);
+		e->body_len = base->body_len;
+	}
+	return e;
+}
+
 static void
 on_refresh_fetched(struct upstream_response *resp, void *arg)
 {
@@ -417,7 +452,7 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 	struct proxy *px = rf->px;
 	const struct conf_route *rt = &rf->rt;
 	const char *why = "";
-	int64_t ttl;
+	struct freshness f;
 
 	assert(rf->magic == REFRESH_MAGIC);
 	rf->fetch = NULL;
@@ -436,12 +471,15 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 		rf->step = RF_RELEASE;
 		goto out;
 	}
-	/* A status named in ttl_status (or ttl_404) has its own ttl. */
-	if ((ttl = conf_status_ttl(rt, resp->status)) == 0 &&
-	    hdr_status_storable(resp->status))
-		ttl = rt->ttl_ms;
-	rf->entry = entry_from_response(resp, rf->token, ttl, rt->swr_ms,
-	    rf->fetch_ms);
+	if (resp->status == 304 && rf->base != NULL) {
+		/* Still valid: the stored body with the 304's headers. */
+		STAT_INC(&px->stats, rf->route, revalidated);
+		rf->entry = entry_revalidated(rf->base, resp, rf->token,
+		    rf->fetch_ms);
+	} else {
+		rf->entry = entry_from_response(resp, rf->token, 0, 0,
+		    rf->fetch_ms);
+	}
 	if (rf->entry == NULL) {
 		rf->result = RFR_UPSTREAM_ERROR;
 		rf->uerr = UPSTREAM_ERR_PROTOCOL;
@@ -451,14 +489,17 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 	}
 	rf->result = RFR_FETCHED;
 	rf->shareable = hdr_shareable(&rf->entry->headers);
-	if (ttl == 0)
-		why = "status";
+	hdr_freshness(rf->entry->status, &rf->entry->headers, rf->authorized,
+	    rt, rf->entry->stored_ms, &f);
+	rf->entry->fresh_until_ms = rf->entry->stored_ms + f.ttl_ms;
+	rf->entry->stale_until_ms = rf->entry->fresh_until_ms + f.swr_ms;
+	rf->sie_ms = f.sie_ms;
+	if (!f.storable)
+		why = f.why;
 	else if (rf->entry->body_len > (uint64_t)px->conf->max_entry_bytes)
 		why = "larger than max_entry_bytes";
 	else if (rf->lost)
 		why = "lock lost";
-	else
-		(void)hdr_storable(&rf->entry->headers, &why);
 	rf->step = rf->mode == RF_LOCKED && why[0] == '\0' ? RF_STORE :
 	    RF_RELEASE;
 	if (rf->step == RF_RELEASE && resp->status >= 500)
@@ -531,6 +572,20 @@ refresh_fetch(struct refresh *rf)
 	return 0;
 }
 
+/* Redis keeps an entry while it may be served (stale, or on errors), and
+ * one with validators a while longer, to be revalidated with a 304. */
+static int64_t
+expire_at(const struct refresh *rf)
+{
+	const struct cache_entry *e = rf->entry;
+	int64_t at = MAX(e->stale_until_ms, e->fresh_until_ms + rf->sie_ms);
+
+	if (evhttp_find_header(&e->headers, "ETag") != NULL ||
+	    evhttp_find_header(&e->headers, "Last-Modified") != NULL)
+		at = MAX(at, e->stored_ms + KEEP_VALIDATORS_MS);
+	return at;
+}
+
 static void
 refresh_run(struct refresh *rf)
 {
@@ -562,11 +617,8 @@ refresh_run(struct refresh *rf)
 			}
 			return;
 		case RF_STORE:
-			/* Kept while it may be served: stale, or on errors. */
 			rf->op = cache_store(px->cache, rf->key, rf->token,
-			    rf->entry, MAX(rf->entry->stale_until_ms,
-			    rf->entry->fresh_until_ms + rt->stale_if_error_ms),
-			    on_refresh_stored, rf);
+			    rf->entry, expire_at(rf), on_refresh_stored, rf);
 			if (rf->op == NULL) {
 				rf->step = RF_RELEASE;
 				continue;
@@ -594,15 +646,18 @@ refresh_run(struct refresh *rf)
 }
 
 /*
- * Starts a refresh of key. It reports once through cb (which may be NULL)
- * after it has ended, never from inside this call. NULL on no memory.
+ * Starts a refresh of fl's key: it copies what it needs and keeps no
+ * pointer to fl (only cb's arg). seen_gen: the entry generation fl saw.
+ * base: an entry to revalidate (its ETag and Last-Modified are sent). It
+ * reports once through cb (which may be NULL) after it has ended, never
+ * from inside this call. NULL on no memory.
  */
 static struct refresh *
-refresh_start(struct proxy *px, enum refresh_mode mode, int route,
-    const struct conf_route *rt, const char *key, const char *uri,
-    const struct evkeyvalq *headers, const char *seen_gen,
-    refresh_done_cb *cb, void *arg)
+refresh_start(struct flight *fl, enum refresh_mode mode, const char *seen_gen,
+    struct cache_entry *base, refresh_done_cb *cb, void *arg)
 {
+	struct proxy *px = fl->px;
+	const char *etag, *lm;
 	struct refresh *rf;
 	size_t urllen;
 
@@ -612,27 +667,36 @@ refresh_start(struct proxy *px, enum refresh_mode mode, int route,
 	rf->px = px;
 	rf->mode = mode;
 	rf->step = RF_LOCK;
-	rf->route = route;
-	rf->rt = *rt;
+	rf->route = fl->route;
+	rf->rt = fl->rt;
+	rf->authorized = fl->authorized;
 	rf->fetch_ms = -1;
 	rf->cb = cb;
 	rf->cb_arg = arg;
 	TAILQ_INIT(&rf->headers);
-	snprintf(rf->key, sizeof(rf->key), "%s", key);
+	snprintf(rf->key, sizeof(rf->key), "%s", fl->key);
 	snprintf(rf->seen_gen, sizeof(rf->seen_gen), "%s", seen_gen);
-	urllen = strlen(px->conf->upstream_url) + strlen(uri) + 1;
+	urllen = strlen(px->conf->upstream_url) + strlen(fl->uri) + 1;
 	if ((rf->url = malloc(urllen)) == NULL)
 		goto fail;
-	snprintf(rf->url, urllen, "%s%s", px->conf->upstream_url, uri);
-	hdr_copy(headers, &rf->headers, 0);
+	snprintf(rf->url, urllen, "%s%s", px->conf->upstream_url, fl->uri);
+	hdr_copy(&fl->headers, &rf->headers, 0);
+	if (base != NULL && base->status == 200 && mode == RF_LOCKED) {
+		rf->base = entry_ref(base);
+		if ((etag = evhttp_find_header(&base->headers, "ETag")) != NULL)
+			evhttp_add_header(&rf->headers, "If-None-Match", etag);
+		if ((lm = evhttp_find_header(&base->headers,
+		    "Last-Modified")) != NULL)
+			evhttp_add_header(&rf->headers, "If-Modified-Since", lm);
+	}
 	if (util_random_token(rf->token) == -1)
 		goto fail;
 	rf->renew_ev = evtimer_new(px->base, on_renew_tick, rf);
 	rf->done_ev = event_new(px->base, -1, 0, on_refresh_done, rf);
 	if (rf->renew_ev == NULL || rf->done_ev == NULL)
 		goto fail;
-	if (mode == RF_LOCKED && dict_get(px->refreshes, key) == NULL &&
-	    dict_set(px->refreshes, key, rf) == 0)
+	if (mode == RF_LOCKED && dict_get(px->refreshes, rf->key) == NULL &&
+	    dict_set(px->refreshes, rf->key, rf) == 0)
 		rf->registered = 1;
 	TAILQ_INSERT_TAIL(&all_refreshes, rf, link);
 	px->nrefreshes++;
@@ -644,6 +708,7 @@ fail:
 	if (rf->done_ev != NULL)
 		event_free(rf->done_ev);
 	evhttp_clear_headers(&rf->headers);
+	entry_unref(&rf->base);
 	free(rf->url);
 	free(rf);
 	return NULL;
@@ -678,22 +743,51 @@ flight_set_answer(struct flight *fl, enum outcome lead, enum outcome rest,
 	fl->step = FL_DONE;
 }
 
-/* Keeps an entry past stale_while_revalidate that stale_if_error still
- * lets us serve should the upstream fail; drops it otherwise. */
+/* Keeps an entry that can no longer be served as it is: the refresh
+ * revalidates it, and stale_if_error may still serve it. */
 static void
-flight_keep_stale(struct flight *fl, struct cache_entry **ep)
+flight_keep_prev(struct flight *fl, struct cache_entry **ep)
 {
-	const struct conf_route *rt = &fl->rt;
 	struct cache_entry *e = *ep;
 
 	*ep = NULL;
 	snprintf(fl->seen_gen, sizeof(fl->seen_gen), "%s", e->gen);
-	entry_unref(&fl->stale);
-	if (e->status != 0 &&
-	    util_now_ms() < e->fresh_until_ms + rt->stale_if_error_ms)
-		fl->stale = e;
+	entry_unref(&fl->prev);
+	if (e->status != 0)
+		fl->prev = e;
 	else
-		entry_unref(&e);
+		entry_unref(&e);	/* unreadable: only its gen counts */
+}
+
+/* May the flight serve its previous entry because the upstream failed? */
+static int
+stale_if_error(const struct flight *fl)
+{
+	struct freshness f;
+
+	if (fl->prev == NULL)
+		return 0;
+	hdr_freshness(fl->prev->status, &fl->prev->headers, 0, &fl->rt,
+	    util_now_ms(), &f);
+	return util_now_ms() < fl->prev->fresh_until_ms + f.sie_ms;
+}
+
+/*
+ * Should a hit on a fresh entry refresh it now? XFetch (Vattani,
+ * Chierichetti and Lowenstein, VLDB 2015): when now - delta * beta *
+ * ln(rand()) reaches fresh_until, where delta is how long the entry's
+ * fetch took. Refreshes still go through the lock: one per fleet.
+ */
+static int
+refresh_early(const struct flight *fl, const struct cache_entry *e)
+{
+	double delta = e->fetch_ms, late;
+
+	if (!fl->rt.early_refresh || e->fetch_ms == 0 ||
+	    dict_get(fl->px->refreshes, fl->key) != NULL)
+		return 0;
+	late = -delta * fl->rt.early_refresh_beta * log(util_random_unit());
+	return (double)util_now_ms() + late >= (double)e->fresh_until_ms;
 }
 
 static void
@@ -712,17 +806,21 @@ on_flight_lookup(enum cache_result r, struct cache_entry *e, void *arg)
 	} else {
 		switch (entry_state(e, util_now_ms())) {
 		case ENTRY_FRESH:
+			if (refresh_early(fl, e)) {
+				STAT_INC(&px->stats, fl->route, early_refreshes);
+				(void)refresh_start(fl, RF_LOCKED, e->gen, e,
+				    NULL, NULL);
+			}
 			flight_set_answer(fl, OUT_HIT, OUT_HIT, e);
 			break;
 		case ENTRY_STALE:
 			if (dict_get(px->refreshes, fl->key) == NULL)
-				(void)refresh_start(px, RF_LOCKED, fl->route,
-				    &fl->rt, fl->key, fl->uri, &fl->headers, e->gen,
+				(void)refresh_start(fl, RF_LOCKED, e->gen, e,
 				    NULL, NULL);
 			flight_set_answer(fl, OUT_STALE, OUT_STALE, e);
 			break;
 		case ENTRY_EXPIRED:
-			flight_keep_stale(fl, &e);
+			flight_keep_prev(fl, &e);
 			fl->step = FL_LOCK;
 			break;
 		}
@@ -763,10 +861,10 @@ flight_failed(struct flight *fl, const struct refresh *rf,
 
 	fl->uerr = rf->uerr;
 	snprintf(fl->failure, sizeof(fl->failure), "%s", rf->failure);
-	if (fl->stale != NULL) {
+	if (stale_if_error(fl)) {
 		entry_unref(&e);
 		flight_set_answer(fl, OUT_STALE_ERROR, OUT_STALE_ERROR,
-		    entry_ref(fl->stale));
+		    entry_ref(fl->prev));
 		return;
 	}
 	if (rf->mode == RF_LOCKED && !fl->timed_out &&
@@ -810,7 +908,7 @@ on_flight_refresh(struct refresh *rf, void *arg)
 		break;
 	case RFR_CHANGED:
 		if (entry_state(rf->entry, util_now_ms()) == ENTRY_EXPIRED) {
-			flight_keep_stale(fl, &rf->entry);
+			flight_keep_prev(fl, &rf->entry);
 			fl->step = FL_LOCK;
 			break;
 		}
@@ -839,9 +937,9 @@ on_flight_refresh(struct refresh *rf, void *arg)
 		break;
 	case RFR_BACKOFF:
 		snprintf(fl->failure, sizeof(fl->failure), "%s", rf->failure);
-		if (fl->stale != NULL)
+		if (stale_if_error(fl))
 			flight_set_answer(fl, OUT_STALE_ERROR, OUT_STALE_ERROR,
-			    entry_ref(fl->stale));
+			    entry_ref(fl->prev));
 		else
 			flight_set_answer(fl, OUT_BACKOFF, OUT_BACKOFF, NULL);
 		break;
@@ -918,7 +1016,7 @@ flight_done(struct flight *fl)
 	}
 	cache_op_cancel(&fl->op);
 	entry_unref(&fl->entry);
-	entry_unref(&fl->stale);
+	entry_unref(&fl->prev);
 	evhttp_clear_headers(&fl->headers);
 	event_free(fl->poll_ev);
 	event_free(fl->deadline_ev);
@@ -947,9 +1045,8 @@ flight_run(struct flight *fl)
 			return;
 		case FL_LOCK:
 			fl->fill_pending = 0;
-			fl->refresh = refresh_start(px, RF_LOCKED, fl->route,
-			    &fl->rt, fl->key, fl->uri, &fl->headers, fl->seen_gen,
-			    on_flight_refresh, fl);
+			fl->refresh = refresh_start(fl, RF_LOCKED, fl->seen_gen,
+			    fl->prev, on_flight_refresh, fl);
 			if (fl->refresh == NULL) {
 				flight_set_answer(fl, OUT_UNAVAILABLE,
 				    OUT_UNAVAILABLE, NULL);
@@ -967,8 +1064,7 @@ flight_run(struct flight *fl)
 			evtimer_del(fl->deadline_ev);
 			if (fl->timed_out)
 				STAT_INC(&px->stats, fl->route, lock_wait_timeouts);
-			fl->refresh = refresh_start(px, RF_DIRECT, fl->route,
-			    &fl->rt, fl->key, fl->uri, &fl->headers, "",
+			fl->refresh = refresh_start(fl, RF_DIRECT, "", NULL,
 			    on_flight_refresh, fl);
 			if (fl->refresh == NULL) {
 				flight_set_answer(fl, OUT_UNAVAILABLE,
@@ -1022,6 +1118,8 @@ flight_join(struct req *req)
 	/* A shared fetch: nothing that would make the answer one client's. */
 	flags = HDR_DROP_HOST | HDR_DROP_LENGTH | HDR_DROP_CONDITIONAL |
 	    HDR_DROP_ENCODING | (rt->cache_authorized ? 0 : HDR_DROP_CREDENTIALS);
+	fl->authorized = rt->cache_authorized &&
+	    evhttp_find_header(in, "Authorization") != NULL;
 	hdr_copy(in, &fl->headers, flags);
 	if (req->host[0] != '\0')
 		evhttp_add_header(&fl->headers, "X-Forwarded-Host", req->host);
@@ -1243,10 +1341,12 @@ deliver(struct req *req)
 {
 	struct evkeyvalq *out = evhttp_request_get_output_headers(req->ev);
 	struct cache_entry *e = req->entry;
-	char cs[CACHE_STATUS_MAX], num[24];
+	char cs[CACHE_STATUS_MAX], num[24], line[256];
+	int cached = req->pass_kind == OUT_NONE;	/* not passed through */
+	const char *via;
 	struct evbuffer *body;
 	uint64_t sent;
-	int code;
+	int code, status;
 
 	if (e == NULL) {
 		code = error_code(req);
@@ -1264,16 +1364,36 @@ deliver(struct req *req)
 		return sent;
 	}
 
-	hdr_copy(&e->headers, out, HDR_DROP_LENGTH);
+	status = e->status;
+	hdr_copy(&e->headers, out, HDR_DROP_LENGTH | HDR_DROP_VIA |
+	    (cached ? HDR_DROP_AGE : 0));
+	via = evhttp_find_header(&e->headers, "Via");
+	snprintf(line, sizeof(line), "%s%s1.1 corral", via != NULL ? via : "",
+	    via != NULL ? ", " : "");
+	evhttp_add_header(out, "Via", line);
 	if (req->px->draining)
 		evhttp_add_header(out, "Connection", "close");
 	cache_status(req, e->status, cs, sizeof(cs));
 	evhttp_add_header(out, "Cache-Status", cs);
-	if (req->outcome == OUT_HIT || req->outcome == OUT_STALE ||
-	    req->outcome == OUT_STALE_ERROR || req->outcome == OUT_COLLAPSED) {
+	if (cached) {
+		/* The origin's Age (if it is a cache too) plus our time. */
+		const char *oa = evhttp_find_header(&e->headers, "Age");
 		int64_t age = (util_now_ms() - e->stored_ms) / 1000;
+		if (oa != NULL && isdigit((unsigned char)*oa))
+			age += strtoll(oa, NULL, 10);
 		snprintf(num, sizeof(num), "%" PRId64, age > 0 ? age : 0);
 		evhttp_add_header(out, "Age", num);
+		if (evhttp_find_header(&e->headers, "Date") == NULL) {
+			hdr_format_date(e->stored_ms, line, sizeof(line));
+			evhttp_add_header(out, "Date", line);
+		}
+		if (status == 200 && hdr_not_modified(
+		    evhttp_request_get_input_headers(req->ev), &e->headers)) {
+			STAT_INC(&req->px->stats, req->route, not_modified);
+			evhttp_remove_header(out, "Content-Type");
+			evhttp_send_reply(req->ev, HTTP_NOTMODIFIED, NULL, NULL);
+			return 0;
+		}
 	}
 	if (req->head || e->body_len == 0) {
 		if (req->head && e->status != 204 && e->status != 304) {

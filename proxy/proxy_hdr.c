@@ -1,13 +1,16 @@
 #include "proxy/proxy_hdr.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/queue.h>
+#include <time.h>
 
 #include <event2/http.h>
 
 #include "common/util.h"
+#include "conf/conf.h"
 
 static const char *const hop_by_hop[] = {
 	"Connection", "Keep-Alive", "Proxy-Authenticate",
@@ -40,6 +43,10 @@ dropped(const char *name, int flags)
 		return 1;
 	if ((flags & HDR_DROP_ENCODING) &&
 	    strcasecmp(name, "Accept-Encoding") == 0)
+		return 1;
+	if ((flags & HDR_DROP_AGE) && strcasecmp(name, "Age") == 0)
+		return 1;
+	if ((flags & HDR_DROP_VIA) && strcasecmp(name, "Via") == 0)
 		return 1;
 	if ((flags & HDR_DROP_CREDENTIALS) &&
 	    (strcasecmp(name, "Authorization") == 0 ||
@@ -102,4 +109,268 @@ hdr_shareable(const struct evkeyvalq *headers)
 	/* Any status may be shared with the requests that waited for it;
 	 * per-user or no-store responses go to their own requester only. */
 	return hdr_storable(headers, &why);
+}
+
+/* The Cache-Control directives a shared cache acts on. */
+struct cc {
+	int	no_store, no_cache, private_, public_, must_revalidate;
+	int64_t	s_maxage, max_age, swr, sie;	/* seconds; -1: absent */
+};
+
+/* Parses "name" or "name=value" directives of every Cache-Control line. */
+static void
+parse_cc(const struct evkeyvalq *headers, struct cc *cc)
+{
+	const struct evkeyval *h;
+
+	memset(cc, 0, sizeof(*cc));
+	cc->s_maxage = cc->max_age = cc->swr = cc->sie = -1;
+	TAILQ_FOREACH(h, headers, next) {
+		const char *p = h->value;
+
+		if (strcasecmp(h->key, "Cache-Control") != 0)
+			continue;
+		while (*p != '\0') {
+			char name[32];
+			size_t n = 0;
+			int64_t v = -1;
+
+			while (*p == ' ' || *p == '\t' || *p == ',')
+				p++;
+			while (*p != '\0' && *p != ',' && *p != '=' &&
+			    *p != ' ' && n < sizeof(name) - 1)
+				name[n++] = (char)tolower((unsigned char)*p++);
+			name[n] = '\0';
+			while (*p == ' ')
+				p++;
+			if (*p == '=') {
+				p++;
+				if (*p == '"')
+					p++;
+				if (isdigit((unsigned char)*p))
+					v = strtoll(p, NULL, 10);
+			}
+			p += strcspn(p, ",");
+			if (strcmp(name, "no-store") == 0)
+				cc->no_store = 1;
+			else if (strcmp(name, "no-cache") == 0)
+				cc->no_cache = 1;
+			else if (strcmp(name, "private") == 0)
+				cc->private_ = 1;
+			else if (strcmp(name, "public") == 0)
+				cc->public_ = 1;
+			else if (strcmp(name, "must-revalidate") == 0 ||
+			    strcmp(name, "proxy-revalidate") == 0)
+				cc->must_revalidate = 1;
+			else if (strcmp(name, "s-maxage") == 0 && v >= 0)
+				cc->s_maxage = v;
+			else if (strcmp(name, "max-age") == 0 && v >= 0)
+				cc->max_age = v;
+			else if (strcmp(name, "stale-while-revalidate") == 0 && v >= 0)
+				cc->swr = v;
+			else if (strcmp(name, "stale-if-error") == 0 && v >= 0)
+				cc->sie = v;
+		}
+	}
+}
+
+#define MS_PER_S	INT64_C(1000)
+#define SECONDS_MAX	(INT64_C(1) << 31)	/* delta-seconds cap, RFC 9111 1.2.2 */
+
+static int64_t
+secs(int64_t s)
+{
+	return (s > SECONDS_MAX ? SECONDS_MAX : s) * MS_PER_S;
+}
+
+static void
+not_storable(struct freshness *f, const char *why)
+{
+	memset(f, 0, sizeof(*f));
+	f->why = why;
+}
+
+#define REFUSE(f, why) do {						\
+	not_storable((f), (why));					\
+	return;								\
+} while (0)
+
+void
+hdr_freshness(int status, const struct evkeyvalq *resp, int authorized,
+    const struct conf_route *rt, int64_t now_ms, struct freshness *f)
+{
+	const char *vary = evhttp_find_header(resp, "Vary");
+	const char *expires, *date, *age;
+	int64_t status_ttl = conf_status_ttl(rt, status), lifetime, t;
+	int strict, validators;
+	struct cc cc;
+
+	not_storable(f, "");
+	if (status >= 500)
+		REFUSE(f, "status");
+	if (evhttp_find_header(resp, "Set-Cookie") != NULL)
+		REFUSE(f, "set-cookie");
+	if (vary != NULL && strchr(vary, '*') != NULL)
+		REFUSE(f, "vary");
+	parse_cc(resp, &cc);
+	if (cc.no_store)
+		REFUSE(f, "no-store");
+	if (cc.private_)
+		REFUSE(f, "private");
+	if (authorized && !cc.public_ && cc.s_maxage < 0 && !cc.must_revalidate)
+		REFUSE(f, "authorization");
+
+	if (!rt->origin_cache_control) {
+		f->ttl_ms = status_ttl > 0 ? status_ttl :
+		    hdr_status_storable(status) ? rt->ttl_ms : 0;
+		if (f->ttl_ms == 0)
+			REFUSE(f, "status");
+		f->swr_ms = rt->swr_ms;
+		f->sie_ms = rt->stale_if_error_ms;
+		f->storable = 1;
+		return;
+	}
+
+	strict = cc.no_cache || cc.must_revalidate || cc.s_maxage >= 0;
+	expires = evhttp_find_header(resp, "Expires");
+	if (cc.no_cache)
+		lifetime = 0;
+	else if (cc.s_maxage >= 0)
+		lifetime = secs(cc.s_maxage);
+	else if (cc.max_age >= 0)
+		lifetime = secs(cc.max_age);
+	else if (expires != NULL) {
+		/* An invalid Expires means already expired (RFC 9111 5.3). */
+		date = evhttp_find_header(resp, "Date");
+		t = hdr_parse_date(expires);
+		lifetime = t < 0 ? 0 : t - (date != NULL &&
+		    hdr_parse_date(date) >= 0 ? hdr_parse_date(date) : now_ms);
+	} else {
+		/* The origin says nothing: the route's ttl is the default. */
+		lifetime = status_ttl > 0 ? status_ttl :
+		    hdr_status_storable(status) ? rt->ttl_ms : 0;
+		if (lifetime == 0)
+			REFUSE(f, "no freshness");
+	}
+	if (status == 206 || status == 304 || status < 200)
+		REFUSE(f, "status");
+	if ((age = evhttp_find_header(resp, "Age")) != NULL &&
+	    isdigit((unsigned char)*age))
+		lifetime -= secs(strtoll(age, NULL, 10));
+	f->ttl_ms = lifetime > 0 ? lifetime : 0;
+	f->swr_ms = cc.swr >= 0 ? secs(cc.swr) : strict ? 0 : rt->swr_ms;
+	f->sie_ms = cc.sie >= 0 ? secs(cc.sie) : strict ? 0 :
+	    rt->stale_if_error_ms;
+	validators = evhttp_find_header(resp, "ETag") != NULL ||
+	    evhttp_find_header(resp, "Last-Modified") != NULL;
+	if (f->ttl_ms == 0 && f->swr_ms == 0 && f->sie_ms == 0 && !validators)
+		REFUSE(f, "no freshness");
+	f->storable = 1;
+}
+
+int64_t
+hdr_parse_date(const char *s)
+{
+	static const char *const formats[] = {
+		"%a, %d %b %Y %H:%M:%S GMT",	/* IMF-fixdate */
+		"%A, %d-%b-%y %H:%M:%S GMT",	/* RFC 850 */
+		"%a %b %e %H:%M:%S %Y",		/* asctime */
+	};
+	struct tm tm;
+	const char *end;
+
+	for (size_t i = 0; i < ARRAY_LEN(formats); i++) {
+		memset(&tm, 0, sizeof(tm));
+		end = strptime(s, formats[i], &tm);
+		if (end != NULL && *end == '\0')
+			return (int64_t)timegm(&tm) * MS_PER_S;
+	}
+	return -1;
+}
+
+void
+hdr_format_date(int64_t ms, char *out, size_t outlen)
+{
+	time_t t = (time_t)(ms / MS_PER_S);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(out, outlen, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+}
+
+/* The opaque part of an entity tag, for weak comparison. */
+static const char *
+opaque_tag(const char *tag, size_t *len)
+{
+	if (strncmp(tag, "W/", 2) == 0)
+		tag += 2;
+	*len = strlen(tag);
+	return tag;
+}
+
+int
+hdr_not_modified(const struct evkeyvalq *req, const struct evkeyvalq *stored)
+{
+	const char *inm = evhttp_find_header(req, "If-None-Match");
+	const char *ims = evhttp_find_header(req, "If-Modified-Since");
+	const char *etag, *lm, *p, *tag;
+	size_t taglen;
+	int64_t since, modified;
+
+	if (inm != NULL) {
+		if ((etag = evhttp_find_header(stored, "ETag")) == NULL)
+			return 0;
+		tag = opaque_tag(etag, &taglen);
+		for (p = inm; *p != '\0'; ) {
+			size_t n;
+			while (*p == ' ' || *p == '\t' || *p == ',')
+				p++;
+			n = strcspn(p, ",");
+			while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+				n--;
+			if (n == 1 && *p == '*')
+				return 1;
+			if (n >= 2 && strncmp(p, "W/", 2) == 0) {
+				p += 2;
+				n -= 2;
+			}
+			if (n == taglen && n > 0 && strncmp(p, tag, n) == 0)
+				return 1;
+			p += strcspn(p, ",");
+		}
+		return 0;
+	}
+	if (ims == NULL || (lm = evhttp_find_header(stored, "Last-Modified")) == NULL)
+		return 0;
+	since = hdr_parse_date(ims);
+	modified = hdr_parse_date(lm);
+	return since >= 0 && modified >= 0 && modified <= since;
+}
+
+void
+hdr_merge_304(struct evkeyvalq *stored, const struct evkeyvalq *fresh)
+{
+	static const char *const kept[] = {
+		"Content-Length", "Content-Encoding", "Content-Range",
+		"Transfer-Encoding",
+	};
+	const char *connection = evhttp_find_header(fresh, "Connection");
+	const struct evkeyval *h;
+
+	TAILQ_FOREACH(h, fresh, next) {
+		int skip = hdr_is_hop_by_hop(h->key, connection);
+		for (size_t i = 0; i < ARRAY_LEN(kept) && !skip; i++)
+			skip = strcasecmp(h->key, kept[i]) == 0;
+		if (skip)
+			continue;
+		while (evhttp_remove_header(stored, h->key) == 0)
+			;
+	}
+	TAILQ_FOREACH(h, fresh, next) {
+		int skip = hdr_is_hop_by_hop(h->key, connection);
+		for (size_t i = 0; i < ARRAY_LEN(kept) && !skip; i++)
+			skip = strcasecmp(h->key, kept[i]) == 0;
+		if (!skip)
+			evhttp_add_header(stored, h->key, h->value);
+	}
 }

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <event2/keyvalq_struct.h>
 
@@ -15,6 +16,8 @@
 #define HDR_DROP_CONDITIONAL	0x04	/* If-*, Range: a shared fetch */
 #define HDR_DROP_ENCODING	0x08	/* Accept-Encoding: store identity */
 #define HDR_DROP_CREDENTIALS	0x10	/* Authorization, Cookie */
+#define HDR_DROP_AGE		0x20	/* Age: recomputed by the cache */
+#define HDR_DROP_VIA		0x40	/* Via: appended to */
 
 /* Is name hop-by-hop, by RFC 9110 or by being listed in Connection? */
 int	hdr_is_hop_by_hop(const char *name, const char *connection);
@@ -29,5 +32,47 @@ int	hdr_status_storable(int status);
 int	hdr_storable(const struct evkeyvalq *headers, const char **why);
 /* May a response be handed to other requests that waited for it? */
 int	hdr_shareable(const struct evkeyvalq *headers);
+
+struct conf_route;
+
+/* How long a response may be reused, as a shared cache decides it. */
+struct freshness {
+	int		 storable;
+	const char	*why;		/* when not storable */
+	int64_t		 ttl_ms;	/* fresh for this long from now */
+	int64_t		 swr_ms;	/* then stale-while-revalidate */
+	int64_t		 sie_ms;	/* stale-if-error, past fresh */
+};
+
+/*
+ * The freshness of a response for route rt. With origin_cache_control off
+ * the route decides (ttl, or ttl_status/ttl_404 for other statuses). With
+ * it on, the origin's Cache-Control (s-maxage, max-age, no-store, no-cache,
+ * private, must-revalidate, proxy-revalidate, stale-while-revalidate,
+ * stale-if-error), Expires and Age decide, RFC 9111 and RFC 5861 as a
+ * shared cache, and the route's ttl is the default when the origin says
+ * nothing. 5xx, Set-Cookie, no-store, private and Vary: * are never stored;
+ * a request with Authorization only when the response says public,
+ * s-maxage or must-revalidate.
+ */
+void	hdr_freshness(int status, const struct evkeyvalq *resp,
+	    int authorized, const struct conf_route *rt, int64_t now_ms,
+	    struct freshness *out);
+/* An HTTP date (IMF-fixdate, RFC 850 or asctime) in ms; -1 if bad. */
+int64_t	hdr_parse_date(const char *s);
+/* Writes an IMF-fixdate; out holds at least 30 bytes. */
+void	hdr_format_date(int64_t ms, char *out, size_t outlen);
+
+/*
+ * Would the request's If-None-Match / If-Modified-Since be answered 304
+ * by a stored response with these headers? (RFC 9110 13.2.2: If-None-Match
+ * with weak comparison first; If-Modified-Since only without it.)
+ */
+int	hdr_not_modified(const struct evkeyvalq *req,
+	    const struct evkeyvalq *stored);
+
+/* RFC 9111 4.3.4: a 304's headers replace the stored ones of the same
+ * name (except Content-Length and the like). */
+void	hdr_merge_304(struct evkeyvalq *stored, const struct evkeyvalq *fresh);
 
 #endif

@@ -32,6 +32,9 @@
 	X(upstream_timeouts,	"upstream fetches that timed out")	\
 	X(upstream_failures,	"upstream fetches that failed otherwise")	\
 	X(stores,		"entries written to Redis")		\
+	X(early_refreshes,	"refreshes started before expiry (XFetch)")	\
+	X(revalidated,		"refreshes the upstream answered 304")	\
+	X(not_modified,		"304s answered to clients from the cache")	\
 	X(locks_acquired,	"refresh locks won")			\
 	X(lock_busy,		"lock attempts that found it held")	\
 	X(backoff_skips,	"fetches skipped: the key's refreshes back off")	\

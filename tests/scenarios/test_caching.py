@@ -179,10 +179,20 @@ def authorized_requests_bypass_unless_cache_authorized(env):
     expect_eq(origin.count("/me"), 2, "origin requests for /me")
     expect_eq(redis.entry_keys(), [entry_key("/page")], "entries: only the anonymous /page")
 
+    # A response to a request with Authorization is shared only when it
+    # says so (public, s-maxage or must-revalidate: RFC 9111 3.5).
+    origin.script("/shared/doc", headers={"Cache-Control": "public"})
     first = corral.get("/shared/doc", headers=auth)
     expect(first.cache_status.stored, f"cache_authorized = on stores: {first.cache_status.raw!r}")
     for headers in (auth, cookie):
         r = corral.get("/shared/doc", headers=headers)
         expect(r.cache_status.hit, f"cache_authorized = on hits: {r.cache_status.raw!r}")
     expect_eq(origin.count("/shared/doc"), 1, "origin requests for /shared/doc")
+    for i in (1, 2):
+        r = corral.get("/shared/private-ish", headers=auth)
+        expect(not r.cache_status.stored and not r.cache_status.hit,
+               f"request {i} with Authorization, response not marked public: "
+               f"{r.cache_status.raw!r}")
+    expect_eq(origin.count("/shared/private-ish"), 2,
+              "origin requests: an authorized answer without public is not reused")
     expect_eq(corral.counters()["bypass"], 4, "bypass")

@@ -501,7 +501,9 @@ static const struct bound {
 	{ "upstream", "connect_timeout", "1ms", "1m", "0", "60001ms" },
 	{ "upstream", "timeout", "1ms", "1h", "0", "3600001ms" },
 	{ "upstream", "max_entry_bytes", "1k", "1g", "1023", "1073741825" },
-	{ "route /", "ttl", "1ms", "8760h", "0", "31536000001ms" },
+	{ "route /", "ttl", "0", "8760h", NULL, "31536000001ms" },
+	{ "server", "workers", "0", "64", "-1", "65" },
+	{ "route /", "early_refresh_beta", "0.001", "100", "0", "100.001" },
 	{ "route /", "stale_while_revalidate", "0", "8760h", NULL,
 	  "31536000001ms" },
 	{ "route /", "lock_ttl", "100ms", "1h", "99ms", "3600001ms" },
@@ -861,6 +863,21 @@ t_bad_status_ttls_are_reported(void)
 }
 
 static void
+t_float_keys_parse_and_range_check(void)
+{
+	CHECK(load("[route /]\nearly_refresh_beta = 2.5\n") == 0);
+	CHECK(cf.routes[0].early_refresh_beta == 2.5);
+	CHECK(load("[route /]\n") == 0);
+	CHECK(cf.routes[0].early_refresh_beta == 1.0);
+	CHECK(load("[route /]\nearly_refresh_beta = x\n"
+	    "[route /b/]\nearly_refresh_beta = 0\n"
+	    "[route /c/]\nearly_refresh_beta = 101\n") == 3);
+	CHECK(has_error(2, "early_refresh_beta: \"x\" is not a number"));
+	CHECK(has_error(4, "early_refresh_beta: 0 is below the minimum 0.001"));
+	CHECK(has_error(6, "early_refresh_beta: 101 is above the maximum 100"));
+}
+
+static void
 t_dump_keys_lists_every_key_with_default_and_range(void)
 {
 	static const char *const names[] = {
@@ -871,7 +888,8 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 		"lock_ttl", "lock_wait", "lock_poll", "cache_authorized",
 		"max_connections", "shutdown_timeout", "access_log",
 		"error_log", "stale_if_error", "error_backoff", "ttl_404",
-		"ttl_status", "sort_query",
+		"ttl_status", "sort_query", "workers", "l1_max_bytes",
+		"early_refresh", "early_refresh_beta", "origin_cache_control",
 	};
 	char *out = NULL;
 	size_t len;
@@ -884,9 +902,10 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	errs = out;		/* freed with the next load */
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
-	CHECK(count_lines(out) == 1 + 30);	/* timeout is in two sections */
-	CHECK(strstr(out, "1ms..8760h") != NULL);
+	CHECK(count_lines(out) == 1 + 35);	/* timeout is in two sections */
+	CHECK(strstr(out, "1ms..1h") != NULL);
 	CHECK(strstr(out, "100ms..1h") != NULL);
+	CHECK(strstr(out, "0.001..100") != NULL);
 	CHECK(strstr(out, " 0..8760h ") != NULL);
 	CHECK(strstr(out, "1k..1g") != NULL);
 	CHECK(strstr(out, "127.0.0.1:8081") != NULL);
@@ -931,6 +950,7 @@ main(void)
 	RUN(t_bad_fixtures_report_exactly_their_listed_lines);
 	RUN(t_status_ttls_parse_and_look_up);
 	RUN(t_bad_status_ttls_are_reported);
+	RUN(t_float_keys_parse_and_range_check);
 	RUN(t_dump_keys_lists_every_key_with_default_and_range);
 	free(errs);
 	return unit_exit();
