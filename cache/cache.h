@@ -29,6 +29,10 @@
 #include <event2/event.h>
 
 #include "cache/cache_entry.h"
+#include "cache/cache_key.h"
+
+/* A variant id: what follows '\n' in a variant key "K\nID". */
+#define CACHE_VARIANT_MAX	24
 #include "common/hist.h"
 #include "conf/conf.h"
 
@@ -62,6 +66,7 @@ struct cache_counters {
 	uint64_t	connects;
 	uint64_t	disconnects;
 	uint64_t	fills_received;
+	uint64_t	purges_received;
 	struct hist	command_duration;	/* command sent to reply read */
 };
 
@@ -88,10 +93,16 @@ struct cache_op	*lock_acquire(struct cache *c, const char *key,
 		    lock_cb *cb, void *arg);
 struct cache_op	*lock_renew(struct cache *c, const char *key,
 		    const char *token, int64_t px_ms, fence_cb *cb, void *arg);
-/* Stores e (whose gen must equal token); Redis drops it at expire_at_ms. */
+/*
+ * Stores e (whose gen must equal token) under key's lock; Redis drops it
+ * at expire_at_ms. For a response with Vary, variant is "key\nID": e goes
+ * there and marker (the Vary it varies on) at key itself. Otherwise both
+ * are NULL.
+ */
 struct cache_op	*cache_store(struct cache *c, const char *key,
 		    const char *token, const struct cache_entry *e,
-		    int64_t expire_at_ms, fence_cb *cb, void *arg);
+		    int64_t expire_at_ms, const char *variant,
+		    const struct cache_entry *marker, fence_cb *cb, void *arg);
 /* failure: NULL, or what went wrong upstream ("503", "timeout", ...),
  * which starts or extends the key's backoff (base, doubling, at most max;
  * max 0 turns backoff off). */
@@ -99,6 +110,19 @@ struct cache_op	*lock_release(struct cache *c, const char *key,
 		    const char *token, const char *failure,
 		    int64_t backoff_base_ms, int64_t backoff_max_ms,
 		    fence_cb *cb, void *arg);
+/* Deletes key's entry and its variants, and tells every process (the
+ * purge callback) to drop its copies. cb may be NULL. */
+struct cache_op	*cache_invalidate(struct cache *c, const char *key,
+		    fence_cb *cb, void *arg);
+/* Gets the number purged, or -1 when Redis failed. */
+typedef void purge_cb(int64_t purged, void *arg);
+/* Invalidates every key starting with prefix (SCAN: it walks the whole
+ * keyspace). 0, or -1 when Redis is down (cb will not run). */
+int		 cache_purge_prefix(struct cache *c, const char *prefix,
+		    purge_cb *cb, void *arg);
+/* Who hears of purges from any process: key, or NULL after resubscribing. */
+void		 cache_on_purge(struct cache *c, cache_fill_cb *on_purge);
+
 /* The callback will not run. Sets *op to NULL. */
 void		 cache_op_cancel(struct cache_op **op);
 

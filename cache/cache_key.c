@@ -32,6 +32,7 @@
 
 struct sink {
 	char		*out;
+	size_t		 cap;	/* bytes out holds, less the NUL */
 	size_t		 len;	/* bytes emitted, kept or not */
 	uint64_t	 h1;
 	uint64_t	 h2;
@@ -102,6 +103,7 @@ static void
 sink_init(struct sink *s, char *out)
 {
 	s->out = out;
+	s->cap = CACHE_KEY_MAX;
 	s->len = 0;
 	s->h1 = FNV_OFFSET;
 	s->h2 = MIX_SEED;
@@ -110,7 +112,7 @@ sink_init(struct sink *s, char *out)
 static void
 emit(struct sink *s, unsigned char c)
 {
-	if (s->len < CACHE_KEY_MAX)
+	if (s->len < s->cap)
 		s->out[s->len] = (char)c;
 	s->len++;
 	s->h1 = (s->h1 ^ c) * FNV_PRIME;
@@ -232,17 +234,22 @@ cmp_param(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/*
+ * The parameters are put in the key's normal form first, so that "%62=1"
+ * and "b=1" sort alike. Every byte can grow to three ("%XX").
+ */
 char *
 cache_query_sorted(const char *query)
 {
 	size_t len = strlen(query), n = 1, i, off = 0;
 	char *copy, *out, **params, *p;
+	struct sink norm;
 
 	for (i = 0; i < len; i++)
 		if (query[i] == '&')
 			n++;
-	copy = strdup(query);
-	out = malloc(len + 1);
+	copy = malloc(len * 3 + 1);
+	out = malloc(len * 3 + 1);
 	params = calloc(n, sizeof(*params));
 	if (copy == NULL || out == NULL || params == NULL) {
 		free(copy);
@@ -250,6 +257,10 @@ cache_query_sorted(const char *query)
 		free(params);
 		return NULL;
 	}
+	sink_init(&norm, copy);
+	norm.cap = len * 3;
+	emit_normalised(&norm, query, SAFE_QUERY);
+	copy[norm.len] = '\0';
 	for (i = 0, p = copy; i < n; i++) {
 		params[i] = p;
 		if ((p = strchr(p, '&')) != NULL)

@@ -34,9 +34,12 @@
 #define RECONNECT_MIN_MS	100
 #define RECONNECT_MAX_MS	5000
 #define KEY_SUFFIX_MAX		16		/* "}:entry", "}:lock" */
-#define REDIS_KEY_MAX		(CONF_PREFIX_MAX + 1 + CACHE_KEY_MAX + KEY_SUFFIX_MAX)
-#define OP_ARGS_MAX		12
+#define REDIS_KEY_MAX		(CONF_PREFIX_MAX + 1 + CACHE_KEY_MAX + \
+				 KEY_SUFFIX_MAX + CACHE_VARIANT_MAX)
+#define OP_ARGS_MAX		14
 #define FILL_CHANNEL		"filled"
+#define PURGE_CHANNEL		"purge"
+#define SCAN_COUNT		"500"	/* keys a purge's SCAN looks at a time */
 
 /*
  * acquire: KEYS entry, lock, backoff; ARGV token, px, seen generation.
@@ -63,16 +66,40 @@ static const char script_renew[] =
 	"return 0\n";
 
 /*
- * store: KEYS entry, lock, backoff, fails; ARGV token, blob, px, channel,
- * key. The fence: only the holder of the lock writes. A success ends any
- * backoff. 1 stored, 0 lost.
+ * store: KEYS entry, lock, backoff, fails[, marker, variants]; ARGV token,
+ * blob, px, channel, key[, marker blob, variant id]. The fence: only the
+ * holder of the lock writes. With a marker (a response with Vary), the
+ * entry is one variant: the marker goes at the key's own entry and the
+ * variant joins the key's set of variants. A success ends any backoff.
+ * 1 stored, 0 lost.
  */
 static const char script_store[] =
 	"if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end\n"
 	"redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
+	"if KEYS[5] then\n"
+	"  redis.call('SET', KEYS[5], ARGV[6], 'PX', ARGV[3])\n"
+	"  redis.call('SADD', KEYS[6], ARGV[7])\n"
+	"  if redis.call('PTTL', KEYS[6]) < tonumber(ARGV[3]) then\n"
+	"    redis.call('PEXPIRE', KEYS[6], ARGV[3])\n"
+	"  end\n"
+	"end\n"
 	"redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])\n"
 	"redis.call('PUBLISH', ARGV[4], ARGV[5])\n"
 	"return 1\n";
+
+/*
+ * invalidate: KEYS entry, variants; ARGV channel, key. Deletes the entry
+ * and every variant of it (they share its hash tag), and tells every
+ * process to drop its copies. Returns how many entries went.
+ */
+static const char script_invalidate[] =
+	"local n = redis.call('DEL', KEYS[1])\n"
+	"for _, v in ipairs(redis.call('SMEMBERS', KEYS[2])) do\n"
+	"  n = n + redis.call('DEL', KEYS[1] .. ':' .. v)\n"
+	"end\n"
+	"redis.call('DEL', KEYS[2])\n"
+	"redis.call('PUBLISH', ARGV[1], ARGV[2])\n"
+	"return n\n";
 
 /*
  * release: KEYS lock, backoff, fails; ARGV token, channel, key, failure,
@@ -99,11 +126,13 @@ enum script_id {
 	SCRIPT_RENEW,
 	SCRIPT_STORE,
 	SCRIPT_RELEASE,
+	SCRIPT_INVALIDATE,
 	SCRIPT_COUNT
 };
 
 static const char *const script_src[SCRIPT_COUNT] = {
 	script_acquire, script_renew, script_store, script_release,
+	script_invalidate,
 };
 
 enum op_kind {
@@ -122,6 +151,7 @@ struct cache {
 	int			 db;
 	char			 prefix[CONF_PREFIX_MAX];
 	char			 channel[CONF_PREFIX_MAX + sizeof(FILL_CHANNEL)];
+	char			 purge_channel[CONF_PREFIX_MAX + sizeof(PURGE_CHANNEL)];
 	int64_t			 timeout_ms;
 
 	redisAsyncContext	*cmd;		/* NULL while disconnected */
@@ -136,6 +166,7 @@ struct cache {
 
 	char			 sha[SCRIPT_COUNT][41];	/* "" until loaded */
 	cache_fill_cb		*on_fill;
+	cache_fill_cb		*on_purge;
 	void			*fill_arg;
 	int			 closing;
 	struct cache_counters	 counters;
@@ -165,11 +196,21 @@ struct cache_op {
 static void connect_cmd(struct cache *c);
 static void connect_sub(struct cache *c);
 
+/*
+ * The Redis key of key's entry, lock, ...: "<prefix>{<key>}:<suffix>". A
+ * variant "K\nID" is "<prefix>{K}:<suffix>:ID": it keeps K's hash tag.
+ */
 static void
 key_name(char *out, size_t outlen, const struct cache *c, const char *key,
     const char *suffix)
 {
-	snprintf(out, outlen, "%s{%s}:%s", c->prefix, key, suffix);
+	const char *nl = strchr(key, '\n');
+
+	if (nl == NULL)
+		snprintf(out, outlen, "%s{%s}:%s", c->prefix, key, suffix);
+	else
+		snprintf(out, outlen, "%s{%.*s}:%s:%s", c->prefix,
+		    (int)(nl - key), key, suffix, nl + 1);
 }
 
 static void
@@ -324,6 +365,8 @@ on_message(redisAsyncContext *ac, void *r, void *privdata)
 	if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3)
 		return;
 	if (strcmp(reply->element[0]->str, "subscribe") == 0) {
+		if (strcmp(reply->element[1]->str, c->channel) != 0)
+			return;
 		c->sub_up = 1;
 		c->sub_backoff_ms = RECONNECT_MIN_MS;
 		log_info("redis: subscribed to %s", c->channel);
@@ -331,6 +374,12 @@ on_message(redisAsyncContext *ac, void *r, void *privdata)
 		c->on_fill(NULL, c->fill_arg);
 	} else if (strcmp(reply->element[0]->str, "message") == 0 &&
 	    reply->element[2]->type == REDIS_REPLY_STRING) {
+		if (strcmp(reply->element[1]->str, c->purge_channel) == 0) {
+			c->counters.purges_received++;
+			if (c->on_purge != NULL)
+				c->on_purge(reply->element[2]->str, c->fill_arg);
+			return;
+		}
 		c->counters.fills_received++;
 		c->on_fill(reply->element[2]->str, c->fill_arg);
 	}
@@ -372,7 +421,8 @@ connect_sub(struct cache *c)
 	if (c->password[0] != '\0')
 		redisAsyncCommand(c->sub, on_setup_reply, "AUTH", "AUTH %s",
 		    c->password);
-	redisAsyncCommand(c->sub, on_message, NULL, "SUBSCRIBE %s", c->channel);
+	redisAsyncCommand(c->sub, on_message, NULL, "SUBSCRIBE %s %s",
+	    c->channel, c->purge_channel);
 }
 
 static void
@@ -405,6 +455,8 @@ cache_new(struct event_base *base, const struct conf *conf,
 	snprintf(c->prefix, sizeof(c->prefix), "%s", conf->redis_prefix);
 	snprintf(c->channel, sizeof(c->channel), "%s%s", c->prefix,
 	    FILL_CHANNEL);
+	snprintf(c->purge_channel, sizeof(c->purge_channel), "%s%s", c->prefix,
+	    PURGE_CHANNEL);
 	c->timeout_ms = conf->redis_timeout_ms;
 	c->on_fill = on_fill;
 	c->fill_arg = arg;
@@ -488,7 +540,8 @@ op_fail(struct cache_op *op)
 		op->cb.lock(LOCK_ERROR, NULL, NULL, op->arg);
 		break;
 	case OP_FENCE:
-		op->cb.fence(FENCE_ERROR, op->arg);
+		if (op->cb.fence != NULL)
+			op->cb.fence(FENCE_ERROR, op->arg);
 		break;
 	}
 }
@@ -578,9 +631,10 @@ deliver_fence(struct cache_op *op, const redisReply *reply)
 {
 	if (reply->type != REDIS_REPLY_INTEGER) {
 		op->cache->counters.errors++;
-		op->cb.fence(FENCE_ERROR, op->arg);
-	} else {
-		op->cb.fence(reply->integer == 1 ? FENCE_OK : FENCE_LOST,
+		if (op->cb.fence != NULL)
+			op->cb.fence(FENCE_ERROR, op->arg);
+	} else if (op->cb.fence != NULL) {
+		op->cb.fence(reply->integer >= 1 ? FENCE_OK : FENCE_LOST,
 		    op->arg);
 	}
 }
@@ -790,44 +844,69 @@ lock_renew(struct cache *c, const char *key, const char *token,
 
 struct cache_op *
 cache_store(struct cache *c, const char *key, const char *token,
-    const struct cache_entry *e, int64_t expire_at_ms, fence_cb *cb,
+    const struct cache_entry *e, int64_t expire_at_ms,
+    const char *variant, const struct cache_entry *marker, fence_cb *cb,
     void *arg)
 {
 	char entry[REDIS_KEY_MAX], lock[REDIS_KEY_MAX], px[24];
 	char backoff[REDIS_KEY_MAX], fails[REDIS_KEY_MAX];
-	struct evbuffer *blob;
+	char mkey[REDIS_KEY_MAX], variants[REDIS_KEY_MAX];
+	struct evbuffer *blob, *mblob = NULL;
+	const char *vid = variant != NULL ? strchr(variant, '\n') : NULL;
 	struct cache_op *op;
 	int64_t ttl = expire_at_ms - util_now_ms();
 	int failed = 0;
 
 	assert(strcmp(e->gen, token) == 0);
+	assert((marker == NULL) == (vid == NULL));
 	if ((blob = evbuffer_new()) == NULL)
 		return NULL;
+	if (marker != NULL && ((mblob = evbuffer_new()) == NULL ||
+	    entry_encode(marker, mblob) == -1))
+		goto fail;
 	if (entry_encode(e, blob) == -1 ||
-	    (op = op_new(c, OP_FENCE, arg)) == NULL) {
-		evbuffer_free(blob);
-		return NULL;
-	}
+	    (op = op_new(c, OP_FENCE, arg)) == NULL)
+		goto fail;
 	op->cb.fence = cb;
 	op->script = SCRIPT_STORE;
-	key_name(entry, sizeof(entry), c, key, "entry");
+	key_name(entry, sizeof(entry), c, variant != NULL ? variant : key,
+	    "entry");
 	key_name(lock, sizeof(lock), c, key, "lock");
 	key_name(backoff, sizeof(backoff), c, key, "backoff");
 	key_name(fails, sizeof(fails), c, key, "fails");
 	snprintf(px, sizeof(px), "%" PRId64, ttl > 0 ? ttl : 1);
-	failed |= op_argstr(op, "4");
+	failed |= op_argstr(op, marker != NULL ? "6" : "4");
 	failed |= op_argstr(op, entry);
 	failed |= op_argstr(op, lock);
 	failed |= op_argstr(op, backoff);
 	failed |= op_argstr(op, fails);
+	if (marker != NULL) {
+		snprintf(mkey, sizeof(mkey), "%.*s", (int)(vid - variant),
+		    variant);
+		key_name(variants, sizeof(variants), c, mkey, "variants");
+		key_name(mkey, sizeof(mkey), c, mkey, "entry");
+		failed |= op_argstr(op, mkey);
+		failed |= op_argstr(op, variants);
+	}
 	failed |= op_argstr(op, token);
 	failed |= op_arg(op, evbuffer_pullup(blob, -1),
 	    evbuffer_get_length(blob));
 	failed |= op_argstr(op, px);
 	failed |= op_argstr(op, c->channel);
 	failed |= op_argstr(op, key);
+	if (marker != NULL) {
+		failed |= op_arg(op, evbuffer_pullup(mblob, -1),
+		    evbuffer_get_length(mblob));
+		failed |= op_argstr(op, vid + 1);
+		evbuffer_free(mblob);
+	}
 	evbuffer_free(blob);
 	return start_script(op, failed);
+fail:
+	if (mblob != NULL)
+		evbuffer_free(mblob);
+	evbuffer_free(blob);
+	return NULL;
 }
 
 struct cache_op *
@@ -873,4 +952,132 @@ cache_op_cancel(struct cache_op **opp)
 	op->finished = 1;
 	evtimer_del(op->timer);
 	*opp = NULL;	/* freed when hiredis delivers its reply */
+}
+
+struct cache_op *
+cache_invalidate(struct cache *c, const char *key, fence_cb *cb, void *arg)
+{
+	char entry[REDIS_KEY_MAX], variants[REDIS_KEY_MAX];
+	struct cache_op *op;
+	int failed = 0;
+
+	if ((op = op_new(c, OP_FENCE, arg)) == NULL)
+		return NULL;
+	op->cb.fence = cb;
+	op->script = SCRIPT_INVALIDATE;
+	key_name(entry, sizeof(entry), c, key, "entry");
+	key_name(variants, sizeof(variants), c, key, "variants");
+	failed |= op_argstr(op, "2");
+	failed |= op_argstr(op, entry);
+	failed |= op_argstr(op, variants);
+	failed |= op_argstr(op, c->purge_channel);
+	failed |= op_argstr(op, key);
+	return start_script(op, failed);
+}
+
+/*
+ * A purge by prefix: SCAN for the entries whose key starts with it, and
+ * invalidate each, until the cursor comes back to 0. It owns itself and
+ * reports once. The replies of one connection arrive in order, so the
+ * invalidations of a batch finish before the next SCAN's reply.
+ */
+struct purge {
+	struct cache	*cache;
+	char		 pattern[REDIS_KEY_MAX * 2];
+	size_t		 head;		/* strlen("<prefix>{") */
+	int64_t		 found;
+	purge_cb	*cb;
+	void		*arg;
+};
+
+static void purge_scan(struct purge *pg, const char *cursor);
+
+static void
+purge_end(struct purge *pg, int ok)
+{
+	pg->cb(ok ? pg->found : -1, pg->arg);
+	free(pg);
+}
+
+static void
+on_purge_scan(redisAsyncContext *ac, void *r, void *privdata)
+{
+	struct purge *pg = privdata;
+	redisReply *reply = r, *keys;
+	char key[REDIS_KEY_MAX];
+
+	if (pg->cache->closing) {
+		free(pg);	/* nobody is left to tell */
+		return;
+	}
+	if (reply == NULL ||
+	    reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+	    reply->element[1]->type != REDIS_REPLY_ARRAY) {
+		if (reply != NULL && reply->type == REDIS_REPLY_ERROR)
+			log_warn("redis: purge: %s", reply->str);
+		purge_end(pg, 0);
+		return;
+	}
+	keys = reply->element[1];
+	for (size_t i = 0; i < keys->elements; i++) {
+		const char *k = keys->element[i]->str;
+		size_t len = keys->element[i]->len, tail = strlen("}:entry");
+
+		if (len <= pg->head + tail || len - pg->head >= sizeof(key))
+			continue;
+		/* "<prefix>{K}:entry" -> K */
+		snprintf(key, sizeof(key), "%.*s", (int)(len - pg->head - tail),
+		    k + pg->head);
+		if (cache_invalidate(pg->cache, key, NULL, NULL) != NULL)
+			pg->found++;
+	}
+	if (strcmp(reply->element[0]->str, "0") == 0)
+		purge_end(pg, 1);
+	else
+		purge_scan(pg, reply->element[0]->str);
+}
+
+static void
+purge_scan(struct purge *pg, const char *cursor)
+{
+	struct cache *c = pg->cache;
+
+	if (c->cmd == NULL || redisAsyncCommand(c->cmd, on_purge_scan, pg,
+	    "SCAN %s MATCH %s COUNT %s", cursor, pg->pattern, SCAN_COUNT) !=
+	    REDIS_OK)
+		purge_end(pg, 0);
+}
+
+int
+cache_purge_prefix(struct cache *c, const char *prefix, purge_cb *cb, void *arg)
+{
+	struct purge *pg;
+	size_t n;
+
+	if (c->cmd == NULL || c->closing)
+		return -1;
+	if ((pg = calloc(1, sizeof(*pg))) == NULL)
+		return -1;
+	pg->cache = c;
+	pg->cb = cb;
+	pg->arg = arg;
+	n = (size_t)snprintf(pg->pattern, sizeof(pg->pattern), "%s{", c->prefix);
+	pg->head = n;
+	/* The prefix, glob-escaped, then anything, then the entry suffix. */
+	for (const char *p = prefix; *p != '\0' && n + 12 < sizeof(pg->pattern);
+	    p++) {
+		if (strchr("*?[]\\", *p) != NULL)
+			pg->pattern[n++] = '\\';
+		pg->pattern[n++] = *p;
+	}
+	snprintf(pg->pattern + n, sizeof(pg->pattern) - n, "*}:entry");
+	/* Reports through the loop, never from inside this call. */
+	purge_scan(pg, "0");
+	return 0;
+}
+
+void
+cache_on_purge(struct cache *c, cache_fill_cb *on_purge)
+{
+	c->on_purge = on_purge;
 }

@@ -152,3 +152,12 @@ dict_count(const struct dict *d)
 {
 	return d->count;
 }
+
+void
+dict_foreach(const struct dict *d,
+    void (*fn)(const char *key, void *value, void *arg), void *arg)
+{
+	for (size_t i = 0; i < d->nbuckets; i++)
+		for (struct dict_node *n = d->buckets[i]; n != NULL; n = n->next)
+			fn(n->key, n->value, arg);
+}

@@ -16,5 +16,8 @@ int		 dict_set(struct dict *d, const char *key, void *value);
 /* Removes the key if present; returns the value it had, or NULL. */
 void		*dict_del(struct dict *d, const char *key);
 size_t		 dict_count(const struct dict *d);
+/* Calls fn for every key and value, in no order; fn must not change d. */
+void		 dict_foreach(const struct dict *d,
+		    void (*fn)(const char *key, void *value, void *arg), void *arg);
 
 #endif

@@ -37,6 +37,7 @@
 #define MS_SECOND	INT64_C(1000)
 #define MS_MINUTE	(60 * MS_SECOND)
 #define MS_HOUR		(60 * MS_MINUTE)
+#define STATUS_TTL_MAX	(8760 * MS_HOUR)	/* as for ttl */
 #define KIB		INT64_C(1024)
 #define MIB		(1024 * KIB)
 #define GIB		(1024 * MIB)
@@ -510,6 +511,11 @@ set_status_ttls(const struct key *k, char *base, const char *v, char *err,
 		if (end == item || *end != '\0' || status < 100 || status > 599 ||
 		    util_parse_duration(colon + 1, &ms) == -1)
 			goto bad;
+		if (ms > STATUS_TTL_MAX) {
+			snprintf(err, errlen, "%s is above the maximum 8760h",
+			    show(colon + 1, SIZE_MAX, shown));
+			return -1;
+		}
 		if (n >= k->max) {
 			snprintf(err, errlen, "at most %" PRId64 " statuses",
 			    k->max);
@@ -1161,5 +1167,5 @@ conf_status_ttl(const struct conf_route *r, int status)
 	for (int i = 0; i < r->nstatus_ttls; i++)
 		if (r->status_ttls[i].status == status)
 			return r->status_ttls[i].ttl_ms;
-	return status == 404 ? r->ttl_404_ms : 0;
+	return status == 404 && r->ttl_404_ms > 0 ? r->ttl_404_ms : -1;
 }

@@ -98,7 +98,7 @@ void	conf_defaults(struct conf *c);
 int	conf_load(struct conf *c, const char *path, FILE *errs);
 
 /* How long a response with this status is stored on route r: its
- * ttl_status entry, ttl_404, or 0 when the status is not listed. */
+ * ttl_status entry (0: not stored), ttl_404, or -1 when not listed. */
 int64_t	conf_status_ttl(const struct conf_route *r, int status);
 
 /* The route with the longest prefix of path, or NULL. */

@@ -35,6 +35,7 @@ struct proxy {
 	struct evhttp		*admin;		/* stats and control */
 	struct dict		*flights;	/* key -> struct flight */
 	struct dict		*refreshes;	/* key -> struct refresh */
+	struct dict		*vary;		/* key -> what its responses vary on */
 	struct dict		*conns;		/* open client connections */
 	struct access_log	*access_log;	/* NULL when off */
 	int			 draining;	/* stopping: finish what is running */
@@ -59,6 +60,7 @@ void	flow_abandon(struct proxy *px);
 void	flow_remap_routes(struct proxy *px, const struct conf *old,
 	    const struct conf *new);
 void	flow_shutdown(struct proxy *px);
+void	flow_free_vary(struct proxy *px);
 
 /* proxy_life.c */
 /* Stops accepting, lets requests in progress finish for shutdown_timeout,
@@ -72,5 +74,8 @@ int	proxy_reload(struct proxy *px, struct conf **confp, const char *path);
 
 /* proxy_admin.c */
 void	admin_handle(struct evhttp_request *ev, void *arg);
+
+/* proxy_purge.c: POST /purge?url=URL or ?prefix=PREFIX */
+void	admin_purge(struct proxy *px, struct evhttp_request *ev);
 
 #endif

@@ -134,13 +134,15 @@ admin_handle(struct evhttp_request *ev, void *arg)
 		evbuffer_add_reference(out, dashboard_html, dashboard_html_len,
 		    NULL, NULL);
 		reply(ev, HTTP_OK, "text/html; charset=utf-8", out);
+	} else if (strcmp(path, "/purge") == 0) {
+		admin_purge(px, ev);	/* it replies, maybe later */
 	} else if (strcmp(path, "/health") == 0) {
 		evbuffer_add_printf(out, "ok redis=%s\n",
 		    cache_is_up(px->cache) ? "up" : "down");
 		reply(ev, HTTP_OK, "text/plain", out);
 	} else {
 		evbuffer_add_printf(out, "not found: try / (dashboard), /stats, "
-		    "/stats.txt, /metrics or /health\n");
+		    "/stats.txt, /metrics, /health or POST /purge\n");
 		reply(ev, HTTP_NOTFOUND, "text/plain", out);
 	}
 	evbuffer_free(out);

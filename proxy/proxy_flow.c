@@ -63,6 +63,10 @@
 #define PASS_BODY_MAX		((size_t)1 << 30)	/* responses not stored */
 #define BACKOFF_BASE_MS		1000	/* first pause after a failed refresh */
 #define KEEP_VALIDATORS_MS	60000	/* entries with validators: kept at least */
+#define FLOW_KEY_MAX		(CACHE_KEY_MAX + 1 + CACHE_VARIANT_MAX)
+#define VARY_MARKER		"X-Corral-Vary-Marker"	/* never from upstream */
+#define VARY_KEYS_MAX		100000	/* keys whose Vary a process remembers */
+#define VARY_SPEC_MAX		512
 #define FAILURE_MAX		16	/* "503", "timeout", ... */
 
 #define MIN(a, b)		((a) < (b) ? (a) : (b))
@@ -107,7 +111,7 @@ struct req {
 	int			 pass_kind;	/* OUT_BYPASS or OUT_METHOD */
 	char			*uri;		/* path[?query] */
 	char			*host;
-	char			 key[CACHE_KEY_MAX + 1];
+	char			 key[FLOW_KEY_MAX + 1];
 	struct flight		*flight;
 	TAILQ_ENTRY(req)	 flight_link;
 	TAILQ_ENTRY(req)	 all_link;
@@ -141,7 +145,7 @@ struct flight {
 	enum flight_step	 step;
 	int			 route;		/* for counters; -1 if reloaded away */
 	struct conf_route	 rt;		/* its settings when the flight began */
-	char			 key[CACHE_KEY_MAX + 1];
+	char			 key[FLOW_KEY_MAX + 1];
 	char			*uri;
 	struct evkeyvalq	 headers;	/* sent upstream */
 	TAILQ_HEAD(, req)	 reqs;		/* the first one led */
@@ -167,6 +171,10 @@ struct flight {
 	char			 failure[FAILURE_MAX];
 	int			 shareable;
 	int64_t			 upstream_ms;	/* the lead's fetch, or -1 */
+	char			 vary[VARY_SPEC_MAX];	/* the answer varies on */
+	char			 variant[CACHE_VARIANT_MAX];	/* the lead's */
+	int			 redirect;	/* K varies: every request goes
+						 * to its variant instead */
 };
 
 enum refresh_mode {
@@ -201,7 +209,7 @@ struct refresh {
 	enum refresh_step	 step;
 	int			 route;		/* for counters; -1 if reloaded away */
 	struct conf_route	 rt;		/* its settings when it began */
-	char			 key[CACHE_KEY_MAX + 1];
+	char			 key[FLOW_KEY_MAX + 1];
 	char			*url;
 	struct evkeyvalq	 headers;
 	char			 token[UTIL_TOKEN_HEX + 1];
@@ -228,6 +236,9 @@ struct refresh {
 	char			 failure[FAILURE_MAX];	/* "" unless it failed */
 	int			 shareable;
 	int64_t			 sie_ms;	/* stale-if-error of the entry */
+	char			 variant[FLOW_KEY_MAX + 1];	/* "" or "K\nID" */
+	char			 vary[VARY_SPEC_MAX];	/* the response's Vary */
+	struct cache_entry	*marker;	/* stored at K when it varies */
 };
 
 /* Every live object, for shutdown. */
@@ -238,6 +249,124 @@ static TAILQ_HEAD(, refresh)	all_refreshes = TAILQ_HEAD_INITIALIZER(all_refreshe
 static void req_run(struct req *req);
 static void flight_run(struct flight *fl);
 static void refresh_run(struct refresh *rf);
+
+/* ================================================================
+ * Vary
+ *
+ * A response with Vary is stored as one variant of its key, "K\nID",
+ * where ID hashes the request's values of the headers it varies on; a
+ * marker at K names them. Each process remembers K's Vary so that later
+ * requests go straight to their variant.
+ * ================================================================ */
+
+/* Does spec name anything but Accept-Encoding? Corral asks the upstream
+ * for identity and stores only that, so that one never tells variants
+ * apart. */
+static int
+vary_relevant(const char *spec)
+{
+	for (const char *p = spec; *p != '\0'; ) {
+		size_t n;
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		n = strcspn(p, ", \t");
+		if (n > 0 && !(n == 15 && strncasecmp(p, "accept-encoding", n) == 0))
+			return 1;
+		p += n;
+	}
+	return 0;
+}
+
+static uint64_t
+fnv(uint64_t h, const char *s, size_t n, int fold)
+{
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)(fold ? tolower((unsigned char)s[i]) : s[i]);
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+/* The variant id of a request with these headers for a response that
+ * varies on spec. */
+static void
+variant_id(const char *spec, const struct evkeyvalq *headers,
+    char out[CACHE_VARIANT_MAX])
+{
+	uint64_t h = 1469598103934665603ULL;
+	const struct evkeyval *kv;
+
+	for (const char *p = spec; *p != '\0'; ) {
+		size_t n;
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		n = strcspn(p, ", \t");
+		if (n == 0 || (n == 15 && strncasecmp(p, "accept-encoding", n) == 0)) {
+			p += n;
+			continue;
+		}
+		h = fnv(h, p, n, 1);
+		h = fnv(h, "\0", 1, 0);
+		TAILQ_FOREACH(kv, headers, next) {
+			if (strlen(kv->key) == n && strncasecmp(kv->key, p, n) == 0) {
+				h = fnv(h, kv->value, strlen(kv->value), 0);
+				h = fnv(h, ",", 1, 0);
+			}
+		}
+		h = fnv(h, "\1", 1, 0);
+		p += n;
+	}
+	snprintf(out, CACHE_VARIANT_MAX, "%016" PRIx64, h);
+}
+
+/* Remembers what key's responses vary on (bounded). */
+static void
+vary_learn(struct proxy *px, const char *key, const char *spec)
+{
+	char *old = dict_get(px->vary, key), *copy;
+
+	if (old != NULL && strcmp(old, spec) == 0)
+		return;
+	if (old == NULL && dict_count(px->vary) >= VARY_KEYS_MAX)
+		return;		/* still correct: one more lookup each time */
+	if ((copy = strdup(spec)) == NULL)
+		return;
+	if (dict_set(px->vary, key, copy) == -1) {
+		free(copy);
+		return;
+	}
+	free(old);
+}
+
+/* Appends "\nID" to base for a request with these headers, when base is
+ * known to vary. */
+static void
+variant_key(struct proxy *px, char key[FLOW_KEY_MAX + 1],
+    const struct evkeyvalq *headers)
+{
+	const char *spec = dict_get(px->vary, key);
+	char id[CACHE_VARIANT_MAX];
+
+	if (spec == NULL || strchr(key, '\n') != NULL)
+		return;
+	variant_id(spec, headers, id);
+	snprintf(key + strlen(key), FLOW_KEY_MAX + 1 - strlen(key), "\n%s", id);
+}
+
+static void
+free_spec(const char *key, void *value, void *arg)
+{
+	free(value);
+}
+
+void
+flow_free_vary(struct proxy *px)
+{
+	if (px->vary == NULL)
+		return;
+	dict_foreach(px->vary, free_spec, NULL);
+	dict_free(&px->vary);
+}
 
 /* ================================================================
  * refresh
@@ -306,6 +435,7 @@ on_refresh_done(evutil_socket_t fd, short what, void *arg)
 	rf->px->nrefreshes--;
 	entry_unref(&rf->entry);
 	entry_unref(&rf->base);
+	entry_unref(&rf->marker);
 	evhttp_clear_headers(&rf->headers);
 	event_free(rf->renew_ev);
 	event_free(rf->done_ev);
@@ -412,11 +542,53 @@ entry_from_response(struct upstream_response *resp, const char *gen,
 	e->stale_until_ms = e->fresh_until_ms + swr_ms;
 	e->fetch_ms = (uint32_t)(fetch_ms > UINT32_MAX ? UINT32_MAX : fetch_ms);
 	hdr_copy(&resp->headers, &e->headers, HDR_DROP_LENGTH);
+	while (evhttp_remove_header(&e->headers, VARY_MARKER) == 0)
+		;	/* only Corral writes markers */
 	if (entry_set_body(e, resp->body) == -1) {
 		entry_unref(&e);
 		return NULL;
 	}
 	return e;
+}
+
+/*
+ * A response that varies is stored as a variant ("K\nID": the flight's
+ * own key if it already is one, else K with the lead's variant) with a
+ * marker at K naming what it varies on. 0 or -1.
+ */
+static int
+refresh_vary(struct refresh *rf)
+{
+	const char *spec = evhttp_find_header(&rf->entry->headers, "Vary");
+	char base[CACHE_KEY_MAX + 1], id[CACHE_VARIANT_MAX];
+	struct cache_entry *m;
+
+	if (spec == NULL || !vary_relevant(spec) || strlen(spec) >= VARY_SPEC_MAX)
+		return 0;
+	snprintf(rf->vary, sizeof(rf->vary), "%s", spec);
+	snprintf(base, sizeof(base), "%.*s", (int)strcspn(rf->key, "\n"),
+	    rf->key);
+	if (strchr(rf->key, '\n') != NULL) {
+		snprintf(rf->variant, sizeof(rf->variant), "%s", rf->key);
+	} else {
+		variant_id(spec, &rf->headers, id);
+		snprintf(rf->variant, sizeof(rf->variant), "%s\n%s", base, id);
+	}
+	vary_learn(rf->px, base, spec);
+	if ((m = entry_new()) == NULL)
+		return -1;
+	snprintf(m->gen, sizeof(m->gen), "%s", rf->token);
+	m->status = 200;
+	m->stored_ms = rf->entry->stored_ms;
+	m->fresh_until_ms = rf->entry->fresh_until_ms;
+	m->stale_until_ms = rf->entry->stale_until_ms;
+	if (entry_add_header(m, "Vary", spec) == -1 ||
+	    entry_add_header(m, VARY_MARKER, "1") == -1) {
+		entry_unref(&m);
+		return -1;
+	}
+	rf->marker = m;
+	return 0;
 }
 
 /* base, still valid by a 304: its body, its headers updated by the 304. */
@@ -494,7 +666,9 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 	rf->entry->fresh_until_ms = rf->entry->stored_ms + f.ttl_ms;
 	rf->entry->stale_until_ms = rf->entry->fresh_until_ms + f.swr_ms;
 	rf->sie_ms = f.sie_ms;
-	if (!f.storable)
+	if (f.storable && refresh_vary(rf) == -1)
+		why = "out of memory";
+	else if (!f.storable)
 		why = f.why;
 	else if (rf->entry->body_len > (uint64_t)px->conf->max_entry_bytes)
 		why = "larger than max_entry_bytes";
@@ -618,7 +792,9 @@ refresh_run(struct refresh *rf)
 			return;
 		case RF_STORE:
 			rf->op = cache_store(px->cache, rf->key, rf->token,
-			    rf->entry, expire_at(rf), on_refresh_stored, rf);
+			    rf->entry, expire_at(rf),
+			    rf->marker != NULL ? rf->variant : NULL, rf->marker,
+			    on_refresh_stored, rf);
 			if (rf->op == NULL) {
 				rf->step = RF_RELEASE;
 				continue;
@@ -772,6 +948,21 @@ stale_if_error(const struct flight *fl)
 	return util_now_ms() < fl->prev->fresh_until_ms + f.sie_ms;
 }
 
+/* The key's responses vary (a marker says on what): every request of the
+ * flight goes on to its own variant. */
+static void
+flight_redirect(struct flight *fl, struct cache_entry **marker)
+{
+	const char *spec = evhttp_find_header(&(*marker)->headers, "Vary");
+
+	snprintf(fl->vary, sizeof(fl->vary), "%s", spec != NULL ? spec : "");
+	if (strchr(fl->key, '\n') == NULL)
+		vary_learn(fl->px, fl->key, fl->vary);
+	entry_unref(marker);
+	fl->redirect = 1;
+	fl->step = FL_DONE;
+}
+
 /*
  * Should a hit on a fresh entry refresh it now? XFetch (Vattani,
  * Chierichetti and Lowenstein, VLDB 2015): when now - delta * beta *
@@ -803,6 +994,8 @@ on_flight_lookup(enum cache_result r, struct cache_entry *e, void *arg)
 		fl->step = FL_DIRECT;
 	} else if (r == CACHE_ABSENT) {
 		fl->step = FL_LOCK;
+	} else if (evhttp_find_header(&e->headers, VARY_MARKER) != NULL) {
+		flight_redirect(fl, &e);
 	} else {
 		switch (entry_state(e, util_now_ms())) {
 		case ENTRY_FRESH:
@@ -907,6 +1100,10 @@ on_flight_refresh(struct refresh *rf, void *arg)
 			fl->step = FL_WAIT;
 		break;
 	case RFR_CHANGED:
+		if (evhttp_find_header(&rf->entry->headers, VARY_MARKER) != NULL) {
+			flight_redirect(fl, &rf->entry);
+			break;
+		}
 		if (entry_state(rf->entry, util_now_ms()) == ENTRY_EXPIRED) {
 			flight_keep_prev(fl, &rf->entry);
 			fl->step = FL_LOCK;
@@ -930,6 +1127,12 @@ on_flight_refresh(struct refresh *rf, void *arg)
 		flight_set_answer(fl, lead, direct && fl->timed_out ?
 		    OUT_WAIT_TIMEOUT : OUT_COLLAPSED, entry_ref(rf->entry));
 		fl->shareable = rf->shareable;
+		if (rf->vary[0] != '\0' && strchr(fl->key, '\n') == NULL) {
+			/* Only requests of the lead's variant share it. */
+			snprintf(fl->vary, sizeof(fl->vary), "%s", rf->vary);
+			snprintf(fl->variant, sizeof(fl->variant), "%s",
+			    strchr(rf->variant, '\n') + 1);
+		}
 		break;
 	case RFR_UPSTREAM_ERROR:
 	case RFR_NONE:
@@ -987,6 +1190,28 @@ on_flight_deadline(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* Would req get the variant fl's lead got? */
+static int
+same_variant(const struct flight *fl, struct req *req)
+{
+	char id[CACHE_VARIANT_MAX];
+
+	variant_id(fl->vary, evhttp_request_get_input_headers(req->ev), id);
+	return strcmp(id, fl->variant) == 0;
+}
+
+/* Sends req on to its own variant of a key that varies on spec. */
+static void
+req_to_variant(struct req *req, const char *spec)
+{
+	char id[CACHE_VARIANT_MAX];
+	size_t base = strcspn(req->key, "\n");
+
+	variant_id(spec, evhttp_request_get_input_headers(req->ev), id);
+	snprintf(req->key + base, sizeof(req->key) - base, "\n%s", id);
+	req->step = REQ_JOIN;
+}
+
 /* Hands the answer to every request and frees the flight. */
 static void
 flight_done(struct flight *fl)
@@ -1000,6 +1225,12 @@ flight_done(struct flight *fl)
 	while ((req = TAILQ_FIRST(&fl->reqs)) != NULL) {
 		TAILQ_REMOVE(&fl->reqs, req, flight_link);
 		req->flight = NULL;
+		if (fl->redirect || (!lead && fl->vary[0] != '\0' &&
+		    !same_variant(fl, req))) {
+			req_to_variant(req, fl->vary);
+			req_run(req);
+			continue;
+		}
 		req->outcome = lead ? fl->lead_outcome : fl->rest_outcome;
 		req->uerr = fl->uerr;
 		snprintf(req->failure, sizeof(req->failure), "%s", fl->failure);
@@ -1539,6 +1770,10 @@ on_pass_fetched(struct upstream_response *resp, void *arg)
 		req->entry = entry_from_response(resp, "", 0, 0, 0);
 		req->outcome = req->entry != NULL ? req->pass_kind :
 		    OUT_UNAVAILABLE;
+		/* RFC 9111 4.4: a successful unsafe request invalidates. */
+		if (req->key[0] != '\0' && resp->status < 400 &&
+		    cache_invalidate(req->px->cache, req->key, NULL, NULL) != NULL)
+			STAT_INC(&req->px->stats, req->route, invalidations);
 	}
 	upstream_response_free(&resp);
 	req->step = REQ_DELIVER;
@@ -1617,6 +1852,14 @@ request_problem(const struct proxy *px, struct evhttp_request *ev)
 	return 0;
 }
 
+/* A method that changes the resource (RFC 9110 9.2.1). */
+static int
+unsafe(enum evhttp_cmd_type cmd)
+{
+	return cmd == EVHTTP_REQ_POST || cmd == EVHTTP_REQ_PUT ||
+	    cmd == EVHTTP_REQ_DELETE || cmd == EVHTTP_REQ_PATCH;
+}
+
 /* Decides how the request is served. */
 static void
 req_recv(struct req *req)
@@ -1653,6 +1896,9 @@ req_recv(struct req *req)
 		req->outcome = OUT_REJECTED;
 		req->step = REQ_DELIVER;
 	} else if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+		/* If it succeeds, the cached entry of its URL is dropped. */
+		if (rt != NULL && unsafe(cmd))
+			cache_key_build(host, path, query, req->key);
 		req->pass_kind = OUT_METHOD;
 		req->step = REQ_PASS;
 	} else if (rt == NULL || (!rt->cache_authorized &&
@@ -1668,9 +1914,11 @@ req_recv(struct req *req)
 		}
 		cache_key_build(host, path, sorted, req->key);
 		free(sorted);
+		variant_key(px, req->key, in);
 		req->step = REQ_JOIN;
 	} else {
 		cache_key_build(host, path, query, req->key);
+		variant_key(px, req->key, in);
 		req->step = REQ_JOIN;
 	}
 }

@@ -221,7 +221,7 @@ hdr_freshness(int status, const struct evkeyvalq *resp, int authorized,
 		REFUSE(f, "authorization");
 
 	if (!rt->origin_cache_control) {
-		f->ttl_ms = status_ttl > 0 ? status_ttl :
+		f->ttl_ms = status_ttl >= 0 ? status_ttl :
 		    hdr_status_storable(status) ? rt->ttl_ms : 0;
 		if (f->ttl_ms == 0)
 			REFUSE(f, "status");
@@ -247,7 +247,7 @@ hdr_freshness(int status, const struct evkeyvalq *resp, int authorized,
 		    hdr_parse_date(date) >= 0 ? hdr_parse_date(date) : now_ms);
 	} else {
 		/* The origin says nothing: the route's ttl is the default. */
-		lifetime = status_ttl > 0 ? status_ttl :
+		lifetime = status_ttl >= 0 ? status_ttl :
 		    hdr_status_storable(status) ? rt->ttl_ms : 0;
 		if (lifetime == 0)
 			REFUSE(f, "no freshness");

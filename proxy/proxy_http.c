@@ -114,6 +114,7 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 	px->started_ms = util_now_ms();
 	if ((px->flights = dict_new()) == NULL ||
 	    (px->refreshes = dict_new()) == NULL ||
+	    (px->vary = dict_new()) == NULL ||
 	    (px->conns = dict_new()) == NULL ||
 	    (px->upstream = upstream_new(base)) == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -157,6 +158,7 @@ proxy_stop(struct proxy *px)
 	cache_free(&px->cache);
 	dict_free(&px->flights);
 	dict_free(&px->refreshes);
+	flow_free_vary(px);
 	dict_free(&px->conns);		/* after evhttp_free: it closes them */
 	if (px->drain_ev != NULL)
 		event_free(px->drain_ev);

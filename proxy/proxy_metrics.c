@@ -66,6 +66,15 @@ static const struct counter_row counter_rows[] = {
 
 	{ "corral_cache_stores_total", "Entries written to Redis.", NULL, NULL,
 	  FIELD(stores), NO_FIELD },
+	{ "corral_not_modified_total", "304 answers to conditional requests, "
+	  "made from the cache.", NULL, NULL, FIELD(not_modified), NO_FIELD },
+	{ "corral_invalidations_total", "Entries dropped after a successful "
+	  "unsafe request (POST, PUT, DELETE, PATCH).", NULL, NULL,
+	  FIELD(invalidations), NO_FIELD },
+	{ "corral_early_refreshes_total", "Refreshes started before the entry "
+	  "went stale.", NULL, NULL, FIELD(early_refreshes), NO_FIELD },
+	{ "corral_revalidations_total", "Refreshes the upstream answered with "
+	  "304 Not Modified.", NULL, NULL, FIELD(revalidated), NO_FIELD },
 	{ "corral_stale_if_error_total", "Stale answers given because the "
 	  "upstream failed (also counted as cache=stale).", NULL, NULL,
 	  FIELD(stale_if_error), NO_FIELD },
@@ -391,14 +400,22 @@ metrics_table(const struct proxy *px, struct evbuffer *out)
 	struct stats_scope unrouted;
 	int n = metrics_scopes(px, &unrouted, scopes), width = TABLE_ROUTE_MIN;
 	int64_t up_s = (util_now_ms() - px->started_ms) / 1000;
-	char dur[32];
+	char dur[48];
 
 	for (int i = 0; i < n; i++) {
 		int len = (int)strlen(scopes[i].route);
 		if (len > width)
 			width = len < TABLE_ROUTE_MAX ? len : TABLE_ROUTE_MAX;
 	}
-	util_format_duration(up_s * 1000, dur, sizeof(dur));
+	if (up_s >= 86400)
+		snprintf(dur, sizeof(dur), "%" PRId64 "d%02" PRId64 "h",
+		    up_s / 86400, up_s % 86400 / 3600);
+	else if (up_s >= 3600)
+		snprintf(dur, sizeof(dur), "%" PRId64 "h%02" PRId64 "m",
+		    up_s / 3600, up_s % 3600 / 60);
+	else
+		snprintf(dur, sizeof(dur), "%" PRId64 "m%02" PRId64 "s",
+		    up_s / 60, up_s % 60);
 	evbuffer_add_printf(out, "corral %s, up %s, %zu connection%s, "
 	    "%d request%s in progress, %d upstream fetch%s\n", CORRAL_VERSION,
 	    dur, dict_count(px->conns), dict_count(px->conns) == 1 ? "" : "s",

@@ -35,6 +35,7 @@
 	X(early_refreshes,	"refreshes started before expiry (XFetch)")	\
 	X(revalidated,		"refreshes the upstream answered 304")	\
 	X(not_modified,		"304s answered to clients from the cache")	\
+	X(invalidations,	"entries dropped after a successful unsafe request")	\
 	X(locks_acquired,	"refresh locks won")			\
 	X(lock_busy,		"lock attempts that found it held")	\
 	X(backoff_skips,	"fetches skipped: the key's refreshes back off")	\

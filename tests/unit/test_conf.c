@@ -845,9 +845,9 @@ t_status_ttls_parse_and_look_up(void)
 	CHECK(r->nstatus_ttls == 2);
 	CHECK(conf_status_ttl(r, 404) == 30000);
 	CHECK(conf_status_ttl(r, 410) == 300000);
-	CHECK(conf_status_ttl(r, 500) == 0);
+	CHECK(conf_status_ttl(r, 500) == -1);
 	CHECK(conf_status_ttl(&cf.routes[1], 404) == 10000);
-	CHECK(conf_status_ttl(&cf.routes[1], 410) == 0);
+	CHECK(conf_status_ttl(&cf.routes[1], 410) == -1);
 }
 
 static void

@@ -1,0 +1,177 @@
+/*
+ * POST /purge on the admin listener: drops cached entries from Redis and,
+ * through a pub/sub broadcast, from every Corral's memory.
+ *
+ *	POST /purge?url=http://app.example/users/1?page=2   one URL (all its
+ *	                                                     variants)
+ *	POST /purge?prefix=app.example/users/                every key starting
+ *	                                                     so (SCAN)
+ */
+
+#include <assert.h>
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "cache/cache.h"
+#include "cache/cache_key.h"
+#include "common/log.h"
+#include "proxy/proxy.h"
+
+#define PURGE_PREFIX_MAX	CACHE_KEY_MAX
+
+static void
+send_json(struct evhttp_request *ev, int code, struct evbuffer *out)
+{
+	evhttp_add_header(evhttp_request_get_output_headers(ev), "Content-Type",
+	    "application/json");
+	evhttp_send_reply(ev, code, NULL, out);
+	if (out != NULL)
+		evbuffer_free(out);
+}
+
+static void
+reply_error(struct evhttp_request *ev, int code, const char *msg)
+{
+	struct evbuffer *out = evbuffer_new();
+
+	if (out != NULL)
+		evbuffer_add_printf(out, "{\"error\": \"%s\"}\n", msg);
+	send_json(ev, code, out);
+}
+
+static void
+reply_purged(struct evhttp_request *ev, int64_t n)
+{
+	struct evbuffer *out = evbuffer_new();
+
+	if (out != NULL)
+		evbuffer_add_printf(out, "{\"purged\": %" PRId64 "}\n", n);
+	send_json(ev, HTTP_OK, out);
+}
+
+static void
+on_url_purged(enum fence_result r, void *arg)
+{
+	struct evhttp_request *ev = arg;
+
+	if (r == FENCE_ERROR)
+		reply_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");
+	else
+		reply_purged(ev, r == FENCE_OK ? 1 : 0);
+}
+
+static void
+on_prefix_purged(int64_t n, void *arg)
+{
+	struct evhttp_request *ev = arg;
+
+	if (n < 0)
+		reply_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");
+	else
+		reply_purged(ev, n);
+}
+
+/* "http://Host:80/a?b" -> the cache key of that URL. 0 or -1. */
+static int
+url_key(const struct proxy *px, const char *url, char key[CACHE_KEY_MAX + 1])
+{
+	struct evhttp_uri *u = evhttp_uri_parse(url);
+	const char *host, *path, *query;
+	const struct conf_route *rt;
+	char hostport[CONF_HOST_MAX + 8];
+	char *sorted = NULL;
+
+	if (u == NULL || (host = evhttp_uri_get_host(u)) == NULL) {
+		if (u != NULL)
+			evhttp_uri_free(u);
+		return -1;
+	}
+	if (evhttp_uri_get_port(u) > 0)
+		snprintf(hostport, sizeof(hostport), "%s:%d", host,
+		    evhttp_uri_get_port(u));
+	else
+		snprintf(hostport, sizeof(hostport), "%s", host);
+	path = evhttp_uri_get_path(u);
+	if (path == NULL || *path == '\0')
+		path = "/";
+	query = evhttp_uri_get_query(u);
+	rt = conf_route_match(px->conf, path);
+	if (rt != NULL && rt->sort_query && query != NULL)
+		sorted = cache_query_sorted(query);
+	cache_key_build(hostport, path, sorted != NULL ? sorted : query, key);
+	free(sorted);
+	evhttp_uri_free(u);
+	return 0;
+}
+
+/* "http://Host:80/a" or "Host:80/a" -> "host/a", as keys begin. */
+static void
+prefix_key(const char *prefix, char out[PURGE_PREFIX_MAX + 1])
+{
+	const char *p = prefix, *slash;
+	size_t hl, n;
+
+	if (strncasecmp(p, "http://", 7) == 0)
+		p += 7;
+	else if (strncasecmp(p, "https://", 8) == 0)
+		p += 8;
+	slash = strchr(p, '/');
+	hl = slash != NULL ? (size_t)(slash - p) : strlen(p);
+	if (hl >= 3 && strncmp(p + hl - 3, ":80", 3) == 0 && slash != NULL)
+		n = snprintf(out, PURGE_PREFIX_MAX + 1, "%.*s%s", (int)(hl - 3),
+		    p, slash);
+	else
+		n = snprintf(out, PURGE_PREFIX_MAX + 1, "%s", p);
+	(void)n;
+	for (size_t i = 0; i < hl && out[i] != '\0'; i++)
+		out[i] = (char)tolower((unsigned char)out[i]);
+}
+
+void
+admin_purge(struct proxy *px, struct evhttp_request *ev)
+{
+	const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(ev));
+	struct evkeyvalq params;
+	const char *url, *prefix;
+	char key[CACHE_KEY_MAX + 1];
+
+	assert(px->magic == PROXY_MAGIC);
+	if (evhttp_request_get_command(ev) != EVHTTP_REQ_POST) {
+		reply_error(ev, HTTP_BADMETHOD, "use POST /purge?url=URL or POST /purge?prefix=PREFIX");
+		return;
+	}
+	TAILQ_INIT(&params);
+	if (query == NULL || evhttp_parse_query_str(query, &params) == -1) {
+		reply_error(ev, HTTP_BADREQUEST, "need url=URL or prefix=PREFIX");
+		evhttp_clear_headers(&params);
+		return;
+	}
+	url = evhttp_find_header(&params, "url");
+	prefix = evhttp_find_header(&params, "prefix");
+	if (url != NULL) {
+		if (url_key(px, url, key) == -1)
+			reply_error(ev, HTTP_BADREQUEST, "url must be absolute, like http://host/path");
+		else if (cache_invalidate(px->cache, key, on_url_purged, ev) == NULL)
+			reply_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");
+		else
+			log_info("purge %s", key);
+	} else if (prefix != NULL && *prefix != '\0') {
+		prefix_key(prefix, key);
+		if (cache_purge_prefix(px->cache, key, on_prefix_purged, ev) == -1)
+			reply_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");
+		else
+			log_info("purge prefix %s", key);
+	} else {
+		reply_error(ev, HTTP_BADREQUEST, "need url=URL or prefix=PREFIX");
+	}
+	evhttp_clear_headers(&params);
+}
