@@ -44,13 +44,17 @@
 /*
  * acquire: KEYS entry, lock, backoff; ARGV token, px, seen generation.
  * Returns {2, entry} when the entry is not the one the caller saw (someone
- * refreshed it: no lock needed), {3, failure} while the key's refreshes
+ * refreshed it: no lock needed; an entry without a readable generation
+ * is junk for a refresh to replace, never a change), {3, failure} while the key's refreshes
  * are backing off after upstream failures, {1} when the lock was taken,
  * {0} if busy.
  */
 static const char script_acquire[] =
 	"local e = redis.call('GET', KEYS[1])\n"
-	"if e and string.sub(e, 1, 32) ~= ARGV[3] then return {2, e} end\n"
+	"local g = e and string.sub(e, 1, 32)\n"
+	"if g and g ~= ARGV[3] and string.find(g, '^[0-9a-f]+$') and #g == 32 then\n"
+	"  return {2, e}\n"
+	"end\n"
 	"local b = redis.call('GET', KEYS[3])\n"
 	"if b then return {3, b} end\n"
 	"if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
