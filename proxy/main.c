@@ -2,10 +2,13 @@
  * corral: a caching HTTP reverse proxy that stops cache stampedes.
  */
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -21,6 +24,7 @@
 #define DEFAULT_CONF	"/etc/corral/corral.conf"
 #define SHOW_TIMEOUT_S	5		/* corral -s: the whole exchange */
 #define SHOW_PATH	"/stats.txt"
+#define RESPAWN_MS	1000		/* a worker that died is restarted after */
 
 static void
 usage(FILE *out)
@@ -137,14 +141,177 @@ on_reload_signal(evutil_socket_t sig, short what, void *arg)
 	(void)proxy_reload(px, &conf, conf_file);
 }
 
+/*
+ * workers > 1: the master forks the workers, passes signals on to them
+ * (checking a reload's configuration first), restarts a worker that dies,
+ * and exits when they all have after a stop. Their figures live in
+ * memory mapped here, before the fork, so that each can sum them all.
+ */
+static struct {
+	struct event_base	*base;
+	struct worker_slot	*slots;
+	int			 n;
+	int			 stopping;
+	int			 status;
+	struct event		*respawn_ev;
+} master;
+
+static int run_worker(struct worker_slot *slots, int nslots, int slot);
+
+static void
+spawn(int i)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGCHLD };
+	pid_t pid;
+
+	if ((pid = fork()) == -1) {
+		log_error("cannot start worker %d: %s", i, strerror(errno));
+		return;
+	}
+	if (pid == 0) {
+		/* The master's signal handlers are not the worker's. */
+		for (size_t k = 0; k < sizeof(sigs) / sizeof(sigs[0]); k++)
+			signal(sigs[k], SIG_DFL);
+		exit(run_worker(master.slots, master.n, i));
+	}
+	master.slots[i].pid = pid;
+	log_info("worker %d started, pid %d", i, (int)pid);
+}
+
+static void
+tell_workers(int sig)
+{
+	for (int i = 0; i < master.n; i++)
+		if (master.slots[i].pid > 0)
+			kill(master.slots[i].pid, sig);
+}
+
+static void
+on_master_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct conf *new;
+	char err[512];
+
+	switch (sig) {
+	case SIGTERM:
+	case SIGINT:
+		log_info("%s: stopping %d workers", strsignal(sig), master.n);
+		master.stopping = 1;
+		tell_workers(sig);
+		break;
+	case SIGHUP:
+		log_info("%s: reloading %s", strsignal(sig), conf_file);
+		if ((new = conf_reload_file(conf_file)) == NULL)
+			break;		/* the workers keep theirs */
+		if (new->workers != conf->workers)
+			log_warn("reload: workers changed; it needs a restart");
+		free(conf);
+		conf = new;
+		tell_workers(SIGHUP);
+		break;
+	case SIGUSR1:
+		if (log_reopen(err, sizeof(err)) == -1)
+			log_error("%s", err);
+		tell_workers(SIGUSR1);
+		break;
+	}
+}
+
+static void
+on_child(evutil_socket_t sig, short what, void *arg)
+{
+	int status, i, left = 0;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (i = 0; i < master.n && master.slots[i].pid != pid; i++)
+			;
+		if (i == master.n)
+			continue;
+		master.slots[i].pid = 0;
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+		    master.stopping)
+			continue;
+		master.status = 1;
+		if (WIFSIGNALED(status))
+			log_error("worker %d (pid %d) died of signal %d", i,
+			    (int)pid, WTERMSIG(status));
+		else
+			log_error("worker %d (pid %d) exited with %d", i,
+			    (int)pid, WEXITSTATUS(status));
+		if (!master.stopping) {
+			struct timeval tv = { 0, RESPAWN_MS * 1000 };
+			evtimer_add(master.respawn_ev, &tv);
+		}
+	}
+	for (i = 0; i < master.n; i++)
+		left += master.slots[i].pid > 0;
+	if (master.stopping && left == 0)
+		event_base_loopexit(master.base, NULL);
+}
+
+static void
+on_respawn(evutil_socket_t fd, short what, void *arg)
+{
+	for (int i = 0; i < master.n && !master.stopping; i++)
+		if (master.slots[i].pid == 0)
+			spawn(i);
+	master.status = 0;
+}
+
+static int
+run_master(int n)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1 };
+	struct event *ev[sizeof(sigs) / sizeof(sigs[0])], *sigchld;
+	size_t size = sizeof(struct worker_slot) * (size_t)n;
+
+	master.n = n;
+	master.slots = mmap(NULL, size, PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (master.slots == MAP_FAILED) {
+		log_error("cannot map the workers' figures: %s", strerror(errno));
+		return 1;
+	}
+	memset(master.slots, 0, size);
+	/* Workers are forked before the master's loop exists. */
+	for (int i = 0; i < n; i++)
+		spawn(i);
+	if ((master.base = event_base_new()) == NULL) {
+		log_error("cannot create the event loop");
+		tell_workers(SIGKILL);
+		return 1;
+	}
+	for (size_t k = 0; k < sizeof(sigs) / sizeof(sigs[0]); k++) {
+		ev[k] = evsignal_new(master.base, sigs[k], on_master_signal, NULL);
+		evsignal_add(ev[k], NULL);
+	}
+	sigchld = evsignal_new(master.base, SIGCHLD, on_child, NULL);
+	evsignal_add(sigchld, NULL);
+	master.respawn_ev = evtimer_new(master.base, on_respawn, NULL);
+	log_info("corral %s master, %d workers", CORRAL_VERSION, n);
+	/* A worker may have died before SIGCHLD had a handler. */
+	on_child(SIGCHLD, 0, NULL);
+
+	event_base_dispatch(master.base);
+
+	for (size_t k = 0; k < sizeof(sigs) / sizeof(sigs[0]); k++)
+		event_free(ev[k]);
+	event_free(sigchld);
+	event_free(master.respawn_ev);
+	event_base_free(master.base);
+	munmap(master.slots, size);
+	free(conf);
+	log_info("stopped");
+	log_close();
+	return master.status;
+}
+
 int
 main(int argc, char **argv)
 {
-	static struct proxy px;
-	struct event_base *base;
-	struct event *sigterm, *sigint, *sigusr1, *sighup;
 	char err[512];
-	int ch, check = 0, nerr;
+	int ch, check = 0, nerr, nworkers;
 
 	while ((ch = getopt(argc, argv, "c:s:thV")) != -1) {
 		switch (ch) {
@@ -195,12 +362,34 @@ main(int argc, char **argv)
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	if ((nworkers = conf->workers) == 0)
+		nworkers = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (nworkers < 1)
+		nworkers = 1;
+	if (nworkers > WORKERS_MAX)
+		nworkers = WORKERS_MAX;
+	if (nworkers == 1) {
+		static struct worker_slot only;
+		return run_worker(&only, 1, 0);
+	}
+	return run_master(nworkers);
+}
+
+/* One worker: the whole proxy on its own event loop. */
+static int
+run_worker(struct worker_slot *slots, int nslots, int slot)
+{
+	static struct proxy px;
+	struct event_base *base;
+	struct event *sigterm, *sigint, *sigusr1, *sighup;
+	char err[512];
 
 	if ((base = event_base_new()) == NULL) {
 		log_error("cannot create the event loop");
 		return 1;
 	}
-	if (proxy_start(&px, base, conf, err, sizeof(err)) == -1) {
+	if (proxy_start(&px, base, conf, slots, nslots, slot, err,
+	    sizeof(err)) == -1) {
 		log_error("%s", err);
 		event_base_free(base);
 		return 1;
@@ -223,7 +412,8 @@ main(int argc, char **argv)
 	event_free(sighup);
 	event_base_free(base);
 	free(conf);
-	log_info("stopped");
+	if (nslots == 1)
+		log_info("stopped");
 	log_close();
 	return 0;
 }

@@ -8,10 +8,12 @@
  */
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <event2/event.h>
 #include <event2/http.h>
 
+#include "cache/cache.h"
 #include "conf/conf.h"
 #include "proxy/proxy_stats.h"
 
@@ -21,6 +23,44 @@
 struct cache;
 struct upstream;
 struct dict;
+struct l1;
+
+/*
+ * What one worker shows the admin listener of every worker. The slots of
+ * all workers live in memory the master maps before it forks them: a
+ * worker's counters are kept in its slot directly; its gauges are copied
+ * there every PUBLISH_MS.
+ */
+#define PUBLISH_MS	100
+
+struct worker_slot {
+	pid_t			 pid;		/* 0: not running */
+	struct stats		 stats;
+	struct cache_counters	 cache;
+	int			 redis_up;
+	int64_t			 connections;
+	int64_t			 requests;	/* in progress */
+	int64_t			 flights;
+	int64_t			 refreshes;
+	int64_t			 upstream_fetches;	/* in progress */
+	int64_t			 l1_bytes;
+	int64_t			 l1_entries;
+};
+
+/* Everything the admin listener reports, summed over the workers. */
+struct proxy_figures {
+	const struct stats	*stats;
+	struct cache_counters	 cache;
+	int			 workers;
+	int			 redis_up;	/* workers whose Redis is up */
+	int64_t			 connections;
+	int64_t			 requests;
+	int64_t			 flights;
+	int64_t			 refreshes;
+	int64_t			 upstream_fetches;
+	int64_t			 l1_bytes;
+	int64_t			 l1_entries;
+};
 struct access_log;
 
 struct proxy {
@@ -44,13 +84,21 @@ struct proxy {
 	int64_t			 drain_deadline_us;
 	int			 nrequests;	/* client requests in progress */
 	int			 nrefreshes;	/* refreshes in progress */
-	struct stats		 stats;
+	struct stats		*stats;		/* this worker's, in its slot */
+	struct worker_slot	*slots;		/* every worker's */
+	int			 nslots;
+	int			 slot;		/* this worker's */
+	struct event		*publish_ev;
+	struct l1		*l1;		/* the near cache */
 	int64_t			 started_ms;
 };
 
-/* proxy_http.c */
+/* proxy_http.c: slots[slot] is this worker's (nslots 1: the only one). */
 int	proxy_start(struct proxy *px, struct event_base *base,
-	    const struct conf *conf, char *err, size_t errlen);
+	    const struct conf *conf, struct worker_slot *slots, int nslots,
+	    int slot, char *err, size_t errlen);
+/* The figures of every worker, summed (its own read live). */
+void	proxy_figures(struct proxy *px, struct proxy_figures *f);
 void	proxy_stop(struct proxy *px);
 
 /* proxy_flow.c */
@@ -71,6 +119,9 @@ void	proxy_drain(struct proxy *px);
  * (*confp is replaced and the old one freed). Settings that need a restart
  * (listeners, [redis]) keep their running values. 0 or -1. */
 int	proxy_reload(struct proxy *px, struct conf **confp, const char *path);
+/* Loads path for a reload: the new configuration, or NULL with every
+ * error logged. */
+struct conf *conf_reload_file(const char *path);
 
 /* proxy_admin.c */
 void	admin_handle(struct evhttp_request *ev, void *arg);

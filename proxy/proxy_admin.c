@@ -58,30 +58,36 @@ scope_json(const struct stats_scope *sc, struct evbuffer *out)
 }
 
 static void
-stats_json(const struct proxy *px, struct evbuffer *out)
+stats_json(struct proxy *px, struct evbuffer *out)
 {
-	const struct cache_counters *cc = cache_counters(px->cache);
+	struct proxy_figures fig;
+	const struct cache_counters *cc = &fig.cache;
 	struct metrics_scope scopes[CONF_ROUTES_MAX + 1];
 	struct stats_scope unrouted;
-	int n = metrics_scopes(px, &unrouted, scopes);
+	int n;
 
+	proxy_figures(px, &fig);
+	n = metrics_scopes(px, fig.stats, &unrouted, scopes);
 	evbuffer_add_printf(out, "{\"version\": \"%s\", \"uptime_s\": %" PRId64
-	    ", \"connections\": %zu, ", CORRAL_VERSION,
-	    (util_now_ms() - px->started_ms) / 1000, dict_count(px->conns));
+	    ", \"workers\": %d, \"connections\": %" PRId64 ", "
+	    "\"near_cache\": {\"bytes\": %" PRId64 ", \"entries\": %" PRId64
+	    "}, ", CORRAL_VERSION, (util_now_ms() - px->started_ms) / 1000,
+	    fig.workers, fig.connections, fig.l1_bytes, fig.l1_entries);
 	evbuffer_add_printf(out, "\"redis\": {\"up\": %s, \"commands\": %" PRIu64
 	    ", \"errors\": %" PRIu64 ", \"timeouts\": %" PRIu64
 	    ", \"connects\": %" PRIu64 ", \"disconnects\": %" PRIu64
-	    ", \"fills_received\": %" PRIu64 ", \"command_duration\": ",
-	    cache_is_up(px->cache) ? "true" : "false", cc->commands,
+	    ", \"fills_received\": %" PRIu64 ", \"purges_received\": %" PRIu64
+	    ", \"command_duration\": ",
+	    fig.redis_up == fig.workers ? "true" : "false", cc->commands,
 	    cc->errors, cc->timeouts, cc->connects, cc->disconnects,
-	    cc->fills_received);
+	    cc->fills_received, cc->purges_received);
 	metrics_hist_json(&cc->command_duration, out);
-	evbuffer_add_printf(out, "}, \"in_progress\": {\"requests\": %d, "
-	    "\"flights\": %zu, \"refreshes\": %d, \"upstream_fetches\": %d}, ",
-	    px->nrequests, dict_count(px->flights), px->nrefreshes,
-	    upstream_active(px->upstream));
+	evbuffer_add_printf(out, "}, \"in_progress\": {\"requests\": %" PRId64
+	    ", \"flights\": %" PRId64 ", \"refreshes\": %" PRId64
+	    ", \"upstream_fetches\": %" PRId64 "}, ", fig.requests,
+	    fig.flights, fig.refreshes, fig.upstream_fetches);
 	evbuffer_add_printf(out, "\"total\": ");
-	scope_json(&px->stats.total, out);
+	scope_json(&fig.stats->total, out);
 	evbuffer_add_printf(out, ", \"routes\": {");
 	for (int i = 0; i < n - 1; i++) {	/* the last is unrouted */
 		if (i > 0)

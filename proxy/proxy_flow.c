@@ -391,7 +391,7 @@ route_of(const struct proxy *px, int route)
 static void
 count_upstream(struct proxy *px, int route, const struct upstream_response *resp)
 {
-	struct stats *st = &px->stats;
+	struct stats *st = px->stats;
 
 	STAT_OBSERVE(st, route, upstream_duration, resp->elapsed_ms / 1000.0);
 	if (resp->result == UPSTREAM_ERR_TIMEOUT) {
@@ -418,7 +418,7 @@ mark_lost(struct refresh *rf)
 	if (rf->lost)
 		return;
 	rf->lost = 1;
-	STAT_INC(&rf->px->stats, rf->route, lock_lost);
+	STAT_INC(rf->px->stats, rf->route, lock_lost);
 	log_warn("lock for %s was taken over; this fetch will not be stored",
 	    rf->key);
 }
@@ -468,7 +468,7 @@ on_renewed(enum fence_result r, void *arg)
 	assert(rf->magic == REFRESH_MAGIC);
 	rf->renew_op = NULL;
 	if (r == FENCE_OK)
-		STAT_INC(&rf->px->stats, rf->route, lock_renewals);
+		STAT_INC(rf->px->stats, rf->route, lock_renewals);
 	else if (r == FENCE_LOST)
 		mark_lost(rf);
 }
@@ -498,11 +498,11 @@ on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *backoff,
 	rf->op = NULL;
 	switch (r) {
 	case LOCK_ACQUIRED:
-		STAT_INC(&rf->px->stats, rf->route, locks_acquired);
+		STAT_INC(rf->px->stats, rf->route, locks_acquired);
 		rf->step = RF_FETCH;
 		break;
 	case LOCK_BUSY:
-		STAT_INC(&rf->px->stats, rf->route, lock_busy);
+		STAT_INC(rf->px->stats, rf->route, lock_busy);
 		rf->result = RFR_BUSY;
 		rf->step = RF_DONE;
 		break;
@@ -512,7 +512,7 @@ on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *backoff,
 		rf->step = RF_DONE;
 		break;
 	case LOCK_BACKOFF:
-		STAT_INC(&rf->px->stats, rf->route, backoff_skips);
+		STAT_INC(rf->px->stats, rf->route, backoff_skips);
 		snprintf(rf->failure, sizeof(rf->failure), "%s", backoff);
 		rf->result = RFR_BACKOFF;
 		rf->step = RF_DONE;
@@ -645,7 +645,7 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 	}
 	if (resp->status == 304 && rf->base != NULL) {
 		/* Still valid: the stored body with the 304's headers. */
-		STAT_INC(&px->stats, rf->route, revalidated);
+		STAT_INC(px->stats, rf->route, revalidated);
 		rf->entry = entry_revalidated(rf->base, resp, rf->token,
 		    rf->fetch_ms);
 	} else {
@@ -695,7 +695,7 @@ on_refresh_stored(enum fence_result r, void *arg)
 	switch (r) {
 	case FENCE_OK:		/* the script also deleted the lock */
 		rf->stored = 1;
-		STAT_INC(&rf->px->stats, rf->route, stores);
+		STAT_INC(rf->px->stats, rf->route, stores);
 		rf->step = RF_DONE;
 		break;
 	case FENCE_LOST:
@@ -737,7 +737,7 @@ refresh_fetch(struct refresh *rf)
 	};
 
 	rf->fetch_start_us = util_mono_us();
-	STAT_INC(&rf->px->stats, rf->route, upstream_fetches);
+	STAT_INC(rf->px->stats, rf->route, upstream_fetches);
 	rf->fetch = upstream_fetch(rf->px->upstream, &ur, on_refresh_fetched, rf);
 	if (rf->fetch == NULL)
 		return -1;
@@ -1000,7 +1000,7 @@ on_flight_lookup(enum cache_result r, struct cache_entry *e, void *arg)
 		switch (entry_state(e, util_now_ms())) {
 		case ENTRY_FRESH:
 			if (refresh_early(fl, e)) {
-				STAT_INC(&px->stats, fl->route, early_refreshes);
+				STAT_INC(px->stats, fl->route, early_refreshes);
 				(void)refresh_start(fl, RF_LOCKED, e->gen, e,
 				    NULL, NULL);
 			}
@@ -1294,7 +1294,7 @@ flight_run(struct flight *fl)
 		case FL_DIRECT:
 			evtimer_del(fl->deadline_ev);
 			if (fl->timed_out)
-				STAT_INC(&px->stats, fl->route, lock_wait_timeouts);
+				STAT_INC(px->stats, fl->route, lock_wait_timeouts);
 			fl->refresh = refresh_start(fl, RF_DIRECT, "", NULL,
 			    on_flight_refresh, fl);
 			if (fl->refresh == NULL) {
@@ -1510,7 +1510,7 @@ error_text(const struct req *req, int code)
 static void
 count_outcome(struct req *req)
 {
-	struct stats *st = &req->px->stats;
+	struct stats *st = req->px->stats;
 	int r = req->route;
 	uint64_t waited_ms = (uint64_t)(util_mono_us() - req->t_join_us) / 1000;
 
@@ -1620,7 +1620,7 @@ deliver(struct req *req)
 		}
 		if (status == 200 && hdr_not_modified(
 		    evhttp_request_get_input_headers(req->ev), &e->headers)) {
-			STAT_INC(&req->px->stats, req->route, not_modified);
+			STAT_INC(req->px->stats, req->route, not_modified);
 			evhttp_remove_header(out, "Content-Type");
 			evhttp_send_reply(req->ev, HTTP_NOTMODIFIED, NULL, NULL);
 			return 0;
@@ -1773,7 +1773,7 @@ on_pass_fetched(struct upstream_response *resp, void *arg)
 		/* RFC 9111 4.4: a successful unsafe request invalidates. */
 		if (req->key[0] != '\0' && resp->status < 400 &&
 		    cache_invalidate(req->px->cache, req->key, NULL, NULL) != NULL)
-			STAT_INC(&req->px->stats, req->route, invalidations);
+			STAT_INC(req->px->stats, req->route, invalidations);
 	}
 	upstream_response_free(&resp);
 	req->step = REQ_DELIVER;
@@ -1818,7 +1818,7 @@ pass_start(struct req *req)
 	ur.connect_timeout_ms = px->conf->upstream_connect_timeout_ms;
 	ur.timeout_ms = px->conf->upstream_timeout_ms;
 	ur.max_body_bytes = PASS_BODY_MAX;
-	STAT_INC(&px->stats, req->route, upstream_fetches);
+	STAT_INC(px->stats, req->route, upstream_fetches);
 	req->fetch = upstream_fetch(px->upstream, &ur, on_pass_fetched, req);
 	evhttp_clear_headers(&headers);
 	free(url);
@@ -1889,7 +1889,7 @@ req_recv(struct req *req)
 	rt = conf_route_match(px->conf, path);
 	req->route = rt != NULL ? (int)(rt - px->conf->routes) : -1;
 	req->head = cmd == EVHTTP_REQ_HEAD;
-	STAT_INC(&px->stats, req->route, requests);
+	STAT_INC(px->stats, req->route, requests);
 
 	if ((req->reject_code = request_problem(px, req->ev)) != 0) {
 		log_info("rejected %s: %d", req->uri, req->reject_code);

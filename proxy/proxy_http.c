@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include <event2/http.h>
+#include <event2/listener.h>
+#include <event2/util.h>
 
 #include "cache/cache.h"
 #include "common/dict.h"
@@ -23,6 +25,7 @@
 			 EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH)
 #define ADMIN_METHODS	(EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST)
 #define CONN_KEY_MAX	32	/* a connection's address, as "%p" */
+#define LISTEN_BACKLOG	1024
 
 static void
 conn_key(const struct evhttp_connection *evcon, char out[CONN_KEY_MAX])
@@ -71,6 +74,106 @@ on_request(struct evhttp_request *ev, void *arg)
 	flow_recv(px, ev);
 }
 
+/*
+ * Binds host:port with SO_REUSEPORT, so that every worker has its own
+ * listening socket on the same port and the kernel spreads connections.
+ */
+static struct evhttp_bound_socket *
+bind_shared(struct event_base *base, struct evhttp *http, const char *host,
+    int port, char *err, size_t errlen)
+{
+	struct evutil_addrinfo hints, *ai = NULL;
+	struct evconnlistener *lev;
+	struct evhttp_bound_socket *bound;
+	char service[8];
+	int rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = EVUTIL_AI_PASSIVE;
+	snprintf(service, sizeof(service), "%d", port);
+	if ((rc = evutil_getaddrinfo(host, service, &hints, &ai)) != 0) {
+		snprintf(err, errlen, "cannot listen on %s:%d: %s", host, port,
+		    evutil_gai_strerror(rc));
+		return NULL;
+	}
+	lev = evconnlistener_new_bind(base, NULL, NULL, LEV_OPT_REUSEABLE |
+	    LEV_OPT_REUSEABLE_PORT | LEV_OPT_CLOSE_ON_FREE |
+	    LEV_OPT_CLOSE_ON_EXEC, LISTEN_BACKLOG, ai->ai_addr,
+	    (int)ai->ai_addrlen);
+	evutil_freeaddrinfo(ai);
+	if (lev == NULL) {
+		snprintf(err, errlen, "cannot listen on %s:%d: %s", host, port,
+		    strerror(errno));
+		return NULL;
+	}
+	if ((bound = evhttp_bind_listener(http, lev)) == NULL) {
+		evconnlistener_free(lev);
+		snprintf(err, errlen, "cannot listen on %s:%d", host, port);
+	}
+	return bound;
+}
+
+/* Copies this worker's gauges to its slot for the other workers to see. */
+static void
+publish(struct proxy *px)
+{
+	struct worker_slot *ws = &px->slots[px->slot];
+
+	ws->cache = *cache_counters(px->cache);
+	ws->redis_up = cache_is_up(px->cache);
+	ws->connections = (int64_t)dict_count(px->conns);
+	ws->requests = px->nrequests;
+	ws->flights = (int64_t)dict_count(px->flights);
+	ws->refreshes = px->nrefreshes;
+	ws->upstream_fetches = upstream_active(px->upstream);
+}
+
+static void
+on_publish(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy *px = arg;
+
+	assert(px->magic == PROXY_MAGIC);
+	publish(px);
+}
+
+void
+proxy_figures(struct proxy *px, struct proxy_figures *f)
+{
+	static struct stats sum;
+
+	memset(f, 0, sizeof(*f));
+	f->workers = px->nslots;
+	if (px->nslots > 1)
+		memset(&sum, 0, sizeof(sum));
+	publish(px);	/* its own, live */
+	for (int i = 0; i < px->nslots; i++) {
+		const struct worker_slot *ws = &px->slots[i];
+
+		if (px->nslots > 1)
+			stats_add(&sum, &ws->stats);
+		f->cache.commands += ws->cache.commands;
+		f->cache.errors += ws->cache.errors;
+		f->cache.timeouts += ws->cache.timeouts;
+		f->cache.connects += ws->cache.connects;
+		f->cache.disconnects += ws->cache.disconnects;
+		f->cache.fills_received += ws->cache.fills_received;
+		f->cache.purges_received += ws->cache.purges_received;
+		hist_merge(&f->cache.command_duration, &ws->cache.command_duration);
+		f->redis_up += ws->redis_up;
+		f->connections += ws->connections;
+		f->requests += ws->requests;
+		f->flights += ws->flights;
+		f->refreshes += ws->refreshes;
+		f->upstream_fetches += ws->upstream_fetches;
+		f->l1_bytes += ws->l1_bytes;
+		f->l1_entries += ws->l1_entries;
+	}
+	f->stats = px->nslots > 1 ? &sum : px->stats;
+}
+
 static struct evhttp *
 listen_on(struct event_base *base, const struct conf *conf, const char *host,
     int port, int methods, void (*cb)(struct evhttp_request *, void *),
@@ -93,10 +196,7 @@ listen_on(struct event_base *base, const struct conf *conf, const char *host,
 	evhttp_set_timeout_tv(http, &tv);
 	evhttp_set_default_content_type(http, NULL);
 	evhttp_set_gencb(http, cb, arg);
-	if ((*bound = evhttp_bind_socket_with_handle(http, host,
-	    (ev_uint16_t)port)) == NULL) {
-		snprintf(err, errlen, "cannot listen on %s:%d: %s", host, port,
-		    strerror(errno));
+	if ((*bound = bind_shared(base, http, host, port, err, errlen)) == NULL) {
 		evhttp_free(http);
 		return NULL;
 	}
@@ -105,12 +205,18 @@ listen_on(struct event_base *base, const struct conf *conf, const char *host,
 
 int
 proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
-    char *err, size_t errlen)
+    struct worker_slot *slots, int nslots, int slot, char *err, size_t errlen)
 {
+	struct timeval tv = { 0, PUBLISH_MS * 1000 };
+
 	memset(px, 0, sizeof(*px));
 	px->magic = PROXY_MAGIC;
 	px->base = base;
 	px->conf = conf;
+	px->slots = slots;
+	px->nslots = nslots;
+	px->slot = slot;
+	px->stats = &slots[slot].stats;
 	px->started_ms = util_now_ms();
 	if ((px->flights = dict_new()) == NULL ||
 	    (px->refreshes = dict_new()) == NULL ||
@@ -134,6 +240,14 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	if (nslots > 1) {
+		px->publish_ev = event_new(base, -1, EV_PERSIST, on_publish, px);
+		if (px->publish_ev == NULL) {
+			snprintf(err, errlen, "out of memory");
+			goto fail;
+		}
+		evtimer_add(px->publish_ev, &tv);
+	}
 	log_info("corral %s listening on %s:%d (admin %s:%d), upstream %s, "
 	    "%d route%s", CORRAL_VERSION, conf->listen_host, conf->listen_port,
 	    conf->admin_host, conf->admin_port, conf->upstream_url,
@@ -148,6 +262,9 @@ void
 proxy_stop(struct proxy *px)
 {
 	assert(px->magic == PROXY_MAGIC);
+	if (px->publish_ev != NULL)
+		event_free(px->publish_ev);
+	px->publish_ev = NULL;
 	flow_shutdown(px);
 	if (px->http != NULL)
 		evhttp_free(px->http);

@@ -134,21 +134,20 @@ apply_limits(struct evhttp *http, const struct conf *c)
 	evhttp_set_timeout_tv(http, &tv);
 }
 
-int
-proxy_reload(struct proxy *px, struct conf **confp, const char *path)
+struct conf *
+conf_reload_file(const char *path)
 {
-	struct conf *old = *confp, *new;
+	struct conf *new;
 	char *errs = NULL, *line, *save;
 	size_t errlen;
 	FILE *mem;
 	int nerr;
 
-	assert(px->magic == PROXY_MAGIC);
 	if ((new = calloc(1, sizeof(*new))) == NULL ||
 	    (mem = open_memstream(&errs, &errlen)) == NULL) {
 		free(new);
 		log_error("reload: out of memory; keeping the running configuration");
-		return -1;
+		return NULL;
 	}
 	nerr = conf_load(new, path, mem);
 	fclose(mem);
@@ -160,12 +159,23 @@ proxy_reload(struct proxy *px, struct conf **confp, const char *path)
 		    nerr, nerr == 1 ? "" : "s");
 		free(errs);
 		free(new);
-		return -1;
+		return NULL;
 	}
 	free(errs);
+	return new;
+}
+
+int
+proxy_reload(struct proxy *px, struct conf **confp, const char *path)
+{
+	struct conf *old = *confp, *new;
+
+	assert(px->magic == PROXY_MAGIC);
+	if ((new = conf_reload_file(path)) == NULL)
+		return -1;
 	keep_fixed(new, old);
 	flow_remap_routes(px, old, new);
-	remap_stats(&px->stats, old, new);
+	remap_stats(px->stats, old, new);
 	px->conf = new;
 	if (px->http != NULL)
 		apply_limits(px->http, new);

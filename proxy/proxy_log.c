@@ -2,7 +2,6 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +15,6 @@
 #include "proxy/proxy.h"
 
 #define ACCESS_LOG_MAGIC	0x41434c47u	/* "ACLG" */
-#define ACCESS_FILE_MODE	0644
 #define TIME_FIELD_MAX		40
 
 struct access_log {
@@ -25,19 +23,6 @@ struct access_log {
 	char		 path[CONF_PATH_MAX];	/* "" for stdout */
 	int		 failing;	/* the last write failed (warned once) */
 };
-
-static int
-open_append(const char *path, char *err, size_t errlen)
-{
-	int fd;
-
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
-	    ACCESS_FILE_MODE);
-	if (fd == -1)
-		snprintf(err, errlen, "cannot open access log %s: %s", path,
-		    strerror(errno));
-	return fd;
-}
 
 int
 access_log_open(const char *path, struct access_log **out, char *err,
@@ -60,7 +45,7 @@ access_log_open(const char *path, struct access_log **out, char *err,
 	if (strcmp(path, "-") == 0) {
 		al->fd = STDOUT_FILENO;
 	} else {
-		if ((al->fd = open_append(path, err, errlen)) == -1) {
+		if ((al->fd = log_file_open(path, "access log", err, errlen)) == -1) {
 			free(al);
 			return -1;
 		}
@@ -80,7 +65,7 @@ access_log_reopen(struct access_log *al, char *err, size_t errlen)
 	assert(al->magic == ACCESS_LOG_MAGIC);
 	if (al->path[0] == '\0')
 		return 0;
-	if ((fd = open_append(al->path, err, errlen)) == -1)
+	if ((fd = log_file_open(al->path, "access log", err, errlen)) == -1)
 		return -1;
 	close(al->fd);
 	al->fd = fd;

@@ -145,14 +145,14 @@ hist_subtract(struct hist *h, const struct hist *part)
 }
 
 int
-metrics_scopes(const struct proxy *px, struct stats_scope *unrouted,
-    struct metrics_scope out[CONF_ROUTES_MAX + 1])
+metrics_scopes(const struct proxy *px, const struct stats *st,
+    struct stats_scope *unrouted, struct metrics_scope out[CONF_ROUTES_MAX + 1])
 {
 	int n = px->conf->nroutes;
 
-	*unrouted = px->stats.total;
+	*unrouted = st->total;
 	for (int i = 0; i < n; i++) {
-		const struct stats_scope *r = &px->stats.route[i];
+		const struct stats_scope *r = &st->route[i];
 #define STATS_LESS(name, doc)	unrouted->c.name -= r->c.name;
 		STATS_FIELDS(STATS_LESS)
 #undef STATS_LESS
@@ -281,12 +281,16 @@ redis_counter(struct evbuffer *out, const char *name, const char *help,
 }
 
 void
-metrics_prometheus(const struct proxy *px, struct evbuffer *out)
+metrics_prometheus(struct proxy *px, struct evbuffer *out)
 {
-	const struct cache_counters *cc = cache_counters(px->cache);
+	struct proxy_figures fig;
+	const struct cache_counters *cc = &fig.cache;
 	struct metrics_scope scopes[CONF_ROUTES_MAX + 1];
 	struct stats_scope unrouted;
-	int n = metrics_scopes(px, &unrouted, scopes);
+	int n;
+
+	proxy_figures(px, &fig);
+	n = metrics_scopes(px, fig.stats, &unrouted, scopes);
 
 	family(out, "corral_build_info", "gauge",
 	    "Always 1; the version is a label.");
@@ -295,16 +299,22 @@ metrics_prometheus(const struct proxy *px, struct evbuffer *out)
 	evbuffer_add_printf(out, "} 1\n");
 	gauge(out, "corral_start_time_seconds", "When this process started, "
 	    "in seconds since the epoch.", (double)px->started_ms / MS_PER_S);
+	gauge(out, "corral_workers", "Worker processes serving requests.",
+	    fig.workers);
 	gauge(out, "corral_connections", "Client connections open on the "
-	    "public listener.", (double)dict_count(px->conns));
+	    "public listener.", (double)fig.connections);
 	gauge(out, "corral_requests_in_progress", "Client requests not yet "
-	    "answered.", px->nrequests);
-	gauge(out, "corral_flights", "Keys this process is looking up, "
-	    "waiting for or fetching.", (double)dict_count(px->flights));
+	    "answered.", (double)fig.requests);
+	gauge(out, "corral_flights", "Keys the workers are looking up, "
+	    "waiting for or fetching.", (double)fig.flights);
 	gauge(out, "corral_refreshes_in_progress", "Fetches for the cache "
-	    "in progress (with their lock).", px->nrefreshes);
+	    "in progress (with their lock).", (double)fig.refreshes);
 	gauge(out, "corral_upstream_requests_in_progress", "Upstream "
-	    "fetches in progress.", upstream_active(px->upstream));
+	    "fetches in progress.", (double)fig.upstream_fetches);
+	gauge(out, "corral_near_cache_bytes", "Bytes of entries held in the "
+	    "workers' memory (l1_max_bytes each).", (double)fig.l1_bytes);
+	gauge(out, "corral_near_cache_entries", "Entries held in the "
+	    "workers' memory.", (double)fig.l1_entries);
 
 	counter_families(out, scopes, n);
 	for (size_t f = 0; f < ARRAY_LEN(hist_families); f++) {
@@ -316,7 +326,7 @@ metrics_prometheus(const struct proxy *px, struct evbuffer *out)
 	}
 
 	gauge(out, "corral_redis_up", "1 while the Redis command connection "
-	    "is up.", cache_is_up(px->cache) ? 1 : 0);
+	    "of every worker is up.", fig.redis_up == fig.workers ? 1 : 0);
 	redis_counter(out, "corral_redis_commands_total", "Redis commands "
 	    "sent.", cc->commands);
 	redis_counter(out, "corral_redis_errors_total", "Redis commands that "
@@ -393,14 +403,18 @@ table_row(struct evbuffer *out, int width, const char *route,
 }
 
 void
-metrics_table(const struct proxy *px, struct evbuffer *out)
+metrics_table(struct proxy *px, struct evbuffer *out)
 {
-	const struct cache_counters *cc = cache_counters(px->cache);
+	struct proxy_figures fig;
+	const struct cache_counters *cc = &fig.cache;
 	struct metrics_scope scopes[CONF_ROUTES_MAX + 1];
 	struct stats_scope unrouted;
-	int n = metrics_scopes(px, &unrouted, scopes), width = TABLE_ROUTE_MIN;
 	int64_t up_s = (util_now_ms() - px->started_ms) / 1000;
+	int n, width = TABLE_ROUTE_MIN;
 	char dur[48];
+
+	proxy_figures(px, &fig);
+	n = metrics_scopes(px, fig.stats, &unrouted, scopes);
 
 	for (int i = 0; i < n; i++) {
 		int len = (int)strlen(scopes[i].route);
@@ -416,15 +430,16 @@ metrics_table(const struct proxy *px, struct evbuffer *out)
 	else
 		snprintf(dur, sizeof(dur), "%" PRId64 "m%02" PRId64 "s",
 		    up_s / 60, up_s % 60);
-	evbuffer_add_printf(out, "corral %s, up %s, %zu connection%s, "
-	    "%d request%s in progress, %d upstream fetch%s\n", CORRAL_VERSION,
-	    dur, dict_count(px->conns), dict_count(px->conns) == 1 ? "" : "s",
-	    px->nrequests, px->nrequests == 1 ? "" : "s",
-	    upstream_active(px->upstream),
-	    upstream_active(px->upstream) == 1 ? "" : "es");
+	evbuffer_add_printf(out, "corral %s, up %s, %d worker%s, %" PRId64
+	    " connection%s, %" PRId64 " request%s in progress, %" PRId64
+	    " upstream fetch%s\n", CORRAL_VERSION, dur, fig.workers,
+	    fig.workers == 1 ? "" : "s", fig.connections,
+	    fig.connections == 1 ? "" : "s", fig.requests,
+	    fig.requests == 1 ? "" : "s", fig.upstream_fetches,
+	    fig.upstream_fetches == 1 ? "" : "es");
 	evbuffer_add_printf(out, "redis %s: %" PRIu64 " commands, %" PRIu64
 	    " errors, %" PRIu64 " timeouts, p99 %.1f ms\n\n",
-	    cache_is_up(px->cache) ? "up" : "DOWN", cc->commands, cc->errors,
+	    fig.redis_up == fig.workers ? "up" : "DOWN", cc->commands, cc->errors,
 	    cc->timeouts, hist_quantile(&cc->command_duration, 0.99) * MS_PER_S);
 	evbuffer_add_printf(out, "%-*s %9s %6s %8s %7s %7s %9s %7s %6s %9s %7s"
 	    " %8s %8s %8s\n", width, "route", "requests", "hit%", "hit",
@@ -432,7 +447,7 @@ metrics_table(const struct proxy *px, struct evbuffer *out)
 	    "up-err", "up-p50ms", "up-p99ms", "wait-p99");
 	for (int i = 0; i < n; i++)
 		table_row(out, width, scopes[i].route, scopes[i].s);
-	table_row(out, width, "total", &px->stats.total);
+	table_row(out, width, "total", &fig.stats->total);
 	evbuffer_add_printf(out, "\nhit%%: (hit + stale + collapsed) / (those "
 	    "+ miss). Times in ms; wait: cold-miss waiters.\n");
 }

@@ -26,7 +26,8 @@ struct metrics_scope {
 /* Each route's figures, then those of requests that matched no route (the
  * total less every route), which are kept in *unrouted. Returns how many
  * it wrote to out, at most CONF_ROUTES_MAX + 1. */
-int	metrics_scopes(const struct proxy *px, struct stats_scope *unrouted,
+int	metrics_scopes(const struct proxy *px, const struct stats *st,
+	    struct stats_scope *unrouted,
 	    struct metrics_scope out[CONF_ROUTES_MAX + 1]);
 
 /* Requests answered without an upstream fetch of their own (hit, stale,
@@ -35,12 +36,12 @@ int	metrics_scopes(const struct proxy *px, struct stats_scope *unrouted,
 double	metrics_hit_ratio(const struct stats_counters *c);
 
 /* Appends the Prometheus text exposition (format 0.0.4). */
-void	metrics_prometheus(const struct proxy *px, struct evbuffer *out);
+void	metrics_prometheus(struct proxy *px, struct evbuffer *out);
 /* Appends {"count", "sum_s", "p50_s", "p90_s", "p99_s", "buckets"}:
  * buckets maps each upper bound in seconds (and "+Inf") to the number of
  * observations in that bucket alone (not cumulative). */
 void	metrics_hist_json(const struct hist *h, struct evbuffer *out);
 /* Appends a table for a terminal: one row per route, then totals. */
-void	metrics_table(const struct proxy *px, struct evbuffer *out);
+void	metrics_table(struct proxy *px, struct evbuffer *out);
 
 #endif

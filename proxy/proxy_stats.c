@@ -16,3 +16,21 @@ stats_counters_json(const struct stats_counters *sc, struct evbuffer *out)
 #undef STATS_JSON
 	evbuffer_add(out, "}", 1);
 }
+
+static void
+scope_add(struct stats_scope *dst, const struct stats_scope *src)
+{
+#define STATS_SUM(name, doc)	dst->c.name += src->c.name;
+	STATS_FIELDS(STATS_SUM)
+#undef STATS_SUM
+	hist_merge(&dst->upstream_duration, &src->upstream_duration);
+	hist_merge(&dst->lock_wait, &src->lock_wait);
+}
+
+void
+stats_add(struct stats *dst, const struct stats *src)
+{
+	scope_add(&dst->total, &src->total);
+	for (int i = 0; i < CONF_ROUTES_MAX; i++)
+		scope_add(&dst->route[i], &src->route[i]);
+}

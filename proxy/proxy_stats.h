@@ -78,6 +78,9 @@ struct stats {
 		hist_observe(&(st)->route[(ri)].h, (seconds));		\
 } while (0)
 
+/* Adds every counter and histogram of src into dst. */
+void	stats_add(struct stats *dst, const struct stats *src);
+
 /* Appends {"name": value, ...} for one set of counters. */
 void	stats_counters_json(const struct stats_counters *sc, struct evbuffer *out);
 

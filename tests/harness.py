@@ -620,7 +620,10 @@ def corral_config(redis, origin, listen_port, admin_port, routes=None, extra=Non
     sections = {
         "server": {"listen": f"127.0.0.1:{listen_port}",
                    "admin_listen": f"127.0.0.1:{admin_port}",
-                   "log_level": "info"},
+                   "log_level": "info",
+                   # One process, so that a scenario's per-process counters
+                   # are exact; test_workers.py covers several.
+                   "workers": "1"},
         "redis": {"address": redis_addr, "prefix": PREFIX, "timeout": "250ms"},
         "upstream": {"url": origin_url, "connect_timeout": "1s", "timeout": "10s"},
     }
@@ -1076,3 +1079,19 @@ def paced(n, seconds, fn):
 def origin_max_active(origin, path):
     """The most requests of path the origin had in progress at once."""
     return origin.path_stats(path).get("max_active", 0)
+
+
+def backoff_key(path, host=HOST, prefix=PREFIX):
+    """The key whose presence makes path's refreshes back off (its value:
+    the failure that started it, e.g. "503" or "timeout")."""
+    return f"{prefix}{{{cache_key(path, host)}}}:backoff"
+
+
+def fails_key(path, host=HOST, prefix=PREFIX):
+    """The count of path's failed refreshes since its last store."""
+    return f"{prefix}{{{cache_key(path, host)}}}:fails"
+
+
+def get_request(path, host=HOST, extra=b""):
+    """The bytes of a plain GET, for raw sockets."""
+    return (f"GET {path} HTTP/1.1\r\nHost: {host}\r\n".encode() + extra + b"\r\n")

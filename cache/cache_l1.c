@@ -1,0 +1,413 @@
+#include "cache/cache_l1.h"
+
+#include <sys/queue.h>
+
+#include <assert.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * One node per key, in three lists at once:
+ *
+ *	lru		every node, most recently used first; eviction takes
+ *			from the tail.
+ *	buckets		a chained hash table on the whole key: get, put and
+ *			the exact part of drop.
+ *	base_buckets	a second table on the base key (what precedes the
+ *			first '\n'), so "K", "K\na" and "K\nb" share a chain
+ *			and l1_drop("K") finds every variant without a scan.
+ *
+ * The lists are doubly linked, so taking a node out is O(1) in all three.
+ * Both tables have the same number of buckets, a power of two, doubled
+ * when the nodes outnumber the buckets. The key is stored in the node:
+ * one allocation per kept entry, none on a hit.
+ */
+
+#define L1_MAGIC		0x4c314348u	/* "L1CH" */
+/* Charged per entry on top of its key, body and headers: the node, the
+ * entry struct, the header records and malloc's own bookkeeping. */
+#define L1_ENTRY_OVERHEAD	512
+/* An entry charged more than max_bytes / L1_MAX_SHARE is not kept. */
+#define L1_MAX_SHARE		8
+#define L1_INITIAL_BUCKETS	256
+#define L1_VARIANT_SEP		'\n'
+
+#define FNV_OFFSET		0xcbf29ce484222325ULL
+#define FNV_PRIME		0x00000100000001b3ULL
+
+struct l1_node {
+	TAILQ_ENTRY(l1_node)	 lru;
+	LIST_ENTRY(l1_node)	 chain;		/* in buckets */
+	LIST_ENTRY(l1_node)	 base_chain;	/* in base_buckets */
+	struct cache_entry	*e;		/* one reference */
+	uint64_t		 hash;
+	uint64_t		 base_hash;
+	int64_t			 charge;
+	size_t			 len;
+	char			 key[];
+};
+
+TAILQ_HEAD(lru_list, l1_node);
+LIST_HEAD(chain, l1_node);
+
+struct l1 {
+	uint32_t		 magic;
+	int64_t			 max_bytes;	/* 0: disabled */
+	int64_t			 max_entry;	/* largest charge kept */
+	struct chain		*buckets;
+	struct chain		*base_buckets;
+	size_t			 nbuckets;	/* a power of two */
+	struct lru_list		 lru;
+	struct l1_counters	 counters;
+};
+
+/* A key's hashes, computed in one pass. */
+struct key_info {
+	uint64_t	hash;		/* of the whole key */
+	uint64_t	base_hash;	/* of the bytes before the first '\n' */
+	size_t		len;
+};
+
+/*
+ * FNV-1a. The base key is a prefix of the key, so its hash is the state
+ * reached at the first separator (or the whole hash when there is none).
+ */
+static void
+describe(const char *key, struct key_info *ki)
+{
+	uint64_t h = FNV_OFFSET;
+	const char *p;
+	int seen_sep = 0;
+
+	ki->base_hash = 0;
+	for (p = key; *p != '\0'; p++) {
+		if (*p == L1_VARIANT_SEP && !seen_sep) {
+			ki->base_hash = h;
+			seen_sep = 1;
+		}
+		h ^= (unsigned char)*p;
+		h *= FNV_PRIME;
+	}
+	ki->hash = h;
+	if (!seen_sep)
+		ki->base_hash = h;
+	ki->len = (size_t)(p - key);
+}
+
+static int
+enabled(const struct l1 *l)
+{
+	return l->max_bytes > 0;
+}
+
+static struct chain *
+bucket(const struct l1 *l, uint64_t hash)
+{
+	return &l->buckets[hash & (l->nbuckets - 1)];
+}
+
+static struct chain *
+base_bucket(const struct l1 *l, uint64_t hash)
+{
+	return &l->base_buckets[hash & (l->nbuckets - 1)];
+}
+
+static struct l1_node *
+find(const struct l1 *l, const char *key, const struct key_info *ki)
+{
+	struct l1_node *n;
+
+	LIST_FOREACH(n, bucket(l, ki->hash), chain)
+		if (n->hash == ki->hash && n->len == ki->len &&
+		    memcmp(n->key, key, ki->len) == 0)
+			return n;
+	return NULL;
+}
+
+/* Is n's key key itself or a variant of it ("key\n...")? */
+static int
+covers(const char *key, size_t len, const struct l1_node *n)
+{
+	return n->len >= len && memcmp(n->key, key, len) == 0 &&
+	    (n->key[len] == '\0' || n->key[len] == L1_VARIANT_SEP);
+}
+
+static void
+touch(struct l1 *l, struct l1_node *n)
+{
+	if (TAILQ_FIRST(&l->lru) == n)
+		return;
+	TAILQ_REMOVE(&l->lru, n, lru);
+	TAILQ_INSERT_HEAD(&l->lru, n, lru);
+}
+
+/* Takes *np out of every list, drops its reference and frees it. */
+static void
+unlink_node(struct l1 *l, struct l1_node **np)
+{
+	struct l1_node *n = *np;
+
+	*np = NULL;
+	TAILQ_REMOVE(&l->lru, n, lru);
+	LIST_REMOVE(n, chain);
+	LIST_REMOVE(n, base_chain);
+	l->counters.bytes -= n->charge;
+	l->counters.entries--;
+	assert(l->counters.bytes >= 0 && l->counters.entries >= 0);
+	entry_unref(&n->e);
+	free(n);
+}
+
+/*
+ * What keeping e under a key of len bytes costs, in *chargep. -1 as soon
+ * as it passes l->max_entry, so a huge entry costs no more than a small
+ * one to refuse.
+ */
+static int
+charge_of(const struct l1 *l, size_t len, const struct cache_entry *e,
+    int64_t *chargep)
+{
+	const struct evkeyval *kv;
+	uint64_t limit = (uint64_t)l->max_entry, c;
+
+	if (limit < L1_ENTRY_OVERHEAD)
+		return -1;
+	c = L1_ENTRY_OVERHEAD;		/* from here on c <= limit */
+	if (len > limit - c)
+		return -1;
+	c += len;
+	if (e->body_len > limit - c)
+		return -1;
+	c += e->body_len;
+	TAILQ_FOREACH(kv, &e->headers, next) {
+		size_t hl = strlen(kv->key) + strlen(kv->value);
+
+		if (hl > limit - c)
+			return -1;
+		c += hl;
+	}
+	*chargep = (int64_t)c;
+	return 0;
+}
+
+/* Doubles both tables. Without memory it keeps the old ones: chains only
+ * get longer. */
+static void
+grow(struct l1 *l)
+{
+	size_t nb = l->nbuckets * 2, i;
+	struct chain *b, *bb;
+	struct l1_node *n;
+
+	if (nb < l->nbuckets || nb > SIZE_MAX / sizeof(*b))
+		return;
+	b = malloc(nb * sizeof(*b));
+	bb = malloc(nb * sizeof(*bb));
+	if (b == NULL || bb == NULL) {
+		free(b);
+		free(bb);
+		return;
+	}
+	for (i = 0; i < nb; i++) {
+		LIST_INIT(&b[i]);
+		LIST_INIT(&bb[i]);
+	}
+	/* Every node is on the LRU list: rechain from there. */
+	TAILQ_FOREACH(n, &l->lru, lru) {
+		LIST_INSERT_HEAD(&b[n->hash & (nb - 1)], n, chain);
+		LIST_INSERT_HEAD(&bb[n->base_hash & (nb - 1)], n, base_chain);
+	}
+	free(l->buckets);
+	free(l->base_buckets);
+	l->buckets = b;
+	l->base_buckets = bb;
+	l->nbuckets = nb;
+}
+
+/* Evicts from the LRU tail until the total fits, never evicting keep. */
+static void
+evict(struct l1 *l, const struct l1_node *keep)
+{
+	struct l1_node *n;
+
+	while (l->counters.bytes > l->max_bytes &&
+	    (n = TAILQ_LAST(&l->lru, lru_list)) != NULL && n != keep) {
+		unlink_node(l, &n);
+		l->counters.evictions++;
+	}
+}
+
+struct l1 *
+l1_new(int64_t max_bytes)
+{
+	struct l1 *l;
+
+	if ((l = calloc(1, sizeof(*l))) == NULL)
+		return NULL;
+	l->magic = L1_MAGIC;
+	TAILQ_INIT(&l->lru);
+	if (max_bytes <= 0)
+		return l;	/* disabled: no tables */
+	l->nbuckets = L1_INITIAL_BUCKETS;
+	l->buckets = calloc(l->nbuckets, sizeof(*l->buckets));
+	l->base_buckets = calloc(l->nbuckets, sizeof(*l->base_buckets));
+	if (l->buckets == NULL || l->base_buckets == NULL)
+		goto fail;
+	for (size_t i = 0; i < l->nbuckets; i++) {
+		LIST_INIT(&l->buckets[i]);
+		LIST_INIT(&l->base_buckets[i]);
+	}
+	l->max_bytes = max_bytes;
+	l->max_entry = max_bytes / L1_MAX_SHARE;
+	return l;
+fail:
+	free(l->buckets);
+	free(l->base_buckets);
+	free(l);
+	return NULL;
+}
+
+void
+l1_free(struct l1 **lp)
+{
+	struct l1 *l = *lp;
+	struct l1_node *n;
+
+	if (l == NULL)
+		return;
+	*lp = NULL;
+	assert(l->magic == L1_MAGIC);
+	while ((n = TAILQ_FIRST(&l->lru)) != NULL)
+		unlink_node(l, &n);
+	free(l->buckets);
+	free(l->base_buckets);
+	l->magic = 0;
+	free(l);
+}
+
+struct cache_entry *
+l1_get(struct l1 *l, const char *key, int64_t now_ms)
+{
+	struct key_info ki;
+	struct l1_node *n;
+
+	assert(l->magic == L1_MAGIC);
+	if (!enabled(l))
+		return NULL;
+	describe(key, &ki);
+	if ((n = find(l, key, &ki)) == NULL) {
+		l->counters.misses++;
+		return NULL;
+	}
+	if (entry_state(n->e, now_ms) != ENTRY_FRESH) {
+		unlink_node(l, &n);
+		l->counters.drops++;
+		l->counters.misses++;
+		return NULL;
+	}
+	touch(l, n);
+	l->counters.hits++;
+	return entry_ref(n->e);
+}
+
+void
+l1_put(struct l1 *l, const char *key, struct cache_entry *e)
+{
+	struct cache_entry *old;
+	struct key_info ki;
+	struct l1_node *n;
+	int64_t charge;
+
+	assert(l->magic == L1_MAGIC);
+	assert(e->magic == ENTRY_MAGIC);
+	if (!enabled(l))
+		return;
+	describe(key, &ki);
+	n = find(l, key, &ki);
+	if (n != NULL && (n->e == e ||
+	    (e->gen[0] != '\0' && strcmp(n->e->gen, e->gen) == 0))) {
+		touch(l, n);
+		return;
+	}
+	if (charge_of(l, ki.len, e, &charge) == -1) {
+		/* Too large to keep, and newer than any copy held. */
+		if (n != NULL) {
+			unlink_node(l, &n);
+			l->counters.drops++;
+		}
+		return;
+	}
+	if (n != NULL) {
+		old = n->e;
+		n->e = entry_ref(e);
+		entry_unref(&old);
+		l->counters.bytes += charge - n->charge;
+		n->charge = charge;
+		touch(l, n);
+	} else {
+		if ((n = malloc(sizeof(*n) + ki.len + 1)) == NULL)
+			return;
+		memcpy(n->key, key, ki.len + 1);
+		n->len = ki.len;
+		n->hash = ki.hash;
+		n->base_hash = ki.base_hash;
+		n->charge = charge;
+		n->e = entry_ref(e);
+		TAILQ_INSERT_HEAD(&l->lru, n, lru);
+		LIST_INSERT_HEAD(bucket(l, ki.hash), n, chain);
+		LIST_INSERT_HEAD(base_bucket(l, ki.base_hash), n, base_chain);
+		l->counters.bytes += charge;
+		l->counters.entries++;
+		if ((uint64_t)l->counters.entries > l->nbuckets)
+			grow(l);
+	}
+	l->counters.stores++;
+	evict(l, n);
+}
+
+void
+l1_drop(struct l1 *l, const char *key)
+{
+	struct l1_node *n, *next;
+	struct key_info ki;
+
+	assert(l->magic == L1_MAGIC);
+	if (!enabled(l))
+		return;
+	describe(key, &ki);
+	/* key and its variants share key's base, so they share a chain. */
+	for (n = LIST_FIRST(base_bucket(l, ki.base_hash)); n != NULL;
+	    n = next) {
+		next = LIST_NEXT(n, base_chain);
+		if (n->base_hash == ki.base_hash && covers(key, ki.len, n)) {
+			unlink_node(l, &n);
+			l->counters.drops++;
+		}
+	}
+}
+
+void
+l1_drop_prefix(struct l1 *l, const char *prefix)
+{
+	struct l1_node *n, *next;
+	size_t plen = strlen(prefix);
+
+	assert(l->magic == L1_MAGIC);
+	if (!enabled(l))
+		return;
+	for (n = TAILQ_FIRST(&l->lru); n != NULL; n = next) {
+		next = TAILQ_NEXT(n, lru);
+		if (n->len >= plen && memcmp(n->key, prefix, plen) == 0) {
+			unlink_node(l, &n);
+			l->counters.drops++;
+		}
+	}
+}
+
+const struct l1_counters *
+l1_counters(const struct l1 *l)
+{
+	assert(l->magic == L1_MAGIC);
+	return &l->counters;
+}
