@@ -79,3 +79,66 @@ bench: all
 
 clean:
 	rm -rf build
+
+# ---- fuzzing and valgrind: not part of make test ------------------------------
+#   make fuzz            builds the libFuzzer targets in fuzz/ with clang and runs
+#                        each for FUZZ_SECONDS (default 30), starting from the seed
+#                        corpus in fuzz/corpus/TARGET; fails on a crash, whose input
+#                        is saved as build/fuzz/crash-TARGET-*
+#   make fuzz-seeds      rewrites fuzz/corpus/entry with fuzz/seed_entry.c
+#   make test-valgrind   the scenarios against build/release/corral run under valgrind
+#                        (every harness time limit stretched by VALGRIND_SLOWNESS);
+#                        fails on any valgrind error or definite/indirect leak
+
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 30
+FUZZ_FLAGS   := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+                -fno-omit-frame-pointer
+FUZZ_TARGETS := entry conf key
+FUZZ_LINK     = @mkdir -p $(dir $@); \
+                $(FUZZ_CC) $(BASE) $(FUZZ_FLAGS) $(PKG_CFLAGS) -o $@ $(filter %.c,$^) \
+                $(PKG_LIBS) -lm
+
+VALGRIND          := valgrind --error-exitcode=99 --leak-check=full \
+                     --errors-for-leak-kinds=definite,indirect \
+                     --show-leak-kinds=definite,indirect --num-callers=30 \
+                     --suppressions=tests/valgrind.supp
+VALGRIND_SLOWNESS ?= 8
+
+.PHONY: fuzz fuzz-seeds test-valgrind
+
+build/fuzz/fuzz_entry: fuzz/fuzz_entry.c cache/cache_entry.c $(wildcard */*.h)
+	$(FUZZ_LINK)
+
+build/fuzz/fuzz_conf: fuzz/fuzz_conf.c conf/conf.c common/util.c common/log.c \
+                      $(wildcard */*.h)
+	$(FUZZ_LINK)
+
+build/fuzz/fuzz_key: fuzz/fuzz_key.c cache/cache_key.c $(wildcard */*.h)
+	$(FUZZ_LINK)
+
+build/fuzz/seed_entry: fuzz/seed_entry.c cache/cache_entry.c $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(PKG_CFLAGS) -o $@ $(filter %.c,$^) $(PKG_LIBS)
+
+fuzz-seeds: build/fuzz/seed_entry
+	build/fuzz/seed_entry fuzz/corpus/entry
+
+fuzz: deps $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p build/fuzz/corpus-$$t; \
+	  dict=; [ -f fuzz/$$t.dict ] && dict=-dict=fuzz/$$t.dict; \
+	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+	  if ! build/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+	      -print_final_stats=1 -artifact_prefix=build/fuzz/crash-$$t- $$dict \
+	      build/fuzz/corpus-$$t fuzz/corpus/$$t > build/fuzz/$$t.log 2>&1; then \
+	    tail -n 40 build/fuzz/$$t.log; \
+	    echo "fuzz: $$t failed; input in build/fuzz/crash-$$t-*, log in build/fuzz/$$t.log"; \
+	    exit 1; \
+	  fi; \
+	  grep -h "stat::number_of_executed_units" build/fuzz/$$t.log; \
+	done
+
+test-valgrind: deps build/release/corral
+	CORRAL_WRAPPER="$(VALGRIND)" CORRAL_TEST_SLOWNESS=$(VALGRIND_SLOWNESS) \
+	python3 tests/run.py --bin build/release/corral

@@ -46,14 +46,14 @@ log_level_name(enum log_level level)
 	return level_names[level];
 }
 
-static int
-open_append(const char *path, char *err, size_t errlen)
+int
+log_file_open(const char *path, const char *what, char *err, size_t errlen)
 {
 	int fd;
 
 	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, LOG_FILE_MODE);
 	if (fd == -1)
-		snprintf(err, errlen, "cannot open log %s: %s", path,
+		snprintf(err, errlen, "cannot open %s %s: %s", what, path,
 		    strerror(errno));
 	return fd;
 }
@@ -71,7 +71,7 @@ log_open(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "log path too long: %s", path);
 		return -1;
 	}
-	if ((fd = open_append(path, err, errlen)) == -1)
+	if ((fd = log_file_open(path, "error log", err, errlen)) == -1)
 		return -1;
 	log_close();
 	out.fd = fd;
@@ -86,7 +86,7 @@ log_reopen(char *err, size_t errlen)
 
 	if (out.path[0] == '\0')
 		return 0;
-	if ((fd = open_append(out.path, err, errlen)) == -1)
+	if ((fd = log_file_open(out.path, "error log", err, errlen)) == -1)
 		return -1;
 	close(out.fd);
 	out.fd = fd;

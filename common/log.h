@@ -29,6 +29,10 @@ int	log_open(const char *path, char *err, size_t errlen);
 int	log_reopen(char *err, size_t errlen);
 /* Back to stderr. */
 void	log_close(void);
+/* Opens path for appending, created 0644, as every log file is opened.
+ * The fd, or -1 with err naming what failed ("access log ...: why"). */
+int	log_file_open(const char *path, const char *what, char *err,
+	    size_t errlen);
 
 void	log_msg(enum log_level level, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));

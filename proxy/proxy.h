@@ -104,6 +104,7 @@ void	proxy_stop(struct proxy *px);
 /* proxy_flow.c */
 void	flow_recv(struct proxy *px, struct evhttp_request *ev);
 void	flow_on_fill(const char *key, void *arg);
+void	flow_on_purge(const char *key, void *arg);
 void	flow_abandon(struct proxy *px);
 void	flow_remap_routes(struct proxy *px, const struct conf *old,
 	    const struct conf *new);

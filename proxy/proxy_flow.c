@@ -44,6 +44,7 @@
 #include "cache/cache.h"
 #include "cache/cache_entry.h"
 #include "cache/cache_key.h"
+#include "cache/cache_l1.h"
 #include "common/dict.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -696,6 +697,9 @@ on_refresh_stored(enum fence_result r, void *arg)
 	case FENCE_OK:		/* the script also deleted the lock */
 		rf->stored = 1;
 		STAT_INC(rf->px->stats, rf->route, stores);
+		if (entry_state(rf->entry, util_now_ms()) == ENTRY_FRESH)
+			l1_put(rf->px->l1, rf->variant[0] != '\0' ? rf->variant :
+			    rf->key, rf->entry);
 		rf->step = RF_DONE;
 		break;
 	case FENCE_LOST:
@@ -999,6 +1003,7 @@ on_flight_lookup(enum cache_result r, struct cache_entry *e, void *arg)
 	} else {
 		switch (entry_state(e, util_now_ms())) {
 		case ENTRY_FRESH:
+			l1_put(px->l1, fl->key, e);
 			if (refresh_early(fl, e)) {
 				STAT_INC(px->stats, fl->route, early_refreshes);
 				(void)refresh_start(fl, RF_LOCKED, e->gen, e,
@@ -1109,6 +1114,8 @@ on_flight_refresh(struct refresh *rf, void *arg)
 			fl->step = FL_LOCK;
 			break;
 		}
+		if (entry_state(rf->entry, util_now_ms()) == ENTRY_FRESH)
+			l1_put(fl->px->l1, fl->key, rf->entry);
 		flight_set_answer(fl, OUT_COLLAPSED, OUT_COLLAPSED,
 		    entry_ref(rf->entry));
 		break;
@@ -1372,6 +1379,20 @@ fail:
 	return -1;
 }
 
+/* A purge or invalidation anywhere in the fleet: key, or NULL when some
+ * may have been missed. */
+void
+flow_on_purge(const char *key, void *arg)
+{
+	struct proxy *px = arg;
+
+	assert(px->magic == PROXY_MAGIC);
+	if (key != NULL)
+		l1_drop(px->l1, key);
+	else
+		l1_drop_prefix(px->l1, "");
+}
+
 void
 flow_on_fill(const char *key, void *arg)
 {
@@ -1380,10 +1401,12 @@ flow_on_fill(const char *key, void *arg)
 
 	assert(px->magic == PROXY_MAGIC);
 	if (key != NULL) {
+		l1_drop(px->l1, key);	/* a newer entry is in Redis */
 		if ((fl = dict_get(px->flights, key)) != NULL)
 			flight_wake(fl);
 		return;
 	}
+	l1_drop_prefix(px->l1, "");
 	/* Resubscribed: anything may have been filled meanwhile. */
 	for (fl = TAILQ_FIRST(&all_flights); fl != NULL; fl = next) {
 		next = TAILQ_NEXT(fl, link);
@@ -1852,6 +1875,33 @@ request_problem(const struct proxy *px, struct evhttp_request *ev)
 	return 0;
 }
 
+/*
+ * A fresh entry in this process's memory answers without a Redis round
+ * trip. When early refresh may be due, the request takes the usual path
+ * instead, so that the refresh can start.
+ */
+static int
+near_hit(struct req *req, const struct conf_route *rt)
+{
+	struct cache_entry *e = l1_get(req->px->l1, req->key, util_now_ms());
+	double late;
+
+	if (e == NULL)
+		return 0;
+	if (rt->early_refresh && e->fetch_ms > 0) {
+		late = -(double)e->fetch_ms * rt->early_refresh_beta *
+		    log(util_random_unit());
+		if ((double)util_now_ms() + late >= (double)e->fresh_until_ms) {
+			entry_unref(&e);
+			return 0;
+		}
+	}
+	req->entry = e;
+	req->outcome = OUT_HIT;
+	STAT_INC(req->px->stats, req->route, near_hits);
+	return 1;
+}
+
 /* A method that changes the resource (RFC 9110 9.2.1). */
 static int
 unsafe(enum evhttp_cmd_type cmd)
@@ -1915,11 +1965,11 @@ req_recv(struct req *req)
 		cache_key_build(host, path, sorted, req->key);
 		free(sorted);
 		variant_key(px, req->key, in);
-		req->step = REQ_JOIN;
+		req->step = near_hit(req, rt) ? REQ_DELIVER : REQ_JOIN;
 	} else {
 		cache_key_build(host, path, query, req->key);
 		variant_key(px, req->key, in);
-		req->step = REQ_JOIN;
+		req->step = near_hit(req, rt) ? REQ_DELIVER : REQ_JOIN;
 	}
 }
 

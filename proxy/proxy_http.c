@@ -13,6 +13,7 @@
 #include <event2/util.h>
 
 #include "cache/cache.h"
+#include "cache/cache_l1.h"
 #include "common/dict.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -128,6 +129,8 @@ publish(struct proxy *px)
 	ws->flights = (int64_t)dict_count(px->flights);
 	ws->refreshes = px->nrefreshes;
 	ws->upstream_fetches = upstream_active(px->upstream);
+	ws->l1_bytes = l1_counters(px->l1)->bytes;
+	ws->l1_entries = l1_counters(px->l1)->entries;
 }
 
 static void
@@ -222,6 +225,7 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 	    (px->refreshes = dict_new()) == NULL ||
 	    (px->vary = dict_new()) == NULL ||
 	    (px->conns = dict_new()) == NULL ||
+	    (px->l1 = l1_new(conf->l1_max_bytes)) == NULL ||
 	    (px->upstream = upstream_new(base)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -240,6 +244,7 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	cache_on_purge(px->cache, flow_on_purge);
 	if (nslots > 1) {
 		px->publish_ev = event_new(base, -1, EV_PERSIST, on_publish, px);
 		if (px->publish_ev == NULL) {
@@ -277,6 +282,7 @@ proxy_stop(struct proxy *px)
 	dict_free(&px->refreshes);
 	flow_free_vary(px);
 	dict_free(&px->conns);		/* after evhttp_free: it closes them */
+	l1_free(&px->l1);
 	if (px->drain_ev != NULL)
 		event_free(px->drain_ev);
 	px->drain_ev = NULL;

@@ -16,6 +16,7 @@
 #define STATS_FIELDS(X)							\
 	X(requests,		"requests received")			\
 	X(hits,			"served fresh from the cache")		\
+	X(near_hits,		"of those, from the process's memory")	\
 	X(stale_hits,		"served stale while one refresh runs")	\
 	X(stale_if_error,	"served stale because the upstream failed")	\
 	X(misses,		"answered by a fetch run for this request")	\

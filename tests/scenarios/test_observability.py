@@ -1,0 +1,563 @@
+"""Watching Corral: Prometheus metrics (every family moves when its event
+happens, and promtool accepts the exposition), /stats histograms, the
+access and error logs (format, SIGUSR1 reopen), the connections gauge,
+corral -s, and the dashboard in headless Chromium.
+"""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+
+from browser import Browser
+from harness import (Background, expect, expect_eq, free_port, http_request, lock_key,
+                     read_text, scenario, stampede, wait_for, wait_until_stale)
+
+SAMPLE_RE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+LABEL_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+# Every metric family the README lists, with its type.
+FAMILIES = {
+    "corral_build_info": "gauge",
+    "corral_start_time_seconds": "gauge",
+    "corral_connections": "gauge",
+    "corral_requests_in_progress": "gauge",
+    "corral_flights": "gauge",
+    "corral_refreshes_in_progress": "gauge",
+    "corral_upstream_requests_in_progress": "gauge",
+    "corral_requests_total": "counter",
+    "corral_upstream_requests_total": "counter",
+    "corral_cache_stores_total": "counter",
+    "corral_not_modified_total": "counter",
+    "corral_invalidations_total": "counter",
+    "corral_early_refreshes_total": "counter",
+    "corral_revalidations_total": "counter",
+    "corral_stale_if_error_total": "counter",
+    "corral_lock_acquired_total": "counter",
+    "corral_lock_busy_total": "counter",
+    "corral_lock_renewed_total": "counter",
+    "corral_lock_lost_total": "counter",
+    "corral_lock_wait_timeouts_total": "counter",
+    "corral_backoff_skips_total": "counter",
+    "corral_upstream_duration_seconds": "histogram",
+    "corral_lock_wait_seconds": "histogram",
+    "corral_redis_up": "gauge",
+    "corral_redis_commands_total": "counter",
+    "corral_redis_errors_total": "counter",
+    "corral_redis_timeouts_total": "counter",
+    "corral_redis_connects_total": "counter",
+    "corral_redis_disconnects_total": "counter",
+    "corral_redis_fill_notifications_total": "counter",
+    "corral_redis_command_duration_seconds": "histogram",
+}
+
+# One access-log line: the combined log format, then Corral's fields.
+ACCESS_RE = re.compile(
+    r'^(?P<client>\S+) - - \[(?P<time>\d\d/[A-Z][a-z]{2}/\d{4}:\d\d:\d\d:\d\d [+-]\d{4})\] '
+    r'"(?P<method>[A-Z]+) (?P<uri>\S+) HTTP/(?P<proto>\d\.\d)" (?P<status>\d{3}) (?P<bytes>\d+) '
+    r'"(?P<referer>[^"]*)" "(?P<agent>[^"]*)" cache=(?P<cache>[a-z]+) route=(?P<route>\S+) '
+    r'upstream_ms=(?P<upstream_ms>\d+|-) lock_wait_ms=(?P<lock_wait_ms>\d+|-) '
+    r'total_ms=(?P<total_ms>\d+)$')
+
+
+# -- reading the admin listener ---------------------------------------------------
+
+def admin_get(corral, path):
+    return http_request(corral.admin_host, corral.admin_port, path,
+                        headers={"Host": f"{corral.admin_host}:{corral.admin_port}"},
+                        timeout=10)
+
+
+class Metrics:
+    """A parsed /metrics exposition: samples by (name, labels) and TYPE lines."""
+
+    def __init__(self, text):
+        self.text = text
+        self.samples = {}
+        self.types = {}
+        for line in text.splitlines():
+            if line.startswith("# TYPE "):
+                _, _, name, kind = line.split(" ", 3)
+                self.types[name] = kind
+                continue
+            if not line or line.startswith("#"):
+                continue
+            m = SAMPLE_RE.match(line)
+            expect(m is not None, f"/metrics: unparsable line {line!r}")
+            labels = tuple(sorted(LABEL_RE.findall(m.group(2) or "")))
+            self.samples[(m.group(1), labels)] = float(m.group(3))
+
+    def value(self, name, **labels):
+        key = (name, tuple(sorted(labels.items())))
+        if key not in self.samples:
+            raise AssertionError(f"/metrics has no {name}{labels or ''}")
+        return self.samples[key]
+
+    def histogram(self, name, **labels):
+        """{"count", "sum", "buckets": {le: cumulative}} of one series."""
+        buckets = {}
+        for (n, lbl), v in self.samples.items():
+            d = dict(lbl)
+            le = d.pop("le", None)
+            if n == name + "_bucket" and d == labels:
+                buckets[le] = v
+        return {"count": self.value(name + "_count", **labels),
+                "sum": self.value(name + "_sum", **labels), "buckets": buckets}
+
+
+def metrics(corral):
+    r = admin_get(corral, "/metrics")
+    expect_eq(r.status, 200, "GET /metrics status")
+    expect(r.headers.get("Content-Type", "").startswith("text/plain; version=0.0.4"),
+           f"/metrics Content-Type: {r.headers.get('Content-Type')!r}")
+    return Metrics(r.text)
+
+
+def expect_values(m, name, expected, **labels):
+    """expected: {label_value: n} for the one label not in labels, e.g.
+    expect_values(m, "corral_requests_total", {"hit": 1}, route="/")."""
+    (label, values), = expected.items()
+    for value, n in values.items():
+        got = m.value(name, **labels, **{label: value})
+        expect_eq(got, n, f"{name}{{{labels}, {label}={value!r}}}")
+
+
+def find_promtool():
+    found = shutil.which("promtool")
+    expect(found is not None, "promtool not found: scripts/install-deps installs it "
+           "(Debian package prometheus)")
+    return found
+
+
+# -- metrics ----------------------------------------------------------------------
+
+@scenario
+def every_request_outcome_and_upstream_class_moves_its_metric(env):
+    route = "/c/"
+    redis, origin = env.redis(), env.origin()
+    origin.script("/c/e", status=503)
+    origin.script("/c/nf", status=404)
+    origin.script("/c/moved", status=301, headers={"Location": "/c/a"})
+    origin.script("/c/slow", delay_ms=3000)
+    origin.script("/c/held", hold=True)
+    corral = env.corral(redis, origin, routes={route: {
+        "ttl": "1s", "stale_while_revalidate": "60s", "lock_wait": "5s"}},
+        extra={"upstream": {"timeout": "500ms"}})
+
+    zero = metrics(corral)
+    for name, kind in FAMILIES.items():
+        expect_eq(zero.types.get(name), kind, f"TYPE of {name}")
+    expect_values(zero, "corral_requests_total", {"cache": {
+        "hit": 0, "stale": 0, "miss": 0, "collapsed": 0, "bypass": 0, "error": 0}},
+        route=route)
+    expect_eq(zero.value("corral_build_info", version=corral.stats()["version"]), 1,
+              "corral_build_info")
+
+    statuses = {}
+    for path, method in (("/c/a", "GET"), ("/c/a", "GET"), ("/c/p", "POST"),
+                         ("/free", "GET"), ("/c/e", "GET"), ("/c/nf", "GET"),
+                         ("/c/moved", "GET"), ("/c/slow", "GET")):
+        statuses[(path, method)] = corral.get(path, method=method).status
+    expect_eq(statuses[("/c/slow", "GET")], 504, "a fetch past [upstream] timeout")
+
+    # Two requests for a held key: one fetches, the other is collapsed.
+    first = Background(corral.get, "/c/held")
+    wait_for(lambda: origin.held("/c/held") == 1, what="the fetch of /c/held")
+    second = Background(corral.get, "/c/held")
+    wait_for(lambda: corral.stats()["in_progress"]["requests"] == 2,
+             what="the second request to join the flight")
+    origin.release("/c/held")
+    expect_eq(sorted(r.result().status for r in (first, second)), [200, 200], "/c/held")
+
+    wait_until_stale(redis, "/c/a", swr_ms=60_000, by_ms=50)
+    expect(corral.get("/c/a").cache_status.hit, "a stale hit on /c/a")
+    wait_for(lambda: origin.count("/c/a") == 2, what="the stale hit's refresh")
+    wait_for(lambda: corral.stats()["in_progress"]["refreshes"] == 0,
+             what="the refresh to finish")
+
+    m = metrics(corral)
+    expect_values(m, "corral_requests_total", {"cache": {
+        "hit": 1, "stale": 1, "miss": 5, "collapsed": 1, "bypass": 1, "error": 1}},
+        route=route)
+    expect_values(m, "corral_requests_total", {"cache": {
+        "hit": 0, "miss": 0, "bypass": 1, "error": 0}}, route="(none)")
+    # /c/a twice (first fetch and refresh), POST /c/p, /c/held.
+    expect_values(m, "corral_upstream_requests_total", {"code": {
+        "2xx": 4, "3xx": 1, "4xx": 1, "5xx": 1, "timeout": 1, "error": 0}}, route=route)
+    expect_values(m, "corral_upstream_requests_total", {"code": {"2xx": 1}}, route="(none)")
+    up = m.histogram("corral_upstream_duration_seconds", route=route)
+    expect_eq(up["count"], 8, "upstream fetches timed on route /c/")
+    expect_eq(up["buckets"]["+Inf"], 8, "the +Inf bucket is the count")
+    expect(up["sum"] >= 0.5, f"upstream duration sum includes the 500 ms timeout: {up['sum']}")
+    expect(up["buckets"]["0.25"] < 8, "the timed-out fetch is in a bucket above 0.25 s")
+    wait = m.histogram("corral_lock_wait_seconds", route=route)
+    expect_eq(wait["count"], 1, "lock waits on route /c/ (the collapsed request)")
+    # a, e, nf, moved, slow, held, and the refresh of a each took the lock.
+    expect_eq(m.value("corral_lock_acquired_total", route=route), 7, "locks acquired")
+    expect_eq(m.value("corral_cache_stores_total", route=route), 4,
+              "stores: a, moved, held, a's refresh")
+    expect_eq(m.value("corral_requests_in_progress"), 0, "requests in progress")
+    expect(m.value("corral_redis_commands_total") > 0, "Redis commands counted")
+    expect_eq(m.value("corral_redis_up"), 1, "corral_redis_up")
+    expect(m.value("corral_start_time_seconds") <= time.time(), "start time in the past")
+
+
+@scenario
+def lock_busy_renewed_lost_and_wait_timeout_move_their_metrics(env):
+    path = "/k"
+    redis, origin = env.redis(), env.origin()
+    origin.script(path, hold=True)
+    a, b = env.fleet(2, redis, origin, routes={"/": {
+        "lock_ttl": "300ms", "lock_wait": "500ms", "lock_poll": "5s"}})
+
+    first = Background(a.get, path)
+    wait_for(lambda: origin.held(path) == 1, what="A's fetch to hold the lock")
+    second = Background(b.get, path)
+    wait_for(lambda: metrics(b).value("corral_lock_busy_total", route="/") == 1,
+             what="B to find the lock busy")
+    wait_for(lambda: origin.held(path) == 2, timeout=5,
+             what="B to give up after lock_wait and fetch itself")
+    wait_for(lambda: metrics(a).value("corral_lock_renewed_total", route="/") >= 1,
+             what="A to renew its lock during the slow fetch")
+    redis.cmd("SET", lock_key(path), "f" * 32)	# someone took A's lock over
+    wait_for(lambda: metrics(a).value("corral_lock_lost_total", route="/") == 1,
+             what="A to notice its lock was lost")
+    origin.release(path)
+    first.result(), second.result()
+
+    ma, mb = metrics(a), metrics(b)
+    expect_eq(ma.value("corral_lock_acquired_total", route="/"), 1, "A: locks acquired")
+    expect_eq(ma.value("corral_cache_stores_total", route="/"), 0, "A: stores after losing")
+    expect_eq(mb.value("corral_lock_wait_timeouts_total", route="/"), 1,
+              "B: lock wait timeouts")
+    wait = mb.histogram("corral_lock_wait_seconds", route="/")
+    expect_eq(wait["count"], 1, "B: lock waits")
+    expect(0.45 <= wait["sum"] < 5, f"B waited about lock_wait (500 ms): {wait['sum']} s")
+    expect_eq(wait["buckets"]["0.25"], 0, "B's wait is above the 0.25 s bucket")
+    expect_eq(wait["buckets"]["1"], 1, "B's wait is within the 1 s bucket")
+
+
+@scenario
+def revalidation_not_modified_and_invalidation_move_their_metrics(env):
+    path, etag = "/v", '"v1"'
+    redis, origin = env.redis(), env.origin()
+    origin.script(path, headers={"ETag": etag})
+    corral = env.corral(redis, origin, routes={"/": {
+        "ttl": "1s", "stale_while_revalidate": "60s"}})
+    count = lambda name: metrics(corral).value(name, route="/")	# noqa: E731
+
+    expect(corral.get(path).cache_status.stored, "the first GET stores")
+    r = corral.get(path, headers={"If-None-Match": etag})
+    expect_eq(r.status, 304, f"a conditional GET with the stored ETag ({r.cache_status.raw})")
+    expect_eq(count("corral_not_modified_total"), 1, "corral_not_modified_total")
+
+    origin.script(path, status=304, headers={"ETag": etag})
+    wait_until_stale(redis, path, swr_ms=60_000, by_ms=50)
+    expect(corral.get(path).cache_status.hit, "a stale hit starts a refresh")
+    wait_for(lambda: count("corral_revalidations_total") == 1,
+             what="the refresh to be answered 304 and counted")
+
+    origin.script(path, status=200)
+    expect_eq(corral.get(path, method="POST", body=b"x").status, 200, "POST")
+    wait_for(lambda: count("corral_invalidations_total") == 1,
+             what="the POST to invalidate the entry")
+    expect_eq(count("corral_early_refreshes_total"), 0, "no early refresh was due")
+
+
+@scenario
+def upstream_and_redis_failures_move_error_metrics(env):
+    redis = env.redis()
+    closed = f"http://127.0.0.1:{free_port()}"	# nothing listens: connection refused
+    corral = env.corral(redis, closed)
+
+    expect_eq(corral.get("/x").status, 502, "GET with the upstream down")
+    m = metrics(corral)
+    expect_values(m, "corral_requests_total", {"cache": {"error": 1}}, route="/")
+    expect_values(m, "corral_upstream_requests_total", {"code": {"error": 1, "2xx": 0}},
+                  route="/")
+    before = m.value("corral_redis_errors_total")
+    expect_eq(m.value("corral_redis_timeouts_total"), 0, "Redis timeouts before the pause")
+
+    # Redis answers nothing for 600 ms: the lookup times out ([redis] timeout
+    # 250 ms), and its late reply lands in a slow bucket of the histogram.
+    redis.cmd("CLIENT", "PAUSE", "600", "ALL")
+    expect_eq(corral.get("/y").status, 502, "GET while Redis is paused")
+    wait_for(lambda: metrics(corral).histogram(
+        "corral_redis_command_duration_seconds")["buckets"]["0.25"] <
+        metrics(corral).value("corral_redis_command_duration_seconds_count"),
+        what="a reply slower than 0.25 s in corral_redis_command_duration_seconds")
+    m = metrics(corral)
+    expect(m.value("corral_redis_timeouts_total") >= 1, "corral_redis_timeouts_total moved")
+    expect(m.value("corral_redis_errors_total") > before, "corral_redis_errors_total moved")
+
+    redis.stop()
+    wait_for(lambda: metrics(corral).value("corral_redis_up") == 0,
+             what="corral_redis_up to drop to 0 with Redis stopped")
+    expect(metrics(corral).value("corral_redis_disconnects_total") >= 1,
+           "corral_redis_disconnects_total moved")
+    expect_eq(admin_get(corral, "/health").text.strip(), "ok redis=down", "/health")
+
+
+@scenario
+def promtool_accepts_the_metrics_exposition(env):
+    promtool = find_promtool()
+    redis, origin = env.redis(), env.origin()
+    origin.script("/api/down", status=500)
+    origin.script("/api/cold", hold=True)
+    corral = env.corral(redis, origin, routes={"/api/": {}, "/reports/": {}})
+    for path in ("/api/a", "/api/a", "/reports/r", "/api/down", "/elsewhere"):
+        corral.get(path)
+    clients = Background(stampede, corral, 20, "/api/cold")
+    wait_for(lambda: corral.stats()["in_progress"]["requests"] == 20,
+             what="20 requests waiting for the held /api/cold")
+    origin.release("/api/cold")
+    clients.result()
+
+    text = admin_get(corral, "/metrics").text
+    p = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
+                       text=True, timeout=30)
+    expect(p.returncode == 0 and not (p.stdout + p.stderr).strip(),
+           f"promtool check metrics: exit {p.returncode}\n{p.stdout}{p.stderr}")
+    m = Metrics(text)
+    for route in ("/api/", "/reports/", "(none)"):
+        m.value("corral_requests_total", route=route, cache="hit")
+    expect_eq(m.value("corral_requests_total", route="/api/", cache="hit"), 1, "hits")
+    expect_eq(m.value("corral_requests_total", route="/api/", cache="collapsed"), 19,
+              "collapsed in the stampede")
+
+
+@scenario
+def stats_json_has_histogram_buckets_and_quantiles(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("/r/slow", delay_ms=300)
+    corral = env.corral(redis, origin, routes={"/r/": {}})
+    for path in ("/r/a", "/r/slow", "/r/a", "/outside"):
+        corral.get(path)
+
+    s = corral.stats()
+    expect(isinstance(s["connections"], int), f"connections: {s.get('connections')!r}")
+    for where, h in (("total.upstream_duration", s["total"]["upstream_duration"]),
+                     ("routes./r/.upstream_duration", s["routes"]["/r/"]["upstream_duration"]),
+                     ("redis.command_duration", s["redis"]["command_duration"])):
+        keys = list(h["buckets"])
+        expect_eq(keys[-1], "+Inf", f"{where}: last bucket")
+        bounds = [float(k) for k in keys[:-1]]
+        expect(bounds == sorted(bounds) and bounds[0] < 0.001 and bounds[-1] >= 30,
+               f"{where}: bounds from sub-millisecond to tens of seconds: {keys}")
+        expect_eq(sum(h["buckets"].values()), h["count"], f"{where}: buckets add up to count")
+        expect(h["count"] > 0, f"{where}: has observations")
+        expect(0 < h["p50_s"] <= h["p90_s"] <= h["p99_s"], f"{where}: quantiles {h}")
+    total = s["total"]["upstream_duration"]
+    expect_eq(total["count"], 3, "upstream fetches: /r/a, /r/slow, /outside")
+    expect(0.25 <= total["p99_s"] <= 0.5, f"p99 is in the slow fetch's bucket: {total}")
+    expect(total["sum_s"] >= 0.3, f"sum_s includes the 300 ms fetch: {total}")
+    expect_eq(s["routes"]["/r/"]["lock_wait"]["count"], 0, "no lock waits")
+    expect_eq(s["unrouted"]["bypass"], 1, "unrouted: /outside bypassed")
+    expect_eq(s["unrouted"]["upstream_duration"]["count"], 1, "unrouted: one fetch")
+    expect_eq(s["total"]["hits"], 1, "counters are still there")
+
+
+@scenario
+def connections_gauge_counts_open_client_connections(env):
+    import http.client
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin)
+    gauge = lambda: metrics(corral).value("corral_connections")	# noqa: E731
+
+    conns = [http.client.HTTPConnection(corral.host, corral.port, timeout=10)
+             for _ in range(3)]
+    for c in conns:
+        c.request("GET", "/a", headers={"Host": "app.test"})
+        c.getresponse().read()
+    expect_eq(gauge(), 3, "three keep-alive connections")
+    conns[0].close()
+    conns[1].close()
+    wait_for(lambda: gauge() == 1, what="the gauge to drop to 1 after two closes")
+    conns[2].request("GET", "/a", headers={"Host": "app.test", "Connection": "close"})
+    conns[2].getresponse().read()
+    wait_for(lambda: gauge() == 0, what="the gauge to drop to 0 after Connection: close")
+    expect_eq(corral.stats()["connections"], 0, "/stats connections")
+    conns[2].close()
+
+
+# -- logs ---------------------------------------------------------------------------
+
+def access_lines(path, count, what):
+    """Waits for at least count lines in path; returns them parsed."""
+    lines = wait_for(lambda: (lambda ls: ls if len(ls) >= count else None)(
+        read_text(path).splitlines()), what=f"{count} lines in {what}")
+    parsed = []
+    for line in lines:
+        m = ACCESS_RE.match(line)
+        expect(m is not None, f"{what}: line does not match the documented format:\n{line}")
+        parsed.append(m.groupdict())
+    return parsed
+
+
+@scenario
+def access_log_line_has_combined_fields_cache_route_and_times(env):
+    log = os.path.join(env.workdir, "access.log")
+    redis, origin = env.redis(), env.origin()
+    origin.script("/r/a?x=1", delay_ms=100, body="hello")
+    corral = env.corral(redis, origin, routes={"/r/": {}},
+                        extra={"server": {"access_log": log}})
+    agent = 'probe/1.0 "quoted"'
+    headers = {"User-Agent": agent, "Referer": "/from"}
+
+    miss = corral.get("/r/a?x=1", headers=headers)
+    hit = corral.get("/r/a?x=1", headers=headers)
+    corral.get("/elsewhere", method="POST", body=b"abc")
+    expect_eq((miss.cache_status.stored, hit.cache_status.hit), (True, True), "miss, hit")
+
+    m, h, p = access_lines(log, 3, "the access log")
+    for line, what in ((m, "miss"), (h, "hit")):
+        expect_eq((line["client"], line["method"], line["uri"], line["proto"], line["status"]),
+                  ("127.0.0.1", "GET", "/r/a?x=1", "1.1", "200"), f"{what}: request fields")
+        expect_eq(line["bytes"], "5", f"{what}: body bytes")
+        expect_eq(line["referer"], "/from", f"{what}: referer")
+        expect_eq(line["agent"], r"probe/1.0 \x22quoted\x22", f"{what}: escaped user agent")
+        expect_eq(line["route"], "/r/", f"{what}: route")
+        expect_eq(line["lock_wait_ms"], "-", f"{what}: lock_wait_ms")
+    expect_eq(m["cache"], "miss", "miss: cache")
+    expect(m["upstream_ms"] != "-" and int(m["upstream_ms"]) >= 100,
+           f"miss: upstream_ms covers the 100 ms origin: {m['upstream_ms']}")
+    expect(int(m["total_ms"]) >= int(m["upstream_ms"]), f"miss: total_ms >= upstream_ms: {m}")
+    expect_eq((h["cache"], h["upstream_ms"]), ("hit", "-"), "hit: cache, upstream_ms")
+    expect(int(h["total_ms"]) < 100, f"hit: total_ms {h['total_ms']}")
+    expect_eq((p["method"], p["cache"], p["route"], p["referer"]),
+              ("POST", "bypass", "-", "-"), "unrouted POST: method, cache, route, referer")
+
+
+@scenario
+def sigusr1_reopens_the_access_and_error_logs(env):
+    access = os.path.join(env.workdir, "access.log")
+    errors = os.path.join(env.workdir, "error.log")
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, extra={"server": {
+        "access_log": access, "error_log": errors}})
+
+    expect("listening on" in read_text(errors), "start-up lines go to the error_log file")
+    expect("listening on" not in corral.log(), "and not to stderr")
+    corral.get("/before")
+    access_lines(access, 1, "the access log")
+    os.rename(access, access + ".1")	# what logrotate does
+    os.rename(errors, errors + ".1")
+    corral.proc.send_signal(signal.SIGUSR1)
+    wait_for(lambda: "logs reopened" in read_text(errors),
+             what="'logs reopened' in a new error log at the same path")
+    corral.get("/after")
+
+    (after,) = access_lines(access, 1, "the new access log")
+    expect_eq(after["uri"], "/after", "the new file's line")
+    old = [l["uri"] for l in access_lines(access + ".1", 1, "the rotated access log")]
+    expect_eq(old, ["/before"], "lines in the rotated file")
+    expect("logs reopened" not in read_text(errors + ".1"), "the rotated error log")
+
+
+# -- corral -s ------------------------------------------------------------------------
+
+@scenario
+def corral_s_prints_the_stats_as_a_table(env):
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, routes={"/": {}, "/reports/": {}})
+    for path in ("/a", "/a", "/a", "/reports/x"):
+        corral.get(path)
+
+    p = env.run_corral("-s", f"{corral.admin_host}:{corral.admin_port}")
+    expect_eq(p.returncode, 0, f"corral -s exit status ({p.stderr})")
+    rows = {line.split()[0]: line.split() for line in p.stdout.splitlines() if line.strip()}
+    expect("redis" in rows and rows["redis"][1] == "up:", f"a Redis line:\n{p.stdout}")
+    header = rows["route"]
+    for name in ("requests", "hit%", "miss", "collapsed", "upstream", "wait-p99"):
+        expect(name in header, f"column {name} in:\n{p.stdout}")
+    col = {name: i for i, name in enumerate(header)}
+    expect_eq((rows["/"][col["requests"]], rows["/"][col["hit"]], rows["/"][col["miss"]]),
+              ("3", "2", "1"), "route / requests, hit, miss")
+    expect_eq(rows["/"][col["hit%"]], "66.7%", "route / hit%")
+    expect_eq(rows["total"][col["requests"]], "4", "total requests")
+    expect("/reports/" in rows and "(none)" in rows, f"every route and (none):\n{p.stdout}")
+
+    nobody = env.run_corral("-s", f"127.0.0.1:{free_port()}")
+    expect_eq(nobody.returncode, 1, "corral -s with nothing listening")
+    expect("no answer" in nobody.stderr, f"its message: {nobody.stderr!r}")
+
+
+# -- the dashboard ------------------------------------------------------------------
+
+class Traffic:
+    """Clients in a thread until stopped: hits, misses, and every round a
+    cold key that three clients ask for at once (one fetches, two wait)."""
+
+    def __init__(self, corral):
+        self.corral, self.stop_ev, self.errors, self.rounds = corral, threading.Event(), [], 0
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        n = 0
+        while not self.stop_ev.is_set() and n < 2000:	# bounded
+            n += 1
+            try:
+                stampede(self.corral, 3, f"/slow/{n}", timeout=10)
+                for i in range(5):
+                    self.corral.get(f"/page/{i}", timeout=10)
+                self.rounds += 1
+            except Exception as e:	# noqa: BLE001 - reported by stop()
+                self.errors.append(e)
+                return
+
+    def stop(self):
+        self.stop_ev.set()
+        self.thread.join(30)
+        expect(not self.errors, f"traffic failed: {self.errors[:1]}")
+
+
+@scenario(timeout=180)
+def dashboard_in_headless_chromium_draws_live_charts(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("*", delay_ms=150)	# misses are slow; hits never reach it
+    corral = env.corral(redis, origin, routes={"/page/": {}, "/slow/": {}})
+    page = admin_get(corral, "/")
+    expect_eq(page.status, 200, "GET / on the admin listener")
+    expect(page.headers.get("Content-Type", "").startswith("text/html"), "HTML")
+    absolute = re.findall(r"(?i)\b(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}", page.text)
+    expect_eq(absolute, [], "absolute URLs in the dashboard: it must make no external request")
+
+    traffic = Traffic(corral)
+    url = f"{corral.admin_url}/?interval=250&span=30"
+    shot = os.path.join(env.workdir, "dashboard.png")
+    try:
+        with Browser(env.workdir) as b:
+            b.open(url)
+            b.wait_for_js("Number(document.body.dataset.polls) >= 12", timeout=30,
+                          what="12 polls of /stats")
+            charts = ("requests", "upstream", "hitratio", "lockwait", "health", "latency")
+            expr = ("Object.fromEntries([...document.querySelectorAll('canvas')].map("
+                    "c => [c.id, {points: Number(c.dataset.points), sum: Number(c.dataset.sum)}]))")
+            drawn = b.wait_for_js(
+                f"(() => {{ const d = {expr}; return {list(charts)!r}.every("
+                "k => d['chart-' + k] && d['chart-' + k].points >= 2) && d; })()",
+                timeout=30, what="data points in every chart")
+            expect(drawn["chart-requests"]["sum"] > 0, f"requests/s drawn: {drawn}")
+            expect(drawn["chart-upstream"]["sum"] > 0, f"upstream requests/s drawn: {drawn}")
+            expect(drawn["chart-lockwait"]["sum"] > 0, f"lock-wait p99 drawn: {drawn}")
+            tiles = b.js("({redis: document.getElementById('redis-state').textContent,"
+                         " rps: document.getElementById('rps').textContent,"
+                         " rows: document.querySelectorAll('#routes-body tr').length})")
+            expect_eq(tiles["redis"], "UP", "the Redis tile")
+            expect(tiles["rps"] not in ("", "\u2013", "0"), f"the requests/s tile: {tiles}")
+            expect_eq(tiles["rows"], 4, "route table rows: /page/, /slow/, (none), total")
+            b.screenshot(shot)
+            seen = b.requests_seen()
+    finally:
+        traffic.stop()
+    foreign = [u for u in seen if not u.startswith(corral.admin_url + "/")]
+    expect_eq(foreign, [], "requests the page made to other origins")
+    expect(any(u.endswith("/stats") for u in seen), f"the page polled /stats: {seen[:5]}")
+    with open(shot, "rb") as f:
+        expect(f.read(8) == b"\x89PNG\r\n\x1a\n", "the screenshot is a PNG")
+    expect(os.path.getsize(shot) > 20_000, f"the screenshot has content: {os.path.getsize(shot)} B")
+    print(f"dashboard screenshot: {shot} ({traffic.rounds} traffic rounds)")
