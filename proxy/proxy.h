@@ -72,6 +72,7 @@ struct proxy {
 	struct evhttp		*http;		/* public listener */
 	struct evhttp_bound_socket *http_bound;	/* NULL once draining */
 	struct evhttp_bound_socket *admin_bound;
+	int			 accept_paused;	/* at max_connections */
 	struct evhttp		*admin;		/* stats and control */
 	struct dict		*flights;	/* key -> struct flight */
 	struct dict		*refreshes;	/* key -> struct refresh */

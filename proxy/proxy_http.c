@@ -34,6 +34,27 @@ conn_key(const struct evhttp_connection *evcon, char out[CONN_KEY_MAX])
 	snprintf(out, CONN_KEY_MAX, "%p", (const void *)evcon);
 }
 
+/*
+ * max_connections: at the limit the public listener stops accepting (new
+ * clients wait in the kernel's backlog) until a connection closes.
+ */
+static void
+accept_pause(struct proxy *px, int pause)
+{
+	struct evconnlistener *lev;
+
+	if (px->http_bound == NULL || pause == px->accept_paused)
+		return;
+	lev = evhttp_bound_socket_get_listener(px->http_bound);
+	if (pause)
+		evconnlistener_disable(lev);
+	else
+		evconnlistener_enable(lev);
+	px->accept_paused = pause;
+	log_info("%d connections: %s accepting", (int)dict_count(px->conns),
+	    pause ? "stopped" : "resumed");
+}
+
 static void
 on_conn_close(struct evhttp_connection *evcon, void *arg)
 {
@@ -43,6 +64,9 @@ on_conn_close(struct evhttp_connection *evcon, void *arg)
 	assert(px->magic == PROXY_MAGIC);
 	conn_key(evcon, key);
 	dict_del(px->conns, key);
+	if (px->accept_paused &&
+	    dict_count(px->conns) < (size_t)px->conf->max_connections)
+		accept_pause(px, 0);
 }
 
 /*
@@ -63,6 +87,8 @@ conn_track(struct proxy *px, struct evhttp_request *ev)
 		return;
 	if (dict_set(px->conns, key, evcon) == 0)
 		evhttp_connection_set_closecb(evcon, on_conn_close, px);
+	if (dict_count(px->conns) >= (size_t)px->conf->max_connections)
+		accept_pause(px, 1);
 }
 
 static void

@@ -119,3 +119,27 @@ def reload_with_errors_keeps_the_running_configuration(env):
     expect_eq(list(corral.stats()["routes"]), ["/"], "routes after the refused reload")
     r = corral.get(PATH, {"Host": HOST})
     expect_eq((r.status, r.cache_status.hit), (200, True), "still serving from the cache")
+
+
+@scenario
+def max_connections_holds_new_clients_until_one_closes(env):
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, extra={"server": {"max_connections": "2"}})
+    first = [http.client.HTTPConnection(corral.host, corral.port, timeout=5)
+             for _ in range(2)]
+    for i, conn in enumerate(first):
+        conn.request("GET", f"/c/{i}", headers={"Host": HOST})
+        expect_eq(conn.getresponse().read() != b"", True, f"connection {i} served")
+    wait_for(lambda: corral.stats()["connections"] == 2, what="two connections counted")
+
+    third = http.client.HTTPConnection(corral.host, corral.port, timeout=10)
+    waiting = Background(lambda: (third.request("GET", "/c/3", headers={"Host": HOST}),
+                                  third.getresponse().status)[1])
+    time.sleep(0.5)	# a bounded wait: the claim is that nothing happens
+    expect(not waiting.done(), "the third client is not served at max_connections")
+    first[0].close()
+    expect_eq(waiting.result(), 200, "the third client once a connection closed")
+    expect("stopped accepting" in corral.log() and "resumed accepting" in corral.log(),
+           "the log says accepting stopped and resumed")
+    first[1].close()
+    third.close()
