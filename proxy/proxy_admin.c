@@ -60,34 +60,34 @@ scope_json(const struct stats_scope *sc, struct evbuffer *out)
 static void
 stats_json(struct proxy *px, struct evbuffer *out)
 {
-	struct proxy_figures fig;
-	const struct cache_counters *cc = &fig.cache;
-	struct metrics_scope scopes[CONF_ROUTES_MAX + 1];
-	struct stats_scope unrouted;
+	static struct metrics_view v;	/* large: off the stack */
+	const struct proxy_figures *fig = &v.fig;
+	const struct cache_counters *cc = &v.fig.cache;
+	const struct metrics_scope *scopes = v.scopes;
 	int n;
 
-	proxy_figures(px, &fig);
-	n = metrics_scopes(px, fig.stats, &unrouted, scopes);
+	metrics_view(px, &v);
+	n = v.nscopes;
 	evbuffer_add_printf(out, "{\"version\": \"%s\", \"uptime_s\": %" PRId64
 	    ", \"workers\": %d, \"connections\": %" PRId64 ", "
 	    "\"near_cache\": {\"bytes\": %" PRId64 ", \"entries\": %" PRId64
 	    "}, ", CORRAL_VERSION, (util_now_ms() - px->started_ms) / 1000,
-	    fig.workers, fig.connections, fig.l1_bytes, fig.l1_entries);
+	    fig->workers, fig->connections, fig->l1_bytes, fig->l1_entries);
 	evbuffer_add_printf(out, "\"redis\": {\"up\": %s, \"commands\": %" PRIu64
 	    ", \"errors\": %" PRIu64 ", \"timeouts\": %" PRIu64
 	    ", \"connects\": %" PRIu64 ", \"disconnects\": %" PRIu64
 	    ", \"fills_received\": %" PRIu64 ", \"purges_received\": %" PRIu64
 	    ", \"command_duration\": ",
-	    fig.redis_up == fig.workers ? "true" : "false", cc->commands,
+	    fig->redis_up == fig->workers ? "true" : "false", cc->commands,
 	    cc->errors, cc->timeouts, cc->connects, cc->disconnects,
 	    cc->fills_received, cc->purges_received);
 	metrics_hist_json(&cc->command_duration, out);
 	evbuffer_add_printf(out, "}, \"in_progress\": {\"requests\": %" PRId64
 	    ", \"flights\": %" PRId64 ", \"refreshes\": %" PRId64
-	    ", \"upstream_fetches\": %" PRId64 "}, ", fig.requests,
-	    fig.flights, fig.refreshes, fig.upstream_fetches);
+	    ", \"upstream_fetches\": %" PRId64 "}, ", fig->requests,
+	    fig->flights, fig->refreshes, fig->upstream_fetches);
 	evbuffer_add_printf(out, "\"total\": ");
-	scope_json(&fig.stats->total, out);
+	scope_json(&fig->stats->total, out);
 	evbuffer_add_printf(out, ", \"routes\": {");
 	for (int i = 0; i < n - 1; i++) {	/* the last is unrouted */
 		if (i > 0)

@@ -1811,17 +1811,9 @@ pass_start(struct req *req)
 	struct evkeyvalq headers;
 	size_t urllen = strlen(px->conf->upstream_url) + strlen(req->uri) + 1;
 	char *url, *peer;
-	static const char *const methods[] = {
-		"GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE",
-		"CONNECT", "PATCH",
-	};
-	enum evhttp_cmd_type cmd = evhttp_request_get_command(req->ev);
-	const char *method = "GET";
+	const char *method = method_name(evhttp_request_get_command(req->ev));
 	struct upstream_request ur;
 
-	for (size_t i = 0; i < ARRAY_LEN(methods); i++)
-		if ((unsigned)cmd == (1u << i))
-			method = methods[i];
 	if ((url = malloc(urllen)) == NULL)
 		return -1;
 	snprintf(url, urllen, "%s%s", px->conf->upstream_url, req->uri);

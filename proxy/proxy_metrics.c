@@ -281,16 +281,23 @@ redis_counter(struct evbuffer *out, const char *name, const char *help,
 }
 
 void
+metrics_view(struct proxy *px, struct metrics_view *v)
+{
+	proxy_figures(px, &v->fig);
+	v->nscopes = metrics_scopes(px, v->fig.stats, &v->unrouted, v->scopes);
+}
+
+void
 metrics_prometheus(struct proxy *px, struct evbuffer *out)
 {
-	struct proxy_figures fig;
-	const struct cache_counters *cc = &fig.cache;
-	struct metrics_scope scopes[CONF_ROUTES_MAX + 1];
-	struct stats_scope unrouted;
+	static struct metrics_view v;	/* large: off the stack */
+	const struct proxy_figures *fig = &v.fig;
+	const struct cache_counters *cc = &v.fig.cache;
+	const struct metrics_scope *scopes = v.scopes;
 	int n;
 
-	proxy_figures(px, &fig);
-	n = metrics_scopes(px, fig.stats, &unrouted, scopes);
+	metrics_view(px, &v);
+	n = v.nscopes;
 
 	family(out, "corral_build_info", "gauge",
 	    "Always 1; the version is a label.");
@@ -300,21 +307,21 @@ metrics_prometheus(struct proxy *px, struct evbuffer *out)
 	gauge(out, "corral_start_time_seconds", "When this process started, "
 	    "in seconds since the epoch.", (double)px->started_ms / MS_PER_S);
 	gauge(out, "corral_workers", "Worker processes serving requests.",
-	    fig.workers);
+	    fig->workers);
 	gauge(out, "corral_connections", "Client connections open on the "
-	    "public listener.", (double)fig.connections);
+	    "public listener.", (double)fig->connections);
 	gauge(out, "corral_requests_in_progress", "Client requests not yet "
-	    "answered.", (double)fig.requests);
+	    "answered.", (double)fig->requests);
 	gauge(out, "corral_flights", "Keys the workers are looking up, "
-	    "waiting for or fetching.", (double)fig.flights);
+	    "waiting for or fetching.", (double)fig->flights);
 	gauge(out, "corral_refreshes_in_progress", "Fetches for the cache "
-	    "in progress (with their lock).", (double)fig.refreshes);
+	    "in progress (with their lock).", (double)fig->refreshes);
 	gauge(out, "corral_upstream_requests_in_progress", "Upstream "
-	    "fetches in progress.", (double)fig.upstream_fetches);
+	    "fetches in progress.", (double)fig->upstream_fetches);
 	gauge(out, "corral_near_cache_bytes", "Bytes of entries held in the "
-	    "workers' memory (l1_max_bytes each).", (double)fig.l1_bytes);
+	    "workers' memory (l1_max_bytes each).", (double)fig->l1_bytes);
 	gauge(out, "corral_near_cache_entries", "Entries held in the "
-	    "workers' memory.", (double)fig.l1_entries);
+	    "workers' memory.", (double)fig->l1_entries);
 
 	counter_families(out, scopes, n);
 	for (size_t f = 0; f < ARRAY_LEN(hist_families); f++) {
@@ -326,7 +333,7 @@ metrics_prometheus(struct proxy *px, struct evbuffer *out)
 	}
 
 	gauge(out, "corral_redis_up", "1 while the Redis command connection "
-	    "of every worker is up.", fig.redis_up == fig.workers ? 1 : 0);
+	    "of every worker is up.", fig->redis_up == fig->workers ? 1 : 0);
 	redis_counter(out, "corral_redis_commands_total", "Redis commands "
 	    "sent.", cc->commands);
 	redis_counter(out, "corral_redis_errors_total", "Redis commands that "
@@ -405,16 +412,16 @@ table_row(struct evbuffer *out, int width, const char *route,
 void
 metrics_table(struct proxy *px, struct evbuffer *out)
 {
-	struct proxy_figures fig;
-	const struct cache_counters *cc = &fig.cache;
-	struct metrics_scope scopes[CONF_ROUTES_MAX + 1];
-	struct stats_scope unrouted;
+	static struct metrics_view v;	/* large: off the stack */
+	const struct proxy_figures *fig = &v.fig;
+	const struct cache_counters *cc = &v.fig.cache;
+	const struct metrics_scope *scopes = v.scopes;
 	int64_t up_s = (util_now_ms() - px->started_ms) / 1000;
 	int n, width = TABLE_ROUTE_MIN;
 	char dur[48];
 
-	proxy_figures(px, &fig);
-	n = metrics_scopes(px, fig.stats, &unrouted, scopes);
+	metrics_view(px, &v);
+	n = v.nscopes;
 
 	for (int i = 0; i < n; i++) {
 		int len = (int)strlen(scopes[i].route);
@@ -432,14 +439,14 @@ metrics_table(struct proxy *px, struct evbuffer *out)
 		    up_s / 60, up_s % 60);
 	evbuffer_add_printf(out, "corral %s, up %s, %d worker%s, %" PRId64
 	    " connection%s, %" PRId64 " request%s in progress, %" PRId64
-	    " upstream fetch%s\n", CORRAL_VERSION, dur, fig.workers,
-	    fig.workers == 1 ? "" : "s", fig.connections,
-	    fig.connections == 1 ? "" : "s", fig.requests,
-	    fig.requests == 1 ? "" : "s", fig.upstream_fetches,
-	    fig.upstream_fetches == 1 ? "" : "es");
+	    " upstream fetch%s\n", CORRAL_VERSION, dur, fig->workers,
+	    fig->workers == 1 ? "" : "s", fig->connections,
+	    fig->connections == 1 ? "" : "s", fig->requests,
+	    fig->requests == 1 ? "" : "s", fig->upstream_fetches,
+	    fig->upstream_fetches == 1 ? "" : "es");
 	evbuffer_add_printf(out, "redis %s: %" PRIu64 " commands, %" PRIu64
 	    " errors, %" PRIu64 " timeouts, p99 %.1f ms\n\n",
-	    fig.redis_up == fig.workers ? "up" : "DOWN", cc->commands, cc->errors,
+	    fig->redis_up == fig->workers ? "up" : "DOWN", cc->commands, cc->errors,
 	    cc->timeouts, hist_quantile(&cc->command_duration, 0.99) * MS_PER_S);
 	evbuffer_add_printf(out, "%-*s %9s %6s %8s %7s %7s %9s %7s %6s %9s %7s"
 	    " %8s %8s %8s\n", width, "route", "requests", "hit%", "hit",
@@ -447,7 +454,7 @@ metrics_table(struct proxy *px, struct evbuffer *out)
 	    "up-err", "up-p50ms", "up-p99ms", "wait-p99");
 	for (int i = 0; i < n; i++)
 		table_row(out, width, scopes[i].route, scopes[i].s);
-	table_row(out, width, "total", &fig.stats->total);
+	table_row(out, width, "total", &fig->stats->total);
 	evbuffer_add_printf(out, "\nhit%%: (hit + stale + collapsed) / (those "
 	    "+ miss). Times in ms; wait: cold-miss waiters.\n");
 }

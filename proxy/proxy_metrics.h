@@ -9,6 +9,7 @@
  */
 
 #include "common/hist.h"
+#include "proxy/proxy.h"
 #include "proxy/proxy_stats.h"
 
 #define METRICS_UNROUTED	"(none)"	/* route label: no route matched */
@@ -29,6 +30,16 @@ struct metrics_scope {
 int	metrics_scopes(const struct proxy *px, const struct stats *st,
 	    struct stats_scope *unrouted,
 	    struct metrics_scope out[CONF_ROUTES_MAX + 1]);
+
+/* What the admin listener shows, gathered once per request. */
+struct metrics_view {
+	struct proxy_figures	 fig;		/* summed over the workers */
+	struct stats_scope	 unrouted;
+	struct metrics_scope	 scopes[CONF_ROUTES_MAX + 1];
+	int			 nscopes;	/* the last is unrouted */
+};
+
+void	metrics_view(struct proxy *px, struct metrics_view *v);
 
 /* Requests answered without an upstream fetch of their own (hit, stale,
  * collapsed) out of every cacheable one answered (those and miss); 0..1,
