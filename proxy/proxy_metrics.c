@@ -71,7 +71,7 @@ static const struct counter_row counter_rows[] = {
 	{ "corral_invalidations_total", "Entries dropped after a successful "
 	  "unsafe request (POST, PUT, DELETE, PATCH).", NULL, NULL,
 	  FIELD(invalidations), NO_FIELD },
-	{ "corral_early_refreshes_total", "Refreshes started before the entry "
+	{ "corral_early_refresh_total", "Refreshes started before the entry "
 	  "went stale.", NULL, NULL, FIELD(early_refreshes), NO_FIELD },
 	{ "corral_revalidations_total", "Refreshes the upstream answered with "
 	  "304 Not Modified.", NULL, NULL, FIELD(revalidated), NO_FIELD },

@@ -33,7 +33,7 @@ FAMILIES = {
     "corral_cache_stores_total": "counter",
     "corral_not_modified_total": "counter",
     "corral_invalidations_total": "counter",
-    "corral_early_refreshes_total": "counter",
+    "corral_early_refresh_total": "counter",
     "corral_revalidations_total": "counter",
     "corral_stale_if_error_total": "counter",
     "corral_lock_acquired_total": "counter",
@@ -264,7 +264,7 @@ def revalidation_not_modified_and_invalidation_move_their_metrics(env):
     expect_eq(corral.get(path, method="POST", body=b"x").status, 200, "POST")
     wait_for(lambda: count("corral_invalidations_total") == 1,
              what="the POST to invalidate the entry")
-    expect_eq(count("corral_early_refreshes_total"), 0, "no early refresh was due")
+    expect_eq(count("corral_early_refresh_total"), 0, "no early refresh was due")
 
 
 @scenario
