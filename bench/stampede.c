@@ -30,7 +30,9 @@
  * The exit status is 0 when the client ran (even if requests failed), 2 on
  * bad usage or when the client itself could not run.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>

@@ -68,6 +68,7 @@
 #define VARY_MARKER		"X-Corral-Vary-Marker"	/* never from upstream */
 #define VARY_KEYS_MAX		100000	/* keys whose Vary a process remembers */
 #define VARY_SPEC_MAX		512
+#define VIA_TOKEN		"1.1 corral"
 #define FAILURE_MAX		16	/* "503", "timeout", ... */
 
 #define MIN(a, b)		((a) < (b) ? (a) : (b))
@@ -118,6 +119,8 @@ struct req {
 	TAILQ_ENTRY(req)	 all_link;
 	struct upstream_fetch	*fetch;		/* PASS only */
 	int			 reject_code;	/* OUT_REJECTED */
+	int			 credentials;	/* Authorization or Cookie sent */
+	int			 conditional;	/* If-None-Match or If-Modified-Since */
 	char			 failure[FAILURE_MAX];	/* what the upstream did */
 	char			 head_length[24];	/* PASS HEAD: origin's */
 	int64_t			 t_start_us;
@@ -1589,6 +1592,20 @@ on_body_sent(const void *data, size_t len, void *arg)
 	entry_unref(&e);
 }
 
+/* Writes v in decimal to out (24 bytes); returns out. */
+static const char *
+fmt_uint(uint64_t v, char out[24])
+{
+	char *p = out + 23;
+
+	*p = '\0';
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	return p;
+}
+
 /* Sends the one reply this request gets; returns the body bytes sent. */
 static uint64_t
 deliver(struct req *req)
@@ -1597,7 +1614,9 @@ deliver(struct req *req)
 	struct cache_entry *e = req->entry;
 	char cs[CACHE_STATUS_MAX], num[24], line[256];
 	int cached = req->pass_kind == OUT_NONE;	/* not passed through */
-	const char *via;
+	const char *via = NULL, *origin_age = NULL;
+	const struct evkeyval *h;
+	int has_date = 0;
 	struct evbuffer *body;
 	uint64_t sent;
 	int code, status;
@@ -1619,29 +1638,44 @@ deliver(struct req *req)
 	}
 
 	status = e->status;
-	hdr_copy(&e->headers, out, HDR_DROP_LENGTH | HDR_DROP_VIA |
-	    (cached ? HDR_DROP_AGE : 0));
-	via = evhttp_find_header(&e->headers, "Via");
-	snprintf(line, sizeof(line), "%s%s1.1 corral", via != NULL ? via : "",
-	    via != NULL ? ", " : "");
-	evhttp_add_header(out, "Via", line);
+	/*
+	 * One pass over the entry's headers, the hot path of every hit: they
+	 * are end-to-end already (filtered when the entry was made); Via and,
+	 * from the cache, Age are ours to rewrite.
+	 */
+	TAILQ_FOREACH(h, &e->headers, next) {
+		if (strcasecmp(h->key, "Via") == 0)
+			via = h->value;
+		else if (cached && strcasecmp(h->key, "Age") == 0)
+			origin_age = h->value;
+		else if (strcasecmp(h->key, "Content-Length") != 0) {
+			if (!has_date && strcasecmp(h->key, "Date") == 0)
+				has_date = 1;
+			evhttp_add_header(out, h->key, h->value);
+		}
+	}
+	if (via != NULL) {
+		snprintf(line, sizeof(line), "%s, " VIA_TOKEN, via);
+		evhttp_add_header(out, "Via", line);
+	} else {
+		evhttp_add_header(out, "Via", VIA_TOKEN);
+	}
 	if (req->px->draining)
 		evhttp_add_header(out, "Connection", "close");
 	cache_status(req, e->status, cs, sizeof(cs));
 	evhttp_add_header(out, "Cache-Status", cs);
 	if (cached) {
 		/* The origin's Age (if it is a cache too) plus our time. */
-		const char *oa = evhttp_find_header(&e->headers, "Age");
 		int64_t age = (util_now_ms() - e->stored_ms) / 1000;
-		if (oa != NULL && isdigit((unsigned char)*oa))
-			age += strtoll(oa, NULL, 10);
-		snprintf(num, sizeof(num), "%" PRId64, age > 0 ? age : 0);
-		evhttp_add_header(out, "Age", num);
-		if (evhttp_find_header(&e->headers, "Date") == NULL) {
+		if (origin_age != NULL && isdigit((unsigned char)*origin_age))
+			age += strtoll(origin_age, NULL, 10);
+		evhttp_add_header(out, "Age", fmt_uint(age > 0 ? (uint64_t)age : 0,
+		    num));
+		if (!has_date) {
 			hdr_format_date(e->stored_ms, line, sizeof(line));
 			evhttp_add_header(out, "Date", line);
 		}
-		if (status == 200 && hdr_not_modified(
+		if (status == 200 && req->conditional && hdr_not_modified(
 		    evhttp_request_get_input_headers(req->ev), &e->headers)) {
 			STAT_INC(req->px->stats, req->route, not_modified);
 			evhttp_remove_header(out, "Content-Type");
@@ -1672,6 +1706,8 @@ deliver(struct req *req)
 	evbuffer_free(body);
 	return e->body_len;
 }
+
+static void log_access_record(struct req *req, uint64_t bytes);
 
 static const char *
 method_name(enum evhttp_cmd_type cmd)
@@ -1719,6 +1755,14 @@ outcome_label(enum outcome o)
 
 static void
 log_access(struct req *req, uint64_t bytes)
+{
+	if (req->px->access_log == NULL && LOGL_DEBUG > log_current_level)
+		return;		/* nobody would read the record */
+	log_access_record(req, bytes);
+}
+
+static void
+log_access_record(struct req *req, uint64_t bytes)
 {
 	struct evkeyvalq *in = evhttp_request_get_input_headers(req->ev);
 	int waited = req->outcome == OUT_COLLAPSED ||
@@ -1846,20 +1890,28 @@ pass_start(struct req *req)
  * itself is ours to enforce with a 431 rather than its generic 400.
  */
 static int
-request_problem(const struct proxy *px, struct evhttp_request *ev)
+request_problem(struct req *req)
 {
 	const struct evkeyval *h;
-	size_t bytes = strlen(evhttp_request_get_uri(ev)) + sizeof(" HTTP/1.1\r\n");
+	size_t bytes = strlen(evhttp_request_get_uri(req->ev)) +
+	    sizeof(" HTTP/1.1\r\n");
 	int lengths = 0, chunked = 0;
 
-	TAILQ_FOREACH(h, evhttp_request_get_input_headers(ev), next) {
+	/* One pass, which also notes what later steps ask of the headers. */
+	TAILQ_FOREACH(h, evhttp_request_get_input_headers(req->ev), next) {
 		bytes += strlen(h->key) + strlen(h->value) + sizeof(": \r\n") - 1;
 		if (strcasecmp(h->key, "Content-Length") == 0)
 			lengths++;
 		else if (strcasecmp(h->key, "Transfer-Encoding") == 0)
 			chunked = 1;
+		else if (strcasecmp(h->key, "Authorization") == 0 ||
+		    strcasecmp(h->key, "Cookie") == 0)
+			req->credentials = 1;
+		else if (strcasecmp(h->key, "If-None-Match") == 0 ||
+		    strcasecmp(h->key, "If-Modified-Since") == 0)
+			req->conditional = 1;
 	}
-	if (bytes > (size_t)px->conf->max_header_bytes)
+	if (bytes > (size_t)req->px->conf->max_header_bytes)
 		return HTTP_HEADERS_TOO_LARGE;
 	/* Two lengths, or a length and chunking: a smuggling attempt. */
 	if (lengths > 1 || (lengths > 0 && chunked))
@@ -1933,7 +1985,7 @@ req_recv(struct req *req)
 	req->head = cmd == EVHTTP_REQ_HEAD;
 	STAT_INC(px->stats, req->route, requests);
 
-	if ((req->reject_code = request_problem(px, req->ev)) != 0) {
+	if ((req->reject_code = request_problem(req)) != 0) {
 		log_info("rejected %s: %d", req->uri, req->reject_code);
 		req->outcome = OUT_REJECTED;
 		req->step = REQ_DELIVER;
@@ -1943,9 +1995,7 @@ req_recv(struct req *req)
 			cache_key_build(host, path, query, req->key);
 		req->pass_kind = OUT_METHOD;
 		req->step = REQ_PASS;
-	} else if (rt == NULL || (!rt->cache_authorized &&
-	    (evhttp_find_header(in, "Authorization") != NULL ||
-	    evhttp_find_header(in, "Cookie") != NULL))) {
+	} else if (rt == NULL || (!rt->cache_authorized && req->credentials)) {
 		req->pass_kind = OUT_BYPASS;
 		req->step = REQ_PASS;
 	} else if (rt->sort_query && query != NULL) {
