@@ -126,6 +126,7 @@ struct req {
 	int64_t			 t_start_us;
 	int64_t			 t_join_us;
 	int64_t			 upstream_ms;	/* -1: none run for it */
+	int64_t			 waited_us;	/* from joining to its answer */
 
 	/* The answer, set before DELIVER. */
 	enum outcome		 outcome;
@@ -1538,7 +1539,7 @@ count_outcome(struct req *req)
 {
 	struct stats *st = req->px->stats;
 	int r = req->route;
-	uint64_t waited_ms = (uint64_t)(util_mono_us() - req->t_join_us) / 1000;
+	uint64_t waited_ms = (uint64_t)req->waited_us / 1000;
 
 	switch (req->outcome) {
 	case OUT_HIT:
@@ -1563,13 +1564,13 @@ count_outcome(struct req *req)
 		STAT_INC(st, r, collapsed);
 		STAT_INC(st, r, waiters);
 		STAT_ADD(st, r, lock_wait_ms, waited_ms);
-		STAT_OBSERVE(st, r, lock_wait, waited_ms / 1000.0);
+		STAT_OBSERVE(st, r, lock_wait, req->waited_us / 1e6);
 		break;
 	case OUT_WAIT_TIMEOUT:
 		STAT_INC(st, r, misses);
 		STAT_INC(st, r, waiters);
 		STAT_ADD(st, r, lock_wait_ms, waited_ms);
-		STAT_OBSERVE(st, r, lock_wait, waited_ms / 1000.0);
+		STAT_OBSERVE(st, r, lock_wait, req->waited_us / 1e6);
 		break;
 	case OUT_BYPASS:
 	case OUT_METHOD:
@@ -1782,7 +1783,7 @@ log_access_record(struct req *req, uint64_t bytes)
 		.route = req->route >= 0 ?
 		    route_of(req->px, req->route)->prefix : NULL,
 		.upstream_ms = req->upstream_ms,
-		.lock_wait_ms = waited ? (now - req->t_join_us) / 1000 : -1,
+		.lock_wait_ms = waited ? req->waited_us / 1000 : -1,
 		.total_ms = (now - req->t_start_us) / 1000,
 	};
 
@@ -1803,6 +1804,7 @@ req_finish(struct req *req)
 		TAILQ_REMOVE(&req->flight->reqs, req, flight_link);
 		req->flight = NULL;
 	}
+	req->waited_us = util_mono_us() - req->t_join_us;	/* measured once */
 	log_access(req, deliver(req));
 	count_outcome(req);
 	TAILQ_REMOVE(&all_reqs, req, all_link);
