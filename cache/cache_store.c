@@ -855,6 +855,7 @@ cache_store(struct cache *c, const char *key, const char *token,
 	char entry[REDIS_KEY_MAX], lock[REDIS_KEY_MAX], px[24];
 	char backoff[REDIS_KEY_MAX], fails[REDIS_KEY_MAX];
 	char mkey[REDIS_KEY_MAX], variants[REDIS_KEY_MAX];
+	char base[CACHE_KEY_MAX + 1];	/* the key a variant belongs to */
 	struct evbuffer *blob, *mblob = NULL;
 	const char *vid = variant != NULL ? strchr(variant, '\n') : NULL;
 	struct cache_op *op;
@@ -885,10 +886,10 @@ cache_store(struct cache *c, const char *key, const char *token,
 	failed |= op_argstr(op, backoff);
 	failed |= op_argstr(op, fails);
 	if (marker != NULL) {
-		snprintf(mkey, sizeof(mkey), "%.*s", (int)(vid - variant),
+		snprintf(base, sizeof(base), "%.*s", (int)(vid - variant),
 		    variant);
-		key_name(variants, sizeof(variants), c, mkey, "variants");
-		key_name(mkey, sizeof(mkey), c, mkey, "entry");
+		key_name(variants, sizeof(variants), c, base, "variants");
+		key_name(mkey, sizeof(mkey), c, base, "entry");
 		failed |= op_argstr(op, mkey);
 		failed |= op_argstr(op, variants);
 	}

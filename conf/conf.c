@@ -22,6 +22,7 @@
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -580,8 +581,11 @@ set_value(const struct key *k, char *base, const char *v, char *err,
 			snprintf(err, errlen, "\"%s\" is not a number", shown);
 			return -1;
 		}
-		if (check_range(k, (int64_t)(d * 1000 + (d < 0 ? -0.5 : 0.5)),
-		    v, err, errlen) == -1)
+		/* In thousandths, rounded away from the range when outside. */
+		if (check_range(k, d * 1000 < (double)k->min ?
+		    (int64_t)floor(d * 1000) : d * 1000 > (double)k->max ?
+		    (int64_t)ceil(d * 1000) : (int64_t)(d * 1000), v, err,
+		    errlen) == -1)
 			return -1;
 		*(double *)(void *)field = d;
 		return 0;

@@ -157,23 +157,41 @@ static struct {
 } master;
 
 static int run_worker(struct worker_slot *slots, int nslots, int slot);
+static void worker_signals(sigset_t *set);
+
+/* The signals a worker handles; blocked from fork() until it can. */
+static void
+worker_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGUSR1);
+}
 
 static void
 spawn(int i)
 {
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGCHLD };
+	sigset_t set, old;
 	pid_t pid;
 
+	worker_signals(&set);
+	sigprocmask(SIG_BLOCK, &set, &old);
 	if ((pid = fork()) == -1) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		log_error("cannot start worker %d: %s", i, strerror(errno));
 		return;
 	}
 	if (pid == 0) {
-		/* The master's signal handlers are not the worker's. */
+		/* The master's signal handlers are not the worker's; a
+		 * signal sent before the worker has its own stays pending. */
 		for (size_t k = 0; k < sizeof(sigs) / sizeof(sigs[0]); k++)
 			signal(sigs[k], SIG_DFL);
 		exit(run_worker(master.slots, master.n, i));
 	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	master.slots[i].pid = pid;
 	log_info("worker %d started, pid %d", i, (int)pid);
 }
@@ -402,6 +420,12 @@ run_worker(struct worker_slot *slots, int nslots, int slot)
 	evsignal_add(sigint, NULL);
 	evsignal_add(sigusr1, NULL);
 	evsignal_add(sighup, NULL);
+	{
+		sigset_t set;	/* blocked by the master across fork() */
+
+		worker_signals(&set);
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
+	}
 
 	event_base_dispatch(base);
 

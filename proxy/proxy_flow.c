@@ -69,6 +69,7 @@
 #define VARY_KEYS_MAX		100000	/* keys whose Vary a process remembers */
 #define VARY_SPEC_MAX		512
 #define VIA_TOKEN		"1.1 corral"
+#define VIA_MAX			1024	/* the origin's Via lines, joined */
 #define FAILURE_MAX		16	/* "503", "timeout", ... */
 
 #define MIN(a, b)		((a) < (b) ? (a) : (b))
@@ -121,6 +122,7 @@ struct req {
 	int			 reject_code;	/* OUT_REJECTED */
 	int			 credentials;	/* Authorization or Cookie sent */
 	int			 conditional;	/* If-None-Match or If-Modified-Since */
+	int			 early_due;	/* its near-cache hit rolled XFetch */
 	char			 failure[FAILURE_MAX];	/* what the upstream did */
 	char			 head_length[24];	/* PASS HEAD: origin's */
 	int64_t			 t_start_us;
@@ -163,6 +165,7 @@ struct flight {
 	struct cache_entry	*prev;		/* the unusable entry it saw: for
 						 * validators, and stale-if-error */
 	int			 authorized;	/* the lead sends credentials */
+	int			 early_due;	/* a request's XFetch roll said so */
 	int			 waited;
 	int			 timed_out;	/* lock_wait ran out */
 	int			 degraded;	/* Redis failed */
@@ -985,6 +988,8 @@ refresh_early(const struct flight *fl, const struct cache_entry *e)
 	if (!fl->rt.early_refresh || e->fetch_ms == 0 ||
 	    dict_get(fl->px->refreshes, fl->key) != NULL)
 		return 0;
+	if (fl->early_due)
+		return 1;	/* rolled already, in the near cache */
 	late = -delta * fl->rt.early_refresh_beta * log(util_random_unit());
 	return (double)util_now_ms() + late >= (double)e->fresh_until_ms;
 }
@@ -1338,6 +1343,7 @@ flight_join(struct req *req)
 	if ((fl = dict_get(px->flights, req->key)) != NULL) {
 		TAILQ_INSERT_TAIL(&fl->reqs, req, flight_link);
 		req->flight = fl;
+		fl->early_due |= req->early_due;
 		return 0;
 	}
 	if ((fl = calloc(1, sizeof(*fl))) == NULL)
@@ -1347,6 +1353,7 @@ flight_join(struct req *req)
 	fl->step = FL_LOOKUP;
 	fl->route = req->route;
 	fl->rt = *rt;
+	fl->early_due = req->early_due;
 	fl->upstream_ms = -1;
 	TAILQ_INIT(&fl->reqs);
 	TAILQ_INIT(&fl->headers);
@@ -1613,10 +1620,11 @@ deliver(struct req *req)
 {
 	struct evkeyvalq *out = evhttp_request_get_output_headers(req->ev);
 	struct cache_entry *e = req->entry;
-	char cs[CACHE_STATUS_MAX], num[24], line[256];
+	char cs[CACHE_STATUS_MAX], num[24], line[VIA_MAX];
 	int cached = req->pass_kind == OUT_NONE;	/* not passed through */
-	const char *via = NULL, *origin_age = NULL;
+	const char *origin_age = NULL;
 	const struct evkeyval *h;
+	size_t via_len = 0;
 	int has_date = 0;
 	struct evbuffer *body;
 	uint64_t sent;
@@ -1644,10 +1652,14 @@ deliver(struct req *req)
 	 * are end-to-end already (filtered when the entry was made); Via and,
 	 * from the cache, Age are ours to rewrite.
 	 */
+	line[0] = '\0';
 	TAILQ_FOREACH(h, &e->headers, next) {
-		if (strcasecmp(h->key, "Via") == 0)
-			via = h->value;
-		else if (cached && strcasecmp(h->key, "Age") == 0)
+		if (strcasecmp(h->key, "Via") == 0) {
+			via_len += snprintf(line + via_len, sizeof(line) - via_len,
+			    "%s, ", h->value);
+			if (via_len >= sizeof(line))
+				via_len = sizeof(line) - 1;
+		} else if (cached && strcasecmp(h->key, "Age") == 0)
 			origin_age = h->value;
 		else if (strcasecmp(h->key, "Content-Length") != 0) {
 			if (!has_date && strcasecmp(h->key, "Date") == 0)
@@ -1655,8 +1667,9 @@ deliver(struct req *req)
 			evhttp_add_header(out, h->key, h->value);
 		}
 	}
-	if (via != NULL) {
-		snprintf(line, sizeof(line), "%s, " VIA_TOKEN, via);
+	if (via_len > 0) {
+		/* Every hop the origin's Via lists, then ours. */
+		snprintf(line + via_len, sizeof(line) - via_len, VIA_TOKEN);
 		evhttp_add_header(out, "Via", line);
 	} else {
 		evhttp_add_header(out, "Via", VIA_TOKEN);
@@ -1938,6 +1951,8 @@ near_hit(struct req *req, const struct conf_route *rt)
 		late = -(double)e->fetch_ms * rt->early_refresh_beta *
 		    log(util_random_unit());
 		if ((double)util_now_ms() + late >= (double)e->fresh_until_ms) {
+			/* Due: the flight refreshes without rolling again. */
+			req->early_due = 1;
 			entry_unref(&e);
 			return 0;
 		}
@@ -1993,8 +2008,13 @@ req_recv(struct req *req)
 		req->step = REQ_DELIVER;
 	} else if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
 		/* If it succeeds, the cached entry of its URL is dropped. */
-		if (rt != NULL && unsafe(cmd))
-			cache_key_build(host, path, query, req->key);
+		if (rt != NULL && unsafe(cmd)) {
+			sorted = rt->sort_query && query != NULL ?
+			    cache_query_sorted(query) : NULL;
+			cache_key_build(host, path, sorted != NULL ? sorted :
+			    query, req->key);
+			free(sorted);
+		}
 		req->pass_kind = OUT_METHOD;
 		req->step = REQ_PASS;
 	} else if (rt == NULL || (!rt->cache_authorized && req->credentials)) {

@@ -318,6 +318,10 @@ hdr_not_modified(const struct evkeyvalq *req, const struct evkeyvalq *stored)
 	int64_t since, modified;
 
 	if (inm != NULL) {
+		/* "*" matches any stored representation, with an ETag or not. */
+		if (strspn(inm, " \t") + 1 == strlen(inm) &&
+		    inm[strspn(inm, " \t")] == '*')
+			return 1;
 		if ((etag = evhttp_find_header(stored, "ETag")) == NULL)
 			return 0;
 		tag = opaque_tag(etag, &taglen);

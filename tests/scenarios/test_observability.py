@@ -271,7 +271,9 @@ def revalidation_not_modified_and_invalidation_move_their_metrics(env):
 def upstream_and_redis_failures_move_error_metrics(env):
     redis = env.redis()
     closed = f"http://127.0.0.1:{free_port()}"	# nothing listens: connection refused
-    corral = env.corral(redis, closed)
+    # The pause below must outlast [redis] timeout, also when the harness
+    # stretches its defaults (under valgrind).
+    corral = env.corral(redis, closed, extra={"redis": {"timeout": "250ms"}})
 
     expect_eq(corral.get("/x").status, 502, "GET with the upstream down")
     m = metrics(corral)

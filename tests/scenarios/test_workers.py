@@ -75,9 +75,9 @@ def worker_that_dies_is_restarted(env):
     before = children(corral.proc.pid)
 
     os.kill(before[0], signal.SIGKILL)
-    wait_for(lambda: len(children(corral.proc.pid)) == 2 and
-             children(corral.proc.pid) != before, timeout=10,
-             what="the master to start a new worker")
+    wait_for(lambda: corral.log().count(" started, pid ") == 3 and
+             len(set(children(corral.proc.pid)) - set(before)) == 1,
+             timeout=10, what="the master to start a new worker")
     wait_for(lambda: corral.stats()["redis"]["up"], what="the new worker's Redis")
     for i in range(10):
         expect_eq(fresh_connection_get(corral, PATH)[0], 200, f"request {i} after")
