@@ -1852,10 +1852,16 @@ on_pass_fetched(struct upstream_response *resp, void *arg)
 		req->entry = entry_from_response(resp, "", 0, 0, 0);
 		req->outcome = req->entry != NULL ? req->pass_kind :
 		    OUT_UNAVAILABLE;
-		/* RFC 9111 4.4: a successful unsafe request invalidates. */
-		if (req->key[0] != '\0' && resp->status < 400 &&
-		    cache_invalidate(req->px->cache, req->key, NULL, NULL) != NULL)
-			STAT_INC(req->px->stats, req->route, invalidations);
+		/* RFC 9111 4.4: a successful unsafe request invalidates: this
+		 * process's copy at once, Redis's (queued ahead of any later
+		 * lookup) and the fleet's by the broadcast. */
+		if (req->key[0] != '\0' && resp->status < 400) {
+			l1_drop(req->px->l1, req->key);
+			if (cache_invalidate(req->px->cache, req->key, NULL,
+			    NULL) != NULL)
+				STAT_INC(req->px->stats, req->route,
+				    invalidations);
+		}
 	}
 	upstream_response_free(&resp);
 	req->step = REQ_DELIVER;

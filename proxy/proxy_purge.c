@@ -23,6 +23,7 @@
 
 #include "cache/cache.h"
 #include "cache/cache_key.h"
+#include "cache/cache_l1.h"
 #include "common/log.h"
 #include "proxy/proxy.h"
 
@@ -158,14 +159,21 @@ admin_purge(struct proxy *px, struct evhttp_request *ev)
 	url = evhttp_find_header(&params, "url");
 	prefix = evhttp_find_header(&params, "prefix");
 	if (url != NULL) {
-		if (url_key(px, url, key) == -1)
-			reply_error(ev, HTTP_BADREQUEST, "url must be absolute, like http://host/path");
-		else if (cache_invalidate(px->cache, key, on_url_purged, ev) == NULL)
-			reply_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");
-		else
-			log_info("purge %s", key);
+		if (url_key(px, url, key) == -1) {
+			reply_error(ev, HTTP_BADREQUEST,
+			    "url must be absolute, like http://host/path");
+		} else {
+			l1_drop(px->l1, key);	/* the others hear by broadcast */
+			if (cache_invalidate(px->cache, key, on_url_purged,
+			    ev) == NULL)
+				reply_error(ev, HTTP_SERVUNAVAIL,
+				    "redis unavailable");
+			else
+				log_info("purge %s", key);
+		}
 	} else if (prefix != NULL && *prefix != '\0') {
 		prefix_key(prefix, key);
+		l1_drop_prefix(px->l1, key);	/* the others hear by broadcast */
 		if (cache_purge_prefix(px->cache, key, on_prefix_purged, ev) == -1)
 			reply_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");
 		else
