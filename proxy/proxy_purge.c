@@ -147,7 +147,8 @@ admin_purge(struct proxy *px, struct evhttp_request *ev)
 
 	assert(px->magic == PROXY_MAGIC);
 	if (evhttp_request_get_command(ev) != EVHTTP_REQ_POST) {
-		reply_error(ev, HTTP_BADMETHOD, "use POST /purge?url=URL or POST /purge?prefix=PREFIX");
+		reply_error(ev, HTTP_BADMETHOD,
+		    "use POST /purge?url=URL or POST /purge?prefix=PREFIX");
 		return;
 	}
 	TAILQ_INIT(&params);
