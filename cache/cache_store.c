@@ -40,6 +40,7 @@
 #define FILL_CHANNEL		"filled"
 #define PURGE_CHANNEL		"purge"
 #define SCAN_COUNT		"500"	/* keys a purge's SCAN looks at a time */
+#define HUNG_TIMEOUTS		5	/* timeouts in a row that drop the connection */
 
 /*
  * acquire: KEYS entry, lock, backoff; ARGV token, px, seen generation.
@@ -173,6 +174,7 @@ struct cache {
 	cache_fill_cb		*on_purge;
 	void			*fill_arg;
 	int			 closing;
+	int			 timeouts_in_row;
 	struct cache_counters	 counters;
 };
 
@@ -554,13 +556,26 @@ static void
 on_op_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct cache_op *op = arg;
+	struct cache *c = op->cache;
 
 	assert(op->magic == OP_MAGIC);
 	if (op->finished)
 		return;
-	op->cache->counters.timeouts++;
-	log_warn("redis: no reply within %" PRId64 "ms", op->cache->timeout_ms);
+	c->counters.timeouts++;
+	log_warn("redis: no reply within %" PRId64 "ms", c->timeout_ms);
 	op_fail(op);
+	/*
+	 * A Redis that takes commands but never answers would have them pile
+	 * up: after a few timeouts in a row, drop the connection (every op on
+	 * it fails now) and reconnect with backoff. op may be gone after this.
+	 */
+	if (++c->timeouts_in_row >= HUNG_TIMEOUTS && c->cmd != NULL &&
+	    !c->closing) {
+		log_warn("redis: %d commands in a row timed out; reconnecting",
+		    c->timeouts_in_row);
+		c->timeouts_in_row = 0;
+		redisAsyncFree(c->cmd);
+	}
 }
 
 /*
@@ -652,9 +667,11 @@ on_op_reply(redisAsyncContext *ac, void *r, void *privdata)
 	redisReply *reply = r;
 
 	assert(op->magic == OP_MAGIC);
-	if (reply != NULL && !op->cache->closing)
+	if (reply != NULL && !op->cache->closing) {
+		op->cache->timeouts_in_row = 0;
 		hist_observe(&op->cache->counters.command_duration,
 		    (double)(util_mono_us() - op->sent_us) / 1e6);
+	}
 	if (op->finished || op->cache->closing) {
 		op_free(op);
 		return;

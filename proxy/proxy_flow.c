@@ -123,6 +123,7 @@ struct req {
 	int			 credentials;	/* Authorization or Cookie sent */
 	int			 conditional;	/* If-None-Match or If-Modified-Since */
 	int			 early_due;	/* its near-cache hit rolled XFetch */
+	int			 not_forwarded;	/* a backoff answered: no fetch */
 	char			 failure[FAILURE_MAX];	/* what the upstream did */
 	char			 head_length[24];	/* PASS HEAD: origin's */
 	int64_t			 t_start_us;
@@ -166,6 +167,7 @@ struct flight {
 						 * validators, and stale-if-error */
 	int			 authorized;	/* the lead sends credentials */
 	int			 early_due;	/* a request's XFetch roll said so */
+	int			 not_forwarded;	/* answered from a backoff */
 	int			 waited;
 	int			 timed_out;	/* lock_wait ran out */
 	int			 degraded;	/* Redis failed */
@@ -1155,6 +1157,7 @@ on_flight_refresh(struct refresh *rf, void *arg)
 		flight_failed(fl, rf, NULL);
 		break;
 	case RFR_BACKOFF:
+		fl->not_forwarded = 1;
 		snprintf(fl->failure, sizeof(fl->failure), "%s", rf->failure);
 		if (stale_if_error(fl))
 			flight_set_answer(fl, OUT_STALE_ERROR, OUT_STALE_ERROR,
@@ -1250,6 +1253,7 @@ flight_done(struct flight *fl)
 		req->outcome = lead ? fl->lead_outcome : fl->rest_outcome;
 		req->uerr = fl->uerr;
 		snprintf(req->failure, sizeof(req->failure), "%s", fl->failure);
+		req->not_forwarded = fl->not_forwarded;
 		if (lead)
 			req->upstream_ms = fl->upstream_ms;
 		if (!lead && !fl->shareable) {
@@ -1483,6 +1487,12 @@ cache_status(const struct req *req, int fwd_status, char *out, size_t outlen)
 		int64_t late = (now - e->fresh_until_ms + 999) / 1000;
 		int st = atoi(req->failure);
 		char fs[32] = "";
+		if (req->not_forwarded) {
+			/* The key backs off: nothing went upstream. */
+			snprintf(out, outlen, "corral; hit; ttl=-%" PRId64
+			    "; detail=stale-if-error", late > 0 ? late : 1);
+			break;
+		}
 		if (st > 0)
 			snprintf(fs, sizeof(fs), "fwd-status=%d; ", st);
 		snprintf(out, outlen, "corral; fwd=stale; %sttl=-%" PRId64

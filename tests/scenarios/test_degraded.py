@@ -82,3 +82,22 @@ def stale_entry_is_served_while_upstream_is_down(env):
     expect_eq((r.status, r.text, r.cache_status.stale), (200, "v1", True),
               "still served stale after the failed refresh")
     expect_entry(redis, PATH)
+
+
+@scenario
+def hung_redis_connection_is_dropped_and_reopened(env):
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, extra={"redis": {"timeout": "100ms"}})
+    # Redis keeps the connection but answers nothing for 3 s.
+    redis.cmd("CLIENT", "PAUSE", "3000", "ALL")
+    for i in range(6):
+        r = corral.get(f"/hung/{i}")
+        expect_eq(r.status, 200, f"request {i} while Redis hangs")
+        expect(r.elapsed < 2.0, f"request {i} took {r.elapsed:.1f} s")
+    wait_for(lambda: "commands in a row timed out; reconnecting" in corral.log(),
+             what="corral to drop the hung connection")
+    wait_for(lambda: corral.stats()["redis"]["up"], timeout=15,
+             what="corral to reconnect once Redis answers again")
+    wait_for(lambda: corral.get("/after").cache_status.stored, timeout=10,
+             what="entries to be stored again")
+    expect(corral.stats()["redis"]["disconnects"] >= 1, "the dropped connection counted")
