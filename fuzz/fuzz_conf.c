@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -33,7 +34,8 @@ check_loaded(const struct conf *c)
 	check(c->nroutes >= 0 && c->nroutes <= CONF_ROUTES_MAX, "nroutes");
 	check(memchr(c->listen_host, '\0', sizeof(c->listen_host)) != NULL, "listen");
 	check(memchr(c->redis_prefix, '\0', sizeof(c->redis_prefix)) != NULL, "prefix");
-	check(strncmp(c->upstream_url, "http", 4) == 0, "upstream url");
+	check(strncasecmp(c->upstream_url, "http://", 7) == 0 ||
+	    strncasecmp(c->upstream_url, "https://", 8) == 0, "upstream url");
 	check(c->max_header_bytes >= 1024 && c->max_body_bytes >= 1024, "limits");
 	for (int i = 0; i < c->nroutes; i++) {
 		const struct conf_route *r = &c->routes[i];

@@ -124,6 +124,7 @@ struct req {
 	int			 conditional;	/* If-None-Match or If-Modified-Since */
 	int			 early_due;	/* its near-cache hit rolled XFetch */
 	int			 not_forwarded;	/* a backoff answered: no fetch */
+	int			 upstream_status;	/* fwd-status, if not the entry's */
 	char			 failure[FAILURE_MAX];	/* what the upstream did */
 	char			 head_length[24];	/* PASS HEAD: origin's */
 	int64_t			 t_start_us;
@@ -168,6 +169,8 @@ struct flight {
 	int			 authorized;	/* the lead sends credentials */
 	int			 early_due;	/* a request's XFetch roll said so */
 	int			 not_forwarded;	/* answered from a backoff */
+	int			 upstream_status;	/* the lead's fetch, if not
+						 * the entry's (a 304) */
 	int			 waited;
 	int			 timed_out;	/* lock_wait ran out */
 	int			 degraded;	/* Redis failed */
@@ -246,6 +249,7 @@ struct refresh {
 	char			 failure[FAILURE_MAX];	/* "" unless it failed */
 	int			 shareable;
 	int64_t			 sie_ms;	/* stale-if-error of the entry */
+	int			 upstream_status;	/* when not the entry's */
 	char			 variant[FLOW_KEY_MAX + 1];	/* "" or "K\nID" */
 	char			 vary[VARY_SPEC_MAX];	/* the response's Vary */
 	struct cache_entry	*marker;	/* stored at K when it varies */
@@ -656,6 +660,7 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 	if (resp->status == 304 && rf->base != NULL) {
 		/* Still valid: the stored body with the 304's headers. */
 		STAT_INC(px->stats, rf->route, revalidated);
+		rf->upstream_status = 304;
 		rf->entry = entry_revalidated(rf->base, resp, rf->token,
 		    rf->fetch_ms);
 	} else {
@@ -1100,6 +1105,7 @@ on_flight_refresh(struct refresh *rf, void *arg)
 	fl->refresh = NULL;
 	if (rf->fetch_ms >= 0)
 		fl->upstream_ms = rf->fetch_ms;
+	fl->upstream_status = rf->upstream_status;
 	if (fl->px->abandoned && rf->result != RFR_FETCHED &&
 	    rf->result != RFR_CHANGED) {
 		flight_set_answer(fl, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
@@ -1254,8 +1260,10 @@ flight_done(struct flight *fl)
 		req->uerr = fl->uerr;
 		snprintf(req->failure, sizeof(req->failure), "%s", fl->failure);
 		req->not_forwarded = fl->not_forwarded;
-		if (lead)
+		if (lead) {
 			req->upstream_ms = fl->upstream_ms;
+			req->upstream_status = fl->upstream_status;
+		}
 		if (!lead && !fl->shareable) {
 			req->step = REQ_PASS;	/* a per-user response */
 		} else {
@@ -1686,7 +1694,9 @@ deliver(struct req *req)
 	}
 	if (req->px->draining)
 		evhttp_add_header(out, "Connection", "close");
-	cache_status(req, e->status, cs, sizeof(cs));
+	/* fwd-status: what the upstream said, a 304 for a revalidation. */
+	cache_status(req, req->upstream_status != 0 ? req->upstream_status :
+	    e->status, cs, sizeof(cs));
 	evhttp_add_header(out, "Cache-Status", cs);
 	if (cached) {
 		/* The origin's Age (if it is a cache too) plus our time. */

@@ -44,6 +44,7 @@ SLOWNESS = max(1.0, float(os.environ.get("CORRAL_TEST_SLOWNESS") or 1))
 # A command that runs corral (e.g. "valgrind --error-exitcode=99 ..."):
 # corral is started as WRAPPER... BINARY ARGS.
 WRAPPER = shlex.split(os.environ.get("CORRAL_WRAPPER") or "")
+VALGRIND_ERROR_EXIT = 99	# make test-valgrind's --error-exitcode
 
 START_TIMEOUT_S = 20 * SLOWNESS	# corral under ASan, redis, origin: ready within this
 STOP_TIMEOUT_S = 10 * SLOWNESS	# SIGTERM, then SIGKILL after this long
@@ -624,7 +625,11 @@ def corral_config(redis, origin, listen_port, admin_port, routes=None, extra=Non
                    # One process, so that a scenario's per-process counters
                    # are exact; test_workers.py covers several.
                    "workers": "1"},
-        "redis": {"address": redis_addr, "prefix": PREFIX, "timeout": "250ms"},
+        # Stretched with SLOWNESS: a corral slowed down by valgrind must not
+        # take its own slowness for Redis's (a scenario about a slow Redis
+        # sets [redis] timeout itself).
+        "redis": {"address": redis_addr, "prefix": PREFIX,
+                  "timeout": f"{round(250 * SLOWNESS)}ms"},
         "upstream": {"url": origin_url, "connect_timeout": "1s", "timeout": "10s"},
     }
     if isinstance(extra, dict):
@@ -742,6 +747,8 @@ class Corral:
         rc = self.proc.returncode
         if problem is None and rc != 0:
             problem = f"exited with {rc}" if rc > 0 else f"died of signal {-rc}"
+            if WRAPPER and rc == VALGRIND_ERROR_EXIT:
+                problem += " (valgrind found memory errors or leaks: see the log)"
         marker = sanitizer_report(self.log())
         if marker:
             problem = (problem + "; " if problem else "") + f"log has {marker!r}"
@@ -1095,3 +1102,4 @@ def fails_key(path, host=HOST, prefix=PREFIX):
 def get_request(path, host=HOST, extra=b""):
     """The bytes of a plain GET, for raw sockets."""
     return (f"GET {path} HTTP/1.1\r\nHost: {host}\r\n".encode() + extra + b"\r\n")
+

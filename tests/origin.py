@@ -10,15 +10,28 @@ control API under /__origin/ (never counted, never delayed):
 
     POST /__origin/script   {"path": "/users/1" | "*", "delay_ms": 500,
                              "status": 200, "body": "v{n}",
-                             "headers": {"Set-Cookie": "a=b"}, "hold": false}
+                             "headers": {"Set-Cookie": "a=b"}, "hold": false,
+                             "etag": "\"v1\"", "last_modified": DATE,
+                             "date": false}
         Fields left out fall back to the "*" script, then to the defaults.
-        "body" is a template: {n} (this path's count), {path}, {method}.
+        "body" is a template: {n} (this path's count), {path}, {method},
+        and {h:Name} (the request's Name header, "" when absent).
+        "headers" may also be a list of [name, value] pairs (to repeat a name).
         With "hold": true every request on that path blocks until released.
+        "etag" / "last_modified" are sent as ETag / Last-Modified, and a
+        request with a matching If-None-Match (weak comparison, a list, or
+        *), or without one and with an If-Modified-Since not before
+        last_modified, is answered 304 without a body (when status is 200).
+        "date": false sends no Date header; a string sends that Date.
     POST /__origin/release?path=/users/1
         Releases every request held on that path; later ones pass.
     GET  /__origin/stats    {"total": N, "paths": {PATH: {"count", "methods",
                              "done_at", "held", "bodies", "headers",
-                             "active", "max_active"}}}
+                             "active", "max_active", "statuses",
+                             "requests"}}}
+        "headers" are the last request's headers, "requests" every
+        request's (the last MAX_REQUEST_RECORDS), "statuses" counts the statuses
+        answered (e.g. {"200": 1, "304": 2}).
         A request is counted when it arrives (before delay or hold);
         done_at gets the wall-clock time once its response is written.
         active counts the path's requests that arrived and whose response
@@ -33,6 +46,7 @@ Standard library only. Prints "origin listening on HOST:PORT" once bound
 """
 
 import argparse
+import email.utils
 import json
 import re
 import sys
@@ -44,11 +58,13 @@ from urllib.parse import parse_qs, urlsplit
 CONTROL_PREFIX = "/__origin/"
 MAX_HOLD_S = 120		# a held request gives up after this long
 MAX_RECORDS = 10000		# per-path done_at / bodies entries kept
+MAX_REQUEST_RECORDS = 1000	# per-path request header sets kept
 MAX_BODY_BYTES = 64 << 20	# request bodies larger than this are refused
 IDLE_TIMEOUT_S = 120		# keep-alive connections idle this long are closed
 LISTEN_BACKLOG = 1024		# stampedes open hundreds of connections at once
 NO_BODY_STATUSES = {204, 304}
 WRITE_WAIT_S = 2		# stats wait this long for responses being written
+HEADER_FIELD_RE = re.compile(r"\{h:([A-Za-z0-9-]+)\}")	# {h:Name} in a body
 
 
 def parse_delay(text):
@@ -58,6 +74,36 @@ def parse_delay(text):
         raise ValueError(f"bad delay {text!r} (want e.g. 300ms, 1s)")
     value, unit = float(m.group(1)), m.group(2) or "ms"
     return value * {"ms": 0.001, "s": 1.0, "m": 60.0}[unit]
+
+
+def opaque_tag(tag):
+    """An entity tag without its weakness indicator, for weak comparison."""
+    tag = tag.strip()
+    return tag[2:] if tag.startswith("W/") else tag
+
+
+def http_date(text):
+    """An HTTP date as a Unix time, or None."""
+    try:
+        return email.utils.parsedate_to_datetime(text).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def not_modified(req_headers, etag, last_modified):
+    """RFC 9110 13.2.2: If-None-Match first (weak comparison); then, only
+    without it, If-Modified-Since."""
+    inm = req_headers.get("If-None-Match")
+    if inm is not None:
+        if etag is None:
+            return False
+        tags = [t.strip() for t in inm.split(",") if t.strip()]
+        return "*" in tags or opaque_tag(etag) in [opaque_tag(t) for t in tags]
+    ims = req_headers.get("If-Modified-Since")
+    if ims is None or last_modified is None:
+        return False
+    since, modified = http_date(ims), http_date(last_modified)
+    return since is not None and modified is not None and modified <= since
 
 
 class PathStats:
@@ -70,12 +116,16 @@ class PathStats:
         self.headers = {}
         self.active = 0
         self.max_active = 0
+        self.statuses = {}
+        self.requests = []
 
     def as_json(self):
         return {"count": self.count, "methods": dict(self.methods),
                 "done_at": list(self.done_at), "held": self.held,
                 "bodies": list(self.bodies), "headers": dict(self.headers),
-                "active": self.active, "max_active": self.max_active}
+                "active": self.active, "max_active": self.max_active,
+                "statuses": dict(self.statuses),
+                "requests": [dict(h) for h in self.requests]}
 
 
 def bounded_append(lst, value):
@@ -87,7 +137,8 @@ def bounded_append(lst, value):
 class OriginState:
     """Counts, scripts and holds, shared by every handler thread."""
 
-    SCRIPT_FIELDS = {"delay_ms", "status", "body", "headers", "hold"}
+    SCRIPT_FIELDS = {"delay_ms", "status", "body", "headers", "hold", "etag",
+                     "last_modified", "date"}
 
     def __init__(self, default_delay_s):
         self.lock = threading.Lock()
@@ -113,8 +164,17 @@ class OriginState:
         if unknown:
             raise ValueError(f"unknown script fields: {sorted(unknown)}")
         script = {k: spec[k] for k in self.SCRIPT_FIELDS if k in spec}
-        if "headers" in script and not isinstance(script["headers"], dict):
-            raise ValueError("headers must be an object")
+        if "headers" in script and not (
+                isinstance(script["headers"], dict) or
+                (isinstance(script["headers"], list) and
+                 all(isinstance(p, list) and len(p) == 2 for p in script["headers"]))):
+            raise ValueError("headers must be an object or a list of [name, value]")
+        for field in ("etag", "last_modified"):
+            if script.get(field) is not None and not isinstance(script[field], str):
+                raise ValueError(f"{field} must be a string")
+        if "date" in script and not (script["date"] is False or script["date"] is None or
+                                     isinstance(script["date"], str)):
+            raise ValueError("date must be false, null or a string")
         with self.lock:
             self.scripts[path] = script
             if script.get("hold"):
@@ -141,10 +201,13 @@ class OriginState:
             st.count += 1
             st.methods[method] = st.methods.get(method, 0) + 1
             st.headers = headers
+            st.requests.append(headers)
+            del st.requests[:-MAX_REQUEST_RECORDS]
             st.active += 1
             st.max_active = max(st.max_active, st.active)
             script = {"delay_ms": self.default_delay_s * 1000.0, "status": 200,
-                      "body": None, "headers": {}, "hold": False}
+                      "body": None, "headers": {}, "hold": False, "etag": None,
+                      "last_modified": None, "date": None}
             hold_key = None
             for key in ("*", path):
                 if key in self.scripts:
@@ -166,11 +229,14 @@ class OriginState:
         with self.lock:
             bounded_append(self.paths[path].bodies, length)
 
-    def begin_write(self, path):
+    def begin_write(self, path, status=None):
         """The response of one request of path is about to be written."""
         with self.lock:
             if path in self.paths:	# else forgotten by a reset
                 self.paths[path].active -= 1
+                if status is not None:
+                    st = self.paths[path].statuses
+                    st[str(status)] = st.get(str(status), 0) + 1
             self.writing += 1
 
     def end_write(self, path, when):
@@ -192,6 +258,9 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "corral-test-origin/1"
     timeout = IDLE_TIMEOUT_S
+    # Headers and body go out in separate writes: without TCP_NODELAY the
+    # body can wait for the client's delayed ACK (~40 ms).
+    disable_nagle_algorithm = True
 
     def do_GET(self):
         self.dispatch()
@@ -217,8 +286,16 @@ class Handler(BaseHTTPRequestHandler):
             raise ValueError("request body too large")
         return self.rfile.read(length) if length > 0 else b""
 
-    def reply(self, status, body, headers=()):
-        self.send_response(status)
+    def reply(self, status, body, headers=(), date=None):
+        """date: None sends the current Date, False none, a string that one."""
+        if date is None:
+            self.send_response(status)
+        else:
+            self.log_request(status)
+            self.send_response_only(status)
+            self.send_header("Server", self.version_string())
+            if date is not False:
+                self.send_header("Date", date)
         names = set()
         for name, value in headers:
             self.send_header(name, value)
@@ -269,20 +346,33 @@ class Handler(BaseHTTPRequestHandler):
 
         status = int(script["status"])
         headers = [("X-Origin-Count", str(n))]
-        headers += [(k, str(v)) for k, v in script["headers"].items()]
+        pairs = script["headers"]
+        pairs = pairs.items() if isinstance(pairs, dict) else pairs
+        headers += [(str(k), str(v)) for k, v in pairs]
+        if script["etag"] is not None:
+            headers.append(("ETag", script["etag"]))
+        if script["last_modified"] is not None:
+            headers.append(("Last-Modified", script["last_modified"]))
+        if status == 200 and not_modified(self.headers, script["etag"],
+                                          script["last_modified"]):
+            status = 304
         if script["body"] is None:
             body = json.dumps({"path": path, "n": n, "method": self.command,
                                "served_at": time.time()}).encode()
-            if not any(k.lower() == "content-type" for k, _ in headers):
+            if status not in NO_BODY_STATUSES and \
+                    not any(k.lower() == "content-type" for k, _ in headers):
                 headers.append(("Content-Type", "application/json"))
         else:
             body = (str(script["body"]).replace("{n}", str(n))
-                    .replace("{path}", path).replace("{method}", self.command)
-                    .encode())
-        state.begin_write(path)
+                    .replace("{path}", path).replace("{method}", self.command))
+            body = HEADER_FIELD_RE.sub(
+                lambda m: self.headers.get(m.group(1), ""), body).encode()
+        if status in NO_BODY_STATUSES:
+            body = b""
+        state.begin_write(path, status)
         done_at = None
         try:
-            self.reply(status, body, headers)
+            self.reply(status, body, headers, script["date"])
             done_at = time.time()
         finally:
             state.end_write(path, done_at)

@@ -81,7 +81,7 @@ def failing_refresh_of_stale_key_backs_off_fleet_wide(env):
     expect_eq(redis.get(fails_key(PATH)), str(refreshes), "failures counted in Redis")
     c = fleet_counters(fleet)
     expect_eq(c["stale_hits"], clients, "stale_hits")
-    expect(c["backoff_skips"] >= clients - 3 * refreshes,
+    expect(c["backoff_skips"] >= clients // 2,
            f"backoff_skips: expected most of the {clients} stale hits to skip their "
            f"refresh, got {c['backoff_skips']}")
     expect(sum(1 for f in fleet if f.counters()["backoff_skips"] > 0) >= 2,
@@ -337,13 +337,20 @@ def clients_that_leave_do_not_stop_the_refresh(env):
     def in_progress():
         return corral.stats()["in_progress"]["requests"]
 
+    # A proxied POST whose client leaves while the origin holds it.
+    origin.script("/items", hold=True, body="created")
+    send_and_leave(corral.host, corral.port,
+                   b"POST /items HTTP/1.1\r\nHost: app.test\r\nContent-Length: 2\r\n\r\nhi")
+    wait_for(lambda: origin.held("/items") == 1, what="the POST to reach the origin")
+
     send_and_leave(corral.host, corral.port, get_request(PATH))	# the flight's lead
     wait_for(lambda: origin.held(PATH) == 1, what="the fetch to reach the origin")
     send_and_leave(corral.host, corral.port, get_request(PATH))	# a waiter
-    wait_for(lambda: in_progress() == 2, what="corral to read the waiter's request")
+    wait_for(lambda: in_progress() == 3, what="corral to read the waiter's request")
     stays = Background(corral.get, PATH)
-    wait_for(lambda: in_progress() == 3, what="corral to read the third request")
+    wait_for(lambda: in_progress() == 4, what="corral to read the third request")
     origin.release(PATH)
+    origin.release("/items")
 
     r = stays.result()
     expect_eq((r.status, r.text, r.cache_status.collapsed), (200, "v1", True),
@@ -352,10 +359,10 @@ def clients_that_leave_do_not_stop_the_refresh(env):
     wait_for(lambda: in_progress() == 0, what="every request, gone or not, to finish")
     hit = corral.get(PATH)
     expect_eq((hit.status, hit.text, hit.cache_status.hit), (200, "v1", True), "the next request")
-    expect_eq(origin.count(PATH), 1, "origin requests")
+    expect_eq((origin.count(PATH), origin.count("/items")), (1, 1), "origin requests")
     c = corral.counters()
-    expect_eq((c["requests"], c["stores"], c["misses"], c["collapsed"], c["hits"]),
-              (4, 1, 1, 2, 1), "requests, stores, misses, collapsed, hits")
+    expect_eq((c["requests"], c["stores"], c["misses"], c["collapsed"], c["hits"], c["bypass"]),
+              (5, 1, 1, 2, 1, 1), "requests, stores, misses, collapsed, hits, bypass")
     # Env's stop() then checks that corral exits cleanly, without leaks.
 
 
@@ -502,3 +509,47 @@ def unreadable_entry_in_redis_is_replaced_by_a_refresh(env):
         expect(commands < 20, f"{path}: {commands} Redis commands for one request")
         hit = corral.get(path)
         expect_eq((hit.text, hit.cache_status.hit), ("v1", True), f"{path}: then a hit")
+
+
+@scenario
+def killed_subscription_is_restored_and_waiters_are_woken_again(env):
+    # Only the pub/sub connections die (CLIENT KILL TYPE pubsub): each
+    # instance subscribes again, and a cold stampede across the fleet is
+    # still answered by the "filled" event, not by the 5 s fallback poll.
+    redis, origin = env.redis(), env.origin()
+    origin.script(PATH, delay_ms=300, body="v{n}")
+    fleet = env.fleet(2, redis, origin, routes={"/": {"lock_poll": "5s", "lock_wait": "10s"}})
+    expect_eq(redis.cmd("CLIENT", "KILL", "TYPE", "pubsub"), 2, "subscriptions killed")
+    wait_for(lambda: redis.subscribers() == 2, timeout=10,
+             what="both instances to subscribe again")
+
+    results = stampede(fleet, 20, PATH)
+
+    expect_eq(sorted({(r.status, r.body) for r in results}), [(200, b"v1")], "answers")
+    expect_eq(origin.count(PATH), 1, "origin requests")
+    done_at = origin.path_stats(PATH)["done_at"][0]
+    late = max(r.t_done for r in results) - done_at
+    expect(late < slow(1.0), f"last client answered {late:.2f} s after the origin: woken by "
+           "the fallback poll, not by the notification")
+    expect(sum(f.stats()["redis"]["fills_received"] for f in fleet) >= 1,
+           "notifications received after resubscribing")
+
+
+@scenario
+def flushed_scripts_are_sent_again_as_eval(env):
+    # SCRIPT FLUSH (or a Redis restart that kept the connection) makes
+    # EVALSHA answer NOSCRIPT; the lock and store scripts are then sent
+    # whole, once, and the request is served as if nothing happened.
+    redis, origin = env.redis(), env.origin()
+    origin.script("*", body="v{n}")
+    corral = env.corral(redis, origin)
+    expect(corral.get("/before").cache_status.stored, "stored before the flush")
+    errors_before = corral.stats()["redis"]["errors"]
+
+    expect_eq(redis.cmd("SCRIPT", "FLUSH"), "OK", "SCRIPT FLUSH")
+    for path in ("/after1", "/after2"):
+        r = corral.get(path)
+        expect_eq((r.status, r.text, r.cache_status.stored), (200, "v1", True),
+                  f"{path} after the flush ({r.cache_status.raw!r})")
+        expect_entry(redis, path)
+    expect_eq(corral.stats()["redis"]["errors"], errors_before, "redis.errors")

@@ -257,3 +257,4 @@ def sort_query_sorts_parameters_after_normalising_them(env):
     expect_stored(first, 200, "/sorted/q?%62=1&a=2")
     expect_hit(corral.get("/sorted/q?a=2&b=1"), 200, first.body,
                "/sorted/q?a=2&b=1: the same parameters in another order")
+

@@ -7,7 +7,7 @@ same Host header (harness.HOST) to all of them, so they share cache keys.
 """
 
 from harness import (Background, expect, expect_entry, expect_eq, fleet_counters,
-                     is_token, lock_key, entry_key, scenario, stampede, wait_for,
+                     is_token, lock_key, entry_key, scenario, slow, stampede, wait_for,
                      wait_until_stale)
 
 PATH = "/users/1"
@@ -26,7 +26,7 @@ def cold_miss_fleet_of_three_fetches_once(env):
     # lock_poll = 5 s, so a poll-woken waiter would answer seconds late; an
     # event-woken one answers within WAKE_BOUND_S of the origin's response
     # (store + publish + lookup + 200 writes, under ASan, on 2 cores).
-    wake_bound_s = 0.150
+    wake_bound_s = slow(0.150)
     redis, origin = env.redis(), env.origin()
     origin.script(PATH, delay_ms=fetch_ms, body="v{n}")
     fleet = env.fleet(3, redis, origin, routes={"/": {"lock_poll": "5s", "lock_wait": "3s"}})
@@ -83,7 +83,7 @@ def stale_key_fleet_of_three_served_stale_then_refreshed_once(env):
 
     # All are answered at once from the stale entry; if any waited for the
     # held refresh, the stampede would time out.
-    results = stampede(fleet, CLIENTS, PATH, timeout=10)
+    results = stampede(fleet, CLIENTS, PATH, timeout=slow(10))
     expect_all(results, 200, b"v1", "clients during the refresh")
     not_stale = [r for r in results if not r.cache_status.stale]
     expect_eq(not_stale, [], "responses without a stale hit (ttl=-N)")
