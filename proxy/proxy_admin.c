@@ -60,14 +60,13 @@ scope_json(const struct stats_scope *sc, struct evbuffer *out)
 static void
 stats_json(struct proxy *px, struct evbuffer *out)
 {
-	static struct metrics_view v;	/* large: off the stack */
-	const struct proxy_figures *fig = &v.fig;
-	const struct cache_counters *cc = &v.fig.cache;
-	const struct metrics_scope *scopes = v.scopes;
+	const struct metrics_view *v = metrics_view(px);
+	const struct proxy_figures *fig = &v->fig;
+	const struct cache_counters *cc = &fig->cache;
+	const struct metrics_scope *scopes = v->scopes;
 	int n;
 
-	metrics_view(px, &v);
-	n = v.nscopes;
+	n = v->nscopes;
 	evbuffer_add_printf(out, "{\"version\": \"%s\", \"uptime_s\": %" PRId64
 	    ", \"workers\": %d, \"connections\": %" PRId64 ", "
 	    "\"near_cache\": {\"bytes\": %" PRId64 ", \"entries\": %" PRId64

@@ -280,24 +280,26 @@ redis_counter(struct evbuffer *out, const char *name, const char *help,
 	evbuffer_add_printf(out, "%s %" PRIu64 "\n", name, v);
 }
 
-void
-metrics_view(struct proxy *px, struct metrics_view *v)
+const struct metrics_view *
+metrics_view(struct proxy *px)
 {
-	proxy_figures(px, &v->fig);
-	v->nscopes = metrics_scopes(px, v->fig.stats, &v->unrouted, v->scopes);
+	static struct metrics_view v;	/* large: off the stack */
+
+	proxy_figures(px, &v.fig);
+	v.nscopes = metrics_scopes(px, v.fig.stats, &v.unrouted, v.scopes);
+	return &v;
 }
 
 void
 metrics_prometheus(struct proxy *px, struct evbuffer *out)
 {
-	static struct metrics_view v;	/* large: off the stack */
-	const struct proxy_figures *fig = &v.fig;
-	const struct cache_counters *cc = &v.fig.cache;
-	const struct metrics_scope *scopes = v.scopes;
+	const struct metrics_view *v = metrics_view(px);
+	const struct proxy_figures *fig = &v->fig;
+	const struct cache_counters *cc = &fig->cache;
+	const struct metrics_scope *scopes = v->scopes;
 	int n;
 
-	metrics_view(px, &v);
-	n = v.nscopes;
+	n = v->nscopes;
 
 	family(out, "corral_build_info", "gauge",
 	    "Always 1; the version is a label.");
@@ -412,16 +414,15 @@ table_row(struct evbuffer *out, int width, const char *route,
 void
 metrics_table(struct proxy *px, struct evbuffer *out)
 {
-	static struct metrics_view v;	/* large: off the stack */
-	const struct proxy_figures *fig = &v.fig;
-	const struct cache_counters *cc = &v.fig.cache;
-	const struct metrics_scope *scopes = v.scopes;
+	const struct metrics_view *v = metrics_view(px);
+	const struct proxy_figures *fig = &v->fig;
+	const struct cache_counters *cc = &fig->cache;
+	const struct metrics_scope *scopes = v->scopes;
 	int64_t up_s = (util_now_ms() - px->started_ms) / 1000;
 	int n, width = TABLE_ROUTE_MIN;
 	char dur[48];
 
-	metrics_view(px, &v);
-	n = v.nscopes;
+	n = v->nscopes;
 
 	for (int i = 0; i < n; i++) {
 		int len = (int)strlen(scopes[i].route);

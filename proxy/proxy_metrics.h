@@ -39,7 +39,8 @@ struct metrics_view {
 	int			 nscopes;	/* the last is unrouted */
 };
 
-void	metrics_view(struct proxy *px, struct metrics_view *v);
+/* The figures as of now (in storage the next call reuses). */
+const struct metrics_view *metrics_view(struct proxy *px);
 
 /* Requests answered without an upstream fetch of their own (hit, stale,
  * collapsed) out of every cacheable one answered (those and miss); 0..1,

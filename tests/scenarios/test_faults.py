@@ -14,7 +14,7 @@ from harness import (Background, RespClient, backoff_key, entry_key, expect,
                      expect_entry, expect_entry_pttl, expect_eq, fails_key,
                      fleet_counters, free_port, get_request, lock_key,
                      origin_max_active, paced, raw_exchange, scenario, send_and_leave,
-                     slow, stampede, wait_for, wait_until_stale)
+                     slow, stale_fleet, stampede, wait_for, wait_until_stale)
 
 PATH = "/users/1"
 REQUEST_BOUND_S = 3.0		# no request waits longer than this for an answer
@@ -56,14 +56,7 @@ def failing_refresh_of_stale_key_backs_off_fleet_wide(env):
     # instance sees in Redis, so the origin gets at most a few refreshes,
     # not one per request or per instance.
     clients = 50
-    redis, origin = env.redis(), env.origin()
-    origin.script(PATH, body="v{n}")
-    fleet = env.fleet(3, redis, origin,
-                      routes={"/": {"ttl": "1s", "stale_while_revalidate": "60s"}})
-    prime = fleet[0].get(PATH)
-    expect_eq((prime.status, prime.text, prime.cache_status.stored), (200, "v1", True),
-              "priming request")
-    wait_until_stale(redis, PATH, swr_ms=60_000)
+    redis, origin, fleet = stale_fleet(env, 3, PATH)
     origin.script(PATH, status=503, body="down")
 
     results = paced(clients, 1.0, lambda i: fleet[i % 3].get(PATH))

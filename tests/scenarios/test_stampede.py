@@ -6,9 +6,9 @@ Every instance of a fleet shares one Redis and one origin; clients send the
 same Host header (harness.HOST) to all of them, so they share cache keys.
 """
 
-from harness import (Background, expect, expect_entry, expect_eq, fleet_counters,
-                     is_token, lock_key, entry_key, scenario, slow, stampede, wait_for,
-                     wait_until_stale)
+from harness import (Background, entry_key, expect, expect_entry, expect_eq,
+                     fleet_counters, is_token, lock_key, scenario, slow, stale_fleet,
+                     stampede, wait_for)
 
 PATH = "/users/1"
 CLIENTS = 200
@@ -70,15 +70,7 @@ def cold_miss_fleet_of_three_fetches_once(env):
 
 @scenario
 def stale_key_fleet_of_three_served_stale_then_refreshed_once(env):
-    redis, origin = env.redis(), env.origin()
-    origin.script(PATH, body="v{n}")
-    fleet = env.fleet(3, redis, origin,
-                      routes={"/": {"ttl": "1s", "stale_while_revalidate": "60s"}})
-    prime = fleet[0].get(PATH)
-    expect_eq((prime.status, prime.text, prime.cache_status.stored), (200, "v1", True),
-              "priming request")
-
-    wait_until_stale(redis, PATH, swr_ms=60_000)
+    redis, origin, fleet = stale_fleet(env, 3, PATH)
     origin.script(PATH, body="v{n}", hold=True)	# the refresh blocks until released
 
     # All are answered at once from the stale entry; if any waited for the
