@@ -539,10 +539,11 @@ on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *backoff,
 	refresh_run(rf);
 }
 
-/* Turns an upstream response into an entry whose gen is our token. */
+/* Turns an upstream response into an entry whose gen is gen, fresh for no
+ * time yet: a refresh sets its times from hdr_freshness(). */
 static struct cache_entry *
 entry_from_response(struct upstream_response *resp, const char *gen,
-    int64_t ttl_ms, int64_t swr_ms, int64_t fetch_ms)
+    int64_t fetch_ms)
 {
 	struct cache_entry *e;
 	int64_t now = util_now_ms();
@@ -551,9 +552,7 @@ entry_from_response(struct upstream_response *resp, const char *gen,
 		return NULL;
 	snprintf(e->gen, sizeof(e->gen), "%s", gen);
 	e->status = resp->status;
-	e->stored_ms = now;
-	e->fresh_until_ms = now + ttl_ms;
-	e->stale_until_ms = e->fresh_until_ms + swr_ms;
+	e->stored_ms = e->fresh_until_ms = e->stale_until_ms = now;
 	e->fetch_ms = (uint32_t)(fetch_ms > UINT32_MAX ? UINT32_MAX : fetch_ms);
 	hdr_copy(&resp->headers, &e->headers, HDR_DROP_LENGTH);
 	while (evhttp_remove_header(&e->headers, VARY_MARKER) == 0)
@@ -664,8 +663,7 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 		rf->entry = entry_revalidated(rf->base, resp, rf->token,
 		    rf->fetch_ms);
 	} else {
-		rf->entry = entry_from_response(resp, rf->token, 0, 0,
-		    rf->fetch_ms);
+		rf->entry = entry_from_response(resp, rf->token, rf->fetch_ms);
 	}
 	if (rf->entry == NULL) {
 		rf->result = RFR_UPSTREAM_ERROR;
@@ -925,6 +923,20 @@ client_address(struct req *req)
 	return peer;
 }
 
+/* Appends what goes upstream for req to dst: its end-to-end headers less
+ * those flags name, and who asked (X-Forwarded-Host, X-Forwarded-For). */
+static void
+forward_headers(struct req *req, struct evkeyvalq *dst, int flags)
+{
+	char *peer;
+
+	hdr_copy(evhttp_request_get_input_headers(req->ev), dst, flags);
+	if (req->host[0] != '\0')
+		evhttp_add_header(dst, "X-Forwarded-Host", req->host);
+	if ((peer = client_address(req)) != NULL)
+		evhttp_add_header(dst, "X-Forwarded-For", peer);
+}
+
 static void
 flight_set_answer(struct flight *fl, enum outcome lead, enum outcome rest,
     struct cache_entry *e)
@@ -982,23 +994,33 @@ flight_redirect(struct flight *fl, struct cache_entry **marker)
 }
 
 /*
- * Should a hit on a fresh entry refresh it now? XFetch (Vattani,
- * Chierichetti and Lowenstein, VLDB 2015): when now - delta * beta *
- * ln(rand()) reaches fresh_until, where delta is how long the entry's
- * fetch took. Refreshes still go through the lock: one per fleet.
+ * XFetch (Vattani, Chierichetti and Lowenstein, VLDB 2015): a hit on a
+ * fresh entry is due for a refresh when now - delta * beta * ln(rand())
+ * reaches fresh_until, where delta is how long the entry's fetch took.
+ * One draw per hit.
  */
+static int
+xfetch_due(const struct conf_route *rt, const struct cache_entry *e)
+{
+	double late;
+
+	if (!rt->early_refresh || e->fetch_ms == 0)
+		return 0;
+	late = -(double)e->fetch_ms * rt->early_refresh_beta *
+	    log(util_random_unit());
+	return (double)util_now_ms() + late >= (double)e->fresh_until_ms;
+}
+
+/* Should a hit of the flight on a fresh entry refresh it now? Refreshes
+ * still go through the lock: one per fleet. */
 static int
 refresh_early(const struct flight *fl, const struct cache_entry *e)
 {
-	double delta = e->fetch_ms, late;
-
 	if (!fl->rt.early_refresh || e->fetch_ms == 0 ||
 	    dict_get(fl->px->refreshes, fl->key) != NULL)
 		return 0;
-	if (fl->early_due)
-		return 1;	/* rolled already, in the near cache */
-	late = -delta * fl->rt.early_refresh_beta * log(util_random_unit());
-	return (double)util_now_ms() + late >= (double)e->fresh_until_ms;
+	/* A request drew already, when its near-cache hit was due. */
+	return fl->early_due || xfetch_due(&fl->rt, e);
 }
 
 static void
@@ -1042,6 +1064,29 @@ on_flight_lookup(enum cache_result r, struct cache_entry *e, void *arg)
 	flight_run(fl);
 }
 
+/*
+ * Hands req, taken out of fl, its answer: outcome o and entry e (req takes
+ * this reference; NULL for an answer Corral makes up). The lead also gets
+ * what its own fetch took and said.
+ */
+static void
+flight_hand(struct flight *fl, struct req *req, enum outcome o,
+    struct cache_entry *e, int lead)
+{
+	req->flight = NULL;
+	req->outcome = o;
+	req->uerr = fl->uerr;
+	req->not_forwarded = fl->not_forwarded;
+	snprintf(req->failure, sizeof(req->failure), "%s", fl->failure);
+	if (lead) {
+		req->upstream_ms = fl->upstream_ms;
+		req->upstream_status = fl->upstream_status;
+	}
+	req->entry = e;
+	req->step = REQ_DELIVER;
+	req_run(req);
+}
+
 /* Answers the flight's first request now; the rest stay in the flight. */
 static void
 flight_answer_lead(struct flight *fl, enum outcome o, struct cache_entry *e)
@@ -1049,14 +1094,17 @@ flight_answer_lead(struct flight *fl, enum outcome o, struct cache_entry *e)
 	struct req *req = TAILQ_FIRST(&fl->reqs);
 
 	TAILQ_REMOVE(&fl->reqs, req, flight_link);
-	req->flight = NULL;
-	req->outcome = o;
-	req->uerr = fl->uerr;
-	req->upstream_ms = fl->upstream_ms;
-	snprintf(req->failure, sizeof(req->failure), "%s", fl->failure);
-	req->entry = e;
-	req->step = REQ_DELIVER;
-	req_run(req);
+	flight_hand(fl, req, o, e, 1);
+}
+
+/* Starts the lock_wait budget, once per flight. */
+static void
+flight_start_wait(struct flight *fl)
+{
+	if (!fl->waited) {
+		fl->waited = 1;
+		timer_arm(fl->deadline_ev, fl->rt.lock_wait_ms);
+	}
 }
 
 /*
@@ -1070,7 +1118,6 @@ static void
 flight_failed(struct flight *fl, const struct refresh *rf,
     struct cache_entry *e)
 {
-	const struct conf_route *rt = &fl->rt;
 	enum outcome o = e != NULL ? OUT_FETCHED : OUT_UPSTREAM_ERROR;
 
 	fl->uerr = rf->uerr;
@@ -1084,10 +1131,7 @@ flight_failed(struct flight *fl, const struct refresh *rf,
 	if (rf->mode == RF_LOCKED && !fl->timed_out &&
 	    TAILQ_NEXT(TAILQ_FIRST(&fl->reqs), flight_link) != NULL) {
 		flight_answer_lead(fl, o, e);
-		if (!fl->waited) {
-			fl->waited = 1;
-			timer_arm(fl->deadline_ev, rt->lock_wait_ms);
-		}
+		flight_start_wait(fl);
 		fl->step = FL_LOCK;
 		return;
 	}
@@ -1256,22 +1300,15 @@ flight_done(struct flight *fl)
 			req_run(req);
 			continue;
 		}
-		req->outcome = lead ? fl->lead_outcome : fl->rest_outcome;
-		req->uerr = fl->uerr;
-		snprintf(req->failure, sizeof(req->failure), "%s", fl->failure);
-		req->not_forwarded = fl->not_forwarded;
-		if (lead) {
-			req->upstream_ms = fl->upstream_ms;
-			req->upstream_status = fl->upstream_status;
-		}
 		if (!lead && !fl->shareable) {
 			req->step = REQ_PASS;	/* a per-user response */
+			req_run(req);
 		} else {
-			req->entry = fl->entry != NULL ? entry_ref(fl->entry) : NULL;
-			req->step = REQ_DELIVER;
+			flight_hand(fl, req, lead ? fl->lead_outcome :
+			    fl->rest_outcome, fl->entry != NULL ?
+			    entry_ref(fl->entry) : NULL, lead);
 		}
 		lead = 0;
-		req_run(req);
 	}
 	cache_op_cancel(&fl->op);
 	entry_unref(&fl->entry);
@@ -1313,10 +1350,7 @@ flight_run(struct flight *fl)
 			}
 			return;
 		case FL_WAIT:
-			if (!fl->waited) {
-				fl->waited = 1;
-				timer_arm(fl->deadline_ev, rt->lock_wait_ms);
-			}
+			flight_start_wait(fl);
 			timer_arm(fl->poll_ev, rt->lock_poll_ms);
 			return;
 		case FL_DIRECT:
@@ -1349,7 +1383,6 @@ flight_join(struct req *req)
 	struct evkeyvalq *in = evhttp_request_get_input_headers(req->ev);
 	const struct conf_route *rt = route_of(px, req->route);
 	struct flight *fl;
-	char *peer;
 	int flags;
 
 	if ((fl = dict_get(px->flights, req->key)) != NULL) {
@@ -1381,11 +1414,7 @@ flight_join(struct req *req)
 	    HDR_DROP_ENCODING | (rt->cache_authorized ? 0 : HDR_DROP_CREDENTIALS);
 	fl->authorized = rt->cache_authorized &&
 	    evhttp_find_header(in, "Authorization") != NULL;
-	hdr_copy(in, &fl->headers, flags);
-	if (req->host[0] != '\0')
-		evhttp_add_header(&fl->headers, "X-Forwarded-Host", req->host);
-	if ((peer = client_address(req)) != NULL)
-		evhttp_add_header(&fl->headers, "X-Forwarded-For", peer);
+	forward_headers(req, &fl->headers, flags);
 	TAILQ_INSERT_TAIL(&fl->reqs, req, flight_link);
 	req->flight = fl;
 	TAILQ_INSERT_TAIL(&all_flights, fl, link);
@@ -1441,6 +1470,15 @@ flow_on_fill(const char *key, void *arg)
  * req
  * ================================================================ */
 
+/* Whole seconds e has been stale at now, rounded up: at least 1. */
+static int64_t
+seconds_stale(const struct cache_entry *e, int64_t now)
+{
+	int64_t late = (now - e->fresh_until_ms + 999) / 1000;
+
+	return late > 0 ? late : 1;
+}
+
 static void
 cache_status(const struct req *req, int fwd_status, char *out, size_t outlen)
 {
@@ -1452,12 +1490,10 @@ cache_status(const struct req *req, int fwd_status, char *out, size_t outlen)
 		snprintf(out, outlen, "corral; hit; ttl=%" PRId64,
 		    (e->fresh_until_ms - now) / 1000);
 		break;
-	case OUT_STALE: {
-		int64_t late = (now - e->fresh_until_ms + 999) / 1000;
+	case OUT_STALE:
 		snprintf(out, outlen, "corral; hit; ttl=-%" PRId64,
-		    late > 0 ? late : 1);
+		    seconds_stale(e, now));
 		break;
-	}
 	case OUT_STORED:
 		snprintf(out, outlen, "corral; fwd=miss; fwd-status=%d; stored",
 		    fwd_status);
@@ -1492,19 +1528,18 @@ cache_status(const struct req *req, int fwd_status, char *out, size_t outlen)
 		    req->pass_kind == OUT_BYPASS ? "bypass" : "miss");
 		break;
 	case OUT_STALE_ERROR: {
-		int64_t late = (now - e->fresh_until_ms + 999) / 1000;
 		int st = atoi(req->failure);
 		char fs[32] = "";
 		if (req->not_forwarded) {
 			/* The key backs off: nothing went upstream. */
 			snprintf(out, outlen, "corral; hit; ttl=-%" PRId64
-			    "; detail=stale-if-error", late > 0 ? late : 1);
+			    "; detail=stale-if-error", seconds_stale(e, now));
 			break;
 		}
 		if (st > 0)
 			snprintf(fs, sizeof(fs), "fwd-status=%d; ", st);
 		snprintf(out, outlen, "corral; fwd=stale; %sttl=-%" PRId64
-		    "; detail=stale-if-error", fs, late > 0 ? late : 1);
+		    "; detail=stale-if-error", fs, seconds_stale(e, now));
 		break;
 	}
 	case OUT_BACKOFF:
@@ -1869,7 +1904,7 @@ on_pass_fetched(struct upstream_response *resp, void *arg)
 		if (req->head && cl != NULL)
 			snprintf(req->head_length, sizeof(req->head_length),
 			    "%s", cl);
-		req->entry = entry_from_response(resp, "", 0, 0, 0);
+		req->entry = entry_from_response(resp, "", 0);
 		req->outcome = req->entry != NULL ? req->pass_kind :
 		    OUT_UNAVAILABLE;
 		/* RFC 9111 4.4: a successful unsafe request invalidates: this
@@ -1895,7 +1930,7 @@ pass_start(struct req *req)
 	struct evbuffer *in = evhttp_request_get_input_buffer(req->ev);
 	struct evkeyvalq headers;
 	size_t urllen = strlen(px->conf->upstream_url) + strlen(req->uri) + 1;
-	char *url, *peer;
+	char *url;
 	const char *method = method_name(evhttp_request_get_command(req->ev));
 	struct upstream_request ur;
 
@@ -1903,12 +1938,7 @@ pass_start(struct req *req)
 		return -1;
 	snprintf(url, urllen, "%s%s", px->conf->upstream_url, req->uri);
 	TAILQ_INIT(&headers);
-	hdr_copy(evhttp_request_get_input_headers(req->ev), &headers,
-	    HDR_DROP_HOST | HDR_DROP_LENGTH);
-	if (req->host[0] != '\0')
-		evhttp_add_header(&headers, "X-Forwarded-Host", req->host);
-	if ((peer = client_address(req)) != NULL)
-		evhttp_add_header(&headers, "X-Forwarded-For", peer);
+	forward_headers(req, &headers, HDR_DROP_HOST | HDR_DROP_LENGTH);
 	memset(&ur, 0, sizeof(ur));
 	ur.method = method;
 	ur.url = url;
@@ -1969,19 +1999,14 @@ static int
 near_hit(struct req *req, const struct conf_route *rt)
 {
 	struct cache_entry *e = l1_get(req->px->l1, req->key, util_now_ms());
-	double late;
 
 	if (e == NULL)
 		return 0;
-	if (rt->early_refresh && e->fetch_ms > 0) {
-		late = -(double)e->fetch_ms * rt->early_refresh_beta *
-		    log(util_random_unit());
-		if ((double)util_now_ms() + late >= (double)e->fresh_until_ms) {
-			/* Due: the flight refreshes without rolling again. */
-			req->early_due = 1;
-			entry_unref(&e);
-			return 0;
-		}
+	if (xfetch_due(rt, e)) {
+		/* Due: the flight refreshes without drawing again. */
+		req->early_due = 1;
+		entry_unref(&e);
+		return 0;
 	}
 	req->entry = e;
 	req->outcome = OUT_HIT;
@@ -2148,11 +2173,8 @@ flow_abandon(struct proxy *px)
 		fnext = TAILQ_NEXT(fl, link);
 		if (fl->refresh != NULL)
 			continue;	/* answered when its refresh reports */
-		cache_op_cancel(&fl->op);
-		evtimer_del(fl->poll_ev);
-		evtimer_del(fl->deadline_ev);
 		flight_set_answer(fl, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
-		flight_done(fl);
+		flight_done(fl);	/* cancels its op and timers */
 	}
 	for (req = TAILQ_FIRST(&all_reqs); req != NULL; req = rnext) {
 		rnext = TAILQ_NEXT(req, all_link);
@@ -2210,10 +2232,8 @@ flow_shutdown(struct proxy *px)
 			fl->refresh->cb = NULL;
 			fl->refresh = NULL;
 		}
-		evtimer_del(fl->poll_ev);
-		evtimer_del(fl->deadline_ev);
 		flight_set_answer(fl, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
-		flight_done(fl);
+		flight_done(fl);	/* cancels its op and timers */
 	}
 	while ((req = TAILQ_FIRST(&all_reqs)) != NULL) {
 		req->outcome = OUT_UNAVAILABLE;
