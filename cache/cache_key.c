@@ -279,3 +279,17 @@ cache_query_sorted(const char *query)
 	free(copy);
 	return out;
 }
+
+int
+cache_key_for(const char *host, const char *path, const char *query,
+    int sort_query, char out[CACHE_KEY_MAX + 1])
+{
+	char *sorted = NULL;
+
+	if (sort_query && query != NULL &&
+	    (sorted = cache_query_sorted(query)) == NULL)
+		return -1;
+	cache_key_build(host, path, sorted != NULL ? sorted : query, out);
+	free(sorted);
+	return 0;
+}

@@ -22,4 +22,9 @@ void	cache_key_build(const char *host, const char *path, const char *query,
  * routes whose key ignores parameter order. NULL on no memory. */
 char	*cache_query_sorted(const char *query);
 
+/* cache_key_build(), with the query's parameters sorted first when
+ * sort_query is set (a route's sort_query). 0, or -1 on no memory. */
+int	cache_key_for(const char *host, const char *path, const char *query,
+	    int sort_query, char out[CACHE_KEY_MAX + 1]);
+
 #endif

@@ -2034,7 +2034,6 @@ req_recv(struct req *req)
 	const char *query = u != NULL ? evhttp_uri_get_query(u) : NULL;
 	const char *host = evhttp_find_header(in, "Host");
 	const struct conf_route *rt;
-	char *sorted;
 	size_t len;
 
 	if (path == NULL || path[0] == '\0')
@@ -2058,31 +2057,21 @@ req_recv(struct req *req)
 		req->outcome = OUT_REJECTED;
 		req->step = REQ_DELIVER;
 	} else if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
-		/* If it succeeds, the cached entry of its URL is dropped. */
-		if (rt != NULL && unsafe(cmd)) {
-			sorted = rt->sort_query && query != NULL ?
-			    cache_query_sorted(query) : NULL;
-			cache_key_build(host, path, sorted != NULL ? sorted :
-			    query, req->key);
-			free(sorted);
-		}
+		/* If it succeeds, the cached entry of its URL is dropped
+		 * (with no memory for the key, it is not). */
+		if (rt != NULL && unsafe(cmd) && cache_key_for(host, path,
+		    query, rt->sort_query, req->key) == -1)
+			req->key[0] = '\0';
 		req->pass_kind = OUT_METHOD;
 		req->step = REQ_PASS;
 	} else if (rt == NULL || (!rt->cache_authorized && req->credentials)) {
 		req->pass_kind = OUT_BYPASS;
 		req->step = REQ_PASS;
-	} else if (rt->sort_query && query != NULL) {
-		if ((sorted = cache_query_sorted(query)) == NULL) {
-			req->outcome = OUT_UNAVAILABLE;
-			req->step = REQ_DELIVER;
-			return;
-		}
-		cache_key_build(host, path, sorted, req->key);
-		free(sorted);
-		variant_key(px, req->key, in);
-		req->step = near_hit(req, rt) ? REQ_DELIVER : REQ_JOIN;
+	} else if (cache_key_for(host, path, query, rt->sort_query,
+	    req->key) == -1) {
+		req->outcome = OUT_UNAVAILABLE;
+		req->step = REQ_DELIVER;
 	} else {
-		cache_key_build(host, path, query, req->key);
 		variant_key(px, req->key, in);
 		req->step = near_hit(req, rt) ? REQ_DELIVER : REQ_JOIN;
 	}

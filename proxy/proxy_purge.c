@@ -81,20 +81,21 @@ on_prefix_purged(int64_t n, void *arg)
 		reply_purged(ev, n);
 }
 
-/* "http://Host:80/a?b" -> the cache key of that URL. 0 or -1. */
+/* "http://Host:80/a?b" -> the cache key of that URL: 0, or the status to
+ * answer with (400 for a URL that is not absolute, 503 on no memory). */
 static int
 url_key(const struct proxy *px, const char *url, char key[CACHE_KEY_MAX + 1])
 {
 	struct evhttp_uri *u = evhttp_uri_parse(url);
-	const char *host, *path, *query;
+	const char *host, *path;
 	const struct conf_route *rt;
 	char hostport[CONF_HOST_MAX + 8];
-	char *sorted = NULL;
+	int rc = 0;
 
 	if (u == NULL || (host = evhttp_uri_get_host(u)) == NULL) {
 		if (u != NULL)
 			evhttp_uri_free(u);
-		return -1;
+		return HTTP_BADREQUEST;
 	}
 	if (evhttp_uri_get_port(u) > 0)
 		snprintf(hostport, sizeof(hostport), "%s:%d", host,
@@ -104,14 +105,12 @@ url_key(const struct proxy *px, const char *url, char key[CACHE_KEY_MAX + 1])
 	path = evhttp_uri_get_path(u);
 	if (path == NULL || *path == '\0')
 		path = "/";
-	query = evhttp_uri_get_query(u);
 	rt = conf_route_match(px->conf, path);
-	if (rt != NULL && rt->sort_query && query != NULL)
-		sorted = cache_query_sorted(query);
-	cache_key_build(hostport, path, sorted != NULL ? sorted : query, key);
-	free(sorted);
+	if (cache_key_for(hostport, path, evhttp_uri_get_query(u),
+	    rt != NULL && rt->sort_query, key) == -1)
+		rc = HTTP_SERVUNAVAIL;
 	evhttp_uri_free(u);
-	return 0;
+	return rc;
 }
 
 /* "http://Host:80/a" or "Host:80/a" -> "host/a", as keys begin. */
@@ -144,6 +143,7 @@ admin_purge(struct proxy *px, struct evhttp_request *ev)
 	struct evkeyvalq params;
 	const char *url, *prefix;
 	char key[CACHE_KEY_MAX + 1];
+	int rc;
 
 	assert(px->magic == PROXY_MAGIC);
 	if (evhttp_request_get_command(ev) != EVHTTP_REQ_POST) {
@@ -160,9 +160,10 @@ admin_purge(struct proxy *px, struct evhttp_request *ev)
 	url = evhttp_find_header(&params, "url");
 	prefix = evhttp_find_header(&params, "prefix");
 	if (url != NULL) {
-		if (url_key(px, url, key) == -1) {
-			reply_error(ev, HTTP_BADREQUEST,
-			    "url must be absolute, like http://host/path");
+		if ((rc = url_key(px, url, key)) != 0) {
+			reply_error(ev, rc, rc == HTTP_BADREQUEST ?
+			    "url must be absolute, like http://host/path" :
+			    "out of memory");
 		} else {
 			l1_drop(px->l1, key);	/* the others hear by broadcast */
 			if (cache_invalidate(px->cache, key, on_url_purged,

@@ -222,6 +222,21 @@ t_output_never_written_past_max(void)
 	CHECK(is_hashed(buf));
 }
 
+static void
+t_key_for_sorts_the_query_only_when_asked(void)
+{
+	char sorted[CACHE_KEY_MAX + 1], plain[CACHE_KEY_MAX + 1];
+	char built[CACHE_KEY_MAX + 1];
+
+	CHECK(cache_key_for("h", "/q", "b=2&a=1", 1, sorted) == 0);
+	CHECK_STR(sorted, "h/q?a=1&b=2");
+	CHECK(cache_key_for("h", "/q", "b=2&a=1", 0, plain) == 0);
+	cache_key_build("h", "/q", "b=2&a=1", built);
+	CHECK_STR(plain, built);
+	CHECK(cache_key_for("h", "/q", NULL, 1, sorted) == 0);
+	CHECK_STR(sorted, "h/q");
+}
+
 int
 main(void)
 {
@@ -238,5 +253,6 @@ main(void)
 	RUN(t_long_keys_differing_only_at_the_end_differ);
 	RUN(t_same_input_gives_same_key);
 	RUN(t_output_never_written_past_max);
+	RUN(t_key_for_sorts_the_query_only_when_asked);
 	return unit_exit();
 }
