@@ -222,10 +222,8 @@ key_name(char *out, size_t outlen, const struct cache *c, const char *key,
 static void
 schedule_retry(struct cache *c, struct event *ev, int64_t *backoff_ms)
 {
-	struct timeval tv;
+	struct timeval tv = util_timeval(*backoff_ms);
 
-	tv.tv_sec = *backoff_ms / 1000;
-	tv.tv_usec = (*backoff_ms % 1000) * 1000;
 	evtimer_add(ev, &tv);
 	*backoff_ms = *backoff_ms * 2 > RECONNECT_MAX_MS ?
 	    RECONNECT_MAX_MS : *backoff_ms * 2;
@@ -716,7 +714,7 @@ static struct cache_op *
 op_new(struct cache *c, enum op_kind kind, void *arg)
 {
 	struct cache_op *op;
-	struct timeval tv;
+	struct timeval tv = util_timeval(c->timeout_ms);
 
 	assert(c->magic == CACHE_MAGIC);
 	if (c->cmd == NULL || c->closing)
@@ -731,8 +729,6 @@ op_new(struct cache *c, enum op_kind kind, void *arg)
 		free(op);
 		return NULL;
 	}
-	tv.tv_sec = c->timeout_ms / 1000;
-	tv.tv_usec = (c->timeout_ms % 1000) * 1000;
 	evtimer_add(op->timer, &tv);
 	op->sent_us = util_mono_us();
 	c->counters.commands++;

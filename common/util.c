@@ -28,6 +28,16 @@ util_mono_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+struct timeval
+util_timeval(int64_t ms)
+{
+	struct timeval tv;
+
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000 * 1000);
+	return tv;
+}
+
 static int
 fill_random(void *buf, size_t len)
 {

@@ -3,6 +3,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/time.h>
 
 /* A refresh-lock token: 128 bits from the OS's random source, as hex. */
 #define UTIL_TOKEN_BYTES	16
@@ -12,6 +13,7 @@
 
 int64_t	util_now_ms(void);		/* wall clock, ms since the epoch */
 int64_t	util_mono_us(void);		/* monotonic clock, microseconds */
+struct timeval util_timeval(int64_t ms);	/* ms (>= 0) as a timeval */
 
 /* Fills out with UTIL_TOKEN_HEX hex digits and a NUL. 0 or -1. */
 int	util_random_token(char out[UTIL_TOKEN_HEX + 1]);

@@ -98,6 +98,9 @@ struct proxy {
 int	proxy_start(struct proxy *px, struct event_base *base,
 	    const struct conf *conf, struct worker_slot *slots, int nslots,
 	    int slot, char *err, size_t errlen);
+/* Sets a listener's request limits (headers, body, client timeout) from
+ * c: when it starts, and again on a reload. */
+void	http_limits(struct evhttp *http, const struct conf *c);
 /* The figures of every worker, summed (its own read live). */
 void	proxy_figures(struct proxy *px, struct proxy_figures *f);
 void	proxy_stop(struct proxy *px);

@@ -389,7 +389,7 @@ flow_free_vary(struct proxy *px)
 static void
 timer_arm(struct event *ev, int64_t ms)
 {
-	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+	struct timeval tv = util_timeval(ms);
 
 	evtimer_add(ev, &tv);
 }

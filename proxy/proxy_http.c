@@ -203,26 +203,30 @@ proxy_figures(struct proxy *px, struct proxy_figures *f)
 	f->stats = px->nslots > 1 ? &sum : px->stats;
 }
 
+void
+http_limits(struct evhttp *http, const struct conf *conf)
+{
+	struct timeval tv = util_timeval(conf->client_timeout_ms);
+
+	/* Ours to enforce, with a 431: see request_problem(). */
+	evhttp_set_max_headers_size(http, conf->max_header_bytes * HEADER_SLACK);
+	evhttp_set_max_body_size(http, conf->max_body_bytes);
+	evhttp_set_timeout_tv(http, &tv);
+}
+
 static struct evhttp *
 listen_on(struct event_base *base, const struct conf *conf, const char *host,
     int port, int methods, void (*cb)(struct evhttp_request *, void *),
     void *arg, struct evhttp_bound_socket **bound, char *err, size_t errlen)
 {
 	struct evhttp *http;
-	struct timeval tv = {
-		.tv_sec = conf->client_timeout_ms / 1000,
-		.tv_usec = (conf->client_timeout_ms % 1000) * 1000,
-	};
 
 	if ((http = evhttp_new(base)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
 	evhttp_set_allowed_methods(http, (ev_uint16_t)methods);
-	/* Ours to enforce, with a 431: see request_problem(). */
-	evhttp_set_max_headers_size(http, conf->max_header_bytes * HEADER_SLACK);
-	evhttp_set_max_body_size(http, conf->max_body_bytes);
-	evhttp_set_timeout_tv(http, &tv);
+	http_limits(http, conf);
 	evhttp_set_default_content_type(http, NULL);
 	evhttp_set_gencb(http, cb, arg);
 	if ((*bound = bind_shared(base, http, host, port, err, errlen)) == NULL) {

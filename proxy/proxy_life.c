@@ -121,19 +121,6 @@ remap_stats(struct stats *st, const struct conf *old, const struct conf *new)
 	memcpy(st->route, moved, sizeof(moved));
 }
 
-static void
-apply_limits(struct evhttp *http, const struct conf *c)
-{
-	struct timeval tv = {
-		.tv_sec = c->client_timeout_ms / 1000,
-		.tv_usec = (c->client_timeout_ms % 1000) * 1000,
-	};
-
-	evhttp_set_max_headers_size(http, c->max_header_bytes * HEADER_SLACK);
-	evhttp_set_max_body_size(http, c->max_body_bytes);
-	evhttp_set_timeout_tv(http, &tv);
-}
-
 struct conf *
 conf_reload_file(const char *path)
 {
@@ -178,7 +165,7 @@ proxy_reload(struct proxy *px, struct conf **confp, const char *path)
 	remap_stats(px->stats, old, new);
 	px->conf = new;
 	if (px->http != NULL)
-		apply_limits(px->http, new);
+		http_limits(px->http, new);
 	log_set_level(new->log_level);
 	*confp = new;
 	free(old);

@@ -305,8 +305,7 @@ on_curl_timer(CURLM *multi, long timeout_ms, void *arg)
 		evtimer_del(up->timer);
 		return 0;
 	}
-	tv.tv_sec = timeout_ms / 1000;
-	tv.tv_usec = (timeout_ms % 1000) * 1000;
+	tv = util_timeval(timeout_ms);
 	if (evtimer_add(up->timer, &tv) == -1)
 		log_error("upstream: cannot arm the curl timer");
 	return 0;
