@@ -84,6 +84,9 @@ struct cache	*cache_new(struct event_base *base, const struct conf *c,
 void		 cache_free(struct cache **cp);
 int		 cache_is_up(const struct cache *c);
 const struct cache_counters *cache_counters(const struct cache *c);
+/* Adds every counter of src into dst (the workers' figures summed). */
+void		 cache_counters_add(struct cache_counters *dst,
+		    const struct cache_counters *src);
 
 struct cache_op	*cache_lookup(struct cache *c, const char *key,
 		    cache_get_cb *cb, void *arg);

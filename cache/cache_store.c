@@ -514,6 +514,19 @@ cache_counters(const struct cache *c)
 	return &c->counters;
 }
 
+void
+cache_counters_add(struct cache_counters *dst, const struct cache_counters *src)
+{
+	dst->commands += src->commands;
+	dst->errors += src->errors;
+	dst->timeouts += src->timeouts;
+	dst->connects += src->connects;
+	dst->disconnects += src->disconnects;
+	dst->fills_received += src->fills_received;
+	dst->purges_received += src->purges_received;
+	hist_merge(&dst->command_duration, &src->command_duration);
+}
+
 /* ---- operations ---- */
 
 static void

@@ -159,21 +159,22 @@ static struct {
 static int run_worker(struct worker_slot *slots, int nslots, int slot);
 static void worker_signals(sigset_t *set);
 
-/* The signals a worker handles; blocked from fork() until it can. */
+/* The signals the master passes on and a worker handles. */
+static const int relayed[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1 };
+
+/* Those signals as a set: blocked from fork() until a worker can handle
+ * them. */
 static void
 worker_signals(sigset_t *set)
 {
 	sigemptyset(set);
-	sigaddset(set, SIGTERM);
-	sigaddset(set, SIGINT);
-	sigaddset(set, SIGHUP);
-	sigaddset(set, SIGUSR1);
+	for (size_t k = 0; k < ARRAY_LEN(relayed); k++)
+		sigaddset(set, relayed[k]);
 }
 
 static void
 spawn(int i)
 {
-	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGCHLD };
 	sigset_t set, old;
 	pid_t pid;
 
@@ -187,8 +188,9 @@ spawn(int i)
 	if (pid == 0) {
 		/* The master's signal handlers are not the worker's; a
 		 * signal sent before the worker has its own stays pending. */
-		for (size_t k = 0; k < sizeof(sigs) / sizeof(sigs[0]); k++)
-			signal(sigs[k], SIG_DFL);
+		for (size_t k = 0; k < ARRAY_LEN(relayed); k++)
+			signal(relayed[k], SIG_DFL);
+		signal(SIGCHLD, SIG_DFL);
 		exit(run_worker(master.slots, master.n, i));
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
@@ -280,8 +282,7 @@ on_respawn(evutil_socket_t fd, short what, void *arg)
 static int
 run_master(int n)
 {
-	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1 };
-	struct event *ev[sizeof(sigs) / sizeof(sigs[0])], *sigchld;
+	struct event *ev[ARRAY_LEN(relayed)], *sigchld;
 	size_t size = sizeof(struct worker_slot) * (size_t)n;
 
 	master.n = n;
@@ -300,8 +301,9 @@ run_master(int n)
 		tell_workers(SIGKILL);
 		return 1;
 	}
-	for (size_t k = 0; k < sizeof(sigs) / sizeof(sigs[0]); k++) {
-		ev[k] = evsignal_new(master.base, sigs[k], on_master_signal, NULL);
+	for (size_t k = 0; k < ARRAY_LEN(relayed); k++) {
+		ev[k] = evsignal_new(master.base, relayed[k], on_master_signal,
+		    NULL);
 		evsignal_add(ev[k], NULL);
 	}
 	sigchld = evsignal_new(master.base, SIGCHLD, on_child, NULL);
@@ -313,7 +315,7 @@ run_master(int n)
 
 	event_base_dispatch(master.base);
 
-	for (size_t k = 0; k < sizeof(sigs) / sizeof(sigs[0]); k++)
+	for (size_t k = 0; k < ARRAY_LEN(relayed); k++)
 		event_free(ev[k]);
 	event_free(sigchld);
 	event_free(master.respawn_ev);

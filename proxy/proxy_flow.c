@@ -273,22 +273,37 @@ static void refresh_run(struct refresh *rf);
  * requests go straight to their variant.
  * ================================================================ */
 
-/* Does spec name anything but Accept-Encoding? Corral asks the upstream
- * for identity and stores only that, so that one never tells variants
- * apart. */
+/*
+ * The next header name of a Vary list at *p that tells variants apart,
+ * with its length in *n, or NULL at the end; *p moves past it.
+ * Accept-Encoding never does: Corral asks the upstream for identity and
+ * stores only that.
+ */
+static const char *
+vary_next(const char **p, size_t *n)
+{
+	const char *name;
+
+	while (**p != '\0') {
+		while (**p == ' ' || **p == '\t' || **p == ',')
+			(*p)++;
+		name = *p;
+		*n = strcspn(name, ", \t");
+		*p += *n;
+		if (*n > 0 && !(*n == 15 &&
+		    strncasecmp(name, "accept-encoding", 15) == 0))
+			return name;
+	}
+	return NULL;
+}
+
+/* Does spec name any header that tells variants apart? */
 static int
 vary_relevant(const char *spec)
 {
-	for (const char *p = spec; *p != '\0'; ) {
-		size_t n;
-		while (*p == ' ' || *p == '\t' || *p == ',')
-			p++;
-		n = strcspn(p, ", \t");
-		if (n > 0 && !(n == 15 && strncasecmp(p, "accept-encoding", n) == 0))
-			return 1;
-		p += n;
-	}
-	return 0;
+	size_t n;
+
+	return vary_next(&spec, &n) != NULL;
 }
 
 static uint64_t
@@ -309,26 +324,20 @@ variant_id(const char *spec, const struct evkeyvalq *headers,
 {
 	uint64_t h = 1469598103934665603ULL;
 	const struct evkeyval *kv;
+	const char *name;
+	size_t n;
 
-	for (const char *p = spec; *p != '\0'; ) {
-		size_t n;
-		while (*p == ' ' || *p == '\t' || *p == ',')
-			p++;
-		n = strcspn(p, ", \t");
-		if (n == 0 || (n == 15 && strncasecmp(p, "accept-encoding", n) == 0)) {
-			p += n;
-			continue;
-		}
-		h = fnv(h, p, n, 1);
+	while ((name = vary_next(&spec, &n)) != NULL) {
+		h = fnv(h, name, n, 1);
 		h = fnv(h, "\0", 1, 0);
 		TAILQ_FOREACH(kv, headers, next) {
-			if (strlen(kv->key) == n && strncasecmp(kv->key, p, n) == 0) {
+			if (strlen(kv->key) == n &&
+			    strncasecmp(kv->key, name, n) == 0) {
 				h = fnv(h, kv->value, strlen(kv->value), 0);
 				h = fnv(h, ",", 1, 0);
 			}
 		}
 		h = fnv(h, "\1", 1, 0);
-		p += n;
 	}
 	snprintf(out, CACHE_VARIANT_MAX, "%016" PRIx64, h);
 }

@@ -351,30 +351,36 @@ hdr_not_modified(const struct evkeyvalq *req, const struct evkeyvalq *stored)
 	return since >= 0 && modified >= 0 && modified <= since;
 }
 
-void
-hdr_merge_304(struct evkeyvalq *stored, const struct evkeyvalq *fresh)
+/* May a 304's header of this name replace the stored ones? Not the
+ * hop-by-hop ones, nor those that describe the stored body. */
+static int
+replaces_on_304(const char *name, const char *connection)
 {
 	static const char *const kept[] = {
 		"Content-Length", "Content-Encoding", "Content-Range",
 		"Transfer-Encoding",
 	};
+
+	if (hdr_is_hop_by_hop(name, connection))
+		return 0;
+	for (size_t i = 0; i < ARRAY_LEN(kept); i++)
+		if (strcasecmp(name, kept[i]) == 0)
+			return 0;
+	return 1;
+}
+
+void
+hdr_merge_304(struct evkeyvalq *stored, const struct evkeyvalq *fresh)
+{
 	const char *connection = evhttp_find_header(fresh, "Connection");
 	const struct evkeyval *h;
 
-	TAILQ_FOREACH(h, fresh, next) {
-		int skip = hdr_is_hop_by_hop(h->key, connection);
-		for (size_t i = 0; i < ARRAY_LEN(kept) && !skip; i++)
-			skip = strcasecmp(h->key, kept[i]) == 0;
-		if (skip)
-			continue;
-		while (evhttp_remove_header(stored, h->key) == 0)
-			;
-	}
-	TAILQ_FOREACH(h, fresh, next) {
-		int skip = hdr_is_hop_by_hop(h->key, connection);
-		for (size_t i = 0; i < ARRAY_LEN(kept) && !skip; i++)
-			skip = strcasecmp(h->key, kept[i]) == 0;
-		if (!skip)
+	/* First every stored header a 304's one replaces, then those. */
+	TAILQ_FOREACH(h, fresh, next)
+		if (replaces_on_304(h->key, connection))
+			while (evhttp_remove_header(stored, h->key) == 0)
+				;
+	TAILQ_FOREACH(h, fresh, next)
+		if (replaces_on_304(h->key, connection))
 			evhttp_add_header(stored, h->key, h->value);
-	}
 }

@@ -183,14 +183,7 @@ proxy_figures(struct proxy *px, struct proxy_figures *f)
 
 		if (px->nslots > 1)
 			stats_add(&sum, &ws->stats);
-		f->cache.commands += ws->cache.commands;
-		f->cache.errors += ws->cache.errors;
-		f->cache.timeouts += ws->cache.timeouts;
-		f->cache.connects += ws->cache.connects;
-		f->cache.disconnects += ws->cache.disconnects;
-		f->cache.fills_received += ws->cache.fills_received;
-		f->cache.purges_received += ws->cache.purges_received;
-		hist_merge(&f->cache.command_duration, &ws->cache.command_duration);
+		cache_counters_add(&f->cache, &ws->cache);
 		f->redis_up += ws->redis_up;
 		f->connections += ws->connections;
 		f->requests += ws->requests;
