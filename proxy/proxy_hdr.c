@@ -44,10 +44,6 @@ dropped(const char *name, int flags)
 	if ((flags & HDR_DROP_ENCODING) &&
 	    strcasecmp(name, "Accept-Encoding") == 0)
 		return 1;
-	if ((flags & HDR_DROP_AGE) && strcasecmp(name, "Age") == 0)
-		return 1;
-	if ((flags & HDR_DROP_VIA) && strcasecmp(name, "Via") == 0)
-		return 1;
 	if ((flags & HDR_DROP_CREDENTIALS) &&
 	    (strcasecmp(name, "Authorization") == 0 ||
 	    strcasecmp(name, "Cookie") == 0))
@@ -75,30 +71,6 @@ hdr_status_storable(int status)
 		if (status == storable_status[i])
 			return 1;
 	return 0;
-}
-
-int
-hdr_storable(const struct evkeyvalq *headers, const char **why)
-{
-	const struct evkeyval *h;
-
-	TAILQ_FOREACH(h, headers, next) {
-		if (strcasecmp(h->key, "Set-Cookie") == 0) {
-			*why = "set-cookie";
-			return 0;
-		}
-		if (strcasecmp(h->key, "Cache-Control") != 0)
-			continue;
-		if (util_list_has_token(h->value, "no-store")) {
-			*why = "no-store";
-			return 0;
-		}
-		if (util_list_has_token(h->value, "private")) {
-			*why = "private";
-			return 0;
-		}
-	}
-	return 1;
 }
 
 int
@@ -174,6 +146,27 @@ parse_cc(const struct evkeyvalq *headers, struct cc *cc)
 	}
 }
 
+int
+hdr_storable(const struct evkeyvalq *headers, const char **why)
+{
+	struct cc cc;
+
+	if (evhttp_find_header(headers, "Set-Cookie") != NULL) {
+		*why = "set-cookie";
+		return 0;
+	}
+	parse_cc(headers, &cc);
+	if (cc.no_store) {
+		*why = "no-store";
+		return 0;
+	}
+	if (cc.private_) {
+		*why = "private";
+		return 0;
+	}
+	return 1;
+}
+
 #define MS_PER_S	INT64_C(1000)
 #define SECONDS_MAX	(INT64_C(1) << 31)	/* delta-seconds cap, RFC 9111 1.2.2 */
 
@@ -200,7 +193,7 @@ hdr_freshness(int status, const struct evkeyvalq *resp, int authorized,
     const struct conf_route *rt, int64_t now_ms, struct freshness *f)
 {
 	const char *vary = evhttp_find_header(resp, "Vary");
-	const char *expires, *date, *age;
+	const char *expires, *date, *age, *why;
 	int64_t status_ttl = conf_status_ttl(rt, status), lifetime, t;
 	int strict, validators;
 	struct cc cc;
@@ -208,15 +201,11 @@ hdr_freshness(int status, const struct evkeyvalq *resp, int authorized,
 	not_storable(f, "");
 	if (status >= 500)
 		REFUSE(f, "status");
-	if (evhttp_find_header(resp, "Set-Cookie") != NULL)
-		REFUSE(f, "set-cookie");
+	if (!hdr_storable(resp, &why))
+		REFUSE(f, why);
 	if (vary != NULL && strchr(vary, '*') != NULL)
 		REFUSE(f, "vary");
 	parse_cc(resp, &cc);
-	if (cc.no_store)
-		REFUSE(f, "no-store");
-	if (cc.private_)
-		REFUSE(f, "private");
 	if (authorized && !cc.public_ && cc.s_maxage < 0 && !cc.must_revalidate)
 		REFUSE(f, "authorization");
 

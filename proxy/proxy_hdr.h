@@ -16,8 +16,6 @@
 #define HDR_DROP_CONDITIONAL	0x04	/* If-*, Range: a shared fetch */
 #define HDR_DROP_ENCODING	0x08	/* Accept-Encoding: store identity */
 #define HDR_DROP_CREDENTIALS	0x10	/* Authorization, Cookie */
-#define HDR_DROP_AGE		0x20	/* Age: recomputed by the cache */
-#define HDR_DROP_VIA		0x40	/* Via: appended to */
 
 /* Is name hop-by-hop, by RFC 9110 or by being listed in Connection? */
 int	hdr_is_hop_by_hop(const char *name, const char *connection);

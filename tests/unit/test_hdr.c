@@ -792,8 +792,6 @@ t_copy_flags_each_drop_their_headers(void)
 		    "if-match", "Range" } },
 		{ HDR_DROP_ENCODING, { "Accept-Encoding" } },
 		{ HDR_DROP_CREDENTIALS, { "Authorization", "Cookie" } },
-		{ HDR_DROP_AGE, { "Age" } },
-		{ HDR_DROP_VIA, { "Via" } },
 	};
 	static const char *const all[] = { "Host", "Content-Length",
 	    "If-None-Match", "If-Modified-Since", "if-match", "Range",
@@ -818,10 +816,11 @@ t_copy_flags_each_drop_their_headers(void)
 	}
 	TAILQ_INIT(&out);
 	hdr_copy(&hs, &out, HDR_DROP_HOST | HDR_DROP_LENGTH |
-	    HDR_DROP_CONDITIONAL | HDR_DROP_ENCODING | HDR_DROP_CREDENTIALS |
-	    HDR_DROP_AGE | HDR_DROP_VIA);
+	    HDR_DROP_CONDITIONAL | HDR_DROP_ENCODING | HDR_DROP_CREDENTIALS);
 	CHECK(count(&out, "Accept") == 1 && count(&out, "X-Other") == 1);
-	CHECK(TAILQ_NEXT(TAILQ_NEXT(TAILQ_FIRST(&out), next), next) == NULL);
+	CHECK(count(&out, "Age") == 1 && count(&out, "Via") == 1);
+	CHECK(TAILQ_NEXT(TAILQ_NEXT(TAILQ_NEXT(TAILQ_NEXT(TAILQ_FIRST(&out),
+	    next), next), next), next) == NULL);	/* those four only */
 	evhttp_clear_headers(&out);
 	TAILQ_INIT(&out);
 	hdr_copy(&hs, &out, 0);
