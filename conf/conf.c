@@ -1173,3 +1173,12 @@ conf_status_ttl(const struct conf_route *r, int status)
 			return r->status_ttls[i].ttl_ms;
 	return status == 404 && r->ttl_404_ms > 0 ? r->ttl_404_ms : -1;
 }
+
+int
+conf_route_index(const struct conf *c, const char *prefix)
+{
+	for (int i = 0; i < c->nroutes; i++)
+		if (strcmp(c->routes[i].prefix, prefix) == 0)
+			return i;
+	return -1;
+}

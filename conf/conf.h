@@ -103,6 +103,8 @@ int64_t	conf_status_ttl(const struct conf_route *r, int status);
 
 /* The route with the longest prefix of path, or NULL. */
 const struct conf_route *conf_route_match(const struct conf *c, const char *path);
+/* The index of the route with this prefix in c, or -1. */
+int	conf_route_index(const struct conf *c, const char *prefix);
 
 /* Writes a reference of every key, its default and range, to out. */
 void	conf_dump_keys(FILE *out);

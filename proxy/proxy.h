@@ -3,8 +3,9 @@
 
 /*
  * The proxy: one per process and event loop. proxy_http.c owns the
- * listeners, proxy_flow.c the life of each request, proxy_admin.c the
- * admin endpoints. Nothing here includes hiredis or curl.
+ * listeners, the flow files (proxy_flow.h names them) the life of each
+ * request, proxy_admin.c the admin endpoints. Nothing here includes
+ * hiredis or curl.
  */
 
 #include <stdint.h>
@@ -105,7 +106,7 @@ void	http_limits(struct evhttp *http, const struct conf *c);
 void	proxy_figures(struct proxy *px, struct proxy_figures *f);
 void	proxy_stop(struct proxy *px);
 
-/* proxy_flow.c */
+/* The request flow: proxy_req.c, proxy_flight.c, proxy_flow.c */
 void	flow_recv(struct proxy *px, struct evhttp_request *ev);
 void	flow_on_fill(const char *key, void *arg);
 void	flow_on_purge(const char *key, void *arg);

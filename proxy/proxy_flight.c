@@ -1,0 +1,682 @@
+/*
+ * struct flight: every request of this process for one key that has no
+ * answer yet. One Redis round trip per key per process, not per request;
+ * the first request leads (its fetch is the one that runs).
+ *
+ *	LOOKUP -> DONE (fresh, or stale: served at once, refresh started)
+ *	       -> LOCK -> DONE (we fetched, or someone else filled the key)
+ *	               -> WAIT -> LOCK ... (woken by a "filled" notification,
+ *	                                    or by a bounded fallback poll)
+ *	                       -> DIRECT -> DONE (lock_wait ran out)
+ *	       -> DIRECT -> DONE (Redis is unavailable: fetch without a lock)
+ */
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "cache/cache.h"
+#include "cache/cache_entry.h"
+#include "cache/cache_l1.h"
+#include "common/dict.h"
+#include "common/util.h"
+#include "proxy/proxy.h"
+#include "proxy/proxy_flow.h"
+#include "proxy/proxy_hdr.h"
+
+#define FLIGHT_MAGIC		0x464c4754u	/* "FLGT" */
+
+enum flight_step {
+	FL_LOOKUP,
+	FL_LOCK,
+	FL_WAIT,
+	FL_DIRECT,
+	FL_DONE,
+};
+
+struct flight {
+	uint32_t		 magic;
+	struct proxy		*px;
+	enum flight_step	 step;
+	int			 route;		/* for counters; -1 if reloaded away */
+	struct conf_route	 rt;		/* its settings when the flight began */
+	char			 key[FLOW_KEY_MAX + 1];
+	char			*uri;
+	struct evkeyvalq	 headers;	/* sent upstream */
+	TAILQ_HEAD(, req)	 reqs;		/* the first one led */
+	TAILQ_ENTRY(flight)	 link;
+	struct cache_op		*op;
+	struct refresh		*refresh;
+	struct event		*poll_ev;
+	struct event		*deadline_ev;
+	char			 seen_gen[ENTRY_GEN_LEN + 1];
+	struct cache_entry	*prev;		/* the unusable entry it saw: for
+						 * validators, and stale-if-error */
+	int			 authorized;	/* the lead sends credentials */
+	int			 early_due;	/* a request's XFetch roll said so */
+	int			 not_forwarded;	/* answered from a backoff */
+	int			 upstream_status;	/* the lead's fetch, if not
+						 * the entry's (a 304) */
+	int			 waited;
+	int			 timed_out;	/* lock_wait ran out */
+	int			 degraded;	/* Redis failed */
+	int			 fill_pending;	/* a fill arrived mid-acquire */
+
+	/* The answer, set before DONE. */
+	enum outcome		 lead_outcome;
+	enum outcome		 rest_outcome;
+	struct cache_entry	*entry;
+	enum upstream_result	 uerr;
+	char			 failure[FAILURE_MAX];
+	int			 shareable;
+	int64_t			 upstream_ms;	/* the lead's fetch, or -1 */
+	char			 vary[VARY_SPEC_MAX];	/* the answer varies on */
+	char			 variant[CACHE_VARIANT_MAX];	/* the lead's */
+	int			 redirect;	/* K varies: every request goes
+						 * to its variant instead */
+};
+
+/* Every live flight, for a drain and for shutdown. */
+static TAILQ_HEAD(, flight)	all_flights = TAILQ_HEAD_INITIALIZER(all_flights);
+
+static void flight_run(struct flight *fl);
+
+static void on_flight_refresh(struct refresh_report *rep, void *arg);
+
+/* Starts a refresh of fl's key; it reports to cb, if not NULL. */
+static struct refresh *
+flight_refresh(struct flight *fl, enum refresh_mode mode, const char *seen_gen,
+    struct cache_entry *base, refresh_done_cb *cb)
+{
+	struct refresh_args a = {
+		.mode = mode,
+		.key = fl->key,
+		.uri = fl->uri,
+		.route = fl->route,
+		.rt = &fl->rt,
+		.authorized = fl->authorized,
+		.headers = &fl->headers,
+		.seen_gen = seen_gen,
+		.base = base,
+	};
+
+	return refresh_start(fl->px, &a, cb, cb != NULL ? fl : NULL);
+}
+
+static void
+flight_set_answer(struct flight *fl, enum outcome lead, enum outcome rest,
+    struct cache_entry *e)
+{
+	fl->lead_outcome = lead;
+	fl->rest_outcome = rest;
+	entry_unref(&fl->entry);
+	fl->entry = e;
+	fl->shareable = 1;
+	fl->step = FL_DONE;
+}
+
+/* Keeps an entry that can no longer be served as it is: the refresh
+ * revalidates it, and stale_if_error may still serve it. */
+static void
+flight_keep_prev(struct flight *fl, struct cache_entry **ep)
+{
+	struct cache_entry *e = *ep;
+
+	*ep = NULL;
+	snprintf(fl->seen_gen, sizeof(fl->seen_gen), "%s", e->gen);
+	entry_unref(&fl->prev);
+	if (e->status != 0)
+		fl->prev = e;
+	else
+		entry_unref(&e);	/* unreadable: only its gen counts */
+}
+
+/* May the flight serve its previous entry because the upstream failed? */
+static int
+stale_if_error(const struct flight *fl)
+{
+	struct freshness f;
+
+	if (fl->prev == NULL)
+		return 0;
+	hdr_freshness(fl->prev->status, &fl->prev->headers, 0, &fl->rt,
+	    util_now_ms(), &f);
+	return util_now_ms() < fl->prev->fresh_until_ms + f.sie_ms;
+}
+
+/* The key's responses vary (a marker says on what): every request of the
+ * flight goes on to its own variant. */
+static void
+flight_redirect(struct flight *fl, struct cache_entry **marker)
+{
+	const char *spec = evhttp_find_header(&(*marker)->headers, "Vary");
+
+	snprintf(fl->vary, sizeof(fl->vary), "%s", spec != NULL ? spec : "");
+	if (strchr(fl->key, '\n') == NULL)
+		vary_learn(fl->px, fl->key, fl->vary);
+	entry_unref(marker);
+	fl->redirect = 1;
+	fl->step = FL_DONE;
+}
+
+/*
+ * XFetch (Vattani, Chierichetti and Lowenstein, VLDB 2015): a hit on a
+ * fresh entry is due for a refresh when now - delta * beta * ln(rand())
+ * reaches fresh_until, where delta is how long the entry's fetch took.
+ * One draw per hit.
+ */
+int
+xfetch_due(const struct conf_route *rt, const struct cache_entry *e)
+{
+	double late;
+
+	if (!rt->early_refresh || e->fetch_ms == 0)
+		return 0;
+	late = -(double)e->fetch_ms * rt->early_refresh_beta *
+	    log(util_random_unit());
+	return (double)util_now_ms() + late >= (double)e->fresh_until_ms;
+}
+
+/* Should a hit of the flight on a fresh entry refresh it now? Refreshes
+ * still go through the lock: one per fleet. */
+static int
+refresh_early(const struct flight *fl, const struct cache_entry *e)
+{
+	if (!fl->rt.early_refresh || e->fetch_ms == 0 ||
+	    refresh_running(fl->px, fl->key))
+		return 0;
+	/* A request drew already, when its near-cache hit was due. */
+	return fl->early_due || xfetch_due(&fl->rt, e);
+}
+
+static void
+on_flight_lookup(enum cache_result r, struct cache_entry *e, void *arg)
+{
+	struct flight *fl = arg;
+	struct proxy *px = fl->px;
+
+	assert(fl->magic == FLIGHT_MAGIC);
+	fl->op = NULL;
+	if (r == CACHE_ERROR) {
+		fl->degraded = 1;
+		fl->step = FL_DIRECT;
+	} else if (r == CACHE_ABSENT) {
+		fl->step = FL_LOCK;
+	} else if (evhttp_find_header(&e->headers, VARY_MARKER) != NULL) {
+		flight_redirect(fl, &e);
+	} else {
+		switch (entry_state(e, util_now_ms())) {
+		case ENTRY_FRESH:
+			l1_put(px->l1, fl->key, e);
+			if (refresh_early(fl, e)) {
+				STAT_INC(px->stats, fl->route, early_refreshes);
+				(void)flight_refresh(fl, RF_LOCKED, e->gen, e,
+				    NULL);
+			}
+			flight_set_answer(fl, OUT_HIT, OUT_HIT, e);
+			break;
+		case ENTRY_STALE:
+			if (!refresh_running(px, fl->key))
+				(void)flight_refresh(fl, RF_LOCKED, e->gen, e,
+				    NULL);
+			flight_set_answer(fl, OUT_STALE, OUT_STALE, e);
+			break;
+		case ENTRY_EXPIRED:
+			flight_keep_prev(fl, &e);
+			fl->step = FL_LOCK;
+			break;
+		}
+	}
+	flight_run(fl);
+}
+
+/*
+ * Hands req, taken out of fl, its answer: outcome o and entry e (req takes
+ * this reference; NULL for an answer Corral makes up). The lead also gets
+ * what its own fetch took and said.
+ */
+static void
+flight_hand(struct flight *fl, struct req *req, enum outcome o,
+    struct cache_entry *e, int lead)
+{
+	struct handover h = {
+		.outcome = o,
+		.entry = e,
+		.uerr = fl->uerr,
+		.not_forwarded = fl->not_forwarded,
+		.failure = fl->failure,
+		.upstream_ms = lead ? fl->upstream_ms : -1,
+		.upstream_status = lead ? fl->upstream_status : 0,
+	};
+
+	req->flight = NULL;
+	req_answer(req, &h);
+}
+
+/* Answers the flight's first request now; the rest stay in the flight. */
+static void
+flight_answer_lead(struct flight *fl, enum outcome o, struct cache_entry *e)
+{
+	struct req *req = TAILQ_FIRST(&fl->reqs);
+
+	TAILQ_REMOVE(&fl->reqs, req, flight_link);
+	flight_hand(fl, req, o, e, 1);
+}
+
+/* Starts the lock_wait budget, once per flight. */
+static void
+flight_start_wait(struct flight *fl)
+{
+	if (!fl->waited) {
+		fl->waited = 1;
+		timer_arm(fl->deadline_ev, fl->rt.lock_wait_ms);
+	}
+}
+
+/*
+ * The upstream failed (e, if not NULL, is its 5xx answer). A stale entry
+ * that stale_if_error covers is served instead. Otherwise the request
+ * whose fetch failed gets the failure, and one of the others, if any and
+ * within lock_wait, takes the lock over: they are not all thrown at the
+ * upstream at once (and while the key backs off, none is).
+ */
+static void
+flight_failed(struct flight *fl, const struct refresh_report *rf,
+    struct cache_entry *e)
+{
+	enum outcome o = e != NULL ? OUT_FETCHED : OUT_UPSTREAM_ERROR;
+
+	fl->uerr = rf->uerr;
+	snprintf(fl->failure, sizeof(fl->failure), "%s", rf->failure);
+	if (stale_if_error(fl)) {
+		entry_unref(&e);
+		flight_set_answer(fl, OUT_STALE_ERROR, OUT_STALE_ERROR,
+		    entry_ref(fl->prev));
+		return;
+	}
+	if (rf->mode == RF_LOCKED && !fl->timed_out &&
+	    TAILQ_NEXT(TAILQ_FIRST(&fl->reqs), flight_link) != NULL) {
+		flight_answer_lead(fl, o, e);
+		flight_start_wait(fl);
+		fl->step = FL_LOCK;
+		return;
+	}
+	flight_set_answer(fl, o, o, e);
+}
+
+static void
+on_flight_refresh(struct refresh_report *rf, void *arg)
+{
+	struct flight *fl = arg;
+	enum outcome lead;
+	int direct;
+
+	assert(fl->magic == FLIGHT_MAGIC);
+	fl->refresh = NULL;
+	if (rf->fetch_ms >= 0)
+		fl->upstream_ms = rf->fetch_ms;
+	fl->upstream_status = rf->upstream_status;
+	if (fl->px->abandoned && rf->result != RFR_FETCHED &&
+	    rf->result != RFR_CHANGED) {
+		flight_set_answer(fl, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
+		flight_run(fl);
+		return;
+	}
+	switch (rf->result) {
+	case RFR_BUSY:
+		if (fl->timed_out)
+			fl->step = FL_DIRECT;
+		else if (fl->fill_pending)
+			fl->step = FL_LOCK;
+		else
+			fl->step = FL_WAIT;
+		break;
+	case RFR_CHANGED:
+		if (evhttp_find_header(&rf->entry->headers, VARY_MARKER) != NULL) {
+			flight_redirect(fl, &rf->entry);
+			break;
+		}
+		if (entry_state(rf->entry, util_now_ms()) == ENTRY_EXPIRED) {
+			flight_keep_prev(fl, &rf->entry);
+			fl->step = FL_LOCK;
+			break;
+		}
+		if (entry_state(rf->entry, util_now_ms()) == ENTRY_FRESH)
+			l1_put(fl->px->l1, fl->key, rf->entry);
+		flight_set_answer(fl, OUT_COLLAPSED, OUT_COLLAPSED,
+		    entry_ref(rf->entry));
+		break;
+	case RFR_FETCHED:
+		if (rf->failure[0] != '\0') {
+			flight_failed(fl, rf, entry_ref(rf->entry));
+			break;
+		}
+		direct = rf->mode == RF_DIRECT;
+		if (direct && fl->timed_out)
+			lead = OUT_WAIT_TIMEOUT;
+		else if (direct && fl->degraded)
+			lead = OUT_DEGRADED;
+		else
+			lead = rf->stored ? OUT_STORED : OUT_FETCHED;
+		flight_set_answer(fl, lead, direct && fl->timed_out ?
+		    OUT_WAIT_TIMEOUT : OUT_COLLAPSED, entry_ref(rf->entry));
+		fl->shareable = rf->shareable;
+		if (rf->vary[0] != '\0' && strchr(fl->key, '\n') == NULL) {
+			/* Only requests of the lead's variant share it. */
+			snprintf(fl->vary, sizeof(fl->vary), "%s", rf->vary);
+			snprintf(fl->variant, sizeof(fl->variant), "%s",
+			    strchr(rf->variant, '\n') + 1);
+		}
+		break;
+	case RFR_UPSTREAM_ERROR:
+	case RFR_NONE:
+		flight_failed(fl, rf, NULL);
+		break;
+	case RFR_BACKOFF:
+		fl->not_forwarded = 1;
+		snprintf(fl->failure, sizeof(fl->failure), "%s", rf->failure);
+		if (stale_if_error(fl))
+			flight_set_answer(fl, OUT_STALE_ERROR, OUT_STALE_ERROR,
+			    entry_ref(fl->prev));
+		else
+			flight_set_answer(fl, OUT_BACKOFF, OUT_BACKOFF, NULL);
+		break;
+	case RFR_REDIS_ERROR:
+		fl->degraded = 1;
+		fl->step = FL_DIRECT;
+		break;
+	}
+	flight_run(fl);
+}
+
+static void
+flight_wake(struct flight *fl)
+{
+	if (fl->step == FL_WAIT) {
+		evtimer_del(fl->poll_ev);
+		fl->step = FL_LOCK;
+		flight_run(fl);
+	} else if (fl->step == FL_LOCK) {
+		/* The notification may overtake the acquire's reply. */
+		fl->fill_pending = 1;
+	}
+}
+
+static void
+on_flight_poll(evutil_socket_t fd, short what, void *arg)
+{
+	struct flight *fl = arg;
+
+	assert(fl->magic == FLIGHT_MAGIC);
+	flight_wake(fl);
+}
+
+static void
+on_flight_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct flight *fl = arg;
+
+	assert(fl->magic == FLIGHT_MAGIC);
+	fl->timed_out = 1;
+	if (fl->step == FL_WAIT) {
+		evtimer_del(fl->poll_ev);
+		fl->step = FL_DIRECT;
+		flight_run(fl);
+	}
+}
+
+/* Would req get the variant fl's lead got? */
+static int
+same_variant(const struct flight *fl, struct req *req)
+{
+	char id[CACHE_VARIANT_MAX];
+
+	variant_id(fl->vary, req_headers(req), id);
+	return strcmp(id, fl->variant) == 0;
+}
+
+/* Hands the answer to every request and frees the flight. */
+static void
+flight_done(struct flight *fl)
+{
+	struct proxy *px = fl->px;
+	struct req *req;
+	int lead = 1;
+
+	dict_del(px->flights, fl->key);
+	TAILQ_REMOVE(&all_flights, fl, link);
+	while ((req = TAILQ_FIRST(&fl->reqs)) != NULL) {
+		TAILQ_REMOVE(&fl->reqs, req, flight_link);
+		req->flight = NULL;
+		if (fl->redirect || (!lead && fl->vary[0] != '\0' &&
+		    !same_variant(fl, req))) {
+			req_to_variant(req, fl->vary);
+			continue;
+		}
+		if (!lead && !fl->shareable) {
+			req_pass(req);	/* a per-user response */
+		} else {
+			flight_hand(fl, req, lead ? fl->lead_outcome :
+			    fl->rest_outcome, fl->entry != NULL ?
+			    entry_ref(fl->entry) : NULL, lead);
+		}
+		lead = 0;
+	}
+	cache_op_cancel(&fl->op);
+	entry_unref(&fl->entry);
+	entry_unref(&fl->prev);
+	evhttp_clear_headers(&fl->headers);
+	event_free(fl->poll_ev);
+	event_free(fl->deadline_ev);
+	free(fl->uri);
+	fl->magic = 0;
+	free(fl);
+}
+
+/* Starts the refresh the flight waits for: with the lock (revalidating
+ * what it saw) or directly. 0, or -1 with the flight answered 503. */
+static int
+flight_fetch(struct flight *fl, enum refresh_mode mode)
+{
+	int locked = mode == RF_LOCKED;
+
+	fl->refresh = flight_refresh(fl, mode, locked ? fl->seen_gen : "",
+	    locked ? fl->prev : NULL, on_flight_refresh);
+	if (fl->refresh != NULL)
+		return 0;
+	flight_set_answer(fl, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
+	return -1;
+}
+
+static void
+flight_run(struct flight *fl)
+{
+	struct proxy *px = fl->px;
+	const struct conf_route *rt = &fl->rt;
+
+	assert(fl->magic == FLIGHT_MAGIC);
+	for (;;) {
+		switch (fl->step) {
+		case FL_LOOKUP:
+			fl->op = cache_lookup(px->cache, fl->key,
+			    on_flight_lookup, fl);
+			if (fl->op == NULL) {
+				fl->degraded = 1;
+				fl->step = FL_DIRECT;
+				continue;
+			}
+			return;
+		case FL_LOCK:
+			fl->fill_pending = 0;
+			if (flight_fetch(fl, RF_LOCKED) == -1)
+				continue;
+			return;
+		case FL_WAIT:
+			flight_start_wait(fl);
+			timer_arm(fl->poll_ev, rt->lock_poll_ms);
+			return;
+		case FL_DIRECT:
+			evtimer_del(fl->deadline_ev);
+			if (fl->timed_out)
+				STAT_INC(px->stats, fl->route, lock_wait_timeouts);
+			if (flight_fetch(fl, RF_DIRECT) == -1)
+				continue;
+			return;
+		case FL_DONE:
+			flight_done(fl);
+			return;
+		}
+	}
+}
+
+int
+flight_join(struct proxy *px, struct req *req, const char *key,
+    const char *uri, int route, int early_due)
+{
+	const struct conf_route *rt = route_of(px, route);
+	struct flight *fl;
+	int flags;
+
+	if ((fl = dict_get(px->flights, key)) != NULL) {
+		TAILQ_INSERT_TAIL(&fl->reqs, req, flight_link);
+		req->flight = fl;
+		fl->early_due |= early_due;
+		return 0;
+	}
+	if ((fl = calloc(1, sizeof(*fl))) == NULL)
+		return -1;
+	fl->magic = FLIGHT_MAGIC;
+	fl->px = px;
+	fl->step = FL_LOOKUP;
+	fl->route = route;
+	fl->rt = *rt;
+	fl->early_due = early_due;
+	fl->upstream_ms = -1;
+	TAILQ_INIT(&fl->reqs);
+	TAILQ_INIT(&fl->headers);
+	snprintf(fl->key, sizeof(fl->key), "%s", key);
+	fl->uri = strdup(uri);
+	fl->poll_ev = evtimer_new(px->base, on_flight_poll, fl);
+	fl->deadline_ev = evtimer_new(px->base, on_flight_deadline, fl);
+	if (fl->uri == NULL || fl->poll_ev == NULL || fl->deadline_ev == NULL ||
+	    dict_set(px->flights, fl->key, fl) == -1)
+		goto fail;
+	/* A shared fetch: nothing that would make the answer one client's. */
+	flags = HDR_DROP_HOST | HDR_DROP_LENGTH | HDR_DROP_CONDITIONAL |
+	    HDR_DROP_ENCODING | (rt->cache_authorized ? 0 : HDR_DROP_CREDENTIALS);
+	fl->authorized = rt->cache_authorized &&
+	    evhttp_find_header(req_headers(req), "Authorization") != NULL;
+	req_forward_headers(req, &fl->headers, flags);
+	TAILQ_INSERT_TAIL(&fl->reqs, req, flight_link);
+	req->flight = fl;
+	TAILQ_INSERT_TAIL(&all_flights, fl, link);
+	flight_run(fl);
+	return 0;
+fail:
+	if (fl->poll_ev != NULL)
+		event_free(fl->poll_ev);
+	if (fl->deadline_ev != NULL)
+		event_free(fl->deadline_ev);
+	evhttp_clear_headers(&fl->headers);
+	free(fl->uri);
+	free(fl);
+	return -1;
+}
+
+/* A purge or invalidation anywhere in the fleet: key, or NULL when some
+ * may have been missed. */
+void
+flow_on_purge(const char *key, void *arg)
+{
+	struct proxy *px = arg;
+
+	assert(px->magic == PROXY_MAGIC);
+	if (key != NULL)
+		l1_drop(px->l1, key);
+	else
+		l1_drop_prefix(px->l1, "");
+}
+
+void
+flow_on_fill(const char *key, void *arg)
+{
+	struct proxy *px = arg;
+	struct flight *fl, *next;
+
+	assert(px->magic == PROXY_MAGIC);
+	if (key != NULL) {
+		l1_drop(px->l1, key);	/* a newer entry is in Redis */
+		if ((fl = dict_get(px->flights, key)) != NULL)
+			flight_wake(fl);
+		return;
+	}
+	l1_drop_prefix(px->l1, "");
+	/* Resubscribed: anything may have been filled meanwhile. */
+	for (fl = TAILQ_FIRST(&all_flights); fl != NULL; fl = next) {
+		next = TAILQ_NEXT(fl, link);
+		flight_wake(fl);
+	}
+}
+
+/* ================================================================
+ * req
+ * ================================================================ */
+
+
+void
+flight_leave(struct req *req)
+{
+	if (req->flight != NULL) {
+		TAILQ_REMOVE(&req->flight->reqs, req, flight_link);
+		req->flight = NULL;
+	}
+}
+
+/* Past the stop deadline: a flight with no refresh running answers its
+ * requests with a 503 now (the others when their refresh reports). */
+void
+flight_abandon_all(void)
+{
+	struct flight *fl, *next;
+
+	for (fl = TAILQ_FIRST(&all_flights); fl != NULL; fl = next) {
+		next = TAILQ_NEXT(fl, link);
+		if (fl->refresh != NULL)
+			continue;	/* answered when its refresh reports */
+		flight_set_answer(fl, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
+		flight_done(fl);	/* cancels its op and timers */
+	}
+}
+
+/* Every flight answers 503 now; its refresh goes on alone. */
+void
+flight_shutdown_all(void)
+{
+	struct flight *fl;
+
+	while ((fl = TAILQ_FIRST(&all_flights)) != NULL) {
+		if (fl->refresh != NULL) {
+			refresh_detach(fl->refresh);
+			fl->refresh = NULL;
+		}
+		flight_set_answer(fl, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
+		flight_done(fl);	/* cancels its op and timers */
+	}
+}
+
+/* A reload: each counts under the route of its prefix, if any. */
+void
+flight_remap(const struct conf *new)
+{
+	struct flight *fl;
+
+	TAILQ_FOREACH(fl, &all_flights, link)
+		fl->route = conf_route_index(new, fl->rt.prefix);
+}

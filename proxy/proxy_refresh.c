@@ -1,0 +1,626 @@
+/*
+ * struct refresh: one fetch of a key for a flight (or for nobody: a
+ * background refresh of a stale entry). It owns a lock token and a curl
+ * handle and never points back at a client request, so a client that
+ * leaves cannot break it. It reports once, after it has ended.
+ *
+ *	LOCK -> FETCH (renewing the lock) -> STORE (fenced by the token)
+ *	                                  -> RELEASE (not storable, failed)
+ *	     -> DONE
+ *
+ * LOCK runs one script: the lock (SET NX PX with a random token), or the
+ * entry if it changed from the generation the flight saw, or the backoff
+ * of a failing key. DIRECT refreshes (Redis unavailable, lock_wait ran
+ * out) skip LOCK, STORE and RELEASE.
+ */
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "cache/cache.h"
+#include "cache/cache_entry.h"
+#include "cache/cache_l1.h"
+#include "common/dict.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "proxy/proxy.h"
+#include "proxy/proxy_flow.h"
+#include "proxy/proxy_hdr.h"
+#include "upstream/upstream.h"
+
+#define REFRESH_MAGIC		0x52465348u	/* "RFSH" */
+#define RENEW_DIVISOR		3	/* renew the lock every lock_ttl / 3 */
+#define BACKOFF_BASE_MS		1000	/* first pause after a failed refresh */
+#define KEEP_VALIDATORS_MS	60000	/* entries with validators: kept at least */
+
+enum refresh_step {
+	RF_LOCK,
+	RF_FETCH,
+	RF_STORE,
+	RF_RELEASE,
+	RF_DONE,
+};
+
+struct refresh {
+	uint32_t		 magic;
+	struct proxy		*px;
+	enum refresh_step	 step;
+	int			 route;		/* for counters; -1 if reloaded away */
+	struct conf_route	 rt;		/* its settings when it began */
+	char			 key[FLOW_KEY_MAX + 1];
+	char			*url;
+	struct evkeyvalq	 headers;
+	char			 token[UTIL_TOKEN_HEX + 1];
+	char			 seen_gen[ENTRY_GEN_LEN + 1];
+	struct cache_entry	*base;		/* revalidated by a 304, or NULL */
+	int			 authorized;
+	struct cache_op		*op;
+	struct cache_op		*renew_op;
+	struct upstream_fetch	*fetch;
+	struct event		*renew_ev;
+	struct event		*done_ev;
+	int			 registered;	/* in px->refreshes */
+	int			 lost;		/* our token was replaced */
+	int64_t			 fetch_start_us;
+	int64_t			 sie_ms;	/* stale-if-error of the entry */
+	struct cache_entry	*marker;	/* stored at K when it varies */
+	TAILQ_ENTRY(refresh)	 link;
+	refresh_done_cb		*cb;
+	void			*cb_arg;
+
+	struct refresh_report	 rep;
+};
+
+/* Every live refresh, for a drain and for shutdown. */
+static TAILQ_HEAD(, refresh)	all_refreshes = TAILQ_HEAD_INITIALIZER(all_refreshes);
+
+static void refresh_run(struct refresh *rf);
+
+static void
+mark_lost(struct refresh *rf)
+{
+	if (rf->lost)
+		return;
+	rf->lost = 1;
+	STAT_INC(rf->px->stats, rf->route, lock_lost);
+	log_warn("lock for %s was taken over; this fetch will not be stored",
+	    rf->key);
+}
+
+static void
+on_refresh_done(evutil_socket_t fd, short what, void *arg)
+{
+	struct refresh *rf = arg;
+
+	assert(rf->magic == REFRESH_MAGIC);
+	if (rf->cb != NULL)
+		rf->cb(&rf->rep, rf->cb_arg);
+	TAILQ_REMOVE(&all_refreshes, rf, link);
+	rf->px->nrefreshes--;
+	entry_unref(&rf->rep.entry);
+	entry_unref(&rf->base);
+	entry_unref(&rf->marker);
+	evhttp_clear_headers(&rf->headers);
+	event_free(rf->renew_ev);
+	event_free(rf->done_ev);
+	free(rf->url);
+	rf->magic = 0;
+	free(rf);
+}
+
+/* Stops all work and reports from outside the current call stack. */
+static void
+refresh_end(struct refresh *rf)
+{
+	rf->step = RF_DONE;
+	evtimer_del(rf->renew_ev);
+	cache_op_cancel(&rf->op);
+	cache_op_cancel(&rf->renew_op);
+	upstream_cancel(&rf->fetch);
+	if (rf->registered) {
+		dict_del(rf->px->refreshes, rf->key);
+		rf->registered = 0;
+	}
+	event_active(rf->done_ev, 0, 0);
+}
+
+static void
+on_renewed(enum fence_result r, void *arg)
+{
+	struct refresh *rf = arg;
+
+	assert(rf->magic == REFRESH_MAGIC);
+	rf->renew_op = NULL;
+	if (r == FENCE_OK)
+		STAT_INC(rf->px->stats, rf->route, lock_renewals);
+	else if (r == FENCE_LOST)
+		mark_lost(rf);
+}
+
+static void
+on_renew_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct refresh *rf = arg;
+	const struct conf_route *rt = &rf->rt;
+
+	assert(rf->magic == REFRESH_MAGIC);
+	if (rf->step != RF_FETCH || rf->lost)
+		return;
+	if (rf->renew_op == NULL)
+		rf->renew_op = lock_renew(rf->px->cache, rf->key, rf->token,
+		    rt->lock_ttl_ms, on_renewed, rf);
+	timer_arm(rf->renew_ev, rt->lock_ttl_ms / RENEW_DIVISOR);
+}
+
+static void
+on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *backoff,
+    void *arg)
+{
+	struct refresh *rf = arg;
+
+	assert(rf->magic == REFRESH_MAGIC);
+	rf->op = NULL;
+	switch (r) {
+	case LOCK_ACQUIRED:
+		STAT_INC(rf->px->stats, rf->route, locks_acquired);
+		rf->step = RF_FETCH;
+		break;
+	case LOCK_BUSY:
+		STAT_INC(rf->px->stats, rf->route, lock_busy);
+		rf->rep.result = RFR_BUSY;
+		rf->step = RF_DONE;
+		break;
+	case LOCK_CHANGED:
+		rf->rep.result = RFR_CHANGED;
+		rf->rep.entry = e;
+		rf->step = RF_DONE;
+		break;
+	case LOCK_BACKOFF:
+		STAT_INC(rf->px->stats, rf->route, backoff_skips);
+		snprintf(rf->rep.failure, sizeof(rf->rep.failure), "%s", backoff);
+		rf->rep.result = RFR_BACKOFF;
+		rf->step = RF_DONE;
+		break;
+	case LOCK_ERROR:
+		rf->rep.result = RFR_REDIS_ERROR;
+		rf->step = RF_DONE;
+		break;
+	}
+	refresh_run(rf);
+}
+
+struct cache_entry *
+entry_from_response(struct upstream_response *resp, const char *gen,
+    int64_t fetch_ms)
+{
+	struct cache_entry *e;
+	int64_t now = util_now_ms();
+
+	if ((e = entry_new()) == NULL)
+		return NULL;
+	snprintf(e->gen, sizeof(e->gen), "%s", gen);
+	e->status = resp->status;
+	e->stored_ms = e->fresh_until_ms = e->stale_until_ms = now;
+	e->fetch_ms = (uint32_t)(fetch_ms > UINT32_MAX ? UINT32_MAX : fetch_ms);
+	hdr_copy(&resp->headers, &e->headers, HDR_DROP_LENGTH);
+	while (evhttp_remove_header(&e->headers, VARY_MARKER) == 0)
+		;	/* only Corral writes markers */
+	if (entry_set_body(e, resp->body) == -1) {
+		entry_unref(&e);
+		return NULL;
+	}
+	return e;
+}
+
+/*
+ * A response that varies is stored as a variant ("K\nID": the flight's
+ * own key if it already is one, else K with the lead's variant) with a
+ * marker at K naming what it varies on. 0 or -1.
+ */
+static int
+refresh_vary(struct refresh *rf)
+{
+	const char *spec = evhttp_find_header(&rf->rep.entry->headers, "Vary");
+	char base[CACHE_KEY_MAX + 1], id[CACHE_VARIANT_MAX];
+	struct cache_entry *m;
+
+	if (spec == NULL || !vary_relevant(spec) || strlen(spec) >= VARY_SPEC_MAX)
+		return 0;
+	snprintf(rf->rep.vary, sizeof(rf->rep.vary), "%s", spec);
+	snprintf(base, sizeof(base), "%.*s", (int)strcspn(rf->key, "\n"),
+	    rf->key);
+	if (strchr(rf->key, '\n') != NULL) {
+		snprintf(rf->rep.variant, sizeof(rf->rep.variant), "%s", rf->key);
+	} else {
+		variant_id(spec, &rf->headers, id);
+		snprintf(rf->rep.variant, sizeof(rf->rep.variant), "%s\n%s", base, id);
+	}
+	vary_learn(rf->px, base, spec);
+	if ((m = entry_new()) == NULL)
+		return -1;
+	snprintf(m->gen, sizeof(m->gen), "%s", rf->token);
+	m->status = 200;
+	m->stored_ms = rf->rep.entry->stored_ms;
+	m->fresh_until_ms = rf->rep.entry->fresh_until_ms;
+	m->stale_until_ms = rf->rep.entry->stale_until_ms;
+	if (entry_add_header(m, "Vary", spec) == -1 ||
+	    entry_add_header(m, VARY_MARKER, "1") == -1) {
+		entry_unref(&m);
+		return -1;
+	}
+	rf->marker = m;
+	return 0;
+}
+
+/* base, still valid by a 304: its body, its headers updated by the 304. */
+static struct cache_entry *
+entry_revalidated(const struct cache_entry *base,
+    const struct upstream_response *resp, const char *gen, int64_t fetch_ms)
+{
+	struct cache_entry *e;
+
+	if ((e = entry_new()) == NULL)
+		return NULL;
+	snprintf(e->gen, sizeof(e->gen), "%s", gen);
+	e->status = base->status;
+	e->stored_ms = util_now_ms();
+	e->fetch_ms = (uint32_t)(fetch_ms > UINT32_MAX ? UINT32_MAX : fetch_ms);
+	hdr_copy(&base->headers, &e->headers, 0);
+	hdr_merge_304(&e->headers, &resp->headers);
+	if (base->body_len > 0) {
+		if ((e->body = malloc(base->body_len)) == NULL) {
+			entry_unref(&e);
+			return NULL;
+		}
+		memcpy(e->body, base->body, base->body_len);
+		e->body_len = base->body_len;
+	}
+	return e;
+}
+
+static void
+on_refresh_fetched(struct upstream_response *resp, void *arg)
+{
+	struct refresh *rf = arg;
+	struct proxy *px = rf->px;
+	const struct conf_route *rt = &rf->rt;
+	const char *why = "";
+	struct freshness f;
+
+	assert(rf->magic == REFRESH_MAGIC);
+	rf->fetch = NULL;
+	rf->rep.fetch_ms = (util_mono_us() - rf->fetch_start_us) / 1000;
+	evtimer_del(rf->renew_ev);
+	cache_op_cancel(&rf->renew_op);
+	count_upstream(px, rf->route, resp);
+
+	if (resp->result != UPSTREAM_OK) {
+		log_warn("upstream %s: %s (%s)", rf->url,
+		    upstream_result_name(resp->result), resp->error);
+		rf->rep.result = RFR_UPSTREAM_ERROR;
+		rf->rep.uerr = resp->result;
+		snprintf(rf->rep.failure, sizeof(rf->rep.failure), "%s",
+		    upstream_result_name(resp->result));
+		rf->step = RF_RELEASE;
+		goto out;
+	}
+	if (resp->status == 304 && rf->base != NULL) {
+		/* Still valid: the stored body with the 304's headers. */
+		STAT_INC(px->stats, rf->route, revalidated);
+		rf->rep.upstream_status = 304;
+		rf->rep.entry = entry_revalidated(rf->base, resp, rf->token,
+		    rf->rep.fetch_ms);
+	} else {
+		rf->rep.entry = entry_from_response(resp, rf->token, rf->rep.fetch_ms);
+	}
+	if (rf->rep.entry == NULL) {
+		rf->rep.result = RFR_UPSTREAM_ERROR;
+		rf->rep.uerr = UPSTREAM_ERR_PROTOCOL;
+		snprintf(rf->rep.failure, sizeof(rf->rep.failure), "error");
+		rf->step = RF_RELEASE;
+		goto out;
+	}
+	rf->rep.result = RFR_FETCHED;
+	rf->rep.shareable = hdr_shareable(&rf->rep.entry->headers);
+	hdr_freshness(rf->rep.entry->status, &rf->rep.entry->headers, rf->authorized,
+	    rt, rf->rep.entry->stored_ms, &f);
+	rf->rep.entry->fresh_until_ms = rf->rep.entry->stored_ms + f.ttl_ms;
+	rf->rep.entry->stale_until_ms = rf->rep.entry->fresh_until_ms + f.swr_ms;
+	rf->sie_ms = f.sie_ms;
+	if (f.storable && refresh_vary(rf) == -1)
+		why = "out of memory";
+	else if (!f.storable)
+		why = f.why;
+	else if (rf->rep.entry->body_len > (uint64_t)px->conf->max_entry_bytes)
+		why = "larger than max_entry_bytes";
+	else if (rf->lost)
+		why = "lock lost";
+	rf->step = rf->rep.mode == RF_LOCKED && why[0] == '\0' ? RF_STORE :
+	    RF_RELEASE;
+	if (rf->step == RF_RELEASE && resp->status >= 500)
+		snprintf(rf->rep.failure, sizeof(rf->rep.failure), "%d", resp->status);
+	if (rf->step == RF_RELEASE && why[0] != '\0')
+		log_debug("%s not stored: %s", rf->key, why);
+out:
+	upstream_response_free(&resp);
+	refresh_run(rf);
+}
+
+static void
+on_refresh_stored(enum fence_result r, void *arg)
+{
+	struct refresh *rf = arg;
+
+	assert(rf->magic == REFRESH_MAGIC);
+	rf->op = NULL;
+	switch (r) {
+	case FENCE_OK:		/* the script also deleted the lock */
+		rf->rep.stored = 1;
+		STAT_INC(rf->px->stats, rf->route, stores);
+		if (entry_state(rf->rep.entry, util_now_ms()) == ENTRY_FRESH)
+			l1_put(rf->px->l1, rf->rep.variant[0] != '\0' ?
+			    rf->rep.variant : rf->key, rf->rep.entry);
+		rf->step = RF_DONE;
+		break;
+	case FENCE_LOST:
+		mark_lost(rf);
+		rf->step = RF_DONE;
+		break;
+	case FENCE_ERROR:	/* maybe not stored: let the lock go */
+		rf->step = RF_RELEASE;
+		break;
+	}
+	refresh_run(rf);
+}
+
+static void
+on_refresh_released(enum fence_result r, void *arg)
+{
+	struct refresh *rf = arg;
+
+	assert(rf->magic == REFRESH_MAGIC);
+	rf->op = NULL;
+	if (r == FENCE_LOST)
+		mark_lost(rf);
+	rf->step = RF_DONE;
+	refresh_run(rf);
+}
+
+static int
+refresh_fetch(struct refresh *rf)
+{
+	const struct conf *conf = rf->px->conf;
+	const struct conf_route *rt = &rf->rt;
+	struct upstream_request ur = {
+		.method = "GET",
+		.url = rf->url,
+		.headers = &rf->headers,
+		.connect_timeout_ms = conf->upstream_connect_timeout_ms,
+		.timeout_ms = conf->upstream_timeout_ms,
+		.max_body_bytes = PASS_BODY_MAX,	/* larger: not stored */
+	};
+
+	rf->fetch_start_us = util_mono_us();
+	STAT_INC(rf->px->stats, rf->route, upstream_fetches);
+	rf->fetch = upstream_fetch(rf->px->upstream, &ur, on_refresh_fetched, rf);
+	if (rf->fetch == NULL)
+		return -1;
+	if (rf->rep.mode == RF_LOCKED)
+		timer_arm(rf->renew_ev, rt->lock_ttl_ms / RENEW_DIVISOR);
+	return 0;
+}
+
+/* Redis keeps an entry while it may be served (stale, or on errors), and
+ * one with validators a while longer, to be revalidated with a 304. */
+static int64_t
+expire_at(const struct refresh *rf)
+{
+	const struct cache_entry *e = rf->rep.entry;
+	int64_t at = MAX(e->stale_until_ms, e->fresh_until_ms + rf->sie_ms);
+
+	if (evhttp_find_header(&e->headers, "ETag") != NULL ||
+	    evhttp_find_header(&e->headers, "Last-Modified") != NULL)
+		at = MAX(at, e->stored_ms + KEEP_VALIDATORS_MS);
+	return at;
+}
+
+static void
+refresh_run(struct refresh *rf)
+{
+	struct proxy *px = rf->px;
+	const struct conf_route *rt = &rf->rt;
+
+	assert(rf->magic == REFRESH_MAGIC);
+	for (;;) {
+		switch (rf->step) {
+		case RF_LOCK:
+			if (rf->rep.mode == RF_DIRECT) {
+				rf->step = RF_FETCH;
+				continue;
+			}
+			rf->op = lock_acquire(px->cache, rf->key, rf->token,
+			    rt->lock_ttl_ms, rf->seen_gen, on_refresh_lock, rf);
+			if (rf->op == NULL) {
+				rf->rep.result = RFR_REDIS_ERROR;
+				rf->step = RF_DONE;
+				continue;
+			}
+			return;
+		case RF_FETCH:
+			if (refresh_fetch(rf) == -1) {
+				rf->rep.result = RFR_UPSTREAM_ERROR;
+				rf->rep.uerr = UPSTREAM_ERR_PROTOCOL;
+				rf->step = RF_RELEASE;
+				continue;
+			}
+			return;
+		case RF_STORE:
+			rf->op = cache_store(px->cache, rf->key, rf->token,
+			    rf->rep.entry, expire_at(rf),
+			    rf->marker != NULL ? rf->rep.variant : NULL, rf->marker,
+			    on_refresh_stored, rf);
+			if (rf->op == NULL) {
+				rf->step = RF_RELEASE;
+				continue;
+			}
+			return;
+		case RF_RELEASE:
+			if (rf->rep.mode == RF_DIRECT || rf->lost) {
+				rf->step = RF_DONE;
+				continue;
+			}
+			rf->op = lock_release(px->cache, rf->key, rf->token,
+			    rf->rep.failure[0] != '\0' ? rf->rep.failure : NULL,
+			    MIN(BACKOFF_BASE_MS, rt->error_backoff_ms),
+			    rt->error_backoff_ms, on_refresh_released, rf);
+			if (rf->op == NULL) {
+				rf->step = RF_DONE;
+				continue;
+			}
+			return;
+		case RF_DONE:
+			refresh_end(rf);
+			return;
+		}
+	}
+}
+
+/*
+ * It copies what it needs from a and keeps no pointer to its starter
+ * (only cb's arg). a->base, if any, is revalidated: its ETag and
+ * Last-Modified are sent.
+ */
+struct refresh *
+refresh_start(struct proxy *px, const struct refresh_args *a,
+    refresh_done_cb *cb, void *arg)
+{
+	struct cache_entry *base = a->base;
+	const char *etag, *lm;
+	struct refresh *rf;
+	size_t urllen;
+
+	if ((rf = calloc(1, sizeof(*rf))) == NULL)
+		return NULL;
+	rf->magic = REFRESH_MAGIC;
+	rf->px = px;
+	rf->rep.mode = a->mode;
+	rf->step = RF_LOCK;
+	rf->route = a->route;
+	rf->rt = *a->rt;
+	rf->authorized = a->authorized;
+	rf->rep.fetch_ms = -1;
+	rf->cb = cb;
+	rf->cb_arg = arg;
+	TAILQ_INIT(&rf->headers);
+	snprintf(rf->key, sizeof(rf->key), "%s", a->key);
+	snprintf(rf->seen_gen, sizeof(rf->seen_gen), "%s", a->seen_gen);
+	urllen = strlen(px->conf->upstream_url) + strlen(a->uri) + 1;
+	if ((rf->url = malloc(urllen)) == NULL)
+		goto fail;
+	snprintf(rf->url, urllen, "%s%s", px->conf->upstream_url, a->uri);
+	hdr_copy(a->headers, &rf->headers, 0);
+	if (base != NULL && base->status == 200 && a->mode == RF_LOCKED) {
+		rf->base = entry_ref(base);
+		if ((etag = evhttp_find_header(&base->headers, "ETag")) != NULL)
+			evhttp_add_header(&rf->headers, "If-None-Match", etag);
+		if ((lm = evhttp_find_header(&base->headers,
+		    "Last-Modified")) != NULL)
+			evhttp_add_header(&rf->headers, "If-Modified-Since", lm);
+	}
+	if (util_random_token(rf->token) == -1)
+		goto fail;
+	rf->renew_ev = evtimer_new(px->base, on_renew_tick, rf);
+	rf->done_ev = event_new(px->base, -1, 0, on_refresh_done, rf);
+	if (rf->renew_ev == NULL || rf->done_ev == NULL)
+		goto fail;
+	if (a->mode == RF_LOCKED && dict_get(px->refreshes, rf->key) == NULL &&
+	    dict_set(px->refreshes, rf->key, rf) == 0)
+		rf->registered = 1;
+	TAILQ_INSERT_TAIL(&all_refreshes, rf, link);
+	px->nrefreshes++;
+	refresh_run(rf);
+	return rf;
+fail:
+	if (rf->renew_ev != NULL)
+		event_free(rf->renew_ev);
+	if (rf->done_ev != NULL)
+		event_free(rf->done_ev);
+	evhttp_clear_headers(&rf->headers);
+	entry_unref(&rf->base);
+	free(rf->url);
+	free(rf);
+	return NULL;
+}
+
+/* ================================================================
+ * flight
+ * ================================================================ */
+
+
+int
+refresh_running(struct proxy *px, const char *key)
+{
+	return dict_get(px->refreshes, key) != NULL;
+}
+
+void
+refresh_detach(struct refresh *rf)
+{
+	assert(rf->magic == REFRESH_MAGIC);
+	rf->cb = NULL;
+}
+
+/*
+ * Past the stop deadline: every fetch that holds a lock gives it up and
+ * releases the lock, so the fleet does not wait out lock_ttl. Releases
+ * finish asynchronously.
+ */
+void
+refresh_abandon_all(void)
+{
+	struct refresh *rf;
+
+	TAILQ_FOREACH(rf, &all_refreshes, link) {
+		if (rf->step != RF_FETCH)
+			continue;	/* a Redis reply is due within its timeout */
+		upstream_cancel(&rf->fetch);
+		evtimer_del(rf->renew_ev);
+		cache_op_cancel(&rf->renew_op);
+		rf->rep.result = RFR_UPSTREAM_ERROR;
+		rf->rep.uerr = UPSTREAM_ERR_PROTOCOL;
+		rf->step = RF_RELEASE;	/* no failure: no backoff */
+		refresh_run(rf);
+	}
+}
+
+/* A reload: each counts under the route of its prefix, if any. */
+void
+refresh_remap(const struct conf *new)
+{
+	struct refresh *rf;
+
+	TAILQ_FOREACH(rf, &all_refreshes, link)
+		rf->route = conf_route_index(new, rf->rt.prefix);
+}
+
+/* Gives up every fetch now (its lock expires after lock_ttl). */
+void
+refresh_shutdown_all(void)
+{
+	struct refresh *rf;
+
+	while ((rf = TAILQ_FIRST(&all_refreshes)) != NULL) {
+		rf->cb = NULL;
+		if (rf->step != RF_DONE)
+			refresh_end(rf);
+		event_del(rf->done_ev);
+		on_refresh_done(-1, 0, rf);
+	}
+}

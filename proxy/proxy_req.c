@@ -1,0 +1,559 @@
+/*
+ * struct req: one client request, from its head to its one reply.
+ *
+ *	RECV -> PASS (uncacheable: straight to the upstream)
+ *	     -> JOIN (wait for this key's flight)
+ *	     -> DELIVER -> FINISH
+ *
+ * A cacheable request joins the flight of its key (proxy_flight.c), which
+ * hands it its answer; a near-cache hit is delivered without one.
+ */
+
+#include <assert.h>
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "cache/cache.h"
+#include "cache/cache_entry.h"
+#include "cache/cache_key.h"
+#include "cache/cache_l1.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "proxy/proxy.h"
+#include "proxy/proxy_flow.h"
+#include "proxy/proxy_hdr.h"
+#include "upstream/upstream.h"
+
+#define REQ_MAGIC		0x52455155u	/* "REQU" */
+#define CACHE_STATUS_MAX	160
+#define VIA_TOKEN		"1.1 corral"
+#define VIA_MAX			1024	/* the origin's Via lines, joined */
+
+/* Every live request, for a drain and for shutdown. */
+static TAILQ_HEAD(, req)	all_reqs = TAILQ_HEAD_INITIALIZER(all_reqs);
+
+static void req_run(struct req *req);
+
+char *
+req_client_address(struct req *req)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req->ev);
+	char *peer = NULL;
+	ev_uint16_t port;
+
+	if (evcon != NULL)
+		evhttp_connection_get_peer(evcon, &peer, &port);
+	return peer;
+}
+
+/* Who asked: X-Forwarded-Host, X-Forwarded-For. */
+void
+req_forward_headers(struct req *req, struct evkeyvalq *dst, int flags)
+{
+	char *peer;
+
+	hdr_copy(evhttp_request_get_input_headers(req->ev), dst, flags);
+	if (req->host[0] != '\0')
+		evhttp_add_header(dst, "X-Forwarded-Host", req->host);
+	if ((peer = req_client_address(req)) != NULL)
+		evhttp_add_header(dst, "X-Forwarded-For", peer);
+}
+
+static void
+on_body_sent(const void *data, size_t len, void *arg)
+{
+	struct cache_entry *e = arg;
+
+	entry_unref(&e);
+}
+
+/* Writes v in decimal to out (24 bytes); returns out. */
+static const char *
+fmt_uint(uint64_t v, char out[24])
+{
+	char *p = out + 23;
+
+	*p = '\0';
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	return p;
+}
+
+/* Sends the one reply this request gets; returns the body bytes sent. */
+static uint64_t
+deliver(struct req *req)
+{
+	struct evkeyvalq *out = evhttp_request_get_output_headers(req->ev);
+	struct cache_entry *e = req->entry;
+	char cs[CACHE_STATUS_MAX], num[24], line[VIA_MAX];
+	int cached = req->pass_kind == OUT_NONE;	/* not passed through */
+	const char *origin_age = NULL;
+	const struct evkeyval *h;
+	size_t via_len = 0;
+	int has_date = 0;
+	struct evbuffer *body;
+	uint64_t sent;
+	int code, status;
+
+	if (e == NULL) {
+		code = error_code(req);
+		cache_status(req, code, cs, sizeof(cs));
+		evhttp_add_header(out, "Cache-Status", cs);
+		evhttp_add_header(out, "Content-Type", "text/plain");
+		evhttp_add_header(out, "Connection", "close");
+		if ((body = evbuffer_new()) != NULL)
+			evbuffer_add_printf(body, "%d %s\n", code,
+			    error_text(req, code));
+		sent = body != NULL && !req->head ? evbuffer_get_length(body) : 0;
+		evhttp_send_reply(req->ev, code, NULL, req->head ? NULL : body);
+		if (body != NULL)
+			evbuffer_free(body);
+		return sent;
+	}
+
+	status = e->status;
+	/*
+	 * One pass over the entry's headers, the hot path of every hit: they
+	 * are end-to-end already (filtered when the entry was made); Via and,
+	 * from the cache, Age are ours to rewrite.
+	 */
+	line[0] = '\0';
+	TAILQ_FOREACH(h, &e->headers, next) {
+		if (strcasecmp(h->key, "Via") == 0) {
+			via_len += snprintf(line + via_len, sizeof(line) - via_len,
+			    "%s, ", h->value);
+			if (via_len >= sizeof(line))
+				via_len = sizeof(line) - 1;
+		} else if (cached && strcasecmp(h->key, "Age") == 0)
+			origin_age = h->value;
+		else if (strcasecmp(h->key, "Content-Length") != 0) {
+			if (!has_date && strcasecmp(h->key, "Date") == 0)
+				has_date = 1;
+			evhttp_add_header(out, h->key, h->value);
+		}
+	}
+	if (via_len > 0) {
+		/* Every hop the origin's Via lists, then ours. */
+		snprintf(line + via_len, sizeof(line) - via_len, VIA_TOKEN);
+		evhttp_add_header(out, "Via", line);
+	} else {
+		evhttp_add_header(out, "Via", VIA_TOKEN);
+	}
+	if (req->px->draining)
+		evhttp_add_header(out, "Connection", "close");
+	/* fwd-status: what the upstream said, a 304 for a revalidation. */
+	cache_status(req, req->upstream_status != 0 ? req->upstream_status :
+	    e->status, cs, sizeof(cs));
+	evhttp_add_header(out, "Cache-Status", cs);
+	if (cached) {
+		/* The origin's Age (if it is a cache too) plus our time. */
+		int64_t age = (util_now_ms() - e->stored_ms) / 1000;
+		if (origin_age != NULL && isdigit((unsigned char)*origin_age))
+			age += strtoll(origin_age, NULL, 10);
+		evhttp_add_header(out, "Age", fmt_uint(age > 0 ? (uint64_t)age : 0,
+		    num));
+		if (!has_date) {
+			hdr_format_date(e->stored_ms, line, sizeof(line));
+			evhttp_add_header(out, "Date", line);
+		}
+		if (status == 200 && req->conditional && hdr_not_modified(
+		    evhttp_request_get_input_headers(req->ev), &e->headers)) {
+			STAT_INC(req->px->stats, req->route, not_modified);
+			evhttp_remove_header(out, "Content-Type");
+			evhttp_send_reply(req->ev, HTTP_NOTMODIFIED, NULL, NULL);
+			return 0;
+		}
+	}
+	if (req->head || e->body_len == 0) {
+		if (req->head && e->status != 204 && e->status != 304) {
+			snprintf(num, sizeof(num), "%zu", e->body_len);
+			evhttp_add_header(out, "Content-Length",
+			    req->head_length[0] != '\0' ? req->head_length : num);
+		}
+		evhttp_send_reply(req->ev, e->status, NULL, NULL);
+		return 0;
+	}
+	if ((body = evbuffer_new()) == NULL ||
+	    evbuffer_add_reference(body, e->body, e->body_len, on_body_sent,
+	    entry_ref(e)) == -1) {
+		if (body != NULL) {
+			entry_unref(&e);	/* the reference just taken */
+			evbuffer_free(body);
+		}
+		evhttp_send_reply(req->ev, HTTP_SERVUNAVAIL, NULL, NULL);
+		return 0;
+	}
+	evhttp_send_reply(req->ev, e->status, NULL, body);
+	evbuffer_free(body);
+	return e->body_len;
+}
+
+static void
+req_finish(struct req *req)
+{
+	struct proxy *px = req->px;
+
+	assert(req->magic == REQ_MAGIC);
+	upstream_cancel(&req->fetch);
+	flight_leave(req);
+	req->waited_us = util_mono_us() - req->t_join_us;	/* measured once */
+	log_access(req, deliver(req));
+	count_outcome(req);
+	TAILQ_REMOVE(&all_reqs, req, all_link);
+	px->nrequests--;
+	entry_unref(&req->entry);
+	free(req->uri);
+	free(req->host);
+	req->magic = 0;
+	free(req);
+}
+
+static void
+on_pass_fetched(struct upstream_response *resp, void *arg)
+{
+	struct req *req = arg;
+
+	assert(req->magic == REQ_MAGIC);
+	req->fetch = NULL;
+	req->upstream_ms = resp->elapsed_ms;
+	count_upstream(req->px, req->route, resp);
+	if (resp->result != UPSTREAM_OK) {
+		log_warn("upstream %s: %s (%s)", req->uri,
+		    upstream_result_name(resp->result), resp->error);
+		req->outcome = OUT_UPSTREAM_ERROR;
+		req->uerr = resp->result;
+	} else {
+		const char *cl = evhttp_find_header(&resp->headers,
+		    "Content-Length");
+		if (req->head && cl != NULL)
+			snprintf(req->head_length, sizeof(req->head_length),
+			    "%s", cl);
+		req->entry = entry_from_response(resp, "", 0);
+		req->outcome = req->entry != NULL ? req->pass_kind :
+		    OUT_UNAVAILABLE;
+		/* RFC 9111 4.4: a successful unsafe request invalidates: this
+		 * process's copy at once, Redis's (queued ahead of any later
+		 * lookup) and the fleet's by the broadcast. */
+		if (req->key[0] != '\0' && resp->status < 400) {
+			l1_drop(req->px->l1, req->key);
+			if (cache_invalidate(req->px->cache, req->key, NULL,
+			    NULL) != NULL)
+				STAT_INC(req->px->stats, req->route,
+				    invalidations);
+		}
+	}
+	upstream_response_free(&resp);
+	req->step = REQ_DELIVER;
+	req_run(req);
+}
+
+static int
+pass_start(struct req *req)
+{
+	struct proxy *px = req->px;
+	struct evbuffer *in = evhttp_request_get_input_buffer(req->ev);
+	struct evkeyvalq headers;
+	size_t urllen = strlen(px->conf->upstream_url) + strlen(req->uri) + 1;
+	char *url;
+	const char *method = method_name(evhttp_request_get_command(req->ev));
+	struct upstream_request ur;
+
+	if ((url = malloc(urllen)) == NULL)
+		return -1;
+	snprintf(url, urllen, "%s%s", px->conf->upstream_url, req->uri);
+	TAILQ_INIT(&headers);
+	req_forward_headers(req, &headers, HDR_DROP_HOST | HDR_DROP_LENGTH);
+	memset(&ur, 0, sizeof(ur));
+	ur.method = method;
+	ur.url = url;
+	ur.headers = &headers;
+	ur.body_len = evbuffer_get_length(in);
+	ur.body = ur.body_len > 0 ? evbuffer_pullup(in, -1) : NULL;
+	ur.connect_timeout_ms = px->conf->upstream_connect_timeout_ms;
+	ur.timeout_ms = px->conf->upstream_timeout_ms;
+	ur.max_body_bytes = PASS_BODY_MAX;
+	STAT_INC(px->stats, req->route, upstream_fetches);
+	req->fetch = upstream_fetch(px->upstream, &ur, on_pass_fetched, req);
+	evhttp_clear_headers(&headers);
+	free(url);
+	return req->fetch != NULL ? 0 : -1;
+}
+
+/*
+ * What a proxy must not forward: 0, or the 4xx to answer with. libevent
+ * reads up to HEADER_SLACK times max_header_bytes, so that the limit
+ * itself is ours to enforce with a 431 rather than its generic 400.
+ */
+static int
+request_problem(struct req *req)
+{
+	const struct evkeyval *h;
+	size_t bytes = strlen(evhttp_request_get_uri(req->ev)) +
+	    sizeof(" HTTP/1.1\r\n");
+	int lengths = 0, chunked = 0;
+
+	/* One pass, which also notes what later steps ask of the headers. */
+	TAILQ_FOREACH(h, evhttp_request_get_input_headers(req->ev), next) {
+		bytes += strlen(h->key) + strlen(h->value) + sizeof(": \r\n") - 1;
+		if (strcasecmp(h->key, "Content-Length") == 0)
+			lengths++;
+		else if (strcasecmp(h->key, "Transfer-Encoding") == 0)
+			chunked = 1;
+		else if (strcasecmp(h->key, "Authorization") == 0 ||
+		    strcasecmp(h->key, "Cookie") == 0)
+			req->credentials = 1;
+		else if (strcasecmp(h->key, "If-None-Match") == 0 ||
+		    strcasecmp(h->key, "If-Modified-Since") == 0)
+			req->conditional = 1;
+	}
+	if (bytes > (size_t)req->px->conf->max_header_bytes)
+		return HTTP_HEADERS_TOO_LARGE;
+	/* Two lengths, or a length and chunking: a smuggling attempt. */
+	if (lengths > 1 || (lengths > 0 && chunked))
+		return HTTP_BADREQUEST;
+	return 0;
+}
+
+/*
+ * A fresh entry in this process's memory answers without a Redis round
+ * trip. When early refresh may be due, the request takes the usual path
+ * instead, so that the refresh can start.
+ */
+static int
+near_hit(struct req *req, const struct conf_route *rt)
+{
+	struct cache_entry *e = l1_get(req->px->l1, req->key, util_now_ms());
+
+	if (e == NULL)
+		return 0;
+	if (xfetch_due(rt, e)) {
+		/* Due: the flight refreshes without drawing again. */
+		req->early_due = 1;
+		entry_unref(&e);
+		return 0;
+	}
+	req->entry = e;
+	req->outcome = OUT_HIT;
+	STAT_INC(req->px->stats, req->route, near_hits);
+	return 1;
+}
+
+/* A method that changes the resource (RFC 9110 9.2.1). */
+static int
+unsafe(enum evhttp_cmd_type cmd)
+{
+	return cmd == EVHTTP_REQ_POST || cmd == EVHTTP_REQ_PUT ||
+	    cmd == EVHTTP_REQ_DELETE || cmd == EVHTTP_REQ_PATCH;
+}
+
+/* Decides how the request is served. */
+static void
+req_recv(struct req *req)
+{
+	struct proxy *px = req->px;
+	const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req->ev);
+	struct evkeyvalq *in = evhttp_request_get_input_headers(req->ev);
+	enum evhttp_cmd_type cmd = evhttp_request_get_command(req->ev);
+	const char *path = u != NULL ? evhttp_uri_get_path(u) : NULL;
+	const char *query = u != NULL ? evhttp_uri_get_query(u) : NULL;
+	const char *host = evhttp_find_header(in, "Host");
+	const struct conf_route *rt;
+	size_t len;
+
+	if (path == NULL || path[0] == '\0')
+		path = "/";
+	len = strlen(path) + (query != NULL ? strlen(query) + 1 : 0) + 1;
+	req->host = strdup(host != NULL ? host : "");
+	if ((req->uri = malloc(len)) == NULL || req->host == NULL) {
+		req->outcome = OUT_UNAVAILABLE;
+		req->step = REQ_DELIVER;
+		return;
+	}
+	snprintf(req->uri, len, "%s%s%s", path, query != NULL ? "?" : "",
+	    query != NULL ? query : "");
+	rt = conf_route_match(px->conf, path);
+	req->route = rt != NULL ? (int)(rt - px->conf->routes) : -1;
+	req->head = cmd == EVHTTP_REQ_HEAD;
+	STAT_INC(px->stats, req->route, requests);
+
+	if ((req->reject_code = request_problem(req)) != 0) {
+		log_info("rejected %s: %d", req->uri, req->reject_code);
+		req->outcome = OUT_REJECTED;
+		req->step = REQ_DELIVER;
+	} else if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+		/* If it succeeds, the cached entry of its URL is dropped
+		 * (with no memory for the key, it is not). */
+		if (rt != NULL && unsafe(cmd) && cache_key_for(host, path,
+		    query, rt->sort_query, req->key) == -1)
+			req->key[0] = '\0';
+		req->pass_kind = OUT_METHOD;
+		req->step = REQ_PASS;
+	} else if (rt == NULL || (!rt->cache_authorized && req->credentials)) {
+		req->pass_kind = OUT_BYPASS;
+		req->step = REQ_PASS;
+	} else if (cache_key_for(host, path, query, rt->sort_query,
+	    req->key) == -1) {
+		req->outcome = OUT_UNAVAILABLE;
+		req->step = REQ_DELIVER;
+	} else {
+		variant_key(px, req->key, in);
+		req->step = near_hit(req, rt) ? REQ_DELIVER : REQ_JOIN;
+	}
+}
+
+static void
+req_run(struct req *req)
+{
+	assert(req->magic == REQ_MAGIC);
+	for (;;) {
+		switch (req->step) {
+		case REQ_RECV:
+			req_recv(req);
+			continue;
+		case REQ_PASS:
+			if (req->pass_kind == OUT_NONE)
+				req->pass_kind = OUT_BYPASS;
+			if (pass_start(req) == -1) {
+				req->outcome = OUT_UNAVAILABLE;
+				req->step = REQ_DELIVER;
+				continue;
+			}
+			return;
+		case REQ_JOIN:
+			req->t_join_us = util_mono_us();
+			req->step = REQ_DELIVER;	/* when the flight ends */
+			if (flight_join(req->px, req, req->key, req->uri,
+			    req->route, req->early_due) == -1) {
+				req->outcome = OUT_UNAVAILABLE;
+				continue;
+			}
+			return;		/* req may be answered already */
+		case REQ_DELIVER:
+		case REQ_FINISH:
+			req->step = REQ_FINISH;
+			req_finish(req);
+			return;
+		}
+	}
+}
+
+void
+flow_recv(struct proxy *px, struct evhttp_request *ev)
+{
+	struct req *req;
+
+	assert(px->magic == PROXY_MAGIC);
+	if ((req = calloc(1, sizeof(*req))) == NULL) {
+		evhttp_send_error(ev, HTTP_SERVUNAVAIL, NULL);
+		return;
+	}
+	req->magic = REQ_MAGIC;
+	req->px = px;
+	req->ev = ev;
+	req->step = REQ_RECV;
+	req->route = -1;
+	req->upstream_ms = -1;
+	req->t_start_us = req->t_join_us = util_mono_us();
+	TAILQ_INSERT_TAIL(&all_reqs, req, all_link);
+	px->nrequests++;
+	req_run(req);
+}
+
+/*
+ * Past the stop deadline: every fetch that holds a lock gives it up and
+ * releases the lock (so the fleet does not wait out lock_ttl), and every
+ * client still waiting gets a 503. Releases finish asynchronously.
+ */
+
+void
+req_answer(struct req *req, const struct handover *h)
+{
+	assert(req->magic == REQ_MAGIC);
+	req->outcome = h->outcome;
+	req->entry = h->entry;
+	req->uerr = h->uerr;
+	req->not_forwarded = h->not_forwarded;
+	snprintf(req->failure, sizeof(req->failure), "%s", h->failure);
+	if (h->upstream_ms >= 0)
+		req->upstream_ms = h->upstream_ms;
+	if (h->upstream_status != 0)
+		req->upstream_status = h->upstream_status;
+	req->step = REQ_DELIVER;
+	req_run(req);
+}
+
+void
+req_pass(struct req *req)
+{
+	assert(req->magic == REQ_MAGIC);
+	req->step = REQ_PASS;
+	req_run(req);
+}
+
+void
+req_to_variant(struct req *req, const char *spec)
+{
+	char id[CACHE_VARIANT_MAX];
+	size_t base = strcspn(req->key, "\n");
+
+	assert(req->magic == REQ_MAGIC);
+	variant_id(spec, req_headers(req), id);
+	snprintf(req->key + base, sizeof(req->key) - base, "\n%s", id);
+	req->step = REQ_JOIN;
+	req_run(req);
+}
+
+struct evkeyvalq *
+req_headers(const struct req *req)
+{
+	return evhttp_request_get_input_headers(req->ev);
+}
+
+/* Past the stop deadline: a request that waits on its own fetch gets a
+ * 503 now. */
+void
+req_abandon_all(void)
+{
+	struct req *req, *next;
+
+	for (req = TAILQ_FIRST(&all_reqs); req != NULL; req = next) {
+		next = TAILQ_NEXT(req, all_link);
+		if (req->fetch == NULL)
+			continue;
+		req->outcome = OUT_UNAVAILABLE;
+		req_finish(req);
+	}
+}
+
+void
+req_remap(const struct conf *old, const struct conf *new)
+{
+	struct req *req;
+
+	TAILQ_FOREACH(req, &all_reqs, all_link)
+		if (req->route >= 0)
+			req->route = conf_route_index(new,
+			    old->routes[req->route].prefix);
+}
+
+void
+req_shutdown_all(void)
+{
+	struct req *req;
+
+	while ((req = TAILQ_FIRST(&all_reqs)) != NULL) {
+		req->outcome = OUT_UNAVAILABLE;
+		req_finish(req);
+	}
+}

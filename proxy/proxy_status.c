@@ -1,0 +1,302 @@
+/*
+ * What a request's answer is called, everywhere it is reported: the
+ * Cache-Status header, the text of an answer Corral makes up, the
+ * counters, and the access-log record.
+ */
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/http.h>
+#include <event2/http_struct.h>
+#include <event2/keyvalq_struct.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "proxy/proxy.h"
+#include "proxy/proxy_flow.h"
+#include "proxy/proxy_log.h"
+#include "proxy/proxy_stats.h"
+
+static int64_t
+seconds_stale(const struct cache_entry *e, int64_t now)
+{
+	int64_t late = (now - e->fresh_until_ms + 999) / 1000;
+
+	return late > 0 ? late : 1;
+}
+
+void
+cache_status(const struct req *req, int fwd_status, char *out, size_t outlen)
+{
+	const struct cache_entry *e = req->entry;
+	int64_t now = util_now_ms();
+
+	switch (req->outcome) {
+	case OUT_HIT:
+		snprintf(out, outlen, "corral; hit; ttl=%" PRId64,
+		    (e->fresh_until_ms - now) / 1000);
+		break;
+	case OUT_STALE:
+		snprintf(out, outlen, "corral; hit; ttl=-%" PRId64,
+		    seconds_stale(e, now));
+		break;
+	case OUT_STORED:
+		snprintf(out, outlen, "corral; fwd=miss; fwd-status=%d; stored",
+		    fwd_status);
+		break;
+	case OUT_FETCHED:
+		snprintf(out, outlen, "corral; fwd=miss; fwd-status=%d",
+		    fwd_status);
+		break;
+	case OUT_COLLAPSED:
+		snprintf(out, outlen,
+		    "corral; fwd=miss; fwd-status=%d; collapsed", fwd_status);
+		break;
+	case OUT_WAIT_TIMEOUT:
+		snprintf(out, outlen, "corral; fwd=miss; fwd-status=%d; "
+		    "detail=lock-wait-timeout", fwd_status);
+		break;
+	case OUT_DEGRADED:
+		snprintf(out, outlen, "corral; fwd=miss; fwd-status=%d; "
+		    "detail=cache-unavailable", fwd_status);
+		break;
+	case OUT_BYPASS:
+		snprintf(out, outlen, "corral; fwd=bypass; fwd-status=%d",
+		    fwd_status);
+		break;
+	case OUT_METHOD:
+		snprintf(out, outlen, "corral; fwd=method; fwd-status=%d",
+		    fwd_status);
+		break;
+	case OUT_UPSTREAM_ERROR:
+		snprintf(out, outlen, "corral; fwd=%s; detail=upstream-error",
+		    req->pass_kind == OUT_METHOD ? "method" :
+		    req->pass_kind == OUT_BYPASS ? "bypass" : "miss");
+		break;
+	case OUT_STALE_ERROR: {
+		int st = atoi(req->failure);
+		char fs[32] = "";
+		if (req->not_forwarded) {
+			/* The key backs off: nothing went upstream. */
+			snprintf(out, outlen, "corral; hit; ttl=-%" PRId64
+			    "; detail=stale-if-error", seconds_stale(e, now));
+			break;
+		}
+		if (st > 0)
+			snprintf(fs, sizeof(fs), "fwd-status=%d; ", st);
+		snprintf(out, outlen, "corral; fwd=stale; %sttl=-%" PRId64
+		    "; detail=stale-if-error", fs, seconds_stale(e, now));
+		break;
+	}
+	case OUT_BACKOFF:
+		snprintf(out, outlen, "corral; detail=error-backoff");
+		break;
+	case OUT_REJECTED:
+		snprintf(out, outlen, "corral; detail=rejected");
+		break;
+	case OUT_UNAVAILABLE:
+	case OUT_NONE:
+		snprintf(out, outlen, "corral; detail=unavailable");
+		break;
+	}
+}
+
+int
+error_code(const struct req *req)
+{
+	int st;
+
+	switch (req->outcome) {
+	case OUT_REJECTED:
+		return req->reject_code;
+	case OUT_UPSTREAM_ERROR:
+		return req->uerr == UPSTREAM_ERR_TIMEOUT ?
+		    HTTP_GATEWAY_TIMEOUT : HTTP_BAD_GATEWAY;
+	case OUT_BACKOFF:
+		if (strcmp(req->failure, "timeout") == 0)
+			return HTTP_GATEWAY_TIMEOUT;
+		st = atoi(req->failure);
+		return st >= 500 && st <= 599 ? st : HTTP_BAD_GATEWAY;
+	default:
+		return HTTP_SERVUNAVAIL;
+	}
+}
+
+const char *
+error_text(const struct req *req, int code)
+{
+	switch (req->outcome) {
+	case OUT_REJECTED:
+		return code == HTTP_HEADERS_TOO_LARGE ?
+		    "request headers too large" : "bad request";
+	case OUT_UPSTREAM_ERROR:
+		return code == HTTP_GATEWAY_TIMEOUT ? "upstream timed out" :
+		    "upstream unavailable";
+	case OUT_BACKOFF:
+		return "upstream failing; retrying after a backoff";
+	default:
+		return "service unavailable";
+	}
+}
+
+void
+count_outcome(struct req *req)
+{
+	struct stats *st = req->px->stats;
+	int r = req->route;
+	uint64_t waited_ms = (uint64_t)req->waited_us / 1000;
+
+	switch (req->outcome) {
+	case OUT_HIT:
+		STAT_INC(st, r, hits);
+		break;
+	case OUT_STALE:
+		STAT_INC(st, r, stale_hits);
+		break;
+	case OUT_STALE_ERROR:
+		STAT_INC(st, r, stale_hits);
+		STAT_INC(st, r, stale_if_error);
+		break;
+	case OUT_REJECTED:
+		STAT_INC(st, r, rejected);
+		break;
+	case OUT_STORED:
+	case OUT_FETCHED:
+	case OUT_DEGRADED:
+		STAT_INC(st, r, misses);
+		break;
+	case OUT_COLLAPSED:
+	case OUT_WAIT_TIMEOUT:
+		if (req->outcome == OUT_COLLAPSED)
+			STAT_INC(st, r, collapsed);
+		else
+			STAT_INC(st, r, misses);
+		STAT_INC(st, r, waiters);
+		STAT_ADD(st, r, lock_wait_ms, waited_ms);
+		STAT_OBSERVE(st, r, lock_wait, req->waited_us / 1e6);
+		break;
+	case OUT_BYPASS:
+	case OUT_METHOD:
+		STAT_INC(st, r, bypass);
+		break;
+	case OUT_UPSTREAM_ERROR:
+	case OUT_BACKOFF:
+	case OUT_UNAVAILABLE:
+	case OUT_NONE:
+		STAT_INC(st, r, errors);
+		break;
+	}
+}
+
+
+void
+count_upstream(struct proxy *px, int route, const struct upstream_response *resp)
+{
+	struct stats *st = px->stats;
+
+	STAT_OBSERVE(st, route, upstream_duration, resp->elapsed_ms / 1000.0);
+	if (resp->result == UPSTREAM_ERR_TIMEOUT) {
+		STAT_INC(st, route, upstream_timeouts);
+		STAT_INC(st, route, upstream_errors);
+	} else if (resp->result != UPSTREAM_OK) {
+		STAT_INC(st, route, upstream_failures);
+		STAT_INC(st, route, upstream_errors);
+	} else if (resp->status >= 500) {
+		STAT_INC(st, route, upstream_5xx);
+		STAT_INC(st, route, upstream_errors);
+	} else if (resp->status >= 400) {
+		STAT_INC(st, route, upstream_4xx);
+	} else if (resp->status >= 300) {
+		STAT_INC(st, route, upstream_3xx);
+	} else {
+		STAT_INC(st, route, upstream_2xx);
+	}
+}
+
+const char *
+method_name(enum evhttp_cmd_type cmd)
+{
+	static const char *const names[] = {
+		"GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE",
+		"CONNECT", "PATCH",
+	};
+
+	for (size_t i = 0; i < ARRAY_LEN(names); i++)
+		if ((unsigned)cmd == (1u << i))
+			return names[i];
+	return "-";
+}
+
+/* The cache label of an outcome, as metrics and the access log name it. */
+static const char *
+outcome_label(enum outcome o)
+{
+	switch (o) {
+	case OUT_HIT:
+		return "hit";
+	case OUT_STALE:
+	case OUT_STALE_ERROR:
+		return "stale";
+	case OUT_STORED:
+	case OUT_FETCHED:
+	case OUT_WAIT_TIMEOUT:
+	case OUT_DEGRADED:
+		return "miss";
+	case OUT_COLLAPSED:
+		return "collapsed";
+	case OUT_BYPASS:
+	case OUT_METHOD:
+		return "bypass";
+	case OUT_UPSTREAM_ERROR:
+	case OUT_BACKOFF:
+	case OUT_REJECTED:
+	case OUT_UNAVAILABLE:
+	case OUT_NONE:
+		break;
+	}
+	return "error";
+}
+
+static void log_access_record(struct req *req, uint64_t bytes);
+
+void
+log_access(struct req *req, uint64_t bytes)
+{
+	if (req->px->access_log == NULL && LOGL_DEBUG > log_current_level)
+		return;		/* nobody would read the record */
+	log_access_record(req, bytes);
+}
+
+static void
+log_access_record(struct req *req, uint64_t bytes)
+{
+	struct evkeyvalq *in = evhttp_request_get_input_headers(req->ev);
+	int waited = req->outcome == OUT_COLLAPSED ||
+	    req->outcome == OUT_WAIT_TIMEOUT;
+	char *client = req_client_address(req);
+	int64_t now = util_mono_us();
+	struct access_record r = {
+		.client = client != NULL ? client : "-",
+		.method = method_name(evhttp_request_get_command(req->ev)),
+		.uri = req->uri != NULL ? req->uri :
+		    evhttp_request_get_uri(req->ev),
+		.status = evhttp_request_get_response_code(req->ev),
+		.bytes = bytes,
+		.referer = evhttp_find_header(in, "Referer"),
+		.user_agent = evhttp_find_header(in, "User-Agent"),
+		.cache = outcome_label(req->outcome),
+		.route = req->route >= 0 ?
+		    route_of(req->px, req->route)->prefix : NULL,
+		.upstream_ms = req->upstream_ms,
+		.lock_wait_ms = waited ? req->waited_us / 1000 : -1,
+		.total_ms = (now - req->t_start_us) / 1000,
+	};
+
+	r.proto_major = req->ev->major;	/* no accessor in libevent 2.1 */
+	r.proto_minor = req->ev->minor;
+	access_log_write(req->px, &r);
+}
+

@@ -1,0 +1,140 @@
+/*
+ * Vary: a response with Vary is stored as one variant of its key, "K\nID",
+ * where ID hashes the request's values of the headers it varies on; a
+ * marker at K names them. Each process remembers K's Vary so that later
+ * requests go straight to their variant.
+ */
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/dict.h"
+#include "proxy/proxy.h"
+#include "proxy/proxy_flow.h"
+
+#define VARY_KEYS_MAX		100000	/* keys whose Vary a process remembers */
+
+/*
+ * The next header name of a Vary list at *p that tells variants apart,
+ * with its length in *n, or NULL at the end; *p moves past it.
+ * Accept-Encoding never does: Corral asks the upstream for identity and
+ * stores only that.
+ */
+static const char *
+vary_next(const char **p, size_t *n)
+{
+	const char *name;
+
+	while (**p != '\0') {
+		while (**p == ' ' || **p == '\t' || **p == ',')
+			(*p)++;
+		name = *p;
+		*n = strcspn(name, ", \t");
+		*p += *n;
+		if (*n > 0 && !(*n == 15 &&
+		    strncasecmp(name, "accept-encoding", 15) == 0))
+			return name;
+	}
+	return NULL;
+}
+
+int
+vary_relevant(const char *spec)
+{
+	size_t n;
+
+	return vary_next(&spec, &n) != NULL;
+}
+
+static uint64_t
+fnv(uint64_t h, const char *s, size_t n, int fold)
+{
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)(fold ? tolower((unsigned char)s[i]) : s[i]);
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+/* The variant id of a request with these headers for a response that
+ * varies on spec. */
+void
+variant_id(const char *spec, const struct evkeyvalq *headers,
+    char out[CACHE_VARIANT_MAX])
+{
+	uint64_t h = 1469598103934665603ULL;
+	const struct evkeyval *kv;
+	const char *name;
+	size_t n;
+
+	while ((name = vary_next(&spec, &n)) != NULL) {
+		h = fnv(h, name, n, 1);
+		h = fnv(h, "\0", 1, 0);
+		TAILQ_FOREACH(kv, headers, next) {
+			if (strlen(kv->key) == n &&
+			    strncasecmp(kv->key, name, n) == 0) {
+				h = fnv(h, kv->value, strlen(kv->value), 0);
+				h = fnv(h, ",", 1, 0);
+			}
+		}
+		h = fnv(h, "\1", 1, 0);
+	}
+	snprintf(out, CACHE_VARIANT_MAX, "%016" PRIx64, h);
+}
+
+/* Remembers what key's responses vary on (bounded). */
+void
+vary_learn(struct proxy *px, const char *key, const char *spec)
+{
+	char *old = dict_get(px->vary, key), *copy;
+
+	if (old != NULL && strcmp(old, spec) == 0)
+		return;
+	if (old == NULL && dict_count(px->vary) >= VARY_KEYS_MAX)
+		return;		/* still correct: one more lookup each time */
+	if ((copy = strdup(spec)) == NULL)
+		return;
+	if (dict_set(px->vary, key, copy) == -1) {
+		free(copy);
+		return;
+	}
+	free(old);
+}
+
+/* Appends "\nID" to base for a request with these headers, when base is
+ * known to vary. */
+void
+variant_key(struct proxy *px, char key[FLOW_KEY_MAX + 1],
+    const struct evkeyvalq *headers)
+{
+	const char *spec = dict_get(px->vary, key);
+	char id[CACHE_VARIANT_MAX];
+
+	if (spec == NULL || strchr(key, '\n') != NULL)
+		return;
+	variant_id(spec, headers, id);
+	snprintf(key + strlen(key), FLOW_KEY_MAX + 1 - strlen(key), "\n%s", id);
+}
+
+static void
+free_spec(const char *key, void *value, void *arg)
+{
+	free(value);
+}
+
+void
+flow_free_vary(struct proxy *px)
+{
+	if (px->vary == NULL)
+		return;
+	dict_foreach(px->vary, free_spec, NULL);
+	dict_free(&px->vary);
+}
+
+/* ================================================================
+ * refresh
+ * ================================================================ */
