@@ -19,6 +19,7 @@
 
 #include "conf/conf.h"
 
+#include <arpa/inet.h>
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
@@ -84,6 +85,7 @@ enum type {
 	T_PREFIX,		/* T_STRING without '{', '}', space, control */
 	T_URL,			/* T_STRING: http(s)://host[:port][/path] */
 	T_STATUS_TTLS,		/* "404:30s,410:5m" into a conf_route */
+	T_CIDRS,		/* "10.0.0.0/8, ::1" into trusted_proxies */
 	T_FLOAT			/* double; min..max in thousandths */
 };
 
@@ -125,6 +127,8 @@ static const struct key keys[] = {
 	{ "client_timeout", SECT_SERVER, T_DURATION, "30s", 1 * MS_SECOND,
 	  1 * MS_HOUR, IN_CONF(client_timeout_ms),
 	  "client connection timeout" },
+	{ "trusted_proxies", SECT_SERVER, T_CIDRS, "", 0, CONF_CIDRS_MAX,
+	  IN_CONF(trusted_proxies), "peers whose X-Forwarded-* are kept" },
 	{ "max_connections", SECT_SERVER, T_INT, "10000", 1, 1000000,
 	  IN_CONF(max_connections), "client connections open at once" },
 	{ "shutdown_timeout", SECT_SERVER, T_DURATION, "10s", 0,
@@ -537,6 +541,101 @@ bad:
 	return -1;
 }
 
+/* "addr" or "addr/bits", IPv4 or IPv6, into *c. 0 or -1. */
+static int
+parse_cidr(const char *item, struct conf_cidr *c)
+{
+	char addr[INET6_ADDRSTRLEN + 1], *slash, *end;
+	long bits;
+	int max;
+
+	if (strlen(item) >= sizeof(addr) + 4)
+		return -1;
+	snprintf(addr, sizeof(addr), "%.*s", (int)strcspn(item, "/"), item);
+	memset(c, 0, sizeof(*c));
+	if (inet_pton(AF_INET, addr, c->addr) == 1) {
+		c->family = AF_INET;
+		max = 32;
+	} else if (inet_pton(AF_INET6, addr, c->addr) == 1) {
+		c->family = AF_INET6;
+		max = 128;
+	} else {
+		return -1;
+	}
+	c->bits = max;
+	if ((slash = strchr(item, '/')) != NULL) {
+		bits = strtol(slash + 1, &end, 10);
+		if (end == slash + 1 || *end != '\0' || bits < 0 || bits > max ||
+		    !isdigit((unsigned char)slash[1]))
+			return -1;
+		c->bits = (int)bits;
+	}
+	return 0;
+}
+
+/* trusted_proxies: every entry is checked, and every bad one named. */
+static int
+set_cidrs(const struct key *k, char *base, const char *v, char *err,
+    size_t errlen)
+{
+	struct conf *c = (struct conf *)(void *)base;
+	char item[64], shown[SHOW_BUF];
+	size_t used = 0;
+	int n = 0, bad = 0;
+
+	err[0] = '\0';
+	for (const char *p = v; *p != '\0'; p += strspn(p, ", \t")) {
+		size_t len = strcspn(p, ", \t");
+
+		if (len == 0)
+			continue;
+		snprintf(item, sizeof(item), "%.*s", (int)len, p);
+		p += len;
+		if (n >= k->max) {
+			snprintf(err, errlen, "at most %" PRId64 " entries",
+			    k->max);
+			return -1;
+		}
+		if (parse_cidr(item, &c->trusted_proxies[n]) == 0) {
+			n++;
+			continue;
+		}
+		show(item, SIZE_MAX, shown);
+		used += (size_t)snprintf(err + used, used < errlen ?
+		    errlen - used : 0, "%s\"%s\"", bad++ > 0 ? ", " : "", shown);
+		if (used >= errlen)
+			used = errlen - 1;
+	}
+	if (bad > 0) {
+		snprintf(err + used, errlen - used, " %s not an address or "
+		    "address/bits", bad == 1 ? "is" : "are");
+		return -1;
+	}
+	c->ntrusted_proxies = n;
+	return 0;
+}
+
+int
+conf_trusted_proxy(const struct conf *c, const char *addr)
+{
+	struct conf_cidr a;
+
+	if (c->ntrusted_proxies == 0 || parse_cidr(addr, &a) == -1)
+		return 0;
+	for (int i = 0; i < c->ntrusted_proxies; i++) {
+		const struct conf_cidr *t = &c->trusted_proxies[i];
+		int whole = t->bits / 8, rest = t->bits % 8;
+
+		if (t->family != a.family ||
+		    memcmp(t->addr, a.addr, (size_t)whole) != 0)
+			continue;
+		if (rest == 0 || ((t->addr[whole] ^ a.addr[whole]) &
+		    (0xff << (8 - rest)) & 0xff) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 /*
  * Parses v for row k and stores it in base (a struct conf, or a struct
  * conf_route for route keys). 0, or -1 with the reason in err.
@@ -552,7 +651,7 @@ set_value(const struct key *k, char *base, const char *v, char *err,
 	int b;
 
 	if (*v == '\0' && k->type != T_STRING && k->type != T_PREFIX &&
-	    k->type != T_STATUS_TTLS) {
+	    k->type != T_STATUS_TTLS && k->type != T_CIDRS) {
 		snprintf(err, errlen, "missing value");
 		return -1;
 	}
@@ -570,6 +669,8 @@ set_value(const struct key *k, char *base, const char *v, char *err,
 		return set_url(k, field, v, err, errlen);
 	case T_STATUS_TTLS:
 		return set_status_ttls(k, base, v, err, errlen);
+	case T_CIDRS:
+		return set_cidrs(k, base, v, err, errlen);
 	case T_FLOAT: {
 		char *end;
 		double d;
@@ -1131,6 +1232,9 @@ format_range(const struct key *k, char *out, size_t outlen)
 		break;
 	case T_STATUS_TTLS:
 		snprintf(out, outlen, "status:duration,...");
+		break;
+	case T_CIDRS:
+		snprintf(out, outlen, "address[/bits],...");
 		break;
 	case T_STRING:
 	case T_PREFIX:

@@ -22,6 +22,14 @@
 #define CONF_ROUTE_PREFIX_MAX	256	/* [route PREFIX] */
 #define CONF_STATUS_TTLS_MAX	16	/* entries of ttl_status */
 #define WORKERS_MAX		64
+#define CONF_CIDRS_MAX		64	/* entries of trusted_proxies */
+
+/* One address block of trusted_proxies, in network byte order. */
+struct conf_cidr {
+	int		 family;	/* AF_INET or AF_INET6 */
+	unsigned char	 addr[16];
+	int		 bits;
+};
 
 /* One "status:duration" of ttl_status. */
 struct conf_status_ttl {
@@ -67,6 +75,8 @@ struct conf {
 	int64_t		 shutdown_timeout_ms;
 	char		 access_log[CONF_PATH_MAX];	/* path, "-" or "off" */
 	char		 error_log[CONF_PATH_MAX];	/* path or "-" (stderr) */
+	struct conf_cidr trusted_proxies[CONF_CIDRS_MAX];
+	int		 ntrusted_proxies;
 
 	/* [redis] */
 	char		 redis_host[CONF_HOST_MAX];	/* empty when unix */
@@ -103,6 +113,8 @@ int64_t	conf_status_ttl(const struct conf_route *r, int status);
 
 /* The route with the longest prefix of path, or NULL. */
 const struct conf_route *conf_route_match(const struct conf *c, const char *path);
+/* Is addr (a numeric IPv4 or IPv6 address) in trusted_proxies? */
+int	conf_trusted_proxy(const struct conf *c, const char *addr);
 /* The index of the route with this prefix in c, or -1. */
 int	conf_route_index(const struct conf *c, const char *prefix);
 

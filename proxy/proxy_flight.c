@@ -323,8 +323,8 @@ on_flight_refresh(struct refresh_report *rf, void *arg)
 	if (rf->fetch_ms >= 0)
 		fl->upstream_ms = rf->fetch_ms;
 	fl->upstream_status = rf->upstream_status;
-	if (fl->px->abandoned && rf->result != RFR_FETCHED &&
-	    rf->result != RFR_CHANGED) {
+	if (rf->result == RFR_STOPPING || (fl->px->abandoned &&
+	    rf->result != RFR_FETCHED && rf->result != RFR_CHANGED)) {
 		flight_set_answer(fl, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
 		flight_run(fl);
 		return;
@@ -377,6 +377,7 @@ on_flight_refresh(struct refresh_report *rf, void *arg)
 		break;
 	case RFR_UPSTREAM_ERROR:
 	case RFR_NONE:
+	case RFR_STOPPING:	/* answered above */
 		flight_failed(fl, rf, NULL);
 		break;
 	case RFR_BACKOFF:
@@ -538,9 +539,8 @@ flight_run(struct flight *fl)
 
 int
 flight_join(struct proxy *px, struct req *req, const char *key,
-    const char *uri, int route, int early_due)
+    const char *uri, int route, const struct conf_route *rt, int early_due)
 {
-	const struct conf_route *rt = route_of(px, route);
 	struct flight *fl;
 	int flags;
 

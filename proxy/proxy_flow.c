@@ -15,18 +15,9 @@
  * reload, a drain past its deadline, shutdown) is here.
  */
 
-#include <assert.h>
-
 #include "conf/conf.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_flow.h"
-
-const struct conf_route *
-route_of(const struct proxy *px, int route)
-{
-	assert(route >= 0 && route < px->conf->nroutes);
-	return &px->conf->routes[route];
-}
 
 /*
  * Past the stop deadline: every fetch that holds a lock gives it up and

@@ -82,6 +82,7 @@ struct req {
 	struct evhttp_request	*ev;
 	enum req_step		 step;
 	int			 route;		/* index, or -1 */
+	struct conf_route	 rt;		/* its settings when it began */
 	int			 head;
 	int			 pass_kind;	/* OUT_BYPASS or OUT_METHOD */
 	char			*uri;		/* path[?query] */
@@ -144,7 +145,8 @@ void	req_shutdown_all(void);
 /* Joins the flight for key, starting one if there is none. The flight
  * may answer req before this returns. 0, or -1 on no memory. */
 int	flight_join(struct proxy *px, struct req *req, const char *key,
-	    const char *uri, int route, int early_due);
+	    const char *uri, int route, const struct conf_route *rt,
+	    int early_due);
 /* req leaves its flight, if it is in one, unanswered. */
 void	flight_leave(struct req *req);
 /* Has a hit on e drawn an early refresh (XFetch)? */
@@ -168,6 +170,7 @@ enum refresh_result {
 	RFR_UPSTREAM_ERROR,
 	RFR_BACKOFF,		/* failure holds the error that started it */
 	RFR_REDIS_ERROR,
+	RFR_STOPPING,		/* the process is stopping: no fetch started */
 };
 
 /* What a refresh wants: it copies all of it. */
@@ -247,8 +250,6 @@ const char *method_name(enum evhttp_cmd_type cmd);
 void	log_access(struct req *req, uint64_t bytes);
 
 /* ---- proxy_flow.c --------------------------------------------------- */
-
-const struct conf_route *route_of(const struct proxy *px, int route);
 
 static inline void
 timer_arm(struct event *ev, int64_t ms)

@@ -48,7 +48,63 @@ dropped(const char *name, int flags)
 	    (strcasecmp(name, "Authorization") == 0 ||
 	    strcasecmp(name, "Cookie") == 0))
 		return 1;
+	if ((flags & HDR_DROP_FORWARDED) &&
+	    (strncasecmp(name, "X-Forwarded-", 12) == 0 ||
+	    strcasecmp(name, "Forwarded") == 0))
+		return 1;
 	return 0;
+}
+
+/* Drops the last segment, and the "/" before it, of s[0..*out). */
+static void
+pop_segment(const char *s, char **out)
+{
+	while (*out > s) {
+		(*out)--;
+		if (**out == '/')
+			break;
+	}
+}
+
+void
+hdr_normalize_path(char *path)
+{
+	char *in, *out;
+
+	for (in = out = path; *in != '\0'; out++) {
+		if (in[0] == '%' && in[1] == '2' && (in[2] == 'e' ||
+		    in[2] == 'E')) {
+			*out = '.';
+			in += 3;
+		} else {
+			*out = *in++;
+		}
+	}
+	*out = '\0';
+	/* RFC 3986 5.2.4, steps A to E; out never passes in. */
+	for (in = out = path; *in != '\0';) {
+		if (strncmp(in, "../", 3) == 0) {
+			in += 3;
+		} else if (strncmp(in, "./", 2) == 0 ||
+		    strncmp(in, "/./", 3) == 0) {
+			in += 2;
+		} else if (strcmp(in, "/.") == 0) {
+			in[1] = '\0';
+		} else if (strncmp(in, "/../", 4) == 0) {
+			in += 3;
+			pop_segment(path, &out);
+		} else if (strcmp(in, "/..") == 0) {
+			in[1] = '\0';
+			pop_segment(path, &out);
+		} else if (strcmp(in, ".") == 0 || strcmp(in, "..") == 0) {
+			in += strlen(in);
+		} else {
+			do
+				*out++ = *in++;
+			while (*in != '\0' && *in != '/');
+		}
+	}
+	*out = '\0';
 }
 
 void

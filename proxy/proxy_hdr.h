@@ -16,9 +16,16 @@
 #define HDR_DROP_CONDITIONAL	0x04	/* If-*, Range: a shared fetch */
 #define HDR_DROP_ENCODING	0x08	/* Accept-Encoding: store identity */
 #define HDR_DROP_CREDENTIALS	0x10	/* Authorization, Cookie */
+#define HDR_DROP_FORWARDED	0x20	/* X-Forwarded-*, Forwarded */
 
 /* Is name hop-by-hop, by RFC 9110 or by being listed in Connection? */
 int	hdr_is_hop_by_hop(const char *name, const char *connection);
+/*
+ * Rewrites path (NUL-terminated, in place) as an origin resolves it:
+ * "%2E" decoded to "." (RFC 3986 6.2.2.2), then dot segments removed
+ * (5.2.4), so that Corral routes and keys the path the origin serves.
+ */
+void	hdr_normalize_path(char *path);
 /* Appends src's end-to-end headers to dst, minus those flags name. */
 void	hdr_copy(const struct evkeyvalq *src, struct evkeyvalq *dst, int flags);
 

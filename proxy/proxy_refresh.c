@@ -441,6 +441,12 @@ refresh_run(struct refresh *rf)
 	for (;;) {
 		switch (rf->step) {
 		case RF_LOCK:
+			if (px->draining) {
+				/* Once a stop begins, nothing new goes upstream. */
+				rf->rep.result = RFR_STOPPING;
+				rf->step = RF_DONE;
+				continue;
+			}
 			if (rf->rep.mode == RF_DIRECT) {
 				rf->step = RF_FETCH;
 				continue;
@@ -454,6 +460,12 @@ refresh_run(struct refresh *rf)
 			}
 			return;
 		case RF_FETCH:
+			if (px->draining) {
+				/* Locked as the stop began: let the lock go. */
+				rf->rep.result = RFR_STOPPING;
+				rf->step = RF_RELEASE;
+				continue;
+			}
 			if (refresh_fetch(rf) == -1) {
 				rf->rep.result = RFR_UPSTREAM_ERROR;
 				rf->rep.uerr = UPSTREAM_ERR_PROTOCOL;

@@ -55,17 +55,51 @@ req_client_address(struct req *req)
 	return peer;
 }
 
-/* Who asked: X-Forwarded-Host, X-Forwarded-For. */
+/*
+ * Who asked. A client's own X-Forwarded-* and Forwarded are dropped, so
+ * that it cannot speak for Corral; only a peer in trusted_proxies (a
+ * proxy in front of Corral) has its values kept, with the peer appended
+ * to its X-Forwarded-For.
+ */
 void
 req_forward_headers(struct req *req, struct evkeyvalq *dst, int flags)
 {
-	char *peer;
+	struct evkeyvalq *in = req_headers(req);
+	char *peer = req_client_address(req);
+	int trusted = peer != NULL && conf_trusted_proxy(req->px->conf, peer);
+	const char *host = NULL, *proto = NULL;
+	const struct evkeyval *h;
+	struct evbuffer *xff;
 
-	hdr_copy(evhttp_request_get_input_headers(req->ev), dst, flags);
-	if (req->host[0] != '\0')
-		evhttp_add_header(dst, "X-Forwarded-Host", req->host);
-	if ((peer = req_client_address(req)) != NULL)
-		evhttp_add_header(dst, "X-Forwarded-For", peer);
+	hdr_copy(in, dst, flags | HDR_DROP_FORWARDED);
+	if ((xff = evbuffer_new()) == NULL)
+		return;
+	TAILQ_FOREACH(h, in, next) {
+		if (!trusted)
+			break;
+		if (strcasecmp(h->key, "X-Forwarded-For") == 0)
+			evbuffer_add_printf(xff, "%s, ", h->value);
+		else if (host == NULL &&
+		    strcasecmp(h->key, "X-Forwarded-Host") == 0)
+			host = h->value;
+		else if (proto == NULL &&
+		    strcasecmp(h->key, "X-Forwarded-Proto") == 0)
+			proto = h->value;
+		else if (strcasecmp(h->key, "Forwarded") == 0)
+			evhttp_add_header(dst, h->key, h->value);
+	}
+	if (peer != NULL) {
+		evbuffer_add_printf(xff, "%s", peer);
+		evbuffer_add(xff, "", 1);
+		evhttp_add_header(dst, "X-Forwarded-For",
+		    (const char *)evbuffer_pullup(xff, -1));
+	}
+	evbuffer_free(xff);
+	if (host != NULL || req->host[0] != '\0')
+		evhttp_add_header(dst, "X-Forwarded-Host",
+		    host != NULL ? host : req->host);
+	evhttp_add_header(dst, "X-Forwarded-Proto", proto != NULL ? proto :
+	    "http");
 }
 
 static void
@@ -365,25 +399,44 @@ req_recv(struct req *req)
 	const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req->ev);
 	struct evkeyvalq *in = evhttp_request_get_input_headers(req->ev);
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(req->ev);
-	const char *path = u != NULL ? evhttp_uri_get_path(u) : NULL;
+	const char *target = u != NULL ? evhttp_uri_get_path(u) : NULL;
 	const char *query = u != NULL ? evhttp_uri_get_query(u) : NULL;
 	const char *host = evhttp_find_header(in, "Host");
+	const char *uhost = u != NULL ? evhttp_uri_get_host(u) : NULL;
 	const struct conf_route *rt;
+	char *path;
 	size_t len;
 
-	if (path == NULL || path[0] == '\0')
-		path = "/";
-	len = strlen(path) + (query != NULL ? strlen(query) + 1 : 0) + 1;
-	req->host = strdup(host != NULL ? host : "");
-	if ((req->uri = malloc(len)) == NULL || req->host == NULL) {
+	if (target == NULL || target[0] == '\0')
+		target = "/";
+	if (uhost != NULL) {
+		/* RFC 9112 3.2.2: an absolute-form target names the host;
+		 * a Host header that says otherwise is ignored. */
+		len = strlen(uhost) + sizeof(":65535");
+		if ((req->host = malloc(len)) != NULL)
+			snprintf(req->host, len, evhttp_uri_get_port(u) >= 0 ?
+			    "%s:%d" : "%s", uhost, evhttp_uri_get_port(u));
+	} else {
+		req->host = strdup(host != NULL ? host : "");
+	}
+	path = strdup(target);
+	len = strlen(target) + (query != NULL ? strlen(query) + 1 : 0) + 1;
+	if (path == NULL || (req->uri = malloc(len)) == NULL ||
+	    req->host == NULL) {
+		free(path);
 		req->outcome = OUT_UNAVAILABLE;
 		req->step = REQ_DELIVER;
 		return;
 	}
+	/* The path the origin resolves is the one routed, keyed and sent. */
+	hdr_normalize_path(path);
+	host = req->host;
 	snprintf(req->uri, len, "%s%s%s", path, query != NULL ? "?" : "",
 	    query != NULL ? query : "");
 	rt = conf_route_match(px->conf, path);
 	req->route = rt != NULL ? (int)(rt - px->conf->routes) : -1;
+	if (rt != NULL)
+		req->rt = *rt;	/* a reload does not change it midway */
 	req->head = cmd == EVHTTP_REQ_HEAD;
 	STAT_INC(px->stats, req->route, requests);
 
@@ -410,6 +463,7 @@ req_recv(struct req *req)
 		variant_key(px, req->key, in);
 		req->step = near_hit(req, rt) ? REQ_DELIVER : REQ_JOIN;
 	}
+	free(path);
 }
 
 static void
@@ -424,7 +478,8 @@ req_run(struct req *req)
 		case REQ_PASS:
 			if (req->pass_kind == OUT_NONE)
 				req->pass_kind = OUT_BYPASS;
-			if (pass_start(req) == -1) {
+			/* Once a stop begins, nothing new goes upstream. */
+			if (req->px->draining || pass_start(req) == -1) {
 				req->outcome = OUT_UNAVAILABLE;
 				req->step = REQ_DELIVER;
 				continue;
@@ -434,7 +489,7 @@ req_run(struct req *req)
 			req->t_join_us = util_mono_us();
 			req->step = REQ_DELIVER;	/* when the flight ends */
 			if (flight_join(req->px, req, req->key, req->uri,
-			    req->route, req->early_due) == -1) {
+			    req->route, &req->rt, req->early_due) == -1) {
 				req->outcome = OUT_UNAVAILABLE;
 				continue;
 			}

@@ -289,7 +289,7 @@ log_access_record(struct req *req, uint64_t bytes)
 		.user_agent = evhttp_find_header(in, "User-Agent"),
 		.cache = outcome_label(req->outcome),
 		.route = req->route >= 0 ?
-		    route_of(req->px, req->route)->prefix : NULL,
+		    req->rt.prefix : NULL,
 		.upstream_ms = req->upstream_ms,
 		.lock_wait_ms = waited ? req->waited_us / 1000 : -1,
 		.total_ms = (now - req->t_start_us) / 1000,

@@ -29,7 +29,9 @@ control API under /__origin/ (never counted, never delayed):
                              "done_at", "held", "bodies", "headers",
                              "active", "max_active", "statuses",
                              "requests"}}}
-        "headers" are the last request's headers, "requests" every
+        "headers" are the last request's headers ("header_lines" the same
+        as [name, value] pairs, a repeated name on each of its lines),
+        "requests" every
         request's (the last MAX_REQUEST_RECORDS), "statuses" counts the statuses
         answered (e.g. {"200": 1, "304": 2}).
         A request is counted when it arrives (before delay or hold);
@@ -114,6 +116,7 @@ class PathStats:
         self.held = 0
         self.bodies = []
         self.headers = {}
+        self.header_lines = []
         self.active = 0
         self.max_active = 0
         self.statuses = {}
@@ -123,6 +126,7 @@ class PathStats:
         return {"count": self.count, "methods": dict(self.methods),
                 "done_at": list(self.done_at), "held": self.held,
                 "bodies": list(self.bodies), "headers": dict(self.headers),
+                "header_lines": [list(p) for p in self.header_lines],
                 "active": self.active, "max_active": self.max_active,
                 "statuses": dict(self.statuses),
                 "requests": [dict(h) for h in self.requests]}
@@ -193,7 +197,7 @@ class OriginState:
                 self.scripts[path]["hold"] = False
             return event is not None
 
-    def arrive(self, path, method, headers):
+    def arrive(self, path, method, headers, lines=()):
         """Counts a request; returns (n, effective script, hold event or None)."""
         with self.lock:
             self.total += 1
@@ -201,6 +205,7 @@ class OriginState:
             st.count += 1
             st.methods[method] = st.methods.get(method, 0) + 1
             st.headers = headers
+            st.header_lines = list(lines)
             st.requests.append(headers)
             del st.requests[:-MAX_REQUEST_RECORDS]
             st.active += 1
@@ -325,7 +330,8 @@ class Handler(BaseHTTPRequestHandler):
             self.control(state, target)
             return
         path = self.path	# counted as sent: path plus query, if any
-        n, script, hold = state.arrive(path, self.command, dict(self.headers.items()))
+        n, script, hold = state.arrive(path, self.command, dict(self.headers.items()),
+                                     self.headers.items())
         try:
             body_in = self.read_body()
         except ValueError as e:

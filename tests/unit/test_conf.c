@@ -890,6 +890,7 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 		"error_log", "stale_if_error", "error_backoff", "ttl_404",
 		"ttl_status", "sort_query", "workers", "l1_max_bytes",
 		"early_refresh", "early_refresh_beta", "origin_cache_control",
+		"trusted_proxies",
 	};
 	char *out = NULL;
 	size_t len;
@@ -902,13 +903,40 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	errs = out;		/* freed with the next load */
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
-	CHECK(count_lines(out) == 1 + 35);	/* timeout is in two sections */
+	CHECK(count_lines(out) == 1 + 36);	/* timeout is in two sections */
 	CHECK(strstr(out, "1ms..1h") != NULL);
 	CHECK(strstr(out, "100ms..1h") != NULL);
 	CHECK(strstr(out, "0.001..100") != NULL);
 	CHECK(strstr(out, " 0..8760h ") != NULL);
 	CHECK(strstr(out, "1k..1g") != NULL);
 	CHECK(strstr(out, "127.0.0.1:8081") != NULL);
+}
+
+/* trusted_proxies: which peers' X-Forwarded-* are kept. */
+static void
+t_trusted_proxies_match_by_prefix(void)
+{
+	CHECK(load("[server]\ntrusted_proxies = 10.0.0.0/8, 192.168.1.128/25,"
+	    " 127.0.0.1 2001:db8::/32\n") == 0);
+	CHECK(cf.ntrusted_proxies == 4);
+	CHECK(conf_trusted_proxy(&cf, "10.255.0.1"));
+	CHECK(!conf_trusted_proxy(&cf, "11.0.0.1"));
+	CHECK(conf_trusted_proxy(&cf, "192.168.1.200"));
+	CHECK(!conf_trusted_proxy(&cf, "192.168.1.127"));
+	CHECK(conf_trusted_proxy(&cf, "127.0.0.1"));
+	CHECK(!conf_trusted_proxy(&cf, "127.0.0.2"));
+	CHECK(conf_trusted_proxy(&cf, "2001:db8:1::5"));
+	CHECK(!conf_trusted_proxy(&cf, "2001:db9::5"));
+	CHECK(!conf_trusted_proxy(&cf, "not an address"));
+	CHECK(load("[server]\ntrusted_proxies = 0.0.0.0/0\n") == 0);
+	CHECK(conf_trusted_proxy(&cf, "198.51.100.7"));
+	CHECK(!conf_trusted_proxy(&cf, "::1"));
+	CHECK(load("[server]\n") == 0);
+	CHECK(!conf_trusted_proxy(&cf, "127.0.0.1"));	/* none by default */
+	CHECK(load("[server]\n\ntrusted_proxies = 1.2.3.4/33, ::1/129, x, "
+	    "1.2.3.4/, 10.0.0.0/8\n") == 1);
+	CHECK(has_error(3, "trusted_proxies: \"1.2.3.4/33\", \"::1/129\", "
+	    "\"x\", \"1.2.3.4/\" are not"));
 }
 
 int
@@ -952,6 +980,7 @@ main(void)
 	RUN(t_bad_status_ttls_are_reported);
 	RUN(t_float_keys_parse_and_range_check);
 	RUN(t_dump_keys_lists_every_key_with_default_and_range);
+	RUN(t_trusted_proxies_match_by_prefix);
 	free(errs);
 	return unit_exit();
 }

@@ -851,6 +851,39 @@ t_storable_and_shareable(void)
 	CHECK(!hdr_shareable(&hs));
 }
 
+/* RFC 3986 5.4's examples of resolved dot segments, and %2E. */
+static void
+t_normalize_path_removes_dot_segments(void)
+{
+	static const char *const cases[][2] = {
+		{ "/ok/../status/x", "/status/x" },
+		{ "/ok/%2e%2e/status/x", "/status/x" },
+		{ "/ok/%2E%2E/status/x", "/status/x" },
+		{ "/ok/./../status/x", "/status/x" },
+		{ "/a/b/c/./../../g", "/a/g" },
+		{ "/a/./b/../c", "/a/c" },
+		{ "/a/b/..", "/a/" },
+		{ "/a/b/.", "/a/b/" },
+		{ "/../../x", "/x" },
+		{ "/..", "/" },
+		{ "/", "/" },
+		{ "/a/..b/.c", "/a/..b/.c" },
+		{ "/a%2fb/%2e", "/a%2fb/" },
+		{ "/mid/content=5/../6", "/mid/6" },
+		{ "/a//../b", "/a/b" },
+	};
+	char buf[64];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(buf, sizeof(buf), "%s", cases[i][0]);
+		hdr_normalize_path(buf);
+		if (strcmp(buf, cases[i][1]) != 0)
+			printf("    %s -> %s, want %s\n", cases[i][0], buf,
+			    cases[i][1]);
+		CHECK_STR(buf, cases[i][1]);
+	}
+}
+
 int
 main(void)
 {
@@ -886,6 +919,7 @@ main(void)
 	RUN(t_copy_drops_hop_by_hop_always);
 	RUN(t_copy_flags_each_drop_their_headers);
 	RUN(t_storable_and_shareable);
+	RUN(t_normalize_path_removes_dot_segments);
 	clear();
 	return unit_exit();
 }
