@@ -9,7 +9,9 @@
  * and ends in exactly one callback, unless it is cancelled first: with the
  * result, or with an error when Redis fails, disconnects, or does not
  * answer within [redis] timeout. An operation that cannot even start
- * (Redis is down) returns NULL and calls nothing.
+ * (Redis is down) returns NULL and calls nothing. The connection is up
+ * only once Redis has answered its set-up (AUTH, SELECT, or a PING): a
+ * connection Redis refuses to serve is down, with the reason.
  *
  * The lock protocol (scripts in cache_store.c, run with EVALSHA):
  *   acquire  atomically: if the entry changed from the generation the
@@ -59,12 +61,15 @@ enum fence_result {
 	FENCE_ERROR,
 };
 
+#define CACHE_REASON_MAX	160	/* cache_down_reason(), with its NUL */
+
 struct cache_counters {
 	uint64_t	commands;
 	uint64_t	errors;		/* error replies, timeouts, disconnects */
 	uint64_t	timeouts;
 	uint64_t	connects;
 	uint64_t	disconnects;
+	uint64_t	auth_failures;	/* AUTH refused, or NOAUTH */
 	uint64_t	fills_received;
 	uint64_t	purges_received;
 	struct hist	command_duration;	/* command sent to reply read */
@@ -83,6 +88,8 @@ struct cache	*cache_new(struct event_base *base, const struct conf *c,
 		    cache_fill_cb *on_fill, void *arg);
 void		 cache_free(struct cache **cp);
 int		 cache_is_up(const struct cache *c);
+/* Why the command connection is not up ("" while it is). */
+const char	*cache_down_reason(const struct cache *c);
 const struct cache_counters *cache_counters(const struct cache *c);
 /* Adds every counter of src into dst (the workers' figures summed). */
 void		 cache_counters_add(struct cache_counters *dst,

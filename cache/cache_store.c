@@ -160,7 +160,10 @@ struct cache {
 	int64_t			 timeout_ms;
 
 	redisAsyncContext	*cmd;		/* NULL while disconnected */
-	int			 cmd_up;
+	int			 cmd_up;	/* its set-up was answered */
+	int			 cmd_setup;	/* set-up replies still to come */
+	int			 cmd_refused;	/* Redis refused its set-up */
+	char			 down_reason[CACHE_REASON_MAX];
 	struct event		*cmd_retry;
 	int64_t			 cmd_backoff_ms;
 
@@ -201,6 +204,13 @@ struct cache_op {
 
 static void connect_cmd(struct cache *c);
 static void connect_sub(struct cache *c);
+
+static void
+set_down_reason(struct cache *c, const char *what, const char *detail)
+{
+	snprintf(c->down_reason, sizeof(c->down_reason), "%s%s%s", what,
+	    detail != NULL ? ": " : "", detail != NULL ? detail : "");
+}
 
 /*
  * The Redis key of key's entry, lock, ...: "<prefix>{<key>}:<suffix>". A
@@ -243,6 +253,7 @@ open_context(struct cache *c, redisConnectCallback *on_conn,
 		return NULL;
 	if (ac->err) {
 		log_warn("redis: cannot connect: %s", ac->errstr);
+		set_down_reason(c, "cannot connect", ac->errstr);
 		redisAsyncFree(ac);
 		return NULL;
 	}
@@ -270,18 +281,69 @@ on_script_loaded(redisAsyncContext *ac, void *r, void *privdata)
 	if (reply != NULL && reply->type == REDIS_REPLY_STRING &&
 	    reply->len == 40)
 		memcpy(c->sha[id], reply->str, 41);
-	else if (reply != NULL && reply->type == REDIS_REPLY_ERROR)
+	else if (reply != NULL && reply->type == REDIS_REPLY_ERROR &&
+	    !c->cmd_refused)
 		log_warn("redis: SCRIPT LOAD failed: %s", reply->str);
 }
 
+/* The command connection's set-up was answered: it is usable. */
+static void
+cmd_ready(struct cache *c)
+{
+	c->cmd_up = 1;
+	c->cmd_backoff_ms = RECONNECT_MIN_MS;
+	c->down_reason[0] = '\0';
+	c->counters.connects++;
+	log_info("redis: connected");
+}
+
+/* A password Redis does not ask for is harmless: it serves us all the same. */
+static int
+auth_not_needed(const char *what, const char *err)
+{
+	return strcmp(what, "AUTH") == 0 &&
+	    (strstr(err, "without any password configured") != NULL ||
+	    strstr(err, "no password is set") != NULL);
+}
+
+/*
+ * AUTH, SELECT or PING on a new connection. An error means Redis will not
+ * serve this connection (a wrong or missing password, a bad db): it stays
+ * down with the reason and is dropped, to be tried again with backoff.
+ */
 static void
 on_setup_reply(redisAsyncContext *ac, void *r, void *privdata)
 {
+	struct cache *c = ac->data;
 	redisReply *reply = r;
 	const char *what = privdata;
+	int is_cmd;
 
-	if (reply != NULL && reply->type == REDIS_REPLY_ERROR)
+	if (c == NULL || c->magic != CACHE_MAGIC || c->closing ||
+	    reply == NULL)
+		return;		/* a disconnect: its callback handles it */
+	is_cmd = ac == c->cmd;
+	if (reply->type == REDIS_REPLY_ERROR &&
+	    auth_not_needed(what, reply->str)) {
+		log_warn("redis: a password is configured but Redis asks for "
+		    "none");
+	} else if (reply->type == REDIS_REPLY_ERROR) {
+		if (is_cmd && c->cmd_refused)
+			return;		/* what follows a refusal fails too */
 		log_error("redis: %s failed: %s", what, reply->str);
+		if (is_cmd) {
+			c->cmd_refused = 1;
+			c->cmd_up = 0;
+			set_down_reason(c, what, reply->str);
+			if (strcmp(what, "AUTH") == 0 ||
+			    strncmp(reply->str, "NOAUTH", 6) == 0)
+				c->counters.auth_failures++;
+		}
+		redisAsyncDisconnect(ac);
+		return;
+	}
+	if (is_cmd && !c->cmd_refused && --c->cmd_setup == 0)
+		cmd_ready(c);
 }
 
 static void
@@ -293,32 +355,36 @@ on_cmd_connect(const redisAsyncContext *ac, int status)
 	if (status != REDIS_OK) {
 		log_warn("redis: connect to %s failed: %s",
 		    c->unix_path[0] ? c->unix_path : c->host, ac->errstr);
+		set_down_reason(c, "cannot connect", ac->errstr);
 		c->cmd = NULL;		/* hiredis frees the context */
 		c->cmd_up = 0;
 		if (!c->closing)
 			schedule_retry(c, c->cmd_retry, &c->cmd_backoff_ms);
-		return;
 	}
-	c->cmd_up = 1;
-	c->cmd_backoff_ms = RECONNECT_MIN_MS;
-	c->counters.connects++;
-	log_info("redis: connected");
+	/* Up once the set-up queued in connect_cmd() is answered. */
 }
 
 static void
 on_cmd_disconnect(const redisAsyncContext *ac, int status)
 {
 	struct cache *c = ac->data;
+	int was_up;
 
 	assert(c->magic == CACHE_MAGIC);
+	was_up = c->cmd_up;
 	c->cmd = NULL;
 	c->cmd_up = 0;
 	memset(c->sha, 0, sizeof(c->sha));
 	if (c->closing)
 		return;
-	c->counters.disconnects++;
-	log_warn("redis: disconnected%s%s", status == REDIS_OK ? "" : ": ",
-	    status == REDIS_OK ? "" : ac->errstr);
+	if (!c->cmd_refused)
+		set_down_reason(c, "disconnected",
+		    status == REDIS_OK ? NULL : ac->errstr);
+	if (was_up) {
+		c->counters.disconnects++;
+		log_warn("redis: disconnected%s%s", status == REDIS_OK ? "" :
+		    ": ", status == REDIS_OK ? "" : ac->errstr);
+	}
 	schedule_retry(c, c->cmd_retry, &c->cmd_backoff_ms);
 }
 
@@ -327,19 +393,26 @@ connect_cmd(struct cache *c)
 {
 	char db[16];
 
+	c->cmd_setup = 0;
+	c->cmd_refused = 0;
 	if ((c->cmd = open_context(c, on_cmd_connect, on_cmd_disconnect)) == NULL) {
 		schedule_retry(c, c->cmd_retry, &c->cmd_backoff_ms);
 		return;
 	}
 	/* Queued ahead of anything else on this connection. */
-	if (c->password[0] != '\0')
-		redisAsyncCommand(c->cmd, on_setup_reply, "AUTH", "AUTH %s",
-		    c->password);
+	if (c->password[0] != '\0' && redisAsyncCommand(c->cmd,
+	    on_setup_reply, "AUTH", "AUTH %s", c->password) == REDIS_OK)
+		c->cmd_setup++;
 	if (c->db != 0) {
 		snprintf(db, sizeof(db), "%d", c->db);
-		redisAsyncCommand(c->cmd, on_setup_reply, "SELECT",
-		    "SELECT %s", db);
+		if (redisAsyncCommand(c->cmd, on_setup_reply, "SELECT",
+		    "SELECT %s", db) == REDIS_OK)
+			c->cmd_setup++;
 	}
+	/* Without either, a PING: a Redis that wants a password says so. */
+	if (c->cmd_setup == 0 && redisAsyncCommand(c->cmd, on_setup_reply,
+	    "PING", "PING") == REDIS_OK)
+		c->cmd_setup++;
 	for (intptr_t i = 0; i < SCRIPT_COUNT; i++)
 		redisAsyncCommand(c->cmd, on_script_loaded, (void *)i,
 		    "SCRIPT LOAD %s", script_src[i]);
@@ -465,6 +538,7 @@ cache_new(struct event_base *base, const struct conf *conf,
 	c->on_fill = on_fill;
 	c->fill_arg = arg;
 	c->cmd_backoff_ms = c->sub_backoff_ms = RECONNECT_MIN_MS;
+	set_down_reason(c, "connecting", NULL);
 	c->cmd_retry = evtimer_new(base, on_cmd_retry, c);
 	c->sub_retry = evtimer_new(base, on_sub_retry, c);
 	if (c->cmd_retry == NULL || c->sub_retry == NULL)
@@ -508,6 +582,12 @@ cache_is_up(const struct cache *c)
 	return c->cmd_up;
 }
 
+const char *
+cache_down_reason(const struct cache *c)
+{
+	return c->cmd_up ? "" : c->down_reason;
+}
+
 const struct cache_counters *
 cache_counters(const struct cache *c)
 {
@@ -522,6 +602,7 @@ cache_counters_add(struct cache_counters *dst, const struct cache_counters *src)
 	dst->timeouts += src->timeouts;
 	dst->connects += src->connects;
 	dst->disconnects += src->disconnects;
+	dst->auth_failures += src->auth_failures;
 	dst->fills_received += src->fills_received;
 	dst->purges_received += src->purges_received;
 	hist_merge(&dst->command_duration, &src->command_duration);
@@ -730,7 +811,7 @@ op_new(struct cache *c, enum op_kind kind, void *arg)
 	struct timeval tv = util_timeval(c->timeout_ms);
 
 	assert(c->magic == CACHE_MAGIC);
-	if (c->cmd == NULL || c->closing)
+	if (!c->cmd_up || c->closing)
 		return NULL;
 	if ((op = calloc(1, sizeof(*op))) == NULL)
 		return NULL;
@@ -1073,7 +1154,7 @@ purge_scan(struct purge *pg, const char *cursor)
 {
 	struct cache *c = pg->cache;
 
-	if (c->cmd == NULL || redisAsyncCommand(c->cmd, on_purge_scan, pg,
+	if (!c->cmd_up || redisAsyncCommand(c->cmd, on_purge_scan, pg,
 	    "SCAN %s MATCH %s COUNT %s", cursor, pg->pattern, SCAN_COUNT) !=
 	    REDIS_OK)
 		purge_end(pg, 0);
@@ -1085,7 +1166,7 @@ cache_purge_prefix(struct cache *c, const char *prefix, purge_cb *cb, void *arg)
 	struct purge *pg;
 	size_t n;
 
-	if (c->cmd == NULL || c->closing)
+	if (!c->cmd_up || c->closing)
 		return -1;
 	if ((pg = calloc(1, sizeof(*pg))) == NULL)
 		return -1;

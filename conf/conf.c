@@ -163,6 +163,9 @@ static const struct key keys[] = {
 	  IN_CONF(upstream_timeout_ms), "whole fetch" },
 	{ "max_entry_bytes", SECT_UPSTREAM, T_SIZE, "8m", 1 * KIB, 1 * GIB,
 	  IN_CONF(max_entry_bytes), "larger responses are passed, not stored" },
+	{ "max_upstream_headers", SECT_UPSTREAM, T_INT, "100", 1,
+	  CONF_UPSTREAM_HEADERS_MAX, IN_CONF(max_upstream_headers),
+	  "header lines of a response; more: 502" },
 
 	{ "ttl", SECT_ROUTE, T_DURATION, "10s", 0, 8760 * MS_HOUR,
 	  IN_ROUTE(ttl_ms), "fresh for this long after the fetch" },

@@ -21,6 +21,7 @@
 #define CONF_PREFIX_MAX		64	/* [redis] prefix */
 #define CONF_ROUTE_PREFIX_MAX	256	/* [route PREFIX] */
 #define CONF_STATUS_TTLS_MAX	16	/* entries of ttl_status */
+#define CONF_UPSTREAM_HEADERS_MAX 128	/* what a cache entry holds */
 #define WORKERS_MAX		64
 #define CONF_CIDRS_MAX		64	/* entries of trusted_proxies */
 
@@ -92,6 +93,7 @@ struct conf {
 	int64_t		 upstream_connect_timeout_ms;
 	int64_t		 upstream_timeout_ms;
 	int64_t		 max_entry_bytes;
+	int		 max_upstream_headers;	/* more: the fetch fails */
 
 	int		 nroutes;
 	struct conf_route routes[CONF_ROUTES_MAX];

@@ -17,6 +17,7 @@
 #include "cache/cache.h"
 #include "conf/conf.h"
 #include "proxy/proxy_stats.h"
+#include "upstream/upstream.h"
 
 #define PROXY_MAGIC	0x50525859u	/* "PRXY" */
 #define HEADER_SLACK	4	/* libevent reads this many times max_header_bytes */
@@ -38,7 +39,9 @@ struct worker_slot {
 	pid_t			 pid;		/* 0: not running */
 	struct stats		 stats;
 	struct cache_counters	 cache;
+	struct upstream_counters upstream;
 	int			 redis_up;
+	char			 redis_down[CACHE_REASON_MAX];	/* why not */
 	int64_t			 connections;
 	int64_t			 requests;	/* in progress */
 	int64_t			 flights;
@@ -52,8 +55,10 @@ struct worker_slot {
 struct proxy_figures {
 	const struct stats	*stats;
 	struct cache_counters	 cache;
+	struct upstream_counters upstream;
 	int			 workers;
 	int			 redis_up;	/* workers whose Redis is up */
+	char			 redis_down[CACHE_REASON_MAX];	/* a down one's reason */
 	int64_t			 connections;
 	int64_t			 requests;
 	int64_t			 flights;

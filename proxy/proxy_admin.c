@@ -72,16 +72,22 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	    "\"near_cache\": {\"bytes\": %" PRId64 ", \"entries\": %" PRId64
 	    "}, ", CORRAL_VERSION, (util_now_ms() - px->started_ms) / 1000,
 	    fig->workers, fig->connections, fig->l1_bytes, fig->l1_entries);
-	evbuffer_add_printf(out, "\"redis\": {\"up\": %s, \"commands\": %" PRIu64
+	evbuffer_add_printf(out, "\"redis\": {\"up\": %s, \"down_reason\": ",
+	    fig->redis_up == fig->workers ? "true" : "false");
+	json_string(out, fig->redis_down);
+	evbuffer_add_printf(out, ", \"commands\": %" PRIu64
 	    ", \"errors\": %" PRIu64 ", \"timeouts\": %" PRIu64
 	    ", \"connects\": %" PRIu64 ", \"disconnects\": %" PRIu64
+	    ", \"auth_failures\": %" PRIu64
 	    ", \"fills_received\": %" PRIu64 ", \"purges_received\": %" PRIu64
-	    ", \"command_duration\": ",
-	    fig->redis_up == fig->workers ? "true" : "false", cc->commands,
+	    ", \"command_duration\": ", cc->commands,
 	    cc->errors, cc->timeouts, cc->connects, cc->disconnects,
-	    cc->fills_received, cc->purges_received);
+	    cc->auth_failures, cc->fills_received, cc->purges_received);
 	metrics_hist_json(&cc->command_duration, out);
-	evbuffer_add_printf(out, "}, \"in_progress\": {\"requests\": %" PRId64
+	evbuffer_add_printf(out, "}, \"upstream\": {\"too_many_headers\": %"
+	    PRIu64 ", \"bad_framing\": %" PRIu64 "}", fig->upstream.too_many_headers,
+	    fig->upstream.bad_framing);
+	evbuffer_add_printf(out, ", \"in_progress\": {\"requests\": %" PRId64
 	    ", \"flights\": %" PRId64 ", \"refreshes\": %" PRId64
 	    ", \"upstream_fetches\": %" PRId64 "}, ", fig->requests,
 	    fig->flights, fig->refreshes, fig->upstream_fetches);
@@ -142,8 +148,11 @@ admin_handle(struct evhttp_request *ev, void *arg)
 	} else if (strcmp(path, "/purge") == 0) {
 		admin_purge(px, ev);	/* it replies, maybe later */
 	} else if (strcmp(path, "/health") == 0) {
-		evbuffer_add_printf(out, "ok redis=%s\n",
-		    cache_is_up(px->cache) ? "up" : "down");
+		if (cache_is_up(px->cache))
+			evbuffer_add_printf(out, "ok redis=up\n");
+		else
+			evbuffer_add_printf(out, "ok redis=down (%s)\n",
+			    cache_down_reason(px->cache));
 		reply(ev, HTTP_OK, "text/plain", out);
 	} else {
 		evbuffer_add_printf(out, "not found: try / (dashboard), /stats, "

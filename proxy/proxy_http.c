@@ -21,6 +21,10 @@
 #include "proxy/proxy_log.h"
 #include "upstream/upstream.h"
 
+/* A response within max_upstream_headers always fits in a cache entry. */
+_Static_assert(CONF_UPSTREAM_HEADERS_MAX <= ENTRY_MAX_HEADERS,
+    "max_upstream_headers allows more lines than an entry holds");
+
 #define PUBLIC_METHODS	(EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST | \
 			 EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | \
 			 EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH)
@@ -149,7 +153,10 @@ publish(struct proxy *px)
 	struct worker_slot *ws = &px->slots[px->slot];
 
 	ws->cache = *cache_counters(px->cache);
+	ws->upstream = *upstream_counters(px->upstream);
 	ws->redis_up = cache_is_up(px->cache);
+	snprintf(ws->redis_down, sizeof(ws->redis_down), "%s",
+	    cache_down_reason(px->cache));
 	ws->connections = (int64_t)dict_count(px->conns);
 	ws->requests = px->nrequests;
 	ws->flights = (int64_t)dict_count(px->flights);
@@ -184,7 +191,12 @@ proxy_figures(struct proxy *px, struct proxy_figures *f)
 		if (px->nslots > 1)
 			stats_add(&sum, &ws->stats);
 		cache_counters_add(&f->cache, &ws->cache);
+		upstream_counters_add(&f->upstream, &ws->upstream);
 		f->redis_up += ws->redis_up;
+		/* Another worker may be rewriting it: bounded, never past it. */
+		if (!ws->redis_up && f->redis_down[0] == '\0')
+			snprintf(f->redis_down, sizeof(f->redis_down), "%.*s",
+			    (int)sizeof(ws->redis_down) - 1, ws->redis_down);
 		f->connections += ws->connections;
 		f->requests += ws->requests;
 		f->flights += ws->flights;
@@ -253,6 +265,7 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	upstream_set_max_headers(px->upstream, conf->max_upstream_headers);
 	if (access_log_open(conf->access_log, &px->access_log, err, errlen) == -1)
 		goto fail;
 	px->http = listen_on(base, conf, conf->listen_host, conf->listen_port,

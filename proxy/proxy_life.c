@@ -166,6 +166,8 @@ proxy_reload(struct proxy *px, struct conf **confp, const char *path)
 	px->conf = new;
 	if (px->http != NULL)
 		http_limits(px->http, new);
+	if (px->upstream != NULL)
+		upstream_set_max_headers(px->upstream, new->max_upstream_headers);
 	log_set_level(new->log_level);
 	*confp = new;
 	free(old);

@@ -347,6 +347,9 @@ metrics_prometheus(struct proxy *px, struct evbuffer *out)
 	    "connections made.", cc->connects);
 	redis_counter(out, "corral_redis_disconnects_total", "Redis "
 	    "connections lost.", cc->disconnects);
+	redis_counter(out, "corral_redis_auth_failures_total", "Redis "
+	    "connections refused for their password (AUTH failed, or NOAUTH).",
+	    cc->auth_failures);
 	redis_counter(out, "corral_redis_fill_notifications_total",
 	    "\"filled\" notifications received from the fleet.",
 	    cc->fills_received);
@@ -354,6 +357,13 @@ metrics_prometheus(struct proxy *px, struct evbuffer *out)
 	    "Time from sending a Redis command to reading its reply.");
 	hist_series(out, "corral_redis_command_duration_seconds", NULL,
 	    &cc->command_duration);
+
+	family(out, "corral_upstream_rejected_total", "counter", "Upstream "
+	    "responses refused (502): too many header lines, or bad framing.");
+	evbuffer_add_printf(out, "corral_upstream_rejected_total"
+	    "{reason=\"headers\"} %" PRIu64 "\n", fig->upstream.too_many_headers);
+	evbuffer_add_printf(out, "corral_upstream_rejected_total"
+	    "{reason=\"framing\"} %" PRIu64 "\n", fig->upstream.bad_framing);
 }
 
 /* ---- JSON ---- */
@@ -446,9 +456,12 @@ metrics_table(struct proxy *px, struct evbuffer *out)
 	    fig->requests == 1 ? "" : "s", fig->upstream_fetches,
 	    fig->upstream_fetches == 1 ? "" : "es");
 	evbuffer_add_printf(out, "redis %s: %" PRIu64 " commands, %" PRIu64
-	    " errors, %" PRIu64 " timeouts, p99 %.1f ms\n\n",
+	    " errors, %" PRIu64 " timeouts, p99 %.1f ms\n",
 	    fig->redis_up == fig->workers ? "up" : "DOWN", cc->commands, cc->errors,
 	    cc->timeouts, hist_quantile(&cc->command_duration, 0.99) * MS_PER_S);
+	if (fig->redis_down[0] != '\0')
+		evbuffer_add_printf(out, "redis down: %s\n", fig->redis_down);
+	evbuffer_add(out, "\n", 1);
 	evbuffer_add_printf(out, "%-*s %9s %6s %8s %7s %7s %9s %7s %6s %9s %7s"
 	    " %8s %8s %8s\n", width, "route", "requests", "hit%", "hit",
 	    "stale", "miss", "collapsed", "bypass", "error", "upstream",

@@ -12,11 +12,16 @@ control API under /__origin/ (never counted, never delayed):
                              "status": 200, "body": "v{n}",
                              "headers": {"Set-Cookie": "a=b"}, "hold": false,
                              "etag": "\"v1\"", "last_modified": DATE,
-                             "date": false}
+                             "date": false, "drop": false}
         Fields left out fall back to the "*" script, then to the defaults.
         "body" is a template: {n} (this path's count), {path}, {method},
         and {h:Name} (the request's Name header, "" when absent).
         "headers" may also be a list of [name, value] pairs (to repeat a name).
+        Headers naming Content-Length or Transfer-Encoding replace the
+        origin's own Content-Length, the body goes out as given (chunks
+        and all) and the connection is closed after it: misframed answers.
+        With "drop": true the origin reads and counts a request, then
+        closes the connection without answering.
         With "hold": true every request on that path blocks until released.
         "etag" / "last_modified" are sent as ETag / Last-Modified, and a
         request with a matching If-None-Match (weak comparison, a list, or
@@ -66,6 +71,7 @@ IDLE_TIMEOUT_S = 120		# keep-alive connections idle this long are closed
 LISTEN_BACKLOG = 1024		# stampedes open hundreds of connections at once
 NO_BODY_STATUSES = {204, 304}
 WRITE_WAIT_S = 2		# stats wait this long for responses being written
+FRAMING_HEADERS = {"content-length", "transfer-encoding"}
 HEADER_FIELD_RE = re.compile(r"\{h:([A-Za-z0-9-]+)\}")	# {h:Name} in a body
 
 
@@ -142,7 +148,7 @@ class OriginState:
     """Counts, scripts and holds, shared by every handler thread."""
 
     SCRIPT_FIELDS = {"delay_ms", "status", "body", "headers", "hold", "etag",
-                     "last_modified", "date"}
+                     "last_modified", "date", "drop"}
 
     def __init__(self, default_delay_s):
         self.lock = threading.Lock()
@@ -212,7 +218,7 @@ class OriginState:
             st.max_active = max(st.max_active, st.active)
             script = {"delay_ms": self.default_delay_s * 1000.0, "status": 200,
                       "body": None, "headers": {}, "hold": False, "etag": None,
-                      "last_modified": None, "date": None}
+                      "last_modified": None, "date": None, "drop": False}
             hold_key = None
             for key in ("*", path):
                 if key in self.scripts:
@@ -307,7 +313,9 @@ class Handler(BaseHTTPRequestHandler):
             names.add(name.lower())
         if "content-type" not in names and body:
             self.send_header("Content-Type", "text/plain; charset=utf-8")
-        if status not in NO_BODY_STATUSES:
+        if names & FRAMING_HEADERS:
+            self.close_connection = True	# the client may frame it otherwise
+        elif status not in NO_BODY_STATUSES:
             self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if self.command != "HEAD" and status not in NO_BODY_STATUSES:
@@ -349,6 +357,11 @@ class Handler(BaseHTTPRequestHandler):
         delay_s = float(script["delay_ms"]) / 1000.0
         if delay_s > 0:
             time.sleep(delay_s)
+        if script["drop"]:
+            self.close_connection = True	# no answer at all
+            state.begin_write(path)
+            state.end_write(path, None)
+            return
 
         status = int(script["status"])
         headers = [("X-Origin-Count", str(n))]

@@ -46,6 +46,13 @@ struct upstream_response {
 	char			 error[160];	/* human-readable, when not OK */
 };
 
+/* Responses refused, by why; any of them is an UPSTREAM_ERR_PROTOCOL. */
+struct upstream_counters {
+	uint64_t	too_many_headers;	/* over upstream_set_max_headers() */
+	uint64_t	bad_framing;	/* two Content-Lengths, one with
+					 * Transfer-Encoding, or not a number */
+};
+
 /* The callback owns resp and frees it with upstream_response_free(). */
 typedef void upstream_done_cb(struct upstream_response *resp, void *arg);
 
@@ -61,6 +68,13 @@ struct upstream_fetch *upstream_fetch(struct upstream *up,
 void		 upstream_cancel(struct upstream_fetch **f);
 /* Number of fetches in flight. */
 int		 upstream_active(const struct upstream *up);
+/* A response with more header lines than n fails; 0 (the default): no
+ * limit. Fetches already started keep the limit they began with. */
+void		 upstream_set_max_headers(struct upstream *up, int n);
+const struct upstream_counters *upstream_counters(const struct upstream *up);
+/* Adds every counter of src into dst (the workers' figures summed). */
+void		 upstream_counters_add(struct upstream_counters *dst,
+		    const struct upstream_counters *src);
 
 void		 upstream_response_free(struct upstream_response **resp);
 const char	*upstream_result_name(enum upstream_result r);

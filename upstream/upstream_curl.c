@@ -44,11 +44,15 @@
 #define MAX_CONNECTS		256
 /* Bytes of one response's header block, status line excluded. */
 #define MAX_HEADER_BYTES	(64 * 1024)
+/* Digits of a Content-Length: 18 always fit in a curl_off_t. */
+#define MAX_LENGTH_DIGITS	18
 
 enum abort_reason {
 	ABORT_NONE = 0,
 	ABORT_TOO_BIG,		/* body over max_body_bytes */
 	ABORT_HEADERS,		/* header block over MAX_HEADER_BYTES */
+	ABORT_HEADER_LINES,	/* more header lines than max_headers */
+	ABORT_FRAMING,		/* a length the next hop could read otherwise */
 	ABORT_NO_MEMORY,	/* a header or body chunk could not be stored */
 	ABORT_NO_SOCKET,	/* could not watch one of its sockets */
 };
@@ -72,10 +76,15 @@ struct upstream_fetch {
 	int64_t			 start_us;
 	size_t			 max_body;
 	size_t			 header_bytes;	/* in the current block */
+	int			 header_lines;	/* in the current block */
+	int			 lengths;	/* Content-Length lines in it */
+	int			 coded;		/* it has Transfer-Encoding */
 	int			 headers_done;	/* final header block seen */
+	int			 max_headers;	/* upstream's, when it started */
 	int			 in_multi;
 	int			 linked;
 	enum abort_reason	 abort;
+	char			 framing[80];	/* what ABORT_FRAMING found */
 	char			 errbuf[CURL_ERROR_SIZE];
 	TAILQ_ENTRY(upstream_fetch) entry;
 };
@@ -89,6 +98,8 @@ struct upstream {
 	TAILQ_HEAD(, upstream_fetch) fetches;
 	TAILQ_HEAD(, sock)	 socks;
 	int			 active;
+	int			 max_headers;	/* 0: no limit */
+	struct upstream_counters counters;
 	int			 busy;		/* inside one of our callbacks */
 	int			 dying;		/* freed while busy */
 };
@@ -352,6 +363,13 @@ classify(const struct upstream_fetch *f, CURLcode rc, char *err,
 		snprintf(err, errlen, "response headers exceed %d bytes",
 		    MAX_HEADER_BYTES);
 		return UPSTREAM_ERR_PROTOCOL;
+	case ABORT_HEADER_LINES:
+		snprintf(err, errlen, "response has more than %d header lines",
+		    f->max_headers);
+		return UPSTREAM_ERR_PROTOCOL;
+	case ABORT_FRAMING:
+		snprintf(err, errlen, "bad framing: %s", f->framing);
+		return UPSTREAM_ERR_PROTOCOL;
 	case ABORT_NO_MEMORY:
 	case ABORT_NO_SOCKET:
 		copy_text(err, errlen, "out of memory");
@@ -397,6 +415,10 @@ finish(struct upstream_fetch *f, CURLcode rc)
 	f->in_multi = 0;
 
 	resp->result = classify(f, rc, resp->error, sizeof(resp->error));
+	if (f->abort == ABORT_HEADER_LINES)
+		f->up->counters.too_many_headers++;
+	else if (f->abort == ABORT_FRAMING)
+		f->up->counters.bad_framing++;
 	if (resp->result == UPSTREAM_OK) {
 		curl_easy_getinfo(f->easy, CURLINFO_RESPONSE_CODE, &status);
 		resp->status = (int)status;
@@ -539,6 +561,58 @@ add_header_line(struct evkeyvalq *headers, const char *line, size_t len)
 	return rc;
 }
 
+/* Whether line is the header name: ..., ignoring case. */
+static int
+line_names(const char *line, size_t len, const char *name)
+{
+	size_t n = strlen(name);
+
+	return len > n && line[n] == ':' && strncasecmp(line, name, n) == 0;
+}
+
+/* 1*DIGIT, without sign, space or list (RFC 9110 8.6), that fits. */
+static int
+valid_length(const char *v, size_t len)
+{
+	size_t digits = 0;
+
+	while (len > 0 && (*v == ' ' || *v == '\t')) {
+		v++;
+		len--;
+	}
+	while (digits < len && isdigit((unsigned char)v[digits]))
+		digits++;
+	return digits > 0 && digits == len && digits <= MAX_LENGTH_DIGITS;
+}
+
+/*
+ * RFC 9112 6.3: a response whose length the next hop could read another
+ * way (two Content-Lengths, one with Transfer-Encoding, one that is not a
+ * number) is refused whole rather than repaired. curl has already taken
+ * what it could from the line; refusing it here aborts the transfer
+ * before any of the body is used. 0 or -1 with f->framing set.
+ */
+static int
+check_framing(struct upstream_fetch *f, const char *line, size_t len)
+{
+	const char *what = NULL;
+	size_t n = sizeof("Content-Length:") - 1;
+
+	if (line_names(line, len, "Content-Length")) {
+		if (++f->lengths > 1)
+			what = "two Content-Length lines";
+		else if (!valid_length(line + n, len - n))
+			what = "Content-Length is not a number";
+	} else if (line_names(line, len, "Transfer-Encoding"))
+		f->coded = 1;
+	if (what == NULL && f->coded && f->lengths > 0)
+		what = "Transfer-Encoding with Content-Length";
+	if (what == NULL)
+		return 0;
+	copy_text(f->framing, sizeof(f->framing), what);
+	return -1;
+}
+
 /* CURLOPT_HEADERFUNCTION: curl passes one whole header line per call. */
 static size_t
 on_header(char *data, size_t size, size_t n, void *arg)
@@ -553,6 +627,7 @@ on_header(char *data, size_t size, size_t n, void *arg)
 		/* A new status line: forget an interim (1xx) response's. */
 		evhttp_clear_headers(&f->resp->headers);
 		f->header_bytes = 0;
+		f->header_lines = f->lengths = f->coded = 0;
 		f->headers_done = 0;
 		return total;
 	}
@@ -573,8 +648,18 @@ on_header(char *data, size_t size, size_t n, void *arg)
 			f->headers_done = 1;
 		return total;
 	}
+	/* A cache entry holds so many; a longer response is an error, not a
+	 * response served and silently never stored. */
+	if (f->max_headers > 0 && ++f->header_lines > f->max_headers) {
+		f->abort = ABORT_HEADER_LINES;
+		return 0;
+	}
 	if (data[0] == ' ' || data[0] == '\t')
 		return total;			/* obsolete line folding: ignored */
+	if (check_framing(f, data, len) == -1) {
+		f->abort = ABORT_FRAMING;
+		return 0;
+	}
 	if (add_header_line(&f->resp->headers, data, len) == -1) {
 		f->abort = ABORT_NO_MEMORY;
 		return 0;
@@ -681,6 +766,20 @@ is_token(const char *s)
 	return 1;
 }
 
+/* RFC 9110 9.2.2; an unknown method is taken as not idempotent. */
+static int
+idempotent(const char *m)
+{
+	static const char *const safe[] = {
+		"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE",
+	};
+
+	for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++)
+		if (strcmp(m, safe[i]) == 0)
+			return 1;
+	return 0;
+}
+
 /* HEAD never sends a body; any other method sends one if given. */
 static int
 set_method(CURL *e, const struct upstream_request *req)
@@ -698,6 +797,16 @@ set_method(CURL *e, const struct upstream_request *req)
 	if (strcmp(m, "GET") == 0 && req->body == NULL)
 		return curl_easy_setopt(e, CURLOPT_HTTPGET, 1L) != CURLE_OK ?
 		    -1 : 0;
+	/*
+	 * curl resends a request whose reused connection died before any
+	 * response byte came back ("Connection died, retrying a fresh
+	 * connect"), up to five times. The upstream may have acted on it all
+	 * the same, so one that is not idempotent goes out on a connection of
+	 * its own, which curl never retries: at most once, else a 502.
+	 */
+	if (!idempotent(m))
+		bad |= curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L) !=
+		    CURLE_OK;
 	if (strcmp(m, "POST") != 0)
 		bad |= curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m) !=
 		    CURLE_OK;
@@ -768,6 +877,7 @@ upstream_fetch(struct upstream *up, const struct upstream_request *req,
 	f->cb = cb;
 	f->arg = arg;
 	f->max_body = req->max_body_bytes;
+	f->max_headers = up->max_headers;
 	f->start_us = util_mono_us();
 	if ((f->resp = response_new()) == NULL)
 		goto fail;
@@ -806,6 +916,28 @@ upstream_active(const struct upstream *up)
 {
 	assert(up->magic == UPSTREAM_MAGIC);
 	return up->active;
+}
+
+void
+upstream_set_max_headers(struct upstream *up, int n)
+{
+	assert(up->magic == UPSTREAM_MAGIC && n >= 0);
+	up->max_headers = n;
+}
+
+const struct upstream_counters *
+upstream_counters(const struct upstream *up)
+{
+	assert(up->magic == UPSTREAM_MAGIC);
+	return &up->counters;
+}
+
+void
+upstream_counters_add(struct upstream_counters *dst,
+    const struct upstream_counters *src)
+{
+	dst->too_many_headers += src->too_many_headers;
+	dst->bad_framing += src->bad_framing;
 }
 
 /* ---- the upstream ----------------------------------------------------- */

@@ -136,6 +136,7 @@ t_example_conf_loads_with_its_values(void)
 	CHECK(cf.upstream_connect_timeout_ms == 1000);
 	CHECK(cf.upstream_timeout_ms == 10000);
 	CHECK(cf.max_entry_bytes == 8 * 1024 * 1024);
+	CHECK(cf.max_upstream_headers == 100);
 
 	CHECK(cf.nroutes == 2);
 	r = &cf.routes[0];
@@ -182,6 +183,7 @@ t_defaults_are_the_documented_ones(void)
 	CHECK(cf.upstream_connect_timeout_ms == 1000);
 	CHECK(cf.upstream_timeout_ms == 10000);
 	CHECK(cf.max_entry_bytes == 8388608);
+	CHECK(cf.max_upstream_headers == 100);
 	CHECK(cf.nroutes == 0);
 }
 
@@ -241,6 +243,7 @@ t_every_key_is_stored_in_its_field(void)
 	    "connect_timeout = 2s\n"
 	    "timeout = 20s\n"
 	    "max_entry_bytes = 1m\n"
+	    "max_upstream_headers = 64\n"
 	    "[route /api/]\n"
 	    "ttl = 1m\n"
 	    "stale_while_revalidate = 5m\n"
@@ -267,10 +270,11 @@ t_every_key_is_stored_in_its_field(void)
 	CHECK(cf.upstream_connect_timeout_ms == 2000);
 	CHECK(cf.upstream_timeout_ms == 20000);
 	CHECK(cf.max_entry_bytes == 1048576);
+	CHECK(cf.max_upstream_headers == 64);
 	CHECK(cf.nroutes == 1);
 	r = &cf.routes[0];
 	CHECK_STR(r->prefix, "/api/");
-	CHECK(r->line == 19);
+	CHECK(r->line == 20);
 	CHECK(r->ttl_ms == 60000);
 	CHECK(r->swr_ms == 300000);
 	CHECK(r->lock_ttl_ms == 2000);
@@ -501,6 +505,7 @@ static const struct bound {
 	{ "upstream", "connect_timeout", "1ms", "1m", "0", "60001ms" },
 	{ "upstream", "timeout", "1ms", "1h", "0", "3600001ms" },
 	{ "upstream", "max_entry_bytes", "1k", "1g", "1023", "1073741825" },
+	{ "upstream", "max_upstream_headers", "1", "128", "0", "129" },
 	{ "route /", "ttl", "0", "8760h", NULL, "31536000001ms" },
 	{ "server", "workers", "0", "64", "-1", "65" },
 	{ "route /", "early_refresh_beta", "0.001", "100", "0", "100.001" },
@@ -890,7 +895,7 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 		"error_log", "stale_if_error", "error_backoff", "ttl_404",
 		"ttl_status", "sort_query", "workers", "l1_max_bytes",
 		"early_refresh", "early_refresh_beta", "origin_cache_control",
-		"trusted_proxies",
+		"trusted_proxies", "max_upstream_headers",
 	};
 	char *out = NULL;
 	size_t len;
@@ -903,7 +908,7 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	errs = out;		/* freed with the next load */
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
-	CHECK(count_lines(out) == 1 + 36);	/* timeout is in two sections */
+	CHECK(count_lines(out) == 1 + 37);	/* timeout is in two sections */
 	CHECK(strstr(out, "1ms..1h") != NULL);
 	CHECK(strstr(out, "100ms..1h") != NULL);
 	CHECK(strstr(out, "0.001..100") != NULL);

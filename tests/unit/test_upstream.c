@@ -1028,6 +1028,7 @@ SCENARIO(interim_response_headers_are_dropped)
 	CHECK(fetch_raw(
 	    "HTTP/1.1 103 Early Hints\r\n"
 	    "Link: </style.css>; rel=preload\r\n"
+	    "Content-Length: 7\r\n"	/* its own: not a second one */
 	    "\r\n"
 	    "HTTP/1.1 200 OK\r\n"
 	    "X-Final: yes\r\n"
@@ -1043,6 +1044,7 @@ SCENARIO(interim_response_headers_are_dropped)
 	CHECK_STR(header(&g, "X-Final"), "yes");
 	CHECK(g.nheaders == 3);
 	CHECK_STR(g.body, "ok");
+	CHECK(upstream_counters(up)->bad_framing == 0);
 }
 
 SCENARIO(header_lines_are_trimmed_and_odd_ones_ignored)
@@ -1134,6 +1136,70 @@ SCENARIO(oversized_header_block_is_a_protocol_error)
 	CHECK(g.nheaders == 0);
 }
 
+/* Fails canned as bad framing, counted once. */
+static void
+expect_bad_framing(const char *canned, const char *why)
+{
+	struct got g = { 0 };
+	uint64_t before = upstream_counters(up)->bad_framing;
+
+	completed = 0;
+	CHECK(fetch_raw(canned, &g) != NULL);
+	CHECK(run_until(&completed, 1) == 0);
+	CHECK(g.result == UPSTREAM_ERR_PROTOCOL);
+	CHECK(strstr(g.error, why) != NULL);
+	CHECK(g.status == 0 && g.body_len == 0);
+	CHECK(upstream_counters(up)->bad_framing == before + 1);
+}
+
+SCENARIO(ambiguous_lengths_are_bad_framing)
+{
+	expect_bad_framing("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
+	    "Content-Length: 12\r\n\r\nhello world!", "two Content-Length");
+	expect_bad_framing("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+	    "content-length: 2\r\n\r\nok", "two Content-Length");
+	expect_bad_framing("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+	    "Content-Length: 2\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+	    "Transfer-Encoding with Content-Length");
+	expect_bad_framing("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+	    "Transfer-Encoding with Content-Length");
+	expect_bad_framing("HTTP/1.1 200 OK\r\nContent-Length: 2x\r\n\r\nok",
+	    "not a number");
+	expect_bad_framing("HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nok",
+	    "not a number");
+	expect_bad_framing("HTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\n\r\nok",
+	    "not a number");
+	expect_bad_framing("HTTP/1.1 200 OK\r\n"
+	    "Content-Length: 0000000000000000002\r\n\r\nok", "not a number");
+}
+
+SCENARIO(header_lines_over_the_limit_fail_and_are_counted)
+{
+	struct got g = { 0 }, h = { 0 };
+	const char *canned =
+	    "HTTP/1.1 200 OK\r\n"
+	    "A: 1\r\n"
+	    "B: 2\r\n"
+	    "Content-Length: 2\r\n"
+	    "\r\n"
+	    "ok";
+
+	upstream_set_max_headers(up, 3);
+	CHECK(fetch_raw(canned, &g) != NULL);
+	CHECK(run_until(&completed, 1) == 0);
+	CHECK(g.result == UPSTREAM_OK && g.nheaders == 3);
+
+	upstream_set_max_headers(up, 2);
+	completed = 0;
+	CHECK(fetch_raw(canned, &h) != NULL);
+	CHECK(run_until(&completed, 1) == 0);
+	CHECK(h.result == UPSTREAM_ERR_PROTOCOL);
+	CHECK(strstr(h.error, "more than 2 header lines") != NULL);
+	CHECK(h.nheaders == 0);
+	CHECK(upstream_counters(up)->too_many_headers == 1);
+}
+
 static void
 t_result_names(void)
 {
@@ -1186,6 +1252,8 @@ main(void)
 	RUN(t_truncated_body_is_a_protocol_error);
 	RUN(t_non_http_reply_is_a_protocol_error);
 	RUN(t_oversized_header_block_is_a_protocol_error);
+	RUN(t_ambiguous_lengths_are_bad_framing);
+	RUN(t_header_lines_over_the_limit_fail_and_are_counted);
 	RUN(t_result_names);
 	RUN(t_free_and_cancel_accept_null);
 	return unit_exit();
