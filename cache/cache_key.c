@@ -228,10 +228,23 @@ cache_key_build(const char *host, const char *path, const char *query,
 	sink_finish(&s);
 }
 
+/*
+ * By name only, and stably: "x=2&x=1" and "x=1&x=2" are different lists
+ * to an origin that reads the repeated name in order. The parameters lie
+ * in one buffer in their order, so their addresses break ties.
+ */
 static int
 cmp_param(const void *a, const void *b)
 {
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
+	const char *pa = *(const char *const *)a, *pb = *(const char *const *)b;
+	size_t na = strcspn(pa, "="), nb = strcspn(pb, "=");
+	int c = strncmp(pa, pb, na < nb ? na : nb);
+
+	if (c == 0 && na != nb)
+		c = na < nb ? -1 : 1;
+	if (c == 0)
+		c = pa < pb ? -1 : pa > pb;
+	return c;
 }
 
 /*

@@ -225,6 +225,60 @@ hdr_storable(const struct evkeyvalq *headers, const char **why)
 
 #define MS_PER_S	INT64_C(1000)
 #define SECONDS_MAX	(INT64_C(1) << 31)	/* delta-seconds cap, RFC 9111 1.2.2 */
+#define VARY_LIST_MAX	512	/* a Vary list longer than this is not stored */
+
+const char *
+hdr_join(const struct evkeyvalq *headers, const char *name, char *out,
+    size_t outlen, int *lines)
+{
+	const struct evkeyval *h;
+	size_t used = 0;
+	int n = 0, cut = 0;
+
+	out[0] = '\0';
+	TAILQ_FOREACH(h, headers, next) {
+		if (strcasecmp(h->key, name) != 0)
+			continue;
+		used += (size_t)snprintf(out + used, outlen - used, "%s%s",
+		    n++ > 0 ? ", " : "", h->value);
+		if (used >= outlen) {
+			used = outlen - 1;
+			cut = 1;
+		}
+	}
+	if (lines != NULL)
+		*lines = cut ? -1 : n;
+	return n > 0 ? out : NULL;
+}
+
+int64_t
+hdr_delta_seconds(const char *s)
+{
+	int64_t v = 0;
+
+	if (*s == '\0')
+		return -1;
+	for (; *s != '\0'; s++) {
+		if (!isdigit((unsigned char)*s))
+			return -1;
+		if (v < SECONDS_MAX)
+			v = v * 10 + (*s - '0');
+	}
+	return v > SECONDS_MAX ? SECONDS_MAX : v;
+}
+
+int64_t
+hdr_age(const struct evkeyvalq *headers)
+{
+	char buf[32];
+	const char *age;
+	int lines;
+
+	if ((age = hdr_join(headers, "Age", buf, sizeof(buf), &lines)) == NULL ||
+	    lines != 1)
+		return -1;
+	return hdr_delta_seconds(age);
+}
 
 static int64_t
 secs(int64_t s)
@@ -248,19 +302,21 @@ void
 hdr_freshness(int status, const struct evkeyvalq *resp, int authorized,
     const struct conf_route *rt, int64_t now_ms, struct freshness *f)
 {
-	const char *vary = evhttp_find_header(resp, "Vary");
-	const char *expires, *date, *age, *why;
-	int64_t status_ttl = conf_status_ttl(rt, status), lifetime, t;
-	int strict, validators;
+	char vary_buf[VARY_LIST_MAX], exp_buf[64];
+	const char *vary, *expires, *date, *why;
+	int64_t status_ttl = conf_status_ttl(rt, status), lifetime, t, age;
+	int strict, validators, lines;
 	struct cc cc;
+
+	vary = hdr_join(resp, "Vary", vary_buf, sizeof(vary_buf), &lines);
 
 	not_storable(f, "");
 	if (status >= 500)
 		REFUSE(f, "status");
 	if (!hdr_storable(resp, &why))
 		REFUSE(f, why);
-	if (vary != NULL && strchr(vary, '*') != NULL)
-		REFUSE(f, "vary");
+	if (vary != NULL && (strchr(vary, '*') != NULL || lines < 0))
+		REFUSE(f, "vary");	/* every line counts (RFC 9110 5.3) */
 	parse_cc(resp, &cc);
 	if (authorized && !cc.public_ && cc.s_maxage < 0 && !cc.must_revalidate)
 		REFUSE(f, "authorization");
@@ -277,7 +333,7 @@ hdr_freshness(int status, const struct evkeyvalq *resp, int authorized,
 	}
 
 	strict = cc.no_cache || cc.must_revalidate || cc.s_maxage >= 0;
-	expires = evhttp_find_header(resp, "Expires");
+	expires = hdr_join(resp, "Expires", exp_buf, sizeof(exp_buf), &lines);
 	if (cc.no_cache)
 		lifetime = 0;
 	else if (cc.s_maxage >= 0)
@@ -285,9 +341,10 @@ hdr_freshness(int status, const struct evkeyvalq *resp, int authorized,
 	else if (cc.max_age >= 0)
 		lifetime = secs(cc.max_age);
 	else if (expires != NULL) {
-		/* An invalid Expires means already expired (RFC 9111 5.3). */
+		/* An invalid Expires means already expired (RFC 9111 5.3);
+		 * so does more than one. */
 		date = evhttp_find_header(resp, "Date");
-		t = hdr_parse_date(expires);
+		t = lines == 1 ? hdr_parse_date(expires) : -1;
 		lifetime = t < 0 ? 0 : t - (date != NULL &&
 		    hdr_parse_date(date) >= 0 ? hdr_parse_date(date) : now_ms);
 	} else {
@@ -299,9 +356,8 @@ hdr_freshness(int status, const struct evkeyvalq *resp, int authorized,
 	}
 	if (status == 206 || status == 304 || status < 200)
 		REFUSE(f, "status");
-	if ((age = evhttp_find_header(resp, "Age")) != NULL &&
-	    isdigit((unsigned char)*age))
-		lifetime -= secs(strtoll(age, NULL, 10));
+	if ((age = hdr_age(resp)) >= 0)	/* an invalid Age is ignored */
+		lifetime -= secs(age);
 	f->ttl_ms = lifetime > 0 ? lifetime : 0;
 	f->swr_ms = cc.swr >= 0 ? secs(cc.swr) : strict ? 0 : rt->swr_ms;
 	f->sie_ms = cc.sie >= 0 ? secs(cc.sie) : strict ? 0 :
@@ -313,24 +369,133 @@ hdr_freshness(int status, const struct evkeyvalq *resp, int authorized,
 	f->storable = 1;
 }
 
+static const char *const day_names[] = {
+	"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday",
+	"Saturday",
+};
+static const char *const month_names[] = {
+	"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
+	"Nov", "Dec",
+};
+
+/* n digits at *p, moved past; -1 if any is not a digit. */
+static int
+digits(const char **p, int n)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++, (*p)++) {
+		if (!isdigit((unsigned char)**p))
+			return -1;
+		v = v * 10 + (**p - '0');
+	}
+	return v;
+}
+
+/* Does *p start with want? If so, moves past it. */
+static int
+lit(const char **p, const char *want)
+{
+	size_t n = strlen(want);
+
+	if (strncmp(*p, want, n) != 0)
+		return 0;
+	*p += n;
+	return 1;
+}
+
+/* A day name, short ("Sun") or long ("Sunday"), moved past. */
+static int
+day_name(const char **p, int full)
+{
+	for (size_t i = 0; i < ARRAY_LEN(day_names); i++) {
+		size_t n = full ? strlen(day_names[i]) : 3;
+
+		if (strncmp(*p, day_names[i], n) == 0) {
+			*p += n;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int
+month_name(const char **p)
+{
+	for (size_t i = 0; i < ARRAY_LEN(month_names); i++)
+		if (lit(p, month_names[i]))
+			return (int)i;
+	return -1;
+}
+
+/* "HH:MM:SS", moved past. */
+static int
+time_of_day(const char **p, struct tm *tm)
+{
+	tm->tm_hour = digits(p, 2);
+	if (!lit(p, ":"))
+		return 0;
+	tm->tm_min = digits(p, 2);
+	if (!lit(p, ":"))
+		return 0;
+	tm->tm_sec = digits(p, 2);
+	return tm->tm_hour >= 0 && tm->tm_hour <= 23 && tm->tm_min >= 0 &&
+	    tm->tm_min <= 59 && tm->tm_sec >= 0 && tm->tm_sec <= 60;
+}
+
+/*
+ * RFC 9110 5.6.7, exactly: IMF-fixdate "Sun, 06 Nov 1994 08:49:37 GMT",
+ * RFC 850 "Sunday, 06-Nov-94 08:49:37 GMT" and asctime "Sun Nov  6
+ * 08:49:37 1994". One-digit hours, extra spaces and the like are invalid.
+ */
 int64_t
 hdr_parse_date(const char *s)
 {
-	static const char *const formats[] = {
-		"%a, %d %b %Y %H:%M:%S GMT",	/* IMF-fixdate */
-		"%A, %d-%b-%y %H:%M:%S GMT",	/* RFC 850 */
-		"%a %b %e %H:%M:%S %Y",		/* asctime */
-	};
+	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31,
+	    30, 31 };
+	const char *p = s;
 	struct tm tm;
-	const char *end;
+	int ok, leap;
 
-	for (size_t i = 0; i < ARRAY_LEN(formats); i++) {
-		memset(&tm, 0, sizeof(tm));
-		end = strptime(s, formats[i], &tm);
-		if (end != NULL && *end == '\0')
-			return (int64_t)timegm(&tm) * MS_PER_S;
+	memset(&tm, 0, sizeof(tm));
+	if (day_name(&p, 0) && lit(&p, ", ")) {
+		/* IMF-fixdate */
+		tm.tm_mday = digits(&p, 2);
+		ok = lit(&p, " ") && (tm.tm_mon = month_name(&p)) >= 0 &&
+		    lit(&p, " ") && (tm.tm_year = digits(&p, 4)) >= 0 &&
+		    lit(&p, " ") && time_of_day(&p, &tm) && lit(&p, " GMT");
+	} else if ((p = s, day_name(&p, 1)) && lit(&p, ", ")) {
+		/* RFC 850: a two-digit year more than 50 years ahead is in
+		 * the past (RFC 9110 5.6.7). */
+		struct tm now;
+		time_t t = time(NULL);
+
+		gmtime_r(&t, &now);
+		tm.tm_mday = digits(&p, 2);
+		ok = lit(&p, "-") && (tm.tm_mon = month_name(&p)) >= 0 &&
+		    lit(&p, "-") && (tm.tm_year = digits(&p, 2)) >= 0 &&
+		    lit(&p, " ") && time_of_day(&p, &tm) && lit(&p, " GMT");
+		tm.tm_year += (now.tm_year + 1900) / 100 * 100;
+		if (tm.tm_year > now.tm_year + 1900 + 50)
+			tm.tm_year -= 100;
+	} else if ((p = s, day_name(&p, 0)) && lit(&p, " ")) {
+		/* asctime: the day is two digits or a space and one */
+		ok = (tm.tm_mon = month_name(&p)) >= 0 && lit(&p, " ");
+		tm.tm_mday = *p == ' ' ? (p++, digits(&p, 1)) : digits(&p, 2);
+		ok = ok && lit(&p, " ") && time_of_day(&p, &tm) &&
+		    lit(&p, " ") && (tm.tm_year = digits(&p, 4)) >= 0;
+	} else {
+		return -1;
 	}
-	return -1;
+	if (!ok || *p != '\0' || tm.tm_mday < 1 || tm.tm_year < 1900)
+		return -1;
+	leap = (tm.tm_year % 4 == 0 && tm.tm_year % 100 != 0) ||
+	    tm.tm_year % 400 == 0;
+	if (tm.tm_mday > mdays[tm.tm_mon] || (tm.tm_mon == 1 && !leap &&
+	    tm.tm_mday > 28))
+		return -1;
+	tm.tm_year -= 1900;
+	return (int64_t)timegm(&tm) * MS_PER_S;
 }
 
 void

@@ -63,6 +63,19 @@ struct freshness {
 void	hdr_freshness(int status, const struct evkeyvalq *resp,
 	    int authorized, const struct conf_route *rt, int64_t now_ms,
 	    struct freshness *out);
+/*
+ * Every line of the field name, joined by ", " as one list (RFC 9110
+ * 5.3) into out: out, or NULL when there is none. *lines, if not NULL,
+ * gets how many lines there were. A list too long for out is cut short
+ * and *lines set to -1.
+ */
+const char *hdr_join(const struct evkeyvalq *headers, const char *name,
+	    char *out, size_t outlen, int *lines);
+/* The Age of a response in seconds: its one Age line, if that is all
+ * digits (RFC 9111 5.1); -1 when there is none or it is invalid. */
+int64_t	hdr_age(const struct evkeyvalq *headers);
+/* delta-seconds (1*DIGIT, capped at 2^31), or -1 if s is not one. */
+int64_t	hdr_delta_seconds(const char *s);
 /* An HTTP date (IMF-fixdate, RFC 850 or asctime) in ms; -1 if bad. */
 int64_t	hdr_parse_date(const char *s);
 /* Writes an IMF-fixdate; out holds at least 30 bytes. */

@@ -227,11 +227,13 @@ entry_from_response(struct upstream_response *resp, const char *gen,
 static int
 refresh_vary(struct refresh *rf)
 {
-	const char *spec = evhttp_find_header(&rf->rep.entry->headers, "Vary");
-	char base[CACHE_KEY_MAX + 1], id[CACHE_VARIANT_MAX];
+	char buf[VARY_SPEC_MAX], base[CACHE_KEY_MAX + 1], id[CACHE_VARIANT_MAX];
+	int lines;
+	const char *spec = hdr_join(&rf->rep.entry->headers, "Vary", buf,
+	    sizeof(buf), &lines);
 	struct cache_entry *m;
 
-	if (spec == NULL || !vary_relevant(spec) || strlen(spec) >= VARY_SPEC_MAX)
+	if (spec == NULL || lines < 0 || !vary_relevant(spec))
 		return 0;
 	snprintf(rf->rep.vary, sizeof(rf->rep.vary), "%s", spec);
 	snprintf(base, sizeof(base), "%.*s", (int)strcspn(rf->key, "\n"),

@@ -133,6 +133,7 @@ deliver(struct req *req)
 	char cs[CACHE_STATUS_MAX], num[24], line[VIA_MAX];
 	int cached = req->pass_kind == OUT_NONE;	/* not passed through */
 	const char *origin_age = NULL;
+	int ages = 0;
 	const struct evkeyval *h;
 	size_t via_len = 0;
 	int has_date = 0;
@@ -170,7 +171,7 @@ deliver(struct req *req)
 			if (via_len >= sizeof(line))
 				via_len = sizeof(line) - 1;
 		} else if (cached && strcasecmp(h->key, "Age") == 0)
-			origin_age = h->value;
+			origin_age = h->value, ages++;
 		else if (strcasecmp(h->key, "Content-Length") != 0) {
 			if (!has_date && strcasecmp(h->key, "Date") == 0)
 				has_date = 1;
@@ -193,8 +194,8 @@ deliver(struct req *req)
 	if (cached) {
 		/* The origin's Age (if it is a cache too) plus our time. */
 		int64_t age = (util_now_ms() - e->stored_ms) / 1000;
-		if (origin_age != NULL && isdigit((unsigned char)*origin_age))
-			age += strtoll(origin_age, NULL, 10);
+		if (ages == 1 && hdr_delta_seconds(origin_age) >= 0)
+			age += hdr_delta_seconds(origin_age);
 		evhttp_add_header(out, "Age", fmt_uint(age > 0 ? (uint64_t)age : 0,
 		    num));
 		if (!has_date) {

@@ -851,6 +851,86 @@ t_storable_and_shareable(void)
 	CHECK(!hdr_shareable(&hs));
 }
 
+/* RFC 9110 5.6.7: only the three formats, exactly. */
+static void
+t_parse_date_is_exact(void)
+{
+	CHECK(hdr_parse_date("Thu, 18 Aug 2050 02:01:18 GMT") > 0);
+	CHECK(hdr_parse_date("Thu, 18 Aug 2050 2:01:18 GMT") == -1);
+	CHECK(hdr_parse_date("Thu,  18 Aug 2050 02:01:18 GMT") == -1);
+	CHECK(hdr_parse_date("Thu, 18 Aug 2050 02:01:18  GMT") == -1);
+	CHECK(hdr_parse_date("Thu, 8 Aug 2050 02:01:18 GMT") == -1);
+	CHECK(hdr_parse_date("thu, 18 Aug 2050 02:01:18 GMT") == -1);
+	CHECK(hdr_parse_date("Thu, 18 aug 2050 02:01:18 GMT") == -1);
+	CHECK(hdr_parse_date("Thu, 31 Apr 2050 02:01:18 GMT") == -1);
+	CHECK(hdr_parse_date("Thu, 29 Feb 2051 02:01:18 GMT") == -1);
+	CHECK(hdr_parse_date("Tue, 29 Feb 2000 02:01:18 GMT") > 0);
+	CHECK(hdr_parse_date("Sun, 06 Nov 1994 08:49:37 GMT ") == -1);
+	CHECK(hdr_parse_date(" Sun, 06 Nov 1994 08:49:37 GMT") == -1);
+	CHECK(hdr_parse_date("Sun Nov 6 08:49:37 1994") == -1);
+	CHECK(hdr_parse_date("Sun Nov 06 08:49:37 1994") == DATE_1994);
+	CHECK(hdr_parse_date("Sun, 06-Nov-94 08:49:37 GMT") == -1);
+	CHECK(hdr_parse_date("Sunday, 6-Nov-94 08:49:37 GMT") == -1);
+	/* RFC 850: a year more than 50 years ahead is in the past. */
+	CHECK(hdr_parse_date("Saturday, 01-Jan-77 00:00:00 GMT") ==
+	    INT64_C(220924800000));
+	CHECK(hdr_parse_date("Sunday, 01-Jan-70 00:00:00 GMT") ==
+	    INT64_C(3155760000000));	/* 2070: 44 years ahead */
+}
+
+/* RFC 9110 5.3: lines of one field form one list. */
+static void
+t_fields_split_over_lines_form_one_list(void)
+{
+	char exp[DATE_BUF];
+
+	route_reset(1);
+	clear();
+	add("Cache-Control", "max-age=60");
+	add("Vary", "Accept-Language");
+	add("Vary", "*");
+	fresh(200, 0);
+	CHECK(!f.storable);
+	clear();
+	add("Cache-Control", "max-age=60");
+	add("Cache-Control", "no-store");
+	fresh(200, 0);
+	CHECK(!f.storable);
+	clear();
+	date_at(NOW + 3600 * S, exp);
+	add("Expires", exp);
+	add("Expires", exp);		/* two: invalid, already expired */
+	fresh(200, 0);
+	CHECK(is(0, ROUTE_SWR, ROUTE_SIE));
+	clear();
+	add("Expires", "Thu, 18 Aug 2050 2:01:18 GMT");	/* invalid */
+	fresh(200, 0);
+	CHECK(is(0, ROUTE_SWR, ROUTE_SIE));
+}
+
+/* RFC 9111 5.1: an Age that is not 1*DIGIT is ignored. */
+static void
+t_invalid_age_is_ignored(void)
+{
+	static const char *const bad[] = { "7200.0", "-5", "", "10 ", "1e3" };
+
+	route_reset(1);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		clear();
+		add("Cache-Control", "max-age=30");
+		add("Age", bad[i]);
+		fresh(200, 0);
+		CHECK(is(30 * S, ROUTE_SWR, ROUTE_SIE));
+	}
+	clear();
+	add("Cache-Control", "max-age=30");
+	add("Age", "10");
+	add("Age", "20");		/* two: neither is believed */
+	fresh(200, 0);
+	CHECK(is(30 * S, ROUTE_SWR, ROUTE_SIE));
+	CHECK(hdr_delta_seconds("99999999999999999999") == INT64_C(1) << 31);
+}
+
 /* RFC 3986 5.4's examples of resolved dot segments, and %2E. */
 static void
 t_normalize_path_removes_dot_segments(void)
@@ -919,6 +999,9 @@ main(void)
 	RUN(t_copy_drops_hop_by_hop_always);
 	RUN(t_copy_flags_each_drop_their_headers);
 	RUN(t_storable_and_shareable);
+	RUN(t_parse_date_is_exact);
+	RUN(t_fields_split_over_lines_form_one_list);
+	RUN(t_invalid_age_is_ignored);
 	RUN(t_normalize_path_removes_dot_segments);
 	clear();
 	return unit_exit();

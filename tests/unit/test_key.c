@@ -237,6 +237,22 @@ t_key_for_sorts_the_query_only_when_asked(void)
 	CHECK_STR(sorted, "h/q");
 }
 
+/* Names are sorted; a repeated name keeps its values' order. */
+static void
+t_sorted_query_keeps_the_order_of_repeated_names(void)
+{
+	char a[CACHE_KEY_MAX + 1], b[CACHE_KEY_MAX + 1];
+
+	CHECK(cache_key_for("h", "/q", "x=2&x=1", 1, a) == 0);
+	CHECK(cache_key_for("h", "/q", "x=1&x=2", 1, b) == 0);
+	CHECK_STR(a, "h/q?x=2&x=1");
+	CHECK_STR(b, "h/q?x=1&x=2");
+	CHECK(cache_key_for("h", "/q", "b=1&x=2&a=9&x=1&ab=0&a=3", 1, a) == 0);
+	CHECK_STR(a, "h/q?a=9&a=3&ab=0&b=1&x=2&x=1");
+	CHECK(cache_key_for("h", "/q", "y&x=1&y=0", 1, a) == 0);
+	CHECK_STR(a, "h/q?x=1&y&y=0");
+}
+
 int
 main(void)
 {
@@ -254,5 +270,6 @@ main(void)
 	RUN(t_same_input_gives_same_key);
 	RUN(t_output_never_written_past_max);
 	RUN(t_key_for_sorts_the_query_only_when_asked);
+	RUN(t_sorted_query_keeps_the_order_of_repeated_names);
 	return unit_exit();
 }
