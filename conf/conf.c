@@ -83,6 +83,8 @@ enum type {
 	T_BOOL,			/* int, 0 or 1 */
 	T_STRING,		/* char[size]; min..max is its length */
 	T_PREFIX,		/* T_STRING without '{', '}', space, control */
+	T_FIELDS,		/* T_STRING: field names, comma-separated */
+	T_HOSTS,		/* T_STRING: host[:port] names, comma-separated */
 	T_URL,			/* T_STRING: http(s)://host[:port][/path] */
 	T_STATUS_TTLS,		/* "404:30s,410:5m" into a conf_route */
 	T_CIDRS,		/* "10.0.0.0/8, ::1" into trusted_proxies */
@@ -127,6 +129,8 @@ static const struct key keys[] = {
 	{ "client_timeout", SECT_SERVER, T_DURATION, "30s", 1 * MS_SECOND,
 	  1 * MS_HOUR, IN_CONF(client_timeout_ms),
 	  "client connection timeout" },
+	{ "hosts", SECT_SERVER, T_HOSTS, "", 0, CONF_HOSTS_MAX - 1,
+	  IN_CONF(hosts), "Host names served; others get 421 (empty: any)" },
 	{ "trusted_proxies", SECT_SERVER, T_CIDRS, "", 0, CONF_CIDRS_MAX,
 	  IN_CONF(trusted_proxies), "peers whose X-Forwarded-* are kept" },
 	{ "max_connections", SECT_SERVER, T_INT, "10000", 1, 1000000,
@@ -200,6 +204,14 @@ static const struct key keys[] = {
 	{ "origin_cache_control", SECT_ROUTE, T_BOOL, "off", 0, 1,
 	  IN_ROUTE(origin_cache_control),
 	  "freshness from the origin's Cache-Control and Expires" },
+	{ "targeted_cache_control", SECT_ROUTE, T_FIELDS,
+	  "Corral-Cache-Control", 0, CONF_FIELDS_MAX - 1, IN_ROUTE(targeted_cc),
+	  "fields meant for Corral, above CDN-Cache-Control (RFC 9213)" },
+	{ "key_host", SECT_ROUTE, T_BOOL, "off", 0, 1, IN_ROUTE(key_host),
+	  "key on the client's Host (and send it upstream)" },
+	{ "forward_targeted_cache_control", SECT_ROUTE, T_BOOL, "off", 0, 1,
+	  IN_ROUTE(forward_targeted_cc),
+	  "pass the targeted fields Corral read on to clients" },
 };
 
 #define NKEYS	ARRAY_LEN(keys)
@@ -350,6 +362,40 @@ set_string(const struct key *k, char *field, const char *v, char *err,
 	}
 	memcpy(field, v, len + 1);
 	return 0;
+}
+
+/* Field names (tokens, RFC 9110 5.1) or host names, stored as "A, B". */
+static int
+set_fields(const struct key *k, char *field, const char *v, char *err,
+    size_t errlen)
+{
+	const char *tchar = k->type == T_HOSTS ? "-.:[]*" :
+	    "!#$%&'*+-.^_`|~";
+	char norm[CONF_FIELDS_MAX * 2], shown[SHOW_BUF];
+	size_t used = 0;
+
+	norm[0] = '\0';
+	for (const char *p = v; *p != '\0'; p += strspn(p, ", \t")) {
+		size_t len = strcspn(p, ", \t");
+
+		if (len == 0)
+			continue;
+		for (size_t i = 0; i < len; i++) {
+			if (!isalnum((unsigned char)p[i]) &&
+			    strchr(tchar, p[i]) == NULL) {
+				snprintf(err, errlen, "\"%s\" is not a %s name",
+				    show(p, len, shown), k->type == T_HOSTS ?
+				    "host" : "field");
+				return -1;
+			}
+		}
+		used += (size_t)snprintf(norm + used, sizeof(norm) - used,
+		    "%s%.*s", used > 0 ? ", " : "", (int)len, p);
+		if (used >= sizeof(norm))
+			used = sizeof(norm) - 1;
+		p += len;
+	}
+	return set_string(k, field, norm, err, errlen);
 }
 
 static int
@@ -618,6 +664,60 @@ set_cidrs(const struct key *k, char *base, const char *v, char *err,
 	return 0;
 }
 
+/*
+ * The upstream URL's authority, lower-cased and without the scheme's
+ * default port: by default the host part of every cache key, as nginx's
+ * proxy_cache_key keys on the proxied host.
+ */
+static void
+upstream_authority(struct conf *c)
+{
+	const char *p = strstr(c->upstream_url, "://");
+	int https = strncasecmp(c->upstream_url, "https", 5) == 0;
+	size_t n;
+
+	p = p != NULL ? p + 3 : c->upstream_url;
+	n = strcspn(p, "/");
+	snprintf(c->upstream_authority, sizeof(c->upstream_authority), "%.*s",
+	    (int)n, p);
+	for (char *q = c->upstream_authority; *q != '\0'; q++)
+		*q = (char)tolower((unsigned char)*q);
+	n = strlen(c->upstream_authority);
+	if (n > 3 && !https && strcmp(c->upstream_authority + n - 3, ":80") == 0)
+		c->upstream_authority[n - 3] = '\0';
+	else if (n > 4 && https &&
+	    strcmp(c->upstream_authority + n - 4, ":443") == 0)
+		c->upstream_authority[n - 4] = '\0';
+}
+
+int
+conf_host_allowed(const struct conf *c, const char *host)
+{
+	size_t hl = strlen(host), nport = hl;
+	const char *colon = strrchr(host, ':');
+
+	if (c->hosts[0] == '\0')
+		return 1;
+	if (colon != NULL && strchr(colon, ']') == NULL)
+		nport = (size_t)(colon - host);	/* host without its port */
+	for (const char *p = c->hosts; *p != '\0'; p += strspn(p, ", ")) {
+		size_t len = strcspn(p, ", ");
+		const char *name = p;
+
+		p += len;
+		if (name[0] == '*' && name[1] == '.') {
+			/* "*.example.com": a subdomain, any port */
+			if (nport > len - 1 && strncasecmp(host + nport -
+			    (len - 1), name + 1, len - 1) == 0)
+				return 1;
+		} else if ((len == hl && strncasecmp(host, name, len) == 0) ||
+		    (len == nport && strncasecmp(host, name, len) == 0)) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int
 conf_trusted_proxy(const struct conf *c, const char *addr)
 {
@@ -654,6 +754,7 @@ set_value(const struct key *k, char *base, const char *v, char *err,
 	int b;
 
 	if (*v == '\0' && k->type != T_STRING && k->type != T_PREFIX &&
+	    k->type != T_FIELDS && k->type != T_HOSTS &&
 	    k->type != T_STATUS_TTLS && k->type != T_CIDRS) {
 		snprintf(err, errlen, "missing value");
 		return -1;
@@ -668,6 +769,9 @@ set_value(const struct key *k, char *base, const char *v, char *err,
 		return set_string(k, field, v, err, errlen);
 	case T_PREFIX:
 		return set_prefix(k, field, v, err, errlen);
+	case T_FIELDS:
+	case T_HOSTS:
+		return set_fields(k, field, v, err, errlen);
 	case T_URL:
 		return set_url(k, field, v, err, errlen);
 	case T_STATUS_TTLS:
@@ -1189,6 +1293,7 @@ conf_load(struct conf *c, const char *path, FILE *errs)
 		/* inih rejected a line that read_line() let through. */
 		report(&ld, rc, "syntax error");
 	check_listeners(&ld);
+	upstream_authority(c);
 
 done:
 	fclose(ld.fp);
@@ -1238,6 +1343,11 @@ format_range(const struct key *k, char *out, size_t outlen)
 		break;
 	case T_CIDRS:
 		snprintf(out, outlen, "address[/bits],...");
+		break;
+	case T_FIELDS:
+	case T_HOSTS:
+		snprintf(out, outlen, "%s,... (%" PRId64 " chars)",
+		    k->type == T_FIELDS ? "Field-Name" : "host[:port]", k->max);
 		break;
 	case T_STRING:
 	case T_PREFIX:

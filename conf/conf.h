@@ -20,6 +20,8 @@
 #define CONF_SECRET_MAX		256
 #define CONF_PREFIX_MAX		64	/* [redis] prefix */
 #define CONF_ROUTE_PREFIX_MAX	256	/* [route PREFIX] */
+#define CONF_FIELDS_MAX		128	/* targeted_cache_control */
+#define CONF_HOSTS_MAX		1024	/* hosts */
 #define CONF_STATUS_TTLS_MAX	16	/* entries of ttl_status */
 #define CONF_UPSTREAM_HEADERS_MAX 128	/* what a cache entry holds */
 #define WORKERS_MAX		64
@@ -55,6 +57,9 @@ struct conf_route {
 	int	 early_refresh;		/* XFetch: refresh before expiry */
 	double	 early_refresh_beta;
 	int	 origin_cache_control;	/* freshness from the origin's headers */
+	char	 targeted_cc[CONF_FIELDS_MAX];	/* field names, ", " between */
+	int	 key_host;		/* key on the client's Host, and send it */
+	int	 forward_targeted_cc;	/* pass consumed targeted fields on */
 	int	 line;			/* where the section starts */
 };
 
@@ -78,6 +83,7 @@ struct conf {
 	char		 error_log[CONF_PATH_MAX];	/* path or "-" (stderr) */
 	struct conf_cidr trusted_proxies[CONF_CIDRS_MAX];
 	int		 ntrusted_proxies;
+	char		 hosts[CONF_HOSTS_MAX];	/* allowed Host names, or "" */
 
 	/* [redis] */
 	char		 redis_host[CONF_HOST_MAX];	/* empty when unix */
@@ -90,6 +96,7 @@ struct conf {
 
 	/* [upstream] */
 	char		 upstream_url[CONF_URL_MAX];	/* no trailing '/' */
+	char		 upstream_authority[CONF_HOST_MAX + 8];	/* keys' host */
 	int64_t		 upstream_connect_timeout_ms;
 	int64_t		 upstream_timeout_ms;
 	int64_t		 max_entry_bytes;
@@ -115,6 +122,10 @@ int64_t	conf_status_ttl(const struct conf_route *r, int status);
 
 /* The route with the longest prefix of path, or NULL. */
 const struct conf_route *conf_route_match(const struct conf *c, const char *path);
+/* May a request name this Host? Any, when hosts is empty; else one of
+ * its names (a name without a port allows every port; "*.example.com"
+ * allows its subdomains). */
+int	conf_host_allowed(const struct conf *c, const char *host);
 /* Is addr (a numeric IPv4 or IPv6 address) in trusted_proxies? */
 int	conf_trusted_proxy(const struct conf *c, const char *addr);
 /* The index of the route with this prefix in c, or -1. */

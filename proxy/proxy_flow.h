@@ -39,6 +39,7 @@
 #define HTTP_BAD_GATEWAY	502
 #define HTTP_GATEWAY_TIMEOUT	504
 #define HTTP_HEADERS_TOO_LARGE	431
+#define HTTP_MISDIRECTED	421
 
 #define MIN(a, b)		((a) < (b) ? (a) : (b))
 #define MAX(a, b)		((a) > (b) ? (a) : (b))

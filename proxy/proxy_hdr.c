@@ -145,9 +145,10 @@ struct cc {
 	int64_t	s_maxage, max_age, swr, sie;	/* seconds; -1: absent */
 };
 
-/* Parses "name" or "name=value" directives of every Cache-Control line. */
+/* Parses "name" or "name=value" directives of every line of field (a
+ * Cache-Control, or a targeted one: RFC 9213 keeps their syntax). */
 static void
-parse_cc(const struct evkeyvalq *headers, struct cc *cc)
+parse_cc(const struct evkeyvalq *headers, const char *field, struct cc *cc)
 {
 	const struct evkeyval *h;
 
@@ -156,7 +157,7 @@ parse_cc(const struct evkeyvalq *headers, struct cc *cc)
 	TAILQ_FOREACH(h, headers, next) {
 		const char *p = h->value;
 
-		if (strcasecmp(h->key, "Cache-Control") != 0)
+		if (strcasecmp(h->key, field) != 0)
 			continue;
 		while (*p != '\0') {
 			char name[32];
@@ -211,7 +212,7 @@ hdr_storable(const struct evkeyvalq *headers, const char **why)
 		*why = "set-cookie";
 		return 0;
 	}
-	parse_cc(headers, &cc);
+	parse_cc(headers, "Cache-Control", &cc);
 	if (cc.no_store) {
 		*why = "no-store";
 		return 0;
@@ -298,12 +299,64 @@ not_storable(struct freshness *f, const char *why)
 	return;								\
 } while (0)
 
+/* Calls fn with each field name of the route's targeted_cache_control,
+ * then CDN-Cache-Control, until it returns non-zero. */
+static int
+each_targeted(const struct conf_route *rt, char *name, size_t namelen,
+    int (*fn)(const char *name, void *arg), void *arg)
+{
+	const char *p = rt->targeted_cc;
+
+	for (;;) {
+		size_t len;
+
+		p += strspn(p, ", ");
+		if (*p == '\0')
+			break;
+		len = strcspn(p, ", ");
+		snprintf(name, namelen, "%.*s", (int)len, p);
+		p += len;
+		if (fn(name, arg))
+			return 1;
+	}
+	snprintf(name, namelen, "CDN-Cache-Control");
+	return fn(name, arg);
+}
+
+static int
+present(const char *name, void *arg)
+{
+	return evhttp_find_header(arg, name) != NULL;
+}
+
+const char *
+hdr_targeted(const struct evkeyvalq *resp, const struct conf_route *rt,
+    char *name, size_t namelen)
+{
+	return each_targeted(rt, name, namelen, present, (void *)resp) ?
+	    name : NULL;
+}
+
+static int
+same_name(const char *name, void *arg)
+{
+	return strcasecmp(name, arg) == 0;
+}
+
+int
+hdr_is_targeted(const char *name, const struct conf_route *rt)
+{
+	char buf[CONF_FIELDS_MAX];
+
+	return each_targeted(rt, buf, sizeof(buf), same_name, (void *)name);
+}
+
 void
 hdr_freshness(int status, const struct evkeyvalq *resp, int authorized,
     const struct conf_route *rt, int64_t now_ms, struct freshness *f)
 {
-	char vary_buf[VARY_LIST_MAX], exp_buf[64];
-	const char *vary, *expires, *date, *why;
+	char vary_buf[VARY_LIST_MAX], exp_buf[64], tbuf[CONF_FIELDS_MAX];
+	const char *vary, *expires, *date, *why, *target;
 	int64_t status_ttl = conf_status_ttl(rt, status), lifetime, t, age;
 	int strict, validators, lines;
 	struct cc cc;
@@ -313,11 +366,20 @@ hdr_freshness(int status, const struct evkeyvalq *resp, int authorized,
 	not_storable(f, "");
 	if (status >= 500)
 		REFUSE(f, "status");
-	if (!hdr_storable(resp, &why))
+	/* A field meant for Corral overrides Cache-Control and Expires. */
+	target = rt->origin_cache_control ? hdr_targeted(resp, rt, tbuf,
+	    sizeof(tbuf)) : NULL;
+	if (target == NULL && !hdr_storable(resp, &why))
 		REFUSE(f, why);
+	if (target != NULL && evhttp_find_header(resp, "Set-Cookie") != NULL)
+		REFUSE(f, "set-cookie");
 	if (vary != NULL && (strchr(vary, '*') != NULL || lines < 0))
 		REFUSE(f, "vary");	/* every line counts (RFC 9110 5.3) */
-	parse_cc(resp, &cc);
+	parse_cc(resp, target != NULL ? target : "Cache-Control", &cc);
+	if (cc.no_store)
+		REFUSE(f, "no-store");
+	if (cc.private_)
+		REFUSE(f, "private");
 	if (authorized && !cc.public_ && cc.s_maxage < 0 && !cc.must_revalidate)
 		REFUSE(f, "authorization");
 
@@ -333,7 +395,8 @@ hdr_freshness(int status, const struct evkeyvalq *resp, int authorized,
 	}
 
 	strict = cc.no_cache || cc.must_revalidate || cc.s_maxage >= 0;
-	expires = hdr_join(resp, "Expires", exp_buf, sizeof(exp_buf), &lines);
+	expires = target != NULL ? NULL :
+	    hdr_join(resp, "Expires", exp_buf, sizeof(exp_buf), &lines);
 	if (cc.no_cache)
 		lifetime = 0;
 	else if (cc.s_maxage >= 0)

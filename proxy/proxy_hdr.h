@@ -76,6 +76,16 @@ const char *hdr_join(const struct evkeyvalq *headers, const char *name,
 int64_t	hdr_age(const struct evkeyvalq *headers);
 /* delta-seconds (1*DIGIT, capped at 2^31), or -1 if s is not one. */
 int64_t	hdr_delta_seconds(const char *s);
+/*
+ * Targeted cache control (RFC 9213): the first field of the route's
+ * targeted_cache_control list, then CDN-Cache-Control, that resp has,
+ * copied into name; NULL if none. In origin_cache_control mode it rules
+ * freshness instead of Cache-Control and Expires.
+ */
+const char *hdr_targeted(const struct evkeyvalq *resp,
+	    const struct conf_route *rt, char *name, size_t namelen);
+/* Is name one of the targeted fields the route reads? */
+int	hdr_is_targeted(const char *name, const struct conf_route *rt);
 /* An HTTP date (IMF-fixdate, RFC 850 or asctime) in ms; -1 if bad. */
 int64_t	hdr_parse_date(const char *s);
 /* Writes an IMF-fixdate; out holds at least 30 bytes. */

@@ -6,6 +6,11 @@
  *	                                                     variants)
  *	POST /purge?prefix=app.example/users/                every key starting
  *	                                                     so (SCAN)
+ *	POST /purge?prefix=/users/                           the same, on routes
+ *	                                                     keyed on the upstream
+ *
+ * A URL on a route keyed on the upstream (not key_host) names its path
+ * only: its host is the upstream's, whatever the URL says.
  */
 
 #include <assert.h>
@@ -106,6 +111,9 @@ url_key(const struct proxy *px, const char *url, char key[CACHE_KEY_MAX + 1])
 	if (path == NULL || *path == '\0')
 		path = "/";
 	rt = conf_route_match(px->conf, path);
+	if (rt == NULL || !rt->key_host)	/* keyed on the upstream */
+		snprintf(hostport, sizeof(hostport), "%s",
+		    px->conf->upstream_authority);
 	if (cache_key_for(hostport, path, evhttp_uri_get_query(u),
 	    rt != NULL && rt->sort_query, key) == -1)
 		rc = HTTP_SERVUNAVAIL;
@@ -113,13 +121,20 @@ url_key(const struct proxy *px, const char *url, char key[CACHE_KEY_MAX + 1])
 	return rc;
 }
 
-/* "http://Host:80/a" or "Host:80/a" -> "host/a", as keys begin. */
+/* "http://Host:80/a" or "Host:80/a" -> "host/a", as keys begin; a path
+ * ("/a") is one of the upstream's: "upstream-host/a". */
 static void
-prefix_key(const char *prefix, char out[PURGE_PREFIX_MAX + 1])
+prefix_key(const struct proxy *px, const char *prefix,
+    char out[PURGE_PREFIX_MAX + 1])
 {
 	const char *p = prefix, *slash;
 	size_t hl, n;
 
+	if (*p == '/') {
+		snprintf(out, PURGE_PREFIX_MAX + 1, "%s%s",
+		    px->conf->upstream_authority, p);
+		return;
+	}
 	if (strncasecmp(p, "http://", 7) == 0)
 		p += 7;
 	else if (strncasecmp(p, "https://", 8) == 0)
@@ -174,7 +189,7 @@ admin_purge(struct proxy *px, struct evhttp_request *ev)
 				log_info("purge %s", key);
 		}
 	} else if (prefix != NULL && *prefix != '\0') {
-		prefix_key(prefix, key);
+		prefix_key(px, prefix, key);
 		l1_drop_prefix(px->l1, key);	/* the others hear by broadcast */
 		if (cache_purge_prefix(px->cache, key, on_prefix_purged, ev) == -1)
 			reply_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");

@@ -330,9 +330,12 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 		goto out;
 	}
 	rf->rep.result = RFR_FETCHED;
-	rf->rep.shareable = hdr_shareable(&rf->rep.entry->headers);
 	hdr_freshness(rf->rep.entry->status, &rf->rep.entry->headers, rf->authorized,
 	    rt, rf->rep.entry->stored_ms, &f);
+	/* What is stored is served to all; the rest only when it is not
+	 * one user's (no Set-Cookie, private, no-store). */
+	rf->rep.shareable = f.storable ||
+	    hdr_shareable(&rf->rep.entry->headers);
 	rf->rep.entry->fresh_until_ms = rf->rep.entry->stored_ms + f.ttl_ms;
 	rf->rep.entry->stale_until_ms = rf->rep.entry->fresh_until_ms + f.swr_ms;
 	rf->sie_ms = f.sie_ms;

@@ -72,6 +72,8 @@ req_forward_headers(struct req *req, struct evkeyvalq *dst, int flags)
 	struct evbuffer *xff;
 
 	hdr_copy(in, dst, flags | HDR_DROP_FORWARDED);
+	if ((flags & HDR_DROP_HOST) && req->rt.key_host && req->host[0] != '\0')
+		evhttp_add_header(dst, "Host", req->host);	/* it is keyed */
 	if ((xff = evbuffer_new()) == NULL)
 		return;
 	TAILQ_FOREACH(h, in, next) {
@@ -134,6 +136,8 @@ deliver(struct req *req)
 	int cached = req->pass_kind == OUT_NONE;	/* not passed through */
 	const char *origin_age = NULL;
 	int ages = 0;
+	/* The targeted fields Corral read are its own, not the client's. */
+	int strip = req->rt.origin_cache_control && !req->rt.forward_targeted_cc;
 	const struct evkeyval *h;
 	size_t via_len = 0;
 	int has_date = 0;
@@ -172,7 +176,8 @@ deliver(struct req *req)
 				via_len = sizeof(line) - 1;
 		} else if (cached && strcasecmp(h->key, "Age") == 0)
 			origin_age = h->value, ages++;
-		else if (strcasecmp(h->key, "Content-Length") != 0) {
+		else if (strcasecmp(h->key, "Content-Length") != 0 &&
+		    !(strip && hdr_is_targeted(h->key, &req->rt))) {
 			if (!has_date && strcasecmp(h->key, "Date") == 0)
 				has_date = 1;
 			evhttp_add_header(out, h->key, h->value);
@@ -441,7 +446,15 @@ req_recv(struct req *req)
 	req->head = cmd == EVHTTP_REQ_HEAD;
 	STAT_INC(px->stats, req->route, requests);
 
-	if ((req->reject_code = request_problem(req)) != 0) {
+	/* Only the key_host routes key on the client's Host; the others on
+	 * the upstream's, so that every name of the fleet shares entries. */
+	if (rt == NULL || !rt->key_host)
+		host = px->conf->upstream_authority;
+	if (!conf_host_allowed(px->conf, req->host)) {
+		req->reject_code = HTTP_MISDIRECTED;
+		req->outcome = OUT_REJECTED;
+		req->step = REQ_DELIVER;
+	} else if ((req->reject_code = request_problem(req)) != 0) {
 		log_info("rejected %s: %d", req->uri, req->reject_code);
 		req->outcome = OUT_REJECTED;
 		req->step = REQ_DELIVER;

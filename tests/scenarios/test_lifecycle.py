@@ -86,7 +86,7 @@ def reload_applies_new_routes_without_dropping_connections(env):
 
     expect_eq(get("/a")[0], 200, "before the reload")
     with open(corral.config_path, "a") as f:
-        f.write("\n[route /short/]\nttl = 2s\nstale_while_revalidate = 3s\n")
+        f.write("\n[route /short/]\nkey_host = on\nttl = 2s\nstale_while_revalidate = 3s\n")
     corral.proc.send_signal(1)	# SIGHUP
     wait_for(lambda: "/short/" in corral.stats()["routes"], what="the new route in /stats")
 

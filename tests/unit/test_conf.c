@@ -895,7 +895,8 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 		"error_log", "stale_if_error", "error_backoff", "ttl_404",
 		"ttl_status", "sort_query", "workers", "l1_max_bytes",
 		"early_refresh", "early_refresh_beta", "origin_cache_control",
-		"trusted_proxies", "max_upstream_headers",
+		"trusted_proxies", "max_upstream_headers", "targeted_cache_control",
+		"forward_targeted_cache_control", "key_host", "hosts",
 	};
 	char *out = NULL;
 	size_t len;
@@ -908,7 +909,7 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	errs = out;		/* freed with the next load */
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
-	CHECK(count_lines(out) == 1 + 37);	/* timeout is in two sections */
+	CHECK(count_lines(out) == 1 + 41);	/* timeout is in two sections */
 	CHECK(strstr(out, "1ms..1h") != NULL);
 	CHECK(strstr(out, "100ms..1h") != NULL);
 	CHECK(strstr(out, "0.001..100") != NULL);
