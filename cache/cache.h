@@ -52,6 +52,7 @@ enum lock_result {
 	LOCK_BUSY,		/* someone else holds the lock */
 	LOCK_CHANGED,		/* the entry changed: here it is, no lock taken */
 	LOCK_BACKOFF,		/* refreshes of the key are backing off */
+	LOCK_PASS,		/* the key is uncacheable: fetch, do not lock */
 	LOCK_ERROR,
 };
 
@@ -77,7 +78,8 @@ struct cache_counters {
 
 /* The callback gets its own reference to e (NULL unless FOUND/CHANGED). */
 typedef void cache_get_cb(enum cache_result r, struct cache_entry *e, void *arg);
-/* backoff: with LOCK_BACKOFF, the failure that started it (else NULL). */
+/* backoff: with LOCK_BACKOFF, the failure that started it (else NULL),
+ * and e the upstream's last error response, if it sent one. */
 typedef void lock_cb(enum lock_result r, struct cache_entry *e,
     const char *backoff, void *arg);
 typedef void fence_cb(enum fence_result r, void *arg);
@@ -113,12 +115,25 @@ struct cache_op	*cache_store(struct cache *c, const char *key,
 		    const char *token, const struct cache_entry *e,
 		    int64_t expire_at_ms, const char *variant,
 		    const struct cache_entry *marker, fence_cb *cb, void *arg);
-/* failure: NULL, or what went wrong upstream ("503", "timeout", ...),
- * which starts or extends the key's backoff (base, doubling, at most max;
- * max 0 turns backoff off). */
+/* What a release records besides freeing the lock. */
+struct release_args {
+	/* NULL, or what went wrong upstream ("503", "timeout", ...): from
+	 * the backoff_after-th failure in a row, fleet-wide, it starts or
+	 * extends the key's backoff (base, doubling, at most max; max 0
+	 * turns backoff off), answered meanwhile with error, the upstream's
+	 * own response (NULL: it sent none). */
+	const char		*failure;
+	const struct cache_entry *error;
+	int64_t			 backoff_base_ms;
+	int64_t			 backoff_max_ms;
+	int			 backoff_after;
+	/* > 0: the key's response is not shareable; for this long every
+	 * acquire answers LOCK_PASS (hit-for-miss, fleet-wide). */
+	int64_t			 hit_for_miss_ms;
+};
+
 struct cache_op	*lock_release(struct cache *c, const char *key,
-		    const char *token, const char *failure,
-		    int64_t backoff_base_ms, int64_t backoff_max_ms,
+		    const char *token, const struct release_args *ra,
 		    fence_cb *cb, void *arg);
 /* Deletes key's entry and its variants, and tells every process (the
  * purge callback) to drop its copies. cb may be NULL. */

@@ -36,19 +36,21 @@
 #define KEY_SUFFIX_MAX		16		/* "}:entry", "}:lock" */
 #define REDIS_KEY_MAX		(CONF_PREFIX_MAX + 1 + CACHE_KEY_MAX + \
 				 KEY_SUFFIX_MAX + CACHE_VARIANT_MAX)
-#define OP_ARGS_MAX		14
+#define OP_ARGS_MAX		20
 #define FILL_CHANNEL		"filled"
 #define PURGE_CHANNEL		"purge"
 #define SCAN_COUNT		"500"	/* keys a purge's SCAN looks at a time */
 #define HUNG_TIMEOUTS		5	/* timeouts in a row that drop the connection */
 
 /*
- * acquire: KEYS entry, lock, backoff; ARGV token, px, seen generation.
- * Returns {2, entry} when the entry is not the one the caller saw (someone
- * refreshed it: no lock needed; an entry without a readable generation
- * is junk for a refresh to replace, never a change), {3, failure} while the key's refreshes
- * are backing off after upstream failures, {1} when the lock was taken,
- * {0} if busy.
+ * acquire: KEYS entry, lock, backoff, last error, hit-for-miss; ARGV
+ * token, px, seen generation. Returns {2, entry} when the entry is not the
+ * one the caller saw (someone refreshed it: no lock needed; an entry
+ * without a readable generation is junk for a refresh to replace, never a
+ * change), {4} while the key is remembered as uncacheable (every request
+ * goes upstream itself), {3, failure, last error response or false}
+ * while the key's refreshes are backing off after upstream failures, {1}
+ * when the lock was taken, {0} if busy.
  */
 static const char script_acquire[] =
 	"local e = redis.call('GET', KEYS[1])\n"
@@ -56,8 +58,9 @@ static const char script_acquire[] =
 	"if g and g ~= ARGV[3] and string.find(g, '^[0-9a-f]+$') and #g == 32 then\n"
 	"  return {2, e}\n"
 	"end\n"
+	"if redis.call('EXISTS', KEYS[5]) == 1 then return {4} end\n"
 	"local b = redis.call('GET', KEYS[3])\n"
-	"if b then return {3, b} end\n"
+	"if b then return {3, b, redis.call('GET', KEYS[4])} end\n"
 	"if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
 	"  return {1}\n"
 	"end\n"
@@ -107,21 +110,37 @@ static const char script_invalidate[] =
 	"return n\n";
 
 /*
- * release: KEYS lock, backoff, fails; ARGV token, channel, key, failure,
- * base ms, max ms. Deletes the lock only if it holds our token. With a
- * failure, the key's next refresh waits base * 2^(failures - 1) ms, at
- * most max. 1 released, 0 lost.
+ * release: KEYS lock, backoff, fails, last error, hit-for-miss; ARGV
+ * token, channel, key, failure, base ms, max ms, after, error response,
+ * hit-for-miss ms. Deletes the lock only if it holds our token. Failures
+ * are counted fleet-wide; from the after-th in a row, the key's next
+ * refresh waits base * 2^(failures - after) ms, at most max, and acquire
+ * answers with the upstream's last error response meanwhile. With
+ * hit-for-miss ms, the key is remembered as uncacheable that long.
+ * 1 released, 0 lost.
  */
 static const char script_release[] =
 	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
 	"redis.call('DEL', KEYS[1])\n"
 	"local max = tonumber(ARGV[6])\n"
+	"local after = tonumber(ARGV[7])\n"
 	"if ARGV[4] ~= '' and max > 0 then\n"
 	"  local n = redis.call('INCR', KEYS[3])\n"
 	"  redis.call('PEXPIRE', KEYS[3], max * 4)\n"
-	"  local d = tonumber(ARGV[5]) * 2 ^ math.min(n - 1, 30)\n"
-	"  if d > max then d = max end\n"
-	"  redis.call('SET', KEYS[2], ARGV[4], 'PX', math.floor(d))\n"
+	"  if n >= after then\n"
+	"    local d = tonumber(ARGV[5]) * 2 ^ math.min(n - after, 30)\n"
+	"    if d > max then d = max end\n"
+	"    d = math.floor(d)\n"
+	"    redis.call('SET', KEYS[2], ARGV[4], 'PX', d)\n"
+	"    if ARGV[8] ~= '' then\n"
+	"      redis.call('SET', KEYS[4], ARGV[8], 'PX', d)\n"
+	"    else\n"
+	"      redis.call('DEL', KEYS[4])\n"
+	"    end\n"
+	"  end\n"
+	"end\n"
+	"if tonumber(ARGV[9]) > 0 then\n"
+	"  redis.call('SET', KEYS[5], '1', 'PX', ARGV[9])\n"
 	"end\n"
 	"redis.call('PUBLISH', ARGV[2], ARGV[3])\n"
 	"return 1\n";
@@ -728,9 +747,14 @@ deliver_acquire(struct cache_op *op, const redisReply *reply)
 	    reply->element[1]->type == REDIS_REPLY_STRING &&
 	    (e = decode(reply->element[1])) != NULL) {
 		op->cb.lock(LOCK_CHANGED, e, NULL, op->arg);
-	} else if (code == 3 && reply->elements == 2 &&
+	} else if (code == 4) {
+		op->cb.lock(LOCK_PASS, NULL, NULL, op->arg);
+	} else if (code == 3 && reply->elements == 3 &&
 	    reply->element[1]->type == REDIS_REPLY_STRING) {
-		op->cb.lock(LOCK_BACKOFF, NULL, reply->element[1]->str, op->arg);
+		/* The upstream's last error response, if it sent one. */
+		e = reply->element[2]->type == REDIS_REPLY_STRING ?
+		    decode(reply->element[2]) : NULL;
+		op->cb.lock(LOCK_BACKOFF, e, reply->element[1]->str, op->arg);
 	} else {
 		op->cache->counters.errors++;
 		op->cb.lock(LOCK_ERROR, NULL, NULL, op->arg);
@@ -910,7 +934,7 @@ lock_acquire(struct cache *c, const char *key, const char *token,
     int64_t px_ms, const char *seen_gen, lock_cb *cb, void *arg)
 {
 	char entry[REDIS_KEY_MAX], lock[REDIS_KEY_MAX], backoff[REDIS_KEY_MAX];
-	char px[24];
+	char lasterr[REDIS_KEY_MAX], hfm[REDIS_KEY_MAX], px[24];
 	struct cache_op *op;
 	int failed = 0;
 
@@ -921,11 +945,15 @@ lock_acquire(struct cache *c, const char *key, const char *token,
 	key_name(entry, sizeof(entry), c, key, "entry");
 	key_name(lock, sizeof(lock), c, key, "lock");
 	key_name(backoff, sizeof(backoff), c, key, "backoff");
+	key_name(lasterr, sizeof(lasterr), c, key, "lasterr");
+	key_name(hfm, sizeof(hfm), c, key, "hfm");
 	snprintf(px, sizeof(px), "%" PRId64, px_ms);
-	failed |= op_argstr(op, "3");
+	failed |= op_argstr(op, "5");
 	failed |= op_argstr(op, entry);
 	failed |= op_argstr(op, lock);
 	failed |= op_argstr(op, backoff);
+	failed |= op_argstr(op, lasterr);
+	failed |= op_argstr(op, hfm);
 	failed |= op_argstr(op, token);
 	failed |= op_argstr(op, px);
 	failed |= op_argstr(op, seen_gen);
@@ -1023,11 +1051,12 @@ fail:
 
 struct cache_op *
 lock_release(struct cache *c, const char *key, const char *token,
-    const char *failure, int64_t backoff_base_ms, int64_t backoff_max_ms,
-    fence_cb *cb, void *arg)
+    const struct release_args *ra, fence_cb *cb, void *arg)
 {
 	char lock[REDIS_KEY_MAX], backoff[REDIS_KEY_MAX], fails[REDIS_KEY_MAX];
-	char base[24], max[24];
+	char lasterr[REDIS_KEY_MAX], hfm[REDIS_KEY_MAX];
+	char base[24], max[24], after[24], hfm_ms[24];
+	struct evbuffer *err = NULL;
 	struct cache_op *op;
 	int failed = 0;
 
@@ -1038,18 +1067,33 @@ lock_release(struct cache *c, const char *key, const char *token,
 	key_name(lock, sizeof(lock), c, key, "lock");
 	key_name(backoff, sizeof(backoff), c, key, "backoff");
 	key_name(fails, sizeof(fails), c, key, "fails");
-	snprintf(base, sizeof(base), "%" PRId64, backoff_base_ms);
-	snprintf(max, sizeof(max), "%" PRId64, backoff_max_ms);
-	failed |= op_argstr(op, "3");
+	key_name(lasterr, sizeof(lasterr), c, key, "lasterr");
+	key_name(hfm, sizeof(hfm), c, key, "hfm");
+	snprintf(base, sizeof(base), "%" PRId64, ra->backoff_base_ms);
+	snprintf(max, sizeof(max), "%" PRId64, ra->backoff_max_ms);
+	snprintf(after, sizeof(after), "%d", ra->backoff_after);
+	snprintf(hfm_ms, sizeof(hfm_ms), "%" PRId64, ra->hit_for_miss_ms);
+	if (ra->error != NULL && ((err = evbuffer_new()) == NULL ||
+	    entry_encode(ra->error, err) == -1))
+		failed = 1;
+	failed |= op_argstr(op, "5");
 	failed |= op_argstr(op, lock);
 	failed |= op_argstr(op, backoff);
 	failed |= op_argstr(op, fails);
+	failed |= op_argstr(op, lasterr);
+	failed |= op_argstr(op, hfm);
 	failed |= op_argstr(op, token);
 	failed |= op_argstr(op, c->channel);
 	failed |= op_argstr(op, key);
-	failed |= op_argstr(op, failure != NULL ? failure : "");
+	failed |= op_argstr(op, ra->failure != NULL ? ra->failure : "");
 	failed |= op_argstr(op, base);
 	failed |= op_argstr(op, max);
+	failed |= op_argstr(op, after);
+	failed |= err != NULL ? op_arg(op, evbuffer_pullup(err, -1),
+	    evbuffer_get_length(err)) : op_argstr(op, "");
+	failed |= op_argstr(op, hfm_ms);
+	if (err != NULL)
+		evbuffer_free(err);
 	return start_script(op, failed);
 }
 

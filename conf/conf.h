@@ -50,6 +50,8 @@ struct conf_route {
 	int	 cache_authorized;	/* cache requests with Authorization/Cookie */
 	int64_t	 stale_if_error_ms;	/* serve stale this long on upstream errors */
 	int64_t	 error_backoff_ms;	/* longest wait between failed refreshes */
+	int	 error_backoff_after;	/* failures in a row before it starts */
+	int64_t	 hit_for_miss_ms;	/* remember an unshareable key this long */
 	int64_t	 ttl_404_ms;		/* store 404s this long (0: not at all) */
 	int	 nstatus_ttls;		/* ttl_status */
 	struct conf_status_ttl status_ttls[CONF_STATUS_TTLS_MAX];

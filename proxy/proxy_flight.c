@@ -81,6 +81,7 @@ struct flight {
 	char			 variant[CACHE_VARIANT_MAX];	/* the lead's */
 	int			 redirect;	/* K varies: every request goes
 						 * to its variant instead */
+	int			 pass_all;	/* hit-for-miss: all go upstream */
 };
 
 /* Every live flight, for a drain and for shutdown. */
@@ -386,8 +387,15 @@ on_flight_refresh(struct refresh_report *rf, void *arg)
 		if (stale_if_error(fl))
 			flight_set_answer(fl, OUT_STALE_ERROR, OUT_STALE_ERROR,
 			    entry_ref(fl->prev));
-		else
-			flight_set_answer(fl, OUT_BACKOFF, OUT_BACKOFF, NULL);
+		else	/* the upstream's own last error, if it sent one */
+			flight_set_answer(fl, OUT_BACKOFF, OUT_BACKOFF,
+			    rf->entry != NULL ? entry_ref(rf->entry) : NULL);
+		break;
+	case RFR_PASS:
+		/* Hit-for-miss: the key's responses are per user; every
+		 * request fetches its own, in parallel, without the lock. */
+		flight_set_answer(fl, OUT_BYPASS, OUT_BYPASS, NULL);
+		fl->pass_all = 1;
 		break;
 	case RFR_REDIS_ERROR:
 		fl->degraded = 1;
@@ -461,8 +469,10 @@ flight_done(struct flight *fl)
 			req_to_variant(req, fl->vary);
 			continue;
 		}
-		if (!lead && !fl->shareable) {
-			req_pass(req);	/* a per-user response */
+		if (fl->pass_all) {
+			req_pass(req, 1);
+		} else if (!lead && !fl->shareable) {
+			req_pass(req, 0);	/* a per-user response */
 		} else {
 			flight_hand(fl, req, lead ? fl->lead_outcome :
 			    fl->rest_outcome, fl->entry != NULL ?

@@ -95,6 +95,7 @@ struct req {
 	int			 credentials;	/* Authorization or Cookie sent */
 	int			 conditional;	/* If-None-Match or If-Modified-Since */
 	int			 early_due;	/* its near-cache hit rolled XFetch */
+	int			 hit_for_miss;	/* passed: the key is uncacheable */
 	int			 not_forwarded;	/* a backoff answered: no fetch */
 	int			 upstream_status;	/* fwd-status, if not the entry's */
 	char			 failure[FAILURE_MAX];	/* what the upstream did */
@@ -127,8 +128,9 @@ struct handover {
 
 /* The flight answered req (out of the flight already): it is delivered. */
 void	req_answer(struct req *req, const struct handover *h);
-/* The flight's answer is one client's: req goes to the upstream itself. */
-void	req_pass(struct req *req);
+/* The flight's answer is one client's, or the key is uncacheable
+ * (hit_for_miss): req goes to the upstream itself. */
+void	req_pass(struct req *req, int hit_for_miss);
 /* req's key varies on spec: it goes on to its own variant. */
 void	req_to_variant(struct req *req, const char *spec);
 struct evkeyvalq *req_headers(const struct req *req);
@@ -172,6 +174,7 @@ enum refresh_result {
 	RFR_BACKOFF,		/* failure holds the error that started it */
 	RFR_REDIS_ERROR,
 	RFR_STOPPING,		/* the process is stopping: no fetch started */
+	RFR_PASS,		/* the key is uncacheable (hit-for-miss) */
 };
 
 /* What a refresh wants: it copies all of it. */

@@ -93,6 +93,9 @@ static const struct counter_row counter_rows[] = {
 	{ "corral_backoff_skips_total", "Fetches skipped while a key's "
 	  "refreshes back off after upstream failures.", NULL, NULL,
 	  FIELD(backoff_skips), NO_FIELD },
+	{ "corral_hit_for_miss_total", "Lock attempts on a key remembered "
+	  "fleet-wide as uncacheable: its requests went upstream in parallel.",
+	  NULL, NULL, FIELD(hit_for_miss), NO_FIELD },
 };
 
 /* A per-route histogram family. */

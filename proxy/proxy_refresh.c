@@ -185,7 +185,13 @@ on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *backoff,
 	case LOCK_BACKOFF:
 		STAT_INC(rf->px->stats, rf->route, backoff_skips);
 		snprintf(rf->rep.failure, sizeof(rf->rep.failure), "%s", backoff);
+		rf->rep.entry = e;	/* the upstream's last error, or NULL */
 		rf->rep.result = RFR_BACKOFF;
+		rf->step = RF_DONE;
+		break;
+	case LOCK_PASS:
+		STAT_INC(rf->px->stats, rf->route, hit_for_miss);
+		rf->rep.result = RFR_PASS;
 		rf->step = RF_DONE;
 		break;
 	case LOCK_ERROR:
@@ -436,6 +442,28 @@ expire_at(const struct refresh *rf)
 	return at;
 }
 
+/* Lets the lock go, recording a failure (and the upstream's own error
+ * response) or that the key's response is one user's. */
+static struct cache_op *
+refresh_release(struct refresh *rf)
+{
+	const struct conf_route *rt = &rf->rt;
+	const struct refresh_report *rep = &rf->rep;
+	int failed = rep->failure[0] != '\0';
+	struct release_args ra = {
+		.failure = failed ? rep->failure : NULL,
+		.error = failed && rep->result == RFR_FETCHED ? rep->entry : NULL,
+		.backoff_base_ms = MIN(BACKOFF_BASE_MS, rt->error_backoff_ms),
+		.backoff_max_ms = rt->error_backoff_ms,
+		.backoff_after = rt->error_backoff_after,
+		.hit_for_miss_ms = !failed && rep->result == RFR_FETCHED &&
+		    !rep->shareable ? rt->hit_for_miss_ms : 0,
+	};
+
+	return lock_release(rf->px->cache, rf->key, rf->token, &ra,
+	    on_refresh_released, rf);
+}
+
 static void
 refresh_run(struct refresh *rf)
 {
@@ -493,10 +521,7 @@ refresh_run(struct refresh *rf)
 				rf->step = RF_DONE;
 				continue;
 			}
-			rf->op = lock_release(px->cache, rf->key, rf->token,
-			    rf->rep.failure[0] != '\0' ? rf->rep.failure : NULL,
-			    MIN(BACKOFF_BASE_MS, rt->error_backoff_ms),
-			    rt->error_backoff_ms, on_refresh_released, rf);
+			rf->op = refresh_release(rf);
 			if (rf->op == NULL) {
 				rf->step = RF_DONE;
 				continue;

@@ -563,9 +563,10 @@ req_answer(struct req *req, const struct handover *h)
 }
 
 void
-req_pass(struct req *req)
+req_pass(struct req *req, int hit_for_miss)
 {
 	assert(req->magic == REQ_MAGIC);
+	req->hit_for_miss = hit_for_miss;
 	req->step = REQ_PASS;
 	req_run(req);
 }

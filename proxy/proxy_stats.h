@@ -40,6 +40,7 @@
 	X(locks_acquired,	"refresh locks won")			\
 	X(lock_busy,		"lock attempts that found it held")	\
 	X(backoff_skips,	"fetches skipped: the key's refreshes back off")	\
+	X(hit_for_miss,		"lock attempts on a key remembered as uncacheable")	\
 	X(lock_renewals,	"lock PX renewals during slow fetches")	\
 	X(lock_lost,		"fetches whose lock token was replaced")	\
 	X(waiters,		"requests that waited for another's fetch")	\

@@ -64,8 +64,8 @@ cache_status(const struct req *req, int fwd_status, char *out, size_t outlen)
 		    "detail=cache-unavailable", fwd_status);
 		break;
 	case OUT_BYPASS:
-		snprintf(out, outlen, "corral; fwd=bypass; fwd-status=%d",
-		    fwd_status);
+		snprintf(out, outlen, "corral; fwd=bypass; fwd-status=%d%s",
+		    fwd_status, req->hit_for_miss ? "; detail=hit-for-miss" : "");
 		break;
 	case OUT_METHOD:
 		snprintf(out, outlen, "corral; fwd=method; fwd-status=%d",

@@ -1111,6 +1111,12 @@ def backoff_key(path, host=HOST, prefix=PREFIX):
     return f"{prefix}{{{cache_key(path, host)}}}:backoff"
 
 
+def hfm_key(path, host=HOST, prefix=PREFIX):
+    """The key whose presence marks path as uncacheable fleet-wide
+    (hit_for_miss): its requests go upstream without the lock."""
+    return f"{prefix}{{{cache_key(path, host)}}}:hfm"
+
+
 def fails_key(path, host=HOST, prefix=PREFIX):
     """The count of path's failed refreshes since its last store."""
     return f"{prefix}{{{cache_key(path, host)}}}:fails"

@@ -85,12 +85,13 @@ def failing_refresh_of_stale_key_backs_off_fleet_wide(env):
 
 @scenario
 def failing_cold_key_is_answered_from_the_backoff(env):
-    # The first request gets the origin's 503; for the next second every
-    # request for the key gets a 503 made by Corral, without a fetch; then
-    # one request reaches the origin again and the pause doubles.
+    # With error_backoff_after = 1: the first request gets the origin's
+    # 503; for the next second every request for the key gets it again
+    # from the backoff, without a fetch; then one request reaches the
+    # origin again and the pause doubles.
     redis, origin = env.redis(), env.origin()
     origin.script(PATH, status=503, body="down")
-    corral = env.corral(redis, origin)
+    corral = env.corral(redis, origin, routes={"/": {"error_backoff_after": "1"}})
 
     first = corral.get(PATH)
     t_failed = time.monotonic()
@@ -126,9 +127,10 @@ def failing_cold_key_is_answered_from_the_backoff(env):
 def error_backoff_answers_504_after_timeout_and_502_after_refused(env):
     redis, origin = env.redis(), env.origin()
     origin.script("/slow", delay_ms=2000)
-    timing_out = env.corral(redis, origin, extra={"upstream": {"timeout": "300ms"}})
+    timing_out = env.corral(redis, origin, extra={"upstream": {"timeout": "300ms"}},
+                            routes={"/": {"error_backoff_after": "1"}})
     closed = f"http://127.0.0.1:{free_port()}"	# nothing listens: connection refused
-    refused = env.corral(redis, closed)
+    refused = env.corral(redis, closed, routes={"/": {"error_backoff_after": "1"}})
 
     for corral, path, status, failure in ((timing_out, "/slow", 504, "timeout"),
                                           (refused, "/down", 502, None)):
@@ -156,7 +158,8 @@ def error_backoff_is_capped_and_ended_by_a_store(env):
     cap_ms = 1500
     redis, origin = env.redis(), env.origin()
     origin.script(PATH, status=503, body="down")
-    corral = env.corral(redis, origin, routes={"/": {"error_backoff": f"{cap_ms}ms"}})
+    corral = env.corral(redis, origin, routes={"/": {"error_backoff": f"{cap_ms}ms",
+                                                     "error_backoff_after": "1"}})
 
     expect_fetched(corral.get(PATH), 503, "failure 1")
     pttl = redis.pttl(backoff_key(PATH))
@@ -268,7 +271,7 @@ def waiters_of_a_failed_fetch_get_error_backoff_answers(env):
     clients = 5
     redis, origin = env.redis(), env.origin()
     origin.script(PATH, status=503, delay_ms=300, body="down")
-    corral = env.corral(redis, origin)
+    corral = env.corral(redis, origin, routes={"/": {"error_backoff_after": "1"}})
 
     results = stampede(corral, clients, PATH)
 
