@@ -139,11 +139,25 @@ struct cache_op	*lock_release(struct cache *c, const char *key,
  * purge callback) to drop its copies. cb may be NULL. */
 struct cache_op	*cache_invalidate(struct cache *c, const char *key,
 		    fence_cb *cb, void *arg);
+/* A soft purge: key's entry and variants become stale now (served stale
+ * while one refresh runs: no stampede), and every process drops its
+ * copies. cb may be NULL. */
+struct cache_op	*cache_soften(struct cache *c, const char *key, fence_cb *cb,
+		    void *arg);
+/* Records that key was stored with tag (Surrogate-Key, Cache-Tag) until
+ * expire_at_ms. Nobody is told the result. 0 or -1. */
+#define CACHE_TAG_MAX	128
+int		 cache_tag(struct cache *c, const char *key, const char *tag,
+		    int64_t expire_at_ms);
 /* Gets the number purged, or -1 when Redis failed. */
 typedef void purge_cb(int64_t purged, void *arg);
-/* Invalidates every key starting with prefix (SCAN: it walks the whole
- * keyspace). 0, or -1 when Redis is down (cb will not run). */
+/* Invalidates (soft: softens) every key starting with prefix (SCAN: it
+ * walks the whole keyspace). 0, or -1 when Redis is down (cb will not
+ * run). */
 int		 cache_purge_prefix(struct cache *c, const char *prefix,
+		    int soft, purge_cb *cb, void *arg);
+/* The same for every key stored with tag. */
+int		 cache_purge_tag(struct cache *c, const char *tag, int soft,
 		    purge_cb *cb, void *arg);
 /* Who hears of purges from any process: key, or NULL after resubscribing. */
 void		 cache_on_purge(struct cache *c, cache_fill_cb *on_purge);

@@ -145,18 +145,51 @@ static const char script_release[] =
 	"redis.call('PUBLISH', ARGV[2], ARGV[3])\n"
 	"return 1\n";
 
+/*
+ * soften: KEYS entry, variants; ARGV now ms, channel, key. A soft purge:
+ * the entry and its variants become stale now (their fresh-until, at
+ * offset 45 of the encoding, is lowered; nothing else changes, so they
+ * are served stale while one refresh runs). Returns how many changed.
+ */
+static const char script_soften[] =
+	"local now = tonumber(ARGV[1])\n"
+	"local function soften(k)\n"
+	"  local e = redis.call('GET', k)\n"
+	"  if not e or #e < 61 then return 0 end\n"
+	"  if struct.unpack('<i8', e, 46) <= now then return 0 end\n"
+	"  redis.call('SET', k, string.sub(e, 1, 45) .. struct.pack('<i8', now)"
+	" .. string.sub(e, 54), 'KEEPTTL')\n"
+	"  return 1\n"
+	"end\n"
+	"local n = soften(KEYS[1])\n"
+	"for _, v in ipairs(redis.call('SMEMBERS', KEYS[2])) do\n"
+	"  n = n + soften(KEYS[1] .. ':' .. v)\n"
+	"end\n"
+	"redis.call('PUBLISH', ARGV[2], ARGV[3])\n"
+	"return n\n";
+
+/* tag: KEYS the tag's set of keys; ARGV key, ms it must live at least. */
+static const char script_tag[] =
+	"redis.call('SADD', KEYS[1], ARGV[1])\n"
+	"if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then\n"
+	"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+	"end\n"
+	"return 1\n";
+
 enum script_id {
 	SCRIPT_ACQUIRE,
 	SCRIPT_RENEW,
 	SCRIPT_STORE,
 	SCRIPT_RELEASE,
 	SCRIPT_INVALIDATE,
+	SCRIPT_SOFTEN,
+	SCRIPT_TAG,
 	SCRIPT_COUNT
 };
 
 static const char *const script_src[SCRIPT_COUNT] = {
 	script_acquire, script_renew, script_store, script_release,
-	script_invalidate,
+	script_invalidate, script_soften, script_tag,
 };
 
 enum op_kind {
@@ -1110,25 +1143,66 @@ cache_op_cancel(struct cache_op **opp)
 	*opp = NULL;	/* freed when hiredis delivers its reply */
 }
 
-struct cache_op *
-cache_invalidate(struct cache *c, const char *key, fence_cb *cb, void *arg)
+/* The invalidate and soften scripts: key's entry and its variants. */
+static struct cache_op *
+purge_key(struct cache *c, const char *key, int soft, fence_cb *cb,
+    void *arg)
 {
-	char entry[REDIS_KEY_MAX], variants[REDIS_KEY_MAX];
+	char entry[REDIS_KEY_MAX], variants[REDIS_KEY_MAX], now[24];
 	struct cache_op *op;
 	int failed = 0;
 
 	if ((op = op_new(c, OP_FENCE, arg)) == NULL)
 		return NULL;
 	op->cb.fence = cb;
-	op->script = SCRIPT_INVALIDATE;
+	op->script = soft ? SCRIPT_SOFTEN : SCRIPT_INVALIDATE;
 	key_name(entry, sizeof(entry), c, key, "entry");
 	key_name(variants, sizeof(variants), c, key, "variants");
 	failed |= op_argstr(op, "2");
 	failed |= op_argstr(op, entry);
 	failed |= op_argstr(op, variants);
+	if (soft) {
+		snprintf(now, sizeof(now), "%" PRId64, util_now_ms());
+		failed |= op_argstr(op, now);
+	}
 	failed |= op_argstr(op, c->purge_channel);
 	failed |= op_argstr(op, key);
 	return start_script(op, failed);
+}
+
+struct cache_op *
+cache_invalidate(struct cache *c, const char *key, fence_cb *cb, void *arg)
+{
+	return purge_key(c, key, 0, cb, arg);
+}
+
+struct cache_op *
+cache_soften(struct cache *c, const char *key, fence_cb *cb, void *arg)
+{
+	return purge_key(c, key, 1, cb, arg);
+}
+
+int
+cache_tag(struct cache *c, const char *key, const char *tag,
+    int64_t expire_at_ms)
+{
+	char set[REDIS_KEY_MAX], name[CACHE_TAG_MAX + 8], px[24];
+	struct cache_op *op;
+	int failed = 0;
+
+	if ((op = op_new(c, OP_FENCE, NULL)) == NULL)
+		return -1;
+	op->cb.fence = NULL;
+	op->script = SCRIPT_TAG;
+	snprintf(name, sizeof(name), "tag:%s", tag);
+	key_name(set, sizeof(set), c, name, "keys");
+	expire_at_ms -= util_now_ms();
+	snprintf(px, sizeof(px), "%" PRId64, expire_at_ms > 0 ? expire_at_ms : 1);
+	failed |= op_argstr(op, "1");
+	failed |= op_argstr(op, set);
+	failed |= op_argstr(op, key);
+	failed |= op_argstr(op, px);
+	return start_script(op, failed) != NULL ? 0 : -1;
 }
 
 /*
@@ -1141,6 +1215,7 @@ struct purge {
 	struct cache	*cache;
 	char		 pattern[REDIS_KEY_MAX * 2];
 	size_t		 head;		/* strlen("<prefix>{") */
+	int		 soft;		/* mark stale instead of deleting */
 	int64_t		 found;
 	purge_cb	*cb;
 	void		*arg;
@@ -1184,7 +1259,7 @@ on_purge_scan(redisAsyncContext *ac, void *r, void *privdata)
 		/* "<prefix>{K}:entry" -> K */
 		snprintf(key, sizeof(key), "%.*s", (int)(len - pg->head - tail),
 		    k + pg->head);
-		if (cache_invalidate(pg->cache, key, NULL, NULL) != NULL)
+		if (purge_key(pg->cache, key, pg->soft, NULL, NULL) != NULL)
 			pg->found++;
 	}
 	if (strcmp(reply->element[0]->str, "0") == 0)
@@ -1205,7 +1280,8 @@ purge_scan(struct purge *pg, const char *cursor)
 }
 
 int
-cache_purge_prefix(struct cache *c, const char *prefix, purge_cb *cb, void *arg)
+cache_purge_prefix(struct cache *c, const char *prefix, int soft,
+    purge_cb *cb, void *arg)
 {
 	struct purge *pg;
 	size_t n;
@@ -1215,6 +1291,7 @@ cache_purge_prefix(struct cache *c, const char *prefix, purge_cb *cb, void *arg)
 	if ((pg = calloc(1, sizeof(*pg))) == NULL)
 		return -1;
 	pg->cache = c;
+	pg->soft = soft;
 	pg->cb = cb;
 	pg->arg = arg;
 	n = (size_t)snprintf(pg->pattern, sizeof(pg->pattern), "%s{", c->prefix);
@@ -1229,6 +1306,63 @@ cache_purge_prefix(struct cache *c, const char *prefix, purge_cb *cb, void *arg)
 	snprintf(pg->pattern + n, sizeof(pg->pattern) - n, "*}:entry");
 	/* Reports through the loop, never from inside this call. */
 	purge_scan(pg, "0");
+	return 0;
+}
+
+/* A purge by tag: the tag's set lists the keys stored with it. */
+static void
+on_purge_members(redisAsyncContext *ac, void *r, void *privdata)
+{
+	struct purge *pg = privdata;
+	redisReply *reply = r;
+
+	if (pg->cache->closing) {
+		free(pg);
+		return;
+	}
+	if (reply == NULL || reply->type != REDIS_REPLY_ARRAY) {
+		if (reply != NULL && reply->type == REDIS_REPLY_ERROR)
+			log_warn("redis: purge: %s", reply->str);
+		purge_end(pg, 0);
+		return;
+	}
+	for (size_t i = 0; i < reply->elements; i++) {
+		const redisReply *m = reply->element[i];
+
+		if (m->type == REDIS_REPLY_STRING && m->len <= CACHE_KEY_MAX +
+		    CACHE_VARIANT_MAX && purge_key(pg->cache, m->str, pg->soft,
+		    NULL, NULL) != NULL)
+			pg->found++;
+	}
+	/* A hard purge leaves nothing for the set to name. */
+	if (!pg->soft)
+		redisAsyncCommand(pg->cache->cmd, NULL, NULL, "DEL %s",
+		    pg->pattern);
+	purge_end(pg, 1);
+}
+
+int
+cache_purge_tag(struct cache *c, const char *tag, int soft, purge_cb *cb,
+    void *arg)
+{
+	char name[CACHE_TAG_MAX + 8];
+	struct purge *pg;
+
+	if (!c->cmd_up || c->closing || strlen(tag) > CACHE_TAG_MAX)
+		return -1;
+	if ((pg = calloc(1, sizeof(*pg))) == NULL)
+		return -1;
+	pg->cache = c;
+	pg->soft = soft;
+	pg->cb = cb;
+	pg->arg = arg;
+	snprintf(name, sizeof(name), "tag:%s", tag);
+	key_name(pg->pattern, sizeof(pg->pattern), c, name, "keys");
+	if (redisAsyncCommand(c->cmd, on_purge_members, pg, "SMEMBERS %s",
+	    pg->pattern) != REDIS_OK) {
+		free(pg);
+		return -1;
+	}
 	return 0;
 }
 

@@ -299,6 +299,37 @@ not_storable(struct freshness *f, const char *why)
 	return;								\
 } while (0)
 
+void
+hdr_tags(const struct evkeyvalq *headers, void (*fn)(const char *tag,
+    void *arg), void *arg)
+{
+	const struct evkeyval *h;
+	char tag[HDR_TAG_MAX + 1];
+	int n = 0;
+
+	TAILQ_FOREACH(h, headers, next) {
+		const char *sep, *p = h->value;
+
+		if (strcasecmp(h->key, "Surrogate-Key") == 0)
+			sep = " \t";
+		else if (strcasecmp(h->key, "Cache-Tag") == 0)
+			sep = ", \t";
+		else
+			continue;
+		while (*(p += strspn(p, sep)) != '\0' && n < HDR_TAGS_MAX) {
+			size_t len = strcspn(p, sep);
+
+			if (len <= HDR_TAG_MAX) {
+				memcpy(tag, p, len);
+				tag[len] = '\0';
+				fn(tag, arg);
+				n++;
+			}
+			p += len;
+		}
+	}
+}
+
 /* Calls fn with each field name of the route's targeted_cache_control,
  * then CDN-Cache-Control, until it returns non-zero. */
 static int

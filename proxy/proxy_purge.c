@@ -33,6 +33,7 @@
 #include "proxy/proxy.h"
 
 #define PURGE_PREFIX_MAX	CACHE_KEY_MAX
+#define NEED_WHAT		"need url=URL, prefix=PREFIX or tag=TAG"
 
 static void
 send_json(struct evhttp_request *ev, int code, struct evbuffer *out)
@@ -156,24 +157,29 @@ admin_purge(struct proxy *px, struct evhttp_request *ev)
 {
 	const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(ev));
 	struct evkeyvalq params;
-	const char *url, *prefix;
+	const char *url, *prefix, *tag, *soft_arg;
 	char key[CACHE_KEY_MAX + 1];
-	int rc;
+	int rc, soft;
 
 	assert(px->magic == PROXY_MAGIC);
 	if (evhttp_request_get_command(ev) != EVHTTP_REQ_POST) {
-		reply_error(ev, HTTP_BADMETHOD,
-		    "use POST /purge?url=URL or POST /purge?prefix=PREFIX");
+		reply_error(ev, HTTP_BADMETHOD, "use POST /purge?url=URL, "
+		    "?prefix=PREFIX or ?tag=TAG");
 		return;
 	}
 	TAILQ_INIT(&params);
 	if (query == NULL || evhttp_parse_query_str(query, &params) == -1) {
-		reply_error(ev, HTTP_BADREQUEST, "need url=URL or prefix=PREFIX");
+		reply_error(ev, HTTP_BADREQUEST, NEED_WHAT);
 		evhttp_clear_headers(&params);
 		return;
 	}
 	url = evhttp_find_header(&params, "url");
 	prefix = evhttp_find_header(&params, "prefix");
+	tag = evhttp_find_header(&params, "tag");
+	/* soft: mark stale, refreshed once on the next request. The
+	 * default for tags, which may name many popular entries. */
+	soft_arg = evhttp_find_header(&params, "soft");
+	soft = soft_arg != NULL ? strcmp(soft_arg, "0") != 0 : tag != NULL;
 	if (url != NULL) {
 		if ((rc = url_key(px, url, key)) != 0) {
 			reply_error(ev, rc, rc == HTTP_BADREQUEST ?
@@ -181,8 +187,8 @@ admin_purge(struct proxy *px, struct evhttp_request *ev)
 			    "out of memory");
 		} else {
 			l1_drop(px->l1, key);	/* the others hear by broadcast */
-			if (cache_invalidate(px->cache, key, on_url_purged,
-			    ev) == NULL)
+			if ((soft ? cache_soften : cache_invalidate)(px->cache,
+			    key, on_url_purged, ev) == NULL)
 				reply_error(ev, HTTP_SERVUNAVAIL,
 				    "redis unavailable");
 			else
@@ -191,12 +197,21 @@ admin_purge(struct proxy *px, struct evhttp_request *ev)
 	} else if (prefix != NULL && *prefix != '\0') {
 		prefix_key(px, prefix, key);
 		l1_drop_prefix(px->l1, key);	/* the others hear by broadcast */
-		if (cache_purge_prefix(px->cache, key, on_prefix_purged, ev) == -1)
+		if (cache_purge_prefix(px->cache, key, soft, on_prefix_purged,
+		    ev) == -1)
 			reply_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");
 		else
-			log_info("purge prefix %s", key);
+			log_info("purge prefix %s%s", key, soft ? " (soft)" : "");
+	} else if (tag != NULL && *tag != '\0') {
+		if (strlen(tag) > CACHE_TAG_MAX)
+			reply_error(ev, HTTP_BADREQUEST, "tag too long");
+		else if (cache_purge_tag(px->cache, tag, soft, on_prefix_purged,
+		    ev) == -1)
+			reply_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");
+		else
+			log_info("purge tag %s%s", tag, soft ? " (soft)" : "");
 	} else {
-		reply_error(ev, HTTP_BADREQUEST, "need url=URL or prefix=PREFIX");
+		reply_error(ev, HTTP_BADREQUEST, NEED_WHAT);
 	}
 	evhttp_clear_headers(&params);
 }

@@ -82,6 +82,7 @@ struct refresh {
 static TAILQ_HEAD(, refresh)	all_refreshes = TAILQ_HEAD_INITIALIZER(all_refreshes);
 
 static void refresh_run(struct refresh *rf);
+static int64_t expire_at(const struct refresh *rf);
 
 static void
 mark_lost(struct refresh *rf)
@@ -364,6 +365,16 @@ out:
 	refresh_run(rf);
 }
 
+/* Files the stored entry under one of its tags, for purges by tag. */
+static void
+tag_stored(const char *tag, void *arg)
+{
+	struct refresh *rf = arg;
+
+	(void)cache_tag(rf->px->cache, rf->rep.variant[0] != '\0' ?
+	    rf->rep.variant : rf->key, tag, expire_at(rf));
+}
+
 static void
 on_refresh_stored(enum fence_result r, void *arg)
 {
@@ -375,6 +386,7 @@ on_refresh_stored(enum fence_result r, void *arg)
 	case FENCE_OK:		/* the script also deleted the lock */
 		rf->rep.stored = 1;
 		STAT_INC(rf->px->stats, rf->route, stores);
+		hdr_tags(&rf->rep.entry->headers, tag_stored, rf);
 		if (entry_state(rf->rep.entry, util_now_ms()) == ENTRY_FRESH)
 			l1_put(rf->px->l1, rf->rep.variant[0] != '\0' ?
 			    rf->rep.variant : rf->key, rf->rep.entry);
