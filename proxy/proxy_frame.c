@@ -22,7 +22,6 @@
 #define CHUNK_LINE_MAX	1024	/* a chunk-size line with its extensions */
 #define CHUNK_DIGITS	15	/* significant hex digits: below 2^60 */
 #define LENGTH_DIGITS	18	/* Content-Length digits: below 10^18 */
-#define HEX_LINE_MAX	24	/* "%" PRIx64 "\r\n" */
 #define LENGTH_LINE_MAX	48	/* "Content-Length: %" PRIu64 "\r\n" */
 
 enum state {
@@ -42,14 +41,21 @@ enum framing {
 	BODY_CHUNKED
 };
 
+struct buf {
+	char		*p;
+	size_t		 len, cap;
+};
+
 struct frame {
 	uint32_t	 magic;
 	enum state	 st;
 	size_t		 head_max;
 	uint64_t	 body_max;
-	char		*buf;		/* the head or line being read */
-	size_t		 len, cap;
-	size_t		 line;		/* where buf's current line starts */
+	struct buf	 head;		/* the head being read, or held */
+	size_t		 line;		/* where head's current line starts */
+	struct buf	 chunk_line;	/* a chunk-size or trailer line */
+	struct buf	 chunks;	/* a chunked body, decoded */
+	int		 held;		/* head waits for its chunked body */
 	size_t		 skipped;	/* empty lines before a request line */
 	size_t		 trailers;	/* bytes of trailer lines */
 	uint64_t	 left;		/* of the body or the chunk */
@@ -110,7 +116,9 @@ frame_free(struct frame **fp)
 		return;
 	assert(f->magic == FRAME_MAGIC);
 	f->magic = 0;
-	free(f->buf);
+	free(f->head.p);
+	free(f->chunk_line.p);
+	free(f->chunks.p);
 	free(f);
 	*fp = NULL;
 }
@@ -338,32 +346,23 @@ check_field(struct frame *f, const char *p, size_t n, size_t *name_len,
 	return 0;
 }
 
-/* Content-Length = 1*DIGIT; a list of one repeated value is that value. */
+/* Content-Length = 1*DIGIT, once: RFC 9112 section 6.3 lets a server
+ * take repeated identical values as one, but a next hop might not. */
 static int
 note_length(struct frame *f, struct head *h, const char *v, size_t vn)
 {
-	const char *p = v, *el;
-	size_t n;
-	int any = 0;
-
-	while (list_next(&p, v + vn, &el, &n)) {
-		uint64_t x = 0;
-
-		if (n > LENGTH_DIGITS)
-			return reject(f, 413, "body too large");
-		for (size_t i = 0; i < n; i++) {
-			if (el[i] < '0' || el[i] > '9')
-				return reject(f, 400, "bad Content-Length");
-			x = x * 10 + (uint64_t)(el[i] - '0');
-		}
-		if ((h->lengths > 0 || any) && x != h->length)
-			return reject(f, 400, "Content-Lengths differ");
-		h->length = x;
-		any = 1;
-	}
-	if (!any)
+	if (++h->lengths > 1)
+		return reject(f, 400, "more than one Content-Length");
+	if (vn == 0)
 		return reject(f, 400, "bad Content-Length");
-	h->lengths++;
+	for (size_t i = 0; i < vn; i++)
+		if (v[i] < '0' || v[i] > '9')
+			return reject(f, 400, "bad Content-Length");
+	if (vn > LENGTH_DIGITS)
+		return reject(f, 413, "body too large");
+	h->length = 0;
+	for (size_t i = 0; i < vn; i++)
+		h->length = h->length * 10 + (uint64_t)(v[i] - '0');
 	return 0;
 }
 
@@ -434,10 +433,10 @@ check_head(struct frame *f, struct head *h, enum framing *framing)
 	size_t off = 0, n, name, vn;
 
 	memset(h, 0, sizeof(*h));
-	next_line(f->buf, f->len, &off, &line, &n);
+	next_line(f->head.p, f->head.len, &off, &line, &n);
 	if (check_request_line(f, h, line, n) == -1)
 		return -1;
-	while (next_line(f->buf, f->len, &off, &line, &n) && n > 0) {
+	while (next_line(f->head.p, f->head.len, &off, &line, &n) && n > 0) {
 		if (check_field(f, line, n, &name, &v, &vn) == -1)
 			return -1;
 		if (name_is(line, name, "Content-Length") &&
@@ -479,39 +478,43 @@ check_head(struct frame *f, struct head *h, enum framing *framing)
 
 /*
  * The head as received, but with its framing lines replaced by one
- * canonical line, or none when the body is dropped.
+ * Content-Length, or none when there is no body for libevent to read.
  */
 static void
-emit_head(struct frame *f, const struct head *h, enum framing framing,
+emit_head(struct frame *f, int with_length, uint64_t length,
     frame_emit_fn emit, void *arg)
 {
 	char canon[LENGTH_LINE_MAX];
-	const char *line;
+	const char *buf = f->head.p, *line;
 	size_t off = 0, run = 0, n;
 	int len;
 
-	next_line(f->buf, f->len, &off, &line, &n);
-	while (next_line(f->buf, f->len, &off, &line, &n) && n > 0) {
+	next_line(buf, f->head.len, &off, &line, &n);
+	while (next_line(buf, f->head.len, &off, &line, &n) && n > 0) {
 		if (!is_framing(line, n))
 			continue;
-		emit(arg, f->buf + run, (size_t)(line - f->buf) - run);
+		emit(arg, buf + run, (size_t)(line - buf) - run);
 		run = off;
 	}
 	/* Everything but the empty line that ends the head. */
-	emit(arg, f->buf + run, f->len - 2 - run);
-	if (f->discard || framing == BODY_NONE)
-		len = 0;
-	else if (framing == BODY_CHUNKED)
-		len = snprintf(canon, sizeof(canon), "Transfer-Encoding: chunked\r\n");
-	else
-		len = snprintf(canon, sizeof(canon), "Content-Length: %" PRIu64 "\r\n",
-		    h->length);
-	if (len > 0)
+	emit(arg, buf + run, f->head.len - 2 - run);
+	if (with_length) {
+		len = snprintf(canon, sizeof(canon), "Content-Length: %" PRIu64
+		    "\r\n", length);
 		emit(arg, canon, (size_t)len);
+	}
 	emit(arg, "\r\n", 2);
+	f->requests++;
+	f->head.len = f->line = 0;
 }
 
-/* A whole head is in buf: check it, pass it on, and start its body. */
+/*
+ * A whole head is in f->head: check it, and pass it on unless its body is
+ * chunked. A chunked body is read whole first (it is bounded by body_max,
+ * and libevent would hold all of it anyway), so that a fault in it is
+ * found before anything of its request has been passed on; the request
+ * then goes on with a Content-Length.
+ */
 static int
 end_head(struct frame *f, frame_emit_fn emit, void *arg)
 {
@@ -522,10 +525,11 @@ end_head(struct frame *f, frame_emit_fn emit, void *arg)
 		return -1;
 	f->discard = !reads_body(h.method, h.method_len);
 	f->body = 0;
-	emit_head(f, &h, framing, emit, arg);
-	f->requests++;
-	f->len = f->line = 0;
 	f->skipped = 0;
+	f->held = framing == BODY_CHUNKED && !f->discard;
+	if (!f->held)
+		emit_head(f, framing == BODY_LENGTH && !f->discard, h.length,
+		    emit, arg);
 	if (framing == BODY_CHUNKED) {
 		f->st = ST_CHUNK_LINE;
 		f->trailers = 0;
@@ -617,12 +621,9 @@ parse_chunk_line(struct frame *f, const char *p, size_t n, uint64_t *size)
 }
 
 static int
-end_chunk_line(struct frame *f, const char *line, size_t n,
-    frame_emit_fn emit, void *arg)
+end_chunk_line(struct frame *f, const char *line, size_t n)
 {
-	char hex[HEX_LINE_MAX];
 	uint64_t size;
-	int len;
 
 	if (parse_chunk_line(f, line, n, &size) == -1)
 		return -1;
@@ -635,10 +636,6 @@ end_chunk_line(struct frame *f, const char *line, size_t n,
 	f->body += size;
 	f->left = size;
 	f->st = ST_CHUNK_DATA;
-	if (!f->discard) {
-		len = snprintf(hex, sizeof(hex), "%" PRIx64 "\r\n", size);
-		emit(arg, hex, (size_t)len);
-	}
 	return 0;
 }
 
@@ -653,18 +650,44 @@ end_trailer_line(struct frame *f, const char *line, size_t n,
 
 	if (n > 0)
 		return check_field(f, line, n, &name, &v, &vn);
-	if (!f->discard)
-		emit(arg, "0\r\n\r\n", 5);
+	if (f->held) {
+		emit_head(f, 1, f->chunks.len, emit, arg);
+		if (f->chunks.len > 0)
+			emit(arg, f->chunks.p, f->chunks.len);
+		free(f->chunks.p);
+		memset(&f->chunks, 0, sizeof(f->chunks));
+		f->held = 0;
+	}
 	f->st = ST_HEAD;
 	return 0;
 }
 
 /* ---- the driver ---------------------------------------------------------------------- */
 
-/* Appends p up to its first LF to buf, growing it up to max bytes. The
- * bytes used, or 0 when over max (or out of memory: *nomem). */
+/* Appends n bytes to b; -1 if out of memory. */
+static int
+buf_add(struct buf *b, const char *p, size_t n)
+{
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap > 0 ? b->cap : BUF_INITIAL;
+		char *nb;
+
+		while (cap < b->len + n)
+			cap *= 2;
+		if ((nb = realloc(b->p, cap)) == NULL)
+			return -1;
+		b->p = nb;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+/* Appends p up to its first LF to b, up to max bytes in b. The bytes
+ * used, or 0 when over max (or out of memory: *nomem). */
 static size_t
-take_line(struct frame *f, const char *p, size_t n, size_t max, int *done,
+take_line(struct buf *b, const char *p, size_t n, size_t max, int *done,
     int *nomem)
 {
 	const char *lf = memchr(p, '\n', n);
@@ -672,23 +695,12 @@ take_line(struct frame *f, const char *p, size_t n, size_t max, int *done,
 
 	*done = lf != NULL;
 	*nomem = 0;
-	if (take > max || f->len > max - take)
+	if (take > max || b->len > max - take)
 		return 0;
-	if (f->len + take > f->cap) {
-		size_t cap = f->cap > 0 ? f->cap : BUF_INITIAL;
-		char *nb;
-
-		while (cap < f->len + take)
-			cap *= 2;
-		if ((nb = realloc(f->buf, cap)) == NULL) {
-			*nomem = 1;
-			return 0;
-		}
-		f->buf = nb;
-		f->cap = cap;
+	if (buf_add(b, p, take) == -1) {
+		*nomem = 1;
+		return 0;
 	}
-	memcpy(f->buf + f->len, p, take);
-	f->len += take;
 	return take;
 }
 
@@ -696,19 +708,19 @@ take_line(struct frame *f, const char *p, size_t n, size_t max, int *done,
 static int
 head_line(struct frame *f, frame_emit_fn emit, void *arg)
 {
-	size_t n = f->len - f->line;
+	size_t n = f->head.len - f->line;
 
 	if (n == 2 && f->line == 0) {
 		/* RFC 9112 section 2.2: empty lines before a request line
 		 * are ignored, within the head's limit. */
 		f->skipped += 2;
-		f->len = 0;
+		f->head.len = 0;
 		return f->skipped > f->head_max ?
 		    reject(f, 400, "too many empty lines") : 0;
 	}
 	if (n == 2)
 		return end_head(f, emit, arg);
-	f->line = f->len;
+	f->line = f->head.len;
 	return 0;
 }
 
@@ -718,6 +730,7 @@ feed_line(struct frame *f, const char *p, size_t n, frame_emit_fn emit,
     void *arg)
 {
 	enum state was = f->st;
+	struct buf *b = was == ST_HEAD ? &f->head : &f->chunk_line;
 	size_t max, used, start;
 	int done, nomem, rc;
 
@@ -728,7 +741,7 @@ feed_line(struct frame *f, const char *p, size_t n, frame_emit_fn emit,
 	else
 		max = f->head_max - (f->trailers < f->head_max ? f->trailers : f->head_max);
 	start = f->st == ST_HEAD ? f->line : 0;
-	if ((used = take_line(f, p, n, max, &done, &nomem)) == 0) {
+	if ((used = take_line(b, p, n, max, &done, &nomem)) == 0) {
 		if (nomem)
 			return reject(f, 503, "out of memory");
 		if (f->st == ST_HEAD)
@@ -740,35 +753,39 @@ feed_line(struct frame *f, const char *p, size_t n, frame_emit_fn emit,
 	}
 	if (!done)
 		return (ssize_t)used;
-	if (f->len - start < 2 || f->buf[f->len - 2] != '\r')
+	if (b->len - start < 2 || b->p[b->len - 2] != '\r')
 		return reject(f, 400, "line not ended by CRLF");
-	if (f->st == ST_HEAD)
+	if (was == ST_HEAD)
 		rc = head_line(f, emit, arg);
-	else if (f->st == ST_CHUNK_LINE)
-		rc = end_chunk_line(f, f->buf, f->len - 2, emit, arg);
+	else if (was == ST_CHUNK_LINE)
+		rc = end_chunk_line(f, b->p, b->len - 2);
 	else {
-		f->trailers += f->len;
-		rc = end_trailer_line(f, f->buf, f->len - 2, emit, arg);
+		f->trailers += b->len;
+		rc = end_trailer_line(f, b->p, b->len - 2, emit, arg);
 	}
 	if (was != ST_HEAD)
-		f->len = 0;
+		b->len = 0;
 	return rc == -1 ? -1 : (ssize_t)used;
 }
 
-/* Body bytes: passed on, or dropped. */
-static size_t
+/* Body bytes: passed on, held, or dropped. -1 once rejected. */
+static ssize_t
 feed_data(struct frame *f, const char *p, size_t n, frame_emit_fn emit,
     void *arg)
 {
 	size_t take = n < f->left ? n : (size_t)f->left;
 
-	if (!f->discard)
+	if (f->held) {
+		if (buf_add(&f->chunks, p, take) == -1)
+			return reject(f, 503, "out of memory");
+	} else if (!f->discard) {
 		emit(arg, p, take);
+	}
 	if (f->st == ST_LENGTH)
 		f->body += take;
 	if ((f->left -= take) == 0)
 		f->st = f->st == ST_LENGTH ? ST_HEAD : ST_CHUNK_CR;
-	return take;
+	return (ssize_t)take;
 }
 
 enum frame_result
@@ -787,7 +804,7 @@ frame_feed(struct frame *f, const char *p, size_t n, frame_emit_fn emit,
 			break;
 		case ST_LENGTH:
 		case ST_CHUNK_DATA:
-			used = (ssize_t)feed_data(f, p, n, emit, arg);
+			used = feed_data(f, p, n, emit, arg);
 			break;
 		case ST_CHUNK_CR:
 		case ST_CHUNK_LF:
@@ -795,8 +812,6 @@ frame_feed(struct frame *f, const char *p, size_t n, frame_emit_fn emit,
 				used = reject(f, 400, "chunk data not followed by CRLF");
 				break;
 			}
-			if (f->st == ST_CHUNK_LF && !f->discard)
-				emit(arg, "\r\n", 2);
 			f->st = f->st == ST_CHUNK_CR ? ST_CHUNK_LF : ST_CHUNK_LINE;
 			used = 1;
 			break;

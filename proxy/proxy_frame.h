@@ -5,11 +5,13 @@
  * The door: a strict RFC 9112 reader of a client's byte stream, with no
  * libevent in it. It takes the bytes as they arrive, in any split, and
  * passes on a canonical stream that libevent's lenient parser cannot
- * read two ways: each request's head as received (its Content-Length and
- * Transfer-Encoding lines rewritten as one canonical line), then its body
- * framed by Content-Length or re-chunked without extensions or trailers.
- * Bodies of methods libevent reads no body for (HEAD, TRACE, unknown
- * methods) are read and dropped, with their framing lines.
+ * read two ways: each request's head as received, its Content-Length and
+ * Transfer-Encoding lines replaced by one Content-Length line, then its
+ * body. A chunked body is read whole first (up to body_max), its
+ * extensions and trailers dropped, and passed on with that length; so a
+ * fault in it is found before any of its request was passed on. Bodies of
+ * methods libevent reads no body for (HEAD, TRACE, unknown methods) are
+ * read and dropped, with their framing lines.
  *
  * At the first request another server could frame or route differently it
  * stops: frame_feed() returns FRAME_REJECT, and frame_status() and
