@@ -106,6 +106,21 @@ accept_limit(struct proxy *px)
 	accept_update(px);
 }
 
+/* Descriptors are the process's: both listeners pause together. */
+static void
+admin_accepting(struct proxy *px, int on)
+{
+	struct evconnlistener *lev;
+
+	if (px->admin_bound == NULL)
+		return;
+	lev = evhttp_bound_socket_get_listener(px->admin_bound);
+	if (on)
+		evconnlistener_enable(lev);
+	else
+		evconnlistener_disable(lev);
+}
+
 static void
 on_accept_retry(evutil_socket_t fd, short what, void *arg)
 {
@@ -114,6 +129,7 @@ on_accept_retry(evutil_socket_t fd, short what, void *arg)
 	assert(px->magic == PROXY_MAGIC);
 	px->accept_failing = 0;
 	accept_update(px);
+	admin_accepting(px, 1);
 }
 
 /*
@@ -145,6 +161,7 @@ on_accept_error(struct evconnlistener *lev, void *arg)
 	}
 	px->accept_failing = 1;
 	accept_update(px);
+	admin_accepting(px, 0);
 	tv = util_timeval(px->accept_delay_ms);
 	evtimer_add(px->accept_ev, &tv);
 }
@@ -517,6 +534,10 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 	    PUBLIC_METHODS, on_request, px, &px->http_bound, err, errlen);
 	if (px->http == NULL)
 		goto fail;
+	px->admin = listen_on(base, conf, conf->admin_host, conf->admin_port,
+	    ADMIN_METHODS, admin_handle, px, &px->admin_bound, err, errlen);
+	if (px->admin == NULL)
+		goto fail;
 	if ((px->accept_ev = evtimer_new(base, on_accept_retry, px)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -526,10 +547,8 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 	evhttp_set_bevcb(px->http, on_accept, px);
 	evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(
 	    px->http_bound), on_accept_error);
-	px->admin = listen_on(base, conf, conf->admin_host, conf->admin_port,
-	    ADMIN_METHODS, admin_handle, px, &px->admin_bound, err, errlen);
-	if (px->admin == NULL)
-		goto fail;
+	evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(
+	    px->admin_bound), on_accept_error);
 	if ((px->cache = cache_new(base, conf, flow_on_fill, px)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
