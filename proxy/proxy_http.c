@@ -189,23 +189,14 @@ on_pump(evutil_socket_t fd, short what, void *arg)
 		bufferevent_enable(c->bev, EV_WRITE);	/* restarts its timeout */
 }
 
+/* On both buffers: bytes libevent wrote, and bytes the socket sent. */
 static void
-on_out_added(struct evbuffer *buf, const struct evbuffer_cb_info *info,
+on_moved(struct evbuffer *buf, const struct evbuffer_cb_info *info,
     void *arg)
 {
 	struct conn *c = arg;
 
-	if (info->n_added > 0)
-		event_active(c->pump_ev, EV_TIMEOUT, 0);
-}
-
-static void
-on_wire_sent(struct evbuffer *buf, const struct evbuffer_cb_info *info,
-    void *arg)
-{
-	struct conn *c = arg;
-
-	if (info->n_deleted > 0)
+	if (info->n_added > 0 || info->n_deleted > 0)
 		event_active(c->pump_ev, EV_TIMEOUT, 0);
 }
 
@@ -254,8 +245,8 @@ conn_free(void *arg)
 	struct proxy *px = c->px;
 
 	assert(c->magic == CONN_MAGIC);
-	evbuffer_remove_cb(bufferevent_get_output(c->bev), on_out_added, c);
-	evbuffer_remove_cb(bufferevent_get_output(c->sock), on_wire_sent, c);
+	evbuffer_remove_cb(bufferevent_get_output(c->bev), on_moved, c);
+	evbuffer_remove_cb(bufferevent_get_output(c->sock), on_moved, c);
 	event_free(c->pump_ev);
 	frame_free(&c->frame);
 	if (px->conns != NULL) {	/* NULL: freed when the loop is */
@@ -290,9 +281,9 @@ on_accept(struct event_base *base, void *arg)
 	if (c->bev == NULL)
 		goto fail;
 	snprintf(c->key, sizeof(c->key), "%p", (void *)c->bev);
-	if (evbuffer_add_cb(bufferevent_get_output(c->bev), on_out_added,
+	if (evbuffer_add_cb(bufferevent_get_output(c->bev), on_moved,
 	    c) == NULL || evbuffer_add_cb(bufferevent_get_output(c->sock),
-	    on_wire_sent, c) == NULL || dict_set(px->conns, c->key, c) == -1) {
+	    on_moved, c) == NULL || dict_set(px->conns, c->key, c) == -1) {
 		bufferevent_free(c->bev);	/* frees c */
 		return NULL;
 	}
