@@ -143,6 +143,12 @@ frame_reason(const struct frame *f)
 	return f->reason;
 }
 
+int
+frame_in_body(const struct frame *f)
+{
+	return f->st != ST_HEAD && f->st != ST_REJECTED;
+}
+
 uint64_t
 frame_requests(const struct frame *f)
 {

@@ -47,6 +47,9 @@ enum frame_result frame_feed(struct frame *f, const char *p, size_t n,
  * short static reason ("space before colon"). 0 and "" before. */
 int		 frame_status(const struct frame *f);
 const char	*frame_reason(const struct frame *f);
+/* Inside a body, which may be held back (chunked) or dropped: bytes read
+ * there are progress even when nothing is emitted. */
+int		 frame_in_body(const struct frame *f);
 /* Request heads emitted so far. */
 uint64_t	 frame_requests(const struct frame *f);
 /* Body bytes of the latest request framed so far (a chunk counts from

@@ -214,13 +214,19 @@ emit_to(void *arg, const char *p, size_t n)
 	evbuffer_add(arg, p, n);
 }
 
-/* The door: the client's bytes go through proxy_frame.c to libevent. */
+/*
+ * The door: the client's bytes go through proxy_frame.c to libevent.
+ * BEV_OK restarts the client timeout: a head must come whole within it,
+ * a body only keep moving.
+ */
 static enum bufferevent_filter_result
 filter_in(struct evbuffer *src, struct evbuffer *dst, ev_ssize_t limit,
     enum bufferevent_flush_mode mode, void *arg)
 {
 	struct conn *c = arg;
 	size_t before = evbuffer_get_length(dst);
+	int fed = evbuffer_get_length(src) > 0;
+	int body = frame_in_body(c->frame);
 	struct evbuffer_iovec v;
 
 	assert(c->magic == CONN_MAGIC);
@@ -234,7 +240,9 @@ filter_in(struct evbuffer *src, struct evbuffer *dst, ev_ssize_t limit,
 		evbuffer_drain(src, v.iov_len);
 	}
 	evbuffer_drain(src, evbuffer_get_length(src));	/* after a refusal */
-	return evbuffer_get_length(dst) > before ? BEV_OK : BEV_NEED_MORE;
+	body |= frame_in_body(c->frame);
+	return evbuffer_get_length(dst) > before || (fed && body) ? BEV_OK :
+	    BEV_NEED_MORE;
 }
 
 /* The filter is being freed: the connection is closed. */

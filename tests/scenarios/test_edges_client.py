@@ -189,3 +189,49 @@ def descriptor_exhaustion_backs_off_quietly_and_recovers(env):
     r = wait_for(lambda: (lambda r: r if r.status == 200 else None)(corral.get("/after")),
                  what="a normal request to succeed once the clients left")
     expect_eq(r.status, 200, "a request after the clients left")
+
+
+@scenario
+def a_head_trickled_slower_than_client_timeout_is_cut(env):
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, extra={"server": {"client_timeout": "1s"}})
+    head = b"GET /slow HTTP/1.1\r\n" + H + b"X-Pad: " + b"a" * 60 + b"\r\n\r\n"
+    t0 = time.monotonic()
+    with socket.create_connection((corral.host, corral.port), 10) as s:
+        s.settimeout(0.1)
+        end = None
+        for byte in head:	# one byte every 0.1 s: 8 s for all of it
+            try:
+                s.sendall(bytes([byte]))
+                end = s.recv(100)
+                break		# closed (b"") or answered
+            except socket.timeout:
+                continue
+            except (BrokenPipeError, ConnectionResetError):
+                end = b""
+                break
+    took = time.monotonic() - t0
+    expect_eq(end, b"", "corral closed the connection without an answer")
+    expect(took < 4, f"closed after {took:.1f} s with client_timeout = 1s")
+    expect_eq(origin.count(), 0, "requests the origin saw")
+
+
+@scenario
+def a_slow_chunked_body_is_not_cut_while_it_moves(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("*", body="got {path}")
+    corral = env.corral(redis, origin, extra={"server": {"client_timeout": "1s"}})
+    with socket.create_connection((corral.host, corral.port), 10) as s:
+        s.sendall(b"POST /up HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n"
+                  b"Connection: close\r\n\r\n")
+        for _ in range(8):	# 2.4 s in all, never 1 s without a byte
+            s.sendall(b"3\r\nabc\r\n")
+            time.sleep(0.3)	# pacing the upload, not waiting for a condition
+        s.sendall(b"0\r\n\r\n")
+        s.settimeout(10)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    expect(data.startswith(b"HTTP/1.1 200 ") and data.endswith(b"got /up"),
+           f"answer to the slow upload: {data!r}")
+    expect_eq(origin.path_stats("/up")["bodies"], [24], "body bytes the origin received")
