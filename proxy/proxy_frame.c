@@ -161,13 +161,14 @@ frame_body_bytes(const struct frame *f)
 	return f->body;
 }
 
-/* ---- characters (RFC 9110 section 5.6.2, RFC 9112 section 3.2) ---------------- */
+/* ---- characters (RFC 9110 section 5.6.2, RFC 9112 section 3.2) ----------- */
 
 static int
 is_tchar(unsigned char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9') || (c != '\0' && strchr("!#$%&'*+-.^_`|~", c));
+	    (c >= '0' && c <= '9') ||
+	    (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
 }
 
 static int
@@ -186,7 +187,8 @@ is_field_byte(unsigned char c)
 static int
 is_hex(unsigned char c)
 {
-	return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
+	return (c >= '0' && c <= '9') ||
+	    ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
 }
 
 static int
@@ -206,9 +208,8 @@ name_is(const char *name, size_t n, const char *want)
 	return n == strlen(want) && strncasecmp(name, want, n) == 0;
 }
 
-/* Splits a comma-separated list in place: the next element of [*p, end),
- * without OWS; empty elements are skipped (RFC 9110 section 5.6.1). 0 at
- * the end of the list. */
+/* The next element of the comma-separated list [*p, end), without OWS;
+ * empty elements are skipped (RFC 9110 section 5.6.1). 0 at the end. */
 static int
 list_next(const char **p, const char *end, const char **el, size_t *n)
 {
@@ -232,7 +233,7 @@ list_next(const char **p, const char *end, const char **el, size_t *n)
 	}
 }
 
-/* ---- the request line ------------------------------------------------------------ */
+/* ---- the request line ---------------------------------------------------- */
 
 /* A method libevent 2.1 reads a body for (evhttp_method_may_have_body);
  * for any other, it reads none, and what followed would be taken for the
@@ -245,7 +246,8 @@ reads_body(const char *m, size_t n)
 	};
 
 	for (size_t i = 0; i < sizeof(with_body) / sizeof(with_body[0]); i++)
-		if (n == strlen(with_body[i]) && memcmp(m, with_body[i], n) == 0)
+		if (n == strlen(with_body[i]) &&
+		    memcmp(m, with_body[i], n) == 0)
 			return 1;
 	return 0;
 }
@@ -262,15 +264,17 @@ check_target(struct frame *f, struct head *h, const char *t, size_t n)
 		unsigned char c = (unsigned char)t[i];
 
 		if (c <= 0x20 || c >= 0x7f)
-			return reject(f, 400, "control byte or space in the target");
+			return reject(f, 400,
+			    "control byte or space in the target");
 		if (c == '#')
 			return reject(f, 400, "fragment in the target");
 	}
 	if (t[0] == '/')
 		return 0;
 	if (n == 1 && t[0] == '*')
-		return h->method_len == 7 && memcmp(h->method, "OPTIONS", 7) == 0 ?
-		    0 : reject(f, 400, "asterisk-form other than OPTIONS");
+		return h->method_len == 7 &&
+		    memcmp(h->method, "OPTIONS", 7) == 0 ? 0 :
+		    reject(f, 400, "asterisk-form other than OPTIONS");
 	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
 		size_t sl = strlen(schemes[i]);
 		const char *a = t + sl;
@@ -278,9 +282,10 @@ check_target(struct frame *f, struct head *h, const char *t, size_t n)
 		if (n <= sl || strncasecmp(t, schemes[i], sl) != 0)
 			continue;
 		h->authority = a;
-		h->authority_len = strcspn(a, "/?");
-		if (h->authority_len > n - sl)
-			h->authority_len = n - sl;
+		for (h->authority_len = 0; h->authority_len < n - sl &&
+		    a[h->authority_len] != '/' && a[h->authority_len] != '?';
+		    h->authority_len++)
+			;
 		if (h->authority_len == 0 || memchr(a, '@', h->authority_len))
 			return reject(f, 400, "bad authority in the target");
 		return 0;
@@ -304,7 +309,8 @@ check_request_line(struct frame *f, struct head *h, const char *p, size_t n)
 		return reject(f, 400, "method is not a token");
 	v = sp2 + 1;
 	vn = n - (size_t)(v - p);
-	if (vn == 8 && memcmp(v, "HTTP/1.", 7) == 0 && (v[7] == '0' || v[7] == '1'))
+	if (vn == 8 && memcmp(v, "HTTP/1.", 7) == 0 &&
+	    (v[7] == '0' || v[7] == '1'))
 		h->minor = v[7] - '0';
 	else if (vn == 8 && memcmp(v, "HTTP/", 5) == 0 && v[5] >= '0' &&
 	    v[5] <= '9' && v[6] == '.' && v[7] >= '0' && v[7] <= '9')
@@ -318,7 +324,7 @@ check_request_line(struct frame *f, struct head *h, const char *p, size_t n)
 	return check_target(f, h, sp1 + 1, (size_t)(sp2 - sp1 - 1));
 }
 
-/* ---- field lines ------------------------------------------------------------------- */
+/* ---- field lines --------------------------------------------------------- */
 
 /* field-name ":" OWS field-value OWS, with no whitespace before the colon
  * and no obs-fold. The name is p[0..*name_len); *value (trimmed) points
@@ -398,7 +404,8 @@ note_host(struct frame *f, struct head *h, const char *v, size_t vn)
 		unsigned char c = (unsigned char)v[i];
 
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9') || strchr("-._~:[]%!$&'()*+;=", c)))
+		    (c >= '0' && c <= '9') || (c != '\0' &&
+		    strchr("-._~:[]%!$&'()*+;=", c) != NULL)))
 			return reject(f, 400, "bad Host");
 	}
 	h->hosts++;
@@ -458,17 +465,21 @@ check_head(struct frame *f, struct head *h, enum framing *framing)
 		return reject(f, 400, "more than one Host");
 	if (h->hosts == 0 && h->minor == 1)
 		return reject(f, 400, "HTTP/1.1 request without Host");
-	if (h->authority != NULL && h->hosts == 1 && (h->host_len != h->authority_len ||
+	if (h->authority != NULL && h->hosts == 1 &&
+	    (h->host_len != h->authority_len ||
 	    strncasecmp(h->host, h->authority, h->host_len) != 0))
-		return reject(f, 400, "Host differs from the target's authority");
+		return reject(f, 400,
+		    "Host differs from the target's authority");
 	*framing = BODY_NONE;
 	if (h->encodings > 0) {
 		if (h->minor == 0)
 			return reject(f, 400, "Transfer-Encoding in HTTP/1.0");
 		if (h->lengths > 0)
-			return reject(f, 400, "Content-Length with Transfer-Encoding");
+			return reject(f, 400,
+			    "Content-Length with Transfer-Encoding");
 		if (h->codings == 0 || !h->last_chunked)
-			return reject(f, 400, "chunked is not the final coding");
+			return reject(f, 400,
+			    "chunked is not the final coding");
 		if (h->chunked > 1)
 			return reject(f, 400, "chunked applied twice");
 		if (h->codings > 1)
@@ -548,7 +559,7 @@ end_head(struct frame *f, frame_emit_fn emit, void *arg)
 	return 0;
 }
 
-/* ---- chunked coding (RFC 9112 section 7.1) ----------------------------------------- */
+/* ---- chunked coding (RFC 9112 section 7.1) ------------------------------- */
 
 /* quoted-string (RFC 9110 section 5.6.4) at *p: moves *p past it. */
 static int
@@ -618,7 +629,8 @@ parse_chunk_line(struct frame *f, const char *p, size_t n, uint64_t *size)
 			if (skip_quoted(&s, end) == -1)
 				return reject(f, 400, "bad chunk extension");
 		} else {
-			for (name = s; s < end && is_tchar((unsigned char)*s); s++)
+			for (name = s; s < end &&
+			    is_tchar((unsigned char)*s); s++)
 				;
 			if (s == name)
 				return reject(f, 400, "bad chunk extension");
@@ -668,7 +680,7 @@ end_trailer_line(struct frame *f, const char *line, size_t n,
 	return 0;
 }
 
-/* ---- the driver ---------------------------------------------------------------------- */
+/* ---- the driver ---------------------------------------------------------- */
 
 /* Appends n bytes to b; -1 if out of memory. */
 static int
@@ -745,13 +757,15 @@ feed_line(struct frame *f, const char *p, size_t n, frame_emit_fn emit,
 	else if (f->st == ST_CHUNK_LINE)
 		max = CHUNK_LINE_MAX;
 	else
-		max = f->head_max - (f->trailers < f->head_max ? f->trailers : f->head_max);
+		max = f->trailers < f->head_max ?
+		    f->head_max - f->trailers : 0;
 	start = f->st == ST_HEAD ? f->line : 0;
 	if ((used = take_line(b, p, n, max, &done, &nomem)) == 0) {
 		if (nomem)
 			return reject(f, 503, "out of memory");
 		if (f->st == ST_HEAD)
-			return f->line == 0 ? reject(f, 414, "request line too long") :
+			return f->line == 0 ?
+			    reject(f, 414, "request line too long") :
 			    reject(f, 431, "request head too large");
 		if (f->st == ST_CHUNK_LINE)
 			return reject(f, 400, "chunk extensions too long");
@@ -815,10 +829,12 @@ frame_feed(struct frame *f, const char *p, size_t n, frame_emit_fn emit,
 		case ST_CHUNK_CR:
 		case ST_CHUNK_LF:
 			if (*p != (f->st == ST_CHUNK_CR ? '\r' : '\n')) {
-				used = reject(f, 400, "chunk data not followed by CRLF");
+				used = reject(f, 400,
+				    "chunk data not followed by CRLF");
 				break;
 			}
-			f->st = f->st == ST_CHUNK_CR ? ST_CHUNK_LF : ST_CHUNK_LINE;
+			f->st = f->st == ST_CHUNK_CR ? ST_CHUNK_LF :
+			    ST_CHUNK_LINE;
 			used = 1;
 			break;
 		default:

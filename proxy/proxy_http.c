@@ -44,8 +44,8 @@
  * send it: a field name with a space never passes proxy_frame.c.
  */
 #define STAND_IN_MARK	"Corral rejected"
-#define STAND_IN	"GET / HTTP/1.1\r\nHost: corral\r\nConnection: close\r\n" \
-			STAND_IN_MARK ": 1\r\n\r\n"
+#define STAND_IN	"GET / HTTP/1.1\r\nHost: corral\r\n" \
+			"Connection: close\r\n" STAND_IN_MARK ": 1\r\n\r\n"
 
 /*
  * A client connection on the public port, from accept to close. libevent
@@ -185,8 +185,8 @@ on_pump(evutil_socket_t fd, short what, void *arg)
 		return;
 	if (evbuffer_get_length(wire) == 0)
 		bufferevent_trigger(c->bev, EV_WRITE, 0);
-	else
-		bufferevent_enable(c->bev, EV_WRITE);	/* restarts its timeout */
+	else	/* still sending: restart the write timeout */
+		bufferevent_enable(c->bev, EV_WRITE);
 }
 
 /* On both buffers: bytes libevent wrote, and bytes the socket sent. */
