@@ -156,6 +156,9 @@ t_target_forms(void)
 	CHECK(status_of("GET http://u@h/x HTTP/1.1\r\nHost: h\r\n\r\n") == 400);
 	CHECK(status_of("GET http://other/x HTTP/1.1\r\nHost: h\r\n\r\n") == 400);
 	CHECK(status_of("GET HTTP://H/x HTTP/1.1\r\nHost: h\r\n\r\n") == 0);
+	CHECK(status_of("GET http://h HTTP/1.1\r\nHost: h\r\n\r\n") == 0);
+	CHECK(status_of("GET http://h:8080?q HTTP/1.1\r\nHost: h:8080\r\n\r\n") == 0);
+	CHECK(status_of("GET http://h:8080?q HTTP/1.1\r\nHost: h\r\n\r\n") == 400);
 }
 
 /* ---- field lines -------------------------------------------------------------------- */
