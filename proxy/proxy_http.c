@@ -335,11 +335,18 @@ reject(struct proxy *px, struct conn *c, struct evhttp_request *ev)
 	struct evbuffer *body;
 	char *addr = NULL;
 	ev_uint16_t port = 0;
+	/* Its method and target were never parsed: "-". */
+	struct access_record r = {
+		.method = "-", .proto_major = 1, .proto_minor = 1,
+		.status = c->status, .cache = "error",
+		.upstream_ms = -1, .lock_wait_ms = -1, .total_ms = 0,
+	};
 
 	if (evcon != NULL)
 		evhttp_connection_get_peer(evcon, &addr, &port);
-	log_info("rejected a request from %s: %d %s", addr != NULL ? addr : "-",
-	    c->status, c->reason);
+	r.client = addr != NULL ? addr : "-";
+	log_info("rejected a request from %s: %d %s", r.client, c->status,
+	    c->reason);
 	STAT_INC(px->stats, -1, requests);
 	STAT_INC(px->stats, -1, rejected);
 	evhttp_add_header(out, "Content-Type", "text/plain");
@@ -348,9 +355,11 @@ reject(struct proxy *px, struct conn *c, struct evhttp_request *ev)
 	if ((body = evbuffer_new()) != NULL)
 		evbuffer_add_printf(body, "%d %s: %.*s\n", c->status,
 		    reject_phrase(c->status), REJECT_BODY_MAX, c->reason);
+	r.bytes = body != NULL ? evbuffer_get_length(body) : 0;
 	evhttp_send_reply(ev, c->status, reject_phrase(c->status), body);
 	if (body != NULL)
 		evbuffer_free(body);
+	access_log_write(px, &r);
 }
 
 static void

@@ -235,3 +235,22 @@ def a_slow_chunked_body_is_not_cut_while_it_moves(env):
     expect(data.startswith(b"HTTP/1.1 200 ") and data.endswith(b"got /up"),
            f"answer to the slow upload: {data!r}")
     expect_eq(origin.path_stats("/up")["bodies"], [24], "body bytes the origin received")
+
+
+@scenario
+def a_refusal_is_counted_and_logged_without_the_clients_bytes(env):
+    redis, origin = env.redis(), env.origin()
+    access = os.path.join(env.workdir, "access.log")
+    corral = env.corral(redis, origin, extra={"server": {"access_log": access}})
+    expect_refused(corral, origin, b"GET /a\r\x1b[31mred HTTP/1.1\r\n" + H + b"\r\n", 400,
+                   "an escape sequence in the target")
+    c = corral.counters()
+    expect_eq((c["requests"], c["rejected"]), (1, 1), "requests, rejected")
+    lines = wait_for(lambda: open(access).read().splitlines(), what="an access-log line")
+    expect_eq(len(lines), 1, f"access-log lines: {lines}")
+    expect('"- - HTTP/1.1" 400 ' in lines[0] and " cache=error " in lines[0],
+           f"the access-log line: {lines[0]!r}")
+    log = corral.log()
+    expect("rejected a request from 127.0.0.1: 400 control byte or space in the target" in log,
+           "the error-log line names the rule")
+    expect("\x1b" not in log + lines[0], "no raw control byte in either log")
