@@ -50,7 +50,7 @@
 /*
  * A client connection on the public port, from accept to close. libevent
  * reads it through a filtering bufferevent whose input filter is the door
- * (proxy_frame.c). Output is moved to the socket by pump(), which tells
+ * (proxy_frame.c). Output is moved to the socket by on_pump(), which tells
  * libevent a write is done only once the socket has taken all of it:
  * libevent 2.1's filters neither start writing data added before EV_WRITE
  * is enabled nor keep what is left when libevent closes the socket.
@@ -68,8 +68,8 @@ struct conn {
 };
 
 /*
- * The public listener's error callback is given the listener's evhttp, not
- * the proxy; there is one proxy per process.
+ * A listener's error callback is given the listener's evhttp, not the
+ * proxy; there is one proxy per process.
  */
 static struct proxy *accept_proxy;
 
