@@ -73,6 +73,21 @@ struct conn {
  */
 static struct proxy *accept_proxy;
 
+/* bound is NULL once the listener is gone (a stop). */
+static void
+listener_set(struct evhttp_bound_socket *bound, int on)
+{
+	struct evconnlistener *lev;
+
+	if (bound == NULL)
+		return;
+	lev = evhttp_bound_socket_get_listener(bound);
+	if (on)
+		evconnlistener_enable(lev);
+	else
+		evconnlistener_disable(lev);
+}
+
 /*
  * Accepting stops at max_connections (new clients wait in the kernel's
  * backlog until a connection closes) and for a while after accept() fails.
@@ -80,16 +95,11 @@ static struct proxy *accept_proxy;
 static void
 accept_update(struct proxy *px)
 {
-	struct evconnlistener *lev;
 	int on = !px->accept_paused && !px->accept_failing;
 
-	if (px->http_bound == NULL || on == px->accept_listening)
+	if (on == px->accept_listening)
 		return;
-	lev = evhttp_bound_socket_get_listener(px->http_bound);
-	if (on)
-		evconnlistener_enable(lev);
-	else
-		evconnlistener_disable(lev);
+	listener_set(px->http_bound, on);
 	px->accept_listening = on;
 }
 
@@ -106,21 +116,6 @@ accept_limit(struct proxy *px)
 	accept_update(px);
 }
 
-/* Descriptors are the process's: both listeners pause together. */
-static void
-admin_accepting(struct proxy *px, int on)
-{
-	struct evconnlistener *lev;
-
-	if (px->admin_bound == NULL)
-		return;
-	lev = evhttp_bound_socket_get_listener(px->admin_bound);
-	if (on)
-		evconnlistener_enable(lev);
-	else
-		evconnlistener_disable(lev);
-}
-
 static void
 on_accept_retry(evutil_socket_t fd, short what, void *arg)
 {
@@ -129,7 +124,7 @@ on_accept_retry(evutil_socket_t fd, short what, void *arg)
 	assert(px->magic == PROXY_MAGIC);
 	px->accept_failing = 0;
 	accept_update(px);
-	admin_accepting(px, 1);
+	listener_set(px->admin_bound, 1);
 }
 
 /*
@@ -159,9 +154,10 @@ on_accept_error(struct evconnlistener *lev, void *arg)
 		px->accept_failures = 0;
 		px->accept_logged_ms = now;
 	}
+	/* Descriptors are the process's: both listeners pause. */
 	px->accept_failing = 1;
 	accept_update(px);
-	admin_accepting(px, 0);
+	listener_set(px->admin_bound, 0);
 	tv = util_timeval(px->accept_delay_ms);
 	evtimer_add(px->accept_ev, &tv);
 }
