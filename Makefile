@@ -94,7 +94,7 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
 FUZZ_FLAGS   := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer
-FUZZ_TARGETS := entry conf key hdr
+FUZZ_TARGETS := entry conf key hdr frame
 FUZZ_LINK     = @mkdir -p $(dir $@); \
                 $(FUZZ_CC) $(BASE) $(FUZZ_FLAGS) $(PKG_CFLAGS) -o $@ $(filter %.c,$^) \
                 $(PKG_LIBS) -lm
@@ -119,6 +119,9 @@ build/fuzz/fuzz_key: fuzz/fuzz_key.c cache/cache_key.c $(wildcard */*.h)
 
 build/fuzz/fuzz_hdr: fuzz/fuzz_hdr.c proxy/proxy_hdr.c conf/conf.c common/util.c \
                      common/log.c $(wildcard */*.h)
+	$(FUZZ_LINK)
+
+build/fuzz/fuzz_frame: fuzz/fuzz_frame.c proxy/proxy_frame.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
 build/fuzz/seed_entry: fuzz/seed_entry.c cache/cache_entry.c $(wildcard */*.h)

@@ -102,11 +102,38 @@ log_close(void)
 	out.path[0] = '\0';
 }
 
+/*
+ * Appends msg to line[*len..max), control bytes as \xHH: a request target
+ * or header quoted in a message cannot forge or break a line.
+ */
+static void
+add_escaped(char *line, size_t *len, size_t max, const char *msg)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (; *msg != '\0'; msg++) {
+		unsigned char c = (unsigned char)*msg;
+
+		if (c >= 0x20 && c != 0x7f) {
+			if (*len + 1 > max)
+				return;
+			line[(*len)++] = (char)c;
+		} else {
+			if (*len + 4 > max)
+				return;
+			line[(*len)++] = '\\';
+			line[(*len)++] = 'x';
+			line[(*len)++] = hex[c >> 4];
+			line[(*len)++] = hex[c & 0xf];
+		}
+	}
+}
+
 /* One write(2) per line, so lines from one process never interleave. */
 void
 log_msg(enum log_level level, const char *fmt, ...)
 {
-	char line[LOG_LINE_MAX];
+	char line[LOG_LINE_MAX], msg[LOG_LINE_MAX];
 	struct timespec ts;
 	struct tm tm;
 	va_list ap;
@@ -120,11 +147,10 @@ log_msg(enum log_level level, const char *fmt, ...)
 	    ts.tv_nsec / 1000000L, level_names[level]);
 	len += (size_t)n;
 	va_start(ap, fmt);
-	n = vsnprintf(line + len, sizeof(line) - len, fmt, ap);
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (n > 0)
-		len += (size_t)n < sizeof(line) - len ? (size_t)n :
-		    sizeof(line) - len - 1;
+		add_escaped(line, &len, sizeof(line) - 1, msg);
 	line[len++] = '\n';	/* len <= sizeof(line) - 1 here */
 	while (write(out.fd, line, len) == -1 && errno == EINTR)
 		;

@@ -79,11 +79,17 @@ struct proxy {
 	struct evhttp_bound_socket *http_bound;	/* NULL once draining */
 	struct evhttp_bound_socket *admin_bound;
 	int			 accept_paused;	/* at max_connections */
+	int			 accept_failing; /* accept() failed: backing off */
+	int			 accept_listening; /* the listener is enabled */
+	int			 accept_delay_ms; /* the next backoff */
+	int			 accept_failures; /* since the last log line */
+	int64_t			 accept_logged_ms;
+	struct event		*accept_ev;	/* ends a backoff */
 	struct evhttp		*admin;		/* stats and control */
 	struct dict		*flights;	/* key -> struct flight */
 	struct dict		*refreshes;	/* key -> struct refresh */
 	struct dict		*vary;		/* key -> what its responses vary on */
-	struct dict		*conns;		/* open client connections */
+	struct dict		*conns;		/* client connections, accept to close */
 	struct access_log	*access_log;	/* NULL when off */
 	int			 draining;	/* stopping: finish what is running */
 	int			 abandoned;	/* past the stop deadline */

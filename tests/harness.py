@@ -683,10 +683,23 @@ def server_addresses(config_text):
     return found["listen"], found["admin_listen"]
 
 
-class Corral:
-    """One corral process started with an inline config."""
+def nofile_limit(n):
+    """A preexec_fn that sets RLIMIT_NOFILE to n in the child (None: no change)."""
+    if n is None:
+        return None
 
-    def __init__(self, binary, config_text, name, workdir=None, wait_redis=True):
+    def limit():
+        import resource
+        resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+    return limit
+
+
+class Corral:
+    """One corral process started with an inline config; nofile, if given,
+    is its RLIMIT_NOFILE."""
+
+    def __init__(self, binary, config_text, name, workdir=None, wait_redis=True,
+                 nofile=None):
         if not binary or not os.access(binary, os.X_OK):
             raise AssertionError(f"corral binary {binary!r} not found or not executable "
                                  "(build it first, e.g. make build/asan/corral)")
@@ -704,7 +717,8 @@ class Corral:
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen([*WRAPPER, binary, "-c", self.config_path],
                                          stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL)
+                                         stdin=subprocess.DEVNULL,
+                                         preexec_fn=nofile_limit(nofile))
         try:
             wait_for(self.ready, timeout=START_TIMEOUT_S,
                      what=f"{name} to answer GET /stats on {self.admin_url}")
@@ -960,7 +974,7 @@ class Env:
         return self.track(Origin(self.workdir, self.name("origin"), delay))
 
     def corral(self, redis=None, origin=None, routes=None, extra=None, config=None,
-               wait_redis=None):
+               wait_redis=None, nofile=None):
         """Starts corral with config (INI text) or with corral_config(redis,
         origin, routes, extra) on free ports. wait_redis (default: True when
         redis is a RedisServer) waits for /stats to report redis up."""
@@ -969,7 +983,8 @@ class Env:
         if wait_redis is None:
             wait_redis = isinstance(redis, RedisServer)
         name = self.name("corral")
-        c = Corral(self.binary, config, name, self.workdir, wait_redis=wait_redis)
+        c = Corral(self.binary, config, name, self.workdir, wait_redis=wait_redis,
+                   nofile=nofile)
         self.corrals.append(c)
         return self.track(c)
 

@@ -104,16 +104,22 @@ def absolute_form_target_names_the_host(env):
     redis, origin = env.redis(), env.origin()
     corral = env.corral(redis, origin)
     r = raw_exchange(corral.host, corral.port,
-                     b"GET http://other.example/abs/x HTTP/1.1\r\nHost: " + HOST.encode() +
-                     b"\r\nConnection: close\r\n\r\n")
+                     b"GET http://other.example/abs/x HTTP/1.1\r\nHost: other.example\r\n"
+                     b"Connection: close\r\n\r\n")
     expect_eq(r.status, 200, "the absolute-form request")
     expect_eq(origin.count("/abs/x"), 1, "the origin got the path of the target")
     expect_eq(origin_headers(origin, "/abs/x").get("x-forwarded-host"), "other.example",
-              "the host is the target's authority, not the Host header")
+              "the host is the target's authority")
     r = corral.get("/abs/x", {"Host": "other.example"})
     expect(r.cache_status.hit, f"the entry is other.example's: {r.cache_status.raw!r}")
     r = corral.get("/abs/x", {"Host": HOST})
     expect(not r.cache_status.hit, f"not {HOST}'s: {r.cache_status.raw!r}")
+    # A Host that says otherwise: two names for one request, refused.
+    r = raw_exchange(corral.host, corral.port,
+                     b"GET http://evil.example/abs/x HTTP/1.1\r\nHost: " + HOST.encode() +
+                     b"\r\nConnection: close\r\n\r\n")
+    expect_eq((r.status, r.end), (400, "eof"), "an authority that differs from Host")
+    expect_eq(origin.count("/abs/x"), 2, "origin requests: one per host, none for the refused")
 
 
 @scenario

@@ -74,7 +74,7 @@ def hosts_allow_list_answers_421_to_other_names(env):
         r = corral.get("/k/h", {"Host": host})
         expect_eq(r.status, want, f"Host {host}")
     r = raw_exchange(corral.host, corral.port,
-                     b"GET http://evil.test/k/h HTTP/1.1\r\nHost: app.test\r\n"
+                     b"GET http://evil.test/k/h HTTP/1.1\r\nHost: evil.test\r\n"
                      b"Connection: close\r\n\r\n")
     expect_eq(r.status, 421, "an absolute-form target naming another host")
     expect_eq(origin.count("/k/h"), 1, "origin fetches: only the allowed names, once")

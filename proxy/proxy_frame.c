@@ -1,0 +1,850 @@
+/*
+ * The strict reader of the client's byte stream (see proxy_frame.h). Its
+ * rules follow RFC 9112: the request line (section 3), field lines
+ * (section 5), message body length (section 6.3) and chunked coding
+ * (section 7.1). Where the RFC lets a server be lenient, this one is not:
+ * a bare LF ends no line, whitespace before a colon and obs-fold are
+ * errors, and a transfer coding other than a single chunked is refused.
+ */
+
+#include "proxy/proxy_frame.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/types.h>
+
+#define FRAME_MAGIC	0x46524d45u	/* "FRME" */
+#define BUF_INITIAL	512
+#define CHUNK_LINE_MAX	1024	/* a chunk-size line with its extensions */
+#define CHUNK_DIGITS	15	/* significant hex digits: below 2^60 */
+#define LENGTH_DIGITS	18	/* Content-Length digits: below 10^18 */
+#define LENGTH_LINE_MAX	48	/* "Content-Length: %" PRIu64 "\r\n" */
+
+enum state {
+	ST_HEAD,	/* a head, line by line, into buf */
+	ST_LENGTH,	/* left bytes of a Content-Length body */
+	ST_CHUNK_LINE,	/* chunk-size [ chunk-ext ] CRLF, into buf */
+	ST_CHUNK_DATA,	/* left bytes of a chunk's data */
+	ST_CHUNK_CR,	/* the CRLF after a chunk's data */
+	ST_CHUNK_LF,
+	ST_TRAILER,	/* trailer lines into buf, until an empty one */
+	ST_REJECTED	/* answered: nothing more is read */
+};
+
+enum framing {
+	BODY_NONE,
+	BODY_LENGTH,
+	BODY_CHUNKED
+};
+
+struct buf {
+	char		*p;
+	size_t		 len, cap;
+};
+
+struct frame {
+	uint32_t	 magic;
+	enum state	 st;
+	size_t		 head_max;
+	uint64_t	 body_max;
+	struct buf	 head;		/* the head being read, or held */
+	size_t		 line;		/* where head's current line starts */
+	struct buf	 chunk_line;	/* a chunk-size or trailer line */
+	struct buf	 chunks;	/* a chunked body, decoded */
+	int		 held;		/* head waits for its chunked body */
+	size_t		 skipped;	/* empty lines before a request line */
+	size_t		 trailers;	/* bytes of trailer lines */
+	uint64_t	 left;		/* of the body or the chunk */
+	uint64_t	 body;		/* body bytes of this request */
+	int		 discard;	/* libevent reads no body: drop it */
+	int		 status;
+	const char	*reason;
+	uint64_t	 requests;
+};
+
+/* What a head says about its message. */
+struct head {
+	const char	*method;
+	size_t		 method_len;
+	const char	*authority;	/* absolute-form's, or NULL */
+	size_t		 authority_len;
+	int		 minor;		/* HTTP/1.minor */
+	int		 hosts;
+	const char	*host;
+	size_t		 host_len;
+	int		 lengths;	/* Content-Length lines */
+	uint64_t	 length;
+	int		 encodings;	/* Transfer-Encoding lines */
+	int		 codings;	/* transfer codings named */
+	int		 chunked;	/* of them, chunked */
+	int		 last_chunked;	/* the final one is chunked */
+};
+
+static int
+reject(struct frame *f, int status, const char *reason)
+{
+	f->st = ST_REJECTED;
+	f->status = status;
+	f->reason = reason;
+	return -1;
+}
+
+struct frame *
+frame_new(size_t head_max, uint64_t body_max)
+{
+	struct frame *f;
+
+	if ((f = calloc(1, sizeof(*f))) == NULL)
+		return NULL;
+	f->magic = FRAME_MAGIC;
+	f->st = ST_HEAD;
+	f->reason = "";
+	frame_set_limits(f, head_max, body_max);
+	return f;
+}
+
+void
+frame_free(struct frame **fp)
+{
+	struct frame *f = *fp;
+
+	if (f == NULL)
+		return;
+	assert(f->magic == FRAME_MAGIC);
+	f->magic = 0;
+	free(f->head.p);
+	free(f->chunk_line.p);
+	free(f->chunks.p);
+	free(f);
+	*fp = NULL;
+}
+
+void
+frame_set_limits(struct frame *f, size_t head_max, uint64_t body_max)
+{
+	assert(f->magic == FRAME_MAGIC);
+	f->head_max = head_max;
+	f->body_max = body_max;
+}
+
+int
+frame_status(const struct frame *f)
+{
+	return f->status;
+}
+
+const char *
+frame_reason(const struct frame *f)
+{
+	return f->reason;
+}
+
+int
+frame_in_body(const struct frame *f)
+{
+	return f->st != ST_HEAD && f->st != ST_REJECTED;
+}
+
+uint64_t
+frame_requests(const struct frame *f)
+{
+	return f->requests;
+}
+
+uint64_t
+frame_body_bytes(const struct frame *f)
+{
+	return f->body;
+}
+
+/* ---- characters (RFC 9110 section 5.6.2, RFC 9112 section 3.2) ----------- */
+
+static int
+is_tchar(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9') ||
+	    (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+static int
+is_ows(unsigned char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* A field-value byte: VCHAR, obs-text, SP or HTAB; no other CTL. */
+static int
+is_field_byte(unsigned char c)
+{
+	return c == '\t' || (c >= 0x20 && c != 0x7f);
+}
+
+static int
+is_hex(unsigned char c)
+{
+	return (c >= '0' && c <= '9') ||
+	    ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
+}
+
+static int
+is_token(const char *p, size_t n)
+{
+	if (n == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!is_tchar((unsigned char)p[i]))
+			return 0;
+	return 1;
+}
+
+static int
+name_is(const char *name, size_t n, const char *want)
+{
+	return n == strlen(want) && strncasecmp(name, want, n) == 0;
+}
+
+/* The next element of the comma-separated list [*p, end), without OWS;
+ * empty elements are skipped (RFC 9110 section 5.6.1). 0 at the end. */
+static int
+list_next(const char **p, const char *end, const char **el, size_t *n)
+{
+	for (;;) {
+		const char *s = *p, *e;
+
+		if (s >= end)
+			return 0;
+		if ((e = memchr(s, ',', (size_t)(end - s))) == NULL)
+			e = end;
+		*p = e < end ? e + 1 : end;
+		while (s < e && is_ows((unsigned char)*s))
+			s++;
+		while (e > s && is_ows((unsigned char)e[-1]))
+			e--;
+		if (e > s) {
+			*el = s;
+			*n = (size_t)(e - s);
+			return 1;
+		}
+	}
+}
+
+/* ---- the request line ---------------------------------------------------- */
+
+/* A method libevent 2.1 reads a body for (evhttp_method_may_have_body);
+ * for any other, it reads none, and what followed would be taken for the
+ * next request. CONNECT is refused before this is asked. */
+static int
+reads_body(const char *m, size_t n)
+{
+	static const char *const with_body[] = {
+		"GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"
+	};
+
+	for (size_t i = 0; i < sizeof(with_body) / sizeof(with_body[0]); i++)
+		if (n == strlen(with_body[i]) &&
+		    memcmp(m, with_body[i], n) == 0)
+			return 1;
+	return 0;
+}
+
+/* request-target (RFC 9112 section 3.2): origin-form, absolute-form with
+ * an http or https authority, or asterisk-form for OPTIONS. Percent-
+ * encoding is the client's job: no CTL, space, '#' or byte over 0x7e. */
+static int
+check_target(struct frame *f, struct head *h, const char *t, size_t n)
+{
+	static const char *const schemes[] = { "http://", "https://" };
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)t[i];
+
+		if (c <= 0x20 || c >= 0x7f)
+			return reject(f, 400,
+			    "control byte or space in the target");
+		if (c == '#')
+			return reject(f, 400, "fragment in the target");
+	}
+	if (t[0] == '/')
+		return 0;
+	if (n == 1 && t[0] == '*')
+		return h->method_len == 7 &&
+		    memcmp(h->method, "OPTIONS", 7) == 0 ? 0 :
+		    reject(f, 400, "asterisk-form other than OPTIONS");
+	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
+		size_t sl = strlen(schemes[i]);
+		const char *a = t + sl;
+
+		if (n <= sl || strncasecmp(t, schemes[i], sl) != 0)
+			continue;
+		h->authority = a;
+		for (h->authority_len = 0; h->authority_len < n - sl &&
+		    a[h->authority_len] != '/' && a[h->authority_len] != '?';
+		    h->authority_len++)
+			;
+		if (h->authority_len == 0 || memchr(a, '@', h->authority_len))
+			return reject(f, 400, "bad authority in the target");
+		return 0;
+	}
+	return reject(f, 400, "target is not origin-form or absolute-form");
+}
+
+/* method SP request-target SP HTTP-version */
+static int
+check_request_line(struct frame *f, struct head *h, const char *p, size_t n)
+{
+	const char *sp1, *sp2, *v;
+	size_t vn;
+
+	if ((sp1 = memchr(p, ' ', n)) == NULL ||
+	    (sp2 = memchr(sp1 + 1, ' ', n - (size_t)(sp1 + 1 - p))) == NULL)
+		return reject(f, 400, "malformed request line");
+	h->method = p;
+	h->method_len = (size_t)(sp1 - p);
+	if (!is_token(h->method, h->method_len))
+		return reject(f, 400, "method is not a token");
+	v = sp2 + 1;
+	vn = n - (size_t)(v - p);
+	if (vn == 8 && memcmp(v, "HTTP/1.", 7) == 0 &&
+	    (v[7] == '0' || v[7] == '1'))
+		h->minor = v[7] - '0';
+	else if (vn == 8 && memcmp(v, "HTTP/", 5) == 0 && v[5] >= '0' &&
+	    v[5] <= '9' && v[6] == '.' && v[7] >= '0' && v[7] <= '9')
+		return reject(f, 505, "HTTP version not supported");
+	else
+		return reject(f, 400, "malformed request line");
+	if (sp2 == sp1 + 1)
+		return reject(f, 400, "malformed request line");
+	if (name_is(h->method, h->method_len, "CONNECT"))
+		return reject(f, 501, "CONNECT not supported");
+	return check_target(f, h, sp1 + 1, (size_t)(sp2 - sp1 - 1));
+}
+
+/* ---- field lines --------------------------------------------------------- */
+
+/* field-name ":" OWS field-value OWS, with no whitespace before the colon
+ * and no obs-fold. The name is p[0..*name_len); *value (trimmed) points
+ * into p. */
+static int
+check_field(struct frame *f, const char *p, size_t n, size_t *name_len,
+    const char **value, size_t *vn)
+{
+	const char *colon, *v, *e;
+
+	if (n > 0 && is_ows((unsigned char)p[0]))
+		return reject(f, 400, "obs-fold (line starts with whitespace)");
+	if ((colon = memchr(p, ':', n)) == NULL)
+		return reject(f, 400, "field line without a colon");
+	if (colon > p && is_ows((unsigned char)colon[-1]))
+		return reject(f, 400, "whitespace before a colon");
+	if (!is_token(p, (size_t)(colon - p)))
+		return reject(f, 400, "field name is not a token");
+	for (v = colon + 1; v < p + n; v++)
+		if (!is_field_byte((unsigned char)*v))
+			return reject(f, 400, "control byte in a field value");
+	v = colon + 1;
+	e = p + n;
+	while (v < e && is_ows((unsigned char)*v))
+		v++;
+	while (e > v && is_ows((unsigned char)e[-1]))
+		e--;
+	*name_len = (size_t)(colon - p);
+	*value = v;
+	*vn = (size_t)(e - v);
+	return 0;
+}
+
+/* Content-Length = 1*DIGIT, once: RFC 9112 section 6.3 lets a server
+ * take repeated identical values as one, but a next hop might not. */
+static int
+note_length(struct frame *f, struct head *h, const char *v, size_t vn)
+{
+	if (++h->lengths > 1)
+		return reject(f, 400, "more than one Content-Length");
+	if (vn == 0)
+		return reject(f, 400, "bad Content-Length");
+	for (size_t i = 0; i < vn; i++)
+		if (v[i] < '0' || v[i] > '9')
+			return reject(f, 400, "bad Content-Length");
+	if (vn > LENGTH_DIGITS)
+		return reject(f, 413, "body too large");
+	h->length = 0;
+	for (size_t i = 0; i < vn; i++)
+		h->length = h->length * 10 + (uint64_t)(v[i] - '0');
+	return 0;
+}
+
+/* transfer-coding names, in order; parameters are not taken. */
+static int
+note_encoding(struct frame *f, struct head *h, const char *v, size_t vn)
+{
+	const char *p = v, *el;
+	size_t n;
+
+	h->encodings++;
+	while (list_next(&p, v + vn, &el, &n)) {
+		if (!is_token(el, n))
+			return reject(f, 400, "bad Transfer-Encoding");
+		h->codings++;
+		h->last_chunked = name_is(el, n, "chunked");
+		h->chunked += h->last_chunked;
+	}
+	return 0;
+}
+
+/* uri-host [ ":" port ]: no byte another server could read otherwise. */
+static int
+note_host(struct frame *f, struct head *h, const char *v, size_t vn)
+{
+	for (size_t i = 0; i < vn; i++) {
+		unsigned char c = (unsigned char)v[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || (c != '\0' &&
+		    strchr("-._~:[]%!$&'()*+;=", c) != NULL)))
+			return reject(f, 400, "bad Host");
+	}
+	h->hosts++;
+	h->host = v;
+	h->host_len = vn;
+	return 0;
+}
+
+/* Walks the lines of buf: the next one, without its CRLF. */
+static int
+next_line(const char *buf, size_t len, size_t *off, const char **line,
+    size_t *n)
+{
+	const char *lf;
+
+	if (*off >= len)
+		return 0;
+	lf = memchr(buf + *off, '\n', len - *off);
+	assert(lf != NULL && lf > buf + *off && lf[-1] == '\r');
+	*line = buf + *off;
+	*n = (size_t)(lf - *line) - 1;
+	*off = (size_t)(lf - buf) + 1;
+	return 1;
+}
+
+static int
+is_framing(const char *line, size_t n)
+{
+	return (n >= 15 && strncasecmp(line, "Content-Length:", 15) == 0) ||
+	    (n >= 18 && strncasecmp(line, "Transfer-Encoding:", 18) == 0);
+}
+
+/* The rules of RFC 9112 sections 3.2, 5 and 6, in that order. */
+static int
+check_head(struct frame *f, struct head *h, enum framing *framing)
+{
+	const char *line, *v;
+	size_t off = 0, n, name, vn;
+
+	memset(h, 0, sizeof(*h));
+	next_line(f->head.p, f->head.len, &off, &line, &n);
+	if (check_request_line(f, h, line, n) == -1)
+		return -1;
+	while (next_line(f->head.p, f->head.len, &off, &line, &n) && n > 0) {
+		if (check_field(f, line, n, &name, &v, &vn) == -1)
+			return -1;
+		if (name_is(line, name, "Content-Length") &&
+		    note_length(f, h, v, vn) == -1)
+			return -1;
+		if (name_is(line, name, "Transfer-Encoding") &&
+		    note_encoding(f, h, v, vn) == -1)
+			return -1;
+		if (name_is(line, name, "Host") && note_host(f, h, v, vn) == -1)
+			return -1;
+	}
+	if (h->hosts > 1)
+		return reject(f, 400, "more than one Host");
+	if (h->hosts == 0 && h->minor == 1)
+		return reject(f, 400, "HTTP/1.1 request without Host");
+	if (h->authority != NULL && h->hosts == 1 &&
+	    (h->host_len != h->authority_len ||
+	    strncasecmp(h->host, h->authority, h->host_len) != 0))
+		return reject(f, 400,
+		    "Host differs from the target's authority");
+	*framing = BODY_NONE;
+	if (h->encodings > 0) {
+		if (h->minor == 0)
+			return reject(f, 400, "Transfer-Encoding in HTTP/1.0");
+		if (h->lengths > 0)
+			return reject(f, 400,
+			    "Content-Length with Transfer-Encoding");
+		if (h->codings == 0 || !h->last_chunked)
+			return reject(f, 400,
+			    "chunked is not the final coding");
+		if (h->chunked > 1)
+			return reject(f, 400, "chunked applied twice");
+		if (h->codings > 1)
+			return reject(f, 501, "transfer coding not supported");
+		*framing = BODY_CHUNKED;
+	} else if (h->lengths > 0) {
+		if (h->length > f->body_max)
+			return reject(f, 413, "body too large");
+		*framing = BODY_LENGTH;
+	}
+	return 0;
+}
+
+/*
+ * The head as received, but with its framing lines replaced by one
+ * Content-Length, or none when there is no body for libevent to read.
+ */
+static void
+emit_head(struct frame *f, int with_length, uint64_t length,
+    frame_emit_fn emit, void *arg)
+{
+	char canon[LENGTH_LINE_MAX];
+	const char *buf = f->head.p, *line;
+	size_t off = 0, run = 0, n;
+	int len;
+
+	next_line(buf, f->head.len, &off, &line, &n);
+	while (next_line(buf, f->head.len, &off, &line, &n) && n > 0) {
+		if (!is_framing(line, n))
+			continue;
+		emit(arg, buf + run, (size_t)(line - buf) - run);
+		run = off;
+	}
+	/* Everything but the empty line that ends the head. */
+	emit(arg, buf + run, f->head.len - 2 - run);
+	if (with_length) {
+		len = snprintf(canon, sizeof(canon), "Content-Length: %" PRIu64
+		    "\r\n", length);
+		emit(arg, canon, (size_t)len);
+	}
+	emit(arg, "\r\n", 2);
+	f->requests++;
+	f->head.len = f->line = 0;
+}
+
+/*
+ * A whole head is in f->head: check it, and pass it on unless its body is
+ * chunked. A chunked body is read whole first (it is bounded by body_max,
+ * and libevent would hold all of it anyway), so that a fault in it is
+ * found before anything of its request has been passed on; the request
+ * then goes on with a Content-Length.
+ */
+static int
+end_head(struct frame *f, frame_emit_fn emit, void *arg)
+{
+	struct head h;
+	enum framing framing;
+
+	if (check_head(f, &h, &framing) == -1)
+		return -1;
+	f->discard = !reads_body(h.method, h.method_len);
+	f->body = 0;
+	f->skipped = 0;
+	f->held = framing == BODY_CHUNKED && !f->discard;
+	if (!f->held)
+		emit_head(f, framing == BODY_LENGTH && !f->discard, h.length,
+		    emit, arg);
+	if (framing == BODY_CHUNKED) {
+		f->st = ST_CHUNK_LINE;
+		f->trailers = 0;
+	} else if (framing == BODY_LENGTH && h.length > 0) {
+		f->st = ST_LENGTH;
+		f->left = h.length;
+	} else {
+		f->st = ST_HEAD;
+	}
+	return 0;
+}
+
+/* ---- chunked coding (RFC 9112 section 7.1) ------------------------------- */
+
+/* quoted-string (RFC 9110 section 5.6.4) at *p: moves *p past it. */
+static int
+skip_quoted(const char **p, const char *end)
+{
+	const char *s = *p + 1;
+
+	for (; s < end; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"') {
+			*p = s + 1;
+			return 0;
+		}
+		if (c == '\\') {
+			if (++s == end || !is_field_byte((unsigned char)*s))
+				return -1;
+		} else if (!is_field_byte(c)) {
+			return -1;
+		}
+	}
+	return -1;
+}
+
+/* chunk-size [ chunk-ext ]: chunk-ext = *( BWS ";" BWS name [ BWS "="
+ * BWS value ] ), value a token or a quoted-string. Extensions are read
+ * and dropped. */
+static int
+parse_chunk_line(struct frame *f, const char *p, size_t n, uint64_t *size)
+{
+	const char *end = p + n, *s;
+	int digits = 0;
+
+	*size = 0;
+	for (s = p; s < end && *s == '0'; s++)
+		;
+	for (; s < end && is_hex((unsigned char)*s); s++) {
+		if (++digits > CHUNK_DIGITS)
+			return reject(f, 413, "body too large");
+		*size = *size * 16 + (uint64_t)(*s <= '9' ? *s - '0' :
+		    (*s | 0x20) - 'a' + 10);
+	}
+	if (s == p)
+		return reject(f, 400, "bad chunk size");
+	for (;;) {
+		const char *name;
+
+		if (s == end)
+			return 0;
+		while (s < end && is_ows((unsigned char)*s))
+			s++;
+		if (s == end || *s++ != ';')
+			return reject(f, 400, "bad chunk size");
+		while (s < end && is_ows((unsigned char)*s))
+			s++;
+		for (name = s; s < end && is_tchar((unsigned char)*s); s++)
+			;
+		if (s == name)
+			return reject(f, 400, "bad chunk extension");
+		while (s < end && is_ows((unsigned char)*s))
+			s++;
+		if (s == end || *s != '=')
+			continue;
+		for (s++; s < end && is_ows((unsigned char)*s); s++)
+			;
+		if (s < end && *s == '"') {
+			if (skip_quoted(&s, end) == -1)
+				return reject(f, 400, "bad chunk extension");
+		} else {
+			for (name = s; s < end &&
+			    is_tchar((unsigned char)*s); s++)
+				;
+			if (s == name)
+				return reject(f, 400, "bad chunk extension");
+		}
+	}
+}
+
+static int
+end_chunk_line(struct frame *f, const char *line, size_t n)
+{
+	uint64_t size;
+
+	if (parse_chunk_line(f, line, n, &size) == -1)
+		return -1;
+	if (size > f->body_max - f->body)
+		return reject(f, 413, "body too large");
+	if (size == 0) {
+		f->st = ST_TRAILER;
+		return 0;
+	}
+	f->body += size;
+	f->left = size;
+	f->st = ST_CHUNK_DATA;
+	return 0;
+}
+
+/* A trailer field is checked like any field, and dropped; the empty line
+ * ends the body. */
+static int
+end_trailer_line(struct frame *f, const char *line, size_t n,
+    frame_emit_fn emit, void *arg)
+{
+	const char *v;
+	size_t name, vn;
+
+	if (n > 0)
+		return check_field(f, line, n, &name, &v, &vn);
+	if (f->held) {
+		emit_head(f, 1, f->chunks.len, emit, arg);
+		if (f->chunks.len > 0)
+			emit(arg, f->chunks.p, f->chunks.len);
+		free(f->chunks.p);
+		memset(&f->chunks, 0, sizeof(f->chunks));
+		f->held = 0;
+	}
+	f->st = ST_HEAD;
+	return 0;
+}
+
+/* ---- the driver ---------------------------------------------------------- */
+
+/* Appends n bytes to b; -1 if out of memory. */
+static int
+buf_add(struct buf *b, const char *p, size_t n)
+{
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap > 0 ? b->cap : BUF_INITIAL;
+		char *nb;
+
+		while (cap < b->len + n)
+			cap *= 2;
+		if ((nb = realloc(b->p, cap)) == NULL)
+			return -1;
+		b->p = nb;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+/* Appends p up to its first LF to b, up to max bytes in b. The bytes
+ * used, or 0 when over max (or out of memory: *nomem). */
+static size_t
+take_line(struct buf *b, const char *p, size_t n, size_t max, int *done,
+    int *nomem)
+{
+	const char *lf = memchr(p, '\n', n);
+	size_t take = lf != NULL ? (size_t)(lf - p) + 1 : n;
+
+	*done = lf != NULL;
+	*nomem = 0;
+	if (take > max || b->len > max - take)
+		return 0;
+	if (buf_add(b, p, take) == -1) {
+		*nomem = 1;
+		return 0;
+	}
+	return take;
+}
+
+/* A line of the head has come: the empty line ends it. */
+static int
+head_line(struct frame *f, frame_emit_fn emit, void *arg)
+{
+	size_t n = f->head.len - f->line;
+
+	if (n == 2 && f->line == 0) {
+		/* RFC 9112 section 2.2: empty lines before a request line
+		 * are ignored, within the head's limit. */
+		f->skipped += 2;
+		f->head.len = 0;
+		return f->skipped > f->head_max ?
+		    reject(f, 400, "too many empty lines") : 0;
+	}
+	if (n == 2)
+		return end_head(f, emit, arg);
+	f->line = f->head.len;
+	return 0;
+}
+
+/* The bytes a line-reading state takes from p; -1 once rejected. */
+static ssize_t
+feed_line(struct frame *f, const char *p, size_t n, frame_emit_fn emit,
+    void *arg)
+{
+	enum state was = f->st;
+	struct buf *b = was == ST_HEAD ? &f->head : &f->chunk_line;
+	size_t max, used, start;
+	int done, nomem, rc;
+
+	if (f->st == ST_HEAD)
+		max = f->head_max;
+	else if (f->st == ST_CHUNK_LINE)
+		max = CHUNK_LINE_MAX;
+	else
+		max = f->trailers < f->head_max ?
+		    f->head_max - f->trailers : 0;
+	start = f->st == ST_HEAD ? f->line : 0;
+	if ((used = take_line(b, p, n, max, &done, &nomem)) == 0) {
+		if (nomem)
+			return reject(f, 503, "out of memory");
+		if (f->st == ST_HEAD)
+			return f->line == 0 ?
+			    reject(f, 414, "request line too long") :
+			    reject(f, 431, "request head too large");
+		if (f->st == ST_CHUNK_LINE)
+			return reject(f, 400, "chunk extensions too long");
+		return reject(f, 431, "trailer section too large");
+	}
+	if (!done)
+		return (ssize_t)used;
+	if (b->len - start < 2 || b->p[b->len - 2] != '\r')
+		return reject(f, 400, "line not ended by CRLF");
+	if (was == ST_HEAD)
+		rc = head_line(f, emit, arg);
+	else if (was == ST_CHUNK_LINE)
+		rc = end_chunk_line(f, b->p, b->len - 2);
+	else {
+		f->trailers += b->len;
+		rc = end_trailer_line(f, b->p, b->len - 2, emit, arg);
+	}
+	if (was != ST_HEAD)
+		b->len = 0;
+	return rc == -1 ? -1 : (ssize_t)used;
+}
+
+/* Body bytes: passed on, held, or dropped. -1 once rejected. */
+static ssize_t
+feed_data(struct frame *f, const char *p, size_t n, frame_emit_fn emit,
+    void *arg)
+{
+	size_t take = n < f->left ? n : (size_t)f->left;
+
+	if (f->held) {
+		if (buf_add(&f->chunks, p, take) == -1)
+			return reject(f, 503, "out of memory");
+	} else if (!f->discard) {
+		emit(arg, p, take);
+	}
+	if (f->st == ST_LENGTH)
+		f->body += take;
+	if ((f->left -= take) == 0)
+		f->st = f->st == ST_LENGTH ? ST_HEAD : ST_CHUNK_CR;
+	return (ssize_t)take;
+}
+
+enum frame_result
+frame_feed(struct frame *f, const char *p, size_t n, frame_emit_fn emit,
+    void *arg)
+{
+	ssize_t used;
+
+	assert(f->magic == FRAME_MAGIC);
+	while (n > 0 && f->st != ST_REJECTED) {
+		switch (f->st) {
+		case ST_HEAD:
+		case ST_CHUNK_LINE:
+		case ST_TRAILER:
+			used = feed_line(f, p, n, emit, arg);
+			break;
+		case ST_LENGTH:
+		case ST_CHUNK_DATA:
+			used = feed_data(f, p, n, emit, arg);
+			break;
+		case ST_CHUNK_CR:
+		case ST_CHUNK_LF:
+			if (*p != (f->st == ST_CHUNK_CR ? '\r' : '\n')) {
+				used = reject(f, 400,
+				    "chunk data not followed by CRLF");
+				break;
+			}
+			f->st = f->st == ST_CHUNK_CR ? ST_CHUNK_LF :
+			    ST_CHUNK_LINE;
+			used = 1;
+			break;
+		default:
+			used = -1;
+			break;
+		}
+		if (used < 0)
+			break;
+		p += used;
+		n -= (size_t)used;
+	}
+	return f->st == ST_REJECTED ? FRAME_REJECT : FRAME_OK;
+}
