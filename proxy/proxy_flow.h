@@ -38,7 +38,6 @@
 #define PASS_BODY_MAX		((size_t)1 << 30)	/* responses not stored */
 #define HTTP_BAD_GATEWAY	502
 #define HTTP_GATEWAY_TIMEOUT	504
-#define HTTP_HEADERS_TOO_LARGE	431
 #define HTTP_MISDIRECTED	421
 
 #define MIN(a, b)		((a) < (b) ? (a) : (b))

@@ -72,6 +72,8 @@ req_forward_headers(struct req *req, struct evkeyvalq *dst, int flags)
 	struct evbuffer *xff;
 
 	hdr_copy(in, dst, flags | HDR_DROP_FORWARDED);
+	/* Corral has the body already: libevent answered any 100-continue. */
+	evhttp_remove_header(dst, "Expect");
 	if ((flags & HDR_DROP_HOST) && req->rt.key_host && req->host[0] != '\0')
 		evhttp_add_header(dst, "Host", req->host);	/* it is keyed */
 	if ((xff = evbuffer_new()) == NULL)
@@ -331,38 +333,23 @@ pass_start(struct req *req)
 }
 
 /*
- * What a proxy must not forward: 0, or the 4xx to answer with. libevent
- * reads up to HEADER_SLACK times max_header_bytes, so that the limit
- * itself is ours to enforce with a 431 rather than its generic 400.
+ * Notes what later steps ask of the request's headers. Whether it may be
+ * forwarded at all (framing, lengths, the head's size) was decided by the
+ * strict reader before libevent saw it (proxy_frame.c).
  */
-static int
-request_problem(struct req *req)
+static void
+note_headers(struct req *req)
 {
 	const struct evkeyval *h;
-	size_t bytes = strlen(evhttp_request_get_uri(req->ev)) +
-	    sizeof(" HTTP/1.1\r\n");
-	int lengths = 0, chunked = 0;
 
-	/* One pass, which also notes what later steps ask of the headers. */
 	TAILQ_FOREACH(h, evhttp_request_get_input_headers(req->ev), next) {
-		bytes += strlen(h->key) + strlen(h->value) + sizeof(": \r\n") - 1;
-		if (strcasecmp(h->key, "Content-Length") == 0)
-			lengths++;
-		else if (strcasecmp(h->key, "Transfer-Encoding") == 0)
-			chunked = 1;
-		else if (strcasecmp(h->key, "Authorization") == 0 ||
+		if (strcasecmp(h->key, "Authorization") == 0 ||
 		    strcasecmp(h->key, "Cookie") == 0)
 			req->credentials = 1;
 		else if (strcasecmp(h->key, "If-None-Match") == 0 ||
 		    strcasecmp(h->key, "If-Modified-Since") == 0)
 			req->conditional = 1;
 	}
-	if (bytes > (size_t)req->px->conf->max_header_bytes)
-		return HTTP_HEADERS_TOO_LARGE;
-	/* Two lengths, or a length and chunking: a smuggling attempt. */
-	if (lengths > 1 || (lengths > 0 && chunked))
-		return HTTP_BADREQUEST;
-	return 0;
 }
 
 /*
@@ -450,12 +437,11 @@ req_recv(struct req *req)
 	 * the upstream's, so that every name of the fleet shares entries. */
 	if (rt == NULL || !rt->key_host)
 		host = px->conf->upstream_authority;
+	note_headers(req);
 	if (!conf_host_allowed(px->conf, req->host)) {
+		log_info("rejected %s: host %s is not served", req->uri,
+		    req->host);
 		req->reject_code = HTTP_MISDIRECTED;
-		req->outcome = OUT_REJECTED;
-		req->step = REQ_DELIVER;
-	} else if ((req->reject_code = request_problem(req)) != 0) {
-		log_info("rejected %s: %d", req->uri, req->reject_code);
 		req->outcome = OUT_REJECTED;
 		req->step = REQ_DELIVER;
 	} else if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {

@@ -130,8 +130,7 @@ error_text(const struct req *req, int code)
 {
 	switch (req->outcome) {
 	case OUT_REJECTED:
-		return code == HTTP_HEADERS_TOO_LARGE ?
-		    "request headers too large" : code == HTTP_MISDIRECTED ?
+		return code == HTTP_MISDIRECTED ?
 		    "misdirected request: this host is not served here" :
 		    "bad request";
 	case OUT_UPSTREAM_ERROR:
