@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include <stdlib.h>
 
@@ -396,7 +398,7 @@ bind_shared(struct event_base *base, struct evhttp *http, const char *host,
 	struct evconnlistener *lev;
 	struct evhttp_bound_socket *bound;
 	char service[8];
-	int rc;
+	int rc, one = 1;
 
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
@@ -418,6 +420,15 @@ bind_shared(struct event_base *base, struct evhttp *http, const char *host,
 		    strerror(errno));
 		return NULL;
 	}
+	/*
+	 * No Nagle: a response's last partial segment must not wait for the
+	 * client's delayed ACK of the one before (40 ms and more on a
+	 * keep-alive connection). Accepted sockets inherit it on Linux.
+	 */
+	if (setsockopt(evconnlistener_get_fd(lev), IPPROTO_TCP, TCP_NODELAY,
+	    &one, sizeof(one)) == -1)
+		log_warn("listen on %s:%d: TCP_NODELAY: %s", host, port,
+		    strerror(errno));
 	if ((bound = evhttp_bind_listener(http, lev)) == NULL) {
 		evconnlistener_free(lev);
 		snprintf(err, errlen, "cannot listen on %s:%d", host, port);
