@@ -77,6 +77,7 @@ enum type {
 	T_HOSTPORT,		/* "host:port": host at off, port at off_port */
 	T_ADDRESS,		/* T_HOSTPORT or "unix:/path" into off_path */
 	T_LOGLEVEL,		/* enum log_level */
+	T_LOGFORMAT,		/* enum log_format */
 	T_SIZE,			/* int64_t bytes */
 	T_DURATION,		/* int64_t milliseconds */
 	T_INT,			/* int */
@@ -142,6 +143,8 @@ static const struct key keys[] = {
 	  IN_CONF(access_log), "path, - (stdout) or off" },
 	{ "error_log", SECT_SERVER, T_STRING, "-", 1, CONF_PATH_MAX - 1,
 	  IN_CONF(error_log), "path or - (stderr)" },
+	{ "log_format", SECT_SERVER, T_LOGFORMAT, "text", 0, 0,
+	  IN_CONF(log_format), "text, or json: one object a line" },
 
 	{ "address", SECT_REDIS, T_ADDRESS, "127.0.0.1:6379", 0, 0,
 	  ADDRESS(redis_host, redis_port, redis_unix), "Redis server" },
@@ -647,6 +650,7 @@ set_value(const struct key *k, char *base, const char *v, char *err,
 	char shown[SHOW_BUF];
 	char *field = base + k->off;
 	enum log_level level;
+	enum log_format format;
 	int64_t n;
 	int b;
 
@@ -698,6 +702,14 @@ set_value(const struct key *k, char *base, const char *v, char *err,
 			return -1;
 		}
 		*(enum log_level *)(void *)field = level;
+		return 0;
+	case T_LOGFORMAT:
+		if (log_parse_format(v, &format) == -1) {
+			snprintf(err, errlen, "\"%s\" is not a log format (use "
+			    "text or json)", shown);
+			return -1;
+		}
+		*(enum log_format *)(void *)field = format;
 		return 0;
 	case T_BOOL:
 		if (util_parse_bool(v, &b) == -1) {
@@ -1223,6 +1235,9 @@ format_range(const struct key *k, char *out, size_t outlen)
 		break;
 	case T_LOGLEVEL:
 		snprintf(out, outlen, "error|warn|info|debug");
+		break;
+	case T_LOGFORMAT:
+		snprintf(out, outlen, "text|json");
 		break;
 	case T_BOOL:
 		snprintf(out, outlen, "on|off");

@@ -66,6 +66,7 @@ struct conf {
 	char		 admin_host[CONF_HOST_MAX];
 	int		 admin_port;
 	enum log_level	 log_level;
+	enum log_format	 log_format;	/* the error and access logs */
 	int64_t		 max_header_bytes;
 	int64_t		 max_body_bytes;
 	int64_t		 client_timeout_ms;

@@ -377,6 +377,7 @@ main(int argc, char **argv)
 		return 0;
 	}
 	log_set_level(conf->log_level);
+	log_set_format(conf->log_format);
 	if (log_open(conf->error_log, err, sizeof(err)) == -1) {
 		fprintf(stderr, "%s\n", err);
 		return 1;
