@@ -1268,15 +1268,49 @@ format_range(const struct key *k, char *out, size_t outlen)
 	}
 }
 
+/* s for man(7): backslashes and hyphens escaped. */
+static void
+put_roff(FILE *out, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s == '\\')
+			fputs("\\e", out);
+		else if (*s == '-')
+			fputs("\\-", out);
+		else
+			fputc(*s, out);
+	}
+}
+
+static void
+dump_man(FILE *out, const struct key *k, const char *range)
+{
+	if (k == keys || k[-1].sect != k->sect)
+		fprintf(out, ".SS \"%s\"\n", sect_labels[k->sect]);
+	fprintf(out, ".TP\n.B %s\n", k->name);
+	fputs("default \\fB", out);
+	put_roff(out, k->def[0] != '\0' ? k->def : "(empty)");
+	fputs("\\fR, range \\fI", out);
+	put_roff(out, range);
+	fputs("\\fR\n.br\n", out);
+	put_roff(out, k->help);
+	fputs("\n", out);
+}
+
 void
-conf_dump_keys(FILE *out)
+conf_dump_keys(FILE *out, enum conf_dump how)
 {
 	char range[RANGE_MAX];
 
-	fprintf(out, "%-15s %-23s %-22s %-29s %s\n", "SECTION", "KEY",
-	    "DEFAULT", "RANGE", "MEANING");
+	if (how == CONF_DUMP_TEXT)
+		fprintf(out, "%-15s %-23s %-22s %-29s %s\n", "SECTION", "KEY",
+		    "DEFAULT", "RANGE", "MEANING");
 	for (size_t i = 0; i < NKEYS; i++) {
 		format_range(&keys[i], range, sizeof(range));
+		if (how == CONF_DUMP_MAN) {
+			dump_man(out, &keys[i], range);
+			continue;
+		}
 		fprintf(out, "%-15s %-23s %-22s %-29s %s\n",
 		    sect_labels[keys[i].sect], keys[i].name,
 		    keys[i].def[0] != '\0' ? keys[i].def : "(empty)", range,

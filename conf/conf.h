@@ -119,7 +119,12 @@ int	conf_trusted_proxy(const struct conf *c, const char *addr);
 /* The index of the route with this prefix in c, or -1. */
 int	conf_route_index(const struct conf *c, const char *prefix);
 
-/* Writes a reference of every key, its default and range, to out. */
-void	conf_dump_keys(FILE *out);
+/* A reference of every key, its default, range and meaning: a table for
+ * corral -h, or man(7) paragraphs for corral.conf(5), one .SS a section. */
+enum conf_dump {
+	CONF_DUMP_TEXT,
+	CONF_DUMP_MAN
+};
+void	conf_dump_keys(FILE *out, enum conf_dump how);
 
 #endif

@@ -349,7 +349,7 @@ main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			printf("\nconfiguration keys:\n");
-			conf_dump_keys(stdout);
+			conf_dump_keys(stdout, CONF_DUMP_TEXT);
 			return 0;
 		default:
 			usage(stderr);

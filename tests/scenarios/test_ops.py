@@ -5,8 +5,10 @@ Grafana dashboard."""
 import json
 import os
 import re
+import shutil
+import subprocess
 
-from harness import expect, expect_eq, read_text, scenario, wait_for
+from harness import expect, expect_eq, http_request, read_text, scenario, tail, wait_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -63,3 +65,227 @@ def log_format_json_writes_one_object_a_line_to_both_logs(env):
     expect(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", lines[0]["time"]),
            f"error log time: {lines[0]['time']!r}")
     expect_eq(corral.log().strip(), "", "nothing on stderr")
+
+
+# -- make install, make deb, the unit --------------------------------------------------
+
+def run(cmd, cwd=ROOT, timeout=600, env=None):
+    """Runs cmd; returns its stdout (and stderr), failing when it fails."""
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, errors="replace",
+                       timeout=timeout, stdin=subprocess.DEVNULL,
+                       env=dict(os.environ, **(env or {})))
+    if p.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} exited with {p.returncode}:\n"
+                             f"{tail(p.stdout + p.stderr)}")
+    return p.stdout + p.stderr
+
+
+def make(*args):
+    return run(["make", "--no-print-directory", *args])
+
+
+def deb_path():
+    version = re.search(r"^VERSION\s*:=\s*(\S+)", read_text(os.path.join(ROOT, "Makefile")),
+                        re.M).group(1)
+    arch = run(["dpkg", "--print-architecture"]).strip()
+    make("deb")
+    path = os.path.join(ROOT, "build", f"corral_{version}_{arch}.deb")
+    expect(os.path.isfile(path), f"make deb made {path}")
+    return path
+
+
+@scenario(timeout=600)
+def make_install_lays_out_every_file_and_keeps_an_existing_config(env):
+    dest = os.path.join(env.workdir, "dest")
+    out = make("install", f"DESTDIR={dest}")
+    files = {
+        "/usr/local/sbin/corral": 0o755,
+        "/etc/corral/corral.conf": 0o644,
+        "/usr/local/share/man/man8/corral.8": 0o644,
+        "/usr/local/share/man/man5/corral.conf.5": 0o644,
+        "/usr/local/lib/systemd/system/corral.service": 0o644,
+        "/etc/logrotate.d/corral": 0o644,
+    }
+    for path, mode in files.items():
+        full = dest + path
+        expect(os.path.isfile(full), f"make install put {path} under DESTDIR:\n{out}")
+        expect_eq(oct(os.stat(full).st_mode & 0o777), oct(mode), f"mode of {path}")
+    unit = read_text(dest + "/usr/local/lib/systemd/system/corral.service")
+    expect("ExecStart=/usr/local/sbin/corral -c /etc/corral/corral.conf" in unit,
+           f"the unit runs the installed binary:\n{unit}")
+    rotate = read_text(dest + "/etc/logrotate.d/corral")
+    expect("USR1" in rotate and "/var/log/corral/" in rotate,
+           f"the logrotate snippet signals USR1:\n{rotate}")
+    expect(env.run_corral("-t", "-c", dest + "/etc/corral/corral.conf").stdout.strip()
+           == "configuration OK", "the installed config is valid")
+
+    conf = dest + "/etc/corral/corral.conf"
+    with open(conf, "w") as f:
+        f.write("[server]\nlisten = 127.0.0.1:18080\n")
+    out = make("install", f"DESTDIR={dest}", "PREFIX=/opt/corral")
+    expect_eq(read_text(conf), "[server]\nlisten = 127.0.0.1:18080\n",
+              "a second make install left the edited config alone")
+    expect("keeping the existing" in out, f"and said so:\n{out}")
+    unit = read_text(dest + "/opt/corral/lib/systemd/system/corral.service")
+    expect("ExecStart=/opt/corral/sbin/corral " in unit, f"PREFIX reaches the unit:\n{unit}")
+
+
+@scenario(timeout=600)
+def systemd_unit_passes_systemd_analyze_verify(env):
+    if shutil.which("systemd-analyze") is None:
+        raise AssertionError("systemd-analyze not found: scripts/install-deps test "
+                             "installs it (package systemd)")
+    root = os.path.join(env.workdir, "root")
+    run(["dpkg-deb", "-x", deb_path(), root])
+    text = read_text(os.path.join(root, "lib/systemd/system/corral.service"))
+    for line in ("Type=notify", "ExecReload=/usr/sbin/corral -t -c /etc/corral/corral.conf",
+                 "ExecReload=/bin/kill -HUP $MAINPID", "DynamicUser=yes",
+                 "ProtectSystem=strict", "NoNewPrivileges=yes", "CapabilityBoundingSet=\n",
+                 "LimitNOFILE=", "KillMode=mixed", "WatchdogSec="):
+        expect(line in text, f"the unit has {line.strip()!r}")
+    # verify wants the binary at its path: point the unit at the unpacked one,
+    # and man at the unpacked pages (it checks Documentation=).
+    unit = os.path.join(env.workdir, "corral.service")
+    with open(unit, "w") as f:
+        f.write(text.replace("/usr/sbin/corral", os.path.join(root, "usr/sbin/corral")))
+    p = subprocess.run(["systemd-analyze", "verify", unit], capture_output=True, text=True,
+                       timeout=60, stdin=subprocess.DEVNULL,
+                       env=dict(os.environ, MANPATH=os.path.join(root, "usr/share/man")))
+    expect_eq((p.returncode, (p.stdout + p.stderr).strip()), (0, ""),
+              "systemd-analyze verify: exit status and complaints")
+
+
+def dpkg_root(root, *args):
+    return run(["dpkg", f"--root={root}", "--force-script-chrootless", "--force-depends",
+                "--force-not-root", *args])
+
+
+@scenario(timeout=600)
+def deb_installs_into_a_scratch_root_keeps_an_edited_config_and_purges(env):
+    deb = deb_path()
+    listing = run(["dpkg-deb", "-c", deb])
+    for path in ("./usr/sbin/corral", "./etc/corral/corral.conf", "./etc/logrotate.d/corral",
+                 "./lib/systemd/system/corral.service", "./usr/share/man/man8/corral.8.gz",
+                 "./usr/share/man/man5/corral.conf.5.gz"):
+        expect(re.search(r"root/root .* " + re.escape(path) + "$", listing, re.M),
+               f"dpkg-deb -c lists {path} owned by root:\n{listing}")
+    info = run(["dpkg-deb", "-I", deb])
+    for want in ("Package: corral", "Depends: libc6", "libevent-2.1-7", "libhiredis0.14",
+                 "libcurl4", "libinih1", "postinst", "prerm", "postrm", "conffiles"):
+        expect(want in info, f"dpkg-deb -I shows {want!r}:\n{info}")
+    control = os.path.join(env.workdir, "control")
+    run(["dpkg-deb", "-e", deb, control])
+    expect_eq(read_text(os.path.join(control, "conffiles")).split(),
+              ["/etc/corral/corral.conf", "/etc/logrotate.d/corral"], "conffiles")
+    for script in ("postinst", "prerm", "postrm"):
+        path = os.path.join(control, script)
+        run(["sh", "-n", path])
+        expect("DPKG_ROOT" in read_text(path), f"{script} leaves other roots' services alone")
+
+    root = os.path.join(env.workdir, "root")
+    os.makedirs(os.path.join(root, "var/lib/dpkg/info"))
+    os.makedirs(os.path.join(root, "var/lib/dpkg/updates"))
+    for name in ("status", "available"):
+        open(os.path.join(root, "var/lib/dpkg", name), "w").close()
+    dpkg_root(root, "-i", deb)
+    expect("Status: install ok installed" in dpkg_root(root, "-s", "corral"),
+           "dpkg says corral is installed")
+    conf = os.path.join(root, "etc/corral/corral.conf")
+    expect_eq(env.run_corral("-t", "-c", conf).stdout.strip(), "configuration OK",
+              "the packaged config")
+    p = subprocess.run([os.path.join(root, "usr/sbin/corral"), "-V"], capture_output=True,
+                       text=True, timeout=30)
+    expect(p.returncode == 0 and p.stdout.startswith("corral "),
+           f"the packaged binary runs: {p.stdout!r} {p.stderr!r}")
+
+    with open(conf, "a") as f:
+        f.write("; edited here\n")
+    dpkg_root(root, "-i", deb)	# an upgrade (a reinstall) keeps it
+    expect(read_text(conf).endswith("; edited here\n"), "the edited config survived")
+    dpkg_root(root, "--purge", "corral")
+    expect(not os.path.exists(conf), "a purge removes the config")
+    expect(not os.path.exists(os.path.join(root, "usr/sbin/corral")), "and the binary")
+
+
+# -- the Grafana dashboard --------------------------------------------------------------
+
+DASHBOARD = os.path.join(ROOT, "docs", "grafana-dashboard.json")
+# What Grafana fills in, as Prometheus would see it.
+GRAFANA_VARS = {"$__rate_interval": "1m", "$job": ".*", "$route": ".*"}
+
+
+def dashboard_queries(node):
+    """Every PromQL query in the dashboard: panel targets and variables."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "expr" or (k == "query" and isinstance(v, str) and "(" in v):
+                yield v
+            else:
+                yield from dashboard_queries(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from dashboard_queries(v)
+
+
+def exposed_series(text):
+    """{series name: set of label names} from a /metrics exposition."""
+    types, labels = {}, {}
+    for line in text.splitlines():
+        m = re.match(r"# TYPE (\S+) (\S+)", line)
+        if m:
+            types[m.group(1)] = m.group(2)
+            continue
+        m = re.match(r"([a-z_:][a-z0-9_:]*)(?:\{(.*)\})? ", line)
+        if m and not line.startswith("#"):
+            names = set(re.findall(r'([a-z_][a-z0-9_]*)="', m.group(2) or ""))
+            labels.setdefault(m.group(1), set()).update(names)
+    for name, kind in types.items():
+        if kind == "histogram":
+            for suffix in ("_bucket", "_sum", "_count"):
+                labels.setdefault(name + suffix, set())
+    return labels
+
+
+@scenario
+def grafana_dashboard_queries_only_metrics_that_metrics_exposes(env):
+    with open(DASHBOARD) as f:
+        dash = json.load(f)
+    titles = " ".join(p["title"] for p in dash["panels"])
+    for want in ("Cache-Status", "saved by coalescing", "Lock wait", "Refreshes", "Redis"):
+        expect(want in titles, f"a panel about {want!r}: {titles}")
+    queries = list(dashboard_queries(dash))
+    expect(len(queries) >= 10, f"the dashboard's queries: {queries}")
+
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, routes={"/api/": {}})
+    corral.get("/api/a")
+    r = http_request(corral.admin_host, corral.admin_port, "/metrics")
+    expect_eq(r.status, 200, "GET /metrics")
+    series = exposed_series(r.text)
+
+    used = set()
+    for q in queries:
+        for name, matchers in re.findall(r"\b(corral_[a-z0-9_]+)(?:\{([^}]*)\})?", q):
+            used.add(name)
+            expect(name in series, f"{name} (in {q!r}) is not in /metrics")
+            for label in re.findall(r"([a-z_]+)\s*=~?", matchers):
+                expect(label == "job" or label in series[name],
+                       f"{name} has no label {label!r} in /metrics (in {q!r})")
+    for want in ("corral_requests_total", "corral_lock_wait_seconds_bucket",
+                 "corral_refreshes_in_progress", "corral_redis_up",
+                 "corral_upstream_requests_total"):
+        expect(want in used, f"the dashboard uses {want}")
+
+    # promtool parses each query as a recording rule.
+    rules = os.path.join(env.workdir, "rules.yml")
+    with open(rules, "w") as f:
+        f.write("groups:\n  - name: dashboard\n    rules:\n")
+        for i, q in enumerate(queries):
+            for var, value in GRAFANA_VARS.items():
+                q = q.replace(var, value)
+            # A variable's label_values(SELECTOR, LABEL) is Grafana's: SELECTOR.
+            q = re.sub(r"^label_values\((.*),\s*\w+\)$", r"\1", q)
+            f.write(f"      - record: dashboard:query{i}\n        expr: {json.dumps(q)}\n")
+    promtool = shutil.which("promtool")
+    expect(promtool is not None, "promtool not found: scripts/install-deps test installs it")
+    run([promtool, "check", "rules", rules])

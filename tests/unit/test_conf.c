@@ -904,7 +904,7 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	FILE *mem;
 
 	CHECK((mem = open_memstream(&out, &len)) != NULL);
-	conf_dump_keys(mem);
+	conf_dump_keys(mem, CONF_DUMP_TEXT);
 	fclose(mem);
 	free(errs);
 	errs = out;		/* freed with the next load */
