@@ -36,6 +36,8 @@ struct l1;
 
 struct worker_slot {
 	pid_t			 pid;		/* 0: not running */
+	int			 ready;		/* listening, Redis answered or
+						 * timed out (proxy_service.c) */
 	struct stats		 stats;
 	struct cache_counters	 cache;
 	int			 redis_up;

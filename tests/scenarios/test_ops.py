@@ -6,9 +6,14 @@ import json
 import os
 import re
 import shutil
+import signal
+import socket
+import struct
 import subprocess
+import tempfile
 
-from harness import expect, expect_eq, http_request, read_text, scenario, tail, wait_for
+from harness import (expect, expect_eq, free_port, http_request, read_text, scenario, tail,
+                     wait_for)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -289,3 +294,125 @@ def grafana_dashboard_queries_only_metrics_that_metrics_exposes(env):
     promtool = shutil.which("promtool")
     expect(promtool is not None, "promtool not found: scripts/install-deps test installs it")
     run([promtool, "check", "rules", rules])
+
+
+# -- systemd notifications ---------------------------------------------------------------
+
+class NotifySocket:
+    """The service manager's end of NOTIFY_SOCKET: a datagram socket that
+    records each message with the sender's pid (SO_PASSCRED)."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="cn-", dir="/tmp")	# sun_path is short
+        self.path = os.path.join(self.dir, "notify")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        self.sock.bind(self.path)
+        self.sock.setblocking(False)
+        self.messages = []	# (pid, {key: value})
+
+    def close(self):
+        self.sock.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def read(self):
+        creds = struct.calcsize("3i")
+        while True:
+            try:
+                data, anc, _, _ = self.sock.recvmsg(4096, socket.CMSG_SPACE(creds))
+            except BlockingIOError:
+                return self.messages
+            pid = None
+            for level, kind, payload in anc:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+                    pid = struct.unpack("3i", payload[:creds])[0]
+            fields = dict(line.split("=", 1) for line in data.decode().splitlines() if line)
+            self.messages.append((pid, fields))
+
+    def wait(self, key, value=None, after=0, what=None):
+        """Waits for a message from index after on that has key (=value);
+        returns (its index, its fields)."""
+        found = []
+
+        def seen():
+            for i, (_, m) in enumerate(self.read()[after:], after):
+                if key in m and (value is None or m[key] == value):
+                    found.append((i, m))
+                    return True
+            return False
+        wait_for(seen, what=what or f"{key}={value} on NOTIFY_SOCKET after message {after}")
+        return found[0]
+
+
+def notify_env(sock, **more):
+    """Sets what systemd would set for corral; the scenario's own process only."""
+    os.environ["NOTIFY_SOCKET"] = sock.path
+    os.environ.update(more)
+
+
+@scenario
+def notify_socket_hears_ready_status_watchdog_reload_and_stopping(env):
+    sock = NotifySocket()
+    try:
+        notify_env(sock, WATCHDOG_USEC="300000")
+        redis, origin = env.redis(), env.origin()
+        corral = env.corral(redis, origin)
+        i, ready = sock.wait("READY", "1")
+        expect(ready.get("STATUS", "").startswith(f"listening on 127.0.0.1:{corral.port}, "
+                                                  "redis up, 1/1 workers ready"),
+               f"READY=1 comes with a one-line summary: {ready}")
+        expect_eq({pid for pid, _ in sock.messages}, {corral.proc.pid}, "senders")
+        # Twice a watchdog interval of 300 ms: at least one more WATCHDOG=1.
+        j, _ = sock.wait("WATCHDOG", "1", after=i + 1)
+        sock.wait("WATCHDOG", "1", after=j + 1)
+
+        corral.get("/a")
+        corral.get("/a")
+        corral.proc.send_signal(signal.SIGHUP)
+        k, reloading = sock.wait("RELOADING", "1", after=i + 1)
+        expect(int(reloading.get("MONOTONIC_USEC", "0")) > 0, f"MONOTONIC_USEC: {reloading}")
+        _, again = sock.wait("READY", "1", after=k + 1, what="READY=1 after the reload")
+        expect("2 requests, 50% from the cache" in again["STATUS"],
+               f"the summary counts requests: {again}")
+        before = len(sock.read())
+        corral.stop()
+        sock.wait("STOPPING", "1", after=before)
+    finally:
+        sock.close()
+
+
+@scenario
+def notify_ready_without_redis_after_the_redis_timeout(env):
+    sock = NotifySocket()
+    try:
+        notify_env(sock)
+        origin = env.origin()
+        corral = env.corral(f"127.0.0.1:{free_port()}", origin, wait_redis=False)
+        _, ready = sock.wait("READY", "1")
+        expect("redis down" in ready["STATUS"], f"READY=1 says Redis is down: {ready}")
+        expect("ready without Redis" in corral.log(), "and the log says so")
+        expect_eq(corral.get("/x").status, 200, "it serves, uncached")
+    finally:
+        sock.close()
+
+
+@scenario
+def notify_ready_comes_from_the_master_once_every_worker_is_ready(env):
+    sock = NotifySocket()
+    try:
+        notify_env(sock)
+        redis, origin = env.redis(), env.origin()
+        corral = env.corral(redis, origin, extra={"server": {"workers": "2"}})
+        i, ready = sock.wait("READY", "1")
+        expect("redis up, 2/2 workers ready" in ready["STATUS"], f"READY=1: {ready}")
+        expect_eq({pid for pid, _ in sock.messages}, {corral.proc.pid},
+                  "every message comes from the master (NotifyAccess=main)")
+        corral.proc.send_signal(signal.SIGHUP)
+        k, _ = sock.wait("RELOADING", "1", after=i + 1)
+        sock.wait("READY", "1", after=k + 1)
+        before = len(sock.read())
+        corral.stop()
+        sock.wait("STOPPING", "1", after=before)
+        expect_eq({pid for pid, _ in sock.read()}, {corral.proc.pid}, "senders, to the end")
+    finally:
+        sock.close()
