@@ -416,3 +416,78 @@ def notify_ready_comes_from_the_master_once_every_worker_is_ready(env):
         expect_eq({pid for pid, _ in sock.read()}, {corral.proc.pid}, "senders, to the end")
     finally:
         sock.close()
+
+
+# -- one table of keys: corral -h, the README and corral.conf(5) ------------------------
+
+def keys_from_help(text):
+    """{(section, key): default} from corral -h."""
+    out, started = {}, False
+    for line in text.splitlines():
+        if line.startswith("SECTION"):
+            started = True
+            continue
+        if started and line.strip():
+            key, default = line[16:].split()[:2]
+            out[(line[:15].strip(), key)] = default
+    return out
+
+
+def keys_from_readme(text):
+    out, section = {}, None
+    for line in text.splitlines():
+        m = re.match(r"### `(\[[a-z]+(?: PREFIX)?\])`", line)
+        if m:
+            section = m.group(1)
+            continue
+        if line.startswith("## "):
+            section = None
+        m = re.match(r"\| `([a-z0-9_]+)` \| ([^|]*) \|", line)
+        if section and m:
+            default = m.group(2).strip().strip("`")
+            out[(section, m.group(1))] = "(empty)" if default in ("empty", "(empty)") else default
+    return out
+
+
+def keys_from_man(text):
+    out, section = {}, None
+    text = text.replace("\\-", "-").replace("\\e", "\\")
+    for m in re.finditer(r'^\.SS "([^"]+)"$|^\.B (\S+)\ndefault \\fB(.*?)\\fR', text, re.M):
+        if m.group(1):
+            section = m.group(1)
+        elif section:
+            out[(section, m.group(2))] = m.group(3)
+    return out
+
+
+@scenario(timeout=600)
+def corral_h_the_readme_and_the_manual_pages_agree_on_every_key(env):
+    make("man")
+    help_text = env.run_corral("-h").stdout
+    from_help = keys_from_help(help_text)
+    expect(len(from_help) >= 30, f"corral -h lists the keys:\n{help_text}")
+    readme = read_text(os.path.join(ROOT, "README.md"))
+    man5 = read_text(os.path.join(ROOT, "build", "man", "corral.conf.5"))
+    man8 = read_text(os.path.join(ROOT, "build", "man", "corral.8"))
+    for name, found in (("README.md", keys_from_readme(readme)),
+                        ("corral.conf(5)", keys_from_man(man5))):
+        missing = sorted(set(from_help) - set(found))
+        extra = sorted(set(found) - set(from_help))
+        expect(not missing and not extra,
+               f"{name}: keys missing {missing}, keys corral -h does not know {extra}")
+        wrong = {k: (found[k], v) for k, v in from_help.items() if found[k] != v}
+        expect(not wrong, f"{name}: defaults that differ from corral -h (theirs, -h's): {wrong}")
+
+    # Every option of the usage, in corral(8) and in the README.
+    options = set(re.findall(r"^\s+-([a-zA-Z])\s", help_text, re.M))
+    expect_eq(options, set("ctsVh"), "corral -h's options")
+    for opt in options:
+        expect(re.search(r"^\.BI? \\-" + opt + r"\b", man8, re.M),
+               f"corral(8) describes -{opt}")
+        expect(re.search(r"corral[^\n]* -" + opt + r"\b", readme), f"the README shows -{opt}")
+    for section in ("SYNOPSIS", "OPTIONS", "SIGNALS", "SYSTEMD", "FILES"):
+        expect(f".SH {section}" in man8, f"corral(8) has {section}")
+    p = subprocess.run(["groff", "-man", "-ww", "-z", os.path.join(ROOT, "build/man/corral.8"),
+                        os.path.join(ROOT, "build/man/corral.conf.5")],
+                       capture_output=True, text=True, timeout=60)
+    expect_eq((p.returncode, p.stderr.strip()), (0, ""), "groff warnings in the manual pages")
