@@ -109,13 +109,15 @@ add_escaped(struct evbuffer *out, const char *s, int quoted)
 		evbuffer_add(out, "\"", 1);
 }
 
+/* A time field, " name=ms" or ,"name":ms; "-" or null when ms < 0. */
 static void
-add_ms(struct evbuffer *out, const char *name, int64_t ms)
+add_ms(struct evbuffer *out, const char *name, int64_t ms, int json)
 {
+	evbuffer_add_printf(out, json ? ",\"%s\":" : " %s=", name);
 	if (ms < 0)
-		evbuffer_add_printf(out, " %s=-", name);
+		evbuffer_add_printf(out, "%s", json ? "null" : "-");
 	else
-		evbuffer_add_printf(out, " %s=%" PRId64, name, ms);
+		evbuffer_add_printf(out, "%" PRId64, ms);
 }
 
 static void
@@ -136,9 +138,9 @@ format_text(const struct access_record *r, const struct tm *tm,
 	add_escaped(out, r->user_agent, 1);
 	evbuffer_add_printf(out, " cache=%s route=", r->cache);
 	add_escaped(out, r->route, 0);
-	add_ms(out, "upstream_ms", r->upstream_ms);
-	add_ms(out, "lock_wait_ms", r->lock_wait_ms);
-	add_ms(out, "total_ms", r->total_ms);
+	add_ms(out, "upstream_ms", r->upstream_ms, 0);
+	add_ms(out, "lock_wait_ms", r->lock_wait_ms, 0);
+	add_ms(out, "total_ms", r->total_ms, 0);
 }
 
 /* ,"name":"s" or ,"name":null when s is NULL. */
@@ -159,16 +161,6 @@ json_field(struct evbuffer *out, const char *name, const char *s)
 		evbuffer_add(out, esc, n);
 	}
 	evbuffer_add(out, "\"", 1);
-}
-
-/* ,"name":ms or ,"name":null when negative. */
-static void
-json_ms(struct evbuffer *out, const char *name, int64_t ms)
-{
-	if (ms < 0)
-		evbuffer_add_printf(out, ",\"%s\":null", name);
-	else
-		evbuffer_add_printf(out, ",\"%s\":%" PRId64, name, ms);
 }
 
 static void
@@ -193,9 +185,9 @@ format_json(const struct access_record *r, const struct tm *tm,
 	json_field(out, "cache", r->cache);
 	json_field(out, "cache_status", r->cache_status);
 	json_field(out, "route", r->route);
-	json_ms(out, "upstream_ms", r->upstream_ms);
-	json_ms(out, "lock_wait_ms", r->lock_wait_ms);
-	json_ms(out, "total_ms", r->total_ms);
+	add_ms(out, "upstream_ms", r->upstream_ms, 1);
+	add_ms(out, "lock_wait_ms", r->lock_wait_ms, 1);
+	add_ms(out, "total_ms", r->total_ms, 1);
 	evbuffer_add(out, "}", 1);
 }
 

@@ -311,9 +311,13 @@ class NotifySocket:
         self.sock.setblocking(False)
         self.messages = []	# (pid, {key: value})
 
-    def close(self):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
         self.sock.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+        return False
 
     def read(self):
         creds = struct.calcsize("3i")
@@ -352,8 +356,7 @@ def notify_env(sock, **more):
 
 @scenario
 def notify_socket_hears_ready_status_watchdog_reload_and_stopping(env):
-    sock = NotifySocket()
-    try:
+    with NotifySocket() as sock:
         notify_env(sock, WATCHDOG_USEC="300000")
         redis, origin = env.redis(), env.origin()
         corral = env.corral(redis, origin)
@@ -377,14 +380,11 @@ def notify_socket_hears_ready_status_watchdog_reload_and_stopping(env):
         before = len(sock.read())
         corral.stop()
         sock.wait("STOPPING", "1", after=before)
-    finally:
-        sock.close()
 
 
 @scenario
 def notify_ready_without_redis_after_the_redis_timeout(env):
-    sock = NotifySocket()
-    try:
+    with NotifySocket() as sock:
         notify_env(sock)
         origin = env.origin()
         corral = env.corral(f"127.0.0.1:{free_port()}", origin, wait_redis=False)
@@ -392,14 +392,11 @@ def notify_ready_without_redis_after_the_redis_timeout(env):
         expect("redis down" in ready["STATUS"], f"READY=1 says Redis is down: {ready}")
         expect("ready without Redis" in corral.log(), "and the log says so")
         expect_eq(corral.get("/x").status, 200, "it serves, uncached")
-    finally:
-        sock.close()
 
 
 @scenario
 def notify_ready_comes_from_the_master_once_every_worker_is_ready(env):
-    sock = NotifySocket()
-    try:
+    with NotifySocket() as sock:
         notify_env(sock)
         redis, origin = env.redis(), env.origin()
         corral = env.corral(redis, origin, extra={"server": {"workers": "2"}})
@@ -414,8 +411,6 @@ def notify_ready_comes_from_the_master_once_every_worker_is_ready(env):
         corral.stop()
         sock.wait("STOPPING", "1", after=before)
         expect_eq({pid for pid, _ in sock.read()}, {corral.proc.pid}, "senders, to the end")
-    finally:
-        sock.close()
 
 
 # -- one table of keys: corral -h, the README and corral.conf(5) ------------------------
