@@ -176,7 +176,7 @@ def deb_installs_into_a_scratch_root_keeps_an_edited_config_and_purges(env):
                f"dpkg-deb -c lists {path} owned by root:\n{listing}")
     info = run(["dpkg-deb", "-I", deb])
     for want in ("Package: corral", "Depends: libc6", "libevent-2.1-7", "libhiredis0.14",
-                 "libcurl4", "libinih1", "postinst", "prerm", "postrm", "conffiles"):
+                 "libcurl4", "libinih1", "procps", "postinst", "prerm", "postrm", "conffiles"):
         expect(want in info, f"dpkg-deb -I shows {want!r}:\n{info}")
     control = os.path.join(env.workdir, "control")
     run(["dpkg-deb", "-e", deb, control])
