@@ -50,7 +50,7 @@ notify_send(const char *fmt, ...)
 	if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
 		return -1;
 	do
-		n = sendto(fd, msg, (size_t)len, MSG_NOSIGNAL,
+		n = sendto(fd, msg, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT,
 		    (struct sockaddr *)&sa, salen);
 	while (n == -1 && errno == EINTR);
 	saved = errno;

@@ -13,8 +13,9 @@
 
 #define NOTIFY_MSG_MAX	1024	/* one message; a longer one is cut */
 
-/* Sends the lines fmt makes ("READY=1\nSTATUS=..."). 0, or -1 with errno
- * set when the socket is named but cannot be written to. */
+/* Sends the lines fmt makes ("READY=1\nSTATUS=..."). Never waits: when the
+ * manager's queue is full the message is dropped. 0, or -1 with errno set
+ * when the socket is named but the message could not be sent. */
 int	notify_send(const char *fmt, ...)
 	    __attribute__((format(printf, 1, 2)));
 /* The watchdog interval the manager asks this process for

@@ -183,6 +183,7 @@ spawn(int i)
 	sigset_t set, old;
 	pid_t pid;
 
+	master.slots[i].ready = 0;	/* until the new worker says so */
 	worker_signals(&set);
 	sigprocmask(SIG_BLOCK, &set, &old);
 	if ((pid = fork()) == -1) {
@@ -200,7 +201,6 @@ spawn(int i)
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	master.slots[i].pid = pid;
-	master.slots[i].ready = 0;	/* until the new worker says so */
 	log_info("worker %d started, pid %d", i, (int)pid);
 }
 

@@ -38,6 +38,7 @@ struct worker_slot {
 	pid_t			 pid;		/* 0: not running */
 	int			 ready;		/* listening, Redis answered or
 						 * timed out (proxy_service.c) */
+	int64_t			 heartbeat_us;	/* its loop last ran (monotonic) */
 	struct stats		 stats;
 	struct cache_counters	 cache;
 	int			 redis_up;

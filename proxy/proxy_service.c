@@ -21,6 +21,7 @@ struct service {
 	int			 reports;	/* to the manager */
 	int			 ready_sent;
 	int			 stopping;
+	int			 stalled;	/* a worker's loop has stopped */
 	int64_t			 started_us;
 	int64_t			 redis_wait_us;	/* [redis] timeout */
 	int64_t			 watchdog_ms;	/* 0: none */
@@ -74,7 +75,9 @@ schedule(struct service *s)
 {
 	int64_t ms = SERVICE_CHECK_MS;
 
-	if (s->ready_sent) {
+	if (!s->reports && s->slots[s->slot].ready) {
+		ms = SERVICE_HEARTBEAT_MS;
+	} else if (s->ready_sent) {
 		ms = SERVICE_STATUS_MS;
 		if (s->watchdog_ms > 0 && s->watchdog_ms / 2 < ms)
 			ms = s->watchdog_ms / 2 > 0 ? s->watchdog_ms / 2 : 1;
@@ -115,6 +118,39 @@ all_ready(const struct service *s)
 	return 1;
 }
 
+/* Is every ready worker's loop still running? Says so in the log when
+ * that changes. */
+static int
+workers_alive(struct service *s)
+{
+	int64_t now = util_mono_us(), idle_ms, limit_ms;
+
+	/* Half the interval leaves the manager time to hear the last ping;
+	 * three heartbeats leave a busy worker time to beat. */
+	limit_ms = s->watchdog_ms / 2;
+	if (limit_ms < 3 * SERVICE_HEARTBEAT_MS)
+		limit_ms = 3 * SERVICE_HEARTBEAT_MS;
+	for (int i = 0; i < s->nslots; i++) {
+		const struct worker_slot *ws = &s->slots[i];
+
+		if (ws->pid <= 0 || !ws->ready)
+			continue;	/* starting, or to be restarted */
+		idle_ms = (now - ws->heartbeat_us) / 1000;
+		if (idle_ms <= limit_ms)
+			continue;
+		if (!s->stalled)
+			log_error("worker %d (pid %d) has not run its loop for "
+			    "%" PRId64 " ms: no more WATCHDOG=1", i,
+			    (int)ws->pid, idle_ms);
+		s->stalled = 1;
+		return 0;
+	}
+	if (s->stalled)
+		log_info("every worker runs again: WATCHDOG=1 again");
+	s->stalled = 0;
+	return 1;
+}
+
 static void
 on_tick(evutil_socket_t fd, short what, void *arg)
 {
@@ -123,9 +159,10 @@ on_tick(evutil_socket_t fd, short what, void *arg)
 
 	assert(s->magic == SERVICE_MAGIC);
 	check_own(s);
+	if (s->px != NULL)
+		s->slots[s->slot].heartbeat_us = util_mono_us();
 	if (!s->reports) {
-		if (!s->slots[s->slot].ready)
-			schedule(s);
+		schedule(s);
 		return;
 	}
 	summary(s, status, sizeof(status));
@@ -138,7 +175,7 @@ on_tick(evutil_socket_t fd, short what, void *arg)
 	} else if (s->ready_sent) {
 		sent(notify_send("STATUS=%s", status), "STATUS");
 	}
-	if (s->watchdog_ms > 0)
+	if (s->watchdog_ms > 0 && (s->px != NULL || workers_alive(s)))
 		sent(notify_send("WATCHDOG=1"), "WATCHDOG=1");
 	schedule(s);
 }
@@ -167,8 +204,10 @@ service_new(struct event_base *base, struct proxy *px,
 		free(s);
 		return NULL;
 	}
-	if (px != NULL)
+	if (px != NULL) {
 		slots[slot].ready = 0;
+		slots[slot].heartbeat_us = s->started_us;
+	}
 	schedule(s);
 	return s;
 }

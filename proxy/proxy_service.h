@@ -9,14 +9,19 @@
  * STOPPING=1; a one-line STATUS= every SERVICE_STATUS_MS; and WATCHDOG=1
  * at half the interval the manager asks for.
  *
- * Every worker runs one to mark its slot ready. The process the manager
- * started (the master, or the only worker) reports for all of them.
+ * Every worker runs one to mark its slot ready, and then to show in its
+ * slot every SERVICE_HEARTBEAT_MS that its loop still runs. The process the
+ * manager started (the master, or the only worker) reports for all of
+ * them; a master stops sending WATCHDOG=1 while a ready worker's loop has
+ * not run for half the watchdog interval (at least three heartbeats), so
+ * that systemd restarts a service one of whose workers hangs.
  */
 
 #include "proxy/proxy.h"
 
 #define SERVICE_CHECK_MS	10	/* readiness checks until ready */
 #define SERVICE_STATUS_MS	5000	/* STATUS= after that */
+#define SERVICE_HEARTBEAT_MS	1000	/* a worker's, once ready */
 
 struct service;
 

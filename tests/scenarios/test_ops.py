@@ -486,3 +486,31 @@ def corral_h_the_readme_and_the_manual_pages_agree_on_every_key(env):
                         os.path.join(ROOT, "build/man/corral.conf.5")],
                        capture_output=True, text=True, timeout=60)
     expect_eq((p.returncode, p.stderr.strip()), (0, ""), "groff warnings in the manual pages")
+
+
+@scenario
+def master_stops_the_watchdog_while_a_worker_hangs(env):
+    with NotifySocket() as sock:
+        notify_env(sock, WATCHDOG_USEC="500000")
+        redis, origin = env.redis(), env.origin()
+        corral = env.corral(redis, origin, extra={"server": {"workers": "2"}})
+        sock.wait("READY", "1")
+        sock.wait("WATCHDOG", "1")
+        pid = int(re.search(r"worker 1 started, pid (\d+)", corral.log()).group(1))
+        os.kill(pid, signal.SIGSTOP)	# its loop no longer runs
+        try:
+            wait_for(lambda: sock.read() and f"(pid {pid}) has not run its loop" in corral.log(),
+                     what="the master to notice the stopped worker")
+            stalled = len(sock.read())
+            # Three more ticks of the master (each sends STATUS=), none with
+            # WATCHDOG=1.
+            wait_for(lambda: sum("STATUS" in m for _, m in sock.read()[stalled:]) >= 3,
+                     what="three STATUS= messages while the worker is stopped")
+            quiet = [m for _, m in sock.read()[stalled:]]
+            expect(all("WATCHDOG" not in m for m in quiet),
+                   f"no WATCHDOG=1 while the worker is stopped: {quiet}")
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        wait_for(lambda: sock.read() and "every worker runs again" in corral.log(),
+                 what="the master to see it run again")
+        sock.wait("WATCHDOG", "1", after=stalled + len(quiet), what="WATCHDOG=1 again")
