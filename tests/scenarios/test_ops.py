@@ -160,6 +160,24 @@ def systemd_unit_passes_systemd_analyze_verify(env):
               "systemd-analyze verify: exit status and complaints")
 
 
+@scenario
+def make_run_and_make_deb_install_no_test_package(env):
+    script = os.path.join(ROOT, "scripts", "install-deps")
+    build = run([script, "--list"]).split()
+    full = run([script, "--list", "test"]).split()
+    test_only = {"chromium", "prometheus", "clang", "libclang-rt-14-dev", "valgrind", "systemd"}
+    expect(not test_only & set(build), f"test packages among the build ones: {build}")
+    expect(test_only <= set(full), f"'install-deps test' installs the tests' packages: {full}")
+    for target in ("all", "run", "install", "deb"):
+        plan = make("-n", "-B", target)
+        calls = re.findall(r"scripts/install-deps[^\n]*", plan)
+        expect(all(c.strip() == "scripts/install-deps" for c in calls),
+               f"make {target} calls install-deps only for the build packages: {calls}")
+    for target in ("test", "fuzz", "test-valgrind"):
+        expect("scripts/install-deps test" in make("-n", target),
+               f"make {target} installs the tests' packages")
+
+
 def dpkg_root(root, *args):
     return run(["dpkg", f"--root={root}", "--force-script-chrootless", "--force-depends",
                 "--force-not-root", *args])
