@@ -158,6 +158,12 @@ def systemd_unit_passes_systemd_analyze_verify(env):
                        env=dict(os.environ, MANPATH=os.path.join(root, "usr/share/man")))
     expect_eq((p.returncode, (p.stdout + p.stderr).strip()), (0, ""),
               "systemd-analyze verify: exit status and complaints")
+    # systemd's own score of the hardening: 0 is the best, 10 the worst.
+    p = subprocess.run(["systemd-analyze", "security", "--offline=yes", "--no-pager", unit],
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    m = re.search(r"Overall exposure level for \S+: ([0-9.]+)", p.stdout)
+    expect(m and float(m.group(1)) <= 2.0,
+           f"systemd-analyze security: exposure at most 2.0:\n{tail(p.stdout + p.stderr)}")
 
 
 @scenario
