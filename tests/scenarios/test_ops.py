@@ -135,6 +135,42 @@ def make_install_lays_out_every_file_and_keeps_an_existing_config(env):
     expect("ExecStart=/opt/corral/sbin/corral " in unit, f"PREFIX reaches the unit:\n{unit}")
 
 
+@scenario
+def logrotate_snippet_rotates_and_corral_reopens_its_logs(env):
+    logrotate = shutil.which("logrotate") or "/usr/sbin/logrotate"
+    expect(os.access(logrotate, os.X_OK),
+           "logrotate not found: scripts/install-deps test installs it")
+    logs = os.path.join(env.workdir, "log")
+    os.makedirs(logs)
+    access, errors = os.path.join(logs, "access.log"), os.path.join(logs, "error.log")
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, extra={"server": {
+        "access_log": access, "error_log": errors}})
+    corral.get("/before")
+    wait_for(lambda: "/before" in read_text(access), what="/before in the access log")
+
+    snippet = read_text(os.path.join(ROOT, "dist", "corral.logrotate"))
+    expect("systemctl kill --kill-whom=main --signal=USR1 corral.service" in snippet,
+           f"the snippet signals the service's main process:\n{snippet}")
+    # The same snippet on this scenario's logs, signalling this corral only.
+    text = snippet.replace("/var/log/corral/", logs + "/")
+    text, n = re.subn(r"(postrotate\n).*?(\n\s*endscript)",
+                      rf"\g<1>\t\tkill -USR1 {corral.proc.pid}\g<2>", text, flags=re.S)
+    expect(n == 1 and "pkill" not in text and "systemctl" not in text,
+           f"one postrotate script, which signals corral (never every corral here):\n{text}")
+    conf = os.path.join(env.workdir, "logrotate.conf")
+    with open(conf, "w") as f:
+        f.write(text)
+    run([logrotate, "--force", "--state", os.path.join(env.workdir, "lr.state"), conf])
+
+    wait_for(lambda: "logs reopened" in read_text(errors),
+             what="corral to reopen its logs at their paths")
+    expect("/before" in read_text(access + ".1"), "the old lines are in access.log.1")
+    corral.get("/after")
+    wait_for(lambda: "/after" in read_text(access), what="/after in the new access log")
+    expect("/after" not in read_text(access + ".1"), "and not in the rotated file")
+
+
 @scenario(timeout=600)
 def systemd_unit_passes_systemd_analyze_verify(env):
     if shutil.which("systemd-analyze") is None:
