@@ -43,8 +43,8 @@ sent(int rc, const char *what)
 	}
 }
 
-/* "listening on HOST:PORT, redis up, 2/2 workers, 1234 requests, 97%
- * from the cache" */
+/* "listening on HOST:PORT, redis up, 2/2 workers ready, 1234 requests,
+ * 97% from the cache" */
 static void
 summary(struct service *s, char *out, size_t outlen)
 {
@@ -73,6 +73,7 @@ summary(struct service *s, char *out, size_t outlen)
 static void
 schedule(struct service *s)
 {
+	struct timeval tv;
 	int64_t ms = SERVICE_CHECK_MS;
 
 	if (!s->reports && s->slots[s->slot].ready) {
@@ -82,11 +83,8 @@ schedule(struct service *s)
 		if (s->watchdog_ms > 0 && s->watchdog_ms / 2 < ms)
 			ms = s->watchdog_ms / 2 > 0 ? s->watchdog_ms / 2 : 1;
 	}
-	{
-		struct timeval tv = util_timeval(ms);
-
-		evtimer_add(s->tick, &tv);
-	}
+	tv = util_timeval(ms);
+	evtimer_add(s->tick, &tv);
 }
 
 /* This worker is ready once Redis is up, or after [redis] timeout. */
