@@ -2,6 +2,9 @@
 #
 #   make            build build/release/corral (installs missing packages first)
 #   make run        build, then start redis-server, the demo origin and corral
+#   make install    the binary, config, manual pages, systemd unit and
+#                   logrotate snippet under DESTDIR and PREFIX (see below)
+#   make deb        build/corral_VERSION_ARCH.deb
 #   make test       unit + scenario tests under AddressSanitizer and UBSan
 #   make bench      benchmark against nginx and Varnish (see bench/)
 #   make clean
@@ -29,12 +32,17 @@ REL_OBJ  := $(LIB_SRC:%.c=build/release/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/unit/%)
 
-.PHONY: all deps run test unit scenarios bench clean check-boundaries
+.PHONY: all deps test-deps run test unit scenarios bench clean check-boundaries \
+        man install deb
 
-all: deps build/release/corral
+all: deps build/release/corral man
 
+# What building and running need; the tests' own packages come from test-deps.
 deps:
 	@scripts/install-deps
+
+test-deps:
+	@scripts/install-deps test
 
 # The admin dashboard, embedded as a C array (with od and sed: xxd may be missing).
 build/gen/dashboard.c: proxy/dashboard.html
@@ -68,17 +76,82 @@ check-boundaries:
 	        grep -ln '#include <curl' $$(ls */*.[ch] | grep -v '^upstream/')); \
 	if [ -n "$$bad" ]; then echo "module boundary broken in: $$bad"; exit 1; fi
 
-test: deps check-boundaries build/asan/corral $(UNIT_BIN)
+test: test-deps check-boundaries build/asan/corral $(UNIT_BIN) man deb
 	python3 tests/run.py --bin build/asan/corral --unit build/asan/unit
 
 run: all
 	scripts/run-demo
 
-bench: all
+bench: all test-deps
 	bench/run
 
 clean:
 	rm -rf build
+
+# ---- manual pages, make install, make deb ---------------------------------------
+#   The manual pages are man/*.in with the version filled in; corral.conf(5)
+#   gets its list of keys from the table corral -h prints (man/gen_keys.c).
+#
+#   make install [PREFIX=/usr/local] [DESTDIR=]
+#     PREFIX/sbin/corral, PREFIX/share/man/man{5,8}, the systemd unit in
+#     UNITDIR (PREFIX/lib/systemd/system), /etc/logrotate.d/corral, and
+#     /etc/corral/corral.conf unless one is there already.
+#   make deb
+#     build/corral_VERSION_ARCH.deb with dpkg-deb: PREFIX=/usr, the unit in
+#     /lib/systemd/system, the config and logrotate snippet as conffiles.
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+SBINDIR  = $(PREFIX)/sbin
+MANDIR   = $(PREFIX)/share/man
+DOCDIR   = $(PREFIX)/share/doc/corral
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+CONFDIR  = /etc/corral
+MAN_PAGES := build/man/corral.8 build/man/corral.conf.5
+
+build/man/gen_keys: man/gen_keys.c conf/conf.c common/util.c common/log.c \
+                    $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(PKG_CFLAGS) -o $@ $(filter %.c,$^) $(PKG_LIBS) -lm
+
+build/man/corral.8: man/corral.8.in Makefile
+	@mkdir -p $(dir $@)
+	sed 's/@VERSION@/$(VERSION)/g' $< > $@
+
+build/man/corral.conf.5: man/corral.conf.5.in build/man/gen_keys Makefile
+	@mkdir -p $(dir $@)
+	build/man/gen_keys > $@.keys
+	sed -e 's/@VERSION@/$(VERSION)/g' -e '/^@KEYS@$$/{r $@.keys' -e 'd;}' $< > $@
+	@rm -f $@.keys
+
+man: $(MAN_PAGES)
+
+build/dist/corral.service: dist/corral.service.in Makefile
+	@mkdir -p $(dir $@)
+	sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@CONFDIR@|$(CONFDIR)|g' $< > $@
+
+# build/dist/corral.service depends on PREFIX: made again on every install.
+install: build/release/corral man
+	@rm -f build/dist/corral.service
+	@$(MAKE) --no-print-directory build/dist/corral.service PREFIX=$(PREFIX)
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 \
+	    $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(CONFDIR) \
+	    $(DESTDIR)/etc/logrotate.d $(DESTDIR)$(DOCDIR)
+	install -m 755 build/release/corral $(DESTDIR)$(SBINDIR)/corral
+	install -m 644 build/man/corral.8 $(DESTDIR)$(MANDIR)/man8/corral.8
+	install -m 644 build/man/corral.conf.5 $(DESTDIR)$(MANDIR)/man5/corral.conf.5
+	install -m 644 build/dist/corral.service $(DESTDIR)$(UNITDIR)/corral.service
+	install -m 644 dist/corral.logrotate $(DESTDIR)/etc/logrotate.d/corral
+	install -m 644 conf/corral.conf $(DESTDIR)$(DOCDIR)/corral.conf.example
+	install -m 644 docs/grafana-dashboard.json $(DESTDIR)$(DOCDIR)/grafana-dashboard.json
+	@if [ -e $(DESTDIR)$(CONFDIR)/corral.conf ]; then \
+	  echo "install: keeping the existing $(DESTDIR)$(CONFDIR)/corral.conf"; \
+	else \
+	  install -m 644 conf/corral.conf $(DESTDIR)$(CONFDIR)/corral.conf; \
+	fi
+
+deb: deps build/release/corral man
+	scripts/make-deb $(VERSION)
 
 # ---- fuzzing and valgrind: not part of make test ------------------------------
 #   make fuzz            builds the libFuzzer targets in fuzz/ with clang and runs
@@ -131,7 +204,7 @@ build/fuzz/seed_entry: fuzz/seed_entry.c cache/cache_entry.c $(wildcard */*.h)
 fuzz-seeds: build/fuzz/seed_entry
 	build/fuzz/seed_entry fuzz/corpus/entry
 
-fuzz: deps $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
+fuzz: test-deps $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
 	@for t in $(FUZZ_TARGETS); do \
 	  mkdir -p build/fuzz/corpus-$$t; \
 	  dict=; [ -f fuzz/$$t.dict ] && dict=-dict=fuzz/$$t.dict; \
@@ -146,6 +219,6 @@ fuzz: deps $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
 	  grep -h "stat::number_of_executed_units" build/fuzz/$$t.log; \
 	done
 
-test-valgrind: deps build/release/corral
+test-valgrind: test-deps build/release/corral
 	CORRAL_WRAPPER="$(VALGRIND)" CORRAL_TEST_SLOWNESS=$(VALGRIND_SLOWNESS) \
 	python3 tests/run.py --bin build/release/corral

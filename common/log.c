@@ -9,12 +9,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/util.h"
+
 #define LOG_PATH_MAX	1024
 #define LOG_FILE_MODE	0644
 
 enum log_level log_current_level = LOGL_INFO;
+enum log_format log_current_format = LOG_FORMAT_TEXT;
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
+static const char *const format_names[] = { "text", "json" };
 
 /* Where lines go: stderr, or a file opened by log_open(). */
 static struct {
@@ -44,6 +48,24 @@ const char *
 log_level_name(enum log_level level)
 {
 	return level_names[level];
+}
+
+void
+log_set_format(enum log_format format)
+{
+	log_current_format = format;
+}
+
+int
+log_parse_format(const char *name, enum log_format *out_format)
+{
+	for (size_t i = 0; i < ARRAY_LEN(format_names); i++) {
+		if (strcmp(name, format_names[i]) == 0) {
+			*out_format = (enum log_format)i;
+			return 0;
+		}
+	}
+	return -1;
 }
 
 int
@@ -129,28 +151,57 @@ add_escaped(char *line, size_t *len, size_t max, const char *msg)
 	}
 }
 
+/* Appends msg to line[*len] as a JSON string body, stopping where the
+ * next escape would not fit before end (the room kept for the line's
+ * close). */
+static void
+add_json(char *line, size_t *len, size_t end, const char *msg)
+{
+	char esc[UTIL_JSON_CHAR_MAX];
+	size_t n;
+
+	for (; *msg != '\0'; msg++) {
+		n = util_json_char((unsigned char)*msg, esc);
+		if (*len + n > end)
+			break;
+		memcpy(line + *len, esc, n);
+		*len += n;
+	}
+}
+
 /* One write(2) per line, so lines from one process never interleave. */
 void
 log_msg(enum log_level level, const char *fmt, ...)
 {
+	static const char json_close[] = "\"}";
 	char line[LOG_LINE_MAX], msg[LOG_LINE_MAX];
 	struct timespec ts;
 	struct tm tm;
 	va_list ap;
 	size_t len;
-	int n;
+	int n, json = log_current_format == LOG_FORMAT_JSON;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
-	len = strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
-	n = snprintf(line + len, sizeof(line) - len, ".%03ldZ %-5s ",
+	len = json ? (size_t)snprintf(line, sizeof(line), "{\"time\":\"") : 0;
+	len += strftime(line + len, sizeof(line) - len, "%Y-%m-%dT%H:%M:%S", &tm);
+	n = snprintf(line + len, sizeof(line) - len, json ?
+	    ".%03ldZ\",\"level\":\"%s\",\"msg\":\"" : ".%03ldZ %-5s ",
 	    ts.tv_nsec / 1000000L, level_names[level]);
 	len += (size_t)n;
 	va_start(ap, fmt);
-	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (json) {
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		/* Room for the close, the newline and a NUL. */
+		add_json(line, &len, sizeof(line) - sizeof(json_close) - 1, msg);
+		memcpy(line + len, json_close, sizeof(json_close) - 1);
+		len += sizeof(json_close) - 1;
+	} else {
+		n = vsnprintf(msg, sizeof(msg), fmt, ap);
+		if (n > 0)
+			add_escaped(line, &len, sizeof(line) - 1, msg);
+	}
 	va_end(ap);
-	if (n > 0)
-		add_escaped(line, &len, sizeof(line) - 1, msg);
 	line[len++] = '\n';	/* len <= sizeof(line) - 1 here */
 	while (write(out.fd, line, len) == -1 && errno == EINTR)
 		;

@@ -13,13 +13,24 @@ enum log_level {
 	LOGL_DEBUG
 };
 
+/* How every line is written (log_format): plain text, or one JSON object
+ * a line for log shippers. */
+enum log_format {
+	LOG_FORMAT_TEXT = 0,
+	LOG_FORMAT_JSON
+};
+
 #define LOG_LINE_MAX	4096	/* longer messages are cut */
 
 extern enum log_level log_current_level;
+extern enum log_format log_current_format;
 
 void	log_set_level(enum log_level level);
 int	log_parse_level(const char *name, enum log_level *out);
 const char *log_level_name(enum log_level level);
+void	log_set_format(enum log_format format);
+/* "text" or "json". 0 or -1. */
+int	log_parse_format(const char *name, enum log_format *out);
 
 /* Sends the log to path (appending, created 0644) or, for "-", to stderr,
  * where it goes until this is called. 0, or -1 with err filled in. */

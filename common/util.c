@@ -231,3 +231,25 @@ util_list_has_token(const char *hv, const char *token)
 	}
 	return 0;
 }
+
+size_t
+util_json_char(unsigned char ch, char out[UTIL_JSON_CHAR_MAX])
+{
+	switch (ch) {
+	case '"':
+		return (size_t)snprintf(out, UTIL_JSON_CHAR_MAX, "\\\"");
+	case '\\':
+		return (size_t)snprintf(out, UTIL_JSON_CHAR_MAX, "\\\\");
+	case '\n':
+		return (size_t)snprintf(out, UTIL_JSON_CHAR_MAX, "\\n");
+	case '\t':
+		return (size_t)snprintf(out, UTIL_JSON_CHAR_MAX, "\\t");
+	default:
+		if (ch < 0x20 || ch >= 0x7f)
+			return (size_t)snprintf(out, UTIL_JSON_CHAR_MAX,
+			    "\\u%04x", ch);
+		out[0] = (char)ch;
+		out[1] = '\0';
+		return 1;
+	}
+}

@@ -32,6 +32,12 @@ int	util_parse_hostport(const char *s, char *host, size_t hostlen, int *port);
 /* Writes ms as the shortest exact "Nh", "Nm", "Ns" or "Nms". */
 void	util_format_duration(int64_t ms, char *out, size_t outlen);
 
+/* The JSON form of one byte inside a string: itself, or an escape ("\\n",
+ * "\\u001f"; bytes outside printable ASCII as "\\u00HH", so that the
+ * line stays valid UTF-8). Writes it and a NUL to out; returns its length. */
+#define UTIL_JSON_CHAR_MAX	7
+size_t	util_json_char(unsigned char ch, char out[UTIL_JSON_CHAR_MAX]);
+
 /* Case-insensitive: does the comma-separated list hv contain token? */
 int	util_list_has_token(const char *hv, const char *token);
 

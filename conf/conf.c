@@ -77,6 +77,7 @@ enum type {
 	T_HOSTPORT,		/* "host:port": host at off, port at off_port */
 	T_ADDRESS,		/* T_HOSTPORT or "unix:/path" into off_path */
 	T_LOGLEVEL,		/* enum log_level */
+	T_LOGFORMAT,		/* enum log_format */
 	T_SIZE,			/* int64_t bytes */
 	T_DURATION,		/* int64_t milliseconds */
 	T_INT,			/* int */
@@ -146,6 +147,8 @@ static const struct key keys[] = {
 	  IN_CONF(access_log), "path, - (stdout) or off" },
 	{ "error_log", SECT_SERVER, T_STRING, "-", 1, CONF_PATH_MAX - 1,
 	  IN_CONF(error_log), "path or - (stderr)" },
+	{ "log_format", SECT_SERVER, T_LOGFORMAT, "text", 0, 0,
+	  IN_CONF(log_format), "text, or json: one object a line" },
 
 	{ "address", SECT_REDIS, T_ADDRESS, "127.0.0.1:6379", 0, 0,
 	  ADDRESS(redis_host, redis_port, redis_unix), "Redis server" },
@@ -756,6 +759,7 @@ set_value(const struct key *k, char *base, const char *v, char *err,
 	char shown[SHOW_BUF];
 	char *field = base + k->off;
 	enum log_level level;
+	enum log_format format;
 	int64_t n;
 	int b;
 
@@ -811,6 +815,14 @@ set_value(const struct key *k, char *base, const char *v, char *err,
 			return -1;
 		}
 		*(enum log_level *)(void *)field = level;
+		return 0;
+	case T_LOGFORMAT:
+		if (log_parse_format(v, &format) == -1) {
+			snprintf(err, errlen, "\"%s\" is not a log format (use "
+			    "text or json)", shown);
+			return -1;
+		}
+		*(enum log_format *)(void *)field = format;
 		return 0;
 	case T_BOOL:
 		if (util_parse_bool(v, &b) == -1) {
@@ -1338,6 +1350,9 @@ format_range(const struct key *k, char *out, size_t outlen)
 	case T_LOGLEVEL:
 		snprintf(out, outlen, "error|warn|info|debug");
 		break;
+	case T_LOGFORMAT:
+		snprintf(out, outlen, "text|json");
+		break;
 	case T_BOOL:
 		snprintf(out, outlen, "on|off");
 		break;
@@ -1372,15 +1387,49 @@ format_range(const struct key *k, char *out, size_t outlen)
 	}
 }
 
+/* s for man(7): backslashes and hyphens escaped. */
+static void
+put_roff(FILE *out, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s == '\\')
+			fputs("\\e", out);
+		else if (*s == '-')
+			fputs("\\-", out);
+		else
+			fputc(*s, out);
+	}
+}
+
+static void
+dump_man(FILE *out, const struct key *k, const char *range)
+{
+	if (k == keys || k[-1].sect != k->sect)
+		fprintf(out, ".SS \"%s\"\n", sect_labels[k->sect]);
+	fprintf(out, ".TP\n.B %s\n", k->name);
+	fputs("default \\fB", out);
+	put_roff(out, k->def[0] != '\0' ? k->def : "(empty)");
+	fputs("\\fR, range \\fI", out);
+	put_roff(out, range);
+	fputs("\\fR\n.br\n", out);
+	put_roff(out, k->help);
+	fputs("\n", out);
+}
+
 void
-conf_dump_keys(FILE *out)
+conf_dump_keys(FILE *out, enum conf_dump how)
 {
 	char range[RANGE_MAX];
 
-	fprintf(out, "%-15s %-23s %-22s %-29s %s\n", "SECTION", "KEY",
-	    "DEFAULT", "RANGE", "MEANING");
+	if (how == CONF_DUMP_TEXT)
+		fprintf(out, "%-15s %-23s %-22s %-29s %s\n", "SECTION", "KEY",
+		    "DEFAULT", "RANGE", "MEANING");
 	for (size_t i = 0; i < NKEYS; i++) {
 		format_range(&keys[i], range, sizeof(range));
+		if (how == CONF_DUMP_MAN) {
+			dump_man(out, &keys[i], range);
+			continue;
+		}
 		fprintf(out, "%-15s %-23s %-22s %-29s %s\n",
 		    sect_labels[keys[i].sect], keys[i].name,
 		    keys[i].def[0] != '\0' ? keys[i].def : "(empty)", range,

@@ -74,6 +74,7 @@ struct conf {
 	char		 admin_host[CONF_HOST_MAX];
 	int		 admin_port;
 	enum log_level	 log_level;
+	enum log_format	 log_format;	/* the error and access logs */
 	int64_t		 max_header_bytes;
 	int64_t		 max_body_bytes;
 	int64_t		 client_timeout_ms;
@@ -133,7 +134,12 @@ int	conf_trusted_proxy(const struct conf *c, const char *addr);
 /* The index of the route with this prefix in c, or -1. */
 int	conf_route_index(const struct conf *c, const char *prefix);
 
-/* Writes a reference of every key, its default and range, to out. */
-void	conf_dump_keys(FILE *out);
+/* A reference of every key, its default, range and meaning: a table for
+ * corral -h, or man(7) paragraphs for corral.conf(5), one .SS a section. */
+enum conf_dump {
+	CONF_DUMP_TEXT,
+	CONF_DUMP_MAN
+};
+void	conf_dump_keys(FILE *out, enum conf_dump how);
 
 #endif

@@ -20,6 +20,7 @@
 #include "conf/conf.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_log.h"
+#include "proxy/proxy_service.h"
 
 #define DEFAULT_CONF	"/etc/corral/corral.conf"
 #define SHOW_TIMEOUT_S	5		/* corral -s: the whole exchange */
@@ -120,6 +121,7 @@ on_reopen_signal(evutil_socket_t sig, short what, void *arg)
 
 static struct conf	*conf;		/* the running configuration */
 static const char	*conf_file = DEFAULT_CONF;
+static struct service	*service;	/* this process's, for systemd */
 
 /* SIGTERM, SIGINT: finish what is in progress, then exit. */
 static void
@@ -128,6 +130,7 @@ on_stop_signal(evutil_socket_t sig, short what, void *arg)
 	struct proxy *px = arg;
 
 	log_info("%s: stopping", strsignal(sig));
+	service_stopping(service);
 	proxy_drain(px);
 }
 
@@ -138,7 +141,9 @@ on_reload_signal(evutil_socket_t sig, short what, void *arg)
 	struct proxy *px = arg;
 
 	log_info("%s: reloading %s", strsignal(sig), conf_file);
+	service_reloading(service);
 	(void)proxy_reload(px, &conf, conf_file);
+	service_reloaded(service);
 }
 
 /*
@@ -178,6 +183,7 @@ spawn(int i)
 	sigset_t set, old;
 	pid_t pid;
 
+	master.slots[i].ready = 0;	/* until the new worker says so */
 	worker_signals(&set);
 	sigprocmask(SIG_BLOCK, &set, &old);
 	if ((pid = fork()) == -1) {
@@ -216,18 +222,23 @@ on_master_signal(evutil_socket_t sig, short what, void *arg)
 	case SIGTERM:
 	case SIGINT:
 		log_info("%s: stopping %d workers", strsignal(sig), master.n);
+		if (!master.stopping)
+			service_stopping(service);
 		master.stopping = 1;
 		tell_workers(sig);
 		break;
 	case SIGHUP:
 		log_info("%s: reloading %s", strsignal(sig), conf_file);
-		if ((new = conf_reload_file(conf_file)) == NULL)
-			break;		/* the workers keep theirs */
-		if (new->workers != conf->workers)
-			log_warn("reload: workers changed; it needs a restart");
-		free(conf);
-		conf = new;
-		tell_workers(SIGHUP);
+		service_reloading(service);
+		if ((new = conf_reload_file(conf_file)) != NULL) {
+			if (new->workers != conf->workers)
+				log_warn("reload: workers changed; it needs a "
+				    "restart");
+			free(conf);
+			conf = new;
+			tell_workers(SIGHUP);
+		}		/* else the workers keep theirs */
+		service_reloaded(service);
 		break;
 	case SIGUSR1:
 		if (log_reopen(err, sizeof(err)) == -1)
@@ -309,6 +320,10 @@ run_master(int n)
 	sigchld = evsignal_new(master.base, SIGCHLD, on_child, NULL);
 	evsignal_add(sigchld, NULL);
 	master.respawn_ev = evtimer_new(master.base, on_respawn, NULL);
+	if ((service = service_new(master.base, NULL, master.slots, n, 0, 1,
+	    conf)) == NULL)
+		log_error("out of memory: nothing is reported to the service "
+		    "manager");
 	log_info("corral %s master, %d workers", CORRAL_VERSION, n);
 	/* A worker may have died before SIGCHLD had a handler. */
 	on_child(SIGCHLD, 0, NULL);
@@ -319,6 +334,7 @@ run_master(int n)
 		event_free(ev[k]);
 	event_free(sigchld);
 	event_free(master.respawn_ev);
+	service_free(&service);
 	event_base_free(master.base);
 	munmap(master.slots, size);
 	free(conf);
@@ -349,7 +365,7 @@ main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			printf("\nconfiguration keys:\n");
-			conf_dump_keys(stdout);
+			conf_dump_keys(stdout, CONF_DUMP_TEXT);
 			return 0;
 		default:
 			usage(stderr);
@@ -377,6 +393,7 @@ main(int argc, char **argv)
 		return 0;
 	}
 	log_set_level(conf->log_level);
+	log_set_format(conf->log_format);
 	if (log_open(conf->error_log, err, sizeof(err)) == -1) {
 		fprintf(stderr, "%s\n", err);
 		return 1;
@@ -414,6 +431,14 @@ run_worker(struct worker_slot *slots, int nslots, int slot)
 		event_base_free(base);
 		return 1;
 	}
+	/* Only the worker systemd started (the only one) reports to it. */
+	if ((service = service_new(base, &px, slots, nslots, slot, nslots == 1,
+	    conf)) == NULL) {
+		log_error("out of memory");
+		proxy_stop(&px);
+		event_base_free(base);
+		return 1;
+	}
 	sigterm = evsignal_new(base, SIGTERM, on_stop_signal, &px);
 	sigint = evsignal_new(base, SIGINT, on_stop_signal, &px);
 	sigusr1 = evsignal_new(base, SIGUSR1, on_reopen_signal, &px);
@@ -431,6 +456,7 @@ run_worker(struct worker_slot *slots, int nslots, int slot)
 
 	event_base_dispatch(base);
 
+	service_free(&service);
 	proxy_stop(&px);
 	event_free(sigterm);
 	event_free(sigint);

@@ -37,6 +37,9 @@ struct l1;
 
 struct worker_slot {
 	pid_t			 pid;		/* 0: not running */
+	int			 ready;		/* listening, Redis answered or
+						 * timed out (proxy_service.c) */
+	int64_t			 heartbeat_us;	/* its loop last ran (monotonic) */
 	struct stats		 stats;
 	struct cache_counters	 cache;
 	struct upstream_counters upstream;

@@ -5,10 +5,10 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <stdio.h>
-#include <string.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
+#include <string.h>
 
 #include <stdlib.h>
 

@@ -103,6 +103,7 @@ keep_fixed(struct conf *new, const struct conf *old)
 	KEEP_NUM(redis_timeout_ms, "[redis] timeout");
 	KEEP_STR(access_log, "access_log");
 	KEEP_STR(error_log, "error_log");
+	KEEP_NUM(log_format, "log_format");
 #undef KEEP_STR
 #undef KEEP_NUM
 }

@@ -11,6 +11,7 @@
 #include <event2/buffer.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "conf/conf.h"
 #include "proxy/proxy.h"
 
@@ -108,24 +109,24 @@ add_escaped(struct evbuffer *out, const char *s, int quoted)
 		evbuffer_add(out, "\"", 1);
 }
 
+/* A time field, " name=ms" or ,"name":ms; "-" or null when ms < 0. */
 static void
-add_ms(struct evbuffer *out, const char *name, int64_t ms)
+add_ms(struct evbuffer *out, const char *name, int64_t ms, int json)
 {
+	evbuffer_add_printf(out, json ? ",\"%s\":" : " %s=", name);
 	if (ms < 0)
-		evbuffer_add_printf(out, " %s=-", name);
+		evbuffer_add_printf(out, "%s", json ? "null" : "-");
 	else
-		evbuffer_add_printf(out, " %s=%" PRId64, name, ms);
+		evbuffer_add_printf(out, "%" PRId64, ms);
 }
 
-void
-access_log_format(const struct access_record *r, time_t now,
+static void
+format_text(const struct access_record *r, const struct tm *tm,
     struct evbuffer *out)
 {
 	char when[TIME_FIELD_MAX];
-	struct tm tm;
 
-	localtime_r(&now, &tm);
-	if (strftime(when, sizeof(when), "%d/%b/%Y:%H:%M:%S %z", &tm) == 0)
+	if (strftime(when, sizeof(when), "%d/%b/%Y:%H:%M:%S %z", tm) == 0)
 		snprintf(when, sizeof(when), "-");
 	add_escaped(out, r->client, 0);
 	evbuffer_add_printf(out, " - - [%s] \"%s ", when, r->method);
@@ -137,9 +138,70 @@ access_log_format(const struct access_record *r, time_t now,
 	add_escaped(out, r->user_agent, 1);
 	evbuffer_add_printf(out, " cache=%s route=", r->cache);
 	add_escaped(out, r->route, 0);
-	add_ms(out, "upstream_ms", r->upstream_ms);
-	add_ms(out, "lock_wait_ms", r->lock_wait_ms);
-	add_ms(out, "total_ms", r->total_ms);
+	add_ms(out, "upstream_ms", r->upstream_ms, 0);
+	add_ms(out, "lock_wait_ms", r->lock_wait_ms, 0);
+	add_ms(out, "total_ms", r->total_ms, 0);
+}
+
+/* ,"name":"s" or ,"name":null when s is NULL. */
+static void
+json_field(struct evbuffer *out, const char *name, const char *s)
+{
+	char esc[UTIL_JSON_CHAR_MAX];
+	size_t n;
+
+	evbuffer_add_printf(out, ",\"%s\":", name);
+	if (s == NULL) {
+		evbuffer_add(out, "null", 4);
+		return;
+	}
+	evbuffer_add(out, "\"", 1);
+	for (; *s != '\0'; s++) {
+		n = util_json_char((unsigned char)*s, esc);
+		evbuffer_add(out, esc, n);
+	}
+	evbuffer_add(out, "\"", 1);
+}
+
+static void
+format_json(const struct access_record *r, const struct tm *tm,
+    struct evbuffer *out)
+{
+	char when[TIME_FIELD_MAX], proto[TIME_FIELD_MAX];
+
+	if (strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S%z", tm) == 0)
+		snprintf(when, sizeof(when), "-");
+	snprintf(proto, sizeof(proto), "HTTP/%d.%d", r->proto_major,
+	    r->proto_minor);
+	evbuffer_add_printf(out, "{\"time\":\"%s\"", when);	/* no escapes */
+	json_field(out, "client", r->client);
+	json_field(out, "method", r->method);
+	json_field(out, "uri", r->uri);
+	json_field(out, "proto", proto);
+	evbuffer_add_printf(out, ",\"status\":%d,\"bytes\":%" PRIu64,
+	    r->status, r->bytes);
+	json_field(out, "referer", r->referer);
+	json_field(out, "user_agent", r->user_agent);
+	json_field(out, "cache", r->cache);
+	json_field(out, "cache_status", r->cache_status);
+	json_field(out, "route", r->route);
+	add_ms(out, "upstream_ms", r->upstream_ms, 1);
+	add_ms(out, "lock_wait_ms", r->lock_wait_ms, 1);
+	add_ms(out, "total_ms", r->total_ms, 1);
+	evbuffer_add(out, "}", 1);
+}
+
+void
+access_log_format(const struct access_record *r, time_t now,
+    struct evbuffer *out)
+{
+	struct tm tm;
+
+	localtime_r(&now, &tm);
+	if (log_current_format == LOG_FORMAT_JSON)
+		format_json(r, &tm, out);
+	else
+		format_text(r, &tm, out);
 	evbuffer_add(out, "\n", 1);
 }
 

@@ -10,7 +10,9 @@
  *   total_ms=1
  *
  * (one line). Quoted fields escape '"', '\\' and bytes outside printable
- * ASCII as \xHH; "-" stands for a missing value.
+ * ASCII as \xHH; "-" stands for a missing value. With log_format = json,
+ * one JSON object a line instead, with the same fields (null for a missing
+ * value) and the Cache-Status header sent.
  */
 
 #include <stddef.h>
@@ -31,6 +33,7 @@ struct access_record {
 	const char	*referer;	/* or NULL */
 	const char	*user_agent;	/* or NULL */
 	const char	*cache;		/* hit stale miss collapsed bypass error */
+	const char	*cache_status;	/* the Cache-Status sent, or NULL */
 	const char	*route;		/* prefix, or NULL */
 	int64_t		 upstream_ms;	/* -1: no upstream fetch for it */
 	int64_t		 lock_wait_ms;	/* -1: did not wait */

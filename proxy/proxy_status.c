@@ -289,6 +289,8 @@ log_access_record(struct req *req, uint64_t bytes)
 		.referer = evhttp_find_header(in, "Referer"),
 		.user_agent = evhttp_find_header(in, "User-Agent"),
 		.cache = outcome_label(req->outcome),
+		.cache_status = evhttp_find_header(
+		    evhttp_request_get_output_headers(req->ev), "Cache-Status"),
 		.route = req->route >= 0 ?
 		    req->rt.prefix : NULL,
 		.upstream_ms = req->upstream_ms,

@@ -40,7 +40,7 @@ def find_chromium():
         found = shutil.which(name)
         if found:
             return found
-    raise AssertionError("chromium not found: scripts/install-deps installs it "
+    raise AssertionError("chromium not found: scripts/install-deps test installs it "
                          "(Debian package chromium)")
 
 

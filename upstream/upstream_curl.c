@@ -844,6 +844,8 @@ configure(struct upstream_fetch *f, const struct upstream_request *req)
 	    CURLE_OK;
 	bad |= curl_easy_setopt(e, CURLOPT_HEADERDATA, f) != CURLE_OK;
 	bad |= curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK;
+	/* libcurl's default too: no Nagle stall on the upstream side. */
+	bad |= curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L) != CURLE_OK;
 	bad |= curl_easy_setopt(e, CURLOPT_WRITEDATA, f) != CURLE_OK;
 	if (req->connect_timeout_ms > 0)
 		bad |= curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,

@@ -129,7 +129,7 @@ def expect_values(m, name, expected, **labels):
 
 def find_promtool():
     found = shutil.which("promtool")
-    expect(found is not None, "promtool not found: scripts/install-deps installs it "
+    expect(found is not None, "promtool not found: scripts/install-deps test installs it "
            "(Debian package prometheus)")
     return found
 

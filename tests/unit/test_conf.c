@@ -468,6 +468,13 @@ t_bad_values_reported_per_type(void)
 	CHECK(load("[server]\nlog_level = verbose\n") == 1);
 	CHECK(has_error(2, "log_level: \"verbose\" is not a log level (use "
 	    "error, warn, info or debug)"));
+	CHECK(load("[server]\nlog_format = JSON\n") == 1);
+	CHECK(has_error(2, "log_format: \"JSON\" is not a log format (use "
+	    "text or json)"));
+	CHECK(load("[server]\nlog_format = json\n") == 0);
+	CHECK(cf.log_format == LOG_FORMAT_JSON);
+	CHECK(load("[server]\n") == 0);
+	CHECK(cf.log_format == LOG_FORMAT_TEXT);
 	CHECK(load("[server]\nlisten = 8080\n") == 1);
 	CHECK(has_error(2, "listen: \"8080\" is not host:port (such as "
 	    "127.0.0.1:8080 or [::1]:8080, port 1 to 65535)"));
@@ -897,20 +904,20 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 		"early_refresh", "early_refresh_beta", "origin_cache_control",
 		"trusted_proxies", "max_upstream_headers", "targeted_cache_control",
 		"forward_targeted_cache_control", "key_host", "hosts",
-		"error_backoff_after", "hit_for_miss",
+		"error_backoff_after", "hit_for_miss", "log_format",
 	};
 	char *out = NULL;
 	size_t len;
 	FILE *mem;
 
 	CHECK((mem = open_memstream(&out, &len)) != NULL);
-	conf_dump_keys(mem);
+	conf_dump_keys(mem, CONF_DUMP_TEXT);
 	fclose(mem);
 	free(errs);
 	errs = out;		/* freed with the next load */
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
-	CHECK(count_lines(out) == 1 + 43);	/* timeout is in two sections */
+	CHECK(count_lines(out) == 1 + 44);	/* timeout is in two sections */
 	CHECK(strstr(out, "1ms..1h") != NULL);
 	CHECK(strstr(out, "100ms..1h") != NULL);
 	CHECK(strstr(out, "0.001..100") != NULL);
