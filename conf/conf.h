@@ -100,6 +100,7 @@ struct conf {
 	/* [upstream] */
 	char		 upstream_url[CONF_URL_MAX];	/* no trailing '/' */
 	char		 upstream_authority[CONF_HOST_MAX + 8];	/* keys' host */
+	int64_t		 stream_window;	/* bytes queued for a streamed client */
 	int64_t		 upstream_connect_timeout_ms;
 	int64_t		 upstream_timeout_ms;
 	int64_t		 max_entry_bytes;

@@ -32,6 +32,7 @@
 #include "proxy/proxy_hdr.h"
 
 #define FLIGHT_MAGIC		0x464c4754u	/* "FLGT" */
+#define STREAM_RECHECK_MS	50	/* a paused stream, if no client drains */
 
 enum flight_step {
 	FL_LOOKUP,
@@ -51,6 +52,12 @@ struct flight {
 	char			*uri;
 	struct evkeyvalq	 headers;	/* sent upstream */
 	TAILQ_HEAD(, req)	 reqs;		/* the first one led */
+	TAILQ_HEAD(, req)	 streams;	/* replies going out as the body
+						 * arrives (from reqs) */
+	int			 lead_streamed;	/* the lead is among them */
+	int			 stream_paused;	/* a client is behind */
+	int			 partial;	/* the body was not all kept */
+	struct event		*stream_ev;	/* re-checks a paused stream */
 	TAILQ_ENTRY(flight)	 link;
 	struct cache_op		*op;
 	struct refresh		*refresh;
@@ -90,6 +97,8 @@ static TAILQ_HEAD(, flight)	all_flights = TAILQ_HEAD_INITIALIZER(all_flights);
 static void flight_run(struct flight *fl);
 
 static void on_flight_refresh(struct refresh_report *rep, void *arg);
+static int on_flight_stream(const struct upstream_response *resp,
+    struct evbuffer *chunk, void *arg);
 
 /* Starts a refresh of fl's key; it reports to cb, if not NULL. */
 static struct refresh *
@@ -106,6 +115,7 @@ flight_refresh(struct flight *fl, enum refresh_mode mode, const char *seen_gen,
 		.headers = &fl->headers,
 		.seen_gen = seen_gen,
 		.base = base,
+		.stream = cb != NULL ? on_flight_stream : NULL,
 	};
 
 	return refresh_start(fl->px, &a, cb, cb != NULL ? fl : NULL);
@@ -281,6 +291,114 @@ flight_start_wait(struct flight *fl)
 	}
 }
 
+/* ---- streaming: the body to every waiting client as it arrives ------ */
+
+/* Goes on with the fetch once every client has caught up. */
+static void
+stream_check(struct flight *fl)
+{
+	size_t low = (size_t)fl->px->conf->stream_window / 2;
+	struct req *req;
+
+	TAILQ_FOREACH(req, &fl->streams, flight_link) {
+		if (req_stream_backlog(req) > low) {
+			timer_arm(fl->stream_ev, STREAM_RECHECK_MS);
+			return;
+		}
+	}
+	fl->stream_paused = 0;
+	evtimer_del(fl->stream_ev);
+	if (fl->refresh != NULL)
+		refresh_resume(fl->refresh);
+}
+
+static void
+on_stream_recheck(evutil_socket_t fd, short what, void *arg)
+{
+	struct flight *fl = arg;
+
+	assert(fl->magic == FLIGHT_MAGIC);
+	if (fl->stream_paused)
+		stream_check(fl);	/* a client that left drains nothing */
+}
+
+void
+flight_stream_drained(struct req *req)
+{
+	struct flight *fl = req->flight;
+
+	assert(fl->magic == FLIGHT_MAGIC);
+	if (fl->stream_paused)
+		stream_check(fl);
+}
+
+/*
+ * The fetch's response as it arrives. A long, shareable one goes to every
+ * GET of the flight at once, a piece at a time by reference, the fetch
+ * pausing while a client is more than stream_window behind. Requests that
+ * join later, or are HEADs, get the entry when it is whole.
+ */
+static int
+on_flight_stream(const struct upstream_response *resp, struct evbuffer *chunk,
+    void *arg)
+{
+	struct flight *fl = arg;
+	struct req *req, *next;
+	size_t most = 0;
+	int lead = 1;
+
+	assert(fl->magic == FLIGHT_MAGIC);
+	if (chunk == NULL) {
+		if (!stream_wanted(resp, 1) || !hdr_shareable(&resp->headers) ||
+		    evhttp_find_header(&resp->headers, "Vary") != NULL)
+			return 0;	/* answered whole, as it may vary */
+		for (req = TAILQ_FIRST(&fl->reqs); req != NULL; req = next,
+		    lead = 0) {
+			next = TAILQ_NEXT(req, flight_link);
+			if (req_stream_start(req, resp, !lead) == -1)
+				continue;
+			TAILQ_REMOVE(&fl->reqs, req, flight_link);
+			TAILQ_INSERT_TAIL(&fl->streams, req, flight_link);
+			fl->lead_streamed |= lead;
+		}
+		return UPSTREAM_STREAM;
+	}
+	TAILQ_FOREACH(req, &fl->streams, flight_link) {
+		size_t queued = req_stream_data(req, chunk);
+
+		most = MAX(most, queued);
+	}
+	if (most <= (size_t)fl->px->conf->stream_window)
+		return 0;
+	fl->stream_paused = 1;
+	timer_arm(fl->stream_ev, STREAM_RECHECK_MS);
+	return UPSTREAM_PAUSE;
+}
+
+/* The fetch ended (rf NULL: the flight is given up): every reply under
+ * way ends, whole only if the fetch brought the whole response. */
+static void
+flight_end_streams(struct flight *fl, const struct refresh_report *rf)
+{
+	int ok = rf != NULL && rf->result == RFR_FETCHED &&
+	    rf->failure[0] == '\0';
+	int lead = fl->lead_streamed;
+	struct req *req;
+
+	evtimer_del(fl->stream_ev);
+	fl->stream_paused = 0;
+	if (rf != NULL)
+		fl->partial = rf->partial;
+	while ((req = TAILQ_FIRST(&fl->streams)) != NULL) {
+		TAILQ_REMOVE(&fl->streams, req, flight_link);
+		req->flight = NULL;
+		req_stream_end(req, ok, !lead ? OUT_COLLAPSED : rf != NULL &&
+		    rf->stored ? OUT_STORED : OUT_FETCHED,
+		    lead && rf != NULL ? rf->fetch_ms : -1);
+		lead = 0;
+	}
+}
+
 /*
  * The upstream failed (e, if not NULL, is its 5xx answer). A stale entry
  * that stale_if_error covers is served instead. Otherwise the request
@@ -302,7 +420,18 @@ flight_failed(struct flight *fl, const struct refresh_report *rf,
 		    entry_ref(fl->prev));
 		return;
 	}
-	if (rf->mode == RF_LOCKED && !fl->timed_out &&
+	if (fl->lead_streamed) {
+		/* Its lead's reply was cut (and its connection closed): the
+		 * others, if any, try again within lock_wait. */
+		fl->lead_streamed = 0;
+		if (rf->mode == RF_LOCKED && !fl->timed_out &&
+		    !TAILQ_EMPTY(&fl->reqs)) {
+			entry_unref(&e);
+			flight_start_wait(fl);
+			fl->step = FL_LOCK;
+			return;
+		}
+	} else if (rf->mode == RF_LOCKED && !fl->timed_out &&
 	    TAILQ_NEXT(TAILQ_FIRST(&fl->reqs), flight_link) != NULL) {
 		flight_answer_lead(fl, o, e);
 		flight_start_wait(fl);
@@ -321,6 +450,7 @@ on_flight_refresh(struct refresh_report *rf, void *arg)
 
 	assert(fl->magic == FLIGHT_MAGIC);
 	fl->refresh = NULL;
+	flight_end_streams(fl, rf);
 	if (rf->fetch_ms >= 0)
 		fl->upstream_ms = rf->fetch_ms;
 	fl->upstream_status = rf->upstream_status;
@@ -356,7 +486,9 @@ on_flight_refresh(struct refresh_report *rf, void *arg)
 		break;
 	case RFR_FETCHED:
 		if (rf->failure[0] != '\0') {
-			flight_failed(fl, rf, entry_ref(rf->entry));
+			/* A 5xx too long to keep whole is not passed on cut. */
+			flight_failed(fl, rf, rf->partial ? NULL :
+			    entry_ref(rf->entry));
 			break;
 		}
 		direct = rf->mode == RF_DIRECT;
@@ -457,8 +589,9 @@ flight_done(struct flight *fl)
 {
 	struct proxy *px = fl->px;
 	struct req *req;
-	int lead = 1;
+	int lead = !fl->lead_streamed;
 
+	flight_end_streams(fl, NULL);	/* any left: cut short */
 	dict_del(px->flights, fl->key);
 	TAILQ_REMOVE(&all_flights, fl, link);
 	while ((req = TAILQ_FIRST(&fl->reqs)) != NULL) {
@@ -471,6 +604,9 @@ flight_done(struct flight *fl)
 		}
 		if (fl->pass_all) {
 			req_pass(req, 1);
+		} else if (fl->partial && fl->entry != NULL) {
+			/* Its body went only to the streams: never half. */
+			req_pass(req, 0);
 		} else if (!lead && !fl->shareable) {
 			req_pass(req, 0);	/* a per-user response */
 		} else {
@@ -486,6 +622,7 @@ flight_done(struct flight *fl)
 	evhttp_clear_headers(&fl->headers);
 	event_free(fl->poll_ev);
 	event_free(fl->deadline_ev);
+	event_free(fl->stream_ev);
 	free(fl->uri);
 	fl->magic = 0;
 	free(fl);
@@ -570,12 +707,15 @@ flight_join(struct proxy *px, struct req *req, const char *key,
 	fl->early_due = early_due;
 	fl->upstream_ms = -1;
 	TAILQ_INIT(&fl->reqs);
+	TAILQ_INIT(&fl->streams);
 	TAILQ_INIT(&fl->headers);
 	snprintf(fl->key, sizeof(fl->key), "%s", key);
 	fl->uri = strdup(uri);
 	fl->poll_ev = evtimer_new(px->base, on_flight_poll, fl);
 	fl->deadline_ev = evtimer_new(px->base, on_flight_deadline, fl);
+	fl->stream_ev = evtimer_new(px->base, on_stream_recheck, fl);
 	if (fl->uri == NULL || fl->poll_ev == NULL || fl->deadline_ev == NULL ||
+	    fl->stream_ev == NULL ||
 	    dict_set(px->flights, fl->key, fl) == -1)
 		goto fail;
 	/* A shared fetch: nothing that would make the answer one client's. */
@@ -594,6 +734,8 @@ fail:
 		event_free(fl->poll_ev);
 	if (fl->deadline_ev != NULL)
 		event_free(fl->deadline_ev);
+	if (fl->stream_ev != NULL)
+		event_free(fl->stream_ev);
 	evhttp_clear_headers(&fl->headers);
 	free(fl->uri);
 	free(fl);
@@ -643,10 +785,13 @@ flow_on_fill(const char *key, void *arg)
 void
 flight_leave(struct req *req)
 {
-	if (req->flight != NULL) {
+	if (req->flight == NULL)
+		return;
+	if (req->streaming)
+		TAILQ_REMOVE(&req->flight->streams, req, flight_link);
+	else
 		TAILQ_REMOVE(&req->flight->reqs, req, flight_link);
-		req->flight = NULL;
-	}
+	req->flight = NULL;
 }
 
 /* Past the stop deadline: a flight with no refresh running answers its

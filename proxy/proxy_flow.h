@@ -39,6 +39,9 @@
 #define HTTP_BAD_GATEWAY	502
 #define HTTP_GATEWAY_TIMEOUT	504
 #define HTTP_MISDIRECTED	421
+/* A response longer than this (or of unknown length) is streamed to its
+ * clients as it arrives; a shorter one is answered whole. */
+#define STREAM_MIN_BYTES	(64 * 1024)
 
 #define MIN(a, b)		((a) < (b) ? (a) : (b))
 #define MAX(a, b)		((a) > (b) ? (a) : (b))
@@ -95,6 +98,10 @@ struct req {
 	int			 conditional;	/* If-None-Match or If-Modified-Since */
 	int			 early_due;	/* its near-cache hit rolled XFetch */
 	int			 hit_for_miss;	/* passed: the key is uncacheable */
+	int			 streaming;	/* its reply is under way */
+	int			 paused;	/* PASS: its fetch waits for it */
+	struct event		*end_ev;	/* its reply ends once sent */
+	uint64_t		 streamed;	/* body bytes handed to it */
 	int			 not_forwarded;	/* a backoff answered: no fetch */
 	int			 upstream_status;	/* fwd-status, if not the entry's */
 	char			 failure[FAILURE_MAX];	/* what the upstream did */
@@ -138,6 +145,22 @@ struct evkeyvalq *req_headers(const struct req *req);
 void	req_forward_headers(struct req *req, struct evkeyvalq *dst, int flags);
 /* The client's address, or NULL when the connection is gone. */
 char	*req_client_address(struct req *req);
+/* Should a response with this head be streamed as it arrives? A flight
+ * (cached) keeps 5xx whole: a stale entry may answer instead. */
+int	stream_wanted(const struct upstream_response *resp, int cached);
+/* Starts req's reply with resp's status and headers, the body to come
+ * (collapsed: another request's fetch). 0, or -1 when its client is gone
+ * (req is then answered whole, or passed, when the fetch ends). */
+int	req_stream_start(struct req *req, const struct upstream_response *resp,
+	    int collapsed);
+/* Sends a piece of the body by reference; returns the bytes still queued
+ * for the client (0 once it is gone). */
+size_t	req_stream_data(struct req *req, struct evbuffer *chunk);
+size_t	req_stream_backlog(struct req *req);
+/* The body ended, whole (ok) or cut short (the client's connection is
+ * then closed: a cut body is never passed off as whole); req is done. */
+void	req_stream_end(struct req *req, int ok, enum outcome o,
+	    int64_t upstream_ms);
 void	req_abandon_all(void);
 void	req_remap(const struct conf *old, const struct conf *new);
 void	req_shutdown_all(void);
@@ -151,6 +174,8 @@ int	flight_join(struct proxy *px, struct req *req, const char *key,
 	    int early_due);
 /* req leaves its flight, if it is in one, unanswered. */
 void	flight_leave(struct req *req);
+/* A streamed piece reached req's client: the fetch may go on. */
+void	flight_stream_drained(struct req *req);
 /* Has a hit on e drawn an early refresh (XFetch)? */
 int	xfetch_due(const struct conf_route *rt, const struct cache_entry *e);
 void	flight_abandon_all(void);
@@ -176,6 +201,11 @@ enum refresh_result {
 	RFR_PASS,		/* the key is uncacheable (hit-for-miss) */
 };
 
+/* A refresh's response as it arrives (upstream_data_cb's contract), for
+ * the flight that started it. */
+typedef int refresh_stream_cb(const struct upstream_response *resp,
+    struct evbuffer *chunk, void *arg);
+
 /* What a refresh wants: it copies all of it. */
 struct refresh_args {
 	enum refresh_mode	 mode;
@@ -187,6 +217,7 @@ struct refresh_args {
 	const struct evkeyvalq	*headers;	/* sent upstream */
 	const char		*seen_gen;	/* the generation it saw */
 	struct cache_entry	*base;		/* to revalidate, or NULL */
+	refresh_stream_cb	*stream;	/* NULL: the body comes whole */
 };
 
 /* What a refresh reports once it has ended. The callee may take entry. */
@@ -202,6 +233,8 @@ struct refresh_report {
 	int64_t			 fetch_ms;	/* -1: no fetch ended */
 	char			 variant[FLOW_KEY_MAX + 1];	/* "" or "K\nID" */
 	char			 vary[VARY_SPEC_MAX];	/* the response's Vary */
+	int			 partial;	/* streamed past max_entry_bytes:
+						 * entry's body is not whole */
 };
 
 typedef void refresh_done_cb(struct refresh_report *rep, void *arg);
@@ -214,6 +247,8 @@ struct refresh *refresh_start(struct proxy *px, const struct refresh_args *a,
 int	refresh_running(struct proxy *px, const char *key);
 /* Its starter is gone: it goes on, and reports to nobody. */
 void	refresh_detach(struct refresh *rf);
+/* Goes on with a fetch its stream callback paused. */
+void	refresh_resume(struct refresh *rf);
 /* An upstream response as an entry of generation gen, fresh for no time
  * yet. NULL on no memory. */
 struct cache_entry *entry_from_response(struct upstream_response *resp,

@@ -8,9 +8,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
-#include <string.h>
-
 #include <stdlib.h>
+#include <string.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>

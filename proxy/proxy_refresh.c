@@ -74,6 +74,7 @@ struct refresh {
 	TAILQ_ENTRY(refresh)	 link;
 	refresh_done_cb		*cb;
 	void			*cb_arg;
+	refresh_stream_cb	*stream;	/* with cb_arg */
 
 	struct refresh_report	 rep;
 };
@@ -337,6 +338,7 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 		goto out;
 	}
 	rf->rep.result = RFR_FETCHED;
+	rf->rep.partial = resp->body_partial;
 	hdr_freshness(rf->rep.entry->status, &rf->rep.entry->headers, rf->authorized,
 	    rt, rf->rep.entry->stored_ms, &f);
 	/* What is stored is served to all; the rest only when it is not
@@ -350,7 +352,8 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 		why = "out of memory";
 	else if (!f.storable)
 		why = f.why;
-	else if (rf->rep.entry->body_len > (uint64_t)px->conf->max_entry_bytes)
+	else if (rf->rep.partial ||
+	    rf->rep.entry->body_len > (uint64_t)px->conf->max_entry_bytes)
 		why = "larger than max_entry_bytes";
 	else if (rf->lost)
 		why = "lock lost";
@@ -416,6 +419,18 @@ on_refresh_released(enum fence_result r, void *arg)
 	refresh_run(rf);
 }
 
+/* The body as it arrives, for the flight (never a client directly). */
+static int
+on_refresh_data(const struct upstream_response *resp, struct evbuffer *chunk,
+    void *arg)
+{
+	struct refresh *rf = arg;
+
+	assert(rf->magic == REFRESH_MAGIC);
+	return rf->stream != NULL && rf->cb != NULL ?
+	    rf->stream(resp, chunk, rf->cb_arg) : 0;
+}
+
 static int
 refresh_fetch(struct refresh *rf)
 {
@@ -430,6 +445,13 @@ refresh_fetch(struct refresh *rf)
 		.max_body_bytes = PASS_BODY_MAX,	/* larger: not stored */
 	};
 
+	if (rf->stream != NULL) {
+		/* The body flows to the flight as it comes; what is kept for
+		 * the entry is bounded by what may be stored. */
+		ur.on_data = on_refresh_data;
+		ur.data_arg = rf;
+		ur.keep_body = (size_t)conf->max_entry_bytes;
+	}
 	rf->fetch_start_us = util_mono_us();
 	STAT_INC(rf->px->stats, rf->route, upstream_fetches);
 	rf->fetch = upstream_fetch(rf->px->upstream, &ur, on_refresh_fetched, rf);
@@ -572,6 +594,7 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	rf->rep.fetch_ms = -1;
 	rf->cb = cb;
 	rf->cb_arg = arg;
+	rf->stream = a->stream;
 	TAILQ_INIT(&rf->headers);
 	snprintf(rf->key, sizeof(rf->key), "%s", a->key);
 	snprintf(rf->seen_gen, sizeof(rf->seen_gen), "%s", a->seen_gen);
@@ -629,6 +652,17 @@ refresh_detach(struct refresh *rf)
 {
 	assert(rf->magic == REFRESH_MAGIC);
 	rf->cb = NULL;
+	rf->stream = NULL;
+	if (rf->fetch != NULL)
+		upstream_resume(rf->fetch);	/* nobody holds it back now */
+}
+
+void
+refresh_resume(struct refresh *rf)
+{
+	assert(rf->magic == REFRESH_MAGIC);
+	if (rf->fetch != NULL)
+		upstream_resume(rf->fetch);
 }
 
 /*

@@ -11,6 +11,7 @@
 
 #include <assert.h>
 #include <ctype.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include <sys/queue.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -37,11 +39,14 @@
 #define CACHE_STATUS_MAX	160
 #define VIA_TOKEN		"1.1 corral"
 #define VIA_MAX			1024	/* the origin's Via lines, joined */
+#define STREAM_END_CHECK_MS	20	/* an ended stream still being sent */
 
 /* Every live request, for a drain and for shutdown. */
 static TAILQ_HEAD(, req)	all_reqs = TAILQ_HEAD_INITIALIZER(all_reqs);
 
 static void req_run(struct req *req);
+static void req_free(struct req *req, uint64_t bytes);
+static void stream_abort(struct req *req);
 
 char *
 req_client_address(struct req *req)
@@ -241,17 +246,196 @@ deliver(struct req *req)
 	return e->body_len;
 }
 
+/* ---- streaming: a reply that goes out as the response arrives ------ */
+
+int
+stream_wanted(const struct upstream_response *resp, int cached)
+{
+	const char *cl = evhttp_find_header(&resp->headers, "Content-Length");
+	int64_t len = cl != NULL ? hdr_delta_seconds(cl) : -1;
+
+	/* No body, or an answer a flight may replace (a 5xx by a stale
+	 * entry, a 304 by the stored body); and a short body comes whole. */
+	if (resp->status < 200 || resp->status == 204 || resp->status == 304 ||
+	    (cached && resp->status >= 500))
+		return 0;
+	return len < 0 || len > STREAM_MIN_BYTES;
+}
+
+/* Via: every hop the origin's Via lists, then ours. */
 static void
-req_finish(struct req *req)
+add_via(struct evkeyvalq *out, const struct evkeyvalq *in)
+{
+	char line[VIA_MAX];
+	size_t used = 0;
+	const struct evkeyval *h;
+
+	TAILQ_FOREACH(h, in, next) {
+		if (strcasecmp(h->key, "Via") != 0)
+			continue;
+		used += (size_t)snprintf(line + used, sizeof(line) - used,
+		    "%s, ", h->value);
+		if (used >= sizeof(line))
+			used = sizeof(line) - 1;
+	}
+	snprintf(line + used, sizeof(line) - used, VIA_TOKEN);
+	evhttp_remove_header(out, "Via");
+	evhttp_add_header(out, "Via", line);
+}
+
+int
+req_stream_start(struct req *req, const struct upstream_response *resp,
+    int collapsed)
+{
+	struct evkeyvalq *out = evhttp_request_get_output_headers(req->ev);
+	const char *cl = evhttp_find_header(&resp->headers, "Content-Length");
+	int strip = req->rt.origin_cache_control && !req->rt.forward_targeted_cc;
+	char cs[CACHE_STATUS_MAX], date[64];
+	const struct evkeyval *h;
+
+	assert(req->magic == REQ_MAGIC && !req->streaming);
+	if (evhttp_request_get_connection(req->ev) == NULL || req->head)
+		return -1;
+	TAILQ_FOREACH(h, &resp->headers, next) {
+		/* End-to-end ones, as an entry keeps them. */
+		if (hdr_is_hop_by_hop(h->key, evhttp_find_header(&resp->headers,
+		    "Connection")) || strcasecmp(h->key, "Content-Length") == 0 ||
+		    strcasecmp(h->key, "Via") == 0 ||
+		    (strip && hdr_is_targeted(h->key, &req->rt)))
+			continue;
+		evhttp_add_header(out, h->key, h->value);
+	}
+	add_via(out, &resp->headers);
+	if (cl != NULL)		/* checked by the upstream side */
+		evhttp_add_header(out, "Content-Length", cl);
+	if (evhttp_find_header(out, "Date") == NULL) {
+		hdr_format_date(util_now_ms(), date, sizeof(date));
+		evhttp_add_header(out, "Date", date);
+	}
+	if (req->pass_kind != OUT_NONE)
+		snprintf(cs, sizeof(cs), "corral; fwd=%s; fwd-status=%d",
+		    req->pass_kind == OUT_METHOD ? "method" : "bypass",
+		    resp->status);
+	else
+		snprintf(cs, sizeof(cs), "corral; fwd=miss; fwd-status=%d%s",
+		    resp->status, collapsed ? "; collapsed" : "");
+	evhttp_add_header(out, "Cache-Status", cs);
+	if (req->px->draining)
+		evhttp_add_header(out, "Connection", "close");
+	evhttp_send_reply_start(req->ev, resp->status, NULL);
+	req->streaming = 1;
+	req->waited_us = util_mono_us() - req->t_join_us;	/* its wait */
+	return 0;
+}
+
+size_t
+req_stream_backlog(struct req *req)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req->ev);
+	struct bufferevent *bev, *wire;
+	size_t n;
+
+	if (evcon == NULL)
+		return 0;	/* the client left */
+	bev = evhttp_connection_get_bufferevent(evcon);
+	n = evbuffer_get_length(bufferevent_get_output(bev));
+	if ((wire = bufferevent_get_underlying(bev)) != NULL)
+		n += evbuffer_get_length(bufferevent_get_output(wire));
+	return n;
+}
+
+/* A streamed reply whose body is all queued: it ends once sent (or once
+ * its client has gone). */
+static void
+on_stream_end(evutil_socket_t fd, short what, void *arg)
+{
+	struct req *req = arg;
+
+	assert(req->magic == REQ_MAGIC && req->end_ev != NULL);
+	if (req_stream_backlog(req) > 0) {
+		timer_arm(req->end_ev, STREAM_END_CHECK_MS);
+		return;
+	}
+	event_free(req->end_ev);
+	req->end_ev = NULL;
+	evhttp_send_reply_end(req->ev);	/* frees it if its client left */
+	req_free(req, req->streamed);
+}
+
+/* What was queued for the client has been sent. */
+static void
+on_stream_written(struct evhttp_connection *evcon, void *arg)
+{
+	struct req *req = arg;
+
+	assert(req->magic == REQ_MAGIC && req->streaming);
+	if (req->end_ev != NULL) {
+		event_active(req->end_ev, EV_TIMEOUT, 0);
+	} else if (req->flight != NULL) {
+		flight_stream_drained(req);
+	} else if (req->paused && req->fetch != NULL &&
+	    req_stream_backlog(req) <= (size_t)req->px->conf->stream_window / 2) {
+		req->paused = 0;
+		upstream_resume(req->fetch);
+	}
+}
+
+size_t
+req_stream_data(struct req *req, struct evbuffer *chunk)
+{
+	struct evbuffer *buf;
+
+	assert(req->magic == REQ_MAGIC && req->streaming);
+	if (evhttp_request_get_connection(req->ev) == NULL)
+		return 0;
+	if ((buf = evbuffer_new()) == NULL ||
+	    evbuffer_add_buffer_reference(buf, chunk) == -1) {
+		if (buf != NULL)
+			evbuffer_free(buf);
+		return 0;	/* the end will find it short */
+	}
+	req->streamed += evbuffer_get_length(buf);
+	evhttp_send_reply_chunk_with_cb(req->ev, buf, on_stream_written, req);
+	evbuffer_free(buf);
+	return req_stream_backlog(req);
+}
+
+void
+req_stream_end(struct req *req, int ok, enum outcome o, int64_t upstream_ms)
+{
+	assert(req->magic == REQ_MAGIC && req->streaming);
+	upstream_cancel(&req->fetch);
+	req->outcome = o;
+	if (upstream_ms >= 0)
+		req->upstream_ms = upstream_ms;
+	if (!ok) {
+		log_warn("%s: the response was cut short after %" PRIu64
+		    " bytes; closing the client's connection", req->uri,
+		    req->streamed);
+		stream_abort(req);
+		return;
+	}
+	/* libevent ends a reply (and may close the connection) as soon as
+	 * its own buffer is empty: only once the client has taken all of
+	 * it, so that nothing queued below is lost. */
+	if ((req->end_ev = evtimer_new(req->px->base, on_stream_end,
+	    req)) == NULL) {
+		stream_abort(req);
+		return;
+	}
+	on_stream_end(-1, 0, req);
+}
+
+/* Counts, logs and frees req, whose reply has gone (or been given up). */
+static void
+req_free(struct req *req, uint64_t bytes)
 {
 	struct proxy *px = req->px;
 
-	assert(req->magic == REQ_MAGIC);
-	upstream_cancel(&req->fetch);
-	flight_leave(req);
-	req->waited_us = util_mono_us() - req->t_join_us;	/* measured once */
-	log_access(req, deliver(req));
+	log_access(req, bytes);
 	count_outcome(req);
+	if (req->end_ev != NULL)
+		event_free(req->end_ev);
 	TAILQ_REMOVE(&all_reqs, req, all_link);
 	px->nrequests--;
 	entry_unref(&req->entry);
@@ -259,6 +443,70 @@ req_finish(struct req *req)
 	free(req->host);
 	req->magic = 0;
 	free(req);
+}
+
+/*
+ * A reply under way that cannot be completed: the client's connection is
+ * closed, so that a cut body can never pass for a whole one (its length
+ * or final chunk never comes). req is freed.
+ */
+static void
+stream_abort(struct req *req)
+{
+	struct evhttp_request *ev = req->ev;
+	struct evhttp_connection *evcon = evhttp_request_get_connection(ev);
+
+	req_free(req, req->streamed);	/* before ev goes */
+	if (evcon != NULL)
+		evhttp_connection_free(evcon);	/* frees ev */
+	else
+		evhttp_send_reply_end(ev);	/* the client left: frees ev */
+}
+
+static void
+req_finish(struct req *req)
+{
+	assert(req->magic == REQ_MAGIC);
+	upstream_cancel(&req->fetch);
+	flight_leave(req);
+	req->waited_us = util_mono_us() - req->t_join_us;	/* measured once */
+	if (req->streaming) {
+		req->outcome = OUT_UNAVAILABLE;
+		stream_abort(req);
+		return;
+	}
+	req_free(req, deliver(req));
+}
+
+/* A passed-through response as it arrives: a long one is streamed. */
+static int
+on_pass_data(const struct upstream_response *resp, struct evbuffer *chunk,
+    void *arg)
+{
+	struct req *req = arg;
+
+	assert(req->magic == REQ_MAGIC);
+	if (chunk == NULL)
+		return stream_wanted(resp, 0) && req_stream_start(req, resp,
+		    0) == 0 ? UPSTREAM_STREAM : 0;
+	if (req->streaming && req_stream_data(req, chunk) >
+	    (size_t)req->px->conf->stream_window)
+		req->paused = 1;
+	return req->paused ? UPSTREAM_PAUSE : 0;
+}
+
+/* RFC 9111 4.4: a successful unsafe request invalidates: this process's
+ * copy at once, Redis's (queued ahead of any later lookup) and the
+ * fleet's by the broadcast. */
+static void
+pass_invalidate(struct req *req, int status)
+{
+	if (req->key[0] != '\0' && status < 400) {
+		l1_drop(req->px->l1, req->key);
+		if (cache_invalidate(req->px->cache, req->key, NULL,
+		    NULL) != NULL)
+			STAT_INC(req->px->stats, req->route, invalidations);
+	}
 }
 
 static void
@@ -270,6 +518,27 @@ on_pass_fetched(struct upstream_response *resp, void *arg)
 	req->fetch = NULL;
 	req->upstream_ms = resp->elapsed_ms;
 	count_upstream(req->px, req->route, resp);
+	if (req->streaming) {
+		int ok = resp->result == UPSTREAM_OK;
+
+		if (ok) {
+			pass_invalidate(req, resp->status);
+		} else {
+			log_warn("upstream %s: %s (%s), after its head",
+			    req->uri, upstream_result_name(resp->result),
+			    resp->error);
+			req->uerr = resp->result;
+		}
+		upstream_response_free(&resp);
+		req_stream_end(req, ok, ok ? req->pass_kind :
+		    OUT_UPSTREAM_ERROR, req->upstream_ms);
+		return;
+	}
+	if (resp->result == UPSTREAM_OK && resp->body_partial) {
+		/* Its client was gone when it began: never a cut body. */
+		resp->result = UPSTREAM_ERR_PROTOCOL;
+		snprintf(resp->error, sizeof(resp->error), "client gone");
+	}
 	if (resp->result != UPSTREAM_OK) {
 		log_warn("upstream %s: %s (%s)", req->uri,
 		    upstream_result_name(resp->result), resp->error);
@@ -284,16 +553,7 @@ on_pass_fetched(struct upstream_response *resp, void *arg)
 		req->entry = entry_from_response(resp, "", 0);
 		req->outcome = req->entry != NULL ? req->pass_kind :
 		    OUT_UNAVAILABLE;
-		/* RFC 9111 4.4: a successful unsafe request invalidates: this
-		 * process's copy at once, Redis's (queued ahead of any later
-		 * lookup) and the fleet's by the broadcast. */
-		if (req->key[0] != '\0' && resp->status < 400) {
-			l1_drop(req->px->l1, req->key);
-			if (cache_invalidate(req->px->cache, req->key, NULL,
-			    NULL) != NULL)
-				STAT_INC(req->px->stats, req->route,
-				    invalidations);
-		}
+		pass_invalidate(req, resp->status);
 	}
 	upstream_response_free(&resp);
 	req->step = REQ_DELIVER;
@@ -325,6 +585,9 @@ pass_start(struct req *req)
 	ur.connect_timeout_ms = px->conf->upstream_connect_timeout_ms;
 	ur.timeout_ms = px->conf->upstream_timeout_ms;
 	ur.max_body_bytes = PASS_BODY_MAX;
+	ur.on_data = on_pass_data;
+	ur.data_arg = req;
+	ur.keep_body = 0;	/* a streamed body goes to its client only */
 	STAT_INC(px->stats, req->route, upstream_fetches);
 	req->fetch = upstream_fetch(px->upstream, &ur, on_pass_fetched, req);
 	evhttp_clear_headers(&headers);

@@ -699,7 +699,7 @@ class Corral:
     is its RLIMIT_NOFILE."""
 
     def __init__(self, binary, config_text, name, workdir=None, wait_redis=True,
-                 nofile=None):
+                 nofile=None, env=None):
         if not binary or not os.access(binary, os.X_OK):
             raise AssertionError(f"corral binary {binary!r} not found or not executable "
                                  "(build it first, e.g. make build/asan/corral)")
@@ -718,7 +718,8 @@ class Corral:
             self.proc = subprocess.Popen([*WRAPPER, binary, "-c", self.config_path],
                                          stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL,
-                                         preexec_fn=nofile_limit(nofile))
+                                         preexec_fn=nofile_limit(nofile),
+                                         env=dict(os.environ, **(env or {})))
         try:
             wait_for(self.ready, timeout=START_TIMEOUT_S,
                      what=f"{name} to answer GET /stats on {self.admin_url}")
@@ -974,17 +975,18 @@ class Env:
         return self.track(Origin(self.workdir, self.name("origin"), delay))
 
     def corral(self, redis=None, origin=None, routes=None, extra=None, config=None,
-               wait_redis=None, nofile=None):
+               wait_redis=None, nofile=None, env=None):
         """Starts corral with config (INI text) or with corral_config(redis,
         origin, routes, extra) on free ports. wait_redis (default: True when
-        redis is a RedisServer) waits for /stats to report redis up."""
+        redis is a RedisServer) waits for /stats to report redis up. env:
+        variables laid over this process's environment for it."""
         if config is None:
             config = corral_config(redis, origin, free_port(), free_port(), routes, extra)
         if wait_redis is None:
             wait_redis = isinstance(redis, RedisServer)
         name = self.name("corral")
         c = Corral(self.binary, config, name, self.workdir, wait_redis=wait_redis,
-                   nofile=nofile)
+                   nofile=nofile, env=env)
         self.corrals.append(c)
         return self.track(c)
 

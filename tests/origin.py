@@ -28,6 +28,12 @@ control API under /__origin/ (never counted, never delayed):
         *), or without one and with an If-Modified-Since not before
         last_modified, is answered 304 without a body (when status is 200).
         "date": false sends no Date header; a string sends that Date.
+        "size": N sends N bytes of a fixed pattern (BODY_PATTERN repeated)
+        instead of "body". "pieces": K with "interval_ms": M writes the
+        body in K parts M ms apart (a slow origin's trickle); "cut_after":
+        N announces the whole length but closes after N bytes of body;
+        "no_length": true sends no Content-Length and closes after the
+        body.
     POST /__origin/release?path=/users/1
         Releases every request held on that path; later ones pass.
     GET  /__origin/stats    {"total": N, "paths": {PATH: {"count", "methods",
@@ -71,6 +77,7 @@ IDLE_TIMEOUT_S = 120		# keep-alive connections idle this long are closed
 LISTEN_BACKLOG = 1024		# stampedes open hundreds of connections at once
 NO_BODY_STATUSES = {204, 304}
 WRITE_WAIT_S = 2		# stats wait this long for responses being written
+BODY_PATTERN = bytes(range(256)) * 16	# what "size" bodies are made of
 FRAMING_HEADERS = {"content-length", "transfer-encoding"}
 HEADER_FIELD_RE = re.compile(r"\{h:([A-Za-z0-9-]+)\}")	# {h:Name} in a body
 
@@ -148,7 +155,8 @@ class OriginState:
     """Counts, scripts and holds, shared by every handler thread."""
 
     SCRIPT_FIELDS = {"delay_ms", "status", "body", "headers", "hold", "etag",
-                     "last_modified", "date", "drop"}
+                     "last_modified", "date", "drop", "size", "pieces",
+                     "interval_ms", "cut_after", "no_length"}
 
     def __init__(self, default_delay_s):
         self.lock = threading.Lock()
@@ -218,7 +226,9 @@ class OriginState:
             st.max_active = max(st.max_active, st.active)
             script = {"delay_ms": self.default_delay_s * 1000.0, "status": 200,
                       "body": None, "headers": {}, "hold": False, "etag": None,
-                      "last_modified": None, "date": None, "drop": False}
+                      "last_modified": None, "date": None, "drop": False,
+                      "size": None, "pieces": 1, "interval_ms": 0, "cut_after": None,
+                      "no_length": False}
             hold_key = None
             for key in ("*", path):
                 if key in self.scripts:
@@ -297,8 +307,12 @@ class Handler(BaseHTTPRequestHandler):
             raise ValueError("request body too large")
         return self.rfile.read(length) if length > 0 else b""
 
-    def reply(self, status, body, headers=(), date=None):
-        """date: None sends the current Date, False none, a string that one."""
+    def reply(self, status, body, headers=(), date=None, pieces=1, interval_s=0.0,
+              cut_after=None, no_length=False):
+        """date: None sends the current Date, False none, a string that one.
+        The body goes in pieces parts, interval_s apart; cut_after closes
+        the connection after that many body bytes (its length announced
+        whole); no_length sends no Content-Length and closes at the end."""
         if date is None:
             self.send_response(status)
         else:
@@ -313,13 +327,21 @@ class Handler(BaseHTTPRequestHandler):
             names.add(name.lower())
         if "content-type" not in names and body:
             self.send_header("Content-Type", "text/plain; charset=utf-8")
-        if names & FRAMING_HEADERS:
+        if names & FRAMING_HEADERS or no_length or cut_after is not None:
             self.close_connection = True	# the client may frame it otherwise
-        elif status not in NO_BODY_STATUSES:
+        if not (names & FRAMING_HEADERS) and not no_length and \
+                status not in NO_BODY_STATUSES:
             self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if self.command != "HEAD" and status not in NO_BODY_STATUSES:
-            self.wfile.write(body)
+            if cut_after is not None:
+                body = body[:int(cut_after)]
+            step = max(1, -(-len(body) // max(1, pieces)))
+            for i in range(0, len(body), step):
+                if i > 0 and interval_s > 0:
+                    self.wfile.flush()
+                    time.sleep(interval_s)	# the origin trickles its body
+                self.wfile.write(body[i:i + step])
         self.wfile.flush()
 
     def reply_json(self, status, obj):
@@ -386,12 +408,18 @@ class Handler(BaseHTTPRequestHandler):
                     .replace("{path}", path).replace("{method}", self.command))
             body = HEADER_FIELD_RE.sub(
                 lambda m: self.headers.get(m.group(1), ""), body).encode()
+        if script["size"] is not None:	# a large body: bytes by position
+            size = int(script["size"])
+            body = (BODY_PATTERN * (size // len(BODY_PATTERN) + 1))[:size]
         if status in NO_BODY_STATUSES:
             body = b""
         state.begin_write(path, status)
         done_at = None
         try:
-            self.reply(status, body, headers, script["date"])
+            self.reply(status, body, headers, script["date"],
+                       pieces=int(script["pieces"]),
+                       interval_s=float(script["interval_ms"]) / 1000.0,
+                       cut_after=script["cut_after"], no_length=script["no_length"])
             done_at = time.time()
         finally:
             state.end_write(path, done_at)

@@ -17,6 +17,23 @@
 
 struct upstream;
 struct upstream_fetch;
+struct upstream_response;
+
+/*
+ * Streaming: the response is handed over as it arrives. First with chunk
+ * NULL once its status and headers are in (before any body), then with
+ * each piece of the body. The callee may take the piece's bytes by
+ * reference (evbuffer_add_buffer_reference) but must not drain it nor
+ * cancel the fetch. It returns 0 to go on, or these flags:
+ *	UPSTREAM_PAUSE	pause the transfer until upstream_resume()
+ *	UPSTREAM_STREAM	(to the head) the body is streamed: the response
+ *			keeps only its first keep_body bytes. Otherwise it
+ *			keeps all of it, up to max_body_bytes.
+ */
+#define UPSTREAM_PAUSE	0x1
+#define UPSTREAM_STREAM	0x2
+typedef int upstream_data_cb(const struct upstream_response *resp,
+    struct evbuffer *chunk, void *arg);
 
 enum upstream_result {
 	UPSTREAM_OK = 0,	/* a complete HTTP response (any status) */
@@ -35,6 +52,12 @@ struct upstream_request {
 	int64_t			 connect_timeout_ms;
 	int64_t			 timeout_ms;
 	size_t			 max_body_bytes;	/* 0: no limit */
+	/* Optional streaming (on_data): a body the callee streams is not
+	 * limited, and the response keeps only its first keep_body bytes
+	 * (body_partial when there were more). */
+	upstream_data_cb	*on_data;
+	void			*data_arg;
+	size_t			 keep_body;
 };
 
 struct upstream_response {
@@ -42,6 +65,8 @@ struct upstream_response {
 	int			 status;	/* HTTP status when UPSTREAM_OK */
 	struct evkeyvalq	 headers;	/* final response's headers */
 	struct evbuffer		*body;
+	int			 body_partial;	/* streamed past keep_body */
+	uint64_t		 body_bytes;	/* received, kept or not */
 	int64_t			 elapsed_ms;
 	char			 error[160];	/* human-readable, when not OK */
 };
@@ -64,6 +89,8 @@ void		 upstream_free(struct upstream **up);
 struct upstream_fetch *upstream_fetch(struct upstream *up,
 		    const struct upstream_request *req, upstream_done_cb *cb,
 		    void *arg);
+/* Goes on with a fetch its on_data paused. */
+void		 upstream_resume(struct upstream_fetch *f);
 /* Stops a fetch in flight; its callback will not run. Sets *f to NULL. */
 void		 upstream_cancel(struct upstream_fetch **f);
 /* Number of fetches in flight. */

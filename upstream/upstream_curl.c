@@ -83,6 +83,18 @@ struct upstream_fetch {
 	int			 max_headers;	/* upstream's, when it started */
 	int			 in_multi;
 	int			 linked;
+	/* Streaming: what arrived since the last hand-over, handed over from
+	 * our event callbacks once libcurl has returned. */
+	upstream_data_cb	*on_data;
+	void			*data_arg;
+	size_t			 keep_body;
+	struct evbuffer		*pending;
+	int			 head_due;	/* the head is still to hand over */
+	int			 head_done;
+	int			 streamed;	/* the callee streams the body */
+	int			 paused;
+	int			 ready;		/* in up->ready */
+	TAILQ_ENTRY(upstream_fetch) ready_entry;
 	enum abort_reason	 abort;
 	char			 framing[80];	/* what ABORT_FRAMING found */
 	char			 errbuf[CURL_ERROR_SIZE];
@@ -96,6 +108,7 @@ struct upstream {
 	struct event		*timer;		/* CURLMOPT_TIMERFUNCTION's */
 	struct event		*reap;		/* fails ABORT_NO_SOCKET fetches */
 	TAILQ_HEAD(, upstream_fetch) fetches;
+	TAILQ_HEAD(, upstream_fetch) ready;	/* streamed data to hand over */
 	TAILQ_HEAD(, sock)	 socks;
 	int			 active;
 	int			 max_headers;	/* 0: no limit */
@@ -339,6 +352,10 @@ fetch_free(struct upstream_fetch **fp)
 		curl_easy_cleanup(f->easy);
 	curl_slist_free_all(f->req_headers);
 	upstream_response_free(&f->resp);
+	if (f->ready)
+		TAILQ_REMOVE(&f->up->ready, f, ready_entry);
+	if (f->pending != NULL)
+		evbuffer_free(f->pending);
 	if (f->linked) {
 		TAILQ_REMOVE(&f->up->fetches, f, entry);
 		f->up->active--;
@@ -403,6 +420,71 @@ classify(const struct upstream_fetch *f, CURLcode rc, char *err,
  * handle, free the fetch and only then run the callback.
  */
 static void
+upstream_pause(struct upstream_fetch *f)
+{
+	if (!f->paused && curl_easy_pause(f->easy, CURLPAUSE_RECV) == CURLE_OK)
+		f->paused = 1;
+}
+
+/*
+ * Streaming: hands f's head (once) and what arrived of its body to its
+ * on_data, keeping the first keep_body bytes in the response. From our
+ * event callbacks only, after libcurl has returned.
+ */
+static void
+hand_over(struct upstream_fetch *f)
+{
+	struct upstream_response *resp = f->resp;
+	long status = 0;
+	size_t n, room;
+	int r;
+
+	if (f->ready) {
+		TAILQ_REMOVE(&f->up->ready, f, ready_entry);
+		f->ready = 0;
+	}
+	if (f->head_due) {
+		curl_easy_getinfo(f->easy, CURLINFO_RESPONSE_CODE, &status);
+		resp->status = (int)status;
+		f->head_due = 0;
+		f->head_done = 1;
+		r = f->on_data(resp, NULL, f->data_arg);
+		f->streamed = (r & UPSTREAM_STREAM) != 0;
+		if (r & UPSTREAM_PAUSE)
+			upstream_pause(f);
+	}
+	if ((n = evbuffer_get_length(f->pending)) == 0)
+		return;
+	room = !f->streamed ? n : evbuffer_get_length(resp->body) <
+	    f->keep_body ? f->keep_body - evbuffer_get_length(resp->body) : 0;
+	if (n <= room) {
+		evbuffer_add_buffer_reference(resp->body, f->pending);
+	} else {
+		/* Past keep_body: the response keeps what fits, and says so. */
+		resp->body_partial = 1;
+		if (room > 0)
+			evbuffer_add(resp->body, evbuffer_pullup(f->pending,
+			    (ev_ssize_t)room), room);
+	}
+	if (f->on_data(resp, f->pending, f->data_arg) & UPSTREAM_PAUSE)
+		upstream_pause(f);
+	evbuffer_free(f->pending);
+	if ((f->pending = evbuffer_new()) == NULL)
+		f->abort = ABORT_NO_MEMORY;	/* seen when it ends */
+}
+
+/* Every streaming fetch's news, one fetch at a time: a callback may
+ * cancel others, which leave the ready list as they are freed. */
+static void
+hand_over_all(struct upstream *up)
+{
+	struct upstream_fetch *f;
+
+	while (!up->dying && (f = TAILQ_FIRST(&up->ready)) != NULL)
+		hand_over(f);
+}
+
+static void
 finish(struct upstream_fetch *f, CURLcode rc)
 {
 	struct upstream_response *resp = f->resp;
@@ -411,6 +493,11 @@ finish(struct upstream_fetch *f, CURLcode rc)
 	long status = 0;
 
 	assert(f->magic == FETCH_MAGIC && f->in_multi);
+	/* What streamed in last goes before the end (on_data may not
+	 * cancel the fetch). */
+	if (f->on_data != NULL && rc == CURLE_OK && f->abort == ABORT_NONE &&
+	    (f->head_due || evbuffer_get_length(f->pending) > 0))
+		hand_over(f);
 	curl_multi_remove_handle(f->up->multi, f->easy);
 	f->in_multi = 0;
 
@@ -479,6 +566,7 @@ on_socket(evutil_socket_t fd, short what, void *arg)
 	    CURLM_OK)
 		log_error("upstream: curl_multi_socket_action: %s",
 		    curl_multi_strerror(mc));
+	hand_over_all(up);
 	drain(up);
 	unbusy(up);
 }
@@ -498,6 +586,7 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 	    &running)) != CURLM_OK)
 		log_error("upstream: curl_multi_socket_action: %s",
 		    curl_multi_strerror(mc));
+	hand_over_all(up);
 	drain(up);
 	unbusy(up);
 }
@@ -675,6 +764,27 @@ on_body(char *data, size_t size, size_t n, void *arg)
 	size_t len = size * n;
 
 	assert(f->magic == FETCH_MAGIC);
+	if (f->on_data != NULL) {
+		/* Handed over once libcurl returns (hand_over()). A body
+		 * kept whole has max_body_bytes as its bound. */
+		if (!f->streamed && f->max_body > 0 &&
+		    len > f->max_body - f->resp->body_bytes) {
+			f->abort = ABORT_TOO_BIG;
+			return 0;
+		}
+		if (evbuffer_add(f->pending, data, len) == -1) {
+			f->abort = ABORT_NO_MEMORY;
+			return 0;
+		}
+		f->resp->body_bytes += len;
+		if (!f->head_done)
+			f->head_due = 1;
+		if (!f->ready) {
+			TAILQ_INSERT_TAIL(&f->up->ready, f, ready_entry);
+			f->ready = 1;
+		}
+		return len;
+	}
 	if (f->max_body > 0 &&
 	    len > f->max_body - evbuffer_get_length(f->resp->body)) {
 		f->abort = ABORT_TOO_BIG;
@@ -854,7 +964,7 @@ configure(struct upstream_fetch *f, const struct upstream_request *req)
 	    clamp_ms(req->timeout_ms)) != CURLE_OK;
 	/* Fails early on a Content-Length over the limit; on_body enforces
 	 * it for every body. HEAD's Content-Length describes no body. */
-	if (req->max_body_bytes > 0 && !head)
+	if (req->max_body_bytes > 0 && !head && req->on_data == NULL)
 		bad |= curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,
 		    (curl_off_t)req->max_body_bytes) != CURLE_OK;
 	if (set_method(e, req) == -1)
@@ -880,6 +990,11 @@ upstream_fetch(struct upstream *up, const struct upstream_request *req,
 	f->arg = arg;
 	f->max_body = req->max_body_bytes;
 	f->max_headers = up->max_headers;
+	f->on_data = req->on_data;
+	f->data_arg = req->data_arg;
+	f->keep_body = req->keep_body;
+	if (f->on_data != NULL && (f->pending = evbuffer_new()) == NULL)
+		goto fail;
 	f->start_us = util_mono_us();
 	if ((f->resp = response_new()) == NULL)
 		goto fail;
@@ -902,6 +1017,21 @@ fail:
 	log_warn("upstream: cannot start a fetch of %s", req->url);
 	fetch_free(&f);
 	return NULL;
+}
+
+void
+upstream_resume(struct upstream_fetch *f)
+{
+	struct timeval now = { 0, 0 };
+
+	assert(f->magic == FETCH_MAGIC);
+	if (!f->paused)
+		return;
+	f->paused = 0;
+	/* libcurl may hand over what it held back at once: from the timer's
+	 * callback, never from inside this call. */
+	curl_easy_pause(f->easy, CURLPAUSE_CONT);
+	evtimer_add(f->up->timer, &now);
 }
 
 void
@@ -979,6 +1109,7 @@ upstream_new(struct event_base *base)
 	up->magic = UPSTREAM_MAGIC;
 	up->base = base;
 	TAILQ_INIT(&up->fetches);
+	TAILQ_INIT(&up->ready);
 	TAILQ_INIT(&up->socks);
 	if ((up->timer = evtimer_new(base, on_timer, up)) == NULL)
 		goto fail;

@@ -3,9 +3,10 @@ that flow to the requester and to every waiter of the same flight as they
 arrive, with bounded memory."""
 
 import http.client
+import threading
 import time
 
-from harness import expect, expect_eq, scenario, HOST
+from harness import expect, expect_eq, raw_exchange, scenario, HOST
 
 KIB = 1024
 
@@ -31,3 +32,114 @@ def sequential_large_hits_on_one_connection_never_wait_for_a_delayed_ack(env):
     hits = took[2:]	# the fill and the first lookup aside
     expect(max(hits) < 30, f"each 100 KiB hit well under the 40 ms delayed ACK: "
            f"{', '.join(f'{t:.1f}' for t in hits)} ms")
+
+
+def timed_get(host, port, path, results, i, barrier=None, pace=None):
+    """GET path on its own connection; results[i] = (status, body, time of
+    the first body byte, time of the last), times by time.time(). pace:
+    (bytes, seconds): read that many bytes at a time, resting between."""
+    conn = http.client.HTTPConnection(host, port, timeout=60)
+    if barrier is not None:
+        barrier.wait()
+    conn.request("GET", path, headers={"Host": HOST})
+    resp = conn.getresponse()
+    parts, first = [], None
+    while True:
+        part = resp.read1(pace[0] if pace else 65536)
+        if not part:
+            break
+        if first is None:
+            first = time.time()
+        parts.append(part)
+        if pace:
+            time.sleep(pace[1])	# a slow reader, on purpose
+    results[i] = (resp.status, b"".join(parts), first, time.time(),
+                  resp.getheader("Cache-Status"))
+    conn.close()
+
+
+def pattern(size):
+    block = bytes(range(256)) * 16
+    return (block * (size // len(block) + 1))[:size]
+
+
+@scenario
+def waiters_get_the_body_as_it_arrives_and_it_is_stored(env):
+    size, waiters = 2 * 1024 * KIB, 8
+    redis, origin = env.redis(), env.origin()
+    origin.script("/s/big", size=size, pieces=20, interval_ms=75)	# ~1.5 s
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h", "lock_poll": "5s"}})
+    results = [None] * waiters
+    barrier = threading.Barrier(waiters)
+    threads = [threading.Thread(target=timed_get, args=(corral.host, corral.port, "/s/big",
+                                                        results, i, barrier), daemon=True)
+               for i in range(waiters)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    expect_eq(origin.count("/s/big"), 1, "origin requests")
+    done_at = origin.path_stats("/s/big")["done_at"][0]
+    for i, r in enumerate(results):
+        expect(r is not None, f"client {i} answered")
+        status, body, first, last, cs = r
+        expect_eq((status, len(body), body == pattern(size)), (200, size, True),
+                  f"client {i}: status, length, bytes")
+        expect(first < done_at - 0.7,
+               f"client {i} got its first byte {done_at - first:.2f} s before the origin "
+               f"finished (streamed, not buffered whole): {cs}")
+    statuses = sorted(r[4] for r in results)
+    expect_eq(sum(1 for s in statuses if s.endswith("collapsed")), waiters - 1,
+              f"collapsed waiters: {statuses}")
+    r = corral.get("/s/big", {"Host": HOST})
+    expect_eq((r.status, r.cache_status.hit, len(r.body)), (200, True, size),
+              "the whole body was stored once complete")
+
+
+@scenario
+def a_body_cut_short_is_never_served_whole_nor_stored(env):
+    size = 1024 * KIB
+    redis, origin = env.redis(), env.origin()
+    origin.script("/s/cut", size=size, cut_after=300 * KIB, pieces=4, interval_ms=50)
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}})
+    for n in (1, 2):
+        r = raw_exchange(corral.host, corral.port,
+                         f"GET /s/cut HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode())
+        expect_eq(r.status, 200, f"request {n}: the head went out before the cut")
+        expect(not r.complete and r.end in ("eof", "reset"),
+               f"request {n}: the connection closed short of Content-Length "
+               f"({len(r.body)} of {r.headers.get('content-length')} bytes, {r.end})")
+    expect_eq(origin.count("/s/cut"), 2, "nothing stored: each request fetched")
+    expect_eq(redis.entry_keys(), [], "entries")
+
+
+@scenario
+def a_long_body_streams_with_bounded_memory_to_a_slow_client(env):
+    size = 64 * 1024 * KIB
+    redis, origin = env.redis(), env.origin()
+    origin.script("/s/huge", size=size, no_length=True)
+    # No quarantine: freed memory is reused, so the peak RSS is what was
+    # held at once, not everything ever allocated.
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}},
+                        extra={"upstream": {"max_entry_bytes": "1m",
+                                            "stream_window": "256k"}},
+                        env={"ASAN_OPTIONS": "detect_leaks=1:quarantine_size_mb=0"})
+    before = vm_kib(corral.proc.pid, "VmRSS")
+    results = [None]
+    timed_get(corral.host, corral.port, "/s/huge", results, 0,
+              pace=(2 * 1024 * KIB, 0.05))	# ~40 MB/s: slower than the origin
+    status, body, _, _, cs = results[0]
+    expect_eq((status, len(body), body == pattern(size)), (200, size, True),
+              f"status, length, bytes ({cs})")
+    grew = (vm_kib(corral.proc.pid, "VmHWM") - before) / 1024
+    expect(grew < 32, f"corral's peak memory grew {grew:.0f} MiB for a 64 MiB body "
+           "(a 256 KiB window, 1 MiB kept at most)")
+    expect_eq(redis.entry_keys(), [], "not stored: over max_entry_bytes")
+
+
+def vm_kib(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError(f"no {field} for {pid}")
