@@ -13,7 +13,9 @@ control API under /__origin/ (never counted, never delayed):
                              "headers": {"Set-Cookie": "a=b"}, "hold": false,
                              "etag": "\"v1\"", "last_modified": DATE,
                              "date": false, "drop": false}
-        Fields left out fall back to the "*" script, then to the defaults.
+        Fields left out fall back to a prefix script ("/big/*": every path
+        starting with "/big/"; the longest wins), then to the "*" script,
+        then to the defaults.
         "body" is a template: {n} (this path's count), {path}, {method},
         and {h:Name} (the request's Name header, "" when absent).
         "headers" may also be a list of [name, value] pairs (to repeat a name).
@@ -230,7 +232,11 @@ class OriginState:
                       "size": None, "pieces": 1, "interval_ms": 0, "cut_after": None,
                       "no_length": False}
             hold_key = None
-            for key in ("*", path):
+            # "*", then prefix scripts ("/big/*"), shortest first, then
+            # the path's own.
+            prefixes = sorted((k for k in self.scripts if len(k) > 1 and k.endswith("*")
+                               and path.startswith(k[:-1])), key=len)
+            for key in ("*", *prefixes, path):
                 if key in self.scripts:
                     script.update(self.scripts[key])
                     if self.scripts[key].get("hold"):
