@@ -3,6 +3,7 @@
 #   make            build build/release/corral (installs missing packages first)
 #   make run        build, then start redis-server, the demo origin and corral
 #   make test       unit + scenario tests under AddressSanitizer and UBSan
+#   make test-mutants  mutation tests: every change of the lock protocol is caught
 #   make bench      benchmark against nginx and Varnish (see bench/)
 #   make clean
 
@@ -29,7 +30,7 @@ REL_OBJ  := $(LIB_SRC:%.c=build/release/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/unit/%)
 
-.PHONY: all deps run test unit scenarios bench clean check-boundaries
+.PHONY: all deps run test test-mutants unit scenarios bench clean check-boundaries
 
 all: deps build/release/corral
 
@@ -70,6 +71,12 @@ check-boundaries:
 
 test: deps check-boundaries build/asan/corral $(UNIT_BIN)
 	python3 tests/run.py --bin build/asan/corral --unit build/asan/unit
+
+# Mutation tests of the lock protocol and the request flow (tests/mutants.py):
+# each mutant must make one of its tests fail. Not part of make test (a few
+# minutes); works on a scratch copy under build/mutants/.
+test-mutants: deps
+	python3 tests/mutants.py
 
 run: all
 	scripts/run-demo
