@@ -365,7 +365,10 @@ class RedisProxy:
     hold_replies_after() (e.g. b"EVALSHA": corral's lock attempt), every
     reply Redis sends on that connection is kept back until release(). A
     connection that has sent SUBSCRIBE is never held, so its notifications
-    overtake the held replies; published() counts the messages it passed."""
+    overtake the held replies; published() counts the messages it passed.
+    cut_subscriptions() closes the subscribed connections and keeps back
+    the SUBSCRIBE of any new one until release(): whatever is published
+    meanwhile never reaches that instance."""
 
     BUF = 65536
 
@@ -378,6 +381,9 @@ class RedisProxy:
         self.holding = set()	# ids of the connections being held
         self.messages = 0
         self.socks = []
+        self.subscribed = []	# (client, server) of subscribed connections
+        self.sub_paused = False
+        self.up_held = []	# (server socket, bytes): SUBSCRIBEs kept back
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.host, self.port = self.listener.getsockname()
         self.address = f"{self.host}:{self.port}"
@@ -411,6 +417,10 @@ class RedisProxy:
             with self.lock:
                 if b"SUBSCRIBE" in upper:
                     conn["subscriber"] = True
+                    self.subscribed.append((client, server))
+                    if self.sub_paused:
+                        self.up_held.append((server, data))
+                        continue
                 if self.arm and not conn["subscriber"] and self.arm in upper:
                     self.arm = None
                     self.holding.add(conn["id"])
@@ -461,15 +471,32 @@ class RedisProxy:
         with self.lock:
             return self.messages
 
+    def cut_subscriptions(self):
+        with self.lock:
+            self.sub_paused = True
+            for client, server in self.subscribed:
+                for sock in (client, server):
+                    try:
+                        sock.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+            self.subscribed = []
+
+    def held_subscriptions(self):
+        """SUBSCRIBE commands kept back since cut_subscriptions()."""
+        with self.lock:
+            return len(self.up_held)
+
     def release(self):
         """Sends what was kept back, in order, and holds nothing more."""
         with self.lock:
-            for client, data in self.held:
+            for sock, data in self.held + self.up_held:
                 try:
-                    client.sendall(data)
+                    sock.sendall(data)
                 except OSError:
                     pass
             self.held, self.holding, self.arm = [], set(), None
+            self.up_held, self.sub_paused = [], False
 
     def stop(self):
         self.listener.close()

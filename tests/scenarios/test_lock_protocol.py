@@ -202,6 +202,44 @@ def fill_that_overtakes_the_lock_reply_wakes_the_waiter_at_once(env):
 
 
 @scenario
+def fill_missed_while_unsubscribed_wakes_the_waiter_on_resubscribing(env):
+    # The waiting instance's subscription is cut, and its new SUBSCRIBE kept
+    # back, while the holder stores and publishes: that notification never
+    # reaches it. Subscribed again, it must assume it missed some and wake
+    # its waiters, not leave them to the fallback poll (lock_poll, 10 s).
+    wake_bound_s = slow(3.0)
+    redis, origin = env.redis(), env.origin()
+    origin.script(PATH, hold=True, body="v{n}")
+    proxy = env.redis_proxy(redis)
+    routes = {"/": {"lock_ttl": "30s", "lock_wait": "30s", "lock_poll": "10s"}}
+    holder = env.corral(redis, origin, routes=routes)
+    waiter = env.corral(proxy.address, origin, routes=routes, wait_redis=True)
+    env.wait_subscribed(redis, 2)
+
+    first = hold_cold_fetch(holder, redis, origin)
+    second = Background(waiter.get, PATH)
+    wait_for(lambda: waiter.counters()["lock_busy"] == 1,
+             what="the second instance to find the lock busy and wait")
+    proxy.cut_subscriptions()
+    wait_for(lambda: proxy.held_subscriptions() >= 1,
+             what="the second instance to try to subscribe again (kept back)")
+    origin.release(PATH)
+    a = first.result()
+    expect_eq((a.status, a.text, a.cache_status.stored), (200, "v1", True), "the holder")
+    released_at = time.time()
+    proxy.release()
+
+    b = second.result()
+    waited = b.t_done - released_at
+    expect_eq((b.status, b.text, b.cache_status.collapsed), (200, "v1", True),
+              f"the waiter ({b.cache_status.raw})")
+    expect(waited < wake_bound_s,
+           f"answered {waited:.2f} s after subscribing again (bound {wake_bound_s:.1f} s, "
+           "lock_poll 10 s): its waiters were not woken")
+    expect_eq(origin.count(PATH), 1, "origin requests")
+
+
+@scenario
 def stale_burst_makes_one_lock_attempt_per_process(env):
     # While this process refreshes a stale key, its other stale hits serve
     # the entry and start nothing: no second lock attempt, no lock_busy.
