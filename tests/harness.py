@@ -406,13 +406,7 @@ class RedisProxy:
 
     def pump_up(self, client, server, conn):
         """Client to Redis: notes subscriptions and the armed word."""
-        while True:
-            try:
-                data = client.recv(self.BUF)
-            except OSError:
-                data = b""
-            if not data:
-                break
+        while (data := self.recv(client)):
             upper = data.upper()
             with self.lock:
                 if b"SUBSCRIBE" in upper:
@@ -432,13 +426,7 @@ class RedisProxy:
 
     def pump_down(self, server, client, conn):
         """Redis to client: kept back while the connection is held."""
-        while True:
-            try:
-                data = server.recv(self.BUF)
-            except OSError:
-                data = b""
-            if not data:
-                break
+        while (data := self.recv(server)):
             with self.lock:
                 if conn["subscriber"]:
                     self.messages += data.count(b"message\r\n")
@@ -450,6 +438,14 @@ class RedisProxy:
                 except OSError:
                     break
         self.shut(client)
+
+    @classmethod
+    def recv(cls, sock):
+        """The next bytes from sock; b"" once it is closed or broken."""
+        try:
+            return sock.recv(cls.BUF)
+        except OSError:
+            return b""
 
     @staticmethod
     def shut(sock):

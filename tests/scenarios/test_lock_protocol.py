@@ -38,6 +38,42 @@ def hold_cold_fetch(corral, redis, origin):
     return client
 
 
+def holder_and_proxied(env, lock_poll_s):
+    """Two instances and an origin that holds PATH: the first reaches Redis
+    directly, the second through a RedisProxy, with a Redis timeout that
+    outlasts any reply the proxy keeps back. Returns (redis, origin,
+    proxy, first, second), both subscribed."""
+    redis, origin = env.redis(), env.origin()
+    origin.script(PATH, hold=True, body="v{n}")
+    proxy = env.redis_proxy(redis)
+    routes = {"/": {"lock_ttl": "30s", "lock_wait": "30s", "lock_poll": f"{lock_poll_s}s"}}
+    first = env.corral(redis, origin, routes=routes)
+    second = env.corral(proxy.address, origin, routes=routes, wait_redis=True,
+                        extra={"redis": {"timeout": "30s"}})
+    env.wait_subscribed(redis, 2)
+    return redis, origin, proxy, first, second
+
+
+def expect_woken_at_release(first, second, proxy, bound_s, notified, why):
+    """first's fetch (released at the origin) stores v1; once it has (and,
+    if notified, once its notification reached second's instance), the
+    proxy lets go what it kept back: second must then get v1, collapsed,
+    within bound_s (a poll-woken waiter would take lock_poll)."""
+    a = first.result()
+    expect_eq((a.status, a.text, a.cache_status.stored), (200, "v1", True), "the holder")
+    if notified:
+        wait_for(lambda: proxy.published() >= 1,
+                 what="the filled notification to reach the second instance")
+    released_at = time.time()
+    proxy.release()
+    b = second.result()
+    waited = b.t_done - released_at
+    expect_eq((b.status, b.text, b.cache_status.collapsed), (200, "v1", True),
+              f"the second instance's client ({b.cache_status.raw})")
+    expect(waited < bound_s,
+           f"answered {waited:.2f} s after the proxy let go (bound {bound_s:.1f} s): {why}")
+
+
 @scenario
 def release_of_a_lost_lock_leaves_the_new_holders_lock(env):
     # The fetch's response is not storable, so it ends in a release, not a
@@ -165,36 +201,15 @@ def fill_that_overtakes_the_lock_reply_wakes_the_waiter_at_once(env):
     # waits for its lock reply: it must try again at once when the reply
     # comes, not sleep until its fallback poll (lock_poll, 5 s).
     wake_bound_s = slow(2.0)
-    redis, origin = env.redis(), env.origin()
-    origin.script(PATH, hold=True, body="v{n}")
-    proxy = env.redis_proxy(redis)
-    routes = {"/": {"lock_ttl": "30s", "lock_wait": "20s", "lock_poll": "5s"}}
-    holder = env.corral(redis, origin, routes=routes)
-    # Its Redis timeout outlasts the replies the proxy keeps back.
-    late = env.corral(proxy.address, origin, routes=routes, wait_redis=True,
-                      extra={"redis": {"timeout": "20s"}})
-    env.wait_subscribed(redis, 2)
-
+    redis, origin, proxy, holder, late = holder_and_proxied(env, lock_poll_s=5)
     first = hold_cold_fetch(holder, redis, origin)
     proxy.hold_replies_after(b"EVALSHA")
     second = Background(late.get, PATH)
     wait_for(lambda: proxy.held_bytes() > 0,
              what="Redis to answer the late instance's lock attempt (kept back)")
     origin.release(PATH)
-    a = first.result()
-    expect_eq((a.status, a.text, a.cache_status.stored), (200, "v1", True), "the holder")
-    wait_for(lambda: proxy.published() >= 1,
-             what="the filled notification to reach the late instance")
-    released_at = time.time()
-    proxy.release()
-
-    b = second.result()
-    waited = b.t_done - released_at
-    expect_eq((b.status, b.text, b.cache_status.collapsed), (200, "v1", True),
-              f"the late instance's client ({b.cache_status.raw})")
-    expect(waited < wake_bound_s,
-           f"answered {waited:.2f} s after the lock reply came (bound {wake_bound_s:.1f} s, "
-           "lock_poll 5 s): the notification that overtook it was ignored")
+    expect_woken_at_release(first, second, proxy, wake_bound_s, notified=True,
+                            why="the notification that overtook the lock reply was ignored")
     expect_eq(origin.count(PATH), 1, "origin requests")
     c = late.counters()
     expect_eq((c["lock_busy"], c["locks_acquired"]), (1, 0), "the late instance's lock_busy, "
@@ -208,14 +223,7 @@ def fill_missed_while_unsubscribed_wakes_the_waiter_on_resubscribing(env):
     # reaches it. Subscribed again, it must assume it missed some and wake
     # its waiters, not leave them to the fallback poll (lock_poll, 10 s).
     wake_bound_s = slow(3.0)
-    redis, origin = env.redis(), env.origin()
-    origin.script(PATH, hold=True, body="v{n}")
-    proxy = env.redis_proxy(redis)
-    routes = {"/": {"lock_ttl": "30s", "lock_wait": "30s", "lock_poll": "10s"}}
-    holder = env.corral(redis, origin, routes=routes)
-    waiter = env.corral(proxy.address, origin, routes=routes, wait_redis=True)
-    env.wait_subscribed(redis, 2)
-
+    redis, origin, proxy, holder, waiter = holder_and_proxied(env, lock_poll_s=10)
     first = hold_cold_fetch(holder, redis, origin)
     second = Background(waiter.get, PATH)
     wait_for(lambda: waiter.counters()["lock_busy"] == 1,
@@ -224,18 +232,8 @@ def fill_missed_while_unsubscribed_wakes_the_waiter_on_resubscribing(env):
     wait_for(lambda: proxy.held_subscriptions() >= 1,
              what="the second instance to try to subscribe again (kept back)")
     origin.release(PATH)
-    a = first.result()
-    expect_eq((a.status, a.text, a.cache_status.stored), (200, "v1", True), "the holder")
-    released_at = time.time()
-    proxy.release()
-
-    b = second.result()
-    waited = b.t_done - released_at
-    expect_eq((b.status, b.text, b.cache_status.collapsed), (200, "v1", True),
-              f"the waiter ({b.cache_status.raw})")
-    expect(waited < wake_bound_s,
-           f"answered {waited:.2f} s after subscribing again (bound {wake_bound_s:.1f} s, "
-           "lock_poll 10 s): its waiters were not woken")
+    expect_woken_at_release(first, second, proxy, wake_bound_s, notified=False,
+                            why="its waiters were not woken on subscribing again")
     expect_eq(origin.count(PATH), 1, "origin requests")
 
 
