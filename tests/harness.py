@@ -394,6 +394,7 @@ class RedisProxy:
             try:
                 client, _ = self.listener.accept()
                 server = socket.create_connection(self.target, CLIENT_TIMEOUT_S)
+                server.settimeout(None)	# an idle connection is not a closed one
             except OSError:
                 return	# stopped
             with self.lock:
