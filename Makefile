@@ -6,6 +6,7 @@
 #                   logrotate snippet under DESTDIR and PREFIX (see below)
 #   make deb        build/corral_VERSION_ARCH.deb
 #   make test       unit + scenario tests under AddressSanitizer and UBSan
+#   make test-mutants  mutation tests: every change of the lock protocol is caught
 #   make bench      benchmark against nginx and Varnish (see bench/)
 #   make clean
 
@@ -32,8 +33,8 @@ REL_OBJ  := $(LIB_SRC:%.c=build/release/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/unit/%)
 
-.PHONY: all deps test-deps run test unit scenarios bench clean check-boundaries \
-        man install deb
+.PHONY: all deps test-deps run test test-mutants unit scenarios bench clean \
+        check-boundaries man install deb
 
 all: deps build/release/corral man
 
@@ -78,6 +79,12 @@ check-boundaries:
 
 test: test-deps check-boundaries build/asan/corral $(UNIT_BIN) man deb
 	python3 tests/run.py --bin build/asan/corral --unit build/asan/unit
+
+# Mutation tests of the lock protocol and the request flow (tests/mutants.py):
+# each mutant must make one of its tests fail. Not part of make test (a few
+# minutes); works on a scratch copy under build/mutants/.
+test-mutants: deps
+	python3 tests/mutants.py
 
 run: all
 	scripts/run-demo

@@ -62,13 +62,21 @@ def slow(seconds):
 
 # -- waiting and asserting ----------------------------------------------------
 
+# What cond() of wait_for may raise while the thing it watches is not yet
+# there: a socket that refuses, resets or times out, an HTTP exchange cut
+# short, Redis still loading. Anything else is a bug in the test or a wrong
+# answer, and fails at once.
+NOT_YET = (OSError, http.client.HTTPException)
+
+
 def wait_for(cond, timeout=10, what="condition", interval=POLL_S):
     """Polls cond() until it returns something truthy and returns that.
 
-    An AssertionError from cond() fails at once (e.g. "the process exited");
-    other exceptions (connection refused, ...) count as "not yet", and the
-    last one is named in the AssertionError raised after timeout seconds
-    (times SLOWNESS)."""
+    Connection errors (NOT_YET, or a Redis error reply) from cond() count
+    as "not yet", and the last one is named in the AssertionError raised
+    after timeout seconds (times SLOWNESS). Any other exception fails at
+    once: an AssertionError (e.g. "the process exited"), or a KeyError or
+    TypeError that says the condition itself is wrong."""
     deadline = time.monotonic() + timeout * SLOWNESS
     last_exc = None
     while True:
@@ -77,9 +85,7 @@ def wait_for(cond, timeout=10, what="condition", interval=POLL_S):
             if value:
                 return value
             last_exc = None
-        except AssertionError:
-            raise
-        except Exception as e:	# noqa: BLE001 - "not yet", reported below
+        except (NOT_YET + (RespError,)) as e:	# "not yet", reported below
             last_exc = e
         if time.monotonic() >= deadline:
             why = f" (last error: {last_exc!r})" if last_exc else ""
@@ -97,11 +103,25 @@ def expect_eq(actual, expected, what):
         raise AssertionError(f"{what}: expected {expected!r}, got {actual!r}")
 
 
+# Every port free_port() handed out in this process: the kernel may offer a
+# port again as soon as the probing socket is closed, so two calls (listen
+# and admin_listen of one config, two instances of a fleet) could otherwise
+# get the same one.
+_ports_handed_out = set()
+_ports_lock = threading.Lock()
+
+
 def free_port():
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port on 127.0.0.1 that nothing listens on right now and that
+    no earlier call in this process returned."""
+    with _ports_lock:
+        while True:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            if port not in _ports_handed_out:
+                _ports_handed_out.add(port)
+                return port
 
 
 def tail(text, lines=LOG_TAIL_LINES):
@@ -335,6 +355,152 @@ class RedisServer:
             self.proc.kill()
         if self.proc is not None:
             self.proc.wait()
+
+
+class RedisProxy:
+    """A TCP proxy on a free loopback port in front of a RedisServer, for
+    one corral instance, that can hold back Redis's replies.
+
+    Once a client connection sends a command containing the word armed with
+    hold_replies_after() (e.g. b"EVALSHA": corral's lock attempt), every
+    reply Redis sends on that connection is kept back until release(). A
+    connection that has sent SUBSCRIBE is never held, so its notifications
+    overtake the held replies; published() counts the messages it passed.
+    cut_subscriptions() closes the subscribed connections and keeps back
+    the SUBSCRIBE of any new one until release(): whatever is published
+    meanwhile never reaches that instance."""
+
+    BUF = 65536
+
+    def __init__(self, redis, name="redisproxy"):
+        self.name = name
+        self.target = (redis.host, redis.port)
+        self.lock = threading.Lock()
+        self.arm = None		# the word that starts holding, once
+        self.held = []		# (client socket, bytes kept back), in order
+        self.holding = set()	# ids of the connections being held
+        self.messages = 0
+        self.socks = []
+        self.subscribed = []	# (client, server) of subscribed connections
+        self.sub_paused = False
+        self.up_held = []	# (server socket, bytes): SUBSCRIBEs kept back
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.host, self.port = self.listener.getsockname()
+        self.address = f"{self.host}:{self.port}"
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+                server = socket.create_connection(self.target, CLIENT_TIMEOUT_S)
+                server.settimeout(None)	# an idle connection is not a closed one
+            except OSError:
+                return	# stopped
+            with self.lock:
+                self.socks += [client, server]
+            conn = {"id": id(client), "subscriber": False}
+            threading.Thread(target=self.pump_up, args=(client, server, conn),
+                             daemon=True).start()
+            threading.Thread(target=self.pump_down, args=(server, client, conn),
+                             daemon=True).start()
+
+    def pump_up(self, client, server, conn):
+        """Client to Redis: notes subscriptions and the armed word."""
+        while (data := self.recv(client)):
+            upper = data.upper()
+            with self.lock:
+                if b"SUBSCRIBE" in upper:
+                    conn["subscriber"] = True
+                    self.subscribed.append((client, server))
+                    if self.sub_paused:
+                        self.up_held.append((server, data))
+                        continue
+                if self.arm and not conn["subscriber"] and self.arm in upper:
+                    self.arm = None
+                    self.holding.add(conn["id"])
+            try:
+                server.sendall(data)
+            except OSError:
+                break
+        self.shut(server)
+
+    def pump_down(self, server, client, conn):
+        """Redis to client: kept back while the connection is held."""
+        while (data := self.recv(server)):
+            with self.lock:
+                if conn["subscriber"]:
+                    self.messages += data.count(b"message\r\n")
+                if conn["id"] in self.holding:
+                    self.held.append((client, data))
+                    continue
+                try:
+                    client.sendall(data)
+                except OSError:
+                    break
+        self.shut(client)
+
+    @classmethod
+    def recv(cls, sock):
+        """The next bytes from sock; b"" once it is closed or broken."""
+        try:
+            return sock.recv(cls.BUF)
+        except OSError:
+            return b""
+
+    @staticmethod
+    def shut(sock):
+        try:
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    def hold_replies_after(self, word):
+        with self.lock:
+            self.arm = word.upper()
+
+    def held_bytes(self):
+        with self.lock:
+            return sum(len(d) for _, d in self.held)
+
+    def published(self):
+        """Messages passed to subscribed connections so far."""
+        with self.lock:
+            return self.messages
+
+    def cut_subscriptions(self):
+        with self.lock:
+            self.sub_paused = True
+            for client, server in self.subscribed:
+                for sock in (client, server):
+                    try:
+                        sock.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+            self.subscribed = []
+
+    def held_subscriptions(self):
+        """SUBSCRIBE commands kept back since cut_subscriptions()."""
+        with self.lock:
+            return len(self.up_held)
+
+    def release(self):
+        """Sends what was kept back, in order, and holds nothing more."""
+        with self.lock:
+            for sock, data in self.held + self.up_held:
+                try:
+                    sock.sendall(data)
+                except OSError:
+                    pass
+            self.held, self.holding, self.arm = [], set(), None
+            self.up_held, self.sub_paused = [], False
+
+    def stop(self):
+        self.listener.close()
+        with self.lock:
+            for sock in self.socks:
+                sock.close()
+            self.socks = []
 
 
 def expect_entry(redis, path):
@@ -714,6 +880,7 @@ class Corral:
         self.url = f"http://{self.host}:{self.port}"
         self.admin_url = f"http://{self.admin_host}:{self.admin_port}"
         self.stopped = False
+        self.started_at = time.time()	# wall clock, just before it starts
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen([*WRAPPER, binary, "-c", self.config_path],
                                          stdout=log, stderr=subprocess.STDOUT,
@@ -971,6 +1138,10 @@ class Env:
         was killed, or to start one where a corral expects it)."""
         return self.track(RedisServer(self.workdir, self.name("redis"), port))
 
+    def redis_proxy(self, redis):
+        """A RedisProxy in front of redis; give its .address to a corral."""
+        return self.track(RedisProxy(redis, self.name("redisproxy")))
+
     def origin(self, delay=None):
         return self.track(Origin(self.workdir, self.name("origin"), delay))
 
@@ -990,15 +1161,21 @@ class Env:
         self.corrals.append(c)
         return self.track(c)
 
-    def fleet(self, n, redis, origin, routes=None, extra=None, subscribe_wait=3):
-        """n instances sharing redis and origin. Waits (at most subscribe_wait
-        seconds, without failing) until each holds a Redis subscription, so a
-        scenario does not start while an instance could still miss a PUBLISH."""
+    def fleet(self, n, redis, origin, routes=None, extra=None):
+        """n instances sharing redis and origin. Waits until each holds a
+        Redis subscription (and fails if one never does), so a scenario does
+        not start while an instance could still miss a PUBLISH."""
+        before = redis.subscribers()
         corrals = [self.corral(redis, origin, routes, extra) for _ in range(n)]
-        before = time.monotonic()
-        while redis.subscribers() < n and time.monotonic() - before < subscribe_wait:
-            time.sleep(POLL_S)
+        self.wait_subscribed(redis, before + n)
         return corrals
+
+    @staticmethod
+    def wait_subscribed(redis, n):
+        """Waits until redis has n clients with a subscription."""
+        wait_for(lambda: redis.subscribers() >= n, timeout=START_TIMEOUT_S,
+                 what=f"{n} subscribed clients in {redis.name} "
+                      f"(an instance that never subscribes would miss every PUBLISH)")
 
     def config_file(self, text, name="test.conf"):
         path = os.path.join(self.workdir, name)

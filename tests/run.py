@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs Corral's tests: the C unit-test binaries, then every scenario.
 
-    python3 tests/run.py --bin build/asan/corral --unit build/asan/unit [-k substring]
+    python3 tests/run.py --bin build/asan/corral --unit build/asan/unit [-k substring]...
 
 Unit binaries print "PASS name" / "FAIL name: why" per test; a binary that
 exits non-zero without a FAIL line (a crash, a sanitizer report) is one
@@ -61,7 +61,12 @@ def one_line(text):
 
 # -- unit tests -------------------------------------------------------------------
 
-def run_units(unit_dir, keyword, tally):
+def selected(name, keywords):
+    """Is the test name chosen by -k (any of them; all without -k)?"""
+    return not keywords or any(k in name for k in keywords)
+
+
+def run_units(unit_dir, keywords, tally):
     if not os.path.isdir(unit_dir):
         tally.fail("unit", f"no unit-test directory {unit_dir}")
         return
@@ -69,7 +74,7 @@ def run_units(unit_dir, keyword, tally):
         path = os.path.join(unit_dir, name)
         if not (os.path.isfile(path) and os.access(path, os.X_OK)):
             continue
-        if keyword and keyword not in name:
+        if not selected(name, keywords):
             continue
         try:
             p = subprocess.run([path], capture_output=True, text=True, errors="replace",
@@ -186,7 +191,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description="Runs Corral's unit and scenario tests.")
     ap.add_argument("--bin", help="the corral binary the scenarios start")
     ap.add_argument("--unit", help="directory of unit-test executables")
-    ap.add_argument("-k", dest="keyword", help="run only tests whose name contains this")
+    ap.add_argument("-k", dest="keywords", action="append",
+                    help="run only tests whose name contains this (repeatable: any of them)")
+    ap.add_argument("-x", dest="first_failure", action="store_true",
+                    help="stop at the first failure")
     ap.add_argument("--keep-logs", action="store_true", help="keep logs of passing scenarios")
     ap.add_argument("--child", nargs=2, metavar=("FILE", "SCENARIO"), help=argparse.SUPPRESS)
     ap.add_argument("--workdir", help=argparse.SUPPRESS)
@@ -199,7 +207,7 @@ def main(argv=None):
 
     tally = Tally()
     if args.unit:
-        run_units(args.unit, args.keyword, tally)
+        run_units(args.unit, args.keywords, tally)
     # The harness's own checks first: if they fail, no other scenario can be trusted.
     paths = sorted(glob.glob(SCENARIO_GLOB),
                    key=lambda p: (os.path.basename(p) != "test_harness.py", p))
@@ -211,7 +219,9 @@ def main(argv=None):
                        traceback.format_exc())
             continue
         for fn in scenarios:
-            if args.keyword and args.keyword not in fn.__name__:
+            if args.first_failure and tally.failed:
+                break
+            if not selected(fn.__name__, args.keywords):
                 continue
             run_scenario(path, fn, binary, tally, args.keep_logs)
     print(f"{tally.passed} passed, {tally.failed} failed", flush=True)

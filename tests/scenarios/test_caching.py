@@ -200,3 +200,28 @@ def authorized_requests_bypass_unless_cache_authorized(env):
     expect_eq(origin.count("/shared/private-ish"), 2,
               "origin requests: an authorized answer without public is not reused")
     expect_eq(corral.counters()["bypass"], 4, "bypass")
+
+
+@scenario
+def hop_by_hop_response_headers_are_neither_stored_nor_served(env):
+    # Connection, the headers it names and Keep-Alive describe the origin's
+    # connection to Corral, not the response: they are dropped when the
+    # entry is made, so no hit repeats them.
+    redis, origin = env.redis(), env.origin()
+    origin.script("/hop", body="v{n}", headers={
+        "Connection": "X-Hop-Trace", "X-Hop-Trace": "t1", "Keep-Alive": "timeout=5",
+        "X-End-To-End": "kept"})
+    corral = env.corral(redis, origin)
+
+    for what, r in (("the fetch", corral.get("/hop")), ("the hit", corral.get("/hop"))):
+        expect_eq((r.status, r.text), (200, "v1"), what)
+        expect_eq(r.headers.get("X-End-To-End"), "kept", f"an end-to-end header of {what}")
+        for name in ("X-Hop-Trace", "Keep-Alive"):
+            expect(name not in r.headers, f"{name} in {what}: {r.headers!r}")
+        expect("x-hop-trace" not in (r.headers.get("Connection") or "").lower(),
+               f"the origin's Connection in {what}: {r.headers!r}")
+    expect(corral.get("/hop").cache_status.hit, "the entry is served from the cache")
+    stored = expect_entry(redis, "/hop")
+    for name in (b"X-Hop-Trace", b"Keep-Alive", b"Connection"):
+        expect(name.lower() not in stored.lower(), f"{name.decode()} in the stored entry")
+    expect(b"x-end-to-end" in stored.lower(), "the end-to-end header in the stored entry")

@@ -103,5 +103,31 @@ def version_and_usage_are_printed(env):
     expect_eq(p.returncode, 0, "exit status of corral -V")
     expect(version in p.stdout + p.stderr, f"corral -V prints {version}: {p.stdout!r}")
     p = env.run_corral("-h")
+    expect_eq(p.returncode, 0, "exit status of corral -h")
     usage = p.stdout + p.stderr
-    expect("-c" in usage and "-t" in usage, f"corral -h describes -c and -t: {usage!r}")
+    for option in ("-c FILE", "-t", "-s ADDR", "-V", "-h"):
+        expect(re.search(rf"^\s+{re.escape(option)}\s+\w", usage, re.MULTILINE),
+               f"corral -h describes {option} on a line of its own: {usage!r}")
+    keys = readme_config_keys()
+    expect(len(keys) >= 30, f"configuration keys found in the README: {keys}")
+    for section, key in keys:
+        expect(re.search(rf"^{re.escape(section)}\s+{re.escape(key)}\s+\S", usage,
+                         re.MULTILINE),
+               f"corral -h lists {section} {key} with its default: {usage!r}")
+
+
+def readme_config_keys():
+    """(section, key) of every row of the README's configuration tables,
+    e.g. ("[server]", "listen") and ("[route PREFIX]", "ttl")."""
+    with open(os.path.join(os.path.dirname(TESTS_DIR), "README.md")) as f:
+        text = f.read()
+    text = text[text.index("## Configuration"):text.index("## What is cached")]
+    keys, section = [], None
+    for line in text.splitlines():
+        m = re.match(r"### `(\[[^]]+\])`", line)
+        if m:
+            section = m.group(1)
+        m = re.match(r"\| `([a-z_0-9]+)` \|", line)
+        if m and section:
+            keys.append((section, m.group(1)))
+    return keys

@@ -5,8 +5,8 @@ These need no corral binary; if they fail, no other scenario can be trusted.
 
 import time
 
-from harness import (Background, RespError, expect, expect_eq, scenario, stampede,
-                     wait_for)
+from harness import (Background, RespClient, RespError, expect, expect_eq, free_port,
+                     scenario, stampede, wait_for)
 
 CLIENTS = 200
 
@@ -134,3 +134,52 @@ def wait_for_says_what_it_waited_for(env):
     calls = []
     expect_eq(wait_for(lambda: calls.append(1) or len(calls) >= 3 and "yes"), "yes",
               "returns the truthy value")
+
+
+@scenario
+def wait_for_fails_at_once_on_a_broken_condition(env):
+    # Connection errors mean "not yet"; a KeyError means the condition is
+    # wrong, and must not be waited out as if it were.
+    refused = []
+
+    def not_listening_yet():
+        refused.append(1)
+        if len(refused) < 3:
+            raise ConnectionRefusedError("not yet")
+        return "up"
+
+    expect_eq(wait_for(not_listening_yet, timeout=5), "up", "connection errors are retried")
+    t0 = time.monotonic()
+    try:
+        wait_for(lambda: {}["missing"], timeout=30, what="a broken condition")
+    except KeyError:
+        pass
+    else:
+        raise AssertionError("wait_for swallowed a KeyError")
+    expect(time.monotonic() - t0 < 1, "a KeyError fails at once, not after the timeout")
+
+
+@scenario
+def free_port_never_hands_out_a_port_twice(env):
+    ports = [free_port() for _ in range(300)]
+    expect_eq(len(set(ports)), len(ports), "distinct ports from 300 calls")
+
+
+@scenario
+def redis_proxy_holds_replies_but_passes_notifications(env):
+    redis = env.redis()
+    proxy = env.redis_proxy(redis)
+    cmd, sub = RespClient(proxy.host, proxy.port), RespClient(proxy.host, proxy.port)
+    expect_eq(cmd.command("PING"), b"PONG", "a reply through the proxy")
+    expect_eq(sub.command("SUBSCRIBE", "ch"), [b"subscribe", b"ch", 1], "SUBSCRIBE")
+    proxy.hold_replies_after(b"GET")
+    late = Background(cmd.command, "GET", "k")
+    wait_for(lambda: proxy.held_bytes() > 0, what="the GET's reply to be kept back")
+    expect_eq(redis.cmd("PUBLISH", "ch", "hello"), 1, "subscribers reached")
+    expect_eq(sub.read_reply(), [b"message", b"ch", b"hello"], "the notification, passed on")
+    expect_eq(proxy.published(), 1, "messages counted")
+    expect(not late.done(), "the GET was answered while held")
+    proxy.release()
+    expect_eq(late.result(), None, "the GET's reply once released")
+    cmd.close()
+    sub.close()

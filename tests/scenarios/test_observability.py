@@ -4,6 +4,7 @@ access and error logs (format, SIGUSR1 reopen), the connections gauge,
 corral -s, and the dashboard in headless Chromium.
 """
 
+import http.client
 import os
 import re
 import shutil
@@ -13,7 +14,7 @@ import threading
 import time
 
 from browser import Browser
-from harness import (Background, expect, expect_eq, free_port, http_request, lock_key,
+from harness import (HOST, Background, expect, expect_eq, free_port, http_request, lock_key,
                      read_text, scenario, stampede, wait_for, wait_until_stale)
 
 SAMPLE_RE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
@@ -204,7 +205,10 @@ def every_request_outcome_and_upstream_class_moves_its_metric(env):
     expect_eq(m.value("corral_requests_in_progress"), 0, "requests in progress")
     expect(m.value("corral_redis_commands_total") > 0, "Redis commands counted")
     expect_eq(m.value("corral_redis_up"), 1, "corral_redis_up")
-    expect(m.value("corral_start_time_seconds") <= time.time(), "start time in the past")
+    started = m.value("corral_start_time_seconds")
+    expect(int(corral.started_at) <= started <= time.time(),
+           f"corral_start_time_seconds {started}: between the launch of the process "
+           f"({corral.started_at:.3f}) and now")
 
 
 @scenario
@@ -344,7 +348,6 @@ def stats_json_has_histogram_buckets_and_quantiles(env):
         corral.get(path)
 
     s = corral.stats()
-    expect(isinstance(s["connections"], int), f"connections: {s.get('connections')!r}")
     for where, h in (("total.upstream_duration", s["total"]["upstream_duration"]),
                      ("routes./r/.upstream_duration", s["routes"]["/r/"]["upstream_duration"]),
                      ("redis.command_duration", s["redis"]["command_duration"])):
@@ -364,6 +367,22 @@ def stats_json_has_histogram_buckets_and_quantiles(env):
     expect_eq(s["unrouted"]["bypass"], 1, "unrouted: /outside bypassed")
     expect_eq(s["unrouted"]["upstream_duration"]["count"], 1, "unrouted: one fetch")
     expect_eq(s["total"]["hits"], 1, "counters are still there")
+
+    # connections: open client connections, none between requests, then
+    # the two held open.
+    wait_for(lambda: corral.stats()["connections"] == 0, what="connections back to 0")
+    held = [http.client.HTTPConnection(corral.host, corral.port, timeout=10) for _ in range(2)]
+    for conn in held:
+        conn.request("GET", "/r/a", headers={"Host": HOST})
+        resp = conn.getresponse()
+        resp.read()
+        expect_eq(resp.status, 200, "a request on a held connection")
+    wait_for(lambda: corral.stats()["connections"] == 2,
+             what="connections = 2 while two keep-alive clients stay connected")
+    for conn in held:
+        conn.close()
+    wait_for(lambda: corral.stats()["connections"] == 0,
+             what="connections = 0 once they closed")
 
 
 @scenario
@@ -507,9 +526,10 @@ class Traffic:
         while not self.stop_ev.is_set() and n < 2000:	# bounded
             n += 1
             try:
-                stampede(self.corral, 3, f"/slow/{n}", timeout=10)
-                for i in range(5):
-                    self.corral.get(f"/page/{i}", timeout=10)
+                results = stampede(self.corral, 3, f"/slow/{n}", timeout=10)
+                results += [self.corral.get(f"/page/{i}", timeout=10) for i in range(5)]
+                bad = [r for r in results if r.status != 200]
+                expect(not bad, f"round {n}: answers other than 200: {bad[:2]}")
                 self.rounds += 1
             except Exception as e:	# noqa: BLE001 - reported by stop()
                 self.errors.append(e)
@@ -518,7 +538,9 @@ class Traffic:
     def stop(self):
         self.stop_ev.set()
         self.thread.join(30)
+        expect(not self.thread.is_alive(), "the traffic thread did not stop")
         expect(not self.errors, f"traffic failed: {self.errors[:1]}")
+        expect(self.rounds > 0, "no traffic round completed")
 
 
 @scenario(timeout=180)

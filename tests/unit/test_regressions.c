@@ -75,8 +75,7 @@ t_ttl_status_past_the_ttl_range_is_refused(void)
 static void
 t_ttl_status_zero_is_not_the_route_ttl(void)
 {
-	if (load_text("[route /]\nttl = 10s\nttl_status = 200:0\n") != 0)
-		return;		/* refused: fine too */
+	CHECK(load_text("[route /]\nttl = 10s\nttl_status = 200:0\n") == 0);
 	CHECK(conf.nroutes == 1);
 	CHECK(conf_status_ttl(&conf.routes[0], 200) == 0);
 	CHECK(conf_status_ttl(&conf.routes[0], 203) !=

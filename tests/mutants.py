@@ -1,0 +1,360 @@
+#!/usr/bin/env python3
+"""Mutation tests of the lock protocol and the request flow: make test-mutants.
+
+    python3 tests/mutants.py [-k NAME]... [--list] [--no-baseline]
+
+Each mutant below changes one thing Corral must get right (a token compare,
+NX or PX on the lock, a wake-up, ...) by replacing an exact text of one
+file, and names the tests that must fail because of it. The runner mirrors
+the working tree (the files git tracks or would track) into a scratch copy,
+build/mutants/tree, and works only there, so an interrupted run never
+leaves the real tree changed. For each mutant it applies the change,
+rebuilds build/asan/corral there (incrementally: one object and the link),
+runs the named tests, and puts the file back. A mutant is killed when one
+of its tests fails, and survives when they all pass.
+
+Before the mutants, the named tests run once on the unchanged copy: a test
+that fails there could kill anything, so the run stops. A find-text that is
+not in its file exactly once is a stale mutant: an error, never a survivor.
+
+The last line is "N killed, M survived"; the exit status is 0 only when
+every mutant was killed (and none was stale or failed to build).
+
+Adding a mutant: append a Mutant(name, file, find, replace, tests, why) to
+MUTANTS. find must occur exactly once in file (include a neighbouring line
+if it does not); tests are substrings of test names as run.py -k takes
+them (a unit binary's name, e.g. "test_upstream", runs that binary); why
+says what the change breaks. Run it alone with tests/mutants.py -k NAME.
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections import namedtuple
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRATCH = os.path.join(ROOT, "build", "mutants", "tree")
+BUILD_TIMEOUT_S = 600
+TESTS_TIMEOUT_S = 1200
+REASON_CHARS = 200	# of the failure that killed a mutant
+
+Mutant = namedtuple("Mutant", "name file find replace tests why")
+
+MUTANTS = [
+    # -- the Redis scripts (cache/cache_store.c) --------------------------------
+    Mutant("release_without_token_compare", "cache/cache_store.c",
+           "\"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\\n\"\n"
+           "\t\"redis.call('DEL', KEYS[1])\\n\"",
+           "\"redis.call('DEL', KEYS[1])\\n\"",
+           ["release_of_a_lost_lock_leaves_the_new_holders_lock"],
+           "a fetch that lost its lock deletes the new holder's lock"),
+    Mutant("store_without_token_compare", "cache/cache_store.c",
+           "\"if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end\\n\"", "",
+           ["replaced_lock_token_is_neither_deleted_nor_overwritten"],
+           "a fetch that lost its lock overwrites the entry (no fencing)"),
+    Mutant("renew_without_token_compare", "cache/cache_store.c",
+           "\"if redis.call('GET', KEYS[1]) == ARGV[1] then\\n\"",
+           "\"if true then\\n\"",
+           ["renewal_never_extends_a_lock_another_fetch_holds"],
+           "a renewal extends another fetch's lock"),
+    Mutant("lock_without_nx", "cache/cache_store.c",
+           "ARGV[1], 'NX', 'PX', ARGV[2]", "ARGV[1], 'PX', ARGV[2]",
+           ["cold_miss_fleet_of_three_fetches_once"],
+           "every lock attempt wins: no stampede protection"),
+    Mutant("lock_without_px", "cache/cache_store.c",
+           "ARGV[1], 'NX', 'PX', ARGV[2]", "ARGV[1], 'NX'",
+           ["killed_lock_holder_is_taken_over_by_another_instance"],
+           "a lock whose holder died is never freed"),
+    Mutant("lock_ignores_a_changed_entry", "cache/cache_store.c",
+           "\"if g and g ~= ARGV[3]", "\"if false and g ~= ARGV[3]",
+           ["cold_miss_fleet_of_three_fetches_once",
+            "waiter_sees_by_the_generation_that_another_instance_refreshed"],
+           "a woken waiter takes the released lock and fetches again"),
+    Mutant("store_without_publish", "cache/cache_store.c",
+           "\"redis.call('PUBLISH', ARGV[4], ARGV[5])\\n\"", "",
+           ["cold_miss_fleet_of_three_fetches_once"],
+           "waiters of other instances sleep until their poll"),
+    Mutant("release_without_publish", "cache/cache_store.c",
+           "\"redis.call('PUBLISH', ARGV[2], ARGV[3])\\n\"", "",
+           ["waiter_elsewhere_takes_over_at_once_after_a_failed_fetch"],
+           "after a failed fetch, other instances' waiters sleep until their poll"),
+    Mutant("store_keeps_the_lock", "cache/cache_store.c",
+           "\"redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])\\n\"",
+           "\"redis.call('DEL', KEYS[3], KEYS[4])\\n\"",
+           ["cold_miss_fleet_of_three_fetches_once"],
+           "the key stays locked after its store: the next refresh waits lock_ttl"),
+    Mutant("release_sets_no_backoff", "cache/cache_store.c",
+           "\"if ARGV[4] ~= '' and max > 0 then\\n\"", "\"if false then\\n\"",
+           ["failing_refresh_of_stale_key_backs_off_fleet_wide"],
+           "a failing key is fetched again by every request: no backoff"),
+    Mutant("lock_ignores_the_backoff", "cache/cache_store.c",
+           "\"if b then return {3, b} end\\n\"", "\"\"",
+           ["failing_cold_key_is_answered_from_the_backoff"],
+           "a backing-off key is fetched anyway"),
+    Mutant("resubscribe_wakes_no_waiter", "cache/cache_store.c",
+           "\t\tc->on_fill(NULL, c->fill_arg);", "\t\t;",
+           ["fill_missed_while_unsubscribed_wakes_the_waiter_on_resubscribing"],
+           "notifications missed while unsubscribed leave waiters asleep"),
+    Mutant("noscript_without_eval_fallback", "cache/cache_store.c",
+           "argv[1] = script_src[op->script];", "argv[1] = \"return nil\";",
+           ["flushed_scripts_are_sent_again_as_eval"],
+           "after SCRIPT FLUSH or a Redis restart, no lock script runs"),
+    # -- the token (common/util.c) -----------------------------------------------
+    Mutant("constant_lock_token", "common/util.c",
+           "out[i * 2] = hex[raw[i] >> 4];\n\t\tout[i * 2 + 1] = hex[raw[i] & 0xf];",
+           "out[i * 2] = hex[10];\n\t\tout[i * 2 + 1] = hex[11];",
+           ["waiter_sees_by_the_generation_that_another_instance_refreshed"],
+           "an entry's generation no longer tells that someone else refreshed it"),
+    # -- one key's flight (proxy/proxy_flight.c) ---------------------------------
+    Mutant("fill_wakes_no_waiter", "proxy/proxy_flight.c",
+           "if ((fl = dict_get(px->flights, key)) != NULL)\n\t\t\tflight_wake(fl);",
+           "if ((fl = dict_get(px->flights, key)) != NULL)\n\t\t\t(void)fl;",
+           ["cold_miss_fleet_of_three_fetches_once"],
+           "waiters are woken by their poll, not by the notification"),
+    Mutant("fill_before_lock_reply_ignored", "proxy/proxy_flight.c",
+           "else if (fl->fill_pending)", "else if (0)",
+           ["fill_that_overtakes_the_lock_reply_wakes_the_waiter_at_once"],
+           "a notification that overtakes the lock reply is lost: the waiter polls"),
+    Mutant("stale_hit_refreshes_while_one_runs", "proxy/proxy_flight.c",
+           "if (!refresh_running(px, fl->key))\n\t\t\t\t(void)flight_refresh",
+           "if (1)\n\t\t\t\t(void)flight_refresh",
+           ["stale_burst_makes_one_lock_attempt_per_process"],
+           "one lock attempt per stale request instead of one per process"),
+    Mutant("stale_entry_not_served", "cache/cache_entry.c",
+           "\tif (now_ms < e->stale_until_ms)\n\t\treturn ENTRY_STALE;", "",
+           ["stale_key_fleet_of_three_served_stale_then_refreshed_once"],
+           "clients of a stale key wait for the refresh"),
+    Mutant("no_in_process_coalescing", "proxy/proxy_flight.c",
+           "if ((fl = dict_get(px->flights, key)) != NULL) {",
+           "if ((fl = dict_get(px->flights, key)) != NULL && 0) {",
+           ["cold_burst_in_one_process_is_one_flight"],
+           "one Redis lock attempt per request instead of one per process"),
+    Mutant("lock_wait_never_runs_out", "proxy/proxy_flight.c",
+           "\tfl->timed_out = 1;\n\tif (fl->step == FL_WAIT) {",
+           "\tif (0) {",
+           ["waiter_past_lock_wait_fetches_itself"],
+           "a waiter waits for the holder however long it takes"),
+    Mutant("vary_every_waiter_shares_the_leads_variant", "proxy/proxy_flight.c",
+           "return strcmp(id, fl->variant) == 0;", "return 1;",
+           ["cold_stampede_with_different_vary_values_each_gets_its_own_variant"],
+           "waiters get the variant of another request's headers"),
+    Mutant("per_user_response_shared_with_waiters", "proxy/proxy_flight.c",
+           "if (!lead && !fl->shareable) {", "if (0) {",
+           ["private_answer_of_a_shared_fetch_goes_to_its_requester_only"],
+           "a private or no-store answer goes to every waiter"),
+    Mutant("early_refresh_never", "proxy/proxy_flight.c",
+           "return fl->early_due || xfetch_due(&fl->rt, e);", "return 0;",
+           ["early_refresh_refreshes_a_hot_key_once_before_it_goes_stale"],
+           "hot keys go stale at every TTL"),
+    Mutant("variant_ignores_header_values", "proxy/proxy_vary.c",
+           "h = fnv(h, kv->value, strlen(kv->value), 0);", ";",
+           ["vary_stores_one_variant_per_header_value"],
+           "one variant is served whatever the headers it varies on say"),
+    # -- one fetch (proxy/proxy_refresh.c) ---------------------------------------
+    Mutant("renewal_loss_unnoticed", "proxy/proxy_refresh.c",
+           "else if (r == FENCE_LOST)\n\t\tmark_lost(rf);",
+           "else if (0)\n\t\tmark_lost(rf);",
+           ["renewal_never_extends_a_lock_another_fetch_holds"],
+           "a fetch whose renewal found the lock taken over goes on as the holder"),
+    Mutant("lock_never_renewed", "proxy/proxy_refresh.c",
+           "if (rf->rep.mode == RF_LOCKED)\n\t\ttimer_arm(rf->renew_ev",
+           "if (0)\n\t\ttimer_arm(rf->renew_ev",
+           ["slow_origin_lock_is_renewed"],
+           "a fetch slower than lock_ttl lets a second fetcher in"),
+    Mutant("lock_never_released", "proxy/proxy_refresh.c",
+           "if (rf->rep.mode == RF_DIRECT || rf->lost) {", "if (1) {",
+           ["waiters_of_a_failed_fetch_take_over_one_at_a_time"],
+           "after an unstored fetch the key stays locked until lock_ttl"),
+    Mutant("hop_by_hop_headers_stored", "proxy/proxy_refresh.c",
+           "hdr_copy(&resp->headers, &e->headers, HDR_DROP_LENGTH);",
+           "{ const struct evkeyval *h; TAILQ_FOREACH(h, &resp->headers, next) "
+           "if (strcasecmp(h->key, \"Content-Length\") != 0) "
+           "evhttp_add_header(&e->headers, h->key, h->value); }",
+           ["hop_by_hop_response_headers_are_neither_stored_nor_served"],
+           "Connection, the headers it names and Keep-Alive are served on every hit"),
+    # -- what goes upstream (proxy/proxy_req.c) ----------------------------------
+    Mutant("no_x_forwarded_for", "proxy/proxy_req.c",
+           "if (peer != NULL) {\n\t\tevbuffer_add_printf(xff, \"%s\", peer);",
+           "if (0) {\n\t\tevbuffer_add_printf(xff, \"%s\", peer);",
+           ["client_forwarded_headers_are_replaced_by_corrals_own"],
+           "the origin cannot tell who asked"),
+    Mutant("no_x_forwarded_host", "proxy/proxy_req.c",
+           "if (host != NULL || req->host[0] != '\\0')", "if (0)",
+           ["client_forwarded_headers_are_replaced_by_corrals_own"],
+           "the origin cannot tell which host was asked for"),
+    # -- the upstream's framing (upstream/upstream_curl.c) -----------------------
+    Mutant("truncated_body_accepted", "upstream/upstream_curl.c",
+           "if (rc == CURLE_OK) {", "if (rc == CURLE_OK || rc == CURLE_PARTIAL_FILE) {",
+           ["test_upstream"],
+           "a body cut short of its Content-Length is stored and served"),
+]
+
+
+# -- the scratch tree -----------------------------------------------------------
+
+def tree_files():
+    """The working tree's files as git sees them: tracked, or untracked and
+    not ignored (so uncommitted changes are mutated and tested too)."""
+    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                          "--exclude-standard"], cwd=ROOT, capture_output=True,
+                         check=True).stdout
+    return sorted({p for p in out.decode().split("\0")
+                   if p and os.path.isfile(os.path.join(ROOT, p))})
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def write(path, data):
+    """Writes data with a new mtime, so make rebuilds what depends on it."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def mirror():
+    """Makes SCRATCH hold exactly the tree's files (its build/ kept), writing
+    only those that differ: objects of unchanged sources stay valid."""
+    files = tree_files()
+    for rel in files:
+        data, dst = read(os.path.join(ROOT, rel)), os.path.join(SCRATCH, rel)
+        if not os.path.exists(dst) or read(dst) != data:
+            write(dst, data)
+            shutil.copymode(os.path.join(ROOT, rel), dst)
+    wanted = set(files)
+    for dirpath, dirnames, filenames in os.walk(SCRATCH):
+        if dirpath == SCRATCH and "build" in dirnames:
+            dirnames.remove("build")
+        for name in filenames:
+            rel = os.path.relpath(os.path.join(dirpath, name), SCRATCH)
+            if rel not in wanted:
+                os.remove(os.path.join(SCRATCH, rel))
+
+
+def unit_names(tests):
+    return [t for t in tests if t.startswith("test_")]
+
+
+def build(tests):
+    """Builds corral (and the unit binaries tests names) in SCRATCH; returns
+    None or the tail of make's output on failure."""
+    targets = ["build/asan/corral"] + [f"build/asan/unit/{u}" for u in unit_names(tests)]
+    p = subprocess.run(["make", "-s", "-C", SCRATCH, *targets], capture_output=True,
+                       text=True, timeout=BUILD_TIMEOUT_S)
+    if p.returncode != 0:
+        return "\n".join((p.stdout + p.stderr).splitlines()[-20:])
+    return None
+
+
+def run_tests(tests):
+    """Runs the tests in SCRATCH, stopping at the first failure; returns
+    (all passed, the names of the failed ones)."""
+    cmd = [sys.executable, os.path.join(SCRATCH, "tests", "run.py"), "-x",
+           "--bin", os.path.join(SCRATCH, "build", "asan", "corral")]
+    if unit_names(tests):
+        cmd += ["--unit", os.path.join(SCRATCH, "build", "asan", "unit")]
+    for t in tests:
+        cmd += ["-k", t]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
+                           timeout=TESTS_TIMEOUT_S, cwd=SCRATCH)
+    except subprocess.TimeoutExpired:
+        return False, ["(the tests timed out)"]
+    failed = [line[5:][:REASON_CHARS] for line in p.stdout.splitlines()
+              if line.startswith("FAIL ")]
+    passed = [line for line in p.stdout.splitlines() if line.startswith("PASS ")]
+    if p.returncode == 0 and not passed:
+        return False, ["(no test matched: " + ", ".join(tests) + ")"]
+    return p.returncode == 0, failed or [f"(run.py exited with {p.returncode})"]
+
+
+# -- the run --------------------------------------------------------------------
+
+def check_mutant(m):
+    """None if m applies to the tree, else why it is stale."""
+    path = os.path.join(SCRATCH, m.file)
+    if not os.path.exists(path):
+        return f"{m.file} does not exist"
+    n = read(path).decode().count(m.find)
+    return None if n == 1 else f"its find-text occurs {n} times in {m.file}, not once"
+
+
+def run_mutant(m):
+    """'killed', 'survived' or 'error', and a note."""
+    path = os.path.join(SCRATCH, m.file)
+    original = read(path)
+    write(path, original.decode().replace(m.find, m.replace).encode())
+    try:
+        failure = build(m.tests)
+        if failure:
+            return "error", f"does not build:\n{failure}"
+        passed, failed = run_tests(m.tests)
+        if passed:
+            return "survived", f"{', '.join(m.tests)} passed ({m.why})"
+        return "killed", f"by {failed[0]}"
+    finally:
+        write(path, original)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Mutation tests of Corral's lock protocol.")
+    ap.add_argument("-k", dest="keywords", action="append",
+                    help="only the mutants whose name contains this (repeatable)")
+    ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    ap.add_argument("--no-baseline", action="store_true",
+                    help="skip running the tests on the unchanged tree first")
+    args = ap.parse_args(argv)
+
+    mutants = [m for m in MUTANTS
+               if not args.keywords or any(k in m.name for k in args.keywords)]
+    if args.list:
+        for m in mutants:
+            print(f"{m.name}: {m.file}: {m.why}\n    tests: {', '.join(m.tests)}")
+        return 0
+    if not mutants:
+        print("no mutant matches")
+        return 1
+    started = time.monotonic()
+    mirror()
+    stale = [(m, why) for m in mutants for why in [check_mutant(m)] if why]
+    for m, why in stale:
+        print(f"STALE {m.name}: {why}", flush=True)
+    if stale:
+        print(f"{len(stale)} stale mutants: update their find-text")
+        return 1
+
+    tests = sorted({t for m in mutants for t in m.tests})
+    failure = build(tests)
+    if failure:
+        print(f"the unchanged tree does not build:\n{failure}")
+        return 1
+    if not args.no_baseline:
+        passed, failed = run_tests(tests)
+        if not passed:
+            print(f"the mutants' tests fail on the unchanged tree: {', '.join(failed)}")
+            return 1
+        print(f"baseline: {len(tests)} test names pass on the unchanged tree "
+              f"({time.monotonic() - started:.0f} s)", flush=True)
+
+    counts = {"killed": 0, "survived": 0, "error": 0}
+    for m in mutants:
+        t0 = time.monotonic()
+        verdict, note = run_mutant(m)
+        counts[verdict] += 1
+        print(f"{verdict.upper()} {m.name} ({time.monotonic() - t0:.0f} s): {note}",
+              flush=True)
+    build([])	# leave the copy's binary unmutated
+    took = time.monotonic() - started
+    errors = f", {counts['error']} errors" if counts["error"] else ""
+    print(f"{counts['killed']} killed, {counts['survived']} survived{errors} "
+          f"({took:.0f} s)", flush=True)
+    return 0 if counts["survived"] == 0 and counts["error"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
