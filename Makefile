@@ -83,7 +83,7 @@ test: test-deps check-boundaries build/asan/corral $(UNIT_BIN) man deb
 # Mutation tests of the lock protocol and the request flow (tests/mutants.py):
 # each mutant must make one of its tests fail. Not part of make test (a few
 # minutes); works on a scratch copy under build/mutants/.
-test-mutants: deps
+test-mutants: test-deps
 	python3 tests/mutants.py
 
 run: all
