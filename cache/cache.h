@@ -11,6 +11,21 @@
  * answer within [redis] timeout. An operation that cannot even start
  * (Redis is down) returns NULL and calls nothing.
  *
+ * Every key of one cache key (entry, lock, backoff, variants) shares the
+ * hash tag {key}, so each script touches one slot: in cluster mode it runs
+ * on the node that owns it (cache_route.c), and MOVED, ASK and failovers
+ * are followed within [redis] timeout. The caller never knows which mode
+ * runs.
+ *
+ * Notifications: a store or release publishes on the key's own shard
+ * channel (SPUBLISH "<prefix>{key}:filled"), which only the processes
+ * waiting for that key hear: a lock_acquire answered LOCK_BUSY subscribes
+ * this process to the key until the fill arrives, a later acquire of the
+ * key is not busy, or px_ms pass. The fill callback also runs for the key
+ * once the subscription is live (a fill may have come before it).
+ * Invalidations and purges, which every process must hear, go to one
+ * fleet-wide channel.
+ *
  * The lock protocol (scripts in cache_store.c, run with EVALSHA):
  *   acquire  atomically: if the entry changed from the generation the
  *            caller saw, return it; else SET lock token NX PX ttl.
@@ -59,6 +74,16 @@ enum fence_result {
 	FENCE_ERROR,
 };
 
+#define CACHE_NODES_MAX		32	/* Redis nodes shown in the figures */
+#define CACHE_NODE_NAME_MAX	64	/* "host:port" */
+
+/* One Redis node as this process sees it. */
+struct cache_node_state {
+	char		name[CACHE_NODE_NAME_MAX];	/* "" ends the list */
+	int		up;		/* its command connection is up */
+	int		slots;		/* hash slots it owns (cluster), or 16384 */
+};
+
 struct cache_counters {
 	uint64_t	commands;
 	uint64_t	errors;		/* error replies, timeouts, disconnects */
@@ -67,7 +92,12 @@ struct cache_counters {
 	uint64_t	disconnects;
 	uint64_t	fills_received;
 	uint64_t	purges_received;
+	uint64_t	moved;		/* MOVED redirects followed */
+	uint64_t	ask;		/* ASK redirects followed */
+	uint64_t	map_refreshes;	/* slot maps read, primaries looked up */
 	struct hist	command_duration;	/* command sent to reply read */
+	int		nnodes;
+	struct cache_node_state nodes[CACHE_NODES_MAX];
 };
 
 /* The callback gets its own reference to e (NULL unless FOUND/CHANGED). */
@@ -82,9 +112,14 @@ typedef void cache_fill_cb(const char *key, void *arg);
 struct cache	*cache_new(struct event_base *base, const struct conf *c,
 		    cache_fill_cb *on_fill, void *arg);
 void		 cache_free(struct cache **cp);
+/* Is every node that owns slots connected? */
 int		 cache_is_up(const struct cache *c);
-const struct cache_counters *cache_counters(const struct cache *c);
-/* Adds every counter of src into dst (the workers' figures summed). */
+/* "single", "cluster" or "sentinel". */
+const char	*cache_mode(const struct cache *c);
+/* Also fills in the per-node states. */
+const struct cache_counters *cache_counters(struct cache *c);
+/* Adds every counter of src into dst (the workers' figures summed); a
+ * node is up in dst only if it is up in every worker. */
 void		 cache_counters_add(struct cache_counters *dst,
 		    const struct cache_counters *src);
 

@@ -354,6 +354,35 @@ metrics_prometheus(struct proxy *px, struct evbuffer *out)
 	    "Time from sending a Redis command to reading its reply.");
 	hist_series(out, "corral_redis_command_duration_seconds", NULL,
 	    &cc->command_duration);
+	redis_counter(out, "corral_redis_purge_notifications_total",
+	    "Invalidations and purges heard from the fleet.",
+	    cc->purges_received);
+	family(out, "corral_redis_redirects_total", "counter", "Cluster "
+	    "redirects followed: MOVED (the slot moved) or ASK (migrating).");
+	evbuffer_add_printf(out, "corral_redis_redirects_total{kind=\"moved\"} %"
+	    PRIu64 "\ncorral_redis_redirects_total{kind=\"ask\"} %" PRIu64 "\n",
+	    cc->moved, cc->ask);
+	redis_counter(out, "corral_redis_map_refreshes_total", "Slot maps "
+	    "read (cluster) or primaries looked up (sentinel).",
+	    cc->map_refreshes);
+	family(out, "corral_redis_mode", "gauge", "Always 1; the [redis] mode "
+	    "is a label.");
+	evbuffer_add_printf(out, "corral_redis_mode{mode=\"%s\"} 1\n",
+	    cache_mode(px->cache));
+	family(out, "corral_redis_node_up", "gauge", "1 while every worker's "
+	    "command connection to this node is up (nodes that own slots).");
+	for (int i = 0; i < cc->nnodes; i++) {
+		evbuffer_add_printf(out, "corral_redis_node_up{node=");
+		label_value(out, cc->nodes[i].name);
+		evbuffer_add_printf(out, "} %d\n", cc->nodes[i].up);
+	}
+	family(out, "corral_redis_node_slots", "gauge", "Hash slots the node "
+	    "owns, as a worker last saw the map.");
+	for (int i = 0; i < cc->nnodes; i++) {
+		evbuffer_add_printf(out, "corral_redis_node_slots{node=");
+		label_value(out, cc->nodes[i].name);
+		evbuffer_add_printf(out, "} %d\n", cc->nodes[i].slots);
+	}
 }
 
 /* ---- JSON ---- */

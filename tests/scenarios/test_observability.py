@@ -300,7 +300,8 @@ def upstream_and_redis_failures_move_error_metrics(env):
              what="corral_redis_up to drop to 0 with Redis stopped")
     expect(metrics(corral).value("corral_redis_disconnects_total") >= 1,
            "corral_redis_disconnects_total moved")
-    expect_eq(admin_get(corral, "/health").text.strip(), "ok redis=down", "/health")
+    expect_eq(admin_get(corral, "/health").text.strip(),
+              f"ok redis=down mode=single {redis.address}=down", "/health")
 
 
 @scenario
