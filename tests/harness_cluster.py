@@ -119,6 +119,12 @@ class RedisProcess(RedisServer):
     def info(self, section):
         return self.fields("INFO", section)
 
+    def reconnect(self):
+        """A new client connection (sentinels kill the old ones on failover)."""
+        self.client.close()
+        self.client = RespClient(self.host, self.port)
+        return self
+
     def fields(self, *command):
         """A "name:value" text reply (INFO, CLUSTER INFO) as a dict."""
         text = self.cmd(*command)
