@@ -272,6 +272,20 @@ gauge(struct evbuffer *out, const char *name, const char *help, double v)
 	evbuffer_add_printf(out, "%s %.15g\n", name, v);
 }
 
+/* One series per Redis node: its up state, or (slots) how many it owns. */
+static void
+node_gauge(struct evbuffer *out, const struct cache_counters *cc,
+    const char *name, const char *help, int slots)
+{
+	family(out, name, "gauge", help);
+	for (int i = 0; i < cc->nnodes; i++) {
+		evbuffer_add_printf(out, "%s{node=", name);
+		label_value(out, cc->nodes[i].name);
+		evbuffer_add_printf(out, "} %d\n", slots ? cc->nodes[i].slots :
+		    cc->nodes[i].up);
+	}
+}
+
 static void
 redis_counter(struct evbuffer *out, const char *name, const char *help,
     uint64_t v)
@@ -369,20 +383,10 @@ metrics_prometheus(struct proxy *px, struct evbuffer *out)
 	    "is a label.");
 	evbuffer_add_printf(out, "corral_redis_mode{mode=\"%s\"} 1\n",
 	    cache_mode(px->cache));
-	family(out, "corral_redis_node_up", "gauge", "1 while every worker's "
-	    "command connection to this node is up (nodes that own slots).");
-	for (int i = 0; i < cc->nnodes; i++) {
-		evbuffer_add_printf(out, "corral_redis_node_up{node=");
-		label_value(out, cc->nodes[i].name);
-		evbuffer_add_printf(out, "} %d\n", cc->nodes[i].up);
-	}
-	family(out, "corral_redis_node_slots", "gauge", "Hash slots the node "
-	    "owns, as a worker last saw the map.");
-	for (int i = 0; i < cc->nnodes; i++) {
-		evbuffer_add_printf(out, "corral_redis_node_slots{node=");
-		label_value(out, cc->nodes[i].name);
-		evbuffer_add_printf(out, "} %d\n", cc->nodes[i].slots);
-	}
+	node_gauge(out, cc, "corral_redis_node_up", "1 while every worker's "
+	    "command connection to this node is up (nodes that own slots).", 0);
+	node_gauge(out, cc, "corral_redis_node_slots", "Hash slots the node "
+	    "owns, as a worker last saw the map.", 1);
 }
 
 /* ---- JSON ---- */
