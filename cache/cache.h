@@ -21,8 +21,9 @@
  * channel (SPUBLISH "<prefix>{key}:filled"), which only the processes
  * waiting for that key hear: a lock_acquire answered LOCK_BUSY subscribes
  * this process to the key until the fill arrives, a later acquire of the
- * key is not busy, or px_ms pass. The fill callback also runs for the key
- * once the subscription is live (a fill may have come before it).
+ * key is not busy, or (the holder died) several px_ms pass. Once the
+ * subscription is live, the fill callback also runs for the key if the
+ * lock no longer holds the token that made it wait (the fill came first).
  * Invalidations and purges, which every process must hear, go to one
  * fleet-wide channel.
  *

@@ -24,6 +24,10 @@
 #define REFRESH_MIN_MS		100	/* between two reads of the map */
 #define HUNG_TIMEOUTS		5	/* timeouts in a row that drop a node */
 #define SWITCH_CHANNEL		"+switch-master"
+#define SWITCH_FORMAT		"%63s %*s %*s %255s %d"	/* name, new host, port */
+
+_Static_assert(CONF_NAME_MAX == 64 && CONF_HOST_MAX == 256,
+    "SWITCH_FORMAT's widths");
 
 struct route {
 	uint32_t		 magic;
@@ -727,7 +731,7 @@ on_feed_reply(const void *r, void *arg)
 	}
 	if (strcmp(reply->element[0]->str, "message") != 0 ||
 	    reply->element[2]->type != REDIS_REPLY_STRING ||
-	    sscanf(reply->element[2]->str, "%63s %*s %*s %255s %d", name,
+	    sscanf(reply->element[2]->str, SWITCH_FORMAT, name,
 	    host, &port) != 3 || strcmp(name, rt->master_name) != 0)
 		return;
 	log_info("redis: +switch-master %s: %s:%d", name, host, port);
@@ -976,10 +980,4 @@ route_node_states(const struct route *rt, struct cache_counters *cc)
 	}
 	if (cc->nnodes < CACHE_NODES_MAX)
 		cc->nodes[cc->nnodes].name[0] = '\0';
-}
-
-enum redis_mode
-route_mode(const struct route *rt)
-{
-	return rt->mode;
 }

@@ -99,6 +99,5 @@ void		 route_node_timeout(struct node *n);
 /* Fills the per-node figures of cc. */
 void		 route_node_states(const struct route *rt,
 		    struct cache_counters *cc);
-enum redis_mode	 route_mode(const struct route *rt);
 
 #endif

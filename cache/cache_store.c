@@ -50,6 +50,8 @@
 #define REDIRECTS_MAX		5	/* MOVED/ASK one op follows */
 #define INVALIDATE_ROUNDS	3	/* variant lists read again when they grow */
 #define PARK_RETRY_MS		50	/* parked ops try their node again */
+#define WATCH_LOCK_TTLS		4	/* a watch outlives the lock's PX this */
+#define WATCH_MIN_MS		10000	/* many times, and at least this long */
 
 /*
  * acquire: KEYS entry, lock, backoff; ARGV token, px, seen generation.
@@ -396,9 +398,13 @@ on_sub_reply(struct node *n, const redisReply *r, void *arg)
 		c->on_fill(r->element[2]->str, c->fill_arg);
 	} else if (strcmp(kind, "sunsubscribe") == 0 &&
 	    (w = watch_of_channel(c, channel)) != NULL && w->node == n) {
-		/* The slot moved away from n: follow it. */
-		w->node = NULL;
-		route_refresh(c->rt);
+		/*
+		 * Not asked for by this watch: the slot left n (a migration),
+		 * or it is the late answer to an earlier watch of the key.
+		 * Subscribe again where the map says; a node that lost the
+		 * slot answers MOVED, and the map is read again.
+		 */
+		subscribe(n, "SSUBSCRIBE", w->channel);
 	}
 }
 
@@ -508,12 +514,17 @@ on_watch_expire(evutil_socket_t fd, short what, void *arg)
 	watch_end(w->cache, w);
 }
 
-/* After a busy lock (holder's token): hear of key's fill for the next ms. */
+/*
+ * After a busy lock (holder's token, lock PX): hear of key's fill. The
+ * fill normally ends the watch; the timer only ends one whose holder died
+ * (its lock expires unannounced), long after any waiter gave up.
+ */
 static void
-watch_add(struct cache *c, const char *key, const char *holder, int64_t ms)
+watch_add(struct cache *c, const char *key, const char *holder, int64_t px_ms)
 {
 	struct watch *w = dict_get(c->watches, key);
-	struct timeval tv = util_timeval(ms);
+	int64_t ms = px_ms * WATCH_LOCK_TTLS;
+	struct timeval tv = util_timeval(ms > WATCH_MIN_MS ? ms : WATCH_MIN_MS);
 
 	if (w == NULL) {
 		if ((w = calloc(1, sizeof(*w))) == NULL)

@@ -82,7 +82,7 @@ def path_in_slot(slot, prefix="/s", avoid=()):
 class RedisProcess(RedisServer):
     """A redis-server (or sentinel) with extra arguments, in its own directory."""
 
-    def __init__(self, workdir, name, args, config_text=None):
+    def __init__(self, workdir, name, args, config_text=None, cluster=False):
         self.name = name
         self.workdir = os.path.join(workdir, name)
         os.makedirs(self.workdir, exist_ok=True)
@@ -104,6 +104,9 @@ class RedisProcess(RedisServer):
                 argv += ["--port", str(self.port), "--bind", self.host, "--save", "",
                          "--appendonly", "no", "--daemonize", "no", "--dir", self.workdir,
                          *args]
+            if cluster:	# the bus port is port + 10000 unless named: maybe > 65535
+                self.bus_port = free_port()
+                argv += ["--cluster-port", str(self.bus_port)]
             with open(self.log_path, "ab") as log:
                 self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                                              stdin=subprocess.DEVNULL)
@@ -150,10 +153,11 @@ class RedisCluster:
                 "--cluster-allow-replica-migration", "no"]
         self.nodes = []
         for i in range(6):
-            self.nodes.append(env.track(RedisProcess(env.workdir, env.name("cnode"), args)))
+            self.nodes.append(env.track(RedisProcess(env.workdir, env.name("cnode"), args,
+                                                     cluster=True)))
         first = self.nodes[0]
         for n in self.nodes[1:]:
-            n.cmd("CLUSTER", "MEET", first.host, str(first.port))
+            n.cmd("CLUSTER", "MEET", first.host, str(first.port), str(first.bus_port))
         for n, (lo, hi) in zip(self.nodes[:3], self.RANGES):
             n.cmd("CLUSTER", "ADDSLOTSRANGE", str(lo), str(hi))
         wait_for(lambda: all(len(self.known(n)) == 6 for n in self.nodes),
