@@ -28,10 +28,11 @@
 #include <hiredis/async.h>
 
 #include "cache/cache.h"
+#include "cache/cache_key.h"
 #include "cache/cache_sub.h"
 #include "conf/conf.h"
 
-#define ROUTE_SLOTS		16384
+#define ROUTE_SLOTS		CACHE_KEY_SLOTS
 #define ROUTE_SCRIPTS_MAX	8
 #define ROUTE_NODES_MAX		CACHE_NODES_MAX
 
@@ -74,8 +75,6 @@ struct route	*route_new(struct event_base *base, const struct conf *conf,
 		    struct cache_counters *counters);
 void		 route_free(struct route **rtp);
 
-/* The hash slot of a Redis key or shard channel (its {hash tag}). */
-unsigned	 route_slot(const char *name);
 /* The node owning slot, or NULL when none is known. */
 struct node	*route_node(struct route *rt, unsigned slot);
 /* The node at host:port, created (and connecting) if new; NULL if full. */

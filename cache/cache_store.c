@@ -531,7 +531,7 @@ watch_add(struct cache *c, const char *key, const char *holder, int64_t px_ms)
 			return;
 		snprintf(w->key, sizeof(w->key), "%s", key);
 		key_name(w->channel, sizeof(w->channel), c, key, FILL_SUFFIX);
-		w->slot = route_slot(w->channel);
+		w->slot = cache_key_slot(w->channel);
 		w->cache = c;
 		if ((w->expire = evtimer_new(c->base, on_watch_expire, w)) ==
 		    NULL || dict_set(c->watches, w->key, w) == -1) {
@@ -1030,7 +1030,7 @@ op_new(struct cache *c, enum op_kind kind, const char *key, void *arg)
 	op->arg = arg;
 	op->script = SCRIPT_NONE;
 	key_name(name, sizeof(name), c, key, "entry");
-	op->slot = route_slot(name);
+	op->slot = cache_key_slot(name);
 	if ((op->timer = evtimer_new(c->base, on_op_timeout, op)) == NULL) {
 		free(op);
 		return NULL;
