@@ -97,7 +97,7 @@ def cluster_slot_migrated_while_refresh_holds_lock_fetches_once(env):
 @scenario(timeout=180)
 def cluster_primary_killed_during_stale_stampede_loses_no_request(env):
     cluster, origin = start_cluster(env), env.origin(delay="1s")
-    fleet = cluster_fleet(env, cluster, origin, timeout="5s")
+    fleet = cluster_fleet(env, cluster, origin, timeout="8s")	# above any failover
     path = "/failover"
     slot = path_slot(path)
     primary = cluster.primary_of(slot)
