@@ -6,7 +6,8 @@ a cluster, where fills travel by sharded pub/sub through the key's node."""
 import urllib.request
 
 from harness import HOST, Background, expect, expect_eq, scenario, stampede, wait_for
-from harness_cluster import path_slot, redis_figures, start_cluster
+from harness_cluster import (RedisCluster, path_slot, paths_in_slots, redis_figures,
+                             start_cluster)
 
 STORES = 20
 
@@ -52,7 +53,7 @@ def stores_reach_only_waiters_and_purges_reach_all_twelve_processes(env):
 
 
 @scenario(timeout=120)
-def cluster_fills_travel_by_sharded_pubsub_through_the_keys_node(env):
+def cluster_fills_stay_on_the_keys_node_and_prefix_purge_scans_every_primary(env):
     cluster, origin = start_cluster(env), env.origin()
     fleet = [env.corral(cluster.address, origin, extra=cluster.corral_extra(),
                         wait_redis=True) for _ in range(2)]
@@ -72,3 +73,19 @@ def cluster_fills_travel_by_sharded_pubsub_through_the_keys_node(env):
     expect_eq(origin.count(path), 1, "origin fetches")
     wait_for(lambda: node.cmd("PUBSUB", "SHARDNUMSUB", channel)[1] == 0,
              what="the waiters to unsubscribe once filled")
+
+    # One entry on each primary, then a purge by prefix: it scans them all,
+    # and every process hears of every key (PUBLISH reaches every node).
+    by_range = paths_in_slots(RedisCluster.RANGES, 1, prefix="/p")
+    for paths in by_range.values():
+        expect(fleet[1].get(paths[0]).cache_status.stored, f"{paths[0]} stored")
+    before = [redis_figures(c)["purges_received"] for c in fleet]
+    req = urllib.request.Request(f"{fleet[0].admin_url}/purge?prefix={HOST}/",
+                                 method="POST")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        expect_eq(r.read().strip(), b'{"purged": 4}', "prefix purge over 3 primaries")
+    wait_for(lambda: [redis_figures(c)["purges_received"] - b
+                      for c, b in zip(fleet, before)] == [4, 4],
+             what="both instances to hear the 4 invalidations")
+    expect(all(not n.cmd("KEYS", "*:entry") for n in cluster.nodes[:3] if n.running()),
+           "no entry left on any primary")
