@@ -196,6 +196,7 @@ struct cache {
 	TAILQ_HEAD(, watch)	 watch_list;
 	TAILQ_HEAD(, cache_op)	 parked;	/* waiting for their node */
 	struct event		*park_ev;
+	unsigned		 park_round;	/* on_park_retry's runs */
 
 	cache_fill_cb		*on_fill;
 	cache_fill_cb		*on_purge;
@@ -217,6 +218,7 @@ struct cache_op {
 	int			 finished;	/* caller's callback ran or op cancelled */
 	int			 inflight;	/* hiredis holds it */
 	int			 parked;
+	unsigned		 park_round;	/* c->park_round when parked */
 	TAILQ_ENTRY(cache_op)	 park_link;
 	struct event		*timer;
 	int64_t			 sent_us;	/* when the command was sent */
@@ -232,9 +234,10 @@ struct cache_op {
 	int			 cap;
 	char			**args;
 	size_t			*arglens;
-	/* acquire: whose fill to wait for when busy, and how long. */
-	char			*watch_key;
-	int64_t			 watch_ms;
+	/* The cache key (acquire: whose fill to wait for when busy, with
+	 * the lock's PX; invalidate: whose variants; a watch's check). */
+	char			*key;
+	int64_t			 px_ms;
 };
 
 static int op_send(struct cache_op *op);
@@ -475,7 +478,7 @@ watch_check(struct cache *c, struct watch *w)
 		return;
 	}
 	key_name(lock, sizeof(lock), c, w->key, "lock");
-	failed |= (op->watch_key = strdup(w->key)) == NULL;
+	failed |= (op->key = strdup(w->key)) == NULL;
 	failed |= op_argstr(op, "GET");
 	failed |= op_argstr(op, lock);
 	if (op_start(op, failed) == NULL)
@@ -486,7 +489,7 @@ static void
 deliver_holder(struct cache_op *op, const redisReply *reply)
 {
 	struct cache *c = op->cache;
-	struct watch *w = dict_get(c->watches, op->watch_key);
+	struct watch *w = dict_get(c->watches, op->key);
 
 	if (w == NULL)
 		return;		/* the wait is over already */
@@ -607,10 +610,8 @@ cache_free(struct cache **cp)
 	c->closing = 1;
 	/* Ops in flight get their NULL replies here and free themselves. */
 	route_free(&c->rt);
-	while ((op = TAILQ_FIRST(&c->parked)) != NULL) {
-		TAILQ_REMOVE(&c->parked, op, park_link);
-		op_free(op);
-	}
+	while ((op = TAILQ_FIRST(&c->parked)) != NULL)
+		op_free(op);	/* unparks it */
 	while ((w = TAILQ_FIRST(&c->watch_list)) != NULL) {
 		w->node = NULL;
 		watch_end(c, w);
@@ -692,7 +693,7 @@ op_free(struct cache_op *op)
 		free(op->args[i]);
 	free(op->args);
 	free(op->arglens);
-	free(op->watch_key);
+	free(op->key);
 	op->magic = 0;
 	free(op);
 }
@@ -761,6 +762,7 @@ op_park(struct cache_op *op)
 		return -1;
 	assert(!op->parked && !op->inflight);
 	op->parked = 1;
+	op->park_round = c->park_round;
 	TAILQ_INSERT_TAIL(&c->parked, op, park_link);
 	if (!evtimer_pending(c->park_ev, NULL))
 		evtimer_add(c->park_ev, &tv);
@@ -768,17 +770,23 @@ op_park(struct cache_op *op)
 	return 0;
 }
 
+/*
+ * Sends every parked op again. Those that park again (their node is still
+ * unknown) wait for the next round; ops stay on c->parked until their
+ * turn, so a callback that cancels one meanwhile finds it there.
+ */
 static void
 on_park_retry(evutil_socket_t fd, short what, void *arg)
 {
 	struct cache *c = arg;
-	TAILQ_HEAD(, cache_op) todo = TAILQ_HEAD_INITIALIZER(todo);
 	struct cache_op *op;
+	unsigned round;
 
 	assert(c->magic == CACHE_MAGIC);
-	TAILQ_CONCAT(&todo, &c->parked, park_link);
-	while ((op = TAILQ_FIRST(&todo)) != NULL) {
-		TAILQ_REMOVE(&todo, op, park_link);
+	round = ++c->park_round;
+	while ((op = TAILQ_FIRST(&c->parked)) != NULL &&
+	    op->park_round != round) {
+		TAILQ_REMOVE(&c->parked, op, park_link);
 		op->parked = 0;
 		if (op->finished)
 			op_free(op);
@@ -838,11 +846,11 @@ deliver_acquire(struct cache_op *op, const redisReply *reply)
 		code = reply->element[0]->integer;
 	/* Busy: wait for the holder's fill; else this process waits no more. */
 	if (code == 0)
-		watch_add(op->cache, op->watch_key, reply->elements == 2 &&
+		watch_add(op->cache, op->key, reply->elements == 2 &&
 		    reply->element[1]->type == REDIS_REPLY_STRING ?
-		    reply->element[1]->str : "", op->watch_ms);
+		    reply->element[1]->str : "", op->px_ms);
 	else
-		watch_drop(op->cache, op->watch_key);
+		watch_drop(op->cache, op->key);
 	if (code == 1) {
 		op->cb.lock(LOCK_ACQUIRED, NULL, NULL, op->arg);
 	} else if (code == 0) {
@@ -1169,8 +1177,8 @@ lock_acquire(struct cache *c, const char *key, const char *token,
 		return NULL;
 	op->cb.lock = cb;
 	op->script = SCRIPT_ACQUIRE;
-	op->watch_ms = px_ms;
-	failed |= (op->watch_key = strdup(key)) == NULL;
+	op->px_ms = px_ms;
+	failed |= (op->key = strdup(key)) == NULL;
 	key_name(entry, sizeof(entry), c, key, "entry");
 	key_name(lock, sizeof(lock), c, key, "lock");
 	key_name(backoff, sizeof(backoff), c, key, "backoff");
@@ -1327,13 +1335,13 @@ cache_op_cancel(struct cache_op **opp)
 /*
  * Builds an invalidation's next command: SMEMBERS of the key's variants
  * (members NULL), or the script that drops the entry and those variants.
- * The key is in op->watch_key.
+ * The key is in op->key.
  */
 static int
 op_invalidate_script(struct cache_op *op, const redisReply *members)
 {
 	struct cache *c = op->cache;
-	const char *key = op->watch_key;
+	const char *key = op->key;
 	char name[REDIS_KEY_MAX], variant[CACHE_KEY_MAX + CACHE_VARIANT_MAX + 2];
 	char numkeys[24];
 	size_t nv = 0;
@@ -1389,7 +1397,7 @@ cache_invalidate(struct cache *c, const char *key, fence_cb *cb, void *arg)
 	if ((op = op_new(c, OP_INVALIDATE, key, arg)) == NULL)
 		return NULL;
 	op->cb.fence = cb;
-	failed |= (op->watch_key = strdup(key)) == NULL;
+	failed |= (op->key = strdup(key)) == NULL;
 	failed |= failed || op_invalidate_script(op, NULL) == -1;
 	return op_start(op, failed);
 }
