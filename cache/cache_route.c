@@ -21,7 +21,9 @@
 #define NODE_MAGIC		0x4e4f4445u	/* "NODE" */
 #define RECONNECT_MIN_MS	100
 #define RECONNECT_MAX_MS	5000
-#define REFRESH_MIN_MS		100	/* between two reads of the map */
+#define REFRESH_MIN_MS		100	/* between two reads of the map, */
+#define REFRESH_MAX_MS		1000	/* doubling up to this while they
+					 * find nothing new */
 #define HUNG_TIMEOUTS		5	/* timeouts in a row that drop a node */
 #define SWITCH_CHANNEL		"+switch-master"
 #define SWITCH_FORMAT		"%63s %*s %*s %255s %d"	/* name, new host, port */
@@ -48,6 +50,7 @@ struct route {
 	struct node		*nodes[ROUTE_NODES_MAX];
 	int			 nnodes;
 	struct node		*slots[ROUTE_SLOTS];
+	struct node		*before[ROUTE_SLOTS];	/* the map a read replaced */
 	int			 covered;	/* every slot has a node */
 
 	/* Reading the map (cluster) or asking for the primary (sentinel). */
@@ -55,6 +58,7 @@ struct route {
 	int			 refreshing;	/* a question is out */
 	int			 again;		/* ask again when it is answered */
 	int64_t			 last_refresh_ms;
+	int64_t			 refresh_gap_ms;	/* REFRESH_MIN_MS..MAX_MS */
 	int			 next_seed;
 	int64_t			 refresh_backoff_ms;
 
@@ -456,6 +460,7 @@ apply_slots(struct route *rt, const redisReply *reply, const char *asked)
 		    reply_int(m->element[1], &port) == -1)
 			return -1;
 	}
+	memcpy(rt->before, rt->slots, sizeof(rt->slots));
 	memset(rt->slots, 0, sizeof(rt->slots));
 	for (size_t i = 0; i < reply->elements; i++) {
 		const redisReply *e = reply->element[i];
@@ -475,6 +480,11 @@ apply_slots(struct route *rt, const redisReply *reply, const char *asked)
 			owner[nowner++] = n;
 	}
 	recount(rt);
+	/* Reads that find nothing new come less often; a change, at once. */
+	if (memcmp(rt->before, rt->slots, sizeof(rt->slots)) != 0)
+		rt->refresh_gap_ms = REFRESH_MIN_MS;
+	else if ((rt->refresh_gap_ms *= 2) > REFRESH_MAX_MS)
+		rt->refresh_gap_ms = REFRESH_MAX_MS;
 	/* Nodes that own nothing now (old primaries, seeds) are let go. */
 	for (int i = rt->nnodes - 1; i >= 0; i--) {
 		struct node *n = rt->nodes[i];
@@ -514,7 +524,7 @@ on_slots(redisAsyncContext *ac, void *r, void *privdata)
 	log_debug("redis: slot map read: %d primaries%s", rt->nnodes,
 	    rt->covered ? "" : ", some slots without a node");
 	rt->hooks->map_changed(rt->arg);
-	if (rt->again || !rt->covered) {
+	if (rt->again) {
 		rt->again = 0;
 		route_refresh(rt);
 	}
@@ -781,7 +791,8 @@ route_refresh(struct route *rt)
 	if (evtimer_pending(rt->refresh_ev, NULL))
 		return;
 	/* Always through the loop, never from inside the caller. */
-	wait = rt->last_refresh_ms + REFRESH_MIN_MS - (util_mono_us() / 1000);
+	wait = rt->last_refresh_ms + rt->refresh_gap_ms -
+	    (util_mono_us() / 1000);
 	tv = util_timeval(wait > 0 ? wait : 0);
 	evtimer_add(rt->refresh_ev, &tv);
 }
@@ -792,8 +803,6 @@ route_moved(struct route *rt, unsigned slot, struct node *n)
 	assert(slot < ROUTE_SLOTS);
 	if (rt->slots[slot] != NULL)
 		rt->slots[slot]->slots--;
-	else
-		rt->covered = 0;
 	rt->slots[slot] = n;
 	n->slots++;
 	route_refresh(rt);
@@ -826,7 +835,7 @@ route_new(struct event_base *base, const struct conf *conf,
 	rt->hooks = hooks;
 	rt->arg = arg;
 	rt->counters = counters;
-	rt->refresh_backoff_ms = REFRESH_MIN_MS;
+	rt->refresh_backoff_ms = rt->refresh_gap_ms = REFRESH_MIN_MS;
 	rt->refresh_ev = evtimer_new(base, on_refresh, rt);
 	rt->sentinel_timer = evtimer_new(base, on_sentinel_timeout, rt);
 	rt->feed_retry = evtimer_new(base, on_feed_retry, rt);
