@@ -13,9 +13,8 @@ redis-cli: it sleeps a second per check) and waited for with wait_for.
 import os
 import subprocess
 
-from harness import (POLL_S, START_TIMEOUT_S, STOP_TIMEOUT_S, HOST, PREFIX, RedisServer,
-                     RespClient, _decode, cache_key, expect, find_redis_server, free_port,
-                     slow, tail, wait_for)
+from harness import (START_TIMEOUT_S, HOST, RedisServer, RespClient, _decode, cache_key,
+                     expect, find_redis_server, free_port, slow, tail, wait_for)
 
 CLUSTER_NODE_TIMEOUT_MS = 500	# short: a killed primary fails over in about 2 s
 SENTINEL_DOWN_AFTER_MS = 500
@@ -145,7 +144,6 @@ class RedisCluster:
     RANGES = [(0, 5460), (5461, 10922), (10923, 16383)]
 
     def __init__(self, env):
-        self.env = env
         args = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                 "--cluster-node-timeout", str(CLUSTER_NODE_TIMEOUT_MS),
                 "--cluster-require-full-coverage", "no",
@@ -313,7 +311,6 @@ def expect_all_ok(results, what):
     expect(not bad, f"{what}: {len(bad)} answers were not 200, e.g. {bad[:1]}")
 
 
-__all__ = ["CLUSTER_NODE_TIMEOUT_MS", "MASTER_NAME", "POLL_S", "PREFIX", "RedisCluster",
-           "SentinelGroup", "STOP_TIMEOUT_S", "expect_all_ok", "key_slot", "path_in_slot",
-           "path_slot", "paths_in_slots", "redis_figures", "start_cluster",
-           "start_sentinels"]
+__all__ = ["CLUSTER_NODE_TIMEOUT_MS", "MASTER_NAME", "RedisCluster", "RedisProcess",
+           "SentinelGroup", "expect_all_ok", "key_slot", "path_in_slot", "path_slot",
+           "paths_in_slots", "redis_figures", "start_cluster", "start_sentinels"]
