@@ -2,8 +2,8 @@
 cluster-node-timeout): one fetch per key for the whole fleet, whichever
 primary owns the key, through a slot migration and through a failover."""
 
-from harness import (Background, entry_key, expect, expect_eq, lock_key, scenario,
-                     stampede, wait_for)
+from harness import (Background, entry_key, expect, expect_eq, http_request, lock_key,
+                     scenario, stampede, wait_for)
 from harness_cluster import (RedisCluster, expect_all_ok, path_in_slot, path_slot,
                              paths_in_slots, redis_figures, start_cluster)
 
@@ -55,8 +55,14 @@ def cluster_cold_and_stale_stampedes_fetch_once_per_key_on_every_primary(env):
                  what=f"the refresh of {path} to be stored")
         expect_eq(origin.count(path), 2, f"origin fetches of {path} after the stale stampede")
     figures = redis_figures(fleet[0])
-    expect_eq(len(figures["nodes"]), 3, "nodes in /stats")
-    expect(all(n["up"] for n in figures["nodes"]), f"every node up: {figures['nodes']}")
+    expect_eq(sorted((n["address"], n["up"], n["slots"]) for n in figures["nodes"]),
+              sorted((n.address, True, hi - lo + 1)
+                     for n, (lo, hi) in zip(cluster.nodes, RedisCluster.RANGES)),
+              "nodes, states and slots in /stats")
+    health = http_request(fleet[0].admin_host, fleet[0].admin_port, "/health").text.split()
+    expect_eq(health[:3], ["ok", "redis=up", "mode=cluster"], "/health")
+    expect_eq(sorted(health[3:]), sorted(f"{n.address}=up" for n in cluster.nodes[:3]),
+              "/health nodes")
 
 
 @scenario(timeout=180)
