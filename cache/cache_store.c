@@ -41,6 +41,8 @@
 
 #define CACHE_MAGIC		0x43414348u	/* "CACH" */
 #define OP_MAGIC		0x4341504fu	/* "CAPO" */
+#define WATCH_MAGIC		0x57415443u	/* "WATC" */
+#define OP_ARGS_FIRST		16	/* room for a command's arguments, doubled */
 #define KEY_SUFFIX_MAX		16		/* "}:entry", "}:filled" */
 #define REDIS_KEY_MAX		(CONF_PREFIX_MAX + 1 + CACHE_KEY_MAX + \
 				 KEY_SUFFIX_MAX + CACHE_VARIANT_MAX)
@@ -171,6 +173,7 @@ enum op_kind {
 
 /* This process waits for a key's fill: subscribed to its shard channel. */
 struct watch {
+	uint32_t		 magic;
 	char			 key[CACHE_KEY_MAX + 1];
 	char			 channel[REDIS_KEY_MAX];
 	unsigned		 slot;
@@ -506,6 +509,7 @@ watch_end(struct cache *c, struct watch *w)
 	dict_del(c->watches, w->key);
 	TAILQ_REMOVE(&c->watch_list, w, link);
 	event_free(w->expire);
+	w->magic = 0;
 	free(w);
 }
 
@@ -514,6 +518,7 @@ on_watch_expire(evutil_socket_t fd, short what, void *arg)
 {
 	struct watch *w = arg;
 
+	assert(w->magic == WATCH_MAGIC);
 	watch_end(w->cache, w);
 }
 
@@ -532,6 +537,7 @@ watch_add(struct cache *c, const char *key, const char *holder, int64_t px_ms)
 	if (w == NULL) {
 		if ((w = calloc(1, sizeof(*w))) == NULL)
 			return;
+		w->magic = WATCH_MAGIC;
 		snprintf(w->key, sizeof(w->key), "%s", key);
 		key_name(w->channel, sizeof(w->channel), c, key, FILL_SUFFIX);
 		w->slot = cache_key_slot(w->channel);
@@ -1052,7 +1058,7 @@ static int
 op_arg(struct cache_op *op, const void *s, size_t len)
 {
 	if (op->nargs == op->cap) {
-		int cap = op->cap == 0 ? 16 : op->cap * 2;
+		int cap = op->cap == 0 ? OP_ARGS_FIRST : op->cap * 2;
 		char **args = realloc(op->args, (size_t)cap * sizeof(*args));
 		size_t *lens;
 
