@@ -946,6 +946,14 @@ t_redis_mode_checks_addresses_and_master_name(void)
 	CHECK(has_error(2, "mode: \"ring\" is not a mode"));
 	CHECK(load("[redis]\nmode = cluster\naddress = 127.0.0.1:7000, x\n") == 1);
 	CHECK(has_error(3, "address: \"x\" is not host:port"));
+	CHECK(load("[redis]\naddress = unix:/tmp/r.sock, 127.0.0.1:7000\n") == 1);
+	CHECK(has_error(2, "address: a unix socket must be the only address"));
+	CHECK(load("[redis]\nmode = cluster\naddress = a:1 a:2 a:3 a:4 a:5 a:6 "
+	    "a:7 a:8 a:9 a:10 a:11 a:12 a:13 a:14 a:15 a:16\n") == 0);
+	CHECK(cf.redis_naddrs == 16);
+	CHECK(load("[redis]\nmode = cluster\naddress = a:1 a:2 a:3 a:4 a:5 a:6 "
+	    "a:7 a:8 a:9 a:10 a:11 a:12 a:13 a:14 a:15 a:16 a:17\n") == 1);
+	CHECK(has_error(3, "address: at most 16 addresses"));
 }
 
 /* trusted_proxies: which peers' X-Forwarded-* are kept. */
