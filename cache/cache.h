@@ -9,9 +9,25 @@
  * and ends in exactly one callback, unless it is cancelled first: with the
  * result, or with an error when Redis fails, disconnects, or does not
  * answer within [redis] timeout. An operation that cannot even start
- * (Redis is down) returns NULL and calls nothing. The connection is up
- * only once Redis has answered its set-up (AUTH, SELECT, or a PING): a
- * connection Redis refuses to serve is down, with the reason.
+ * (Redis is down) returns NULL and calls nothing. A connection is up only
+ * once Redis has answered its set-up (AUTH, SELECT, or a PING): a node
+ * Redis refuses to serve is down, with the reason.
+ *
+ * Every key of one cache key (entry, lock, backoff, variants) shares the
+ * hash tag {key}, so each script touches one slot: in cluster mode it runs
+ * on the node that owns it (cache_route.c), and MOVED, ASK and failovers
+ * are followed within [redis] timeout. The caller never knows which mode
+ * runs.
+ *
+ * Notifications: a store or release publishes on the key's own shard
+ * channel (SPUBLISH "<prefix>{key}:filled"), which only the processes
+ * waiting for that key hear: a lock_acquire answered LOCK_BUSY subscribes
+ * this process to the key until the fill arrives, a later acquire of the
+ * key is not busy, or (the holder died) several px_ms pass. Once the
+ * subscription is live, the fill callback also runs for the key if the
+ * lock no longer holds the token that made it wait (the fill came first).
+ * Invalidations and purges, which every process must hear, go to one
+ * fleet-wide channel.
  *
  * The lock protocol (scripts in cache_store.c, run with EVALSHA):
  *   acquire  atomically: if the entry changed from the generation the
@@ -62,7 +78,16 @@ enum fence_result {
 	FENCE_ERROR,
 };
 
+#define CACHE_NODES_MAX		32	/* Redis nodes shown in the figures */
 #define CACHE_REASON_MAX	160	/* cache_down_reason(), with its NUL */
+#define CACHE_NODE_NAME_MAX	64	/* "host:port" */
+
+/* One Redis node as this process sees it. */
+struct cache_node_state {
+	char		name[CACHE_NODE_NAME_MAX];	/* "" ends the list */
+	int		up;		/* its command connection is up */
+	int		slots;		/* hash slots it owns (cluster), or 16384 */
+};
 
 struct cache_counters {
 	uint64_t	commands;
@@ -70,10 +95,15 @@ struct cache_counters {
 	uint64_t	timeouts;
 	uint64_t	connects;
 	uint64_t	disconnects;
-	uint64_t	auth_failures;	/* AUTH refused, or NOAUTH */
 	uint64_t	fills_received;
 	uint64_t	purges_received;
+	uint64_t	auth_failures;	/* AUTH refused, or NOAUTH */
+	uint64_t	moved;		/* MOVED redirects followed */
+	uint64_t	ask;		/* ASK redirects followed */
+	uint64_t	map_refreshes;	/* slot maps read, primaries looked up */
 	struct hist	command_duration;	/* command sent to reply read */
+	int		nnodes;
+	struct cache_node_state nodes[CACHE_NODES_MAX];
 };
 
 /* The callback gets its own reference to e (NULL unless FOUND/CHANGED). */
@@ -89,11 +119,16 @@ typedef void cache_fill_cb(const char *key, void *arg);
 struct cache	*cache_new(struct event_base *base, const struct conf *c,
 		    cache_fill_cb *on_fill, void *arg);
 void		 cache_free(struct cache **cp);
+/* Is every node that owns slots connected? */
 int		 cache_is_up(const struct cache *c);
-/* Why the command connection is not up ("" while it is). */
+/* "single", "cluster" or "sentinel". */
+const char	*cache_mode(const struct cache *c);
+/* Why Redis is not usable ("" while it is). */
 const char	*cache_down_reason(const struct cache *c);
-const struct cache_counters *cache_counters(const struct cache *c);
-/* Adds every counter of src into dst (the workers' figures summed). */
+/* Also fills in the per-node states. */
+const struct cache_counters *cache_counters(struct cache *c);
+/* Adds every counter of src into dst (the workers' figures summed); a
+ * node is up in dst only if it is up in every worker. */
 void		 cache_counters_add(struct cache_counters *dst,
 		    const struct cache_counters *src);
 
@@ -139,21 +174,20 @@ struct cache_op	*lock_release(struct cache *c, const char *key,
  * purge callback) to drop its copies. cb may be NULL. */
 struct cache_op	*cache_invalidate(struct cache *c, const char *key,
 		    fence_cb *cb, void *arg);
+/* Gets the number purged, or -1 when Redis failed. */
+typedef void purge_cb(int64_t purged, void *arg);
 /* A soft purge: key's entry and variants become stale now (served stale
  * while one refresh runs: no stampede), and every process drops its
  * copies. cb may be NULL. */
 struct cache_op	*cache_soften(struct cache *c, const char *key, fence_cb *cb,
 		    void *arg);
 /* Records that key was stored with tag (Surrogate-Key, Cache-Tag) until
- * expire_at_ms. Nobody is told the result. 0 or -1. */
+ * expire_at_ms, in the tag's own set. Nobody is told the result. 0 or -1. */
 #define CACHE_TAG_MAX	128
 int		 cache_tag(struct cache *c, const char *key, const char *tag,
 		    int64_t expire_at_ms);
-/* Gets the number purged, or -1 when Redis failed. */
-typedef void purge_cb(int64_t purged, void *arg);
-/* Invalidates (soft: softens) every key starting with prefix (SCAN: it
- * walks the whole keyspace). 0, or -1 when Redis is down (cb will not
- * run). */
+/* Invalidates (soft: softens) every key starting with prefix (SCAN on
+ * every primary). 0, or -1 when Redis is down (cb will not run). */
 int		 cache_purge_prefix(struct cache *c, const char *prefix,
 		    int soft, purge_cb *cb, void *arg);
 /* The same for every key stored with tag. */

@@ -306,3 +306,30 @@ cache_key_for(const char *host, const char *path, const char *query,
 	free(sorted);
 	return 0;
 }
+
+/* CRC16-CCITT (XMODEM), as in the Redis Cluster specification. */
+static uint16_t
+crc16(const char *buf, size_t len)
+{
+	uint16_t crc = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		crc ^= (uint16_t)((unsigned char)buf[i] << 8);
+		for (int b = 0; b < 8; b++)
+			crc = (crc & 0x8000) ? (uint16_t)((crc << 1) ^ 0x1021) :
+			    (uint16_t)(crc << 1);
+	}
+	return crc;
+}
+
+unsigned
+cache_key_slot(const char *name)
+{
+	const char *open = strchr(name, '{'), *close;
+
+	if (open != NULL && (close = strchr(open + 1, '}')) != NULL &&
+	    close > open + 1)
+		return crc16(open + 1, (size_t)(close - open - 1)) %
+		    CACHE_KEY_SLOTS;
+	return crc16(name, strlen(name)) % CACHE_KEY_SLOTS;
+}

@@ -27,4 +27,10 @@ char	*cache_query_sorted(const char *query);
 int	cache_key_for(const char *host, const char *path, const char *query,
 	    int sort_query, char out[CACHE_KEY_MAX + 1]);
 
+/* The Redis Cluster hash slot of a Redis key or shard channel: CRC16 of
+ * its {hash tag} (its first non-empty {...}), else of the whole name,
+ * modulo CACHE_KEY_SLOTS (the Redis Cluster specification). */
+#define CACHE_KEY_SLOTS	16384
+unsigned cache_key_slot(const char *name);
+
 #endif

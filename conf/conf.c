@@ -76,6 +76,9 @@ static const char *const sect_labels[] = {
 enum type {
 	T_HOSTPORT,		/* "host:port": host at off, port at off_port */
 	T_ADDRESS,		/* T_HOSTPORT or "unix:/path" into off_path */
+	T_ADDRESSES,		/* a T_ADDRESS, or several host:port into
+				 * redis_addrs */
+	T_MODE,			/* enum redis_mode */
 	T_LOGLEVEL,		/* enum log_level */
 	T_LOGFORMAT,		/* enum log_format */
 	T_SIZE,			/* int64_t bytes */
@@ -150,8 +153,13 @@ static const struct key keys[] = {
 	{ "log_format", SECT_SERVER, T_LOGFORMAT, "text", 0, 0,
 	  IN_CONF(log_format), "text, or json: one object a line" },
 
-	{ "address", SECT_REDIS, T_ADDRESS, "127.0.0.1:6379", 0, 0,
-	  ADDRESS(redis_host, redis_port, redis_unix), "Redis server" },
+	{ "mode", SECT_REDIS, T_MODE, "single", 0, 0,
+	  IN_CONF(redis_mode), "what address names" },
+	{ "address", SECT_REDIS, T_ADDRESSES, "127.0.0.1:6379", 0,
+	  CONF_REDIS_ADDRS_MAX, ADDRESS(redis_host, redis_port, redis_unix),
+	  "server; cluster seeds; sentinels" },
+	{ "master_name", SECT_REDIS, T_STRING, "", 0, CONF_NAME_MAX - 1,
+	  IN_CONF(redis_master_name), "sentinel: the primary's name" },
 	{ "password", SECT_REDIS, T_STRING, "", 0, CONF_SECRET_MAX - 1,
 	  IN_CONF(redis_password), "AUTH with this when set" },
 	{ "db", SECT_REDIS, T_INT, "0", 0, DB_MAX,
@@ -544,6 +552,59 @@ set_address(const struct key *k, char *base, const char *v, char *err,
 	return 0;
 }
 
+/*
+ * "host:port, host:port, ...": the first as a T_ADDRESS (so it may be a
+ * unix socket), every one also into redis_addrs. The mode decides later
+ * how many it may have (check_redis).
+ */
+static int
+set_addresses(const struct key *k, char *base, const char *v, char *err,
+    size_t errlen)
+{
+	struct conf *c = (struct conf *)(void *)base;
+	char item[CONF_HOST_MAX + TEXT_MAX], shown[SHOW_BUF];
+	int n = 0;
+
+	for (const char *p = v; *p != '\0'; p += strspn(p, ", \t")) {
+		size_t len = strcspn(p, ", \t");
+
+		if (len == 0)
+			continue;
+		if (len >= sizeof(item)) {
+			snprintf(err, errlen, "an address is longer than %zu "
+			    "characters", sizeof(item) - 1);
+			return -1;
+		}
+		if (n >= k->max) {
+			snprintf(err, errlen, "at most %" PRId64 " addresses",
+			    k->max);
+			return -1;
+		}
+		snprintf(item, sizeof(item), "%.*s", (int)len, p);
+		p += len;
+		if (n == 0 && set_address(k, base, item, err, errlen) == -1)
+			return -1;
+		if (n == 0 && c->redis_unix[0] != '\0') {
+			n++;
+			continue;
+		}
+		if (util_parse_hostport(item, c->redis_addrs[n].host,
+		    sizeof(c->redis_addrs[n].host),
+		    &c->redis_addrs[n].port) == -1) {
+			snprintf(err, errlen, "\"%s\" is not host:port",
+			    show(item, SIZE_MAX, shown));
+			return -1;
+		}
+		n++;
+	}
+	if (c->redis_unix[0] != '\0' && n > 1) {
+		snprintf(err, errlen, "a unix socket must be the only address");
+		return -1;
+	}
+	c->redis_naddrs = c->redis_unix[0] != '\0' ? 0 : n;
+	return 0;
+}
+
 /* "404:30s, 410:5m": statuses 100..599 with a duration each. */
 static int
 set_status_ttls(const struct key *k, char *base, const char *v, char *err,
@@ -778,6 +839,21 @@ set_value(const struct key *k, char *base, const char *v, char *err,
 		return set_hostport(k, base, v, err, errlen);
 	case T_ADDRESS:
 		return set_address(k, base, v, err, errlen);
+	case T_ADDRESSES:
+		return set_addresses(k, base, v, err, errlen);
+	case T_MODE:
+		if (strcmp(v, "single") == 0)
+			*(enum redis_mode *)(void *)field = REDIS_SINGLE;
+		else if (strcmp(v, "cluster") == 0)
+			*(enum redis_mode *)(void *)field = REDIS_CLUSTER;
+		else if (strcmp(v, "sentinel") == 0)
+			*(enum redis_mode *)(void *)field = REDIS_SENTINEL;
+		else {
+			snprintf(err, errlen, "\"%s\" is not a mode (use "
+			    "single, cluster or sentinel)", shown);
+			return -1;
+		}
+		return 0;
 	case T_STRING:
 		return set_string(k, field, v, err, errlen);
 	case T_PREFIX:
@@ -1270,6 +1346,34 @@ check_listeners(struct loader *ld)
 		    pub, adm);
 }
 
+/* [redis]: what mode, address, master_name and db allow together. */
+static void
+check_redis(struct loader *ld)
+{
+	const struct conf *c = ld->c;
+	int mline = line_of(ld, SECT_REDIS, "mode");
+	int aline = line_of(ld, SECT_REDIS, "address");
+	int nline = line_of(ld, SECT_REDIS, "master_name");
+	int dline = line_of(ld, SECT_REDIS, "db");
+
+	if (mline == -1 || aline == -1 || nline == -1)
+		return;
+	if (c->redis_mode == REDIS_SINGLE && c->redis_naddrs > 1)
+		report(ld, aline, "address: mode = single takes one address "
+		    "(set mode = cluster or sentinel for several)");
+	if (c->redis_mode != REDIS_SINGLE && c->redis_unix[0] != '\0')
+		report(ld, aline, "address: mode = %s takes host:port "
+		    "addresses, not a unix socket",
+		    c->redis_mode == REDIS_CLUSTER ? "cluster" : "sentinel");
+	if (c->redis_mode != REDIS_SENTINEL && c->redis_master_name[0] != '\0')
+		report(ld, nline, "master_name: only with mode = sentinel");
+	if (c->redis_mode == REDIS_SENTINEL && c->redis_master_name[0] == '\0')
+		report(ld, mline != 0 ? mline : aline, "mode = sentinel needs "
+		    "master_name (the name the sentinels monitor)");
+	if (c->redis_mode == REDIS_CLUSTER && c->redis_db != 0 && dline > 0)
+		report(ld, dline, "db: Redis Cluster has only database 0");
+}
+
 void
 conf_defaults(struct conf *c)
 {
@@ -1314,6 +1418,7 @@ conf_load(struct conf *c, const char *path, FILE *errs)
 		/* inih rejected a line that read_line() let through. */
 		report(&ld, rc, "syntax error");
 	check_listeners(&ld);
+	check_redis(&ld);
 	upstream_authority(c);
 
 done:
@@ -1349,6 +1454,12 @@ format_range(const struct key *k, char *out, size_t outlen)
 		break;
 	case T_ADDRESS:
 		snprintf(out, outlen, "host:port | unix:/path");
+		break;
+	case T_ADDRESSES:
+		snprintf(out, outlen, "host:port,... | unix:/path");
+		break;
+	case T_MODE:
+		snprintf(out, outlen, "single|cluster|sentinel");
 		break;
 	case T_LOGLEVEL:
 		snprintf(out, outlen, "error|warn|info|debug");

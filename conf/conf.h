@@ -26,6 +26,21 @@
 #define CONF_UPSTREAM_HEADERS_MAX 128	/* what a cache entry holds */
 #define WORKERS_MAX		64
 #define CONF_CIDRS_MAX		64	/* entries of trusted_proxies */
+#define CONF_REDIS_ADDRS_MAX	16	/* [redis] address: seeds or sentinels */
+#define CONF_NAME_MAX		64	/* [redis] master_name */
+
+/* [redis] mode: what address names. */
+enum redis_mode {
+	REDIS_SINGLE,		/* one redis-server */
+	REDIS_CLUSTER,		/* seed nodes of a Redis Cluster */
+	REDIS_SENTINEL,		/* the sentinels watching master_name */
+};
+
+/* One host:port of [redis] address. */
+struct conf_hostport {
+	char	 host[CONF_HOST_MAX];
+	int	 port;
+};
 
 /* One address block of trusted_proxies, in network byte order. */
 struct conf_cidr {
@@ -89,9 +104,14 @@ struct conf {
 	char		 hosts[CONF_HOSTS_MAX];	/* allowed Host names, or "" */
 
 	/* [redis] */
-	char		 redis_host[CONF_HOST_MAX];	/* empty when unix */
+	enum redis_mode	 redis_mode;
+	char		 redis_host[CONF_HOST_MAX];	/* the first address;
+							 * empty when unix */
 	int		 redis_port;
 	char		 redis_unix[CONF_PATH_MAX];	/* empty when TCP */
+	int		 redis_naddrs;			/* TCP addresses listed */
+	struct conf_hostport redis_addrs[CONF_REDIS_ADDRS_MAX];
+	char		 redis_master_name[CONF_NAME_MAX];	/* sentinel */
 	char		 redis_password[CONF_SECRET_MAX];
 	int		 redis_db;
 	char		 redis_prefix[CONF_PREFIX_MAX];

@@ -57,6 +57,25 @@ scope_json(const struct stats_scope *sc, struct evbuffer *out)
 	evbuffer_add(out, "}", 1);
 }
 
+/* "ok redis=up mode=cluster 127.0.0.1:7000=up 127.0.0.1:7001=down ...",
+ * with "redis=down (why)" when it is down. */
+static void
+health(struct proxy *px, struct evbuffer *out)
+{
+	const struct cache_counters *cc = cache_counters(px->cache);
+
+	if (cache_is_up(px->cache))
+		evbuffer_add_printf(out, "ok redis=up");
+	else
+		evbuffer_add_printf(out, "ok redis=down (%s)",
+		    cache_down_reason(px->cache));
+	evbuffer_add_printf(out, " mode=%s", cache_mode(px->cache));
+	for (int i = 0; i < cc->nnodes; i++)
+		evbuffer_add_printf(out, " %s=%s", cc->nodes[i].name,
+		    cc->nodes[i].up ? "up" : "down");
+	evbuffer_add(out, "\n", 1);
+}
+
 static void
 stats_json(struct proxy *px, struct evbuffer *out)
 {
@@ -84,7 +103,18 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	    cc->errors, cc->timeouts, cc->connects, cc->disconnects,
 	    cc->auth_failures, cc->fills_received, cc->purges_received);
 	metrics_hist_json(&cc->command_duration, out);
-	evbuffer_add_printf(out, "}, \"upstream\": {\"too_many_headers\": %"
+	evbuffer_add_printf(out, ", \"mode\": \"%s\", \"moved\": %" PRIu64
+	    ", \"ask\": %" PRIu64 ", \"map_refreshes\": %" PRIu64
+	    ", \"nodes\": [", cache_mode(px->cache), cc->moved, cc->ask,
+	    cc->map_refreshes);
+	for (int i = 0; i < cc->nnodes; i++) {
+		evbuffer_add_printf(out, "%s{\"address\": ", i > 0 ? ", " : "");
+		json_string(out, cc->nodes[i].name);
+		evbuffer_add_printf(out, ", \"up\": %s, \"slots\": %d}",
+		    cc->nodes[i].up ? "true" : "false", cc->nodes[i].slots);
+	}
+	evbuffer_add_printf(out, "]}");
+	evbuffer_add_printf(out, ", \"upstream\": {\"too_many_headers\": %"
 	    PRIu64 ", \"bad_framing\": %" PRIu64 "}", fig->upstream.too_many_headers,
 	    fig->upstream.bad_framing);
 	evbuffer_add_printf(out, ", \"in_progress\": {\"requests\": %" PRId64
@@ -148,11 +178,7 @@ admin_handle(struct evhttp_request *ev, void *arg)
 	} else if (strcmp(path, "/purge") == 0) {
 		admin_purge(px, ev);	/* it replies, maybe later */
 	} else if (strcmp(path, "/health") == 0) {
-		if (cache_is_up(px->cache))
-			evbuffer_add_printf(out, "ok redis=up\n");
-		else
-			evbuffer_add_printf(out, "ok redis=down (%s)\n",
-			    cache_down_reason(px->cache));
+		health(px, out);
 		reply(ev, HTTP_OK, "text/plain", out);
 	} else {
 		evbuffer_add_printf(out, "not found: try / (dashboard), /stats, "

@@ -275,6 +275,20 @@ gauge(struct evbuffer *out, const char *name, const char *help, double v)
 	evbuffer_add_printf(out, "%s %.15g\n", name, v);
 }
 
+/* One series per Redis node: its up state, or (slots) how many it owns. */
+static void
+node_gauge(struct evbuffer *out, const struct cache_counters *cc,
+    const char *name, const char *help, int slots)
+{
+	family(out, name, "gauge", help);
+	for (int i = 0; i < cc->nnodes; i++) {
+		evbuffer_add_printf(out, "%s{node=", name);
+		label_value(out, cc->nodes[i].name);
+		evbuffer_add_printf(out, "} %d\n", slots ? cc->nodes[i].slots :
+		    cc->nodes[i].up);
+	}
+}
+
 static void
 redis_counter(struct evbuffer *out, const char *name, const char *help,
     uint64_t v)
@@ -360,6 +374,25 @@ metrics_prometheus(struct proxy *px, struct evbuffer *out)
 	    "Time from sending a Redis command to reading its reply.");
 	hist_series(out, "corral_redis_command_duration_seconds", NULL,
 	    &cc->command_duration);
+	redis_counter(out, "corral_redis_purge_notifications_total",
+	    "Invalidations and purges heard from the fleet.",
+	    cc->purges_received);
+	family(out, "corral_redis_redirects_total", "counter", "Cluster "
+	    "redirects followed: MOVED (the slot moved) or ASK (migrating).");
+	evbuffer_add_printf(out, "corral_redis_redirects_total{kind=\"moved\"} %"
+	    PRIu64 "\ncorral_redis_redirects_total{kind=\"ask\"} %" PRIu64 "\n",
+	    cc->moved, cc->ask);
+	redis_counter(out, "corral_redis_map_refreshes_total", "Slot maps "
+	    "read (cluster) or primaries looked up (sentinel).",
+	    cc->map_refreshes);
+	family(out, "corral_redis_mode", "gauge", "Always 1; the [redis] mode "
+	    "is a label.");
+	evbuffer_add_printf(out, "corral_redis_mode{mode=\"%s\"} 1\n",
+	    cache_mode(px->cache));
+	node_gauge(out, cc, "corral_redis_node_up", "1 while every worker's "
+	    "command connection to this node is up (nodes that own slots).", 0);
+	node_gauge(out, cc, "corral_redis_node_slots", "Hash slots the node "
+	    "owns, as a worker last saw the map.", 1);
 
 	family(out, "corral_upstream_rejected_total", "counter", "Upstream "
 	    "responses refused (502): too many header lines, or bad framing.");

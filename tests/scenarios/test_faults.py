@@ -404,7 +404,11 @@ def redis_killed_mid_run_degrades_then_recovers(env):
 
     redis.kill()
     r = fleet[0].get("/before")
-    expect_eq((r.status, r.text), (200, "v2"), "answered by the origin just after Redis died")
+    expect_eq((r.status, r.text, r.cache_status.hit), (200, "v1", True),
+              "a fresh entry this process stored: still served from its memory")
+    r = fleet[0].get("/gone")
+    expect_eq((r.status, r.text, r.cache_status.detail), (200, "v1", "cache-unavailable"),
+              "answered by the origin just after Redis died")
     expect(r.elapsed < slow(REQUEST_BOUND_S), f"the first request took {r.elapsed:.2f} s")
     wait_for(lambda: not redis_up(fleet[0]) and not redis_up(fleet[1]),
              what="both instances to see Redis down")
@@ -457,13 +461,16 @@ def slow_redis_past_its_timeout_is_bypassed(env):
                   "CLIENT PAUSE")
     finally:
         pauser.close()
-    during = [corral.get(PATH), corral.get("/other")]
+    during = [corral.get(PATH), corral.get("/other"), corral.get("/third")]
     answered = time.monotonic() - t_pause
     expect(answered < pause_s - 0.5,
            f"requests answered {answered:.2f} s into a {pause_s} s Redis pause")
-    for r, body in zip(during, (b"v2", b"v1")):
+    r = during.pop(0)
+    expect_eq((r.status, r.body, r.cache_status.hit), (200, b"v1", True),
+              f"the fresh entry in memory during the pause ({r.cache_status.raw!r})")
+    for r in during:
         cs = r.cache_status
-        expect_eq((r.status, r.body, cs.detail), (200, body, "cache-unavailable"),
+        expect_eq((r.status, r.body, cs.detail), (200, b"v1", "cache-unavailable"),
                   f"a request during the pause ({cs.raw!r})")
     stats = corral.stats()
     expect(stats["redis"]["timeouts"] >= 2, f"redis.timeouts: {stats['redis']}")

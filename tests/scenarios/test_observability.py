@@ -307,8 +307,9 @@ def upstream_and_redis_failures_move_error_metrics(env):
     expect(metrics(corral).value("corral_redis_disconnects_total") >= 1,
            "corral_redis_disconnects_total moved")
     health = admin_get(corral, "/health").text.strip()
-    expect(re.fullmatch(r"ok redis=down \((disconnected|cannot connect).*\)", health),
-           f"/health says down and why: {health!r}")
+    expect(re.fullmatch(r"ok redis=down \((disconnected|cannot connect).*\) mode=single "
+                        + re.escape(redis.address) + "=down", health),
+           f"/health says down, why, the mode and the node: {health!r}")
 
 
 @scenario

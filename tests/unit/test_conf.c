@@ -905,6 +905,7 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 		"trusted_proxies", "max_upstream_headers", "targeted_cache_control",
 		"forward_targeted_cache_control", "key_host", "hosts",
 		"error_backoff_after", "hit_for_miss", "log_format", "stream_window",
+		"mode", "master_name",
 	};
 	char *out = NULL;
 	size_t len;
@@ -917,13 +918,57 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	errs = out;		/* freed with the next load */
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
-	CHECK(count_lines(out) == 1 + 45);	/* timeout is in two sections */
+	CHECK(count_lines(out) == 1 + 47);	/* timeout is in two sections */
 	CHECK(strstr(out, "1ms..1h") != NULL);
 	CHECK(strstr(out, "100ms..1h") != NULL);
 	CHECK(strstr(out, "0.001..100") != NULL);
 	CHECK(strstr(out, " 0..8760h ") != NULL);
 	CHECK(strstr(out, "1k..1g") != NULL);
 	CHECK(strstr(out, "127.0.0.1:8081") != NULL);
+}
+
+/* [redis] mode: what address may list, and master_name only with sentinel. */
+static void
+t_redis_mode_checks_addresses_and_master_name(void)
+{
+	CHECK(load("[redis]\n") == 0);
+	CHECK(cf.redis_mode == REDIS_SINGLE);
+	CHECK(cf.redis_naddrs == 1);
+	CHECK(load("[redis]\nmode = cluster\naddress = 127.0.0.1:7000, "
+	    "127.0.0.1:7001 10.0.0.2:7002\n") == 0);
+	CHECK(cf.redis_mode == REDIS_CLUSTER);
+	CHECK(cf.redis_naddrs == 3);
+	CHECK_STR(cf.redis_addrs[2].host, "10.0.0.2");
+	CHECK(cf.redis_addrs[2].port == 7002);
+	CHECK_STR(cf.redis_host, "127.0.0.1");
+	CHECK(cf.redis_port == 7000);
+	CHECK(load("[redis]\nmode = sentinel\naddress = 127.0.0.1:26379\n"
+	    "master_name = corral\n") == 0);
+	CHECK(cf.redis_mode == REDIS_SENTINEL);
+	CHECK_STR(cf.redis_master_name, "corral");
+
+	CHECK(load("[redis]\naddress = 127.0.0.1:7000, 127.0.0.1:7001\n") == 1);
+	CHECK(has_error(2, "address: mode = single takes one address"));
+	CHECK(load("[redis]\nmaster_name = corral\n") == 1);
+	CHECK(has_error(2, "master_name: only with mode = sentinel"));
+	CHECK(load("[redis]\nmode = sentinel\naddress = 127.0.0.1:26379\n") == 1);
+	CHECK(has_error(2, "mode = sentinel needs master_name"));
+	CHECK(load("[redis]\nmode = cluster\naddress = unix:/tmp/r.sock\n") == 1);
+	CHECK(has_error(3, "address: mode = cluster takes host:port"));
+	CHECK(load("[redis]\nmode = cluster\ndb = 2\n") == 1);
+	CHECK(has_error(3, "db: Redis Cluster has only database 0"));
+	CHECK(load("[redis]\nmode = ring\n") == 1);
+	CHECK(has_error(2, "mode: \"ring\" is not a mode"));
+	CHECK(load("[redis]\nmode = cluster\naddress = 127.0.0.1:7000, x\n") == 1);
+	CHECK(has_error(3, "address: \"x\" is not host:port"));
+	CHECK(load("[redis]\naddress = unix:/tmp/r.sock, 127.0.0.1:7000\n") == 1);
+	CHECK(has_error(2, "address: a unix socket must be the only address"));
+	CHECK(load("[redis]\nmode = cluster\naddress = a:1 a:2 a:3 a:4 a:5 a:6 "
+	    "a:7 a:8 a:9 a:10 a:11 a:12 a:13 a:14 a:15 a:16\n") == 0);
+	CHECK(cf.redis_naddrs == 16);
+	CHECK(load("[redis]\nmode = cluster\naddress = a:1 a:2 a:3 a:4 a:5 a:6 "
+	    "a:7 a:8 a:9 a:10 a:11 a:12 a:13 a:14 a:15 a:16 a:17\n") == 1);
+	CHECK(has_error(3, "address: at most 16 addresses"));
 }
 
 /* trusted_proxies: which peers' X-Forwarded-* are kept. */
@@ -995,6 +1040,7 @@ main(void)
 	RUN(t_float_keys_parse_and_range_check);
 	RUN(t_dump_keys_lists_every_key_with_default_and_range);
 	RUN(t_trusted_proxies_match_by_prefix);
+	RUN(t_redis_mode_checks_addresses_and_master_name);
 	free(errs);
 	return unit_exit();
 }

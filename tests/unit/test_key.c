@@ -253,6 +253,30 @@ t_sorted_query_keeps_the_order_of_repeated_names(void)
 	CHECK_STR(a, "h/q?x=1&y&y=0");
 }
 
+/* Hash slots as the Redis Cluster specification computes them (the
+ * figures are CLUSTER KEYSLOT's). */
+static void
+t_slot_follows_the_cluster_specification(void)
+{
+	CHECK(cache_key_slot("123456789") == 0x31c3);	/* the CRC16 check value */
+	CHECK(cache_key_slot("foo") == 12182);
+	CHECK(cache_key_slot("bar") == 5061);
+	CHECK(cache_key_slot("somekey") == 11058);
+	/* A hash tag: the first non-empty {...}. */
+	CHECK(cache_key_slot("{user1000}.following") == 3443);
+	CHECK(cache_key_slot("{user1000}.followers") == 3443);
+	CHECK(cache_key_slot("foo{bar}{zap}") == cache_key_slot("bar"));
+	CHECK(cache_key_slot("foo{{bar}}zap") == cache_key_slot("{bar"));
+	CHECK(cache_key_slot("foo{}{bar}") == 8363);	/* empty: whole key */
+	/* Every Redis key and the fill channel of a cache key share a slot. */
+	CHECK(cache_key_slot("corral:{app.test/k0}:entry") ==
+	    cache_key_slot("app.test/k0"));
+	CHECK(cache_key_slot("corral:{app.test/k0}:lock") ==
+	    cache_key_slot("corral:{app.test/k0}:filled"));
+	CHECK(cache_key_slot("corral:{app.test/k0}:entry:3f2a") ==
+	    cache_key_slot("app.test/k0"));
+}
+
 int
 main(void)
 {
@@ -271,5 +295,6 @@ main(void)
 	RUN(t_output_never_written_past_max);
 	RUN(t_key_for_sorts_the_query_only_when_asked);
 	RUN(t_sorted_query_keeps_the_order_of_repeated_names);
+	RUN(t_slot_follows_the_cluster_specification);
 	return unit_exit();
 }

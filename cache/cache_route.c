@@ -1,0 +1,1048 @@
+/*
+ * The routing table: slot -> node, the nodes' connections, and how the
+ * table is learnt (the configured address, CLUSTER SLOTS, or the
+ * sentinels). See cache_route.h.
+ */
+
+#include "cache/cache_route.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/adapters/libevent.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+#define ROUTE_MAGIC		0x524f5554u	/* "ROUT" */
+#define NODE_MAGIC		0x4e4f4445u	/* "NODE" */
+#define RECONNECT_MIN_MS	100
+#define RECONNECT_MAX_MS	5000
+#define REFRESH_MIN_MS		100	/* between two reads of the map, */
+#define REFRESH_MAX_MS		1000	/* doubling up to this while they
+					 * find nothing new */
+#define HUNG_TIMEOUTS		5	/* timeouts in a row that drop a node */
+#define SWITCH_CHANNEL		"+switch-master"
+#define SWITCH_FORMAT		"%63s %*s %*s %255s %d"	/* name, new host, port */
+
+static void node_reason(struct node *n, const char *what, const char *detail);
+static void on_role(redisAsyncContext *ac, void *r, void *privdata);
+
+_Static_assert(CONF_NAME_MAX == 64 && CONF_HOST_MAX == 256,
+    "SWITCH_FORMAT's widths");
+
+struct route {
+	uint32_t		 magic;
+	struct event_base	*base;
+	enum redis_mode		 mode;
+	char			 unix_path[CONF_PATH_MAX];
+	char			 password[CONF_SECRET_MAX];
+	int			 db;
+	char			 master_name[CONF_NAME_MAX];
+	int64_t			 timeout_ms;
+	int			 nseeds;
+	struct conf_hostport	 seeds[CONF_REDIS_ADDRS_MAX];
+	const struct route_hooks *hooks;
+	void			*arg;
+	struct cache_counters	*counters;
+	int			 closing;
+
+	struct node		*nodes[ROUTE_NODES_MAX];
+	int			 nnodes;
+	struct node		*slots[ROUTE_SLOTS];
+	struct node		*before[ROUTE_SLOTS];	/* the map a read replaced */
+	int			 covered;	/* every slot has a node */
+
+	/* Reading the map (cluster) or asking for the primary (sentinel). */
+	struct event		*refresh_ev;
+	int			 refreshing;	/* a question is out */
+	int			 again;		/* ask again when it is answered */
+	int64_t			 last_refresh_ms;
+	int64_t			 refresh_gap_ms;	/* REFRESH_MIN_MS..MAX_MS */
+	int			 next_seed;
+	int64_t			 refresh_backoff_ms;
+
+	/* sentinel: the question's connection, and the +switch-master feed */
+	redisAsyncContext	*sentinel;
+	struct event		*sentinel_timer;
+	struct sub		*feed;
+	int			 feed_at;	/* which sentinel it listens to */
+	struct event		*feed_retry;
+};
+
+static void node_connect(struct node *n);
+static void open_sub(struct node *n);
+static void start_refresh(struct route *rt);
+
+/* ---- slots ---- */
+
+struct node *
+route_node(struct route *rt, unsigned slot)
+{
+	assert(slot < ROUTE_SLOTS);
+	return rt->slots[slot];
+}
+
+static void
+recount(struct route *rt)
+{
+	rt->covered = 1;
+	for (int i = 0; i < rt->nnodes; i++)
+		rt->nodes[i]->slots = 0;
+	for (int s = 0; s < ROUTE_SLOTS; s++) {
+		if (rt->slots[s] != NULL)
+			rt->slots[s]->slots++;
+		else
+			rt->covered = 0;
+	}
+}
+
+static void
+map_all(struct route *rt, struct node *n)
+{
+	for (int s = 0; s < ROUTE_SLOTS; s++)
+		rt->slots[s] = n;
+	recount(rt);
+}
+
+/* ---- nodes ---- */
+
+static void
+schedule(struct event *ev, int64_t *backoff_ms)
+{
+	struct timeval tv = util_timeval(*backoff_ms);
+
+	evtimer_add(ev, &tv);
+	*backoff_ms = *backoff_ms * 2 > RECONNECT_MAX_MS ?
+	    RECONNECT_MAX_MS : *backoff_ms * 2;
+}
+
+static void
+on_node_retry(evutil_socket_t fd, short what, void *arg)
+{
+	struct node *n = arg;
+
+	assert(n->magic == NODE_MAGIC);
+	if (n->cmd == NULL && !n->rt->closing)
+		node_connect(n);
+}
+
+static void
+on_sub_retry(evutil_socket_t fd, short what, void *arg)
+{
+	struct node *n = arg;
+
+	assert(n->magic == NODE_MAGIC);
+	if (n->sub == NULL && !n->rt->closing)
+		open_sub(n);
+}
+
+static void
+node_free(struct node *n)
+{
+	struct route *rt = n->rt;
+	redisAsyncContext *ac = n->cmd;
+
+	assert(n->magic == NODE_MAGIC);
+	for (int i = 0; i < rt->nnodes; i++) {
+		if (rt->nodes[i] == n) {
+			rt->nodes[i] = rt->nodes[--rt->nnodes];
+			break;
+		}
+	}
+	for (int s = 0; s < ROUTE_SLOTS; s++)
+		if (rt->slots[s] == n)
+			rt->slots[s] = NULL;
+	if (!rt->closing)
+		rt->hooks->node_gone(n, rt->arg);
+	sub_close(&n->sub);
+	event_free(n->retry);
+	event_free(n->sub_retry);
+	n->magic = 0;
+	free(n);
+	/* Its pending commands get their NULL replies now, and may be sent
+	 * again elsewhere: the node is out of the table already. */
+	if (ac != NULL) {
+		ac->data = NULL;
+		redisAsyncFree(ac);
+	}
+}
+
+struct node *
+route_node_at(struct route *rt, const char *host, int port)
+{
+	struct node *n;
+
+	for (int i = 0; i < rt->nnodes; i++) {
+		n = rt->nodes[i];
+		if (n->port == port && strcmp(n->host, host) == 0)
+			return n;
+	}
+	if (rt->nnodes == ROUTE_NODES_MAX || rt->closing)
+		return NULL;
+	if ((n = calloc(1, sizeof(*n))) == NULL)
+		return NULL;
+	n->magic = NODE_MAGIC;
+	n->rt = rt;
+	snprintf(n->host, sizeof(n->host), "%s", host);
+	n->port = port;
+	if (host[0] == '\0')
+		snprintf(n->name, sizeof(n->name), "unix:%.*s",
+		    (int)sizeof(n->name) - 6, rt->unix_path);
+	else if (strchr(host, ':') != NULL)
+		snprintf(n->name, sizeof(n->name), "[%s]:%d", host, port);
+	else
+		snprintf(n->name, sizeof(n->name), "%s:%d", host, port);
+	n->backoff_ms = n->sub_backoff_ms = RECONNECT_MIN_MS;
+	n->retry = evtimer_new(rt->base, on_node_retry, n);
+	n->sub_retry = evtimer_new(rt->base, on_sub_retry, n);
+	if (n->retry == NULL || n->sub_retry == NULL) {
+		if (n->retry != NULL)
+			event_free(n->retry);
+		if (n->sub_retry != NULL)
+			event_free(n->sub_retry);
+		free(n);
+		return NULL;
+	}
+	rt->nodes[rt->nnodes++] = n;
+	node_reason(n, "connecting", NULL);
+	node_connect(n);
+	return n;
+}
+
+static void
+node_is_up(struct node *n)
+{
+	n->up = 1;
+	n->backoff_ms = RECONNECT_MIN_MS;
+	n->rt->hooks->map_changed(n->rt->arg);
+}
+
+static void
+node_reason(struct node *n, const char *what, const char *detail)
+{
+	snprintf(n->down_reason, sizeof(n->down_reason), "%s%s%s", what,
+	    detail != NULL ? ": " : "", detail != NULL ? detail : "");
+}
+
+/* A password Redis does not ask for is harmless: it serves us all the same. */
+static int
+auth_not_needed(const char *what, const char *err)
+{
+	return strcmp(what, "AUTH") == 0 &&
+	    (strstr(err, "without any password configured") != NULL ||
+	    strstr(err, "no password is set") != NULL);
+}
+
+
+/* Its set-up answered: a node is up (a sentinel's primary once ROLE says
+ * so). */
+static void
+node_ready(struct node *n)
+{
+	struct route *rt = n->rt;
+
+	rt->counters->connects++;
+	log_info("redis: connected to %s", n->name);
+	n->down_reason[0] = '\0';
+	if (rt->mode == REDIS_SENTINEL) {
+		redisAsyncCommand(n->cmd, on_role, NULL, "ROLE");
+		return;
+	}
+	node_is_up(n);
+	if (rt->mode == REDIS_CLUSTER && (!rt->covered || rt->again))
+		route_refresh(rt);
+}
+
+/*
+ * AUTH, SELECT or PING on a new connection. An error means Redis will not
+ * serve this connection (a wrong or missing password, a bad db): it stays
+ * down with the reason and is dropped, to be tried again with backoff.
+ */
+static void
+on_setup_reply(redisAsyncContext *ac, void *r, void *privdata)
+{
+	struct node *n = ac->data;
+	redisReply *reply = r;
+	const char *what = privdata;
+
+	if (n == NULL || reply == NULL || n->rt->closing)
+		return;		/* a disconnect: its callback handles it */
+	assert(n->magic == NODE_MAGIC);
+	if (reply->type == REDIS_REPLY_ERROR &&
+	    auth_not_needed(what, reply->str)) {
+		log_warn("redis: %s: a password is configured but Redis asks "
+		    "for none", n->name);
+	} else if (reply->type == REDIS_REPLY_ERROR) {
+		if (n->refused)
+			return;		/* what follows a refusal fails too */
+		log_error("redis: %s: %s failed: %s", n->name, what, reply->str);
+		n->refused = 1;
+		n->up = 0;
+		node_reason(n, what, reply->str);
+		if (strcmp(what, "AUTH") == 0 || strncmp(reply->str, "NOAUTH",
+		    6) == 0)
+			n->rt->counters->auth_failures++;
+		redisAsyncDisconnect(ac);
+		return;
+	}
+	if (!n->refused && --n->setup == 0)
+		node_ready(n);
+}
+
+/* sentinel: a primary must say so before it gets commands. */
+static void
+on_role(redisAsyncContext *ac, void *r, void *privdata)
+{
+	struct node *n = ac->data;
+	redisReply *reply = r;
+
+	if (n == NULL || reply == NULL)
+		return;
+	assert(n->magic == NODE_MAGIC);
+	if (reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1 &&
+	    reply->element[0]->type == REDIS_REPLY_STRING &&
+	    strcmp(reply->element[0]->str, "master") == 0) {
+		log_info("redis: %s confirmed as the primary", n->name);
+		node_is_up(n);
+		return;
+	}
+	log_warn("redis: %s is not a primary (ROLE); asking the sentinels",
+	    n->name);
+	redisAsyncDisconnect(ac);
+	route_refresh(n->rt);
+}
+
+static void
+on_cmd_connect(const redisAsyncContext *ac, int status)
+{
+	struct node *n = ac->data;
+
+	if (n == NULL)
+		return;
+	assert(n->magic == NODE_MAGIC);
+	if (status != REDIS_OK) {
+		log_warn("redis: connect to %s failed: %s", n->name,
+		    ac->errstr);
+		node_reason(n, "cannot connect", ac->errstr);
+		n->cmd = NULL;		/* hiredis frees the context */
+		n->up = 0;
+		if (!n->rt->closing) {
+			schedule(n->retry, &n->backoff_ms);
+			if (n->rt->mode != REDIS_SINGLE)
+				route_refresh(n->rt);
+		}
+		return;
+	}
+	/* Up once the set-up queued in node_connect() is answered. */
+}
+
+static void
+on_cmd_disconnect(const redisAsyncContext *ac, int status)
+{
+	struct node *n = ac->data;
+
+	if (n == NULL)
+		return;
+	assert(n->magic == NODE_MAGIC);
+	n->cmd = NULL;
+	n->up = 0;
+	memset(n->sha, 0, sizeof(n->sha));
+	if (n->rt->closing)
+		return;
+	if (!n->refused)
+		node_reason(n, "disconnected", status == REDIS_OK ? NULL :
+		    ac->errstr);
+	n->rt->counters->disconnects++;
+	log_warn("redis: lost %s%s%s", n->name, status == REDIS_OK ? "" : ": ",
+	    status == REDIS_OK ? "" : ac->errstr);
+	schedule(n->retry, &n->backoff_ms);
+	if (n->rt->mode != REDIS_SINGLE)
+		route_refresh(n->rt);
+}
+
+static redisAsyncContext *
+open_context(struct route *rt, const char *host, int port, void *data,
+    redisConnectCallback *on_conn, redisDisconnectCallback *on_disc)
+{
+	redisAsyncContext *ac;
+
+	if (host[0] == '\0')
+		ac = redisAsyncConnectUnix(rt->unix_path);
+	else
+		ac = redisAsyncConnect(host, port);
+	if (ac == NULL)
+		return NULL;
+	if (ac->err) {
+		log_warn("redis: cannot connect to %s:%d: %s", host, port,
+		    ac->errstr);
+		redisAsyncFree(ac);
+		return NULL;
+	}
+	ac->data = data;
+	if (redisLibeventAttach(ac, rt->base) != REDIS_OK) {
+		redisAsyncFree(ac);
+		return NULL;
+	}
+	redisAsyncSetConnectCallback(ac, on_conn);
+	redisAsyncSetDisconnectCallback(ac, on_disc);
+	return ac;
+}
+
+static void
+node_connect(struct node *n)
+{
+	struct route *rt = n->rt;
+	char db[16];
+
+	n->cmd = open_context(rt, n->host, n->port, n, on_cmd_connect,
+	    on_cmd_disconnect);
+	if (n->cmd == NULL) {
+		schedule(n->retry, &n->backoff_ms);
+		return;
+	}
+	/* Queued ahead of anything else on this connection; it is up once
+	 * they are answered (on_setup_reply). */
+	n->setup = 0;
+	n->refused = 0;
+	if (rt->password[0] != '\0' && redisAsyncCommand(n->cmd,
+	    on_setup_reply, "AUTH", "AUTH %s", rt->password) == REDIS_OK)
+		n->setup++;
+	if (rt->db != 0) {
+		snprintf(db, sizeof(db), "%d", rt->db);
+		if (redisAsyncCommand(n->cmd, on_setup_reply, "SELECT",
+		    "SELECT %s", db) == REDIS_OK)
+			n->setup++;
+	}
+	/* Without either, a PING: a Redis that wants a password says so. */
+	if (n->setup == 0 && redisAsyncCommand(n->cmd, on_setup_reply,
+	    "PING", "PING") == REDIS_OK)
+		n->setup++;
+	rt->hooks->cmd_up(n, rt->arg);
+}
+
+void
+route_node_timeout(struct node *n)
+{
+	/*
+	 * A node that takes commands but never answers would have them pile
+	 * up: after a few timeouts in a row, drop the connection (every
+	 * command on it fails or moves now) and reconnect with backoff.
+	 */
+	if (++n->timeouts_in_row >= HUNG_TIMEOUTS && n->cmd != NULL &&
+	    !n->rt->closing) {
+		log_warn("redis: %s: %d commands in a row timed out; "
+		    "reconnecting", n->name, n->timeouts_in_row);
+		n->timeouts_in_row = 0;
+		redisAsyncFree(n->cmd);
+	}
+}
+
+/* ---- subscriber connections ---- */
+
+static void
+on_node_sub_up(void *arg)
+{
+	struct node *n = arg;
+
+	assert(n->magic == NODE_MAGIC);
+	n->sub_up = 1;
+	n->sub_backoff_ms = RECONNECT_MIN_MS;
+	n->rt->hooks->sub_up(n, n->rt->arg);
+}
+
+static void
+on_node_sub_reply(const void *r, void *arg)
+{
+	struct node *n = arg;
+
+	assert(n->magic == NODE_MAGIC);
+	if (r == NULL) {
+		sub_close(&n->sub);
+		n->sub_up = 0;
+		if (!n->rt->closing)
+			schedule(n->sub_retry, &n->sub_backoff_ms);
+		n->rt->hooks->sub_up(n, n->rt->arg);	/* lost: move away */
+		return;
+	}
+	n->rt->hooks->sub_reply(n, r, n->rt->arg);
+}
+
+static void
+open_sub(struct node *n)
+{
+	n->sub = sub_open(n->rt->base, n->host[0] != '\0' ? n->host : NULL,
+	    n->port, n->rt->unix_path, n->rt->password, on_node_sub_up,
+	    on_node_sub_reply, n);
+	if (n->sub == NULL)
+		schedule(n->sub_retry, &n->sub_backoff_ms);
+}
+
+int
+route_sub_send(struct node *n, int argc, const char **argv)
+{
+	if (n->sub == NULL) {
+		/* Everything wanted is sent once it is up (the sub_up hook). */
+		if (!evtimer_pending(n->sub_retry, NULL))
+			open_sub(n);
+		return -1;
+	}
+	if (!n->sub_up)
+		return -1;	/* the sub_up hook will send it */
+	return sub_send(n->sub, argc, argv);
+}
+
+/* ---- cluster: the slot map ---- */
+
+static int
+reply_int(const redisReply *r, long long *out)
+{
+	if (r->type == REDIS_REPLY_INTEGER) {
+		*out = r->integer;
+		return 0;
+	}
+	return -1;
+}
+
+/* One CLUSTER SLOTS reply, from node asked: the new map. */
+static int
+apply_slots(struct route *rt, const redisReply *reply, const char *asked)
+{
+	struct node *owner[ROUTE_NODES_MAX];
+	int nowner = 0;
+
+	if (reply->type != REDIS_REPLY_ARRAY || reply->elements == 0)
+		return -1;
+	for (size_t i = 0; i < reply->elements; i++) {
+		const redisReply *e = reply->element[i], *m;
+		long long lo, hi, port;
+
+		if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+		    reply_int(e->element[0], &lo) == -1 ||
+		    reply_int(e->element[1], &hi) == -1 ||
+		    lo < 0 || hi >= ROUTE_SLOTS || lo > hi)
+			return -1;
+		m = e->element[2];
+		if (m->type != REDIS_REPLY_ARRAY || m->elements < 2 ||
+		    m->element[0]->type != REDIS_REPLY_STRING ||
+		    reply_int(m->element[1], &port) == -1)
+			return -1;
+	}
+	memcpy(rt->before, rt->slots, sizeof(rt->slots));
+	memset(rt->slots, 0, sizeof(rt->slots));
+	for (size_t i = 0; i < reply->elements; i++) {
+		const redisReply *e = reply->element[i];
+		const redisReply *m = e->element[2];
+		long long lo = e->element[0]->integer, hi = e->element[1]->integer;
+		long long port = m->element[1]->integer;
+		const char *host = m->element[0]->str;
+		struct node *n;
+
+		if (host[0] == '\0' || strcmp(host, "?") == 0)
+			host = asked;	/* "the node you asked" */
+		if ((n = route_node_at(rt, host, (int)port)) == NULL)
+			continue;	/* more nodes than the table holds */
+		for (long long s = lo; s <= hi; s++)
+			rt->slots[s] = n;
+		if (nowner < ROUTE_NODES_MAX)
+			owner[nowner++] = n;
+	}
+	recount(rt);
+	/* Reads that find nothing new come less often; a change, at once. */
+	if (memcmp(rt->before, rt->slots, sizeof(rt->slots)) != 0)
+		rt->refresh_gap_ms = REFRESH_MIN_MS;
+	else if ((rt->refresh_gap_ms *= 2) > REFRESH_MAX_MS)
+		rt->refresh_gap_ms = REFRESH_MAX_MS;
+	/* Nodes that own nothing now (old primaries, seeds) are let go. */
+	for (int i = rt->nnodes - 1; i >= 0; i--) {
+		struct node *n = rt->nodes[i];
+		int keep = 0;
+
+		for (int j = 0; j < nowner && !keep; j++)
+			keep = owner[j] == n;
+		if (!keep && nowner > 0) {
+			node_free(n);
+			i = rt->nnodes;	/* the array moved: start over */
+		}
+	}
+	return 0;
+}
+
+static void
+on_slots(redisAsyncContext *ac, void *r, void *privdata)
+{
+	struct route *rt = privdata;
+	struct node *n = ac->data;
+	redisReply *reply = r;
+	char asked[CONF_HOST_MAX];
+
+	if (rt->closing)
+		return;
+	assert(rt->magic == ROUTE_MAGIC);
+	rt->refreshing = 0;
+	snprintf(asked, sizeof(asked), "%s", n != NULL ? n->host : "");
+	if (reply == NULL || apply_slots(rt, reply, asked) == -1) {
+		if (reply != NULL && reply->type == REDIS_REPLY_ERROR)
+			log_warn("redis: CLUSTER SLOTS: %s", reply->str);
+		route_refresh(rt);	/* another node, a little later */
+		return;
+	}
+	rt->counters->map_refreshes++;
+	rt->refresh_backoff_ms = REFRESH_MIN_MS;
+	log_debug("redis: slot map read: %d primaries%s", rt->nnodes,
+	    rt->covered ? "" : ", some slots without a node");
+	rt->hooks->map_changed(rt->arg);
+	if (rt->again) {
+		rt->again = 0;
+		route_refresh(rt);
+	}
+}
+
+static void
+refresh_cluster(struct route *rt)
+{
+	struct node *n = NULL;
+
+	for (int i = 0; i < rt->nnodes && n == NULL; i++) {
+		struct node *c = rt->nodes[(rt->next_seed + i) % rt->nnodes];
+
+		if (c->up)
+			n = c;
+	}
+	rt->next_seed++;
+	if (n == NULL) {
+		/* Nobody to ask: (re)connect the seeds; each asks on connect. */
+		for (int i = 0; i < rt->nseeds; i++)
+			route_node_at(rt, rt->seeds[i].host, rt->seeds[i].port);
+		rt->again = 1;
+		return;
+	}
+	if (redisAsyncCommand(n->cmd, on_slots, rt, "CLUSTER SLOTS") ==
+	    REDIS_OK)
+		rt->refreshing = 1;
+}
+
+/* ---- sentinel: who is the primary ---- */
+
+static void
+set_primary(struct route *rt, const char *host, int port)
+{
+	struct node *n, *old = rt->slots[0];
+
+	if (old != NULL && old->port == port && strcmp(old->host, host) == 0)
+		return;
+	log_info("redis: the sentinels name %s:%d as primary of %s", host,
+	    port, rt->master_name);
+	if ((n = route_node_at(rt, host, port)) == NULL)
+		return;
+	map_all(rt, n);
+	if (old != NULL && old != n)
+		node_free(old);
+	rt->hooks->map_changed(rt->arg);
+}
+
+static void
+sentinel_done(struct route *rt, int ok)
+{
+	evtimer_del(rt->sentinel_timer);
+	if (rt->sentinel != NULL) {
+		rt->sentinel->data = NULL;
+		redisAsyncDisconnect(rt->sentinel);
+		rt->sentinel = NULL;
+	}
+	rt->refreshing = 0;
+	if (!ok) {
+		rt->next_seed++;
+		rt->again = 1;
+	}
+	if (rt->again) {
+		rt->again = 0;
+		route_refresh(rt);
+	}
+}
+
+static void
+on_master_addr(redisAsyncContext *ac, void *r, void *privdata)
+{
+	struct route *rt = ac->data;
+	redisReply *reply = r;
+
+	if (rt == NULL || rt->closing)
+		return;
+	assert(rt->magic == ROUTE_MAGIC);
+	if (reply == NULL || reply->type != REDIS_REPLY_ARRAY ||
+	    reply->elements != 2 ||
+	    reply->element[0]->type != REDIS_REPLY_STRING ||
+	    reply->element[1]->type != REDIS_REPLY_STRING) {
+		log_warn("redis: sentinel %s:%d does not know %s",
+		    rt->seeds[rt->next_seed % rt->nseeds].host,
+		    rt->seeds[rt->next_seed % rt->nseeds].port,
+		    rt->master_name);
+		sentinel_done(rt, 0);
+		return;
+	}
+	rt->counters->map_refreshes++;
+	set_primary(rt, reply->element[0]->str,
+	    atoi(reply->element[1]->str));
+	sentinel_done(rt, 1);
+}
+
+static void
+on_sentinel_connect(const redisAsyncContext *ac, int status)
+{
+	struct route *rt = ac->data;
+
+	if (rt == NULL || status == REDIS_OK)
+		return;
+	rt->sentinel = NULL;	/* hiredis frees it */
+	sentinel_done(rt, 0);
+}
+
+static void
+on_sentinel_disconnect(const redisAsyncContext *ac, int status)
+{
+	struct route *rt = ac->data;
+
+	if (rt == NULL)
+		return;
+	rt->sentinel = NULL;
+	sentinel_done(rt, 0);
+}
+
+static void
+on_sentinel_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct route *rt = arg;
+
+	assert(rt->magic == ROUTE_MAGIC);
+	log_warn("redis: sentinel %s:%d did not answer",
+	    rt->seeds[rt->next_seed % rt->nseeds].host,
+	    rt->seeds[rt->next_seed % rt->nseeds].port);
+	if (rt->sentinel != NULL) {
+		rt->sentinel->data = NULL;
+		redisAsyncFree(rt->sentinel);
+		rt->sentinel = NULL;
+	}
+	sentinel_done(rt, 0);
+}
+
+static void
+refresh_sentinel(struct route *rt)
+{
+	const struct conf_hostport *s = &rt->seeds[rt->next_seed % rt->nseeds];
+	struct timeval tv = util_timeval(rt->timeout_ms);
+
+	rt->sentinel = open_context(rt, s->host, s->port, rt,
+	    on_sentinel_connect, on_sentinel_disconnect);
+	if (rt->sentinel == NULL) {
+		rt->next_seed++;
+		rt->again = 1;
+		return;
+	}
+	rt->refreshing = 1;
+	evtimer_add(rt->sentinel_timer, &tv);
+	redisAsyncCommand(rt->sentinel, on_master_addr, NULL,
+	    "SENTINEL get-master-addr-by-name %s", rt->master_name);
+}
+
+/* The next sentinel's feed, a little later. */
+static void
+retry_feed(struct route *rt)
+{
+	struct timeval tv = util_timeval(RECONNECT_MIN_MS);
+
+	rt->feed_at++;
+	if (!rt->closing)
+		evtimer_add(rt->feed_retry, &tv);
+}
+
+/* "+switch-master": "<name> <old ip> <old port> <new ip> <new port>". */
+static void
+on_feed_reply(const void *r, void *arg)
+{
+	struct route *rt = arg;
+	const redisReply *reply = r;
+	char name[CONF_NAME_MAX], host[CONF_HOST_MAX];
+	int port;
+
+	assert(rt->magic == ROUTE_MAGIC);
+	if (reply == NULL) {
+		sub_close(&rt->feed);
+		retry_feed(rt);
+		return;
+	}
+	if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3 ||
+	    reply->element[0]->type != REDIS_REPLY_STRING)
+		return;
+	if (strcmp(reply->element[0]->str, "subscribe") == 0) {
+		/* A switch may have happened while nobody listened. */
+		route_refresh(rt);
+		return;
+	}
+	if (strcmp(reply->element[0]->str, "message") != 0 ||
+	    reply->element[2]->type != REDIS_REPLY_STRING ||
+	    sscanf(reply->element[2]->str, SWITCH_FORMAT, name,
+	    host, &port) != 3 || strcmp(name, rt->master_name) != 0)
+		return;
+	log_info("redis: +switch-master %s: %s:%d", name, host, port);
+	set_primary(rt, host, port);
+}
+
+static void
+open_feed(struct route *rt)
+{
+	const struct conf_hostport *s = &rt->seeds[rt->feed_at % rt->nseeds];
+	const char *argv[] = { "SUBSCRIBE", SWITCH_CHANNEL };
+
+	rt->feed = sub_open(rt->base, s->host, s->port, NULL, NULL, NULL,
+	    on_feed_reply, rt);
+	if (rt->feed == NULL || sub_send(rt->feed, 2, argv) == -1) {
+		sub_close(&rt->feed);
+		retry_feed(rt);
+	}
+}
+
+static void
+on_feed_retry(evutil_socket_t fd, short what, void *arg)
+{
+	struct route *rt = arg;
+
+	assert(rt->magic == ROUTE_MAGIC);
+	if (rt->feed == NULL && !rt->closing)
+		open_feed(rt);
+}
+
+/* ---- asking again ---- */
+
+static void
+start_refresh(struct route *rt)
+{
+	rt->last_refresh_ms = (util_mono_us() / 1000);
+	if (rt->mode == REDIS_CLUSTER)
+		refresh_cluster(rt);
+	else if (rt->mode == REDIS_SENTINEL)
+		refresh_sentinel(rt);
+	if (!rt->refreshing && rt->again) {
+		/* Nobody to ask yet: try again after a backoff. */
+		rt->again = 0;
+		schedule(rt->refresh_ev, &rt->refresh_backoff_ms);
+	}
+}
+
+static void
+on_refresh(evutil_socket_t fd, short what, void *arg)
+{
+	struct route *rt = arg;
+
+	assert(rt->magic == ROUTE_MAGIC);
+	if (rt->closing)
+		return;
+	if (rt->refreshing) {
+		rt->again = 1;
+		return;
+	}
+	start_refresh(rt);
+}
+
+void
+route_refresh(struct route *rt)
+{
+	int64_t wait;
+	struct timeval tv;
+
+	if (rt->mode == REDIS_SINGLE || rt->closing)
+		return;
+	if (rt->refreshing) {
+		rt->again = 1;
+		return;
+	}
+	if (evtimer_pending(rt->refresh_ev, NULL))
+		return;
+	/* Always through the loop, never from inside the caller. */
+	wait = rt->last_refresh_ms + rt->refresh_gap_ms -
+	    (util_mono_us() / 1000);
+	tv = util_timeval(wait > 0 ? wait : 0);
+	evtimer_add(rt->refresh_ev, &tv);
+}
+
+void
+route_moved(struct route *rt, unsigned slot, struct node *n)
+{
+	assert(slot < ROUTE_SLOTS);
+	if (rt->slots[slot] != NULL)
+		rt->slots[slot]->slots--;
+	rt->slots[slot] = n;
+	n->slots++;
+	route_refresh(rt);
+}
+
+/* ---- life cycle ---- */
+
+struct route *
+route_new(struct event_base *base, const struct conf *conf,
+    const struct route_hooks *hooks, void *arg,
+    struct cache_counters *counters)
+{
+	struct route *rt;
+	struct node *n;
+
+	if ((rt = calloc(1, sizeof(*rt))) == NULL)
+		return NULL;
+	rt->magic = ROUTE_MAGIC;
+	rt->base = base;
+	rt->mode = conf->redis_mode;
+	snprintf(rt->unix_path, sizeof(rt->unix_path), "%s", conf->redis_unix);
+	snprintf(rt->password, sizeof(rt->password), "%s",
+	    conf->redis_password);
+	snprintf(rt->master_name, sizeof(rt->master_name), "%s",
+	    conf->redis_master_name);
+	rt->db = conf->redis_db;
+	rt->timeout_ms = conf->redis_timeout_ms;
+	rt->nseeds = conf->redis_naddrs;
+	memcpy(rt->seeds, conf->redis_addrs, sizeof(rt->seeds));
+	rt->hooks = hooks;
+	rt->arg = arg;
+	rt->counters = counters;
+	rt->refresh_backoff_ms = rt->refresh_gap_ms = REFRESH_MIN_MS;
+	rt->refresh_ev = evtimer_new(base, on_refresh, rt);
+	rt->sentinel_timer = evtimer_new(base, on_sentinel_timeout, rt);
+	rt->feed_retry = evtimer_new(base, on_feed_retry, rt);
+	if (rt->refresh_ev == NULL || rt->sentinel_timer == NULL ||
+	    rt->feed_retry == NULL)
+		goto fail;
+	switch (rt->mode) {
+	case REDIS_SINGLE:
+		if ((n = route_node_at(rt, conf->redis_host,
+		    conf->redis_port)) == NULL)
+			goto fail;
+		map_all(rt, n);
+		break;
+	case REDIS_CLUSTER:
+		for (int i = 0; i < rt->nseeds; i++)
+			route_node_at(rt, rt->seeds[i].host, rt->seeds[i].port);
+		break;
+	case REDIS_SENTINEL:
+		open_feed(rt);
+		route_refresh(rt);
+		break;
+	}
+	return rt;
+fail:
+	route_free(&rt);
+	return NULL;
+}
+
+void
+route_free(struct route **rtp)
+{
+	struct route *rt = *rtp;
+
+	if (rt == NULL)
+		return;
+	assert(rt->magic == ROUTE_MAGIC);
+	rt->closing = 1;
+	while (rt->nnodes > 0)
+		node_free(rt->nodes[rt->nnodes - 1]);
+	if (rt->sentinel != NULL) {
+		rt->sentinel->data = NULL;
+		redisAsyncFree(rt->sentinel);
+	}
+	sub_close(&rt->feed);
+	if (rt->refresh_ev != NULL)
+		event_free(rt->refresh_ev);
+	if (rt->sentinel_timer != NULL)
+		event_free(rt->sentinel_timer);
+	if (rt->feed_retry != NULL)
+		event_free(rt->feed_retry);
+	rt->magic = 0;
+	free(rt);
+	*rtp = NULL;
+}
+
+/* ---- what the cache asks ---- */
+
+int
+route_usable(const struct route *rt)
+{
+	for (int i = 0; i < rt->nnodes; i++)
+		if (rt->nodes[i]->up && rt->nodes[i]->slots > 0)
+			return 1;
+	return 0;
+}
+
+int
+route_all_up(const struct route *rt)
+{
+	if (!rt->covered)
+		return 0;
+	for (int i = 0; i < rt->nnodes; i++)
+		if (rt->nodes[i]->slots > 0 && !rt->nodes[i]->up)
+			return 0;
+	return 1;
+}
+
+int
+route_primaries(struct route *rt, struct node **out, int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < rt->nnodes && n < max; i++)
+		if (rt->nodes[i]->slots > 0)
+			out[n++] = rt->nodes[i];
+	return n;
+}
+
+struct node *
+route_broadcast_node(struct route *rt)
+{
+	struct node *best = NULL;
+
+	/* The slot-0 owner while it listens; else any that owns slots. */
+	if (rt->slots[0] != NULL && (rt->slots[0]->up ||
+	    rt->mode != REDIS_CLUSTER))
+		return rt->slots[0];
+	for (int i = 0; i < rt->nnodes; i++) {
+		struct node *n = rt->nodes[i];
+
+		if (n->slots > 0 && n->up)
+			return n;
+		if (n->slots > 0 && best == NULL)
+			best = n;
+	}
+	return best;
+}
+
+void
+route_node_states(const struct route *rt, struct cache_counters *cc)
+{
+	cc->nnodes = 0;
+	for (int i = 0; i < rt->nnodes && cc->nnodes < CACHE_NODES_MAX; i++) {
+		const struct node *n = rt->nodes[i];
+		struct cache_node_state *st = &cc->nodes[cc->nnodes];
+
+		if (n->slots == 0 && rt->mode != REDIS_SINGLE)
+			continue;
+		snprintf(st->name, sizeof(st->name), "%s", n->name);
+		st->up = n->up;
+		st->slots = n->slots;
+		cc->nnodes++;
+	}
+	if (cc->nnodes < CACHE_NODES_MAX)
+		cc->nodes[cc->nnodes].name[0] = '\0';
+}
+
+const char *
+route_down_reason(const struct route *rt)
+{
+	for (int i = 0; i < rt->nnodes; i++) {
+		const struct node *n = rt->nodes[i];
+
+		if (!n->up && (n->slots > 0 || rt->mode != REDIS_CLUSTER))
+			return n->down_reason[0] != '\0' ? n->down_reason :
+			    "connecting";
+	}
+	return route_usable(rt) ? "" : "no primary known";
+}

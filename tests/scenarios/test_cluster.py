@@ -1,0 +1,137 @@
+"""Corral on a real Redis Cluster (3 primaries, 3 replicas, short
+cluster-node-timeout): one fetch per key for the whole fleet, whichever
+primary owns the key, through a slot migration and through a failover."""
+
+from harness import (Background, entry_key, expect, expect_eq, http_request, lock_key,
+                     scenario, stampede, wait_for)
+from harness_cluster import (RedisCluster, expect_all_ok, path_in_slot, path_slot,
+                             paths_in_slots, redis_figures, start_cluster)
+
+ROUTE = {"/": {"ttl": "3s", "stale_while_revalidate": "60s", "lock_poll": "5s"}}
+
+
+def cluster_fleet(env, cluster, origin, n=3, timeout="1s", routes=ROUTE):
+    return [env.corral(cluster.address, origin, routes=routes,
+                       extra=cluster.corral_extra(timeout), wait_redis=True)
+            for _ in range(n)]
+
+
+def stampedes(fleet, n, paths):
+    """n concurrent requests on each path at once, spread over fleet."""
+    runs = [Background(stampede, fleet, n, p) for p in paths]
+    return {p: r.result() for p, r in zip(paths, runs)}
+
+
+@scenario(timeout=180)
+def cluster_cold_and_stale_stampedes_fetch_once_per_key_on_every_primary(env):
+    cluster, origin = start_cluster(env), env.origin(delay="300ms")
+    fleet = cluster_fleet(env, cluster, origin)
+    by_range = paths_in_slots(RedisCluster.RANGES, 2)
+    paths = [p for i in sorted(by_range) for p in by_range[i]]
+
+    for path, results in stampedes(fleet, 200, paths).items():
+        expect_all_ok(results, f"cold {path}")
+        expect_eq(origin.count(path), 1, f"origin fetches of cold {path}")
+    holders = set()
+    for path in paths:
+        nodes = cluster.node_with_key(entry_key(path))
+        expect_eq([n.name for n in nodes], [cluster.primary_of(path_slot(path)).name],
+                  f"the primary holding {path}'s entry")
+        holders.add(nodes[0].name)
+    expect_eq(len(holders), 3, "primaries holding entries")
+
+    # Stale: every key past its ttl, then 100 requests each at once.
+    for path in paths:
+        key = entry_key(path)
+        node = cluster.primary_of(path_slot(path))
+        wait_for(lambda: 0 < node.cmd("PTTL", key) < 60_000 - 1100, timeout=15,
+                 what=f"{path} to go stale")
+    for path, results in stampedes(fleet, 100, paths).items():
+        expect_all_ok(results, f"stale {path}")
+        expect(all(r.cache_status.hit for r in results), f"stale {path} answered from cache")
+    for path in paths:
+        node = cluster.primary_of(path_slot(path))
+        wait_for(lambda: node.cmd("PTTL", entry_key(path)) > 60_000, timeout=10,
+                 what=f"the refresh of {path} to be stored")
+        expect_eq(origin.count(path), 2, f"origin fetches of {path} after the stale stampede")
+    figures = redis_figures(fleet[0])
+    expect_eq(sorted((n["address"], n["up"], n["slots"]) for n in figures["nodes"]),
+              sorted((n.address, True, hi - lo + 1)
+                     for n, (lo, hi) in zip(cluster.nodes, RedisCluster.RANGES)),
+              "nodes, states and slots in /stats")
+    health = http_request(fleet[0].admin_host, fleet[0].admin_port, "/health").text.split()
+    expect_eq(health[:3], ["ok", "redis=up", "mode=cluster"], "/health")
+    expect_eq(sorted(health[3:]), sorted(f"{n.address}=up" for n in cluster.nodes[:3]),
+              "/health nodes")
+
+
+@scenario(timeout=180)
+def cluster_slot_migrated_while_refresh_holds_lock_fetches_once(env):
+    cluster, origin = start_cluster(env), env.origin()
+    fleet = cluster_fleet(env, cluster, origin, timeout="2s")
+    path = "/moving"
+    slot = path_slot(path)
+    source = cluster.primary_of(slot)
+    target = next(n for n in cluster.nodes[:3] if n is not source)
+    # Another key in the same slot, stored now: read through an ASK later.
+    neighbour = path_in_slot(slot, avoid={path})
+    expect(fleet[0].get(neighbour).cache_status.stored, f"{neighbour} stored")
+
+    origin.script(path, hold=True)
+    run = Background(stampede, fleet, 60, path)
+    wait_for(lambda: origin.held(path) == 1, what="the refresh to hold the lock")
+    expect(source.cmd("EXISTS", lock_key(path)) == 1, "the lock is on the source")
+
+    cluster.migrate_slot(slot, source, target, finish=False)
+    # The slot is MIGRATING: the neighbour's entry is on the target only.
+    r = fleet[1].get(neighbour)
+    expect(r.status == 200 and r.cache_status.hit, f"neighbour read through ASK: {r}")
+    cluster.finish_migration(slot, source, target)
+    origin.release(path)
+    results = run.result()
+
+    expect_all_ok(results, "requests during the migration")
+    expect_eq(origin.count(path), 1, "origin fetches across the migration")
+    expect_eq([n.name for n in cluster.node_with_key(entry_key(path))], [target.name],
+              "the node holding the entry")
+    moved = sum(redis_figures(c)["moved"] for c in fleet)
+    asked = sum(redis_figures(c)["ask"] for c in fleet)
+    expect(moved >= 1, f"MOVED followed ({moved})")
+    expect(asked >= 1, f"ASK followed ({asked})")
+
+
+@scenario(timeout=180)
+def cluster_primary_killed_during_stale_stampede_loses_no_request(env):
+    cluster, origin = start_cluster(env), env.origin(delay="1s")
+    fleet = cluster_fleet(env, cluster, origin, timeout="8s")	# above any failover
+    path = "/failover"
+    slot = path_slot(path)
+    primary = cluster.primary_of(slot)
+    replica = cluster.replica_of(primary)
+
+    expect(fleet[0].get(path).cache_status.stored, "priming request")
+    key = entry_key(path)
+    wait_for(lambda: key in replica.cmd("CLUSTER", "GETKEYSINSLOT", str(slot), "100"),
+             what="the entry on the replica")
+    wait_for(lambda: 0 < primary.cmd("PTTL", key) < 60_000 - 1100, timeout=10,
+             what=f"{path} to go stale")
+    run = Background(stampede, fleet, 100, path)
+    wait_for(lambda: origin.count(path) == 2, what="the refresh to start")
+    primary.kill()
+
+    answers = []
+    while replica.role() != "master":
+        answers.append(fleet[len(answers) % 3].get(path))
+        expect(len(answers) < 500, "the replica was never promoted")
+    answers += [c.get(path) for c in fleet]
+    expect_all_ok(run.result(), "the stale stampede")
+    expect_all_ok(answers, "requests during the failover")
+    expect(origin.count(path) - 1 <= 2,
+           f"at most 2 origin fetches across the failover ({origin.count(path) - 1})")
+
+    cold = path_in_slot(slot, prefix="/after", avoid={path})
+    origin.script(cold, delay_ms=300)
+    expect_all_ok(stampede(fleet, 100, cold), "cold stampede after the promotion")
+    expect_eq(origin.count(cold), 1, "origin fetches of a cold key after the promotion")
+    expect_eq([n.name for n in cluster.node_with_key(entry_key(cold))], [replica.name],
+              "the promoted replica holds the new entry")
