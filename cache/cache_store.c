@@ -1563,6 +1563,8 @@ struct purge {
 	char		 pattern[REDIS_KEY_MAX * 2];
 	size_t		 head;		/* strlen("<prefix>{") */
 	int		 soft;		/* mark stale instead of deleting */
+	int		 pending;	/* a tag's purges not yet answered */
+	int		 ok;
 	int64_t		 found;
 	char		 nodes[CACHE_NODES_MAX][CACHE_NODE_NAME_MAX];
 	int		 nnodes;
@@ -1673,6 +1675,18 @@ cache_purge_prefix(struct cache *c, const char *prefix, int soft,
 	return 0;
 }
 
+/* One key of a tag purge is done: the purge answers once all are. */
+static void
+on_tag_key_purged(enum fence_result r, void *arg)
+{
+	struct purge *pg = arg;
+
+	if (r == FENCE_ERROR)
+		pg->ok = 0;
+	if (--pg->pending == 0)
+		purge_end(pg, pg->ok);
+}
+
 /* A purge by tag: the tag's set, on its own node, lists its keys. */
 static void
 deliver_members(struct cache_op *op, const redisReply *reply)
@@ -1684,13 +1698,17 @@ deliver_members(struct cache_op *op, const redisReply *reply)
 		purge_end(pg, 0);
 		return;
 	}
+	pg->ok = 1;
+	pg->pending = 1;	/* until every key is under way */
 	for (size_t i = 0; i < reply->elements; i++) {
 		const redisReply *m = reply->element[i];
 
 		if (m->type == REDIS_REPLY_STRING && m->len <= CACHE_KEY_MAX +
 		    CACHE_VARIANT_MAX && purge_key(pg->cache, m->str, pg->soft,
-		    NULL, NULL) != NULL)
+		    on_tag_key_purged, pg) != NULL) {
 			pg->found++;
+			pg->pending++;
+		}
 	}
 	/* A hard purge leaves nothing for the set to name. */
 	if (!pg->soft) {
@@ -1704,7 +1722,7 @@ deliver_members(struct cache_op *op, const redisReply *reply)
 			    op_argstr(del, set));
 		}
 	}
-	purge_end(pg, 1);
+	on_tag_key_purged(FENCE_OK, pg);	/* the one for the loop */
 }
 
 int
