@@ -3,6 +3,7 @@ that flow to the requester and to every waiter of the same flight as they
 arrive, with bounded memory."""
 
 import http.client
+import socket
 import threading
 import time
 
@@ -14,12 +15,18 @@ KIB = 1024
 @scenario
 def sequential_large_hits_on_one_connection_never_wait_for_a_delayed_ack(env):
     # Linux delays an ACK by 40 ms or more. Without TCP_NODELAY, a
-    # response's last partial segment waits for the ACK of the one before
-    # it on every other request of a keep-alive connection.
+    # response's last partial segment waits for the ACK of the segments
+    # before it, which the client delays. The client's segments are made
+    # Ethernet-sized (loopback's would hold a whole response).
     redis, origin = env.redis(), env.origin()
-    origin.script("/big/1", body="x" * (100 * KIB))
+    origin.script("/big/1", size=100 * KIB)
     corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}})
     conn = http.client.HTTPConnection(corral.host, corral.port, timeout=10)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 1448)
+    sock.settimeout(10)
+    sock.connect((corral.host, corral.port))
+    conn.sock = sock
     took = []
     for i in range(12):
         t0 = time.monotonic()
@@ -103,8 +110,11 @@ def a_body_cut_short_is_never_served_whole_nor_stored(env):
     origin.script("/s/cut", size=size, cut_after=300 * KIB, pieces=4, interval_ms=50)
     corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}})
     for n in (1, 2):
+        # A cut body is signalled at once, by closing: not left for the
+        # client to time out on (10 s) as if more might come.
         r = raw_exchange(corral.host, corral.port,
-                         f"GET /s/cut HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode())
+                         f"GET /s/cut HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode(),
+                         timeout=10)
         expect_eq(r.status, 200, f"request {n}: the head went out before the cut")
         expect(not r.complete and r.end in ("eof", "reset"),
                f"request {n}: the connection closed short of Content-Length "
