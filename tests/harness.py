@@ -25,6 +25,7 @@ import signal
 import socket
 import subprocess
 import sys
+import urllib.parse
 import tempfile
 import threading
 import time
@@ -276,6 +277,15 @@ class RedisServer:
         self.name = name
         self.workdir = workdir
         self.log_path = os.path.join(workdir, f"{name}.log")
+        self.start(port)
+
+    def argv(self, binary):
+        """The command line for self.port (subclasses add to it)."""
+        return [binary, "--port", str(self.port), "--bind", self.host, "--save", "",
+                "--appendonly", "no", "--daemonize", "no", "--dir", self.workdir]
+
+    def start(self, port=None):
+        """Starts it on port, or on a free port (tried three times)."""
         self.host = "127.0.0.1"
         self.proc = None
         binary = find_redis_server()
@@ -284,19 +294,17 @@ class RedisServer:
             self.address = f"{self.host}:{self.port}"
             self.client = RespClient(self.host, self.port)
             with open(self.log_path, "ab") as log:
-                self.proc = subprocess.Popen(
-                    [binary, "--port", str(self.port), "--bind", self.host,
-                     "--save", "", "--appendonly", "no", "--daemonize", "no",
-                     "--dir", workdir],
-                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                self.proc = subprocess.Popen(self.argv(binary), stdout=log,
+                                             stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL)
             try:
                 wait_for(self.ping_or_died, timeout=START_TIMEOUT_S,
-                         what=f"{name} to answer PING on {self.address}")
+                         what=f"{self.name} to answer PING on {self.address}")
                 return
             except AssertionError:
                 self.kill()
                 if port or attempt == 2:
-                    raise AssertionError(f"{name} did not start; log:\n{tail(self.log())}")
+                    raise AssertionError(f"{self.name} did not start; log:\n{tail(self.log())}")
 
     def ping_or_died(self):
         if self.proc.poll() is not None:
@@ -907,10 +915,18 @@ class Corral:
     def get(self, path, headers=None, method="GET", body=None, timeout=CLIENT_TIMEOUT_S):
         return http_request(self.host, self.port, path, headers, method, body, timeout)
 
+    def admin(self, method, target, timeout=10):
+        """One request to the admin listener; the Response."""
+        return http_request(self.admin_host, self.admin_port, target, method=method,
+                            headers={"Host": f"{self.admin_host}:{self.admin_port}"},
+                            timeout=timeout)
+
+    def purge(self, **params):
+        """POST /purge?url=... or ?prefix=... or ?tag=... [&soft=...]."""
+        return self.admin("POST", "/purge?" + urllib.parse.urlencode(params), timeout=30)
+
     def stats(self):
-        r = http_request(self.admin_host, self.admin_port, "/stats",
-                         headers={"Host": f"{self.admin_host}:{self.admin_port}"},
-                         timeout=10)
+        r = self.admin("GET", "/stats")
         if r.status != 200:
             raise AssertionError(f"{self.name} GET /stats: {r.status}")
         return r.json()

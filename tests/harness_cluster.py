@@ -11,10 +11,9 @@ redis-cli: it sleeps a second per check) and waited for with wait_for.
 """
 
 import os
-import subprocess
 
-from harness import (START_TIMEOUT_S, HOST, RedisServer, RespClient, _decode, cache_key,
-                     expect, find_redis_server, free_port, slow, tail, wait_for)
+from harness import (HOST, RedisServer, RespClient, _decode, cache_key, expect, free_port,
+                     slow, wait_for)
 
 CLUSTER_NODE_TIMEOUT_MS = 500	# short: a killed primary fails over in about 2 s
 SENTINEL_DOWN_AFTER_MS = 500
@@ -86,37 +85,23 @@ class RedisProcess(RedisServer):
         self.workdir = os.path.join(workdir, name)
         os.makedirs(self.workdir, exist_ok=True)
         self.log_path = os.path.join(self.workdir, "redis.log")
-        self.host = "127.0.0.1"
-        self.proc = None
-        binary = find_redis_server()
-        for attempt in range(3):	# free_port() can race with other processes
-            self.port = free_port()
-            self.address = f"{self.host}:{self.port}"
-            self.client = RespClient(self.host, self.port)
-            argv = [binary]
-            if config_text is not None:
-                conf = os.path.join(self.workdir, "sentinel.conf")
-                with open(conf, "w") as f:
-                    f.write(config_text.format(port=self.port, dir=self.workdir))
-                argv += [conf, "--sentinel"]
-            else:
-                argv += ["--port", str(self.port), "--bind", self.host, "--save", "",
-                         "--appendonly", "no", "--daemonize", "no", "--dir", self.workdir,
-                         *args]
-            if cluster:	# the bus port is port + 10000 unless named: maybe > 65535
-                self.bus_port = free_port()
-                argv += ["--cluster-port", str(self.bus_port)]
-            with open(self.log_path, "ab") as log:
-                self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                             stdin=subprocess.DEVNULL)
-            try:
-                wait_for(self.ping_or_died, timeout=START_TIMEOUT_S,
-                         what=f"{name} to answer PING on {self.address}")
-                return
-            except AssertionError:
-                self.kill()
-                if attempt == 2:
-                    raise AssertionError(f"{name} did not start; log:\n{tail(self.log())}")
+        self.args = args
+        self.config_text = config_text
+        self.cluster = cluster
+        self.start()
+
+    def argv(self, binary):
+        if self.config_text is not None:
+            conf = os.path.join(self.workdir, "sentinel.conf")
+            with open(conf, "w") as f:
+                f.write(self.config_text.format(port=self.port, dir=self.workdir))
+            argv = [binary, conf, "--sentinel"]
+        else:
+            argv = super().argv(binary) + list(self.args)
+        if self.cluster:	# the bus port is port + 10000 unless named: maybe > 65535
+            self.bus_port = free_port()
+            argv += ["--cluster-port", str(self.bus_port)]
+        return argv
 
     def info(self, section):
         return self.fields("INFO", section)

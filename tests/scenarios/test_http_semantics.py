@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 
 from harness import (HOST, PREFIX, Background, RespClient, cache_key, corral_config,
                      entry_key, expect, expect_entry_pttl, expect_eq,
-                     fleet_counters, free_port, http_request, lock_key, paced, scenario,
+                     fleet_counters, free_port, lock_key, paced, scenario,
                      slow, wait_for, wait_until_stale)
 
 LM = "Wed, 21 Oct 2015 07:28:00 GMT"		# a Last-Modified the origin sends
@@ -42,14 +42,12 @@ def origin_requests(origin, path):
 
 
 def admin(corral, method, target):
-    return http_request(corral.admin_host, corral.admin_port, target, method=method,
-                        headers={"Host": f"{corral.admin_host}:{corral.admin_port}"},
-                        timeout=10)
+    return corral.admin(method, target)
 
 
 def purge(corral, **params):
     """POST /purge?url=... or ?prefix=...; returns the Response."""
-    return admin(corral, "POST", "/purge?" + urlencode(params))
+    return corral.purge(**params)
 
 
 def metric(corral, name, route):

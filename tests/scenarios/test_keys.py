@@ -3,22 +3,13 @@ and query, so that every name clients reach the fleet by shares one entry
 (nginx's default proxy_cache_key); key_host = on keys on the client's Host
 and sends it upstream; [server] hosts answers 421 to any other name."""
 
-from urllib.parse import urlencode
-
-from harness import (entry_key, expect, expect_eq, http_request, raw_exchange, scenario,
-                     stampede)
+from harness import entry_key, expect, expect_eq, raw_exchange, scenario, stampede
 
 UPSTREAM_KEYED = {"/": {"key_host": "off", "lock_poll": "5s"}}
 
 
 def upstream_host(origin):
     return f"{origin.host}:{origin.port}"
-
-
-def purge(corral, **params):
-    return http_request(corral.admin_host, corral.admin_port, "/purge?" + urlencode(params),
-                        method="POST", timeout=10,
-                        headers={"Host": f"{corral.admin_host}:{corral.admin_port}"})
 
 
 @scenario
@@ -86,8 +77,8 @@ def purge_by_path_reaches_upstream_keyed_entries(env):
     corral = env.corral(redis, origin, routes=UPSTREAM_KEYED)
     for path in ("/k/p/1", "/k/p/2", "/k/q"):
         corral.get(path, {"Host": "any.example"})
-    r = purge(corral, prefix="/k/p/")
+    r = corral.purge(prefix="/k/p/")
     expect_eq(r.status, 200, f"purge by path prefix: {r.text!r}")
-    r = purge(corral, url="http://whatever.example/k/q")
+    r = corral.purge(url="http://whatever.example/k/q")
     expect_eq(r.status, 200, f"purge by URL: {r.text!r}")
     expect_eq(redis.entry_keys(), [], "entries left after the purges")

@@ -14,7 +14,7 @@ import threading
 import time
 
 from browser import Browser
-from harness import (HOST, Background, expect, expect_eq, free_port, http_request, lock_key,
+from harness import (HOST, Background, expect, expect_eq, free_port, lock_key,
                      read_text, scenario, stampede, wait_for, wait_until_stale)
 
 SAMPLE_RE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
@@ -69,9 +69,7 @@ ACCESS_RE = re.compile(
 # -- reading the admin listener ---------------------------------------------------
 
 def admin_get(corral, path):
-    return http_request(corral.admin_host, corral.admin_port, path,
-                        headers={"Host": f"{corral.admin_host}:{corral.admin_port}"},
-                        timeout=10)
+    return corral.admin("GET", path)
 
 
 class Metrics:
