@@ -330,56 +330,58 @@ hdr_tags(const struct evkeyvalq *headers, void (*fn)(const char *tag,
 	}
 }
 
-/* Calls fn with each field name of the route's targeted_cache_control,
- * then CDN-Cache-Control, until it returns non-zero. */
-static int
-each_targeted(const struct conf_route *rt, char *name, size_t namelen,
-    int (*fn)(const char *name, void *arg), void *arg)
+#define CDN_CC	"CDN-Cache-Control"
+
+/*
+ * The next field name the route reads as targeted cache control, from *p
+ * (start at its targeted_cc): each of that list, then CDN-Cache-Control.
+ * Its length goes in *len; NULL after the last. No copy: a hit on an
+ * origin_cache_control route asks this of every header it sends.
+ */
+static const char *
+next_targeted(const char **p, size_t *len)
 {
-	const char *p = rt->targeted_cc;
+	const char *name;
 
-	for (;;) {
-		size_t len;
-
-		p += strspn(p, ", ");
-		if (*p == '\0')
-			break;
-		len = strcspn(p, ", ");
-		snprintf(name, namelen, "%.*s", (int)len, p);
-		p += len;
-		if (fn(name, arg))
-			return 1;
+	if (*p == NULL)
+		return NULL;
+	*p += strspn(*p, ", ");
+	if (**p == '\0') {
+		*p = NULL;
+		*len = sizeof(CDN_CC) - 1;
+		return CDN_CC;
 	}
-	snprintf(name, namelen, "CDN-Cache-Control");
-	return fn(name, arg);
-}
-
-static int
-present(const char *name, void *arg)
-{
-	return evhttp_find_header(arg, name) != NULL;
+	name = *p;
+	*len = strcspn(name, ", ");
+	*p += *len;
+	return name;
 }
 
 const char *
 hdr_targeted(const struct evkeyvalq *resp, const struct conf_route *rt,
     char *name, size_t namelen)
 {
-	return each_targeted(rt, name, namelen, present, (void *)resp) ?
-	    name : NULL;
-}
+	const char *p = rt->targeted_cc, *t;
+	size_t len;
 
-static int
-same_name(const char *name, void *arg)
-{
-	return strcasecmp(name, arg) == 0;
+	while ((t = next_targeted(&p, &len)) != NULL) {
+		snprintf(name, namelen, "%.*s", (int)len, t);
+		if (evhttp_find_header(resp, name) != NULL)
+			return name;
+	}
+	return NULL;
 }
 
 int
 hdr_is_targeted(const char *name, const struct conf_route *rt)
 {
-	char buf[CONF_FIELDS_MAX];
+	const char *p = rt->targeted_cc, *t;
+	size_t len;
 
-	return each_targeted(rt, buf, sizeof(buf), same_name, (void *)name);
+	while ((t = next_targeted(&p, &len)) != NULL)
+		if (strlen(name) == len && strncasecmp(name, t, len) == 0)
+			return 1;
+	return 0;
 }
 
 void

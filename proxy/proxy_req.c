@@ -252,7 +252,8 @@ int
 stream_wanted(const struct upstream_response *resp, int cached)
 {
 	const char *cl = evhttp_find_header(&resp->headers, "Content-Length");
-	int64_t len = cl != NULL ? hdr_delta_seconds(cl) : -1;
+	/* Its digits were checked on the upstream side. */
+	long long len = cl != NULL ? strtoll(cl, NULL, 10) : -1;
 
 	/* No body, or an answer a flight may replace (a 5xx by a stale
 	 * entry, a 304 by the stored body); and a short body comes whole. */
@@ -289,6 +290,7 @@ req_stream_start(struct req *req, const struct upstream_response *resp,
 {
 	struct evkeyvalq *out = evhttp_request_get_output_headers(req->ev);
 	const char *cl = evhttp_find_header(&resp->headers, "Content-Length");
+	const char *conn = evhttp_find_header(&resp->headers, "Connection");
 	int strip = req->rt.origin_cache_control && !req->rt.forward_targeted_cc;
 	char cs[CACHE_STATUS_MAX], date[64];
 	const struct evkeyval *h;
@@ -298,8 +300,8 @@ req_stream_start(struct req *req, const struct upstream_response *resp,
 		return -1;
 	TAILQ_FOREACH(h, &resp->headers, next) {
 		/* End-to-end ones, as an entry keeps them. */
-		if (hdr_is_hop_by_hop(h->key, evhttp_find_header(&resp->headers,
-		    "Connection")) || strcasecmp(h->key, "Content-Length") == 0 ||
+		if (hdr_is_hop_by_hop(h->key, conn) ||
+		    strcasecmp(h->key, "Content-Length") == 0 ||
 		    strcasecmp(h->key, "Via") == 0 ||
 		    (strip && hdr_is_targeted(h->key, &req->rt)))
 			continue;
@@ -534,11 +536,6 @@ on_pass_fetched(struct upstream_response *resp, void *arg)
 		    OUT_UPSTREAM_ERROR, req->upstream_ms);
 		return;
 	}
-	if (resp->result == UPSTREAM_OK && resp->body_partial) {
-		/* Its client was gone when it began: never a cut body. */
-		resp->result = UPSTREAM_ERR_PROTOCOL;
-		snprintf(resp->error, sizeof(resp->error), "client gone");
-	}
 	if (resp->result != UPSTREAM_OK) {
 		log_warn("upstream %s: %s (%s)", req->uri,
 		    upstream_result_name(resp->result), resp->error);
@@ -660,8 +657,10 @@ req_recv(struct req *req)
 	const char *host = evhttp_find_header(in, "Host");
 	const char *uhost = u != NULL ? evhttp_uri_get_host(u) : NULL;
 	const struct conf_route *rt;
-	char *path;
+	const char *path;
+	char *copy = NULL;
 	size_t len;
+	int dots;
 
 	if (target == NULL || target[0] == '\0')
 		target = "/";
@@ -675,17 +674,22 @@ req_recv(struct req *req)
 	} else {
 		req->host = strdup(host != NULL ? host : "");
 	}
-	path = strdup(target);
+	/* The path the origin resolves is the one routed, keyed and sent;
+	 * only a '.' or a %-escape (%2E) can make it another. */
+	dots = strpbrk(target, ".%") != NULL;
+	path = target;
+	if (dots && (copy = strdup(target)) != NULL) {
+		hdr_normalize_path(copy);
+		path = copy;
+	}
 	len = strlen(target) + (query != NULL ? strlen(query) + 1 : 0) + 1;
-	if (path == NULL || (req->uri = malloc(len)) == NULL ||
+	if ((dots && copy == NULL) || (req->uri = malloc(len)) == NULL ||
 	    req->host == NULL) {
-		free(path);
+		free(copy);
 		req->outcome = OUT_UNAVAILABLE;
 		req->step = REQ_DELIVER;
 		return;
 	}
-	/* The path the origin resolves is the one routed, keyed and sent. */
-	hdr_normalize_path(path);
 	host = req->host;
 	snprintf(req->uri, len, "%s%s%s", path, query != NULL ? "?" : "",
 	    query != NULL ? query : "");
@@ -726,7 +730,7 @@ req_recv(struct req *req)
 		variant_key(px, req->key, in);
 		req->step = near_hit(req, rt) ? REQ_DELIVER : REQ_JOIN;
 	}
-	free(path);
+	free(copy);
 }
 
 static void
