@@ -2,18 +2,22 @@
  * stampede: the benchmark's load client for bursts, where Python threads are
  * too noisy for millisecond figures.
  *
- *   stampede [-n N] [-j THREADS] [-H HOST] [-h HEADER] [-T MS] [-l]
- *            TARGETS PATH
+ *   stampede [-n N] [-j THREADS] [-H HOST] [-h HEADER] [-T MS] [-b BYTES]
+ *            [-l] TARGETS PATH
  *	Opens N connections (connection i goes to TARGETS[i % count], a comma
  *	separated list of host:port), spread over THREADS client threads
  *	(default 1). When every connection is open, a pthread barrier releases
  *	the threads; each sends a GET of PATH on all of its connections, then
  *	reads the responses as they come (epoll), timing each request from its
- *	send to its last byte. Prints one JSON object: count, failures,
- *	statuses, latency percentiles in microseconds (p50, p99, max, min), how
- *	far apart the requests were sent (send_spread_us), when the last
- *	response arrived (last_done_at, wall clock, s), a tally of HEADER's
- *	values, and with -l every request's latency and wall-clock completion.
+ *	send to its last byte (latency) and to the arrival of its first body
+ *	byte (ttfb). Prints one JSON object: count, failures, statuses,
+ *	latency and ttfb percentiles in microseconds (p50, p99, max, min), how
+ *	far apart the requests were sent (send_spread_us), when the first was
+ *	sent (start_mono: CLOCK_MONOTONIC, s, which every process on the
+ *	machine shares), when the last response arrived (last_done_at, wall
+ *	clock, s), the smallest and largest body, a tally of HEADER's values,
+ *	and with -l every request's latency, ttfb, first response byte
+ *	(head_us), body length and wall-clock completion.
  *
  *   stampede -w KEYS [-c CONNS] [-H HOST] [-T MS] TARGET PREFIX
  *	Walk mode, to warm a cache: GETs PREFIX0 .. PREFIX<KEYS-1> over CONNS
@@ -25,8 +29,15 @@
  * being measured. One thread sends 200 requests in about a millisecond and
  * reads 200 ready sockets in less.
  *
+ * Bodies are counted, not kept: only a response's head is buffered, a
+ * chunked body is decoded as it streams through a read buffer, and the
+ * body of a response with a Content-Length is discarded in the kernel
+ * (recv with MSG_TRUNC, tcp(7)), so 200 large bodies cost the client
+ * neither memory nor copies.
+ *
  * A request fails when it cannot connect, send or read a whole response
- * within -T milliseconds (default 30000), or when its status is not 200.
+ * within -T milliseconds (default 30000), when its status is not 200, or,
+ * with -b, when its body is not BYTES long.
  * The exit status is 0 when the client ran (even if requests failed), 2 on
  * bad usage or when the client itself could not run.
  */
@@ -53,8 +64,10 @@
 #define MAX_TARGETS		16
 #define MAX_CONNS		4096
 #define MAX_THREADS		64
-#define MAX_RESPONSE_BYTES	(4 << 20)
-#define READ_CHUNK		16384
+#define MAX_HEAD_BYTES		(64 << 10)
+#define HEAD_BUF_START		4096
+#define READ_BUF_BYTES		(256 << 10)
+#define CHUNK_LINE_MAX		256	/* a chunk-size or trailer line */
 #define REQUEST_MAX		2048
 #define HEADER_VALUE_MAX	128
 #define THREAD_STACK_BYTES	(256 << 10)
@@ -64,10 +77,10 @@
 #define DEFAULT_WALK_CONNS	8
 
 enum outcome { OK, FAIL_CONNECT, FAIL_SEND, FAIL_READ, FAIL_TIMEOUT,
-    FAIL_PARSE, FAIL_STATUS, OUTCOME_COUNT };
+    FAIL_PARSE, FAIL_STATUS, FAIL_BODY, OUTCOME_COUNT };
 
 static const char *outcome_names[OUTCOME_COUNT] = { "ok", "connect", "send",
-    "read", "timeout", "parse", "status" };
+    "read", "timeout", "parse", "status", "body" };
 
 struct target {
 	struct sockaddr_storage	 addr;
@@ -84,6 +97,7 @@ struct options {
 	int		 threads;
 	int		 timeout_ms;
 	int		 list;
+	long long	 body_bytes;	/* -b: the body every response must have */
 	long		 walk_keys;	/* 0: stampede mode */
 	char		 default_host[256];
 };
@@ -91,13 +105,22 @@ struct options {
 enum framing { FRAME_UNKNOWN, FRAME_LENGTH, FRAME_CHUNKED, FRAME_EOF,
     FRAME_NONE };
 
-/* One response being read: a growing buffer and what its head said. */
+/* Where a chunked body is: RFC 9112 section 7.1. */
+enum chunk_state { CHUNK_SIZE, CHUNK_DATA, CHUNK_DATA_END, CHUNK_TRAILER };
+
+/* One response being read: its head, what the head said, and how much of
+ * the body has gone by. */
 struct response {
-	char		*buf;
+	char		*buf;		/* the head, until it is complete */
 	size_t		 len, cap;
 	size_t		 head_len;	/* 0 until the head is complete */
-	size_t		 body_len;	/* FRAME_LENGTH */
+	uint64_t	 body_len;	/* FRAME_LENGTH: announced */
+	uint64_t	 body_seen;	/* body bytes so far (chunked: decoded) */
 	enum framing	 framing;
+	enum chunk_state chunk;
+	uint64_t	 chunk_left;	/* CHUNK_DATA */
+	char		 line[CHUNK_LINE_MAX];
+	size_t		 line_len;
 	int		 status;
 	int		 keep_alive;
 	char		 tally[HEADER_VALUE_MAX];
@@ -113,6 +136,8 @@ struct request {
 	int		 done;
 	int		 status;
 	int64_t		 sent_ns;	/* monotonic */
+	int64_t		 head_ns;	/* monotonic: first byte of the response */
+	int64_t		 body_ns;	/* monotonic: first body byte */
 	int64_t		 latency_us;
 	double		 done_at;	/* wall clock, seconds */
 	struct response	 resp;
@@ -247,77 +272,30 @@ header_value(const char *p, const char *end, const char *name, size_t *vlen)
 	return NULL;
 }
 
-/*
- * Where a chunked body starting at p ends (bytes from p), 0 if incomplete,
- * -1 if malformed. Trailers are not expected.
- */
-static long
-chunked_length(const char *p, size_t len)
-{
-	size_t off = 0;
-	const char *eol;
-	char *endnum;
-	unsigned long size;
-
-	for (;;) {
-		if ((eol = memchr(p + off, '\n', len - off)) == NULL)
-			return 0;
-		size = strtoul(p + off, &endnum, 16);
-		if (endnum == p + off)
-			return -1;
-		off = (size_t)(eol - p) + 1;
-		if (size == 0) {
-			if (len - off < 2)
-				return 0;
-			return p[off] == '\r' && p[off + 1] == '\n' ?
-			    (long)(off + 2) : -1;
-		}
-		if (len - off < size + 2)
-			return 0;
-		off += size + 2;
-	}
-}
-
 static void
 response_reset(struct response *r)
 {
 	r->len = 0;
 	r->head_len = 0;
 	r->body_len = 0;
+	r->body_seen = 0;
 	r->framing = FRAME_UNKNOWN;
+	r->chunk = CHUNK_SIZE;
+	r->chunk_left = 0;
+	r->line_len = 0;
 	r->status = 0;
 	r->keep_alive = 1;
 	r->tally[0] = '\0';
 }
 
-/* Room for READ_CHUNK more bytes (and a NUL); -1 past the size limit. */
-static int
-response_room(struct response *r)
-{
-	size_t cap;
-	char *nb;
-
-	if (r->cap - r->len > READ_CHUNK)
-		return 0;
-	cap = r->cap ? r->cap * 2 : 2 * READ_CHUNK;
-	if (cap > MAX_RESPONSE_BYTES || (nb = realloc(r->buf, cap)) == NULL)
-		return -1;
-	r->buf = nb;
-	r->cap = cap;
-	return 0;
-}
-
+/* Reads what the head [r->buf, r->buf + r->head_len) says. */
 static enum parse
 parse_head(struct response *r, const char *tally_header)
 {
-	const char *v, *end, *he;
+	const char *v, *end = r->buf + r->head_len;
 	size_t vlen;
 
 	r->buf[r->len] = '\0';
-	if ((he = memmem(r->buf, r->len, "\r\n\r\n", 4)) == NULL)
-		return PARSE_MORE;
-	r->head_len = (size_t)(he - r->buf) + 4;
-	end = r->buf + r->head_len;
 	if (sscanf(r->buf, "HTTP/%*d.%*d %d", &r->status) != 1)
 		return PARSE_BAD;
 	if ((v = header_value(r->buf, end, "Connection", &vlen)) != NULL &&
@@ -340,55 +318,213 @@ parse_head(struct response *r, const char *tally_header)
 	else if ((v = header_value(r->buf, end, "Content-Length",
 	    &vlen)) != NULL) {
 		r->framing = FRAME_LENGTH;
-		r->body_len = strtoul(v, NULL, 10);
+		r->body_len = strtoull(v, NULL, 10);
 	} else
 		r->framing = FRAME_EOF;
 	return PARSE_DONE;
 }
 
-/* Is the response in r->buf complete? (at_eof: the peer has closed) */
+/*
+ * Adds the head's part of [p, p + n) to r->buf; *used: how many of the n
+ * bytes that was. PARSE_DONE once the head is complete and read.
+ */
 static enum parse
-response_parse(struct response *r, const char *tally_header, int at_eof)
+head_feed(struct response *r, const char *p, size_t n, size_t *used,
+    const char *tally_header)
 {
-	long n;
+	size_t take = n, from = r->len > 3 ? r->len - 3 : 0, cap;
+	const char *he;
+	char *nb;
 
-	if (r->head_len == 0) {
-		switch (parse_head(r, tally_header)) {
-		case PARSE_BAD:
+	*used = 0;
+	if (r->len + take > MAX_HEAD_BYTES)
+		take = MAX_HEAD_BYTES - r->len;
+	if (r->len + take + 1 > r->cap) {
+		for (cap = r->cap ? r->cap : HEAD_BUF_START;
+		    cap < r->len + take + 1; cap *= 2)
+			;
+		if ((nb = realloc(r->buf, cap)) == NULL)
 			return PARSE_BAD;
-		case PARSE_MORE:
-			return at_eof ? PARSE_BAD : PARSE_MORE;
-		case PARSE_DONE:
+		r->buf = nb;
+		r->cap = cap;
+	}
+	memcpy(r->buf + r->len, p, take);
+	r->len += take;
+	if ((he = memmem(r->buf + from, r->len - from, "\r\n\r\n", 4)) == NULL) {
+		*used = take;
+		return r->len >= MAX_HEAD_BYTES ? PARSE_BAD : PARSE_MORE;
+	}
+	r->head_len = (size_t)(he - r->buf) + 4;
+	*used = take - (r->len - r->head_len);	/* the rest is body */
+	r->len = r->head_len;
+	return parse_head(r, tally_header);
+}
+
+/*
+ * Takes one line of a chunked body's framing into r->line; *used as in
+ * head_feed. PARSE_DONE when the line is complete (without its CRLF).
+ */
+static enum parse
+line_feed(struct response *r, const char *p, size_t n, size_t *used)
+{
+	const char *eol = memchr(p, '\n', n);
+	size_t take = eol != NULL ? (size_t)(eol - p) + 1 : n;
+
+	*used = take;
+	if (r->line_len + take >= sizeof(r->line))
+		return PARSE_BAD;
+	memcpy(r->line + r->line_len, p, take);
+	r->line_len += take;
+	if (eol == NULL)
+		return PARSE_MORE;
+	r->line_len--;				/* the LF */
+	if (r->line_len > 0 && r->line[r->line_len - 1] == '\r')
+		r->line_len--;
+	r->line[r->line_len] = '\0';
+	return PARSE_DONE;
+}
+
+/* Decodes [p, p + n) of a chunked body; *used as in head_feed. */
+static enum parse
+chunked_feed(struct response *r, const char *p, size_t n, size_t *used)
+{
+	size_t off = 0, k;
+	uint64_t take;
+	char *endnum;
+	enum parse lp;
+
+	while (off < n) {
+		if (r->chunk == CHUNK_DATA) {
+			take = r->chunk_left < n - off ? r->chunk_left : n - off;
+			r->body_seen += take;
+			r->chunk_left -= take;
+			off += (size_t)take;
+			if (r->chunk_left == 0)
+				r->chunk = CHUNK_DATA_END;
+			continue;
+		}
+		lp = line_feed(r, p + off, n - off, &k);
+		off += k;
+		if (lp != PARSE_DONE) {
+			*used = off;
+			return lp;
+		}
+		r->line_len = 0;
+		switch (r->chunk) {
+		case CHUNK_SIZE:
+			r->chunk_left = strtoull(r->line, &endnum, 16);
+			if (endnum == r->line)
+				return PARSE_BAD;
+			r->chunk = r->chunk_left > 0 ? CHUNK_DATA :
+			    CHUNK_TRAILER;
+			break;
+		case CHUNK_DATA_END:
+			if (r->line[0] != '\0')
+				return PARSE_BAD;
+			r->chunk = CHUNK_SIZE;
+			break;
+		case CHUNK_TRAILER:
+			if (r->line[0] == '\0') {	/* the last, empty line */
+				*used = off;
+				return PARSE_DONE;
+			}
+			break;
+		case CHUNK_DATA:
 			break;
 		}
+	}
+	*used = off;
+	return PARSE_MORE;
+}
+
+/*
+ * Feeds n bytes read from the connection to the response. PARSE_DONE once
+ * it is complete (bytes after it are ignored: no request is pipelined).
+ */
+static enum parse
+response_feed(struct response *r, const char *p, size_t n,
+    const char *tally_header)
+{
+	size_t used;
+	uint64_t left;
+	enum parse hp;
+
+	if (r->head_len == 0) {
+		if ((hp = head_feed(r, p, n, &used, tally_header)) != PARSE_DONE)
+			return hp;
+		p += used;
+		n -= used;
 	}
 	switch (r->framing) {
 	case FRAME_NONE:
 		return PARSE_DONE;
 	case FRAME_LENGTH:
-		if (r->len - r->head_len >= r->body_len)
-			return PARSE_DONE;
-		break;
+		left = r->body_len - r->body_seen;
+		r->body_seen += n < left ? n : left;
+		return r->body_seen == r->body_len ? PARSE_DONE : PARSE_MORE;
 	case FRAME_CHUNKED:
-		n = chunked_length(r->buf + r->head_len, r->len - r->head_len);
-		if (n < 0)
-			return PARSE_BAD;
-		if (n > 0)
-			return PARSE_DONE;
-		break;
+		return chunked_feed(r, p, n, &used);
 	case FRAME_EOF:
-		if (at_eof) {
-			r->keep_alive = 0;
-			return PARSE_DONE;
-		}
-		break;
+		r->body_seen += n;
+		return PARSE_MORE;
 	case FRAME_UNKNOWN:
-		return PARSE_BAD;
+		break;
 	}
-	return at_eof ? PARSE_BAD : PARSE_MORE;
+	return PARSE_BAD;
+}
+
+/* The peer closed: is the response complete? */
+static enum parse
+response_eof(struct response *r)
+{
+	if (r->head_len > 0 && r->framing == FRAME_EOF) {
+		r->keep_alive = 0;
+		return PARSE_DONE;
+	}
+	return PARSE_BAD;
+}
+
+/*
+ * Reads from fd for r into buf. Once the head is read, the body of a
+ * response with a Content-Length is only counted: the kernel discards it
+ * (MSG_TRUNC) instead of copying it, and no byte past it is taken.
+ */
+static ssize_t
+response_recv(int fd, const struct response *r, char *buf, size_t size)
+{
+	uint64_t left;
+
+	if (r->head_len > 0 && r->framing == FRAME_LENGTH &&
+	    (left = r->body_len - r->body_seen) > 0) {
+		if (left < size)
+			size = (size_t)left;
+		return recv(fd, buf, size, MSG_TRUNC);
+	}
+	return recv(fd, buf, size, 0);
+}
+
+/* A client thread's read buffer; without one the client cannot run. */
+static char *
+read_buffer(void)
+{
+	char *buf;
+
+	if ((buf = malloc(READ_BUF_BYTES)) == NULL) {
+		fprintf(stderr, "stampede: out of memory\n");
+		exit(2);
+	}
+	return buf;
 }
 
 /* -- stampede mode --------------------------------------------------------- */
+
+/* Is q's response whole (whatever its status or body)? */
+static int
+complete(const struct request *q)
+{
+	return q->outcome == OK || q->outcome == FAIL_STATUS ||
+	    q->outcome == FAIL_BODY;
+}
 
 static void
 finish(struct request *q, enum outcome outcome)
@@ -404,39 +540,46 @@ finish(struct request *q, enum outcome outcome)
 	}
 }
 
-/* Reads what q's socket has; finishes q when its response is complete. */
+/*
+ * Reads once from q's socket into buf (epoll is level-triggered, so a
+ * socket that has more is seen again, after the others that are ready);
+ * finishes q when its response is complete.
+ */
 static void
-on_readable(const struct options *opt, struct request *q)
+on_readable(const struct options *opt, struct request *q, char *buf,
+    size_t size)
 {
-	ssize_t n;
+	struct response *r = &q->resp;
 	enum parse p;
+	int64_t now;
+	ssize_t n;
 
-	for (;;) {
-		if (response_room(&q->resp) == -1) {
-			finish(q, FAIL_PARSE);
-			return;
-		}
-		n = recv(q->fd, q->resp.buf + q->resp.len,
-		    q->resp.cap - q->resp.len - 1, 0);
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				finish(q, FAIL_READ);
-			return;
-		}
-		if (n > 0)
-			q->resp.len += (size_t)n;
-		p = response_parse(&q->resp, opt->tally_header, n == 0);
-		if (p == PARSE_DONE) {
-			finish(q, q->resp.status == 200 ? OK : FAIL_STATUS);
-			return;
-		}
-		if (p == PARSE_BAD) {
-			finish(q, n == 0 ? FAIL_READ : FAIL_PARSE);
-			return;
-		}
+	do
+		n = response_recv(q->fd, r, buf, size);
+	while (n == -1 && errno == EINTR);
+	if (n == -1) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			finish(q, FAIL_READ);
+		return;
 	}
+	now = mono_ns();
+	if (n > 0 && q->head_ns == 0)
+		q->head_ns = now;
+	p = n == 0 ? response_eof(r) :
+	    response_feed(r, buf, (size_t)n, opt->tally_header);
+	if (q->body_ns == 0 && r->head_len > 0 &&
+	    (r->body_seen > 0 || p == PARSE_DONE))
+		q->body_ns = now;
+	if (p == PARSE_DONE) {
+		if (r->status != 200)
+			finish(q, FAIL_STATUS);
+		else if (opt->body_bytes >= 0 &&
+		    r->body_seen != (uint64_t)opt->body_bytes)
+			finish(q, FAIL_BODY);
+		else
+			finish(q, OK);
+	} else if (p == PARSE_BAD)
+		finish(q, n == 0 ? FAIL_READ : FAIL_PARSE);
 }
 
 static void *
@@ -445,13 +588,14 @@ stampede_thread(void *arg)
 	struct worker *w = arg;
 	const struct options *opt = w->opt;
 	struct epoll_event ev, events[EPOLL_BATCH];
-	char req[REQUEST_MAX];
+	char req[REQUEST_MAX], *buf;
 	size_t reqlen;
 	int64_t deadline;
 	int i, k, ep, pending = 0;
 
 	format_request(req, sizeof(req), opt->path, -1, opt->host, 0);
 	reqlen = strlen(req);
+	buf = read_buffer();
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	for (i = w->index; i < opt->conns; i += opt->threads) {
 		struct request *q = &w->reqs[i];
@@ -500,7 +644,7 @@ stampede_thread(void *arg)
 
 			if (q->done)
 				continue;
-			on_readable(opt, q);
+			on_readable(opt, q, buf, READ_BUF_BYTES);
 			if (q->done)
 				pending--;
 		}
@@ -510,14 +654,19 @@ stampede_thread(void *arg)
 			finish(&w->reqs[i], FAIL_TIMEOUT);
 	if (ep != -1)
 		close(ep);
+	free(buf);
 	return NULL;
 }
 
 /* -- walk mode ----------------------------------------------------------- */
 
-/* Reads one response on a blocking socket: PARSE_DONE or PARSE_BAD. */
+/*
+ * Reads one response on a blocking socket, through buf: PARSE_DONE or
+ * PARSE_BAD.
+ */
 static enum parse
-read_blocking(int fd, struct response *r, int *timed_out)
+read_blocking(int fd, struct response *r, char *buf, size_t size,
+    int *timed_out)
 {
 	enum parse p;
 	ssize_t n;
@@ -525,19 +674,16 @@ read_blocking(int fd, struct response *r, int *timed_out)
 	response_reset(r);
 	*timed_out = 0;
 	for (;;) {
-		if (response_room(r) == -1)
-			return PARSE_BAD;
-		n = recv(fd, r->buf + r->len, r->cap - r->len - 1, 0);
+		n = response_recv(fd, r, buf, size);
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
 			*timed_out = errno == EAGAIN || errno == EWOULDBLOCK;
 			return PARSE_BAD;
 		}
-		if (n == 0 && r->len == 0)
-			return PARSE_BAD;
-		r->len += (size_t)n;
-		if ((p = response_parse(r, NULL, n == 0)) != PARSE_MORE)
+		p = n == 0 ? response_eof(r) :
+		    response_feed(r, buf, (size_t)n, NULL);
+		if (p != PARSE_MORE)
 			return p;
 	}
 }
@@ -548,11 +694,12 @@ walk_thread(void *arg)
 	struct worker *w = arg;
 	const struct options *opt = w->opt;
 	struct response r = { 0 };
-	char req[REQUEST_MAX];
+	char req[REQUEST_MAX], *buf;
 	enum parse p;
 	int fd = -1, tries, timed_out = 0;
 	long key;
 
+	buf = read_buffer();
 	for (key = w->index; key < opt->walk_keys; key += opt->conns) {
 		format_request(req, sizeof(req), opt->path, key, opt->host, 1);
 		p = PARSE_BAD;
@@ -564,7 +711,8 @@ walk_thread(void *arg)
 			    opt->timeout_ms)) == -1)
 				break;
 			if (send_all(fd, req, strlen(req)) == 0)
-				p = read_blocking(fd, &r, &timed_out);
+				p = read_blocking(fd, &r, buf,
+				    READ_BUF_BYTES, &timed_out);
 			else
 				p = PARSE_BAD;
 			if (p != PARSE_DONE || !r.keep_alive) {
@@ -584,6 +732,7 @@ walk_thread(void *arg)
 	if (fd != -1)
 		close(fd);
 	free(r.buf);
+	free(buf);
 	return NULL;
 }
 
@@ -646,15 +795,25 @@ spawn(pthread_t *tids, struct worker *workers, int n, void *(*fn)(void *))
 	return 0;
 }
 
+/* Microseconds from a request's send to t (monotonic ns), or -1. */
+static long long
+since_sent_us(const struct request *q, int64_t t)
+{
+	return t != 0 ? (long long)((t - q->sent_ns) / 1000) : -1;
+}
+
 static void
 print_stampede(const struct options *opt, struct request *reqs)
 {
-	int64_t *lat, first_sent = INT64_MAX, last_sent = 0;
-	int i, j, k, n = opt->conns, nlat = 0, failures = 0;
+	int64_t *lat, *ttfb, first_sent = INT64_MAX, last_sent = 0;
+	int i, j, k, n = opt->conns, nlat = 0, nttfb = 0, failures = 0;
 	int fail_by[OUTCOME_COUNT] = { 0 };
+	uint64_t body_min = UINT64_MAX, body_max = 0;
 	double last_done = 0;
 
-	if ((lat = calloc((size_t)n, sizeof(*lat))) == NULL) {
+	lat = calloc((size_t)n, sizeof(*lat));
+	ttfb = calloc((size_t)n, sizeof(*ttfb));
+	if (lat == NULL || ttfb == NULL) {
 		fprintf(stderr, "stampede: out of memory\n");
 		exit(2);
 	}
@@ -664,10 +823,16 @@ print_stampede(const struct options *opt, struct request *reqs)
 		fail_by[q->outcome]++;
 		if (q->outcome != OK)
 			failures++;
-		if (q->outcome == OK || q->outcome == FAIL_STATUS) {
+		if (complete(q)) {
 			lat[nlat++] = q->latency_us;
+			if (q->body_ns != 0)
+				ttfb[nttfb++] = since_sent_us(q, q->body_ns);
 			if (q->done_at > last_done)
 				last_done = q->done_at;
+			if (q->resp.body_seen < body_min)
+				body_min = q->resp.body_seen;
+			if (q->resp.body_seen > body_max)
+				body_max = q->resp.body_seen;
 		}
 		if (q->sent_ns < first_sent)
 			first_sent = q->sent_ns;
@@ -675,6 +840,9 @@ print_stampede(const struct options *opt, struct request *reqs)
 			last_sent = q->sent_ns;
 	}
 	qsort(lat, (size_t)nlat, sizeof(*lat), cmp_i64);
+	qsort(ttfb, (size_t)nttfb, sizeof(*ttfb), cmp_i64);
+	if (nlat == 0)
+		body_min = 0;
 
 	printf("{\"count\": %d, \"failures\": %d, \"failed_by\": {", n, failures);
 	for (i = 1, j = 0; i < OUTCOME_COUNT; i++)
@@ -701,6 +869,15 @@ print_stampede(const struct options *opt, struct request *reqs)
 	    (long long)percentile(lat, nlat, 99),
 	    (long long)(nlat ? lat[nlat - 1] : 0), (long long)(nlat ? lat[0] : 0),
 	    (long long)((last_sent - first_sent) / 1000), last_done);
+	printf(", \"ttfb_p50_us\": %lld, \"ttfb_p99_us\": %lld, "
+	    "\"ttfb_max_us\": %lld, \"ttfb_min_us\": %lld, "
+	    "\"start_mono\": %.6f, \"body_bytes_min\": %llu, "
+	    "\"body_bytes_max\": %llu",
+	    (long long)percentile(ttfb, nttfb, 50),
+	    (long long)percentile(ttfb, nttfb, 99),
+	    (long long)(nttfb ? ttfb[nttfb - 1] : 0),
+	    (long long)(nttfb ? ttfb[0] : 0), (double)first_sent / 1e9,
+	    (unsigned long long)body_min, (unsigned long long)body_max);
 	if (opt->tally_header != NULL) {
 		printf(", \"tally\": {");
 		for (i = 0, j = 0; i < n; i++) {
@@ -727,16 +904,22 @@ print_stampede(const struct options *opt, struct request *reqs)
 		printf(", \"requests\": [");
 		for (i = 0; i < n; i++)
 			printf("%s{\"target\": %d, \"status\": %d, \"outcome\": "
-			    "\"%s\", \"latency_us\": %lld, \"sent_us\": %lld, "
-			    "\"done_at\": %.6f}", i ? ", " : "", reqs[i].target,
-			    reqs[i].status, outcome_names[reqs[i].outcome],
+			    "\"%s\", \"latency_us\": %lld, \"ttfb_us\": %lld, "
+			    "\"head_us\": %lld, \"body_bytes\": %llu, "
+			    "\"sent_us\": %lld, \"done_at\": %.6f}",
+			    i ? ", " : "", reqs[i].target, reqs[i].status,
+			    outcome_names[reqs[i].outcome],
 			    (long long)reqs[i].latency_us,
+			    since_sent_us(&reqs[i], reqs[i].body_ns),
+			    since_sent_us(&reqs[i], reqs[i].head_ns),
+			    (unsigned long long)reqs[i].resp.body_seen,
 			    (long long)((reqs[i].sent_ns - first_sent) / 1000),
 			    reqs[i].done_at);
 		printf("]");
 	}
 	printf("}\n");
 	free(lat);
+	free(ttfb);
 }
 
 static int
@@ -815,8 +998,8 @@ static void
 usage(void)
 {
 	fprintf(stderr,
-	    "usage: stampede [-n N] [-j THREADS] [-H HOST] [-h HEADER] [-T MS] [-l]\n"
-	    "                HOST:PORT[,HOST:PORT...] PATH\n"
+	    "usage: stampede [-n N] [-j THREADS] [-H HOST] [-h HEADER] [-T MS]\n"
+	    "                [-b BYTES] [-l] HOST:PORT[,HOST:PORT...] PATH\n"
 	    "       stampede -w KEYS [-c CONNS] [-H HOST] [-T MS] HOST:PORT PREFIX\n");
 	exit(2);
 }
@@ -831,7 +1014,8 @@ main(int argc, char **argv)
 	opt.conns = -1;
 	opt.threads = 1;
 	opt.timeout_ms = DEFAULT_TIMEOUT_MS;
-	while ((c = getopt(argc, argv, "n:c:j:H:h:T:lw:")) != -1) {
+	opt.body_bytes = -1;
+	while ((c = getopt(argc, argv, "n:c:j:H:h:T:b:lw:")) != -1) {
 		switch (c) {
 		case 'n':
 		case 'c':
@@ -849,6 +1033,9 @@ main(int argc, char **argv)
 		case 'T':
 			opt.timeout_ms = atoi(optarg);
 			break;
+		case 'b':
+			opt.body_bytes = atoll(optarg);
+			break;
 		case 'l':
 			opt.list = 1;
 			break;
@@ -864,7 +1051,8 @@ main(int argc, char **argv)
 	if (opt.conns < 0)
 		opt.conns = opt.walk_keys > 0 ? DEFAULT_WALK_CONNS : DEFAULT_CONNS;
 	if (opt.conns < 1 || opt.conns > MAX_CONNS || opt.timeout_ms < 1 ||
-	    opt.walk_keys < 0 || opt.threads < 1 || opt.threads > MAX_THREADS)
+	    opt.walk_keys < 0 || opt.body_bytes < -1 || opt.threads < 1 ||
+	    opt.threads > MAX_THREADS)
 		usage();
 	if (opt.threads > opt.conns)
 		opt.threads = opt.conns;

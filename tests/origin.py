@@ -39,16 +39,19 @@ control API under /__origin/ (never counted, never delayed):
     POST /__origin/release?path=/users/1
         Releases every request held on that path; later ones pass.
     GET  /__origin/stats    {"total": N, "paths": {PATH: {"count", "methods",
-                             "done_at", "held", "bodies", "headers",
-                             "active", "max_active", "statuses",
-                             "requests"}}}
+                             "done_at", "first_byte_mono", "held",
+                             "bodies", "headers", "active", "max_active",
+                             "statuses", "requests"}}}
         "headers" are the last request's headers ("header_lines" the same
         as [name, value] pairs, a repeated name on each of its lines),
         "requests" every
         request's (the last MAX_REQUEST_RECORDS), "statuses" counts the statuses
         answered (e.g. {"200": 1, "304": 2}).
         A request is counted when it arrives (before delay or hold);
-        done_at gets the wall-clock time once its response is written.
+        done_at gets the wall-clock time once its response is written;
+        first_byte_mono the time its head had been sent and its body was
+        about to be, on CLOCK_MONOTONIC (Python's time.monotonic(), which
+        every process on the machine shares: a client there can compare).
         active counts the path's requests that arrived and whose response
         is not yet being written; max_active is the most there ever were.
         A stats request waits (at most WRITE_WAIT_S) for responses being
@@ -128,6 +131,7 @@ class PathStats:
         self.count = 0
         self.methods = {}
         self.done_at = []
+        self.first_byte_mono = []
         self.held = 0
         self.bodies = []
         self.headers = {}
@@ -139,7 +143,8 @@ class PathStats:
 
     def as_json(self):
         return {"count": self.count, "methods": dict(self.methods),
-                "done_at": list(self.done_at), "held": self.held,
+                "done_at": list(self.done_at),
+                "first_byte_mono": list(self.first_byte_mono), "held": self.held,
                 "bodies": list(self.bodies), "headers": dict(self.headers),
                 "header_lines": [list(p) for p in self.header_lines],
                 "active": self.active, "max_active": self.max_active,
@@ -266,6 +271,12 @@ class OriginState:
                     st[str(status)] = st.get(str(status), 0) + 1
             self.writing += 1
 
+    def head_written(self, path, when):
+        """The head of one response of path went out at when (monotonic)."""
+        with self.lock:
+            if path in self.paths:
+                bounded_append(self.paths[path].first_byte_mono, when)
+
     def end_write(self, path, when):
         """The response was written (when: its time) or failed (None)."""
         with self.lock:
@@ -314,11 +325,12 @@ class Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length > 0 else b""
 
     def reply(self, status, body, headers=(), date=None, pieces=1, interval_s=0.0,
-              cut_after=None, no_length=False):
+              cut_after=None, no_length=False, on_head=None):
         """date: None sends the current Date, False none, a string that one.
         The body goes in pieces parts, interval_s apart; cut_after closes
         the connection after that many body bytes (its length announced
-        whole); no_length sends no Content-Length and closes at the end."""
+        whole); no_length sends no Content-Length and closes at the end.
+        on_head() is called once the head is sent, before the body."""
         if date is None:
             self.send_response(status)
         else:
@@ -339,6 +351,8 @@ class Handler(BaseHTTPRequestHandler):
                 status not in NO_BODY_STATUSES:
             self.send_header("Content-Length", str(len(body)))
         self.end_headers()
+        if on_head is not None:
+            on_head()
         if self.command != "HEAD" and status not in NO_BODY_STATUSES:
             if cut_after is not None:
                 body = body[:int(cut_after)]
@@ -425,7 +439,8 @@ class Handler(BaseHTTPRequestHandler):
             self.reply(status, body, headers, script["date"],
                        pieces=int(script["pieces"]),
                        interval_s=float(script["interval_ms"]) / 1000.0,
-                       cut_after=script["cut_after"], no_length=script["no_length"])
+                       cut_after=script["cut_after"], no_length=script["no_length"],
+                       on_head=lambda: state.head_written(path, time.monotonic()))
             done_at = time.time()
         finally:
             state.end_write(path, done_at)
