@@ -2,12 +2,17 @@
 
 #include <sys/queue.h>
 
+#include <sys/mman.h>
+#include <sys/resource.h>
+
 #include <assert.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/http.h>
 
@@ -122,6 +127,90 @@ count_headers(const struct cache_entry *e)
 	return n;
 }
 
+/* Sealed bodies alive in this process, each holding a descriptor. */
+static long	sealed_live;
+static long	sealed_max = -1;
+
+static void
+body_release(struct cache_entry *e)
+{
+	if (e->mapped)
+		munmap(e->store, e->store_len);
+	else
+		free(e->store);
+	if (e->seg != NULL)
+		evbuffer_file_segment_free(e->seg);	/* closes it once sent */
+	e->store = NULL;
+	e->store_len = 0;
+	e->mapped = 0;
+	e->seg = NULL;
+	e->body = NULL;
+	e->body_len = 0;
+}
+
+static void
+on_seal_closed(struct evbuffer_file_segment const *seg, int flags, void *arg)
+{
+	sealed_live--;
+}
+
+int
+entry_seal(struct cache_entry *e)
+{
+	struct evbuffer_file_segment *seg;
+	struct rlimit rl;
+	void *map;
+	size_t done;
+	ssize_t n;
+	int fd;
+
+	assert(e->magic == ENTRY_MAGIC);
+	if (e->seg != NULL)
+		return 0;
+	if (e->refcnt != 1 || e->body_len < ENTRY_SEAL_MIN)
+		return -1;
+	if (sealed_max < 0) {
+		sealed_max = 0;
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+			sealed_max = rl.rlim_cur == RLIM_INFINITY ||
+			    rl.rlim_cur > 4 * 65536 ? 65536 :
+			    (long)rl.rlim_cur / 4;
+	}
+	if (sealed_live >= sealed_max)
+		return -1;
+	if ((fd = memfd_create("corral-body", MFD_CLOEXEC)) == -1)
+		return -1;
+	for (done = 0; done < e->body_len; done += (size_t)n)
+		if ((n = write(fd, e->body + done, e->body_len - done)) <= 0 &&
+		    !(n == -1 && errno == EINTR)) {
+			close(fd);
+			return -1;
+		} else if (n < 0)
+			n = 0;
+	map = mmap(NULL, e->body_len, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		close(fd);
+		return -1;
+	}
+	seg = evbuffer_file_segment_new(fd, 0, (ev_off_t)e->body_len,
+	    EVBUF_FS_CLOSE_ON_FREE | EVBUF_FS_DISABLE_MMAP |
+	    EVBUF_FS_DISABLE_LOCKING);
+	if (seg == NULL) {
+		munmap(map, e->body_len);
+		close(fd);
+		return -1;
+	}
+	evbuffer_file_segment_add_cleanup_cb(seg, on_seal_closed, NULL);
+	sealed_live++;
+	done = e->body_len;
+	body_release(e);
+	e->store = e->body = map;
+	e->store_len = e->body_len = done;
+	e->mapped = 1;
+	e->seg = seg;
+	return 0;
+}
+
 struct cache_entry *
 entry_new(void)
 {
@@ -158,7 +247,7 @@ entry_unref(struct cache_entry **ep)
 	if (--e->refcnt > 0)
 		return;
 	evhttp_clear_headers(&e->headers);
-	free(e->body);
+	body_release(e);
 	e->magic = 0;
 	free(e);
 }
@@ -179,8 +268,25 @@ entry_set_body(struct cache_entry *e, struct evbuffer *buf)
 			return -1;
 		}
 	}
-	free(e->body);
-	e->body = body;
+	body_release(e);
+	e->store = e->body = body;
+	e->body_len = len;
+	return 0;
+}
+
+int
+entry_copy_body(struct cache_entry *e, const void *p, size_t len)
+{
+	unsigned char *body = NULL;
+
+	assert(e->magic == ENTRY_MAGIC);
+	if (len > 0) {
+		if ((body = malloc(len)) == NULL)
+			return -1;
+		memcpy(body, p, len);
+	}
+	body_release(e);
+	e->store = e->body = body;
 	e->body_len = len;
 	return 0;
 }
@@ -421,8 +527,24 @@ done:
 	return rc;
 }
 
+static struct cache_entry *decode(const void *buf, size_t len, void *take,
+    char *err, size_t errlen);
+
 struct cache_entry *
 entry_decode(const void *buf, size_t len, char *err, size_t errlen)
+{
+	return decode(buf, len, NULL, err, errlen);
+}
+
+struct cache_entry *
+entry_decode_take(void *buf, size_t len, char *err, size_t errlen)
+{
+	return decode(buf, len, buf, err, errlen);
+}
+
+/* take: NULL to copy the body, or buf to keep it where it is. */
+static struct cache_entry *
+decode(const void *buf, size_t len, void *take, char *err, size_t errlen)
 {
 	struct reader r = { buf, len };
 	struct cache_entry *e = NULL;
@@ -515,12 +637,18 @@ entry_decode(const void *buf, size_t len, char *err, size_t errlen)
 		set_err(err, errlen, "truncated body");
 		goto fail;
 	}
-	if (body_len > 0) {
-		if ((e->body = malloc((size_t)body_len)) == NULL) {
+	if (take != NULL) {
+		e->store = take;
+		e->store_len = len;
+		e->body = (unsigned char *)take + (body - (const unsigned char *)buf);
+		e->body_len = (size_t)body_len;
+	} else if (body_len > 0) {
+		if ((e->store = malloc((size_t)body_len)) == NULL) {
 			set_err(err, errlen, "out of memory");
 			goto fail;
 		}
-		memcpy(e->body, body, (size_t)body_len);
+		memcpy(e->store, body, (size_t)body_len);
+		e->body = e->store;
 		e->body_len = (size_t)body_len;
 	}
 	return e;

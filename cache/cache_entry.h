@@ -40,7 +40,16 @@ struct cache_entry {
 	struct evkeyvalq	 headers;	/* end-to-end response headers */
 	unsigned char		*body;
 	size_t			 body_len;
+	/* Where body lives: its own allocation, a decoded reply taken
+	 * whole, or (sealed) a read-only map of seg's memory file. */
+	void			*store;
+	size_t			 store_len;
+	int			 mapped;
+	struct evbuffer_file_segment *seg;
 };
+
+/* Bodies at least this long are worth sealing (entry_seal). */
+#define ENTRY_SEAL_MIN		(32 * 1024)
 
 /* A new entry with refcnt 1, no headers, no body. NULL on no memory. */
 struct cache_entry *entry_new(void);
@@ -50,6 +59,9 @@ void		 entry_unref(struct cache_entry **ep);
 
 /* Takes the body (drains buf). 0 or -1. */
 int		 entry_set_body(struct cache_entry *e, struct evbuffer *buf);
+/* Copies len bytes at p as the body. 0 or -1. */
+int		 entry_copy_body(struct cache_entry *e, const void *p,
+		    size_t len);
 /* Appends a header. 0 or -1. */
 int		 entry_add_header(struct cache_entry *e, const char *name,
 		    const char *value);
@@ -59,6 +71,20 @@ int		 entry_encode(const struct cache_entry *e, struct evbuffer *out);
 /* Decodes buf. NULL with a reason in err when it is malformed. */
 struct cache_entry *entry_decode(const void *buf, size_t len, char *err,
 		    size_t errlen);
+/* The same, but the entry takes buf (malloc'd) and its body stays in
+ * place instead of being copied; on NULL buf is still the caller's. */
+struct cache_entry *entry_decode_take(void *buf, size_t len, char *err,
+		    size_t errlen);
+
+/*
+ * Moves the body into a memory file, so that it can be sent with
+ * sendfile(2) from e->seg (the socket takes the pages without a copy).
+ * Only for an entry nobody else holds (refcnt 1): its body moves. 0 when
+ * sealed (or already), -1 when it stays as it is: short body, others
+ * hold it, or no descriptor to spare (a quarter of RLIMIT_NOFILE at most
+ * is used for this).
+ */
+int		 entry_seal(struct cache_entry *e);
 
 enum entry_state entry_state(const struct cache_entry *e, int64_t now_ms);
 const char	*entry_state_name(enum entry_state s);

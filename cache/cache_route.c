@@ -7,12 +7,17 @@
 #include "cache/cache_route.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include <hiredis/adapters/libevent.h>
+#include <event2/event.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+#include <hiredis/sds.h>
 
 #include "common/log.h"
 #include "common/util.h"
@@ -364,6 +369,169 @@ on_cmd_disconnect(const redisAsyncContext *ac, int status)
 		route_refresh(n->rt);
 }
 
+/*
+ * hiredis on the event loop. Unlike hiredis's own libevent adapter, a
+ * readable socket is read until it is empty, straight into the reply
+ * reader's buffer: hiredis reads 16 KiB at a time into a buffer of its
+ * own and copies that into the reader, so a 100 KiB entry would cost
+ * seven loop passes and a copy more. hiredis may free the context from
+ * inside a reply callback (a disconnect); the events are then freed once
+ * the read is over.
+ */
+#define HEV_READ_BYTES	(256 * 1024)	/* room made for one read */
+
+/* Runs the callbacks of the replies the reader holds. libhiredis 0.14
+ * exports it but its async.h does not declare it. */
+void	redisProcessCallbacks(redisAsyncContext *ac);
+#define HEV_READS_MAX	64		/* reads per wakeup */
+
+struct hev {
+	redisAsyncContext	*ac;
+	struct event		*rev, *wev;
+	int			 reading;
+	int			 gone;	/* hiredis let go of it while reading */
+};
+
+static void
+hev_free(struct hev *h)
+{
+	event_free(h->rev);
+	event_free(h->wev);
+	free(h);
+}
+
+/* 1: bytes were added to the reader; 0: none to read; -1: connecting,
+ * the end of the stream or an error, which hiredis's own read handles. */
+static int
+hev_fill(redisAsyncContext *ac, evutil_socket_t fd)
+{
+	redisReader *r = ac->c.reader;
+	sds buf;
+	ssize_t n;
+
+	if (!(ac->c.flags & REDIS_CONNECTED) || r->err != 0 ||
+	    (buf = sdsMakeRoomFor(r->buf, HEV_READ_BYTES)) == NULL)
+		return -1;
+	r->buf = buf;
+	n = read(fd, buf + sdslen(buf), sdsavail(buf));
+	if (n > 0) {
+		sdsIncrLen(buf, (int)n);
+		r->len = sdslen(buf);
+		return 1;
+	}
+	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+	    errno == EINTR))
+		return 0;
+	return -1;
+}
+
+static void
+on_hev_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct hev *h = arg;
+	int reads, rc;
+
+	h->reading = 1;
+	for (reads = 0; !h->gone && reads < HEV_READS_MAX; reads++) {
+		if ((rc = hev_fill(h->ac, fd)) == 0)
+			break;
+		if (rc == -1) {
+			redisAsyncHandleRead(h->ac);
+			break;
+		}
+		redisProcessCallbacks(h->ac);
+	}
+	h->reading = 0;
+	if (h->gone)
+		hev_free(h);
+}
+
+static void
+on_hev_write(evutil_socket_t fd, short what, void *arg)
+{
+	struct hev *h = arg;
+
+	redisAsyncHandleWrite(h->ac);
+}
+
+static void
+hev_add_read(void *arg)
+{
+	struct hev *h = arg;
+
+	event_add(h->rev, NULL);
+}
+
+static void
+hev_del_read(void *arg)
+{
+	struct hev *h = arg;
+
+	event_del(h->rev);
+}
+
+static void
+hev_add_write(void *arg)
+{
+	struct hev *h = arg;
+
+	event_add(h->wev, NULL);
+}
+
+static void
+hev_del_write(void *arg)
+{
+	struct hev *h = arg;
+
+	event_del(h->wev);
+}
+
+static void
+hev_cleanup(void *arg)
+{
+	struct hev *h = arg;
+
+	event_del(h->rev);
+	event_del(h->wev);
+	if (h->reading)
+		h->gone = 1;
+	else
+		hev_free(h);
+}
+
+static int
+hev_attach(redisAsyncContext *ac, struct event_base *base)
+{
+	struct hev *h;
+
+	if (ac->ev.data != NULL || (h = calloc(1, sizeof(*h))) == NULL)
+		return -1;
+	h->ac = ac;
+	h->rev = event_new(base, ac->c.fd, EV_READ | EV_PERSIST, on_hev_read,
+	    h);
+	h->wev = event_new(base, ac->c.fd, EV_WRITE, on_hev_write, h);
+	if (h->rev == NULL || h->wev == NULL) {
+		if (h->rev != NULL)
+			event_free(h->rev);
+		if (h->wev != NULL)
+			event_free(h->wev);
+		free(h);
+		return -1;
+	}
+	ac->ev.addRead = hev_add_read;
+	ac->ev.delRead = hev_del_read;
+	ac->ev.addWrite = hev_add_write;
+	ac->ev.delWrite = hev_del_write;
+	ac->ev.cleanup = hev_cleanup;
+	ac->ev.data = h;
+	/* Keep the read buffer between replies instead of growing a new
+	 * one for every large entry. */
+	ac->c.reader->maxbuf = 0;
+	event_add(h->rev, NULL);
+	event_add(h->wev, NULL);	/* the connect completes writable */
+	return 0;
+}
+
 static redisAsyncContext *
 open_context(struct route *rt, const char *host, int port, void *data,
     redisConnectCallback *on_conn, redisDisconnectCallback *on_disc)
@@ -383,7 +551,7 @@ open_context(struct route *rt, const char *host, int port, void *data,
 		return NULL;
 	}
 	ac->data = data;
-	if (redisLibeventAttach(ac, rt->base) != REDIS_OK) {
+	if (hev_attach(ac, rt->base) == -1) {
 		redisAsyncFree(ac);
 		return NULL;
 	}

@@ -871,14 +871,19 @@ on_park_retry(evutil_socket_t fd, short what, void *arg)
  * keeps its generation, so the lock script still lets a refresh replace it.
  */
 static struct cache_entry *
-decode(const redisReply *reply)
+decode(redisReply *reply)
 {
 	char err[128];
 	struct cache_entry *e;
 
-	e = entry_decode(reply->str, reply->len, err, sizeof(err));
-	if (e != NULL)
+	/* The entry takes the reply's string, body and all, uncopied;
+	 * hiredis then frees the rest of the reply. */
+	e = entry_decode_take(reply->str, reply->len, err, sizeof(err));
+	if (e != NULL) {
+		reply->str = NULL;
+		reply->len = 0;
 		return e;
+	}
 	log_warn("redis: unreadable entry ignored: %s", err);
 	if ((e = entry_new()) == NULL)
 		return NULL;
@@ -891,7 +896,7 @@ decode(const redisReply *reply)
 }
 
 static void
-deliver_get(struct cache_op *op, const redisReply *reply)
+deliver_get(struct cache_op *op, redisReply *reply)
 {
 	struct cache_entry *e;
 
@@ -907,7 +912,7 @@ deliver_get(struct cache_op *op, const redisReply *reply)
 }
 
 static void
-deliver_acquire(struct cache_op *op, const redisReply *reply)
+deliver_acquire(struct cache_op *op, redisReply *reply)
 {
 	struct cache_entry *e;
 	long long code = -1;

@@ -412,6 +412,26 @@ main(int argc, char **argv)
 	return run_master(nworkers);
 }
 
+/*
+ * A worker's loop. With epoll's changelist, a descriptor's interest
+ * switched off and on again within one loop pass (evhttp pauses reading
+ * while it answers) costs no epoll_ctl. Corral never dup()s a
+ * descriptor, which is the case the changelist cannot handle.
+ */
+static struct event_base *
+worker_base(void)
+{
+	struct event_config *cfg;
+	struct event_base *base;
+
+	if ((cfg = event_config_new()) == NULL)
+		return NULL;
+	event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+	base = event_base_new_with_config(cfg);
+	event_config_free(cfg);
+	return base;
+}
+
 /* One worker: the whole proxy on its own event loop. */
 static int
 run_worker(struct worker_slot *slots, int nslots, int slot)
@@ -421,7 +441,7 @@ run_worker(struct worker_slot *slots, int nslots, int slot)
 	struct event *sigterm, *sigint, *sigusr1, *sighup;
 	char err[512];
 
-	if ((base = event_base_new()) == NULL) {
+	if ((base = worker_base()) == NULL) {
 		log_error("cannot create the event loop");
 		return 1;
 	}

@@ -175,14 +175,27 @@ on_pump(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 	struct evbuffer *out, *wire;
+	evutil_socket_t sock;
 
 	assert(c->magic == CONN_MAGIC);
-	if (bufferevent_getfd(c->bev) == -1)
+	if (bufferevent_getfd(c->bev) == -1 ||
+	    (sock = bufferevent_getfd(c->sock)) == -1)
 		return;		/* libevent is closing it */
 	out = bufferevent_get_output(c->bev);
 	wire = bufferevent_get_output(c->sock);
-	if (evbuffer_get_length(out) > 0)
+	if (evbuffer_get_length(out) > 0) {
+		/*
+		 * Nothing queued before it: write at once, as most replies fit
+		 * the socket's buffer. Only what the kernel does not take waits
+		 * for EV_WRITE; an error is left for the socket's own write to
+		 * find and report.
+		 */
+		while (evbuffer_get_length(wire) == 0 &&
+		    evbuffer_get_length(out) > 0 &&
+		    evbuffer_write(out, sock) > 0)
+			;	/* a sealed body goes in a call of its own */
 		evbuffer_add_buffer(wire, out);
+	}
 	if (!(bufferevent_get_enabled(c->bev) & EV_WRITE))
 		return;
 	if (evbuffer_get_length(wire) == 0)

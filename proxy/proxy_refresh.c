@@ -284,14 +284,8 @@ entry_revalidated(const struct cache_entry *base,
 	e->fetch_ms = (uint32_t)(fetch_ms > UINT32_MAX ? UINT32_MAX : fetch_ms);
 	hdr_copy(&base->headers, &e->headers, 0);
 	hdr_merge_304(&e->headers, &resp->headers);
-	if (base->body_len > 0) {
-		if ((e->body = malloc(base->body_len)) == NULL) {
-			entry_unref(&e);
-			return NULL;
-		}
-		memcpy(e->body, base->body, base->body_len);
-		e->body_len = base->body_len;
-	}
+	if (entry_copy_body(e, base->body, base->body_len) == -1)
+		entry_unref(&e);
 	return e;
 }
 

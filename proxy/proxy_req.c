@@ -119,6 +119,33 @@ on_body_sent(const void *data, size_t len, void *arg)
 	entry_unref(&e);
 }
 
+/*
+ * The body of e by reference: a sealed body as its memory file, which
+ * the socket is given with sendfile(2) (the buffer drains only to the
+ * socket: see on_pump() in proxy_http.c), else the bytes themselves.
+ */
+static struct evbuffer *
+body_of(struct cache_entry *e)
+{
+	struct evbuffer *body;
+
+	if ((body = evbuffer_new()) == NULL)
+		return NULL;
+	if (e->seg != NULL) {
+		if (evbuffer_set_flags(body, EVBUFFER_FLAG_DRAINS_TO_FD) == 0 &&
+		    evbuffer_add_file_segment(body, e->seg, 0,
+		    (ev_off_t)e->body_len) == 0)
+			return body;
+	} else if (evbuffer_add_reference(body, e->body, e->body_len,
+	    on_body_sent, entry_ref(e)) == 0) {
+		return body;
+	} else {
+		entry_unref(&e);	/* the reference just taken */
+	}
+	evbuffer_free(body);
+	return NULL;
+}
+
 /* Writes v in decimal to out (24 bytes); returns out. */
 static const char *
 fmt_uint(uint64_t v, char out[24])
@@ -231,13 +258,7 @@ deliver(struct req *req)
 		evhttp_send_reply(req->ev, e->status, NULL, NULL);
 		return 0;
 	}
-	if ((body = evbuffer_new()) == NULL ||
-	    evbuffer_add_reference(body, e->body, e->body_len, on_body_sent,
-	    entry_ref(e)) == -1) {
-		if (body != NULL) {
-			entry_unref(&e);	/* the reference just taken */
-			evbuffer_free(body);
-		}
+	if ((body = body_of(e)) == NULL) {
 		evhttp_send_reply(req->ev, HTTP_SERVUNAVAIL, NULL, NULL);
 		return 0;
 	}

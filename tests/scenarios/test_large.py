@@ -3,11 +3,12 @@ that flow to the requester and to every waiter of the same flight as they
 arrive, with bounded memory."""
 
 import http.client
+import os
 import socket
 import threading
 import time
 
-from harness import expect, expect_eq, raw_exchange, scenario, HOST
+from harness import expect, expect_eq, raw_exchange, scenario, wait_for, HOST
 
 KIB = 1024
 
@@ -153,3 +154,61 @@ def vm_kib(pid, field):
             if line.startswith(field + ":"):
                 return int(line.split()[1])
     raise AssertionError(f"no {field} for {pid}")
+
+
+def memory_files(pid):
+    """The sealed bodies a process holds open (entry_seal: memfd "corral-body")."""
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if "memfd:corral-body" in os.readlink(f"/proc/{pid}/fd/{fd}"):
+                n += 1
+        except OSError:
+            pass	# closed meanwhile
+    return n
+
+
+@scenario
+def near_cache_hits_of_a_large_body_go_out_from_its_memory_file_intact(env):
+    # The second near-cache hit moves the body into a memory file, which
+    # later hits hand to the socket with sendfile(2). Whatever the path,
+    # every byte must arrive, also to a client that reads slowly (the
+    # rest of the file is then sent as the socket drains), and HEAD and a
+    # conditional request must not send it at all.
+    size = 1024 * KIB
+    redis, origin = env.redis(), env.origin()
+    origin.script("/m/1", size=size, etag='"v1"')
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}})
+    for i in range(4):
+        r = corral.get("/m/1")
+        expect_eq((r.status, len(r.body), r.body == pattern(size)), (200, size, True),
+                  f"hit {i}: status, length, bytes")
+    expect_eq(memory_files(corral.proc.pid), 1, "the body sealed in one memory file")
+    # A slow reader: a small receive buffer, nothing read for a while.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.settimeout(10)
+    sock.connect((corral.host, corral.port))
+    req = f"GET /m/1 HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode()
+    sock.sendall(req + req)	# two in a row on one connection
+    time.sleep(0.3)	# the socket fills and stays full: the rest must wait
+    data = b""
+    while data.count(pattern(size)) < 2:
+        chunk = sock.recv(1 << 20)
+        expect(chunk != b"", f"connection closed after {len(data)} bytes")
+        data += chunk
+    sock.close()
+    heads = data.split(pattern(size))
+    expect_eq(len(heads), 3, "two whole bodies, nothing between or after")
+    for head in heads[:2]:
+        expect(head.startswith(b"HTTP/1.1 200") and b"Content-Length: %d" % size in head,
+               f"a head before each body: {head[:200]!r}")
+    expect_eq(heads[2], b"", "nothing after the second body")
+    r = corral.get("/m/1", method="HEAD")
+    expect_eq((r.status, r.body, r.headers.get("Content-Length")), (200, b"", str(size)),
+              "HEAD: the length, no body")
+    r = corral.get("/m/1", headers={"If-None-Match": '"v1"'})
+    expect_eq((r.status, r.body), (304, b""), "a match: 304 without the body")
+    expect_eq(corral.purge(url=f"http://{HOST}/m/1").status, 200, "purged")
+    wait_for(lambda: memory_files(corral.proc.pid) == 0, 10,
+             "the memory file closed with its entry")

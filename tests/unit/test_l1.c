@@ -35,10 +35,14 @@ make_entry(char digit, size_t body_len)
 	if (entry_add_header(e, "Content-Type", "text/plain") == -1)
 		abort();
 	if (body_len > 0) {
-		if ((e->body = malloc(body_len)) == NULL)
+		unsigned char *body = malloc(body_len);
+
+		if (body == NULL)
 			abort();
-		memset(e->body, 'x', body_len);
-		e->body_len = body_len;
+		memset(body, 'x', body_len);
+		if (entry_copy_body(e, body, body_len) == -1)
+			abort();
+		free(body);
 	}
 	return e;
 }
@@ -291,9 +295,11 @@ t_charge_counts_key_body_headers_and_overhead(void)
 	c0 = charge("a", e);
 	CHECK(c0 > (int64_t)(strlen("a") + strlen("Content-Type") +
 	    strlen("text/plain")));
-	free(f->body);
-	CHECK((f->body = malloc(BODY_LEN)) != NULL);
-	f->body_len = BODY_LEN;
+	{
+		static unsigned char body[BODY_LEN];
+
+		CHECK(entry_copy_body(f, body, BODY_LEN) == 0);
+	}
 	CHECK(entry_add_header(f, "X-A", "bc") == 0);
 	c1 = charge("abc", f);
 	CHECK(c1 == c0 + 2 + BODY_LEN + 5);
