@@ -22,6 +22,16 @@
  * Both tables have the same number of buckets, a power of two, doubled
  * when the nodes outnumber the buckets. The key is stored in the node:
  * one allocation per kept entry, none on a hit.
+ *
+ * Admission (TinyLFU): every lookup counts its key in a small count-min
+ * sketch of 4-bit counters, halved once the lookups since the last
+ * halving reach ten times the entries held, so old popularity fades. When
+ * a new key would push the least recently used entry out, it gets in only
+ * if it was looked up more often than that entry. Under pure LRU, a loop
+ * over more keys than fit (a crawler walking every page, a client
+ * cycling through a catalogue) evicts each entry just before it is asked
+ * for again, and nothing ever hits; with admission, the entries already
+ * held stay and keep hitting.
  */
 
 #define L1_MAGIC		0x4c314348u	/* "L1CH" */
@@ -32,6 +42,14 @@
 #define L1_MAX_SHARE		8
 #define L1_INITIAL_BUCKETS	256
 #define L1_VARIANT_SEP		'\n'
+
+#define SKETCH_ROWS		4
+#define SKETCH_MAX		15	/* counters saturate: 4 bits */
+#define SKETCH_MIN_WIDTH	4096
+#define SKETCH_MAX_WIDTH	(1u << 20)
+#define SKETCH_BYTES_PER	1024	/* a counter per this much budget */
+#define SKETCH_SAMPLE_PER	10	/* halve after entries x this lookups */
+#define SKETCH_MIN_SAMPLE	1024
 
 #define FNV_OFFSET		0xcbf29ce484222325ULL
 #define FNV_PRIME		0x00000100000001b3ULL
@@ -60,6 +78,9 @@ struct l1 {
 	size_t			 nbuckets;	/* a power of two */
 	struct lru_list		 lru;
 	struct l1_counters	 counters;
+	uint8_t			*sketch;	/* admission counters */
+	size_t			 sketch_mask;	/* width - 1, a power of two */
+	uint64_t		 sketch_adds;	/* since the last halving */
 };
 
 /* A key's hashes, computed in one pass. */
@@ -93,6 +114,49 @@ describe(const char *key, struct key_info *ki)
 	if (!seen_sep)
 		ki->base_hash = h;
 	ki->len = (size_t)(p - key);
+}
+
+/* The counter of row i for hash: rows differ by a multiplicative mix. */
+static size_t
+sketch_slot(const struct l1 *l, uint64_t hash, int i)
+{
+	uint64_t h = (hash + (uint64_t)i * 0x9e3779b97f4a7c15ULL) *
+	    0xbf58476d1ce4e5b9ULL;
+
+	return (size_t)(h >> 32) & l->sketch_mask;
+}
+
+static unsigned
+sketch_freq(const struct l1 *l, uint64_t hash)
+{
+	unsigned f = SKETCH_MAX;
+
+	for (int i = 0; i < SKETCH_ROWS; i++) {
+		unsigned c = l->sketch[sketch_slot(l, hash, i)];
+
+		if (c < f)
+			f = c;
+	}
+	return f;
+}
+
+static void
+sketch_count(struct l1 *l, uint64_t hash)
+{
+	uint64_t sample = (uint64_t)l->counters.entries * SKETCH_SAMPLE_PER;
+
+	for (int i = 0; i < SKETCH_ROWS; i++) {
+		uint8_t *c = &l->sketch[sketch_slot(l, hash, i)];
+
+		if (*c < SKETCH_MAX)
+			(*c)++;
+	}
+	if (++l->sketch_adds < (sample > SKETCH_MIN_SAMPLE ? sample :
+	    SKETCH_MIN_SAMPLE))
+		return;
+	for (size_t j = 0; j <= l->sketch_mask; j++)
+		l->sketch[j] >>= 1;
+	l->sketch_adds = 0;
 }
 
 static int
@@ -241,6 +305,7 @@ evict(struct l1 *l, const struct l1_node *keep)
 struct l1 *
 l1_new(int64_t max_bytes)
 {
+	size_t width;
 	struct l1 *l;
 
 	if ((l = calloc(1, sizeof(*l))) == NULL)
@@ -258,6 +323,13 @@ l1_new(int64_t max_bytes)
 		LIST_INIT(&l->buckets[i]);
 		LIST_INIT(&l->base_buckets[i]);
 	}
+	width = SKETCH_MIN_WIDTH;
+	while (width < SKETCH_MAX_WIDTH &&
+	    (int64_t)width < max_bytes / SKETCH_BYTES_PER)
+		width *= 2;
+	if ((l->sketch = calloc(width, 1)) == NULL)
+		goto fail;
+	l->sketch_mask = width - 1;
 	l->max_bytes = max_bytes;
 	l->max_entry = max_bytes / L1_MAX_SHARE;
 	return l;
@@ -282,6 +354,7 @@ l1_free(struct l1 **lp)
 		unlink_node(l, &n);
 	free(l->buckets);
 	free(l->base_buckets);
+	free(l->sketch);
 	l->magic = 0;
 	free(l);
 }
@@ -296,6 +369,7 @@ l1_get(struct l1 *l, const char *key, int64_t now_ms)
 	if (!enabled(l))
 		return NULL;
 	describe(key, &ki);
+	sketch_count(l, ki.hash);
 	if ((n = find(l, key, &ki)) == NULL) {
 		l->counters.misses++;
 		return NULL;
@@ -318,8 +392,8 @@ void
 l1_put(struct l1 *l, const char *key, struct cache_entry *e)
 {
 	struct cache_entry *old;
+	struct l1_node *n, *victim;
 	struct key_info ki;
-	struct l1_node *n;
 	int64_t charge;
 
 	assert(l->magic == L1_MAGIC);
@@ -349,6 +423,12 @@ l1_put(struct l1 *l, const char *key, struct cache_entry *e)
 		n->charge = charge;
 		touch(l, n);
 	} else {
+		if (l->counters.bytes + charge > l->max_bytes &&
+		    (victim = TAILQ_LAST(&l->lru, lru_list)) != NULL &&
+		    sketch_freq(l, ki.hash) <= sketch_freq(l, victim->hash)) {
+			l->counters.rejected++;
+			return;
+		}
 		if ((n = malloc(sizeof(*n) + ki.len + 1)) == NULL)
 			return;
 		memcpy(n->key, key, ki.len + 1);

@@ -28,6 +28,9 @@ struct l1_counters {
 	uint64_t	misses;		/* l1_get returned NULL */
 	uint64_t	stores;		/* l1_put kept a new or newer entry */
 	uint64_t	evictions;	/* entries pushed out by the byte bound */
+	uint64_t	rejected;	/* new keys not let in: looked up no
+					 * more often than the entry they would
+					 * have pushed out */
 	uint64_t	drops;		/* no longer fresh, purged, or replaced
 					 * by an entry too large to keep */
 	int64_t		bytes;		/* charged for the entries held */
@@ -53,8 +56,12 @@ struct cache_entry *l1_get(struct l1 *l, const char *key, int64_t now_ms);
  * Keeps a reference to e under key, replacing any older copy. If the copy
  * held is e itself or has the same (non-empty) generation, it only becomes
  * the most recently used. An entry charged more than max_bytes / 8 is not
- * kept (and any older copy is dropped). Evicts least recently used entries
- * until the total fits in max_bytes. Without memory it keeps nothing.
+ * kept (and any older copy is dropped). A key not held yet that does not
+ * fit without evicting is let in only if l1_get() was asked for it more
+ * often, of late, than for the least recently used entry (admission, see
+ * cache_l1.c); else it is counted in rejected and not kept. Evicts least
+ * recently used entries until the total fits in max_bytes. Without memory
+ * it keeps nothing.
  */
 void		 l1_put(struct l1 *l, const char *key, struct cache_entry *e);
 /* Drops key and every variant of it ("key\n..."). */

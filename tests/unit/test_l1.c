@@ -66,10 +66,23 @@ charge(const char *key, struct cache_entry *e)
 static void
 put_new(struct l1 *l, const char *key, char digit, size_t body_len)
 {
-	struct cache_entry *e = make_entry(digit, body_len);
+	struct cache_entry *e = l1_get(l, key, NOW);	/* as the proxy does */
 
+	entry_unref(&e);
+	e = make_entry(digit, body_len);
 	l1_put(l, key, e);
 	entry_unref(&e);
+}
+
+/* A key asked for once more than put_new's: admitted over an entry that
+ * was asked for once. */
+static void
+put_wanted(struct l1 *l, const char *key, char digit, size_t body_len)
+{
+	struct cache_entry *e = l1_get(l, key, NOW);
+
+	entry_unref(&e);
+	put_new(l, key, digit, body_len);
 }
 
 /* Is key held and fresh at NOW? (A hit: it also touches the key.) */
@@ -192,7 +205,7 @@ t_put_of_the_same_generation_keeps_the_held_copy_and_bumps_it(void)
 	CHECK(again->refcnt == 1);
 	CHECK(l1_counters(l)->stores == NKEYS);
 	/* k0 was made most recent by those puts: k1 goes first. */
-	put_new(l, "k8", '1', BODY_LEN);
+	put_wanted(l, "k8", '1', BODY_LEN);
 	CHECK(l1_counters(l)->evictions == 1);
 	CHECK(!has(l, "k1"));
 	got = l1_get(l, "k0", NOW);
@@ -224,14 +237,14 @@ t_lru_eviction_under_the_byte_bound_spares_touched_entries(void)
 	CHECK(l1_counters(l)->evictions == 0);
 
 	CHECK(has(l, "k0"));			/* k0 is now the most recent */
-	put_new(l, "k8", '1', BODY_LEN);
+	put_wanted(l, "k8", '1', BODY_LEN);
 	CHECK(l1_counters(l)->evictions == 1);
 	CHECK(l1_counters(l)->entries == NKEYS);
 	CHECK(l1_counters(l)->bytes == NKEYS * c);
 	CHECK(!has(l, "k1"));
 	CHECK(has(l, "k0"));
 
-	put_new(l, "k9", '1', BODY_LEN);
+	put_wanted(l, "k9", '1', BODY_LEN);
 	CHECK(l1_counters(l)->evictions == 2);
 	CHECK(!has(l, "k2"));
 	for (int i = 3; i <= 9; i++) {
@@ -454,9 +467,10 @@ t_counters_follow_a_short_story(void)
 	CHECK(e == NULL);
 	l1_drop(l, "a");			/* drop */
 	CHECK(k->hits == 1);
-	CHECK(k->misses == 2);
+	CHECK(k->misses == 4);		/* a and b before their puts, c, b */
 	CHECK(k->stores == 2);
 	CHECK(k->drops == 2);
+	CHECK(k->rejected == 0);
 	CHECK(k->evictions == 0);
 	CHECK(k->entries == 0);
 	CHECK(k->bytes == 0);
@@ -492,6 +506,71 @@ t_free_releases_every_reference(void)
 	/* Leaks of "shared" would be reported by LeakSanitizer at exit. */
 }
 
+static void
+t_a_loop_over_more_keys_than_fit_still_hits(void)
+{
+	struct cache_entry *e = make_entry('1', BODY_LEN), *got;
+	int hits = 0, lookups = 0;
+	char key[KEY_BUF];
+	struct l1 *l;
+	int64_t c;
+
+	c = charge("k0000", e);
+	entry_unref(&e);
+	CHECK((l = l1_new(100 * c)) != NULL);
+	/* 300 keys in a loop, 100 fit: LRU would evict each key just
+	 * before its turn comes again and never hit. */
+	for (int round = 0; round < 20; round++)
+		for (int i = 0; i < 300; i++) {
+			snprintf(key, sizeof(key), "k%04d", i);
+			lookups++;
+			if ((got = l1_get(l, key, NOW)) != NULL) {
+				hits++;
+				entry_unref(&got);
+				continue;
+			}
+			e = make_entry('1', BODY_LEN);
+			l1_put(l, key, e);
+			entry_unref(&e);
+		}
+	/* About a third, the share that fits; LRU gets 0. */
+	CHECK(hits > lookups / 4);
+	CHECK(l1_counters(l)->rejected > 0);
+	CHECK(l1_counters(l)->bytes <= 100 * c);
+	l1_free(&l);
+}
+
+static void
+t_a_key_asked_for_more_often_gets_in(void)
+{
+	struct cache_entry *e = make_entry('1', BODY_LEN), *got;
+	char key[KEY_BUF];
+	struct l1 *l;
+	int64_t c;
+
+	c = charge("k0", e);
+	entry_unref(&e);
+	CHECK((l = l1_new(NKEYS * c)) != NULL);
+	for (int i = 0; i < NKEYS; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		put_new(l, key, '1', BODY_LEN);
+	}
+	/* Asked for once, as often as the least recently used entry: the
+	 * held entries stay. */
+	put_new(l, "kn", '1', BODY_LEN);
+	CHECK(!has(l, "kn"));
+	CHECK(l1_counters(l)->rejected == 1);
+	CHECK(l1_counters(l)->evictions == 0);
+	/* Asked for again (that has() too): now more often, so it is let in
+	 * and the least recently used entry (k0) goes. */
+	put_new(l, "kn", '1', BODY_LEN);
+	CHECK((got = l1_get(l, "kn", NOW)) != NULL);
+	entry_unref(&got);
+	CHECK(l1_counters(l)->evictions == 1);
+	CHECK(!has(l, "k0"));
+	l1_free(&l);
+}
+
 int
 main(void)
 {
@@ -509,5 +588,7 @@ main(void)
 	RUN(t_disabled_l1_keeps_nothing_and_counts_nothing);
 	RUN(t_counters_follow_a_short_story);
 	RUN(t_free_releases_every_reference);
+	RUN(t_a_loop_over_more_keys_than_fit_still_hits);
+	RUN(t_a_key_asked_for_more_often_gets_in);
 	return unit_exit();
 }
