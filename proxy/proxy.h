@@ -52,6 +52,7 @@ struct worker_slot {
 	int64_t			 upstream_fetches;	/* in progress */
 	int64_t			 l1_bytes;
 	int64_t			 l1_entries;
+	uint64_t		 l1_rejected;
 };
 
 /* Everything the admin listener reports, summed over the workers. */
@@ -69,6 +70,7 @@ struct proxy_figures {
 	int64_t			 upstream_fetches;
 	int64_t			 l1_bytes;
 	int64_t			 l1_entries;
+	uint64_t		 l1_rejected;
 };
 struct access_log;
 

@@ -89,8 +89,10 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	evbuffer_add_printf(out, "{\"version\": \"%s\", \"uptime_s\": %" PRId64
 	    ", \"workers\": %d, \"connections\": %" PRId64 ", "
 	    "\"near_cache\": {\"bytes\": %" PRId64 ", \"entries\": %" PRId64
-	    "}, ", CORRAL_VERSION, (util_now_ms() - px->started_ms) / 1000,
-	    fig->workers, fig->connections, fig->l1_bytes, fig->l1_entries);
+	    ", \"rejected\": %" PRIu64 "}, ", CORRAL_VERSION,
+	    (util_now_ms() - px->started_ms) / 1000, fig->workers,
+	    fig->connections, fig->l1_bytes, fig->l1_entries,
+	    fig->l1_rejected);
 	evbuffer_add_printf(out, "\"redis\": {\"up\": %s, \"down_reason\": ",
 	    fig->redis_up == fig->workers ? "true" : "false");
 	json_string(out, fig->redis_down);

@@ -470,6 +470,7 @@ publish(struct proxy *px)
 	ws->upstream_fetches = upstream_active(px->upstream);
 	ws->l1_bytes = l1_counters(px->l1)->bytes;
 	ws->l1_entries = l1_counters(px->l1)->entries;
+	ws->l1_rejected = l1_counters(px->l1)->rejected;
 }
 
 static void
@@ -510,6 +511,7 @@ proxy_figures(struct proxy *px, struct proxy_figures *f)
 		f->upstream_fetches += ws->upstream_fetches;
 		f->l1_bytes += ws->l1_bytes;
 		f->l1_entries += ws->l1_entries;
+		f->l1_rejected += ws->l1_rejected;
 	}
 	f->stats = px->nslots > 1 ? &sum : px->stats;
 }

@@ -341,6 +341,9 @@ metrics_prometheus(struct proxy *px, struct evbuffer *out)
 	    "workers' memory (l1_max_bytes each).", (double)fig->l1_bytes);
 	gauge(out, "corral_near_cache_entries", "Entries held in the "
 	    "workers' memory.", (double)fig->l1_entries);
+	redis_counter(out, "corral_near_cache_rejected_total", "New entries "
+	    "the near cache did not let in: asked for no more often than the "
+	    "entry they would have pushed out.", fig->l1_rejected);
 
 	counter_families(out, scopes, n);
 	for (size_t f = 0; f < ARRAY_LEN(hist_families); f++) {

@@ -212,6 +212,16 @@ MUTANTS = [
            "\tif (0) {\n\t\tlog_warn(\"%s: the response was cut short",
            ["a_body_cut_short_is_never_served_whole"],
            "a client takes a cut body for a whole one"),
+    Mutant("near_cache_without_admission", "cache/cache_l1.c",
+           "\t\tif (l->counters.bytes + charge > l->max_bytes &&",
+           "\t\tif (0 && l->counters.bytes + charge > l->max_bytes &&",
+           ["a_loop_over_more_keys_than_the_near_cache_holds"],
+           "a loop over more keys than fit evicts every entry before its next hit"),
+    Mutant("sealed_body_never_closed", "cache/cache_entry.c",
+           "\t\tevbuffer_file_segment_free(e->seg);",
+           "\t\t(void)0;",
+           ["near_cache_hits_of_a_large_body_go_out_from_its_memory_file"],
+           "every sealed body keeps a descriptor and its memory after its entry is gone"),
 ]
 
 

@@ -157,3 +157,32 @@ def purge_drops_the_memory_copy_in_every_instance(env):
     expect_eq(a.get(PATH, {"Host": HOST}).text, "v2",
               "a dropped its memory copy too and reads the new entry")
     expect_eq(origin.count(PATH), 2, "origin requests")
+
+
+@scenario
+def a_loop_over_more_keys_than_the_near_cache_holds_still_hits_it(env):
+    # About 40 entries fit in 64 KiB. A client cycles through 120 keys:
+    # under LRU alone each key is pushed out just before its turn comes
+    # again, and memory never answers. With admission the entries already
+    # held stay, and the newcomers are refused and counted.
+    redis, origin = env.redis(), env.origin()
+    origin.script("/loop/*", size=1024)
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}},
+                        extra={"server": {"l1_max_bytes": "64k"}})
+    keys = [f"/loop/{i}" for i in range(120)]
+    for path in keys:
+        expect_eq(corral.get(path).status, 200, f"{path} fetched")
+    before = corral.counters()["near_hits"]
+    for _ in range(3):
+        for path in keys:
+            r = corral.get(path)
+            expect_eq((r.status, len(r.body)), (200, 1024), f"{path} from the cache")
+    hits = corral.counters()["near_hits"] - before
+    expect(hits >= 60, f"near_hits {hits} of 360 lookups: the entries held keep hitting")
+    stats = corral.stats()["near_cache"]
+    expect(stats["rejected"] > 0 and stats["bytes"] <= 64 * 1024,
+           f"newcomers refused, the bound kept: {stats}")
+    metrics = corral.admin("GET", "/metrics").text
+    expect(f"corral_near_cache_rejected_total {stats['rejected']}" in metrics,
+           "the refusals in /metrics")
+    expect_eq(origin.count(), 120, "one origin request per key")
