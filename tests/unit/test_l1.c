@@ -96,6 +96,29 @@ has(struct l1 *l, const char *key)
 	return found;
 }
 
+/* A near cache of NKEYS charges holding k0 .. k7, each looked up once
+ * before its put; *cp (if not NULL) is one entry's charge. */
+static struct l1 *
+full_l1(int64_t *cp)
+{
+	struct cache_entry *e = make_entry('1', BODY_LEN);
+	char key[KEY_BUF];
+	struct l1 *l;
+	int64_t c;
+
+	c = charge("k0", e);
+	entry_unref(&e);
+	if ((l = l1_new(NKEYS * c)) == NULL)
+		abort();
+	for (int i = 0; i < NKEYS; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		put_new(l, key, '1', BODY_LEN);
+	}
+	if (cp != NULL)
+		*cp = c;
+	return l;
+}
+
 static void
 t_hit_returns_the_same_entry_with_a_new_reference(void)
 {
@@ -220,18 +243,10 @@ t_put_of_the_same_generation_keeps_the_held_copy_and_bumps_it(void)
 static void
 t_lru_eviction_under_the_byte_bound_spares_touched_entries(void)
 {
-	struct cache_entry *e = make_entry('1', BODY_LEN);
 	char key[KEY_BUF];
-	struct l1 *l;
 	int64_t c;
+	struct l1 *l = full_l1(&c);
 
-	c = charge("k0", e);
-	entry_unref(&e);
-	CHECK((l = l1_new(NKEYS * c)) != NULL);
-	for (int i = 0; i < NKEYS; i++) {
-		snprintf(key, sizeof(key), "k%d", i);
-		put_new(l, key, '1', BODY_LEN);
-	}
 	CHECK(l1_counters(l)->entries == NKEYS);
 	CHECK(l1_counters(l)->bytes == NKEYS * c);
 	CHECK(l1_counters(l)->evictions == 0);
@@ -543,18 +558,9 @@ t_a_loop_over_more_keys_than_fit_still_hits(void)
 static void
 t_a_key_asked_for_more_often_gets_in(void)
 {
-	struct cache_entry *e = make_entry('1', BODY_LEN), *got;
-	char key[KEY_BUF];
-	struct l1 *l;
-	int64_t c;
+	struct l1 *l = full_l1(NULL);
+	struct cache_entry *got;
 
-	c = charge("k0", e);
-	entry_unref(&e);
-	CHECK((l = l1_new(NKEYS * c)) != NULL);
-	for (int i = 0; i < NKEYS; i++) {
-		snprintf(key, sizeof(key), "k%d", i);
-		put_new(l, key, '1', BODY_LEN);
-	}
 	/* Asked for once, as often as the least recently used entry: the
 	 * held entries stay. */
 	put_new(l, "kn", '1', BODY_LEN);
