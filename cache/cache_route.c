@@ -384,6 +384,7 @@ on_cmd_disconnect(const redisAsyncContext *ac, int status)
  * exports it but its async.h does not declare it. */
 void	redisProcessCallbacks(redisAsyncContext *ac);
 #define HEV_READS_MAX	64		/* reads per wakeup */
+#define HEV_KEEP_MAX	(1024 * 1024)	/* an empty reader buffer kept */
 
 struct hev {
 	redisAsyncContext	*ac;
@@ -409,8 +410,17 @@ hev_fill(redisAsyncContext *ac, evutil_socket_t fd)
 	sds buf;
 	ssize_t n;
 
-	if (!(ac->c.flags & REDIS_CONNECTED) || r->err != 0 ||
-	    (buf = sdsMakeRoomFor(r->buf, HEV_READ_BYTES)) == NULL)
+	if (!(ac->c.flags & REDIS_CONNECTED) || r->err != 0)
+		return -1;
+	/* Kept between replies, up to a size: one large entry must not
+	 * leave its buffer behind for good. */
+	if (r->len == 0 && sdsavail(r->buf) > HEV_KEEP_MAX &&
+	    (buf = sdsempty()) != NULL) {
+		sdsfree(r->buf);
+		r->buf = buf;
+		r->pos = 0;
+	}
+	if ((buf = sdsMakeRoomFor(r->buf, HEV_READ_BYTES)) == NULL)
 		return -1;
 	r->buf = buf;
 	n = read(fd, buf + sdslen(buf), sdsavail(buf));
@@ -524,8 +534,7 @@ hev_attach(redisAsyncContext *ac, struct event_base *base)
 	ac->ev.delWrite = hev_del_write;
 	ac->ev.cleanup = hev_cleanup;
 	ac->ev.data = h;
-	/* Keep the read buffer between replies instead of growing a new
-	 * one for every large entry. */
+	/* hev_fill() decides what the reader keeps between replies. */
 	ac->c.reader->maxbuf = 0;
 	event_add(h->rev, NULL);
 	event_add(h->wev, NULL);	/* the connect completes writable */
