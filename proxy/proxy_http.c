@@ -176,6 +176,7 @@ on_pump(evutil_socket_t fd, short what, void *arg)
 	struct conn *c = arg;
 	struct evbuffer *out, *wire;
 	evutil_socket_t sock;
+	int wrote = 0;
 
 	assert(c->magic == CONN_MAGIC);
 	if (bufferevent_getfd(c->bev) == -1 ||
@@ -184,6 +185,7 @@ on_pump(evutil_socket_t fd, short what, void *arg)
 	out = bufferevent_get_output(c->bev);
 	wire = bufferevent_get_output(c->sock);
 	if (evbuffer_get_length(out) > 0) {
+		wrote = 1;
 		/*
 		 * Nothing queued before it: write at once, as most replies fit
 		 * the socket's buffer. Only what the kernel does not take waits
@@ -198,8 +200,10 @@ on_pump(evutil_socket_t fd, short what, void *arg)
 	}
 	if (!(bufferevent_get_enabled(c->bev) & EV_WRITE))
 		return;
-	if (evbuffer_get_length(wire) == 0)
+	if (evbuffer_get_length(wire) == 0 && !wrote)
 		bufferevent_trigger(c->bev, EV_WRITE, 0);
+	else if (evbuffer_get_length(wire) == 0)
+		event_active(c->pump_ev, EV_TIMEOUT, 0);
 	else	/* still sending: restart the write timeout */
 		bufferevent_enable(c->bev, EV_WRITE);
 }

@@ -254,3 +254,33 @@ def a_refusal_is_counted_and_logged_without_the_clients_bytes(env):
     expect("rejected a request from 127.0.0.1: 400 control byte or space in the target" in log,
            "the error-log line names the rule")
     expect("\x1b" not in log + lines[0], "no raw control byte in either log")
+
+
+@scenario
+def clients_that_close_after_their_answer_leave_nothing_behind(env):
+    # A hit is written to the socket at once. The connection's end must
+    # still free both its buffers and its descriptor, whoever closes it:
+    # Corral (Connection: close), or the client right after reading.
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}})
+    expect_eq(corral.get("/c").status, 200, "cached")
+    pid = corral.proc.pid
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    for i in range(100):
+        close = "Connection: close\r\n" if i % 2 else ""
+        sock = socket.create_connection((corral.host, corral.port), timeout=10)
+        sock.sendall(f"GET /c HTTP/1.1\r\nHost: {HOST}\r\n{close}\r\n".encode())
+        data = b""
+        while b"\r\n\r\n" not in data or not data.endswith(b"}"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        expect(data.startswith(b"HTTP/1.1 200"), f"request {i}: {data[:40]!r}")
+        sock.close()
+    wait_for(lambda: corral.stats()["connections"] == 0, 10, "every connection closed")
+    # Give or take the admin request's own and the idle upstream one.
+    after = len(os.listdir(f"/proc/{pid}/fd"))
+    expect(after <= fds + 2, f"{after} descriptors after 100 connections, {fds} before")
+    noise = [l for l in corral.log().splitlines() if l.startswith("[")]
+    expect_eq(noise, [], "libevent's own warnings in the log")
