@@ -248,6 +248,7 @@ entry_unref(struct cache_entry **ep)
 		return;
 	evhttp_clear_headers(&e->headers);
 	body_release(e);
+	free(e->head);
 	e->magic = 0;
 	free(e);
 }

@@ -46,6 +46,13 @@ struct cache_entry {
 	size_t			 store_len;
 	int			 mapped;
 	struct evbuffer_file_segment *seg;
+	/* A rendering of its reply's head that the deliverer keeps here
+	 * (freed with the entry), what it was rendered for (head_tag), and
+	 * a figure of its own that goes with it. */
+	char			*head;
+	size_t			 head_len;
+	uint64_t		 head_tag;
+	int64_t			 head_aux;
 };
 
 /* Bodies at least this long are worth sealing (entry_seal). */

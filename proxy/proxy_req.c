@@ -22,6 +22,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/http_struct.h>
 #include <event2/keyvalq_struct.h>
 
 #include "cache/cache.h"
@@ -160,6 +161,152 @@ fmt_uint(uint64_t v, char out[24])
 	return p;
 }
 
+/*
+ * What a rendered head depends on besides its entry: whether the targeted
+ * fields are dropped, and which they are (a reload may change them).
+ */
+static uint64_t
+head_tag(const struct conf_route *rt, int strip)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;	/* FNV-1a */
+
+	if (!strip)
+		return 1;
+	for (const char *p = rt->targeted_cc; *p != '\0'; p++)
+		h = (h ^ (unsigned char)*p) * 0x00000100000001b3ULL;
+	return h | 2;
+}
+
+/*
+ * The part of a hit's head that is the same for every hit of e, rendered
+ * into e once: the stored fields (end-to-end already) but Via, Age,
+ * Content-Length and, with strip, the targeted fields Corral consumed;
+ * Via with ours last; a Date if the origin sent none; Content-Length.
+ * e->head_aux is the origin's Age to add, -1 if none counts.
+ */
+static int
+render_head(struct cache_entry *e, const struct conf_route *rt, int strip,
+    uint64_t tag)
+{
+	struct evbuffer *b = evbuffer_new();
+	const char *origin_age = NULL;
+	const struct evkeyval *h;
+	int ages = 0, has_date = 0, vias = 0;
+	char date[64], *head;
+	size_t len;
+
+	if (b == NULL)
+		return -1;
+	TAILQ_FOREACH(h, &e->headers, next) {
+		if (strcasecmp(h->key, "Via") == 0 ||
+		    strcasecmp(h->key, "Content-Length") == 0)
+			continue;
+		if (strcasecmp(h->key, "Age") == 0) {
+			origin_age = h->value, ages++;
+			continue;
+		}
+		if (strip && hdr_is_targeted(h->key, rt))
+			continue;
+		has_date |= strcasecmp(h->key, "Date") == 0;
+		evbuffer_add_printf(b, "%s: %s\r\n", h->key, h->value);
+	}
+	evbuffer_add(b, "Via: ", 5);
+	TAILQ_FOREACH(h, &e->headers, next)
+		if (strcasecmp(h->key, "Via") == 0 && vias++ < VIA_MAX / 64)
+			evbuffer_add_printf(b, "%s, ", h->value);
+	evbuffer_add_printf(b, "%s\r\n", VIA_TOKEN);
+	if (!has_date) {
+		hdr_format_date(e->stored_ms, date, sizeof(date));
+		evbuffer_add_printf(b, "Date: %s\r\n", date);
+	}
+	evbuffer_add_printf(b, "Content-Length: %zu\r\n", e->body_len);
+	len = evbuffer_get_length(b);
+	if ((head = malloc(len)) == NULL ||
+	    evbuffer_remove(b, head, len) != (int)len) {
+		free(head);
+		evbuffer_free(b);
+		return -1;
+	}
+	evbuffer_free(b);
+	free(e->head);
+	e->head = head;
+	e->head_len = len;
+	e->head_tag = tag;
+	e->head_aux = ages == 1 ? hdr_delta_seconds(origin_age) : -1;
+	return 0;
+}
+
+/*
+ * A hit with a body, as HTTP/1.1: the head is the entry's rendering plus
+ * three lines, instead of a field list built and formatted per request.
+ * libevent still writes the reply (so that it knows the exchange is over
+ * and what to do with the connection); its own head (status line, Date,
+ * Content-Length: 0, maybe Connection) is then replaced in the output
+ * buffer, keeping its status line, before the body. 0 if this reply does
+ * not qualify, and nothing was sent.
+ */
+static int
+deliver_rendered(struct req *req, struct cache_entry *e, uint64_t *sentp)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req->ev);
+	struct evkeyvalq *out_headers;
+	int strip = req->rt.origin_cache_control && !req->rt.forward_targeted_cc;
+	uint64_t tag = head_tag(&req->rt, strip);
+	char line[128], tail[CACHE_STATUS_MAX + 80], cs[CACHE_STATUS_MAX];
+	char num[24];
+	struct evbuffer_ptr eol;
+	struct bufferevent *bev;
+	struct evbuffer *out, *body;
+	const char *conn;
+	size_t written;
+	int64_t age;
+	int n, status_len;
+
+	if (e->body_len == 0 || req->head || req->conditional ||
+	    req->ev->major != 1 || req->ev->minor != 1 || evcon == NULL ||
+	    (bev = evhttp_connection_get_bufferevent(evcon)) == NULL)
+		return 0;
+	out = bufferevent_get_output(bev);
+	if (evbuffer_get_length(out) != 0)
+		return 0;	/* not alone in the buffer: the usual way */
+	if ((e->head == NULL || e->head_tag != tag) &&
+	    render_head(e, &req->rt, strip, tag) == -1)
+		return 0;
+	if ((body = body_of(e)) == NULL)
+		return 0;
+	out_headers = evhttp_request_get_output_headers(req->ev);
+	if (req->px->draining)
+		evhttp_add_header(out_headers, "Connection", "close");
+	evhttp_send_reply(req->ev, e->status, NULL, NULL);
+	written = evbuffer_get_length(out);
+	eol = evbuffer_search(out, "\r\n", 2, NULL);
+	n = eol.pos < 0 || (size_t)eol.pos + 2 > sizeof(line) ? -1 :
+	    (int)evbuffer_remove(out, line, (size_t)eol.pos + 2);
+	evbuffer_drain(out, written);
+	if (n < 0)	/* cannot be: libevent's status lines are short */
+		n = snprintf(line, sizeof(line), "HTTP/1.1 %d OK\r\n",
+		    e->status);
+	status_len = n;
+	age = (util_now_ms() - e->stored_ms) / 1000;
+	if (e->head_aux >= 0)
+		age += e->head_aux;
+	cache_status(req, req->upstream_status != 0 ? req->upstream_status :
+	    e->status, cs, sizeof(cs));
+	/* libevent's own choice to close (the client asked, a stop) */
+	conn = evhttp_find_header(out_headers, "Connection");
+	n = snprintf(tail, sizeof(tail), "Cache-Status: %s\r\nAge: %s\r\n%s\r\n",
+	    cs, fmt_uint(age > 0 ? (uint64_t)age : 0, num),
+	    conn != NULL && evutil_ascii_strcasecmp(conn, "close") == 0 ?
+	    "Connection: close\r\n" : "");
+	evbuffer_add(out, line, (size_t)status_len);
+	evbuffer_add(out, e->head, e->head_len);
+	evbuffer_add(out, tail, (size_t)n);
+	evbuffer_add_buffer(out, body);
+	evbuffer_free(body);
+	*sentp = e->body_len;
+	return 1;
+}
+
 /* Sends the one reply this request gets; returns the body bytes sent. */
 static uint64_t
 deliver(struct req *req)
@@ -195,6 +342,8 @@ deliver(struct req *req)
 		return sent;
 	}
 
+	if (cached && deliver_rendered(req, e, &sent))
+		return sent;
 	status = e->status;
 	/*
 	 * One pass over the entry's headers, the hot path of every hit: they

@@ -227,6 +227,11 @@ MUTANTS = [
            "\t\twrote = 0;",
            ["clients_that_close_after_their_answer_leave_nothing_behind"],
            "a client closing at once leaves its socket's buffers behind"),
+    Mutant("rendered_hit_hides_the_close", "proxy/proxy_req.c",
+           "\t    \"Connection: close\\r\\n\" : \"\");",
+           "\t    \"\" : \"\");",
+           ["a_hit_head_has_each_field_once"],
+           "a hit's head does not say the connection closes after it"),
 ]
 
 

@@ -284,3 +284,65 @@ def clients_that_close_after_their_answer_leave_nothing_behind(env):
     expect(after <= fds + 2, f"{after} descriptors after 100 connections, {fds} before")
     noise = [l for l in corral.log().splitlines() if l.startswith("[")]
     expect_eq(noise, [], "libevent's own warnings in the log")
+
+
+def read_until_closed(sock):
+    data = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+
+
+@scenario
+def a_hit_head_has_each_field_once_and_honours_connection_close(env):
+    # A hit's head is the entry's rendering plus Cache-Status, Age and
+    # Connection; libevent's own head for the reply is replaced. Each
+    # field must come once, and a client's "close" must close.
+    redis, origin = env.redis(), env.origin()
+    origin.script("/h", headers={"Via": "1.0 upstream-cache", "Age": "5"})
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}})
+    expect_eq(corral.get("/h").status, 200, "cached")
+    for version, extra, closes in (("1.1", "Connection: close\r\n", True),
+                                   ("1.1", "", False), ("1.0", "", True)):
+        sock = socket.create_connection((corral.host, corral.port), timeout=10)
+        sock.sendall(f"GET /h HTTP/{version}\r\nHost: {HOST}\r\n{extra}\r\n".encode())
+        if closes:
+            data = read_until_closed(sock)
+        else:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += sock.recv(65536)
+            head, _, rest = data.partition(b"\r\n\r\n")
+            length = int([l for l in head.split(b"\r\n")
+                          if l.lower().startswith(b"content-length:")][0].split(b":")[1])
+            while len(rest) < length:
+                rest += sock.recv(65536)
+            data = head + b"\r\n\r\n" + rest
+            sock.sendall(f"GET /h HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode())
+            again = sock.recv(65536)
+            expect(again.startswith(b"HTTP/1.1 200"), f"kept open for another: {again[:40]!r}")
+        sock.close()
+        head, _, body = data.partition(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        names = [l.split(b":")[0].lower() for l in lines[1:]]
+        what = f"HTTP/{version} {extra.strip() or 'keep-alive'}"
+        expect(lines[0].startswith(f"HTTP/{version} 200".encode()), f"{what}: {lines[0]!r}")
+        # HTTP/1.0 without keep-alive: the close ends the body (libevent
+        # sends no Content-Length then).
+        once = (b"date", b"cache-status", b"age", b"via") + \
+            ((b"content-length",) if version == "1.1" else ())
+        for name in once:
+            expect_eq(names.count(name), 1, f"{what}: {name.decode()} fields in {head!r}")
+        expect(names.count(b"content-length") <= 1, f"{what}: one Content-Length at most")
+        fields = {l.split(b":")[0].lower(): l.split(b":", 1)[1].strip() for l in lines[1:]}
+        expect_eq(int(fields.get(b"content-length", len(body))), len(body),
+                  f"{what}: the body's length")
+        expect_eq(fields[b"via"], b"1.0 upstream-cache, 1.1 corral", f"{what}: Via")
+        expect(int(fields[b"age"]) >= 5, f"{what}: Age counts the origin's 5 s")
+        expect(b"hit" in fields[b"cache-status"], f"{what}: {fields[b'cache-status']!r}")
+        if version == "1.1":
+            expect_eq(fields.get(b"connection"), b"close" if closes else None,
+                      f"{what}: Connection: close said when it closes")
+            expect(names.count(b"connection") <= 1, f"{what}: one Connection at most")
