@@ -99,6 +99,7 @@ struct req {
 	int			 early_due;	/* its near-cache hit rolled XFetch */
 	int			 hit_for_miss;	/* passed: the key is uncacheable */
 	int			 streaming;	/* its reply is under way */
+	int			 stream_status;	/* ... with this status line */
 	int			 paused;	/* PASS: its fetch waits for it */
 	struct event		*end_ev;	/* its reply ends once sent */
 	uint64_t		 streamed;	/* body bytes handed to it */

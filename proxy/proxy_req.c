@@ -326,6 +326,7 @@ req_stream_start(struct req *req, const struct upstream_response *resp,
 		evhttp_add_header(out, "Connection", "close");
 	evhttp_send_reply_start(req->ev, resp->status, NULL);
 	req->streaming = 1;
+	req->stream_status = resp->status;
 	req->waited_us = util_mono_us() - req->t_join_us;	/* its wait */
 	return 0;
 }
@@ -352,6 +353,7 @@ static void
 on_stream_end(evutil_socket_t fd, short what, void *arg)
 {
 	struct req *req = arg;
+	struct evhttp_request *ev = req->ev;
 
 	assert(req->magic == REQ_MAGIC && req->end_ev != NULL);
 	if (req_stream_backlog(req) > 0) {
@@ -360,8 +362,8 @@ on_stream_end(evutil_socket_t fd, short what, void *arg)
 	}
 	event_free(req->end_ev);
 	req->end_ev = NULL;
-	evhttp_send_reply_end(req->ev);	/* frees it if its client left */
-	req_free(req, req->streamed);
+	req_free(req, req->streamed);	/* before ev goes: the log reads it */
+	evhttp_send_reply_end(ev);	/* may free ev at once */
 }
 
 /* What was queued for the client has been sent. */

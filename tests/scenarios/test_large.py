@@ -3,11 +3,12 @@ that flow to the requester and to every waiter of the same flight as they
 arrive, with bounded memory."""
 
 import http.client
+import os
 import socket
 import threading
 import time
 
-from harness import expect, expect_eq, raw_exchange, scenario, HOST
+from harness import expect, expect_eq, raw_exchange, scenario, wait_for, HOST
 
 KIB = 1024
 
@@ -153,3 +154,21 @@ def vm_kib(pid, field):
             if line.startswith(field + ":"):
                 return int(line.split()[1])
     raise AssertionError(f"no {field} for {pid}")
+
+
+@scenario
+def a_streamed_answer_gets_its_access_log_line(env):
+    # A streamed reply that ends whole is logged once its body is sent (the
+    # request is read for the record before libevent frees it).
+    size = 200 * KIB
+    redis, origin = env.redis(), env.origin()
+    origin.script("/s/logged", size=size, pieces=4, interval_ms=20)
+    log = os.path.join(env.workdir, "access.log")
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}},
+                        extra={"server": {"access_log": log}})
+    r = corral.get("/s/logged", {"Host": HOST})
+    expect_eq((r.status, len(r.body)), (200, size), "status, length")
+    line = wait_for(lambda: [l for l in open(log).read().splitlines() if "/s/logged" in l],
+                    what="the access-log line")[0]
+    expect(f'" 200 {size} ' in line and " cache=miss " in line,
+           f"the line names the status, the bytes sent and the outcome: {line}")
