@@ -260,6 +260,7 @@ on_child(evutil_socket_t sig, short what, void *arg)
 		if (i == master.n)
 			continue;
 		master.slots[i].pid = 0;
+		peer_forget(&master.slots[i].peer);	/* it fetches nothing now */
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
 		    master.stopping)
 			continue;

@@ -35,6 +35,22 @@ struct l1;
  */
 #define PUBLISH_MS	100
 
+/*
+ * Peer streaming (proxy_peer.c), with more than one worker: the keys a
+ * worker asks the lock for or fetches under it right now, as hashes of
+ * their flight keys, so that a sibling whose requests find the lock busy
+ * can ask for the response as it streams instead of waiting until it is
+ * stored. Only
+ * the worker itself writes its row (0: free); it is cleared when the
+ * worker starts and when it dies. A hash is only a hint: a wrong one
+ * costs an answer "no stream" and the usual wait.
+ */
+#define PEER_FETCHES_MAX	64
+
+struct peer_row {
+	_Atomic uint64_t	 fetching[PEER_FETCHES_MAX];
+};
+
 struct worker_slot {
 	pid_t			 pid;		/* 0: not running */
 	int			 ready;		/* listening, Redis answered or
@@ -53,6 +69,7 @@ struct worker_slot {
 	int64_t			 l1_bytes;
 	int64_t			 l1_entries;
 	uint64_t		 l1_rejected;
+	struct peer_row		 peer;
 };
 
 /* Everything the admin listener reports, summed over the workers. */
@@ -100,7 +117,8 @@ struct proxy {
 	int			 abandoned;	/* past the stop deadline */
 	struct event		*drain_ev;
 	int64_t			 drain_deadline_us;
-	int			 nrequests;	/* client requests in progress */
+	int			 nrequests;	/* requests in progress */
+	int			 npeers;	/* of those, siblings' (proxy_peer.c) */
 	int			 nrefreshes;	/* refreshes in progress */
 	struct stats		*stats;		/* this worker's, in its slot */
 	struct worker_slot	*slots;		/* every worker's */
@@ -109,6 +127,9 @@ struct proxy {
 	struct event		*publish_ev;
 	struct l1		*l1;		/* the near cache */
 	int64_t			 started_ms;
+	struct evhttp		*peer;		/* workers > 1: its siblings ask */
+	struct upstream		*peers;		/* ... and it asks them */
+	pid_t			 master_pid;	/* names the peer sockets */
 };
 
 /* proxy_http.c: slots[slot] is this worker's (nslots 1: the only one). */
@@ -144,6 +165,12 @@ int	proxy_reload(struct proxy *px, struct conf **confp, const char *path);
 /* Loads path for a reload: the new configuration, or NULL with every
  * error logged. */
 struct conf *conf_reload_file(const char *path);
+
+/* proxy_peer.c: with workers > 1, the private socket siblings ask for
+ * responses in flight; peer_forget() clears a row (a worker died). */
+int	peer_listen(struct proxy *px, char *err, size_t errlen);
+void	peer_close(struct proxy *px);
+void	peer_forget(struct peer_row *row);
 
 /* proxy_admin.c */
 void	admin_handle(struct evhttp_request *ev, void *arg);

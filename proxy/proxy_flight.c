@@ -8,7 +8,15 @@
  *	               -> WAIT -> LOCK ... (woken by a "filled" notification,
  *	                                    or by a bounded fallback poll)
  *	                       -> DIRECT -> DONE (lock_wait ran out)
+ *	               -> PEER -> DONE (a sibling worker fetches the key: its
+ *	                                response streamed to our waiters)
+ *	                       -> WAIT ... (it had no stream for us)
  *	       -> DIRECT -> DONE (Redis is unavailable: fetch without a lock)
+ *
+ * With workers > 1, a flight whose fetch streams also serves its siblings'
+ * PEER requests (proxy_peer.c): they wait in it like its own requests, and
+ * one that comes once the body has begun gets what came so far first,
+ * as long as all of it was kept.
  */
 
 #include <assert.h>
@@ -26,6 +34,7 @@
 #include "cache/cache_entry.h"
 #include "cache/cache_l1.h"
 #include "common/dict.h"
+#include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_flow.h"
@@ -38,8 +47,16 @@ enum flight_step {
 	FL_LOOKUP,
 	FL_LOCK,
 	FL_WAIT,
+	FL_PEER,
 	FL_DIRECT,
 	FL_DONE,
+};
+
+/* What the response being fetched turned out to be. */
+enum stream_state {
+	STREAM_NONE,		/* no head yet */
+	STREAM_ON,		/* streamed to the flight's requests */
+	STREAM_WHOLE,		/* answered whole, when it ends */
 };
 
 struct flight {
@@ -58,6 +75,11 @@ struct flight {
 	int			 stream_paused;	/* a client is behind */
 	int			 partial;	/* the body was not all kept */
 	struct event		*stream_ev;	/* re-checks a paused stream */
+	enum stream_state	 stream_state;	/* of the fetch running */
+	struct upstream_response *head;	/* workers > 1: its head, and */
+	struct evbuffer		*replay;	/* its body while all is kept */
+	struct upstream_fetch	*peer;		/* PEER: a sibling's stream */
+	int			 peer_slot;	/* PEER: that sibling */
 	TAILQ_ENTRY(flight)	 link;
 	struct cache_op		*op;
 	struct refresh		*refresh;
@@ -310,6 +332,8 @@ stream_check(struct flight *fl)
 	evtimer_del(fl->stream_ev);
 	if (fl->refresh != NULL)
 		refresh_resume(fl->refresh);
+	else if (fl->peer != NULL)
+		upstream_resume(fl->peer);
 }
 
 static void
@@ -332,8 +356,68 @@ flight_stream_drained(struct req *req)
 		stream_check(fl);
 }
 
+/* The siblings' requests waiting in fl get no stream: each is answered
+ * at once (204), and its sibling waits for the entry as before. */
+static void
+refuse_peers(struct flight *fl)
+{
+	struct req *req, *next;
+
+	for (req = TAILQ_FIRST(&fl->reqs); req != NULL; req = next) {
+		next = TAILQ_NEXT(req, flight_link);
+		if (!req->peer)
+			continue;
+		TAILQ_REMOVE(&fl->reqs, req, flight_link);
+		flight_hand(fl, req, OUT_NONE, NULL, 0);
+	}
+}
+
+/* Workers > 1: the head of a response that streams, and its body while
+ * all of it is kept (as the entry is, up to max_entry_bytes), for a
+ * sibling's request that comes once the body has begun. */
+static void
+keep_head(struct flight *fl, const struct upstream_response *resp)
+{
+	if (fl->px->peer == NULL)
+		return;
+	if ((fl->head = calloc(1, sizeof(*fl->head))) == NULL ||
+	    (fl->replay = evbuffer_new()) == NULL) {
+		free(fl->head);
+		fl->head = NULL;
+		return;		/* such a request gets a 204 */
+	}
+	TAILQ_INIT(&fl->head->headers);
+	fl->head->status = resp->status;
+	hdr_copy(&resp->headers, &fl->head->headers, 0);
+}
+
+static void
+keep_body(struct flight *fl, struct evbuffer *chunk)
+{
+	if (fl->replay == NULL)
+		return;
+	if (evbuffer_get_length(fl->replay) + evbuffer_get_length(chunk) >
+	    (size_t)fl->px->conf->max_entry_bytes ||
+	    evbuffer_add_buffer_reference(fl->replay, chunk) == -1) {
+		evbuffer_free(fl->replay);	/* no longer from the start */
+		fl->replay = NULL;
+	}
+}
+
+/* The fetch is over: the next one starts from nothing. */
+static void
+forget_head(struct flight *fl)
+{
+	fl->stream_state = STREAM_NONE;
+	upstream_response_free(&fl->head);
+	if (fl->replay != NULL)
+		evbuffer_free(fl->replay);
+	fl->replay = NULL;
+}
+
 /*
- * The fetch's response as it arrives. A long, shareable one goes to every
+ * The fetch's response as it arrives (from the upstream, or from the
+ * sibling that fetches it: PEER). A long, shareable one goes to every
  * GET of the flight at once, a piece at a time by reference, the fetch
  * pausing while a client is more than stream_window behind. Requests that
  * join later, or are HEADs, get the entry when it is whole.
@@ -345,13 +429,16 @@ on_flight_stream(const struct upstream_response *resp, struct evbuffer *chunk,
 	struct flight *fl = arg;
 	struct req *req, *next;
 	size_t most = 0;
-	int lead = 1;
+	int lead = fl->peer == NULL;	/* a sibling's: every request waited */
 
 	assert(fl->magic == FLIGHT_MAGIC);
 	if (chunk == NULL) {
 		if (!stream_wanted(resp, 1) || !hdr_shareable(&resp->headers) ||
-		    evhttp_find_header(&resp->headers, "Vary") != NULL)
+		    evhttp_find_header(&resp->headers, "Vary") != NULL) {
+			fl->stream_state = STREAM_WHOLE;
+			refuse_peers(fl);
 			return 0;	/* answered whole, as it may vary */
+		}
 		for (req = TAILQ_FIRST(&fl->reqs); req != NULL; req = next,
 		    lead = 0) {
 			next = TAILQ_NEXT(req, flight_link);
@@ -361,8 +448,14 @@ on_flight_stream(const struct upstream_response *resp, struct evbuffer *chunk,
 			TAILQ_INSERT_TAIL(&fl->streams, req, flight_link);
 			fl->lead_streamed |= lead;
 		}
+		fl->stream_state = STREAM_ON;
+		if (fl->peer != NULL)
+			STAT_INC(fl->px->stats, fl->route, peer_streams);
+		else
+			keep_head(fl, resp);
 		return UPSTREAM_STREAM;
 	}
+	keep_body(fl, chunk);
 	TAILQ_FOREACH(req, &fl->streams, flight_link) {
 		size_t queued = req_stream_data(req, chunk);
 
@@ -375,6 +468,25 @@ on_flight_stream(const struct upstream_response *resp, struct evbuffer *chunk,
 	return UPSTREAM_PAUSE;
 }
 
+/* Every reply under way ends, whole only if ok; the lead's (if it
+ * streamed) is lead_o, with what its fetch took. */
+static void
+end_streams(struct flight *fl, int ok, enum outcome lead_o, int64_t lead_ms)
+{
+	int lead = fl->lead_streamed;
+	struct req *req;
+
+	evtimer_del(fl->stream_ev);
+	fl->stream_paused = 0;
+	while ((req = TAILQ_FIRST(&fl->streams)) != NULL) {
+		TAILQ_REMOVE(&fl->streams, req, flight_link);
+		req->flight = NULL;
+		req_stream_end(req, ok, lead ? lead_o : OUT_COLLAPSED,
+		    lead ? lead_ms : -1);
+		lead = 0;
+	}
+}
+
 /* The fetch ended (rf NULL: the flight is given up): every reply under
  * way ends, whole only if the fetch brought the whole response. */
 static void
@@ -382,21 +494,11 @@ flight_end_streams(struct flight *fl, const struct refresh_report *rf)
 {
 	int ok = rf != NULL && rf->result == RFR_FETCHED &&
 	    rf->failure[0] == '\0';
-	int lead = fl->lead_streamed;
-	struct req *req;
 
-	evtimer_del(fl->stream_ev);
-	fl->stream_paused = 0;
 	if (rf != NULL)
 		fl->partial = rf->partial;
-	while ((req = TAILQ_FIRST(&fl->streams)) != NULL) {
-		TAILQ_REMOVE(&fl->streams, req, flight_link);
-		req->flight = NULL;
-		req_stream_end(req, ok, !lead ? OUT_COLLAPSED : rf != NULL &&
-		    rf->stored ? OUT_STORED : OUT_FETCHED,
-		    lead && rf != NULL ? rf->fetch_ms : -1);
-		lead = 0;
-	}
+	end_streams(fl, ok, rf != NULL && rf->stored ? OUT_STORED :
+	    OUT_FETCHED, rf != NULL ? rf->fetch_ms : -1);
 }
 
 /*
@@ -451,6 +553,8 @@ on_flight_refresh(struct refresh_report *rf, void *arg)
 	assert(fl->magic == FLIGHT_MAGIC);
 	fl->refresh = NULL;
 	flight_end_streams(fl, rf);
+	refuse_peers(fl);
+	forget_head(fl);
 	if (rf->fetch_ms >= 0)
 		fl->upstream_ms = rf->fetch_ms;
 	fl->upstream_status = rf->upstream_status;
@@ -466,6 +570,8 @@ on_flight_refresh(struct refresh_report *rf, void *arg)
 			fl->step = FL_DIRECT;
 		else if (fl->fill_pending)
 			fl->step = FL_LOCK;
+		else if ((fl->peer_slot = peer_find(fl->px, fl->key)) >= 0)
+			fl->step = FL_PEER;	/* a sibling fetches it */
 		else
 			fl->step = FL_WAIT;
 		break;
@@ -537,6 +643,43 @@ on_flight_refresh(struct refresh_report *rf, void *arg)
 	flight_run(fl);
 }
 
+/*
+ * The sibling's answer has ended: streamed (whole, or cut short: its
+ * clients' connections are then closed), or there was no stream for us.
+ * Requests that did not get it (HEADs, late ones) go on as after a busy
+ * lock: the entry is stored, or its lock released, soon.
+ */
+static void
+on_flight_peer(struct upstream_response *resp, void *arg)
+{
+	struct flight *fl = arg;
+	int ok = resp->result == UPSTREAM_OK;
+
+	assert(fl->magic == FLIGHT_MAGIC && fl->step == FL_PEER);
+	fl->peer = NULL;
+	if (fl->stream_state == STREAM_ON) {
+		if (!ok)
+			log_warn("%s: the sibling worker's stream failed: %s",
+			    fl->key, resp->error);
+		end_streams(fl, ok, OUT_COLLAPSED, -1);
+	} else {
+		STAT_INC(fl->px->stats, fl->route, peer_fallbacks);
+		log_debug("%s: no stream from the sibling worker (%s%d)",
+		    fl->key, ok ? "status " : resp->error, ok ? resp->status : 0);
+	}
+	upstream_response_free(&resp);
+	forget_head(fl);
+	if (TAILQ_EMPTY(&fl->reqs))
+		fl->step = FL_DONE;
+	else if (fl->timed_out)
+		fl->step = FL_DIRECT;
+	else if (fl->fill_pending)
+		fl->step = FL_LOCK;
+	else
+		fl->step = FL_WAIT;
+	flight_run(fl);
+}
+
 static void
 flight_wake(struct flight *fl)
 {
@@ -544,8 +687,9 @@ flight_wake(struct flight *fl)
 		evtimer_del(fl->poll_ev);
 		fl->step = FL_LOCK;
 		flight_run(fl);
-	} else if (fl->step == FL_LOCK) {
-		/* The notification may overtake the acquire's reply. */
+	} else if (fl->step == FL_LOCK || fl->step == FL_PEER) {
+		/* The notification may overtake the acquire's reply, or come
+		 * while a sibling's stream still runs. */
 		fl->fill_pending = 1;
 	}
 }
@@ -591,7 +735,10 @@ flight_done(struct flight *fl)
 	struct req *req;
 	int lead = !fl->lead_streamed;
 
+	upstream_cancel(&fl->peer);
 	flight_end_streams(fl, NULL);	/* any left: cut short */
+	refuse_peers(fl);
+	forget_head(fl);
 	dict_del(px->flights, fl->key);
 	TAILQ_REMOVE(&all_flights, fl, link);
 	while ((req = TAILQ_FIRST(&fl->reqs)) != NULL) {
@@ -670,6 +817,16 @@ flight_run(struct flight *fl)
 			flight_start_wait(fl);
 			timer_arm(fl->poll_ev, rt->lock_poll_ms);
 			return;
+		case FL_PEER:
+			/* Still subscribed: a fill meanwhile is noted. */
+			flight_start_wait(fl);
+			fl->peer = peer_fetch(px, fl->peer_slot, fl->key, fl->uri,
+			    on_flight_stream, on_flight_peer, fl);
+			if (fl->peer == NULL) {
+				fl->step = FL_WAIT;
+				continue;
+			}
+			return;
 		case FL_DIRECT:
 			evtimer_del(fl->deadline_ev);
 			if (fl->timed_out)
@@ -740,6 +897,61 @@ fail:
 	free(fl->uri);
 	free(fl);
 	return -1;
+}
+
+/* A copy of src's bytes (src holds references, which cannot be
+ * referenced again), or NULL. */
+static struct evbuffer *
+copy_of(struct evbuffer *src)
+{
+	int n = evbuffer_peek(src, -1, NULL, NULL, 0);
+	struct evbuffer_iovec *v = NULL;
+	struct evbuffer *dst;
+
+	if ((dst = evbuffer_new()) == NULL)
+		return NULL;
+	if (n > 0 && (v = calloc((size_t)n, sizeof(*v))) == NULL)
+		goto fail;
+	n = evbuffer_peek(src, -1, NULL, v, n);
+	for (int i = 0; i < n; i++)
+		if (evbuffer_add(dst, v[i].iov_base, v[i].iov_len) == -1)
+			goto fail;
+	free(v);
+	return dst;
+fail:
+	free(v);
+	evbuffer_free(dst);
+	return NULL;
+}
+
+int
+flight_attach_peer(struct proxy *px, struct req *req)
+{
+	struct flight *fl = dict_get(px->flights, req->key);
+	struct evbuffer *sofar;
+
+	assert(req->peer);
+	if (fl == NULL || fl->refresh == NULL)
+		return -1;	/* nothing is fetched for it here */
+	if (fl->stream_state == STREAM_NONE) {
+		/* It gets the head with the flight's own requests. */
+		TAILQ_INSERT_TAIL(&fl->reqs, req, flight_link);
+		req->flight = fl;
+		return 0;
+	}
+	/* Begun: the head and the body so far first, if all was kept. */
+	if (fl->stream_state != STREAM_ON || fl->replay == NULL ||
+	    (sofar = copy_of(fl->replay)) == NULL)
+		return -1;
+	if (req_stream_start(req, fl->head, 1) == -1) {
+		evbuffer_free(sofar);
+		return -1;
+	}
+	TAILQ_INSERT_TAIL(&fl->streams, req, flight_link);
+	req->flight = fl;
+	(void)req_stream_data(req, sofar);
+	evbuffer_free(sofar);
+	return 0;
 }
 
 /* A purge or invalidation anywhere in the fleet: key, or NULL when some

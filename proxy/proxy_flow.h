@@ -12,6 +12,8 @@
  *	proxy_status.c	what an answer is called: Cache-Status, counters,
  *			the access-log record
  *	proxy_flow.c	what spans them all: reload, drain, shutdown
+ *	proxy_peer.c	workers > 1: a response in flight, shared with the
+ *			sibling workers whose requests wait for it
  *
  * A machine's fields are its own: the others read a report it hands over
  * or call its face. Nothing outside proxy/ sees these types.
@@ -94,11 +96,14 @@ struct req {
 	TAILQ_ENTRY(req)	 all_link;
 	struct upstream_fetch	*fetch;		/* PASS only */
 	int			 reject_code;	/* OUT_REJECTED */
+	int			 peer;		/* a sibling worker's (proxy_peer.c):
+						 * it takes a stream or a 204 */
 	int			 credentials;	/* Authorization or Cookie sent */
 	int			 conditional;	/* If-None-Match or If-Modified-Since */
 	int			 early_due;	/* its near-cache hit rolled XFetch */
 	int			 hit_for_miss;	/* passed: the key is uncacheable */
 	int			 streaming;	/* its reply is under way */
+	int			 stream_status;	/* ... with this status line */
 	int			 paused;	/* PASS: its fetch waits for it */
 	struct event		*end_ev;	/* its reply ends once sent */
 	uint64_t		 streamed;	/* body bytes handed to it */
@@ -161,6 +166,10 @@ size_t	req_stream_backlog(struct req *req);
  * then closed: a cut body is never passed off as whole); req is done. */
 void	req_stream_end(struct req *req, int ok, enum outcome o,
 	    int64_t upstream_ms);
+/* A sibling worker asks for the response in flight for key: req joins
+ * that flight (flight_attach_peer), or is answered 204 at once. */
+void	flow_peer_recv(struct proxy *px, struct evhttp_request *ev,
+	    const char *key);
 void	req_abandon_all(void);
 void	req_remap(const struct conf *old, const struct conf *new);
 void	req_shutdown_all(void);
@@ -174,6 +183,10 @@ int	flight_join(struct proxy *px, struct req *req, const char *key,
 	    int early_due);
 /* req leaves its flight, if it is in one, unanswered. */
 void	flight_leave(struct req *req);
+/* A sibling's request (req->peer) joins the flight of its key if that
+ * flight's fetch runs and may still stream to it from the first byte:
+ * 0, or -1 (nothing to stream: req is not in a flight). */
+int	flight_attach_peer(struct proxy *px, struct req *req);
 /* A streamed piece reached req's client: the fetch may go on. */
 void	flight_stream_drained(struct req *req);
 /* Has a hit on e drawn an early refresh (XFetch)? */
@@ -286,6 +299,20 @@ void	count_upstream(struct proxy *px, int route,
 	    const struct upstream_response *resp);
 const char *method_name(enum evhttp_cmd_type cmd);
 void	log_access(struct req *req, uint64_t bytes);
+
+/* ---- proxy_peer.c --------------------------------------------------- */
+
+/* Says in the shared table that this worker fetches key under the lock
+ * (while peer siblings may ask): an entry for peer_withdraw(), or -1. */
+int	peer_publish(struct proxy *px, const char *key);
+void	peer_withdraw(struct proxy *px, int *entry);
+/* The sibling slot whose table says it fetches key, or -1. */
+int	peer_find(struct proxy *px, const char *key);
+/* Asks sibling slot for its response in flight for key, as upstream.h's
+ * fetch (on_data gets it as it arrives). NULL if it cannot be asked. */
+struct upstream_fetch *peer_fetch(struct proxy *px, int slot, const char *key,
+	    const char *uri, upstream_data_cb *on_data, upstream_done_cb *cb,
+	    void *arg);
 
 /* ---- proxy_flow.c --------------------------------------------------- */
 

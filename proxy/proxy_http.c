@@ -468,7 +468,7 @@ publish(struct proxy *px)
 	snprintf(ws->redis_down, sizeof(ws->redis_down), "%s",
 	    cache_down_reason(px->cache));
 	ws->connections = (int64_t)dict_count(px->conns);
-	ws->requests = px->nrequests;
+	ws->requests = px->nrequests - px->npeers;	/* clients' */
 	ws->flights = (int64_t)dict_count(px->flights);
 	ws->refreshes = px->nrefreshes;
 	ws->upstream_fetches = upstream_active(px->upstream);
@@ -604,6 +604,8 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 		goto fail;
 	}
 	cache_on_purge(px->cache, flow_on_purge);
+	if (peer_listen(px, err, errlen) == -1)
+		goto fail;
 	if (nslots > 1) {
 		px->publish_ev = event_new(base, -1, EV_PERSIST, on_publish, px);
 		if (px->publish_ev == NULL) {
@@ -630,6 +632,7 @@ proxy_stop(struct proxy *px)
 		event_free(px->publish_ev);
 	px->publish_ev = NULL;
 	flow_shutdown(px);
+	peer_close(px);
 	if (px->http != NULL)
 		evhttp_free(px->http);
 	if (px->admin != NULL)

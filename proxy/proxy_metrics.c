@@ -96,6 +96,12 @@ static const struct counter_row counter_rows[] = {
 	{ "corral_hit_for_miss_total", "Lock attempts on a key remembered "
 	  "fleet-wide as uncacheable: its requests went upstream in parallel.",
 	  NULL, NULL, FIELD(hit_for_miss), NO_FIELD },
+	{ "corral_peer_streams_total", "Asks of a sibling worker for the "
+	  "response it fetches: streamed to this worker's waiters, or none "
+	  "(they waited for the entry).", "result", "streamed",
+	  FIELD(peer_streams), NO_FIELD },
+	{ "corral_peer_streams_total", NULL, "result", "none",
+	  FIELD(peer_fallbacks), NO_FIELD },
 };
 
 /* A per-route histogram family. */

@@ -67,6 +67,7 @@ struct refresh {
 	struct event		*renew_ev;
 	struct event		*done_ev;
 	int			 registered;	/* in px->refreshes */
+	int			 peer_entry;	/* in the siblings' table, or -1 */
 	int			 lost;		/* our token was replaced */
 	int64_t			 fetch_start_us;
 	int64_t			 sie_ms;	/* stale-if-error of the entry */
@@ -126,6 +127,7 @@ refresh_end(struct refresh *rf)
 	cache_op_cancel(&rf->op);
 	cache_op_cancel(&rf->renew_op);
 	upstream_cancel(&rf->fetch);
+	peer_withdraw(rf->px, &rf->peer_entry);
 	if (rf->registered) {
 		dict_del(rf->px->refreshes, rf->key);
 		rf->registered = 0;
@@ -512,6 +514,14 @@ refresh_run(struct refresh *rf)
 				rf->step = RF_FETCH;
 				continue;
 			}
+			/*
+			 * Its flight may stream the response to the siblings'
+			 * waiters too. Said before the lock is asked for: a
+			 * sibling that finds the lock busy must see it. If the
+			 * lock is lost, it only costs an asker a 204.
+			 */
+			if (rf->stream != NULL && rf->cb != NULL)
+				rf->peer_entry = peer_publish(px, rf->key);
 			rf->op = lock_acquire(px->cache, rf->key, rf->token,
 			    rt->lock_ttl_ms, rf->seen_gen, on_refresh_lock, rf);
 			if (rf->op == NULL) {
@@ -586,6 +596,7 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	rf->rt = *a->rt;
 	rf->authorized = a->authorized;
 	rf->rep.fetch_ms = -1;
+	rf->peer_entry = -1;
 	rf->cb = cb;
 	rf->cb_arg = arg;
 	rf->stream = a->stream;
@@ -647,6 +658,7 @@ refresh_detach(struct refresh *rf)
 	assert(rf->magic == REFRESH_MAGIC);
 	rf->cb = NULL;
 	rf->stream = NULL;
+	peer_withdraw(rf->px, &rf->peer_entry);	/* no flight to ask now */
 	if (rf->fetch != NULL)
 		upstream_resume(rf->fetch);	/* nobody holds it back now */
 }

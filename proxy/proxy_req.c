@@ -454,6 +454,25 @@ add_via(struct evkeyvalq *out, const struct evkeyvalq *in)
 	evhttp_add_header(out, "Via", line);
 }
 
+/*
+ * A sibling's request gets the response as the origin sent it: status and
+ * end-to-end headers, with its length when it had one. The sibling makes
+ * of it what its own clients get (Via, Cache-Status, its route's rules).
+ */
+static int
+peer_stream_start(struct req *req, const struct upstream_response *resp)
+{
+	struct evkeyvalq *out = evhttp_request_get_output_headers(req->ev);
+	const char *cl = evhttp_find_header(&resp->headers, "Content-Length");
+
+	hdr_copy(&resp->headers, out, HDR_DROP_LENGTH);
+	if (cl != NULL)
+		evhttp_add_header(out, "Content-Length", cl);
+	evhttp_send_reply_start(req->ev, resp->status, NULL);
+	req->streaming = 1;
+	return 0;
+}
+
 int
 req_stream_start(struct req *req, const struct upstream_response *resp,
     int collapsed)
@@ -468,6 +487,8 @@ req_stream_start(struct req *req, const struct upstream_response *resp,
 	assert(req->magic == REQ_MAGIC && !req->streaming);
 	if (evhttp_request_get_connection(req->ev) == NULL || req->head)
 		return -1;
+	if (req->peer)
+		return peer_stream_start(req, resp);
 	TAILQ_FOREACH(h, &resp->headers, next) {
 		/* End-to-end ones, as an entry keeps them. */
 		if (hdr_is_hop_by_hop(h->key, conn) ||
@@ -496,6 +517,7 @@ req_stream_start(struct req *req, const struct upstream_response *resp,
 		evhttp_add_header(out, "Connection", "close");
 	evhttp_send_reply_start(req->ev, resp->status, NULL);
 	req->streaming = 1;
+	req->stream_status = resp->status;
 	req->waited_us = util_mono_us() - req->t_join_us;	/* its wait */
 	return 0;
 }
@@ -522,6 +544,7 @@ static void
 on_stream_end(evutil_socket_t fd, short what, void *arg)
 {
 	struct req *req = arg;
+	struct evhttp_request *ev = req->ev;
 
 	assert(req->magic == REQ_MAGIC && req->end_ev != NULL);
 	if (req_stream_backlog(req) > 0) {
@@ -530,8 +553,8 @@ on_stream_end(evutil_socket_t fd, short what, void *arg)
 	}
 	event_free(req->end_ev);
 	req->end_ev = NULL;
-	evhttp_send_reply_end(req->ev);	/* frees it if its client left */
-	req_free(req, req->streamed);
+	req_free(req, req->streamed);	/* before ev goes: the log reads it */
+	evhttp_send_reply_end(ev);	/* may free ev at once */
 }
 
 /* What was queued for the client has been sent. */
@@ -604,12 +627,15 @@ req_free(struct req *req, uint64_t bytes)
 {
 	struct proxy *px = req->px;
 
-	log_access(req, bytes);
-	count_outcome(req);
+	if (!req->peer) {	/* the sibling counts its own clients */
+		log_access(req, bytes);
+		count_outcome(req);
+	}
 	if (req->end_ev != NULL)
 		event_free(req->end_ev);
 	TAILQ_REMOVE(&all_reqs, req, all_link);
 	px->nrequests--;
+	px->npeers -= req->peer;
 	entry_unref(&req->entry);
 	free(req->uri);
 	free(req->host);
@@ -645,6 +671,12 @@ req_finish(struct req *req)
 	if (req->streaming) {
 		req->outcome = OUT_UNAVAILABLE;
 		stream_abort(req);
+		return;
+	}
+	if (req->peer) {
+		/* No stream for it: the sibling waits for the entry. */
+		evhttp_send_reply(req->ev, HTTP_NOCONTENT, NULL, NULL);
+		req_free(req, 0);
 		return;
 	}
 	req_free(req, deliver(req));
@@ -960,6 +992,34 @@ flow_recv(struct proxy *px, struct evhttp_request *ev)
 	TAILQ_INSERT_TAIL(&all_reqs, req, all_link);
 	px->nrequests++;
 	req_run(req);
+}
+
+void
+flow_peer_recv(struct proxy *px, struct evhttp_request *ev, const char *key)
+{
+	struct req *req;
+
+	assert(px->magic == PROXY_MAGIC);
+	if ((req = calloc(1, sizeof(*req))) == NULL ||
+	    (req->uri = strdup(evhttp_request_get_uri(ev))) == NULL) {
+		free(req);
+		evhttp_send_error(ev, HTTP_SERVUNAVAIL, NULL);
+		return;
+	}
+	req->magic = REQ_MAGIC;
+	req->px = px;
+	req->ev = ev;
+	req->peer = 1;
+	req->route = -1;
+	req->upstream_ms = -1;
+	req->t_start_us = req->t_join_us = util_mono_us();
+	snprintf(req->key, sizeof(req->key), "%s", key);
+	TAILQ_INSERT_TAIL(&all_reqs, req, all_link);
+	px->nrequests++;
+	px->npeers++;
+	req->step = REQ_DELIVER;	/* when its flight ends, or now */
+	if (flight_attach_peer(px, req) == -1)
+		req_run(req);
 }
 
 /*

@@ -45,7 +45,9 @@
 	X(lock_lost,		"fetches whose lock token was replaced")	\
 	X(waiters,		"requests that waited for another's fetch")	\
 	X(lock_wait_ms,		"total ms those requests waited")	\
-	X(lock_wait_timeouts,	"waits that reached lock_wait")
+	X(lock_wait_timeouts,	"waits that reached lock_wait")	\
+	X(peer_streams,		"responses streamed from a sibling worker's fetch")	\
+	X(peer_fallbacks,	"asks of a sibling worker that got no stream")
 
 struct stats_counters {
 #define STATS_MEMBER(name, doc)	uint64_t name;

@@ -284,7 +284,9 @@ log_access_record(struct req *req, uint64_t bytes)
 		.method = method_name(evhttp_request_get_command(req->ev)),
 		.uri = req->uri != NULL ? req->uri :
 		    evhttp_request_get_uri(req->ev),
-		.status = evhttp_request_get_response_code(req->ev),
+		/* A client that leaves mid-stream makes libevent say 400. */
+		.status = req->streaming ? req->stream_status :
+		    evhttp_request_get_response_code(req->ev),
 		.bytes = bytes,
 		.referer = evhttp_find_header(in, "Referer"),
 		.user_agent = evhttp_find_header(in, "User-Agent"),

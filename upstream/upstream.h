@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <event2/event.h>
 #include <event2/buffer.h>
@@ -58,6 +59,12 @@ struct upstream_request {
 	upstream_data_cb	*on_data;
 	void			*data_arg;
 	size_t			 keep_body;
+	/* Optional: connect to this abstract Unix socket (its name without
+	 * the leading NUL) instead of url's host, and only if the process
+	 * listening there is listen_pid; otherwise the fetch fails with
+	 * UPSTREAM_ERR_CONNECT. url still names the Host and the target. */
+	const char		*abstract_socket;
+	pid_t			 listen_pid;
 };
 
 struct upstream_response {

@@ -20,6 +20,8 @@
 #include "upstream/upstream.h"
 
 #include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include <assert.h>
 #include <ctype.h>
@@ -55,7 +57,11 @@ enum abort_reason {
 	ABORT_FRAMING,		/* a length the next hop could read otherwise */
 	ABORT_NO_MEMORY,	/* a header or body chunk could not be stored */
 	ABORT_NO_SOCKET,	/* could not watch one of its sockets */
+	ABORT_LISTENER,		/* its Unix socket is not listen_pid's */
 };
+
+/* An abstract Unix socket name, without its leading NUL. */
+#define SOCKET_NAME_MAX	(sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
 
 /* A socket curl asked us to watch. */
 struct sock {
@@ -97,6 +103,9 @@ struct upstream_fetch {
 	TAILQ_ENTRY(upstream_fetch) ready_entry;
 	enum abort_reason	 abort;
 	char			 framing[80];	/* what ABORT_FRAMING found */
+	char			 socket_name[SOCKET_NAME_MAX + 1];	/* or "" */
+	pid_t			 listen_pid;
+	curl_socket_t		 new_socket;	/* to check, or CURL_SOCKET_BAD */
 	char			 errbuf[CURL_ERROR_SIZE];
 	TAILQ_ENTRY(upstream_fetch) entry;
 };
@@ -391,6 +400,10 @@ classify(const struct upstream_fetch *f, CURLcode rc, char *err,
 	case ABORT_NO_SOCKET:
 		copy_text(err, errlen, "out of memory");
 		return UPSTREAM_ERR_PROTOCOL;
+	case ABORT_LISTENER:
+		snprintf(err, errlen, "no process %d listening on @%s",
+		    (int)f->listen_pid, f->socket_name);
+		return UPSTREAM_ERR_CONNECT;
 	}
 
 	if (rc == CURLE_OK) {
@@ -613,6 +626,39 @@ on_reap(evutil_socket_t fd, short what, void *arg)
 	unbusy(up);
 }
 
+/* CURLOPT_SOCKOPTFUNCTION of a fetch over an abstract Unix socket: the
+ * socket of a new connection, checked once its answer begins. */
+static int
+on_sockopt(void *arg, curl_socket_t fd, curlsocktype purpose)
+{
+	struct upstream_fetch *f = arg;
+
+	assert(f->magic == FETCH_MAGIC);
+	if (purpose == CURLSOCKTYPE_IPCXN)
+		f->new_socket = fd;
+	return CURL_SOCKOPT_OK;
+}
+
+/*
+ * Is the process listening on f's Unix socket the one the caller named?
+ * The kernel says who (SO_PEERCRED), so that nobody else who took the
+ * name can answer. Asked of a new connection before any of its answer is
+ * used; a connection reused was asked when it was new.
+ */
+static int
+listener_ok(struct upstream_fetch *f)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	curl_socket_t fd = f->new_socket;
+
+	if (f->listen_pid == 0 || fd == CURL_SOCKET_BAD)
+		return 1;
+	f->new_socket = CURL_SOCKET_BAD;	/* asked once */
+	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+	    cred.pid == f->listen_pid;
+}
+
 /* ---- libcurl's data callbacks ----------------------------------------- */
 
 /* Stores one "Name: value" line; -1 only when out of memory. */
@@ -713,6 +759,10 @@ on_header(char *data, size_t size, size_t n, void *arg)
 	assert(f->magic == FETCH_MAGIC);
 
 	if (len >= 5 && memcmp(data, "HTTP/", 5) == 0) {
+		if (!listener_ok(f)) {
+			f->abort = ABORT_LISTENER;
+			return 0;
+		}
 		/* A new status line: forget an interim (1xx) response's. */
 		evhttp_clear_headers(&f->resp->headers);
 		f->header_bytes = 0;
@@ -967,6 +1017,13 @@ configure(struct upstream_fetch *f, const struct upstream_request *req)
 	if (req->max_body_bytes > 0 && !head && req->on_data == NULL)
 		bad |= curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,
 		    (curl_off_t)req->max_body_bytes) != CURLE_OK;
+	if (req->abstract_socket != NULL) {
+		bad |= curl_easy_setopt(e, CURLOPT_ABSTRACT_UNIX_SOCKET,
+		    f->socket_name) != CURLE_OK;
+		bad |= curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION,
+		    on_sockopt) != CURLE_OK;
+		bad |= curl_easy_setopt(e, CURLOPT_SOCKOPTDATA, f) != CURLE_OK;
+	}
 	if (set_method(e, req) == -1)
 		bad = 1;
 	return bad ? -1 : 0;
@@ -993,6 +1050,14 @@ upstream_fetch(struct upstream *up, const struct upstream_request *req,
 	f->on_data = req->on_data;
 	f->data_arg = req->data_arg;
 	f->keep_body = req->keep_body;
+	f->new_socket = CURL_SOCKET_BAD;
+	if (req->abstract_socket != NULL) {
+		if (strlen(req->abstract_socket) > SOCKET_NAME_MAX)
+			goto fail;
+		copy_text(f->socket_name, sizeof(f->socket_name),
+		    req->abstract_socket);
+		f->listen_pid = req->listen_pid;
+	}
 	if (f->on_data != NULL && (f->pending = evbuffer_new()) == NULL)
 		goto fail;
 	f->start_us = util_mono_us();

@@ -212,3 +212,21 @@ def near_cache_hits_of_a_large_body_go_out_from_its_memory_file_intact(env):
     expect_eq(corral.purge(url=f"http://{HOST}/m/1").status, 200, "purged")
     wait_for(lambda: memory_files(corral.proc.pid) == 0, 10,
              "the memory file closed with its entry")
+
+
+@scenario
+def a_streamed_answer_gets_its_access_log_line(env):
+    # A streamed reply that ends whole is logged once its body is sent (the
+    # request is read for the record before libevent frees it).
+    size = 200 * KIB
+    redis, origin = env.redis(), env.origin()
+    origin.script("/s/logged", size=size, pieces=4, interval_ms=20)
+    log = os.path.join(env.workdir, "access.log")
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}},
+                        extra={"server": {"access_log": log}})
+    r = corral.get("/s/logged", {"Host": HOST})
+    expect_eq((r.status, len(r.body)), (200, size), "status, length")
+    line = wait_for(lambda: [l for l in open(log).read().splitlines() if "/s/logged" in l],
+                    what="the access-log line")[0]
+    expect(f'" 200 {size} ' in line and " cache=miss " in line,
+           f"the line names the status, the bytes sent and the outcome: {line}")

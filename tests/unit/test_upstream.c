@@ -11,7 +11,9 @@
 #include <netinet/in.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1200,6 +1202,83 @@ SCENARIO(header_lines_over_the_limit_fail_and_are_counted)
 	CHECK(upstream_counters(up)->too_many_headers == 1);
 }
 
+/* ---- over an abstract Unix socket ------------------------------------ */
+
+/* The evhttp origin listens on an abstract Unix socket too: its name. */
+static const char *
+origin_unix(char name[URL_MAX])
+{
+	struct sockaddr_un sa;
+	struct evconnlistener *l;
+	size_t n;
+
+	snprintf(name, URL_MAX, "corral-test-upstream-%d", (int)getpid());
+	n = strlen(name);
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path + 1, name, n);	/* abstract: sun_path[0] is 0 */
+	l = evconnlistener_new_bind(base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE,
+	    16, (struct sockaddr *)&sa,
+	    (int)(offsetof(struct sockaddr_un, sun_path) + 1 + n));
+	if (l == NULL)
+		return NULL;
+	if (evhttp_bind_listener(origin.http, l) == NULL) {
+		evconnlistener_free(l);
+		return NULL;
+	}
+	return name;
+}
+
+static struct upstream_fetch *
+fetch_unix(const char *name, pid_t pid, struct got *g)
+{
+	struct upstream_request r = request("GET", "http://peer/ok");
+
+	r.abstract_socket = name;
+	r.listen_pid = pid;
+	return upstream_fetch(up, &r, on_done, g);
+}
+
+SCENARIO(abstract_socket_reaches_the_process_named)
+{
+	char name[URL_MAX];
+	struct got g = { 0 }, h = { 0 };
+
+	CHECK(origin_unix(name) != NULL);
+	CHECK(fetch_unix(name, getpid(), &g) != NULL);
+	CHECK(run_until(&completed, 1) == 0);
+	CHECK(g.result == UPSTREAM_OK && g.status == 200);
+	CHECK_STR(g.body, "hello");
+	/* Its connection is reused, and was checked when it was new. */
+	CHECK(fetch_unix(name, getpid(), &h) != NULL);
+	CHECK(run_until(&completed, 2) == 0);
+	CHECK(h.result == UPSTREAM_OK && h.status == 200);
+	CHECK(origin.requests == 2);
+}
+
+SCENARIO(abstract_socket_of_another_process_is_refused)
+{
+	char name[URL_MAX];
+	struct got g = { 0 };
+
+	/* Whoever listens there, it is not the process the caller named. */
+	CHECK(origin_unix(name) != NULL);
+	CHECK(fetch_unix(name, getppid(), &g) != NULL);
+	CHECK(run_until(&completed, 1) == 0);
+	CHECK(g.result == UPSTREAM_ERR_CONNECT && g.status == 0);
+	CHECK(strstr(g.error, "no process") != NULL);
+	CHECK(g.body_len == 0 && g.nheaders == 0);
+}
+
+SCENARIO(abstract_socket_nobody_listens_on_is_a_connect_error)
+{
+	struct got g = { 0 };
+
+	CHECK(fetch_unix("corral-test-nobody-listens", getpid(), &g) != NULL);
+	CHECK(run_until(&completed, 1) == 0);
+	CHECK(g.result == UPSTREAM_ERR_CONNECT);
+}
+
 static void
 t_result_names(void)
 {
@@ -1254,6 +1333,9 @@ main(void)
 	RUN(t_oversized_header_block_is_a_protocol_error);
 	RUN(t_ambiguous_lengths_are_bad_framing);
 	RUN(t_header_lines_over_the_limit_fail_and_are_counted);
+	RUN(t_abstract_socket_reaches_the_process_named);
+	RUN(t_abstract_socket_of_another_process_is_refused);
+	RUN(t_abstract_socket_nobody_listens_on_is_a_connect_error);
 	RUN(t_result_names);
 	RUN(t_free_and_cancel_accept_null);
 	return unit_exit();

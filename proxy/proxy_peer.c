@@ -1,0 +1,278 @@
+/*
+ * Peer streaming: the workers of one instance share a response in flight.
+ *
+ * A cold miss is fetched by the one process of the fleet that wins the
+ * key's lock, and the requests of that process get the body as it arrives
+ * (proxy_flight.c). With workers > 1, so do the requests of its siblings:
+ *
+ *	worker S asks the lock	peer_publish(): its row of the shared table
+ *				says "fetching hash(K)" until its fetch ends
+ *				(or at once, if it finds the lock busy)
+ *	worker A finds K busy	peer_find(K) says S; peer_fetch() asks S over
+ *				S's socket: GET, Corral-Peer-Key: K
+ *	S			a flight for K whose response streams: the
+ *				response, the origin's status and head, as it
+ *				goes to S's own waiters (flight_attach_peer);
+ *				anything else: 204 at once ("no stream")
+ *	A			streams it to its own waiters; on a 204, an
+ *				error or a cut, A's waiters wait for the fill
+ *				as before. A stores nothing, takes no lock and
+ *				sends nothing to the origin.
+ *
+ * Each worker listens on the abstract Unix socket
+ * "corral-<master pid>-<slot>-<worker pid>". Anyone on the host may
+ * connect to an abstract socket, so a request is served only when the
+ * kernel says it comes from a sibling worker (SO_PEERCRED), and the
+ * asker reads only from the process it meant to ask (upstream.h's
+ * listen_pid). Whatever comes in, a peer request can only be given what
+ * a client of the public port asking for the same URL could be: a
+ * shareable response already streaming to clients. It starts no fetch,
+ * sends nothing to Redis and takes no lock.
+ */
+
+#include <assert.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+
+#include "common/log.h"
+#include "proxy/proxy.h"
+#include "proxy/proxy_flow.h"
+
+#define PEER_KEY_HEADER		"Corral-Peer-Key"
+#define PEER_HOST		"corral-peer"	/* the Host of a peer request */
+#define PEER_NAME_MAX		64
+#define PEER_BACKLOG		1024
+#define FNV_OFFSET		0xcbf29ce484222325ull
+#define FNV_PRIME		0x100000001b3ull
+
+/* A key's entry in the table: FNV-1a, never 0 (a free entry). */
+static uint64_t
+key_hash(const char *key)
+{
+	uint64_t h = FNV_OFFSET;
+
+	for (; *key != '\0'; key++)
+		h = (h ^ (unsigned char)*key) * FNV_PRIME;
+	return h != 0 ? h : 1;
+}
+
+/* The socket worker slot listens on (its process, pid). */
+static void
+socket_name(const struct proxy *px, int slot, pid_t pid,
+    char out[PEER_NAME_MAX])
+{
+	snprintf(out, PEER_NAME_MAX, "corral-%d-%d-%d", (int)px->master_pid,
+	    slot, (int)pid);
+}
+
+void
+peer_forget(struct peer_row *row)
+{
+	for (int i = 0; i < PEER_FETCHES_MAX; i++)
+		atomic_store_explicit(&row->fetching[i], 0,
+		    memory_order_relaxed);
+}
+
+int
+peer_publish(struct proxy *px, const char *key)
+{
+	struct peer_row *row = &px->slots[px->slot].peer;
+	uint64_t h = key_hash(key);
+
+	if (px->peer == NULL)
+		return -1;
+	for (int i = 0; i < PEER_FETCHES_MAX; i++) {
+		if (atomic_load_explicit(&row->fetching[i],
+		    memory_order_relaxed) == 0) {
+			atomic_store_explicit(&row->fetching[i], h,
+			    memory_order_release);
+			return i;
+		}
+	}
+	return -1;	/* full: its siblings' waiters wait as before */
+}
+
+void
+peer_withdraw(struct proxy *px, int *entry)
+{
+	if (*entry >= 0)
+		atomic_store_explicit(&px->slots[px->slot].peer.fetching[*entry],
+		    0, memory_order_release);
+	*entry = -1;
+}
+
+int
+peer_find(struct proxy *px, const char *key)
+{
+	uint64_t h = key_hash(key);
+
+	if (px->peers == NULL || strchr(key, ' ') != NULL)
+		return -1;	/* a key goes in a header with '\n' as ' ' */
+	for (int s = 0; s < px->nslots; s++) {
+		const struct peer_row *row = &px->slots[s].peer;
+
+		if (s == px->slot || px->slots[s].pid <= 0)
+			continue;
+		for (int i = 0; i < PEER_FETCHES_MAX; i++)
+			if (atomic_load_explicit(&row->fetching[i],
+			    memory_order_acquire) == h)
+				return s;
+	}
+	return -1;
+}
+
+struct upstream_fetch *
+peer_fetch(struct proxy *px, int slot, const char *key, const char *uri,
+    upstream_data_cb *on_data, upstream_done_cb *cb, void *arg)
+{
+	const struct conf *conf = px->conf;
+	char name[PEER_NAME_MAX], value[FLOW_KEY_MAX + 1], *p;
+	char *url;
+	size_t urllen = sizeof("http://" PEER_HOST) + strlen(uri);
+	pid_t pid = px->slots[slot].pid;
+	struct evkeyvalq headers;
+	struct upstream_fetch *f;
+	struct upstream_request ur = {
+		.method = "GET",
+		.connect_timeout_ms = conf->upstream_connect_timeout_ms,
+		.timeout_ms = conf->upstream_timeout_ms,
+		/* As a refresh's: a body the flight takes whole (none, from
+		 * a sibling) is bounded; a streamed one is its clients'. */
+		.max_body_bytes = PASS_BODY_MAX,
+		.on_data = on_data,
+		.data_arg = arg,
+		.keep_body = 0,
+		.abstract_socket = name,
+		.listen_pid = pid,
+	};
+
+	assert(slot != px->slot && slot < px->nslots);
+	if (pid <= 0 || (url = malloc(urllen)) == NULL)
+		return NULL;
+	snprintf(url, urllen, "http://" PEER_HOST "%s", uri);
+	socket_name(px, slot, pid, name);
+	snprintf(value, sizeof(value), "%s", key);
+	while ((p = strchr(value, '\n')) != NULL)
+		*p = ' ';
+	TAILQ_INIT(&headers);
+	evhttp_add_header(&headers, PEER_KEY_HEADER, value);
+	ur.url = url;
+	ur.headers = &headers;
+	f = upstream_fetch(px->peers, &ur, cb, arg);
+	evhttp_clear_headers(&headers);
+	free(url);
+	return f;
+}
+
+/* Is the process at the other end of ev's connection a sibling worker? */
+static int
+from_sibling(struct proxy *px, struct evhttp_request *ev)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(ev);
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	evutil_socket_t fd;
+
+	if (evcon == NULL ||
+	    (fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evcon))) ==
+	    -1 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1)
+		return 0;
+	for (int s = 0; s < px->nslots; s++)
+		if (s != px->slot && px->slots[s].pid > 0 &&
+		    px->slots[s].pid == cred.pid)
+			return 1;
+	return 0;
+}
+
+static void
+on_peer_request(struct evhttp_request *ev, void *arg)
+{
+	struct proxy *px = arg;
+	const char *key = evhttp_find_header(evhttp_request_get_input_headers(ev),
+	    PEER_KEY_HEADER);
+	char flight_key[FLOW_KEY_MAX + 1], *p;
+
+	assert(px->magic == PROXY_MAGIC);
+	if (!from_sibling(px, ev)) {
+		log_warn("peer socket: a request from a process that is not a "
+		    "sibling worker; closing");
+		evhttp_connection_free(evhttp_request_get_connection(ev));
+		return;
+	}
+	if (key == NULL || strlen(key) > FLOW_KEY_MAX ||
+	    strchr(key, '\n') != NULL) {
+		evhttp_send_error(ev, HTTP_BADREQUEST, NULL);
+		return;
+	}
+	snprintf(flight_key, sizeof(flight_key), "%s", key);
+	while ((p = strchr(flight_key, ' ')) != NULL)
+		*p = '\n';
+	flow_peer_recv(px, ev, flight_key);
+}
+
+int
+peer_listen(struct proxy *px, char *err, size_t errlen)
+{
+	struct sockaddr_un sa;
+	struct evconnlistener *lev;
+	char name[PEER_NAME_MAX];
+	size_t n;
+
+	if (px->nslots < 2)
+		return 0;
+	peer_forget(&px->slots[px->slot].peer);
+	px->master_pid = getppid();
+	socket_name(px, px->slot, getpid(), name);
+	n = strlen(name);
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path + 1, name, n);	/* abstract: sun_path[0] is 0 */
+	if ((px->peers = upstream_new(px->base)) == NULL ||
+	    (px->peer = evhttp_new(px->base)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	evhttp_set_allowed_methods(px->peer, EVHTTP_REQ_GET);
+	http_limits(px->peer, px->conf);
+	evhttp_set_max_body_size(px->peer, 0);	/* a peer GET has none */
+	evhttp_set_default_content_type(px->peer, NULL);
+	evhttp_set_gencb(px->peer, on_peer_request, px);
+	lev = evconnlistener_new_bind(px->base, NULL, NULL,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, PEER_BACKLOG,
+	    (struct sockaddr *)&sa,
+	    (int)(offsetof(struct sockaddr_un, sun_path) + 1 + n));
+	if (lev == NULL || evhttp_bind_listener(px->peer, lev) == NULL) {
+		/* Not fatal: its siblings' waiters wait as before. */
+		log_warn("peer socket @%s: %s; responses in flight are not "
+		    "shared with the other workers", name, strerror(errno));
+		if (lev != NULL)
+			evconnlistener_free(lev);
+		evhttp_free(px->peer);
+		px->peer = NULL;
+	}
+	return 0;
+}
+
+void
+peer_close(struct proxy *px)
+{
+	if (px->peer != NULL)
+		evhttp_free(px->peer);
+	px->peer = NULL;
+	upstream_free(&px->peers);
+	if (px->slots != NULL && px->nslots > 1)
+		peer_forget(&px->slots[px->slot].peer);
+}
