@@ -303,6 +303,8 @@ deliver_rendered(struct req *req, struct cache_entry *e, uint64_t *sentp)
 	evbuffer_add(out, tail, (size_t)n);
 	evbuffer_add_buffer(out, body);
 	evbuffer_free(body);
+	if (req->px->access_log != NULL)	/* the record names it */
+		evhttp_add_header(out_headers, "Cache-Status", cs);
 	*sentp = e->body_len;
 	return 1;
 }
