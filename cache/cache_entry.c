@@ -2,17 +2,12 @@
 
 #include <sys/queue.h>
 
-#include <sys/mman.h>
-#include <sys/resource.h>
-
 #include <assert.h>
-#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <event2/http.h>
 
@@ -127,88 +122,14 @@ count_headers(const struct cache_entry *e)
 	return n;
 }
 
-/* Sealed bodies alive in this process, each holding a descriptor. */
-static long	sealed_live;
-static long	sealed_max = -1;
-
 static void
 body_release(struct cache_entry *e)
 {
-	if (e->mapped)
-		munmap(e->store, e->store_len);
-	else
-		free(e->store);
-	if (e->seg != NULL)
-		evbuffer_file_segment_free(e->seg);	/* closes it once sent */
+	free(e->store);
 	e->store = NULL;
 	e->store_len = 0;
-	e->mapped = 0;
-	e->seg = NULL;
 	e->body = NULL;
 	e->body_len = 0;
-}
-
-static void
-on_seal_closed(struct evbuffer_file_segment const *seg, int flags, void *arg)
-{
-	sealed_live--;
-}
-
-int
-entry_seal(struct cache_entry *e)
-{
-	struct evbuffer_file_segment *seg;
-	struct rlimit rl;
-	void *map;
-	size_t done;
-	ssize_t n;
-	int fd;
-
-	assert(e->magic == ENTRY_MAGIC);
-	if (e->seg != NULL)
-		return 0;
-	if (e->refcnt != 1 || e->body_len < ENTRY_SEAL_MIN)
-		return -1;
-	if (sealed_max < 0) {
-		sealed_max = 0;
-		if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
-			sealed_max = rl.rlim_cur == RLIM_INFINITY ||
-			    rl.rlim_cur > 4 * 65536 ? 65536 :
-			    (long)rl.rlim_cur / 4;
-	}
-	if (sealed_live >= sealed_max)
-		return -1;
-	if ((fd = memfd_create("corral-body", MFD_CLOEXEC)) == -1)
-		return -1;
-	for (done = 0; done < e->body_len; done += (size_t)n)
-		if ((n = write(fd, e->body + done, e->body_len - done)) <= 0 &&
-		    !(n == -1 && errno == EINTR)) {
-			close(fd);
-			return -1;
-		} else if (n < 0)
-			n = 0;
-	map = mmap(NULL, e->body_len, PROT_READ, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED) {
-		close(fd);
-		return -1;
-	}
-	seg = evbuffer_file_segment_new(fd, 0, (ev_off_t)e->body_len,
-	    EVBUF_FS_CLOSE_ON_FREE | EVBUF_FS_DISABLE_MMAP |
-	    EVBUF_FS_DISABLE_LOCKING);
-	if (seg == NULL) {
-		munmap(map, e->body_len);
-		close(fd);
-		return -1;
-	}
-	evbuffer_file_segment_add_cleanup_cb(seg, on_seal_closed, NULL);
-	sealed_live++;
-	done = e->body_len;
-	body_release(e);
-	e->store = e->body = map;
-	e->store_len = e->body_len = done;
-	e->mapped = 1;
-	e->seg = seg;
-	return 0;
 }
 
 struct cache_entry *

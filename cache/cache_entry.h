@@ -40,12 +40,10 @@ struct cache_entry {
 	struct evkeyvalq	 headers;	/* end-to-end response headers */
 	unsigned char		*body;
 	size_t			 body_len;
-	/* Where body lives: its own allocation, a decoded reply taken
-	 * whole, or (sealed) a read-only map of seg's memory file. */
+	/* Where body lives: its own allocation, or a decoded reply taken
+	 * whole. */
 	void			*store;
 	size_t			 store_len;
-	int			 mapped;
-	struct evbuffer_file_segment *seg;
 	/* A rendering of its reply's head that the deliverer keeps here
 	 * (freed with the entry), what it was rendered for (head_tag), and
 	 * a figure of its own that goes with it. */
@@ -55,8 +53,6 @@ struct cache_entry {
 	int64_t			 head_aux;
 };
 
-/* Bodies at least this long are worth sealing (entry_seal). */
-#define ENTRY_SEAL_MIN		(32 * 1024)
 
 /* A new entry with refcnt 1, no headers, no body. NULL on no memory. */
 struct cache_entry *entry_new(void);
@@ -83,15 +79,6 @@ struct cache_entry *entry_decode(const void *buf, size_t len, char *err,
 struct cache_entry *entry_decode_take(void *buf, size_t len, char *err,
 		    size_t errlen);
 
-/*
- * Moves the body into a memory file, so that it can be sent with
- * sendfile(2) from e->seg (the socket takes the pages without a copy).
- * Only for an entry nobody else holds (refcnt 1): its body moves. 0 when
- * sealed (or already), -1 when it stays as it is: short body, others
- * hold it, or no descriptor to spare (a quarter of RLIMIT_NOFILE at most
- * is used for this).
- */
-int		 entry_seal(struct cache_entry *e);
 
 enum entry_state entry_state(const struct cache_entry *e, int64_t now_ms);
 const char	*entry_state_name(enum entry_state s);

@@ -382,9 +382,6 @@ l1_get(struct l1 *l, const char *key, int64_t now_ms)
 	}
 	touch(l, n);
 	l->counters.hits++;
-	/* Wanted a second time: worth a memory file to send from. */
-	if (n->e->seg == NULL && n->e->body_len >= ENTRY_SEAL_MIN)
-		(void)entry_seal(n->e);
 	return entry_ref(n->e);
 }
 

@@ -47,9 +47,8 @@ void		 l1_free(struct l1 **lp);
 /*
  * A new reference to key's entry if it is present and fresh at now_ms
  * (entry_state() == ENTRY_FRESH), counted as a hit; otherwise NULL, a
- * miss. A present entry that is no longer fresh is dropped. A large
- * body that only the near cache holds is sealed (entry_seal) on its
- * first hit, so later hits send it with sendfile(2).
+ * miss. A present entry that is no longer fresh is dropped. Never
+ * allocates.
  */
 struct cache_entry *l1_get(struct l1 *l, const char *key, int64_t now_ms);
 /*

@@ -195,7 +195,7 @@ on_pump(evutil_socket_t fd, short what, void *arg)
 		while (evbuffer_get_length(wire) == 0 &&
 		    evbuffer_get_length(out) > 0 &&
 		    evbuffer_write(out, sock) > 0)
-			;	/* a sealed body goes in a call of its own */
+			;
 		evbuffer_add_buffer(wire, out);
 	}
 	if (!(bufferevent_get_enabled(c->bev) & EV_WRITE))

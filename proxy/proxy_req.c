@@ -120,11 +120,7 @@ on_body_sent(const void *data, size_t len, void *arg)
 	entry_unref(&e);
 }
 
-/*
- * The body of e by reference: a sealed body as its memory file, which
- * the socket is given with sendfile(2) (the buffer drains only to the
- * socket: see on_pump() in proxy_http.c), else the bytes themselves.
- */
+/* The body of e by reference: the entry is kept until it is sent. */
 static struct evbuffer *
 body_of(struct cache_entry *e)
 {
@@ -132,17 +128,10 @@ body_of(struct cache_entry *e)
 
 	if ((body = evbuffer_new()) == NULL)
 		return NULL;
-	if (e->seg != NULL) {
-		if (evbuffer_set_flags(body, EVBUFFER_FLAG_DRAINS_TO_FD) == 0 &&
-		    evbuffer_add_file_segment(body, e->seg, 0,
-		    (ev_off_t)e->body_len) == 0)
-			return body;
-	} else if (evbuffer_add_reference(body, e->body, e->body_len,
-	    on_body_sent, entry_ref(e)) == 0) {
+	if (evbuffer_add_reference(body, e->body, e->body_len, on_body_sent,
+	    entry_ref(e)) == 0)
 		return body;
-	} else {
-		entry_unref(&e);	/* the reference just taken */
-	}
+	entry_unref(&e);	/* the reference just taken */
 	evbuffer_free(body);
 	return NULL;
 }

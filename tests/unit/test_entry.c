@@ -2,11 +2,9 @@
 
 #include <sys/queue.h>
 
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -491,60 +489,6 @@ t_decode_take_keeps_the_body_in_the_buffer_it_took(void)
 	entry_unref(&e);
 }
 
-/* How many descriptors this process has open. */
-static int
-open_fds(void)
-{
-	int n = 0;
-
-	for (int fd = 0; fd < 1024; fd++)
-		if (fcntl(fd, F_GETFD) != -1)
-			n++;
-	return n;
-}
-
-static void
-t_seal_moves_a_large_body_to_a_memory_file(void)
-{
-	size_t len = ENTRY_SEAL_MIN + 3;
-	unsigned char *body = malloc(len), got[64];
-	struct cache_entry *e, *held;
-	int fds = open_fds();
-
-	CHECK(body != NULL);
-	for (size_t i = 0; i < len; i++)
-		body[i] = (unsigned char)(i * 7);
-	e = sample_entry(body, len);
-	/* Held by someone else: its body may be on its way out; no move. */
-	held = entry_ref(e);
-	CHECK(entry_seal(e) == -1 && e->seg == NULL);
-	entry_unref(&held);
-	CHECK(entry_seal(e) == 0);
-	CHECK(e->seg != NULL && e->mapped);
-	CHECK(open_fds() == fds + 1);
-	CHECK(e->body_len == len && memcmp(e->body, body, len) == 0);
-	CHECK(entry_seal(e) == 0);		/* once is enough */
-	CHECK(open_fds() == fds + 1);
-	{
-		/* What sendfile(2) will send: the file holds the body. */
-		struct evbuffer *b = evbuffer_new();
-
-		CHECK(b != NULL);
-		CHECK(evbuffer_add_file_segment(b, e->seg, (ev_off_t)len - 64,
-		    64) == 0);
-		CHECK(evbuffer_remove(b, got, sizeof(got)) == 64);
-		CHECK(memcmp(got, body + len - 64, 64) == 0);
-		evbuffer_free(b);
-	}
-	entry_unref(&e);
-	CHECK(open_fds() == fds);	/* the file goes with the entry */
-	/* A short body is not worth a descriptor. */
-	e = sample_entry(body, ENTRY_SEAL_MIN - 1);
-	CHECK(entry_seal(e) == -1 && e->seg == NULL && !e->mapped);
-	entry_unref(&e);
-	free(body);
-}
-
 int
 main(void)
 {
@@ -563,6 +507,5 @@ main(void)
 	RUN(t_ref_then_two_unrefs_frees_and_nulls);
 	RUN(t_set_body_replaces_and_drains);
 	RUN(t_decode_take_keeps_the_body_in_the_buffer_it_took);
-	RUN(t_seal_moves_a_large_body_to_a_memory_file);
 	return unit_exit();
 }
