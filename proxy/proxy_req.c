@@ -180,9 +180,9 @@ render_head(struct cache_entry *e, const struct conf_route *rt, int strip,
 	struct evbuffer *b = evbuffer_new();
 	const char *origin_age = NULL;
 	const struct evkeyval *h;
-	int ages = 0, has_date = 0, vias = 0;
+	int ages = 0, has_date = 0;
 	char date[64], *head;
-	size_t len;
+	size_t len, via_len = 0;
 
 	if (b == NULL)
 		return -1;
@@ -199,10 +199,15 @@ render_head(struct cache_entry *e, const struct conf_route *rt, int strip,
 		has_date |= strcasecmp(h->key, "Date") == 0;
 		evbuffer_add_printf(b, "%s: %s\r\n", h->key, h->value);
 	}
+	/* Every hop the origin's Via lists, then ours: at most VIA_MAX of
+	 * them, as on the other path. */
 	evbuffer_add(b, "Via: ", 5);
 	TAILQ_FOREACH(h, &e->headers, next)
-		if (strcasecmp(h->key, "Via") == 0 && vias++ < VIA_MAX / 64)
+		if (strcasecmp(h->key, "Via") == 0 &&
+		    via_len + strlen(h->value) + 2 < VIA_MAX) {
 			evbuffer_add_printf(b, "%s, ", h->value);
+			via_len += strlen(h->value) + 2;
+		}
 	evbuffer_add_printf(b, "%s\r\n", VIA_TOKEN);
 	if (!has_date) {
 		hdr_format_date(e->stored_ms, date, sizeof(date));
