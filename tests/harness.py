@@ -693,6 +693,22 @@ def http_request(host, port, path, headers=None, method="GET", body=None,
         conn.close()
 
 
+def children(pid):
+    """The pids of pid's child processes."""
+    kids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            kids.append(int(entry))
+    return sorted(kids)
+
+
 def split_hostport(text):
     host, _, port = text.strip().rpartition(":")
     return host.strip("[]"), int(port)

@@ -14,7 +14,8 @@ import socket
 import threading
 import time
 
-from harness import HOST, Background, cache_key, expect, expect_eq, scenario, wait_for
+from harness import (HOST, Background, cache_key, children, expect, expect_eq, scenario,
+                     wait_for)
 
 KIB = 1024
 TWO = {"server": {"workers": "2"}}
@@ -31,22 +32,6 @@ def pattern(size):
 def mono(wall):
     """A time.time() instant on the time.monotonic() clock."""
     return wall - time.time() + time.monotonic()
-
-
-def children(pid):
-    """The pids of pid's child processes: the workers."""
-    kids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            kids.append(int(entry))
-    return sorted(kids)
 
 
 def tcp_inodes(port):

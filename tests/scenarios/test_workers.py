@@ -8,26 +8,10 @@ import os
 import signal
 import urllib.request
 
-from harness import (HOST, expect, expect_eq, scenario, stampede, wait_for)
+from harness import (HOST, children, expect, expect_eq, scenario, stampede, wait_for)
 
 PATH = "/users/1"
 TWO = {"server": {"workers": "2"}}
-
-
-def children(pid):
-    """The pids of pid's child processes."""
-    kids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            kids.append(int(entry))
-    return sorted(kids)
 
 
 def fresh_connection_get(corral, path):
