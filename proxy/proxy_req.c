@@ -151,6 +151,61 @@ fmt_uint(uint64_t v, char out[24])
 }
 
 /*
+ * What a reply takes from its entry's stored fields, in one pass: they are
+ * end-to-end already (filtered when the entry was made). emit() gets each
+ * field to send as it is; Content-Length is Corral's to set, Via and,
+ * from the cache, Age are ours to rewrite, and with strip the targeted
+ * fields Corral read are its own, not the client's.
+ */
+struct stored_fields {
+	char		 via[VIA_MAX];	/* the origin's hops, then ours */
+	int64_t		 origin_age;	/* its one valid Age, or -1 */
+	int		 has_date;
+};
+
+static void
+stored_fields(const struct cache_entry *e, const struct conf_route *rt,
+    int strip, int cached, void (*emit)(void *, const char *, const char *),
+    void *arg, struct stored_fields *sf)
+{
+	const char *origin_age = NULL;
+	const struct evkeyval *h;
+	size_t via_len = 0;
+	int ages = 0;
+
+	sf->has_date = 0;
+	sf->via[0] = '\0';
+	TAILQ_FOREACH(h, &e->headers, next) {
+		if (strcasecmp(h->key, "Via") == 0) {
+			via_len += snprintf(sf->via + via_len,
+			    sizeof(sf->via) - via_len, "%s, ", h->value);
+			if (via_len >= sizeof(sf->via))
+				via_len = sizeof(sf->via) - 1;
+		} else if (cached && strcasecmp(h->key, "Age") == 0) {
+			origin_age = h->value, ages++;
+		} else if (strcasecmp(h->key, "Content-Length") != 0 &&
+		    !(strip && hdr_is_targeted(h->key, rt))) {
+			sf->has_date |= strcasecmp(h->key, "Date") == 0;
+			emit(arg, h->key, h->value);
+		}
+	}
+	snprintf(sf->via + via_len, sizeof(sf->via) - via_len, VIA_TOKEN);
+	sf->origin_age = ages == 1 ? hdr_delta_seconds(origin_age) : -1;
+}
+
+static void
+emit_header(void *arg, const char *name, const char *value)
+{
+	evhttp_add_header(arg, name, value);
+}
+
+static void
+emit_line(void *arg, const char *name, const char *value)
+{
+	evbuffer_add_printf(arg, "%s: %s\r\n", name, value);
+}
+
+/*
  * What a rendered head depends on besides its entry: whether the targeted
  * fields are dropped, and which they are (a reload may change them).
  */
@@ -178,38 +233,15 @@ render_head(struct cache_entry *e, const struct conf_route *rt, int strip,
     uint64_t tag)
 {
 	struct evbuffer *b = evbuffer_new();
-	const char *origin_age = NULL;
-	const struct evkeyval *h;
-	int ages = 0, has_date = 0;
+	struct stored_fields sf;
 	char date[64], *head;
-	size_t len, via_len = 0;
+	size_t len;
 
 	if (b == NULL)
 		return -1;
-	TAILQ_FOREACH(h, &e->headers, next) {
-		if (strcasecmp(h->key, "Via") == 0 ||
-		    strcasecmp(h->key, "Content-Length") == 0)
-			continue;
-		if (strcasecmp(h->key, "Age") == 0) {
-			origin_age = h->value, ages++;
-			continue;
-		}
-		if (strip && hdr_is_targeted(h->key, rt))
-			continue;
-		has_date |= strcasecmp(h->key, "Date") == 0;
-		evbuffer_add_printf(b, "%s: %s\r\n", h->key, h->value);
-	}
-	/* Every hop the origin's Via lists, then ours: at most VIA_MAX of
-	 * them, as on the other path. */
-	evbuffer_add(b, "Via: ", 5);
-	TAILQ_FOREACH(h, &e->headers, next)
-		if (strcasecmp(h->key, "Via") == 0 &&
-		    via_len + strlen(h->value) + 2 < VIA_MAX) {
-			evbuffer_add_printf(b, "%s, ", h->value);
-			via_len += strlen(h->value) + 2;
-		}
-	evbuffer_add_printf(b, "%s\r\n", VIA_TOKEN);
-	if (!has_date) {
+	stored_fields(e, rt, strip, 1, emit_line, b, &sf);
+	evbuffer_add_printf(b, "Via: %s\r\n", sf.via);
+	if (!sf.has_date) {
 		hdr_format_date(e->stored_ms, date, sizeof(date));
 		evbuffer_add_printf(b, "Date: %s\r\n", date);
 	}
@@ -226,7 +258,7 @@ render_head(struct cache_entry *e, const struct conf_route *rt, int strip,
 	e->head = head;
 	e->head_len = len;
 	e->head_tag = tag;
-	e->head_aux = ages == 1 ? hdr_delta_seconds(origin_age) : -1;
+	e->head_aux = sf.origin_age;
 	return 0;
 }
 
@@ -309,15 +341,11 @@ deliver(struct req *req)
 {
 	struct evkeyvalq *out = evhttp_request_get_output_headers(req->ev);
 	struct cache_entry *e = req->entry;
-	char cs[CACHE_STATUS_MAX], num[24], line[VIA_MAX];
+	char cs[CACHE_STATUS_MAX], num[24], date[64];
 	int cached = req->pass_kind == OUT_NONE;	/* not passed through */
-	const char *origin_age = NULL;
-	int ages = 0;
 	/* The targeted fields Corral read are its own, not the client's. */
 	int strip = req->rt.origin_cache_control && !req->rt.forward_targeted_cc;
-	const struct evkeyval *h;
-	size_t via_len = 0;
-	int has_date = 0;
+	struct stored_fields sf;
 	struct evbuffer *body;
 	uint64_t sent;
 	int code, status;
@@ -341,34 +369,8 @@ deliver(struct req *req)
 	if (cached && deliver_rendered(req, e, &sent))
 		return sent;
 	status = e->status;
-	/*
-	 * One pass over the entry's headers, the hot path of every hit: they
-	 * are end-to-end already (filtered when the entry was made); Via and,
-	 * from the cache, Age are ours to rewrite.
-	 */
-	line[0] = '\0';
-	TAILQ_FOREACH(h, &e->headers, next) {
-		if (strcasecmp(h->key, "Via") == 0) {
-			via_len += snprintf(line + via_len, sizeof(line) - via_len,
-			    "%s, ", h->value);
-			if (via_len >= sizeof(line))
-				via_len = sizeof(line) - 1;
-		} else if (cached && strcasecmp(h->key, "Age") == 0)
-			origin_age = h->value, ages++;
-		else if (strcasecmp(h->key, "Content-Length") != 0 &&
-		    !(strip && hdr_is_targeted(h->key, &req->rt))) {
-			if (!has_date && strcasecmp(h->key, "Date") == 0)
-				has_date = 1;
-			evhttp_add_header(out, h->key, h->value);
-		}
-	}
-	if (via_len > 0) {
-		/* Every hop the origin's Via lists, then ours. */
-		snprintf(line + via_len, sizeof(line) - via_len, VIA_TOKEN);
-		evhttp_add_header(out, "Via", line);
-	} else {
-		evhttp_add_header(out, "Via", VIA_TOKEN);
-	}
+	stored_fields(e, &req->rt, strip, cached, emit_header, out, &sf);
+	evhttp_add_header(out, "Via", sf.via);
 	if (req->px->draining)
 		evhttp_add_header(out, "Connection", "close");
 	/* fwd-status: what the upstream said, a 304 for a revalidation. */
@@ -378,13 +380,13 @@ deliver(struct req *req)
 	if (cached) {
 		/* The origin's Age (if it is a cache too) plus our time. */
 		int64_t age = (util_now_ms() - e->stored_ms) / 1000;
-		if (ages == 1 && hdr_delta_seconds(origin_age) >= 0)
-			age += hdr_delta_seconds(origin_age);
+		if (sf.origin_age >= 0)
+			age += sf.origin_age;
 		evhttp_add_header(out, "Age", fmt_uint(age > 0 ? (uint64_t)age : 0,
 		    num));
-		if (!has_date) {
-			hdr_format_date(e->stored_ms, line, sizeof(line));
-			evhttp_add_header(out, "Date", line);
+		if (!sf.has_date) {
+			hdr_format_date(e->stored_ms, date, sizeof(date));
+			evhttp_add_header(out, "Date", date);
 		}
 		if (status == 200 && req->conditional && hdr_not_modified(
 		    evhttp_request_get_input_headers(req->ev), &e->headers)) {
