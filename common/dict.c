@@ -1,4 +1,5 @@
 #include "common/dict.h"
+#include "common/util.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,18 +19,6 @@ struct dict {
 	size_t			  nbuckets;	/* a power of two */
 	size_t			  count;
 };
-
-static uint64_t
-hash_key(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;	/* FNV-1a */
-
-	for (; *s != '\0'; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
 
 struct dict *
 dict_new(void)
@@ -81,7 +70,7 @@ find_slot(const struct dict *d, const char *key, uint64_t h)
 void *
 dict_get(const struct dict *d, const char *key)
 {
-	struct dict_node *n = *find_slot(d, key, hash_key(key));
+	struct dict_node *n = *find_slot(d, key, util_hash(key));
 
 	return n != NULL ? n->value : NULL;
 }
@@ -111,7 +100,7 @@ grow(struct dict *d)
 int
 dict_set(struct dict *d, const char *key, void *value)
 {
-	uint64_t h = hash_key(key);
+	uint64_t h = util_hash(key);
 	struct dict_node **np = find_slot(d, key, h);
 	size_t kl;
 
@@ -134,7 +123,7 @@ dict_set(struct dict *d, const char *key, void *value)
 void *
 dict_del(struct dict *d, const char *key)
 {
-	struct dict_node **np = find_slot(d, key, hash_key(key));
+	struct dict_node **np = find_slot(d, key, util_hash(key));
 	struct dict_node *n = *np;
 	void *v;
 

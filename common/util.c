@@ -213,6 +213,16 @@ util_format_duration(int64_t ms, char *out, size_t outlen)
 		snprintf(out, outlen, "%" PRId64 "ms", ms);
 }
 
+uint64_t
+util_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 0x00000100000001b3ULL;
+	return h;
+}
+
 int
 util_list_has_token(const char *hv, const char *token)
 {

@@ -40,5 +40,7 @@ size_t	util_json_char(unsigned char ch, char out[UTIL_JSON_CHAR_MAX]);
 
 /* Case-insensitive: does the comma-separated list hv contain token? */
 int	util_list_has_token(const char *hv, const char *token);
+/* FNV-1a of a string: 64 bits for hash tables, not for secrets. */
+uint64_t util_hash(const char *s);
 
 #endif

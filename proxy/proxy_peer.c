@@ -48,6 +48,7 @@
 #include <event2/listener.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_flow.h"
 
@@ -55,17 +56,13 @@
 #define PEER_HOST		"corral-peer"	/* the Host of a peer request */
 #define PEER_NAME_MAX		64
 #define PEER_BACKLOG		1024
-#define FNV_OFFSET		0xcbf29ce484222325ull
-#define FNV_PRIME		0x100000001b3ull
 
 /* A key's entry in the table: FNV-1a, never 0 (a free entry). */
 static uint64_t
 key_hash(const char *key)
 {
-	uint64_t h = FNV_OFFSET;
+	uint64_t h = util_hash(key);
 
-	for (; *key != '\0'; key++)
-		h = (h ^ (unsigned char)*key) * FNV_PRIME;
 	return h != 0 ? h : 1;
 }
 

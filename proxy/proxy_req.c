@@ -212,13 +212,7 @@ emit_line(void *arg, const char *name, const char *value)
 static uint64_t
 head_tag(const struct conf_route *rt, int strip)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;	/* FNV-1a */
-
-	if (!strip)
-		return 1;
-	for (const char *p = rt->targeted_cc; *p != '\0'; p++)
-		h = (h ^ (unsigned char)*p) * 0x00000100000001b3ULL;
-	return h | 2;
+	return strip ? util_hash(rt->targeted_cc) | 2 : 1;
 }
 
 /*
