@@ -127,7 +127,6 @@ body_release(struct cache_entry *e)
 {
 	free(e->store);
 	e->store = NULL;
-	e->store_len = 0;
 	e->body = NULL;
 	e->body_len = 0;
 }
@@ -561,7 +560,6 @@ decode(const void *buf, size_t len, void *take, char *err, size_t errlen)
 	}
 	if (take != NULL) {
 		e->store = take;
-		e->store_len = len;
 		e->body = (unsigned char *)take + (body - (const unsigned char *)buf);
 		e->body_len = (size_t)body_len;
 	} else if (body_len > 0) {

@@ -43,7 +43,6 @@ struct cache_entry {
 	/* Where body lives: its own allocation, or a decoded reply taken
 	 * whole. */
 	void			*store;
-	size_t			 store_len;
 	/* A rendering of its reply's head that the deliverer keeps here
 	 * (freed with the entry), what it was rendered for (head_tag), and
 	 * a figure of its own that goes with it. */
@@ -52,7 +51,6 @@ struct cache_entry {
 	uint64_t		 head_tag;
 	int64_t			 head_aux;
 };
-
 
 /* A new entry with refcnt 1, no headers, no body. NULL on no memory. */
 struct cache_entry *entry_new(void);
@@ -78,7 +76,6 @@ struct cache_entry *entry_decode(const void *buf, size_t len, char *err,
  * place instead of being copied; on NULL buf is still the caller's. */
 struct cache_entry *entry_decode_take(void *buf, size_t len, char *err,
 		    size_t errlen);
-
 
 enum entry_state entry_state(const struct cache_entry *e, int64_t now_ms);
 const char	*entry_state_name(enum entry_state s);

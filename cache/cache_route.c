@@ -379,12 +379,12 @@ on_cmd_disconnect(const redisAsyncContext *ac, int status)
  * the read is over.
  */
 #define HEV_READ_BYTES	(256 * 1024)	/* room made for one read */
+#define HEV_READS_MAX	64		/* reads per wakeup */
+#define HEV_KEEP_MAX	(1024 * 1024)	/* an empty reader buffer kept */
 
 /* Runs the callbacks of the replies the reader holds. libhiredis 0.14
  * exports it but its async.h does not declare it. */
 void	redisProcessCallbacks(redisAsyncContext *ac);
-#define HEV_READS_MAX	64		/* reads per wakeup */
-#define HEV_KEEP_MAX	(1024 * 1024)	/* an empty reader buffer kept */
 
 struct hev {
 	redisAsyncContext	*ac;

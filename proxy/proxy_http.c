@@ -195,7 +195,7 @@ on_pump(evutil_socket_t fd, short what, void *arg)
 		while (evbuffer_get_length(wire) == 0 &&
 		    evbuffer_get_length(out) > 0 &&
 		    evbuffer_write(out, sock) > 0)
-			;
+			;	/* one writev takes 128 pieces at most */
 		evbuffer_add_buffer(wire, out);
 	}
 	if (!(bufferevent_get_enabled(c->bev) & EV_WRITE))
