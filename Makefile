@@ -67,7 +67,7 @@ build/release/corral: $(REL_OBJ) build/release/proxy/main.o
 build/asan/corral: $(ASAN_OBJ) build/asan/proxy/main.o
 	$(CC) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
 
-build/asan/unit/%: tests/unit/%.c tests/unit/unit.h $(ASAN_OBJ)
+build/asan/unit/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(ASAN_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(ASAN_FLAGS) $(PKG_CFLAGS) -o $@ $< $(ASAN_OBJ) $(PKG_LIBS) -lm
 

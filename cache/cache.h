@@ -20,7 +20,8 @@
  * runs.
  *
  * Notifications: a store or release publishes on the key's own shard
- * channel (SPUBLISH "<prefix>{key}:filled"), which only the processes
+ * channel (SPUBLISH "<prefix>{key}:filled"; a store of a short entry
+ * sends the entry along), which only the processes
  * waiting for that key hear: a lock_acquire answered LOCK_BUSY subscribes
  * this process to the key until the fill arrives, a later acquire of the
  * key is not busy, or (the holder died) several px_ms pass. Once the
@@ -113,8 +114,12 @@ typedef void cache_get_cb(enum cache_result r, struct cache_entry *e, void *arg)
 typedef void lock_cb(enum lock_result r, struct cache_entry *e,
     const char *backoff, void *arg);
 typedef void fence_cb(enum fence_result r, void *arg);
-/* A "filled" notification for key arrived (from any process). */
-typedef void cache_fill_cb(const char *key, void *arg);
+/* A "filled" notification for key arrived (from any process), with the
+ * entry stored when it was short enough to come along (else NULL; the
+ * callback takes a reference of its own to keep it). */
+typedef void cache_fill_cb(const char *key, struct cache_entry *e, void *arg);
+/* A purge of key from any process (NULL: some may have been missed). */
+typedef void cache_purge_cb(const char *key, void *arg);
 
 struct cache	*cache_new(struct event_base *base, const struct conf *c,
 		    cache_fill_cb *on_fill, void *arg);
@@ -194,7 +199,7 @@ int		 cache_purge_prefix(struct cache *c, const char *prefix,
 int		 cache_purge_tag(struct cache *c, const char *tag, int soft,
 		    purge_cb *cb, void *arg);
 /* Who hears of purges from any process: key, or NULL after resubscribing. */
-void		 cache_on_purge(struct cache *c, cache_fill_cb *on_purge);
+void		 cache_on_purge(struct cache *c, cache_purge_cb *on_purge);
 
 /* The callback will not run. Sets *op to NULL. */
 void		 cache_op_cancel(struct cache_op **op);

@@ -47,6 +47,9 @@
 #define REDIS_KEY_MAX		(CONF_PREFIX_MAX + 1 + CACHE_KEY_MAX + \
 				 KEY_SUFFIX_MAX + CACHE_VARIANT_MAX)
 #define FILL_SUFFIX		"filled"
+#define FILL_ENTRY_MAX		16384	/* a fill carries an entry this long */
+#define STRINGIFY(x)		STRINGIFY2(x)
+#define STRINGIFY2(x)		#x
 #define PURGE_CHANNEL		"purge"
 #define SCAN_COUNT		"500"	/* keys a purge's SCAN looks at a time */
 #define REDIRECTS_MAX		5	/* MOVED/ASK one op follows */
@@ -96,7 +99,9 @@ static const char script_renew[] =
  * the holder of the lock writes. With a marker (a response with Vary), the
  * entry is one variant: the marker goes at the key's own entry and the
  * variant joins the key's set of variants. A success ends any backoff.
- * The key's waiters hear of it on its shard channel. 1 stored, 0 lost.
+ * The key's waiters hear of it on its shard channel: the key, and after a
+ * NUL the entry itself when it is one (no marker) of at most
+ * FILL_ENTRY_MAX bytes, so that they need not read it. 1 stored, 0 lost.
  */
 static const char script_store[] =
 	"if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end\n"
@@ -109,7 +114,11 @@ static const char script_store[] =
 	"  end\n"
 	"end\n"
 	"redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])\n"
-	"redis.call('SPUBLISH', ARGV[4], ARGV[5])\n"
+	"if not KEYS[5] and #ARGV[2] <= " STRINGIFY(FILL_ENTRY_MAX) " then\n"
+	"  redis.call('SPUBLISH', ARGV[4], ARGV[5] .. '\\0' .. ARGV[2])\n"
+	"else\n"
+	"  redis.call('SPUBLISH', ARGV[4], ARGV[5])\n"
+	"end\n"
 	"return 1\n";
 
 /*
@@ -255,7 +264,7 @@ struct cache {
 	unsigned		 park_round;	/* on_park_retry's runs */
 
 	cache_fill_cb		*on_fill;
-	cache_fill_cb		*on_purge;
+	cache_purge_cb		*on_purge;
 	void			*fill_arg;
 	int			 closing;
 	struct cache_counters	 counters;
@@ -413,6 +422,22 @@ watch_of_channel(struct cache *c, const char *channel)
 	return dict_get(c->watches, key);
 }
 
+/* A fill: "key", or "key\0entry" (see script_store). An entry that does
+ * not decode is as if it had not come: the waiters read it. */
+static void
+fill_received(struct cache *c, const char *msg, size_t len)
+{
+	size_t klen = strnlen(msg, len);
+	struct cache_entry *e = NULL;
+	char err[64];
+
+	if (klen + 1 < len)
+		e = entry_decode(msg + klen + 1, len - klen - 1, err,
+		    sizeof(err));
+	c->on_fill(msg, e, c->fill_arg);
+	entry_unref(&e);
+}
+
 static void
 on_sub_reply(struct node *n, const redisReply *r, void *arg)
 {
@@ -440,7 +465,7 @@ on_sub_reply(struct node *n, const redisReply *r, void *arg)
 	    strcmp(channel, c->purge_channel) == 0) {
 		log_info("redis: subscribed to %s on %s", channel, n->name);
 		/* Purges may have been missed while unsubscribed. */
-		c->on_fill(NULL, c->fill_arg);
+		c->on_fill(NULL, NULL, c->fill_arg);
 	} else if (strcmp(kind, "message") == 0 &&
 	    strcmp(channel, c->purge_channel) == 0 &&
 	    r->element[2]->type == REDIS_REPLY_STRING) {
@@ -456,7 +481,7 @@ on_sub_reply(struct node *n, const redisReply *r, void *arg)
 		c->counters.fills_received++;
 		if ((w = dict_get(c->watches, r->element[2]->str)) != NULL)
 			watch_end(c, w);
-		c->on_fill(r->element[2]->str, c->fill_arg);
+		fill_received(c, r->element[2]->str, r->element[2]->len);
 	} else if (strcmp(kind, "sunsubscribe") == 0 &&
 	    (w = watch_of_channel(c, channel)) != NULL && w->node == n) {
 		/*
@@ -532,7 +557,7 @@ watch_check(struct cache *c, struct watch *w)
 	int failed = 0;
 
 	if ((op = op_new(c, OP_HOLDER, w->key, NULL)) == NULL) {
-		c->on_fill(w->key, c->fill_arg);
+		c->on_fill(w->key, NULL, c->fill_arg);
 		return;
 	}
 	key_name(lock, sizeof(lock), c, w->key, "lock");
@@ -540,7 +565,7 @@ watch_check(struct cache *c, struct watch *w)
 	failed |= op_argstr(op, "GET");
 	failed |= op_argstr(op, lock);
 	if (op_start(op, failed) == NULL)
-		c->on_fill(w->key, c->fill_arg);
+		c->on_fill(w->key, NULL, c->fill_arg);
 }
 
 static void
@@ -553,7 +578,7 @@ deliver_holder(struct cache_op *op, const redisReply *reply)
 		return;		/* the wait is over already */
 	if (reply == NULL || reply->type != REDIS_REPLY_STRING ||
 	    strcmp(reply->str, w->holder) != 0)
-		c->on_fill(w->key, c->fill_arg);
+		c->on_fill(w->key, NULL, c->fill_arg);
 }
 
 static void
@@ -1760,7 +1785,7 @@ cache_purge_tag(struct cache *c, const char *tag, int soft, purge_cb *cb,
 }
 
 void
-cache_on_purge(struct cache *c, cache_fill_cb *on_purge)
+cache_on_purge(struct cache *c, cache_purge_cb *on_purge)
 {
 	c->on_purge = on_purge;
 }

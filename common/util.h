@@ -42,5 +42,7 @@ size_t	util_json_char(unsigned char ch, char out[UTIL_JSON_CHAR_MAX]);
 int	util_list_has_token(const char *hv, const char *token);
 /* FNV-1a of a string: 64 bits for hash tables, not for secrets. */
 uint64_t util_hash(const char *s);
+/* The same of len bytes at s. */
+uint64_t util_hash_len(const char *s, size_t len);
 
 #endif

@@ -146,6 +146,8 @@ static const struct key keys[] = {
 	  IN_CONF(workers), "processes serving requests (0: one per core)" },
 	{ "l1_max_bytes", SECT_SERVER, T_SIZE, "64m", 0, 64 * GIB,
 	  IN_CONF(l1_max_bytes), "per-process near cache (0: off)" },
+	{ "l2_max_bytes", SECT_SERVER, T_SIZE, "256m", 0, 64 * GIB,
+	  IN_CONF(l2_max_bytes), "near cache the workers share (0: off)" },
 	{ "access_log", SECT_SERVER, T_STRING, "off", 1, CONF_PATH_MAX - 1,
 	  IN_CONF(access_log), "path, - (stdout) or off" },
 	{ "error_log", SECT_SERVER, T_STRING, "-", 1, CONF_PATH_MAX - 1,

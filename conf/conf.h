@@ -96,6 +96,7 @@ struct conf {
 	int		 max_connections;
 	int		 workers;		/* 0: one per core */
 	int64_t		 l1_max_bytes;
+	int64_t		 l2_max_bytes;
 	int64_t		 shutdown_timeout_ms;
 	char		 access_log[CONF_PATH_MAX];	/* path, "-" or "off" */
 	char		 error_log[CONF_PATH_MAX];	/* path or "-" (stderr) */

@@ -162,6 +162,9 @@ static struct {
 } master;
 
 static int run_worker(struct worker_slot *slots, int nslots, int slot);
+
+/* The near cache the workers share, mapped before they are forked. */
+static struct l2 *shared_l2;
 static void worker_signals(sigset_t *set);
 
 /* The signals the master passes on and a worker handles. */
@@ -338,6 +341,7 @@ run_master(int n)
 	service_free(&service);
 	event_base_free(master.base);
 	munmap(master.slots, size);
+	l2_free(&shared_l2);
 	free(conf);
 	log_info("stopped");
 	log_close();
@@ -406,6 +410,10 @@ main(int argc, char **argv)
 		nworkers = 1;
 	if (nworkers > WORKERS_MAX)
 		nworkers = WORKERS_MAX;
+	if ((shared_l2 = l2_new(conf->l2_max_bytes, err, sizeof(err))) == NULL) {
+		log_error("%s", err);
+		return 1;
+	}
 	if (nworkers == 1) {
 		static struct worker_slot only;
 		return run_worker(&only, 1, 0);
@@ -446,7 +454,7 @@ run_worker(struct worker_slot *slots, int nslots, int slot)
 		log_error("cannot create the event loop");
 		return 1;
 	}
-	if (proxy_start(&px, base, conf, slots, nslots, slot, err,
+	if (proxy_start(&px, base, conf, slots, nslots, slot, shared_l2, err,
 	    sizeof(err)) == -1) {
 		log_error("%s", err);
 		event_base_free(base);
@@ -484,6 +492,7 @@ run_worker(struct worker_slot *slots, int nslots, int slot)
 	event_free(sigusr1);
 	event_free(sighup);
 	event_base_free(base);
+	l2_free(&shared_l2);
 	free(conf);
 	if (nslots == 1)
 		log_info("stopped");

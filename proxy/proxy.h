@@ -15,6 +15,7 @@
 #include <event2/http.h>
 
 #include "cache/cache.h"
+#include "cache/cache_l2.h"
 #include "conf/conf.h"
 #include "proxy/proxy_stats.h"
 #include "upstream/upstream.h"
@@ -26,6 +27,7 @@ struct cache;
 struct upstream;
 struct dict;
 struct l1;
+struct l2;
 
 /*
  * What one worker shows the admin listener of every worker. The slots of
@@ -88,6 +90,7 @@ struct proxy_figures {
 	int64_t			 l1_bytes;
 	int64_t			 l1_entries;
 	uint64_t		 l1_rejected;
+	struct l2_counters	 l2;		/* the instance's, not summed */
 };
 struct access_log;
 
@@ -126,16 +129,18 @@ struct proxy {
 	int			 slot;		/* this worker's */
 	struct event		*publish_ev;
 	struct l1		*l1;		/* the near cache */
+	struct l2		*l2;		/* the instance's (NULL: none) */
 	int64_t			 started_ms;
 	struct evhttp		*peer;		/* workers > 1: its siblings ask */
 	struct upstream		*peers;		/* ... and it asks them */
 	pid_t			 master_pid;	/* names the peer sockets */
 };
 
-/* proxy_http.c: slots[slot] is this worker's (nslots 1: the only one). */
+/* proxy_http.c: slots[slot] is this worker's (nslots 1: the only one);
+ * l2 the near cache the workers share (NULL: none). */
 int	proxy_start(struct proxy *px, struct event_base *base,
 	    const struct conf *conf, struct worker_slot *slots, int nslots,
-	    int slot, char *err, size_t errlen);
+	    int slot, struct l2 *l2, char *err, size_t errlen);
 /* Sets a listener's request limits (headers, body, client timeout) from
  * c: when it starts, and again on a reload. */
 void	http_limits(struct evhttp *http, const struct conf *c);
@@ -145,13 +150,21 @@ void	proxy_stop(struct proxy *px);
 
 /* The request flow: proxy_req.c, proxy_flight.c, proxy_flow.c */
 void	flow_recv(struct proxy *px, struct evhttp_request *ev);
-void	flow_on_fill(const char *key, void *arg);
+void	flow_on_fill(const char *key, struct cache_entry *e, void *arg);
 void	flow_on_purge(const char *key, void *arg);
 void	flow_abandon(struct proxy *px);
 void	flow_remap_routes(struct proxy *px, const struct conf *old,
 	    const struct conf *new);
 void	flow_shutdown(struct proxy *px);
 void	flow_free_vary(struct proxy *px);
+/* The near caches, the worker's own and its instance's (proxy_flow.c):
+ * a fresh copy of key, a fresh e kept, key (and its variants) or every
+ * key under prefix dropped. */
+struct cache_entry *near_get(struct proxy *px, const char *key,
+	    int64_t now_ms);
+void	near_put(struct proxy *px, const char *key, struct cache_entry *e);
+void	near_drop(struct proxy *px, const char *key);
+void	near_drop_prefix(struct proxy *px, const char *prefix);
 
 /* proxy_life.c */
 /* Stops accepting, lets requests in progress finish for shutdown_timeout,

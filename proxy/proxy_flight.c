@@ -32,7 +32,6 @@
 
 #include "cache/cache.h"
 #include "cache/cache_entry.h"
-#include "cache/cache_l1.h"
 #include "common/dict.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -247,7 +246,7 @@ on_flight_lookup(enum cache_result r, struct cache_entry *e, void *arg)
 	} else {
 		switch (entry_state(e, util_now_ms())) {
 		case ENTRY_FRESH:
-			l1_put(px->l1, fl->key, e);
+			near_put(px, fl->key, e);
 			if (refresh_early(fl, e)) {
 				STAT_INC(px->stats, fl->route, early_refreshes);
 				(void)flight_refresh(fl, RF_LOCKED, e->gen, e,
@@ -586,7 +585,7 @@ on_flight_refresh(struct refresh_report *rf, void *arg)
 			break;
 		}
 		if (entry_state(rf->entry, util_now_ms()) == ENTRY_FRESH)
-			l1_put(fl->px->l1, fl->key, rf->entry);
+			near_put(fl->px, fl->key, rf->entry);
 		flight_set_answer(fl, OUT_COLLAPSED, OUT_COLLAPSED,
 		    entry_ref(rf->entry));
 		break;
@@ -963,25 +962,47 @@ flow_on_purge(const char *key, void *arg)
 
 	assert(px->magic == PROXY_MAGIC);
 	if (key != NULL)
-		l1_drop(px->l1, key);
+		near_drop(px, key);
 	else
-		l1_drop_prefix(px->l1, "");
+		near_drop_prefix(px, "");
+}
+
+/*
+ * A fill came with the entry stored: a flight waiting for it is answered
+ * with it at once, without reading it. 0, or -1 when the flight must look
+ * (it is not waiting, or the entry is not one it can serve fresh).
+ */
+static int
+flight_filled(struct flight *fl, struct cache_entry *e)
+{
+	if (fl->step != FL_WAIT || strcmp(e->gen, fl->seen_gen) == 0 ||
+	    entry_state(e, util_now_ms()) != ENTRY_FRESH ||
+	    evhttp_find_header(&e->headers, VARY_MARKER) != NULL)
+		return -1;
+	evtimer_del(fl->poll_ev);
+	flight_set_answer(fl, OUT_COLLAPSED, OUT_COLLAPSED, entry_ref(e));
+	flight_run(fl);
+	return 0;
 }
 
 void
-flow_on_fill(const char *key, void *arg)
+flow_on_fill(const char *key, struct cache_entry *e, void *arg)
 {
 	struct proxy *px = arg;
 	struct flight *fl, *next;
 
 	assert(px->magic == PROXY_MAGIC);
 	if (key != NULL) {
-		l1_drop(px->l1, key);	/* a newer entry is in Redis */
-		if ((fl = dict_get(px->flights, key)) != NULL)
+		near_drop(px, key);	/* a newer entry is in Redis */
+		if (e != NULL && entry_state(e, util_now_ms()) == ENTRY_FRESH &&
+		    evhttp_find_header(&e->headers, VARY_MARKER) == NULL)
+			near_put(px, key, e);
+		if ((fl = dict_get(px->flights, key)) != NULL &&
+		    (e == NULL || flight_filled(fl, e) == -1))
 			flight_wake(fl);
 		return;
 	}
-	l1_drop_prefix(px->l1, "");
+	near_drop_prefix(px, "");
 	/* Resubscribed: anything may have been filled meanwhile. */
 	for (fl = TAILQ_FIRST(&all_flights); fl != NULL; fl = next) {
 		next = TAILQ_NEXT(fl, link);

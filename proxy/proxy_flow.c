@@ -15,9 +15,51 @@
  * reload, a drain past its deadline, shutdown) is here.
  */
 
+#include "cache/cache_l1.h"
+#include "cache/cache_l2.h"
 #include "conf/conf.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_flow.h"
+
+/*
+ * The near caches: the worker's own (L1), then the one its instance's
+ * workers share (L2). An entry found in L2 is offered to L1, which keeps
+ * it if admission lets it in.
+ */
+struct cache_entry *
+near_get(struct proxy *px, const char *key, int64_t now_ms)
+{
+	struct cache_entry *e;
+
+	if ((e = l1_get(px->l1, key, now_ms)) != NULL)
+		return e;
+	if ((e = l2_get(px->l2, key, now_ms)) != NULL)
+		l1_put(px->l1, key, e);
+	return e;
+}
+
+/* e is fresh: both keep it. */
+void
+near_put(struct proxy *px, const char *key, struct cache_entry *e)
+{
+	l1_put(px->l1, key, e);
+	l2_put(px->l2, key, e, util_now_ms());
+}
+
+/* Drops key and its variants from both. */
+void
+near_drop(struct proxy *px, const char *key)
+{
+	l1_drop(px->l1, key);
+	l2_drop(px->l2, key);
+}
+
+void
+near_drop_prefix(struct proxy *px, const char *prefix)
+{
+	l1_drop_prefix(px->l1, prefix);
+	l2_drop_prefix(px->l2, prefix);
+}
 
 /*
  * Past the stop deadline: every fetch that holds a lock gives it up and

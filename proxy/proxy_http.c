@@ -517,6 +517,7 @@ proxy_figures(struct proxy *px, struct proxy_figures *f)
 		f->l1_entries += ws->l1_entries;
 		f->l1_rejected += ws->l1_rejected;
 	}
+	l2_counters(px->l2, &f->l2);
 	f->stats = px->nslots > 1 ? &sum : px->stats;
 }
 
@@ -555,11 +556,13 @@ listen_on(struct event_base *base, const struct conf *conf, const char *host,
 
 int
 proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
-    struct worker_slot *slots, int nslots, int slot, char *err, size_t errlen)
+    struct worker_slot *slots, int nslots, int slot, struct l2 *l2, char *err,
+    size_t errlen)
 {
 	struct timeval tv = { 0, PUBLISH_MS * 1000 };
 
 	memset(px, 0, sizeof(*px));
+	px->l2 = l2;
 	px->magic = PROXY_MAGIC;
 	px->base = base;
 	px->conf = conf;

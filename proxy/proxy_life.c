@@ -104,6 +104,8 @@ keep_fixed(struct conf *new, const struct conf *old)
 	KEEP_STR(access_log, "access_log");
 	KEEP_STR(error_log, "error_log");
 	KEEP_NUM(log_format, "log_format");
+	KEEP_NUM(l1_max_bytes, "l1_max_bytes");
+	KEEP_NUM(l2_max_bytes, "l2_max_bytes");
 #undef KEEP_STR
 #undef KEEP_NUM
 }

@@ -350,6 +350,21 @@ metrics_prometheus(struct proxy *px, struct evbuffer *out)
 	redis_counter(out, "corral_near_cache_rejected_total", "New entries "
 	    "the near cache did not let in: asked for no more often than the "
 	    "entry they would have pushed out.", fig->l1_rejected);
+	gauge(out, "corral_shared_cache_bytes", "Bytes of the near cache the "
+	    "workers share (l2_max_bytes) in use.", (double)fig->l2.bytes);
+	gauge(out, "corral_shared_cache_entries", "Entries held in the near "
+	    "cache the workers share.", (double)fig->l2.entries);
+	redis_counter(out, "corral_shared_cache_hits_total", "Lookups the "
+	    "shared near cache answered.", fig->l2.hits);
+	redis_counter(out, "corral_shared_cache_misses_total", "Lookups the "
+	    "shared near cache could not answer.", fig->l2.misses);
+	redis_counter(out, "corral_shared_cache_stores_total", "Entries "
+	    "written to the shared near cache.", fig->l2.stores);
+	redis_counter(out, "corral_shared_cache_evictions_total", "Entries "
+	    "the shared near cache pushed out for room.", fig->l2.evictions);
+	redis_counter(out, "corral_shared_cache_resets_total", "Times the "
+	    "shared near cache was emptied because a worker died while "
+	    "changing it.", fig->l2.resets);
 
 	counter_families(out, scopes, n);
 	for (size_t f = 0; f < ARRAY_LEN(hist_families); f++) {

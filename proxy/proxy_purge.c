@@ -28,7 +28,6 @@
 
 #include "cache/cache.h"
 #include "cache/cache_key.h"
-#include "cache/cache_l1.h"
 #include "common/log.h"
 #include "proxy/proxy.h"
 
@@ -186,7 +185,7 @@ admin_purge(struct proxy *px, struct evhttp_request *ev)
 			    "url must be absolute, like http://host/path" :
 			    "out of memory");
 		} else {
-			l1_drop(px->l1, key);	/* the others hear by broadcast */
+			near_drop(px, key);	/* the others hear by broadcast */
 			if ((soft ? cache_soften : cache_invalidate)(px->cache,
 			    key, on_url_purged, ev) == NULL)
 				reply_error(ev, HTTP_SERVUNAVAIL,
@@ -196,7 +195,7 @@ admin_purge(struct proxy *px, struct evhttp_request *ev)
 		}
 	} else if (prefix != NULL && *prefix != '\0') {
 		prefix_key(px, prefix, key);
-		l1_drop_prefix(px->l1, key);	/* the others hear by broadcast */
+		near_drop_prefix(px, key);	/* the others hear by broadcast */
 		if (cache_purge_prefix(px->cache, key, soft, on_prefix_purged,
 		    ev) == -1)
 			reply_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");

@@ -26,7 +26,6 @@
 
 #include "cache/cache.h"
 #include "cache/cache_entry.h"
-#include "cache/cache_l1.h"
 #include "common/dict.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -387,7 +386,7 @@ on_refresh_stored(enum fence_result r, void *arg)
 		STAT_INC(rf->px->stats, rf->route, stores);
 		hdr_tags(&rf->rep.entry->headers, tag_stored, rf);
 		if (entry_state(rf->rep.entry, util_now_ms()) == ENTRY_FRESH)
-			l1_put(rf->px->l1, rf->rep.variant[0] != '\0' ?
+			near_put(rf->px, rf->rep.variant[0] != '\0' ?
 			    rf->rep.variant : rf->key, rf->rep.entry);
 		rf->step = RF_DONE;
 		break;

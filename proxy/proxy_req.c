@@ -28,7 +28,6 @@
 #include "cache/cache.h"
 #include "cache/cache_entry.h"
 #include "cache/cache_key.h"
-#include "cache/cache_l1.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
@@ -698,7 +697,7 @@ static void
 pass_invalidate(struct req *req, int status)
 {
 	if (req->key[0] != '\0' && status < 400) {
-		l1_drop(req->px->l1, req->key);
+		near_drop(req->px, req->key);
 		if (cache_invalidate(req->px->cache, req->key, NULL,
 		    NULL) != NULL)
 			STAT_INC(req->px->stats, req->route, invalidations);
@@ -814,7 +813,7 @@ note_headers(struct req *req)
 static int
 near_hit(struct req *req, const struct conf_route *rt)
 {
-	struct cache_entry *e = l1_get(req->px->l1, req->key, util_now_ms());
+	struct cache_entry *e = near_get(req->px, req->key, util_now_ms());
 
 	if (e == NULL)
 		return 0;

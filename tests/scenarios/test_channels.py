@@ -89,3 +89,41 @@ def cluster_fills_stay_on_the_keys_node_and_prefix_purge_scans_every_primary(env
              what="both instances to hear the 4 invalidations")
     expect(all(not n.cmd("KEYS", "*:entry") for n in cluster.nodes[:3] if n.running()),
            "no entry left on any primary")
+
+
+def waiters_reads(env, path, **script):
+    """Redis commands instance b sends after a fill wakes its ten waiters
+    for path, which instance a fetches (held by the origin until they all
+    wait), and what the waiters got."""
+    redis, origin = env.redis(), env.origin()
+    a, b = env.fleet(2, redis, origin)
+    origin.script(path, hold=True, **script)
+    lead = Background(a.get, path)
+    wait_for(lambda: origin.held(path) == 1, what="a to fetch under the lock")
+    base = b.stats()["redis"]["commands"]
+    waiters = Background(stampede, [b], 10, path)
+    # b: a GET (absent), the acquire (busy), then, once subscribed, a GET
+    # of the lock (still held): the wait.
+    wait_for(lambda: b.stats()["redis"]["commands"] - base == 3 and
+             b.stats()["in_progress"]["requests"] == 10,
+             what="b's ten requests to wait for the fill")
+    before = b.stats()["redis"]["commands"]
+    origin.release(path)
+    results = waiters.result()
+    expect_eq(lead.result().status, 200, "a's request")
+    expect_eq(origin.count(path), 1, "origin requests")
+    return b.stats()["redis"]["commands"] - before, results
+
+
+@scenario
+def a_fill_brings_a_short_entry_so_waiters_elsewhere_read_nothing(env):
+    reads, results = waiters_reads(env, "/short", body="v1")
+    expect_eq(sorted({(r.status, r.body) for r in results}), [(200, b"v1")], "answers")
+    expect_eq(reads, 0, "Redis commands after the fill: it brought the entry")
+
+
+@scenario
+def a_fill_of_a_long_entry_names_the_key_and_waiters_read_it(env):
+    reads, results = waiters_reads(env, "/long", size=20000)
+    expect_eq(sorted({(r.status, len(r.body)) for r in results}), [(200, 20000)], "answers")
+    expect_eq(reads, 1, "Redis commands after the fill: one read for all ten")

@@ -27,7 +27,7 @@ AFTER_LM = "Thu, 22 Oct 2015 07:28:00 GMT"
 PURGE_CHANNEL = PREFIX + "purge"
 ENTRY_FRESH_AT = 32 + 4 + 1 + 8			# offsets in an encoded entry
 ENTRY_FETCH_MS_AT = ENTRY_FRESH_AT + 8 + 8
-NO_NEAR_CACHE = {"server": {"l1_max_bytes": "0"}}
+NO_NEAR_CACHE = {"server": {"l1_max_bytes": "0", "l2_max_bytes": "0"}}
 
 
 # -- helpers ------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 the admin listener of any worker reports the sum; a stampede still costs
 one fetch; a worker that dies is restarted; reload and stop reach them all;
 fresh entries are served from memory, even while Redis is away, until a
-purge or a newer entry replaces them."""
+purge or a newer entry replaces them; the workers of one instance share
+what they read or fetched."""
 
 import os
 import signal
@@ -152,7 +153,7 @@ def a_loop_over_more_keys_than_the_near_cache_holds_still_hits_it(env):
     redis, origin = env.redis(), env.origin()
     origin.script("/loop/*", size=1024)
     corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}},
-                        extra={"server": {"l1_max_bytes": "64k"}})
+                        extra={"server": {"l1_max_bytes": "64k", "l2_max_bytes": "0"}})
     keys = [f"/loop/{i}" for i in range(120)]
     for path in keys:
         expect_eq(corral.get(path).status, 200, f"{path} fetched")
@@ -170,3 +171,57 @@ def a_loop_over_more_keys_than_the_near_cache_holds_still_hits_it(env):
     expect(f"corral_near_cache_rejected_total {stats['rejected']}" in metrics,
            "the refusals in /metrics")
     expect_eq(origin.count(), 120, "one origin request per key")
+
+
+# Each worker's own near cache off: whatever memory answers is shared.
+SHARED_ONLY = {"server": {"workers": "2", "l1_max_bytes": "0"}}
+
+
+@scenario
+def an_entry_one_worker_stored_answers_every_worker_from_shared_memory(env):
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}}, extra=SHARED_ONLY)
+    wait_for(lambda: len(children(corral.proc.pid)) == 2, what="two workers")
+
+    first = fresh_connection_get(corral, PATH)[1]
+    expect("fwd=miss" in first, f"the first request fetches: {first!r}")
+    before = corral.stats()
+    for i in range(20):
+        status, cache_status, _ = fresh_connection_get(corral, PATH)
+        expect_eq((status, "hit" in cache_status), (200, True), f"request {i}")
+    after = corral.stats()
+    expect_eq(after["shared_cache"]["hits"] - before["shared_cache"]["hits"], 20,
+              "every hit from the shared near cache, whichever worker took it")
+    expect(after["redis"]["commands"] - before["redis"]["commands"] < 5,
+           "no Redis round trip per hit")
+    expect_eq((after["shared_cache"]["entries"], after["shared_cache"]["stores"]), (1, 1),
+              "one copy for the instance")
+
+    redis.kill()
+    wait_for(lambda: not corral.stats()["redis"]["up"], what="both workers to notice Redis died")
+    for i in range(10):
+        status, cache_status, _ = fresh_connection_get(corral, PATH)
+        expect_eq((status, "hit" in cache_status), (200, True), f"request {i} without Redis")
+    expect_eq(origin.count(PATH), 1, "origin requests")
+    metrics = corral.admin("GET", "/metrics").text
+    for name in ("corral_shared_cache_hits_total", "corral_shared_cache_entries 1"):
+        expect(name in metrics, f"{name} in /metrics")
+
+
+@scenario
+def purge_and_a_new_entry_reach_the_shared_near_cache(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script(PATH, body="v{n}")
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}}, extra=SHARED_ONLY)
+    wait_for(lambda: len(children(corral.proc.pid)) == 2, what="two workers")
+
+    expect_eq(fresh_connection_get(corral, PATH)[2], b"v1", "fetched")
+    expect_eq(fresh_connection_get(corral, PATH)[2], b"v1", "from memory")
+    purge = urllib.request.Request(
+        corral.admin_url + f"/purge?url=http://{HOST}{PATH}", method="POST")
+    with urllib.request.urlopen(purge, timeout=10) as r:
+        expect_eq(r.read().strip(), b'{"purged": 1}', "purge reply")
+    expect_eq(corral.stats()["shared_cache"]["entries"], 0, "the shared copy went at once")
+    for i in range(10):
+        expect_eq(fresh_connection_get(corral, PATH)[2], b"v2", f"request {i} after the purge")
+    expect_eq(origin.count(PATH), 2, "origin requests")

@@ -6,46 +6,13 @@
 #include <string.h>
 
 #include "tests/unit/unit.h"
+#include "tests/unit/unit_entry.h"
 
-#define NOW		1700000000000LL
-#define FRESH_MS	10000
-#define STALE_MS	60000
 #define BIG_L1		(64LL * 1024 * 1024)
 #define BODY_LEN	100
 #define NKEYS		8	/* entries that fit in a budget of 8 charges */
 #define MANY_KEYS	5000
 #define KEY_BUF		64
-
-/* An entry of generation "dd...d" (32 times digit), fresh for FRESH_MS
- * from NOW then stale for STALE_MS, with one header and a body of
- * body_len bytes. */
-static struct cache_entry *
-make_entry(char digit, size_t body_len)
-{
-	struct cache_entry *e = entry_new();
-
-	if (e == NULL)
-		abort();
-	memset(e->gen, digit, ENTRY_GEN_LEN);
-	e->gen[ENTRY_GEN_LEN] = '\0';
-	e->stored_ms = NOW;
-	e->fresh_until_ms = NOW + FRESH_MS;
-	e->stale_until_ms = NOW + FRESH_MS + STALE_MS;
-	e->status = 200;
-	if (entry_add_header(e, "Content-Type", "text/plain") == -1)
-		abort();
-	if (body_len > 0) {
-		unsigned char *body = malloc(body_len);
-
-		if (body == NULL)
-			abort();
-		memset(body, 'x', body_len);
-		if (entry_copy_body(e, body, body_len) == -1)
-			abort();
-		free(body);
-	}
-	return e;
-}
 
 /* What the L1 charges for e under key, measured on a roomy L1. */
 static int64_t
