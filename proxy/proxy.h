@@ -144,6 +144,8 @@ int	proxy_start(struct proxy *px, struct event_base *base,
 /* Sets a listener's request limits (headers, body, client timeout) from
  * c: when it starts, and again on a reload. */
 void	http_limits(struct evhttp *http, const struct conf *c);
+/* Connections of http go through the door and the pump (proxy_http.c). */
+void	http_connections(struct evhttp *http, struct proxy *px);
 /* The figures of every worker, summed (its own read live). */
 void	proxy_figures(struct proxy *px, struct proxy_figures *f);
 void	proxy_stop(struct proxy *px);

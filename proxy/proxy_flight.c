@@ -415,6 +415,20 @@ forget_head(struct flight *fl)
 }
 
 /*
+ * req gets the stream from now on. A sibling worker's request goes first,
+ * so that each piece reaches the sibling before this worker's own
+ * clients, and the sibling's clients get it while these do.
+ */
+static void
+stream_join(struct flight *fl, struct req *req)
+{
+	if (req->peer)
+		TAILQ_INSERT_HEAD(&fl->streams, req, flight_link);
+	else
+		TAILQ_INSERT_TAIL(&fl->streams, req, flight_link);
+}
+
+/*
  * The fetch's response as it arrives (from the upstream, or from the
  * sibling that fetches it: PEER). A long, shareable one goes to every
  * GET of the flight at once, a piece at a time by reference, the fetch
@@ -426,9 +440,9 @@ on_flight_stream(const struct upstream_response *resp, struct evbuffer *chunk,
     void *arg)
 {
 	struct flight *fl = arg;
-	struct req *req, *next;
+	struct req *req, *next, *first;
 	size_t most = 0;
-	int lead = fl->peer == NULL;	/* a sibling's: every request waited */
+	int lead, siblings;
 
 	assert(fl->magic == FLIGHT_MAGIC);
 	if (chunk == NULL) {
@@ -438,14 +452,21 @@ on_flight_stream(const struct upstream_response *resp, struct evbuffer *chunk,
 			refuse_peers(fl);
 			return 0;	/* answered whole, as it may vary */
 		}
-		for (req = TAILQ_FIRST(&fl->reqs); req != NULL; req = next,
-		    lead = 0) {
-			next = TAILQ_NEXT(req, flight_link);
-			if (req_stream_start(req, resp, !lead) == -1)
-				continue;
-			TAILQ_REMOVE(&fl->reqs, req, flight_link);
-			TAILQ_INSERT_TAIL(&fl->streams, req, flight_link);
-			fl->lead_streamed |= lead;
+		/* A sibling's stream: every request waited. */
+		first = fl->peer == NULL ? TAILQ_FIRST(&fl->reqs) : NULL;
+		/* The siblings' heads first too (see stream_join()). */
+		for (siblings = 1; siblings >= 0; siblings--) {
+			for (req = TAILQ_FIRST(&fl->reqs); req != NULL;
+			    req = next) {
+				next = TAILQ_NEXT(req, flight_link);
+				lead = req == first;
+				if (!req->peer != !siblings ||
+				    req_stream_start(req, resp, !lead) == -1)
+					continue;
+				TAILQ_REMOVE(&fl->reqs, req, flight_link);
+				stream_join(fl, req);
+				fl->lead_streamed |= lead;
+			}
 		}
 		fl->stream_state = STREAM_ON;
 		if (fl->peer != NULL)
@@ -946,7 +967,7 @@ flight_attach_peer(struct proxy *px, struct req *req)
 		evbuffer_free(sofar);
 		return -1;
 	}
-	TAILQ_INSERT_TAIL(&fl->streams, req, flight_link);
+	stream_join(fl, req);
 	req->flight = fl;
 	(void)req_stream_data(req, sofar);
 	evbuffer_free(sofar);

@@ -521,6 +521,19 @@ proxy_figures(struct proxy *px, struct proxy_figures *f)
 	f->stats = px->nslots > 1 ? &sum : px->stats;
 }
 
+/*
+ * http's connections are read through the door and written by the pump,
+ * and count against max_connections: the public listener's, and the
+ * siblings' on the peer socket, whose streams must leave as soon as they
+ * are queued (a socket bufferevent would wait for the loop's next turn,
+ * behind every client written meanwhile).
+ */
+void
+http_connections(struct evhttp *http, struct proxy *px)
+{
+	evhttp_set_bevcb(http, on_accept, px);
+}
+
 void
 http_limits(struct evhttp *http, const struct conf *conf)
 {
@@ -597,7 +610,7 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 	}
 	accept_proxy = px;
 	px->accept_listening = 1;
-	evhttp_set_bevcb(px->http, on_accept, px);
+	http_connections(px->http, px);
 	evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(
 	    px->http_bound), on_accept_error);
 	evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(

@@ -247,6 +247,7 @@ peer_listen(struct proxy *px, char *err, size_t errlen)
 	evhttp_set_max_body_size(px->peer, 0);	/* a peer GET has none */
 	evhttp_set_default_content_type(px->peer, NULL);
 	evhttp_set_gencb(px->peer, on_peer_request, px);
+	http_connections(px->peer, px);
 	lev = evconnlistener_new_bind(px->base, NULL, NULL,
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, PEER_BACKLOG,
 	    (struct sockaddr *)&sa,

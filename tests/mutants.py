@@ -233,6 +233,12 @@ MUTANTS = [
            "\"if not KEYS[5] then\\n\"",
            ["a_fill_of_a_long_entry"],
            "every fill carries the whole entry, however long, to every waiting process"),
+    Mutant("stream_first_piece_not_short", "upstream/upstream_curl.c",
+           "\tif (f->streamed && !f->body_handed && !whole && n > FIRST_PIECE_MAX &&",
+           "\tif (0 && f->streamed && !f->body_handed && !whole && n > FIRST_PIECE_MAX &&",
+           ["test_upstream"],
+           "a streamed read is handed over whole: the last waiter's first byte "
+           "waits for every other waiter's whole read"),
     Mutant("shared_cache_copy_not_checked", "cache/cache_l2.c",
            "\tif (atomic_load_explicit(&sh->tail, memory_order_relaxed) > p) {",
            "\tif (0) {",

@@ -44,6 +44,14 @@
 
 /* Idle connections the multi handle keeps open for reuse. */
 #define MAX_CONNECTS		256
+/*
+ * A streamed body's first hand-over is at most this long; the rest of
+ * what arrived follows once the callee's clients have been written to.
+ * A read can bring 100 KiB or more, and writing that much to each of 100
+ * waiting clients in turn puts the last one's first byte milliseconds
+ * behind the first one's.
+ */
+#define FIRST_PIECE_MAX		(16 * 1024)
 /* Bytes of one response's header block, status line excluded. */
 #define MAX_HEADER_BYTES	(64 * 1024)
 /* Digits of a Content-Length: 18 always fit in a curl_off_t. */
@@ -100,7 +108,9 @@ struct upstream_fetch {
 	int			 streamed;	/* the callee streams the body */
 	int			 paused;
 	int			 ready;		/* in up->ready */
-	TAILQ_ENTRY(upstream_fetch) ready_entry;
+	int			 later;		/* in up->later */
+	int			 body_handed;	/* some body was handed over */
+	TAILQ_ENTRY(upstream_fetch) ready_entry;	/* ready or later */
 	enum abort_reason	 abort;
 	char			 framing[80];	/* what ABORT_FRAMING found */
 	char			 socket_name[SOCKET_NAME_MAX + 1];	/* or "" */
@@ -118,6 +128,8 @@ struct upstream {
 	struct event		*reap;		/* fails ABORT_NO_SOCKET fetches */
 	TAILQ_HEAD(, upstream_fetch) fetches;
 	TAILQ_HEAD(, upstream_fetch) ready;	/* streamed data to hand over */
+	TAILQ_HEAD(, upstream_fetch) later;	/* ... once clients are written */
+	struct event		*later_ev;	/* moves later to ready */
 	TAILQ_HEAD(, sock)	 socks;
 	int			 active;
 	int			 max_headers;	/* 0: no limit */
@@ -363,6 +375,8 @@ fetch_free(struct upstream_fetch **fp)
 	upstream_response_free(&f->resp);
 	if (f->ready)
 		TAILQ_REMOVE(&f->up->ready, f, ready_entry);
+	if (f->later)
+		TAILQ_REMOVE(&f->up->later, f, ready_entry);
 	if (f->pending != NULL)
 		evbuffer_free(f->pending);
 	if (f->linked) {
@@ -439,15 +453,28 @@ upstream_pause(struct upstream_fetch *f)
 		f->paused = 1;
 }
 
+/* The first piece was handed over: the rest goes once the active events
+ * queued meanwhile (the clients' writes) have run. */
+static void
+defer(struct upstream_fetch *f)
+{
+	TAILQ_INSERT_TAIL(&f->up->later, f, ready_entry);
+	f->later = 1;
+	event_active(f->up->later_ev, EV_TIMEOUT, 0);
+}
+
 /*
  * Streaming: hands f's head (once) and what arrived of its body to its
- * on_data, keeping the first keep_body bytes in the response. From our
- * event callbacks only, after libcurl has returned.
+ * on_data, keeping the first keep_body bytes in the response; all of it
+ * when whole, else the first piece of a streamed body alone (see
+ * FIRST_PIECE_MAX). From our event callbacks only, after libcurl has
+ * returned.
  */
 static void
-hand_over(struct upstream_fetch *f)
+hand_over(struct upstream_fetch *f, int whole)
 {
 	struct upstream_response *resp = f->resp;
+	struct evbuffer *piece;
 	long status = 0;
 	size_t n, room;
 	int r;
@@ -455,6 +482,10 @@ hand_over(struct upstream_fetch *f)
 	if (f->ready) {
 		TAILQ_REMOVE(&f->up->ready, f, ready_entry);
 		f->ready = 0;
+	}
+	if (f->later) {
+		TAILQ_REMOVE(&f->up->later, f, ready_entry);
+		f->later = 0;
 	}
 	if (f->head_due) {
 		curl_easy_getinfo(f->easy, CURLINFO_RESPONSE_CODE, &status);
@@ -468,20 +499,38 @@ hand_over(struct upstream_fetch *f)
 	}
 	if ((n = evbuffer_get_length(f->pending)) == 0)
 		return;
+	piece = f->pending;
+	if (f->streamed && !f->body_handed && !whole && n > FIRST_PIECE_MAX &&
+	    (piece = evbuffer_new()) != NULL &&
+	    evbuffer_remove_buffer(f->pending, piece, FIRST_PIECE_MAX) !=
+	    FIRST_PIECE_MAX) {
+		/* Not split after all: it all goes now, in order. */
+		evbuffer_prepend_buffer(f->pending, piece);
+		evbuffer_free(piece);
+		piece = NULL;
+	}
+	if (piece == NULL)
+		piece = f->pending;
+	n = evbuffer_get_length(piece);
+	f->body_handed = 1;
 	room = !f->streamed ? n : evbuffer_get_length(resp->body) <
 	    f->keep_body ? f->keep_body - evbuffer_get_length(resp->body) : 0;
 	if (n <= room) {
-		evbuffer_add_buffer_reference(resp->body, f->pending);
+		evbuffer_add_buffer_reference(resp->body, piece);
 	} else {
 		/* Past keep_body: the response keeps what fits, and says so. */
 		resp->body_partial = 1;
 		if (room > 0)
-			evbuffer_add(resp->body, evbuffer_pullup(f->pending,
+			evbuffer_add(resp->body, evbuffer_pullup(piece,
 			    (ev_ssize_t)room), room);
 	}
-	if (f->on_data(resp, f->pending, f->data_arg) & UPSTREAM_PAUSE)
+	if (f->on_data(resp, piece, f->data_arg) & UPSTREAM_PAUSE)
 		upstream_pause(f);
-	evbuffer_free(f->pending);
+	evbuffer_free(piece);
+	if (piece != f->pending) {
+		defer(f);
+		return;
+	}
 	if ((f->pending = evbuffer_new()) == NULL)
 		f->abort = ABORT_NO_MEMORY;	/* seen when it ends */
 }
@@ -494,7 +543,7 @@ hand_over_all(struct upstream *up)
 	struct upstream_fetch *f;
 
 	while (!up->dying && (f = TAILQ_FIRST(&up->ready)) != NULL)
-		hand_over(f);
+		hand_over(f, 0);
 }
 
 static void
@@ -510,7 +559,7 @@ finish(struct upstream_fetch *f, CURLcode rc)
 	 * cancel the fetch). */
 	if (f->on_data != NULL && rc == CURLE_OK && f->abort == ABORT_NONE &&
 	    (f->head_due || evbuffer_get_length(f->pending) > 0))
-		hand_over(f);
+		hand_over(f, 1);
 	curl_multi_remove_handle(f->up->multi, f->easy);
 	f->in_multi = 0;
 
@@ -599,6 +648,25 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 	    &running)) != CURLM_OK)
 		log_error("upstream: curl_multi_socket_action: %s",
 		    curl_multi_strerror(mc));
+	hand_over_all(up);
+	drain(up);
+	unbusy(up);
+}
+
+static void
+on_later(evutil_socket_t fd, short what, void *arg)
+{
+	struct upstream *up = arg;
+	struct upstream_fetch *f;
+
+	assert(up->magic == UPSTREAM_MAGIC);
+	up->busy++;
+	while ((f = TAILQ_FIRST(&up->later)) != NULL) {
+		TAILQ_REMOVE(&up->later, f, ready_entry);
+		f->later = 0;
+		TAILQ_INSERT_TAIL(&up->ready, f, ready_entry);
+		f->ready = 1;
+	}
 	hand_over_all(up);
 	drain(up);
 	unbusy(up);
@@ -829,7 +897,7 @@ on_body(char *data, size_t size, size_t n, void *arg)
 		f->resp->body_bytes += len;
 		if (!f->head_done)
 			f->head_due = 1;
-		if (!f->ready) {
+		if (!f->ready && !f->later) {
 			TAILQ_INSERT_TAIL(&f->up->ready, f, ready_entry);
 			f->ready = 1;
 		}
@@ -1154,6 +1222,8 @@ destroy(struct upstream *up)
 		event_free(up->timer);
 	if (up->reap != NULL)
 		event_free(up->reap);
+	if (up->later_ev != NULL)
+		event_free(up->later_ev);
 	up->magic = 0;
 	free(up);
 }
@@ -1175,10 +1245,13 @@ upstream_new(struct event_base *base)
 	up->base = base;
 	TAILQ_INIT(&up->fetches);
 	TAILQ_INIT(&up->ready);
+	TAILQ_INIT(&up->later);
 	TAILQ_INIT(&up->socks);
 	if ((up->timer = evtimer_new(base, on_timer, up)) == NULL)
 		goto fail;
 	if ((up->reap = event_new(base, -1, 0, on_reap, up)) == NULL)
+		goto fail;
+	if ((up->later_ev = event_new(base, -1, 0, on_later, up)) == NULL)
 		goto fail;
 	if ((up->multi = m = curl_multi_init()) == NULL)
 		goto fail;

@@ -41,6 +41,7 @@
 #define MAX_RAW			16
 #define URL_MAX			128
 #define BODY_KEEP		8192
+#define FIRST_PIECE_BYTES	(16 * 1024)	/* upstream_curl.c's bound */
 #define HDR_KEEP		16
 #define HDR_NAME_MAX		64
 #define HDR_VALUE_MAX		128
@@ -1239,6 +1240,54 @@ fetch_unix(const char *name, pid_t pid, struct got *g)
 	return upstream_fetch(up, &r, on_done, g);
 }
 
+/* ---- streaming --------------------------------------------------------- */
+
+struct streamed {
+	int	heads;
+	int	pieces;
+	size_t	first;		/* the first piece's length */
+	size_t	total;
+};
+
+static int
+on_stream_data(const struct upstream_response *resp, struct evbuffer *chunk,
+    void *arg)
+{
+	struct streamed *s = arg;
+
+	if (chunk == NULL) {
+		s->heads++;
+		return UPSTREAM_STREAM;
+	}
+	if (s->pieces++ == 0)
+		s->first = evbuffer_get_length(chunk);
+	s->total += evbuffer_get_length(chunk);
+	return 0;
+}
+
+/* 1 MiB sent at once arrives in reads far longer than a first piece: the
+ * callee gets a short one first, then the rest, and all of it. */
+SCENARIO(a_streamed_body_comes_first_in_a_short_piece_then_all_of_it)
+{
+	char buf[URL_MAX];
+	struct upstream_request r = request("GET", url(buf, origin.port,
+	    "/big"));
+	struct streamed s = { 0 };
+	struct got g = { 0 };
+
+	r.on_data = on_stream_data;
+	r.data_arg = &s;
+	r.keep_body = BODY_KEEP;
+	CHECK(upstream_fetch(up, &r, on_done, &g) != NULL);
+	CHECK(run_until(&completed, 1) == 0);
+	CHECK(g.result == UPSTREAM_OK && g.status == 200);
+	CHECK(s.heads == 1);
+	CHECK(s.total == BIG_BODY_BYTES);
+	CHECK(s.first > 0 && s.first <= FIRST_PIECE_BYTES);
+	CHECK(s.pieces >= 2);
+	CHECK(s.total / (size_t)s.pieces > FIRST_PIECE_BYTES);	/* not all short */
+}
+
 SCENARIO(abstract_socket_reaches_the_process_named)
 {
 	char name[URL_MAX];
@@ -1336,6 +1385,7 @@ main(void)
 	RUN(t_abstract_socket_reaches_the_process_named);
 	RUN(t_abstract_socket_of_another_process_is_refused);
 	RUN(t_abstract_socket_nobody_listens_on_is_a_connect_error);
+	RUN(t_a_streamed_body_comes_first_in_a_short_piece_then_all_of_it);
 	RUN(t_result_names);
 	RUN(t_free_and_cancel_accept_null);
 	return unit_exit();
