@@ -377,8 +377,6 @@ refuse_peers(struct flight *fl)
 static void
 keep_head(struct flight *fl, const struct upstream_response *resp)
 {
-	if (fl->px->peer == NULL)
-		return;
 	if ((fl->head = calloc(1, sizeof(*fl->head))) == NULL ||
 	    (fl->replay = evbuffer_new()) == NULL) {
 		free(fl->head);
@@ -471,8 +469,7 @@ on_flight_stream(const struct upstream_response *resp, struct evbuffer *chunk,
 		fl->stream_state = STREAM_ON;
 		if (fl->peer != NULL)
 			STAT_INC(fl->px->stats, fl->route, peer_streams);
-		else
-			keep_head(fl, resp);
+		keep_head(fl, resp);
 		return UPSTREAM_STREAM;
 	}
 	keep_body(fl, chunk);
@@ -489,11 +486,12 @@ on_flight_stream(const struct upstream_response *resp, struct evbuffer *chunk,
 }
 
 /* Every reply under way ends, whole only if ok; the lead's (if it
- * streamed) is lead_o, with what its fetch took. */
+ * streamed: the first of this worker's, the siblings' going first) is
+ * lead_o, with what its fetch took. */
 static void
 end_streams(struct flight *fl, int ok, enum outcome lead_o, int64_t lead_ms)
 {
-	int lead = fl->lead_streamed;
+	int lead = fl->lead_streamed, this;
 	struct req *req;
 
 	evtimer_del(fl->stream_ev);
@@ -501,9 +499,10 @@ end_streams(struct flight *fl, int ok, enum outcome lead_o, int64_t lead_ms)
 	while ((req = TAILQ_FIRST(&fl->streams)) != NULL) {
 		TAILQ_REMOVE(&fl->streams, req, flight_link);
 		req->flight = NULL;
-		req_stream_end(req, ok, lead ? lead_o : OUT_COLLAPSED,
-		    lead ? lead_ms : -1);
-		lead = 0;
+		this = lead && !req->peer;
+		req_stream_end(req, ok, this ? lead_o : OUT_COLLAPSED,
+		    this ? lead_ms : -1);
+		lead &= !this;
 	}
 }
 
@@ -795,6 +794,55 @@ flight_done(struct flight *fl)
 	free(fl);
 }
 
+/* A copy of src's bytes (src holds references, which cannot be
+ * referenced again), or NULL. */
+static struct evbuffer *
+copy_of(struct evbuffer *src)
+{
+	int n = evbuffer_peek(src, -1, NULL, NULL, 0);
+	struct evbuffer_iovec *v = NULL;
+	struct evbuffer *dst;
+
+	if ((dst = evbuffer_new()) == NULL)
+		return NULL;
+	if (n > 0 && (v = calloc((size_t)n, sizeof(*v))) == NULL)
+		goto fail;
+	n = evbuffer_peek(src, -1, NULL, v, n);
+	for (int i = 0; i < n; i++)
+		if (evbuffer_add(dst, v[i].iov_base, v[i].iov_len) == -1)
+			goto fail;
+	free(v);
+	return dst;
+fail:
+	free(v);
+	evbuffer_free(dst);
+	return NULL;
+}
+
+/*
+ * req joins a stream that has begun (a late request of this worker, or a
+ * sibling's): it gets the head and the body so far first, then the rest
+ * as it comes, if all of it was kept. 0, or -1: it waits for the entry.
+ */
+static int
+stream_late(struct flight *fl, struct req *req)
+{
+	struct evbuffer *sofar;
+
+	if (fl->stream_state != STREAM_ON || fl->head == NULL ||
+	    fl->replay == NULL || (sofar = copy_of(fl->replay)) == NULL)
+		return -1;
+	if (req_stream_start(req, fl->head, 1) == -1) {
+		evbuffer_free(sofar);
+		return -1;
+	}
+	stream_join(fl, req);
+	req->flight = fl;
+	(void)req_stream_data(req, sofar);
+	evbuffer_free(sofar);
+	return 0;
+}
+
 /* Starts the refresh the flight waits for: with the lock (revalidating
  * what it saw) or directly. 0, or -1 with the flight answered 503. */
 static int
@@ -869,9 +917,11 @@ flight_join(struct proxy *px, struct req *req, const char *key,
 	int flags;
 
 	if ((fl = dict_get(px->flights, key)) != NULL) {
+		fl->early_due |= early_due;
+		if (fl->stream_state != STREAM_NONE && stream_late(fl, req) == 0)
+			return 0;
 		TAILQ_INSERT_TAIL(&fl->reqs, req, flight_link);
 		req->flight = fl;
-		fl->early_due |= early_due;
 		return 0;
 	}
 	if ((fl = calloc(1, sizeof(*fl))) == NULL)
@@ -919,36 +969,10 @@ fail:
 	return -1;
 }
 
-/* A copy of src's bytes (src holds references, which cannot be
- * referenced again), or NULL. */
-static struct evbuffer *
-copy_of(struct evbuffer *src)
-{
-	int n = evbuffer_peek(src, -1, NULL, NULL, 0);
-	struct evbuffer_iovec *v = NULL;
-	struct evbuffer *dst;
-
-	if ((dst = evbuffer_new()) == NULL)
-		return NULL;
-	if (n > 0 && (v = calloc((size_t)n, sizeof(*v))) == NULL)
-		goto fail;
-	n = evbuffer_peek(src, -1, NULL, v, n);
-	for (int i = 0; i < n; i++)
-		if (evbuffer_add(dst, v[i].iov_base, v[i].iov_len) == -1)
-			goto fail;
-	free(v);
-	return dst;
-fail:
-	free(v);
-	evbuffer_free(dst);
-	return NULL;
-}
-
 int
 flight_attach_peer(struct proxy *px, struct req *req)
 {
 	struct flight *fl = dict_get(px->flights, req->key);
-	struct evbuffer *sofar;
 
 	assert(req->peer);
 	if (fl == NULL || fl->refresh == NULL)
@@ -959,19 +983,7 @@ flight_attach_peer(struct proxy *px, struct req *req)
 		req->flight = fl;
 		return 0;
 	}
-	/* Begun: the head and the body so far first, if all was kept. */
-	if (fl->stream_state != STREAM_ON || fl->replay == NULL ||
-	    (sofar = copy_of(fl->replay)) == NULL)
-		return -1;
-	if (req_stream_start(req, fl->head, 1) == -1) {
-		evbuffer_free(sofar);
-		return -1;
-	}
-	stream_join(fl, req);
-	req->flight = fl;
-	(void)req_stream_data(req, sofar);
-	evbuffer_free(sofar);
-	return 0;
+	return stream_late(fl, req);
 }
 
 /* A purge or invalidation anywhere in the fleet: key, or NULL when some

@@ -42,10 +42,11 @@ def sequential_large_hits_on_one_connection_never_wait_for_a_delayed_ack(env):
            f"{', '.join(f'{t:.1f}' for t in hits)} ms")
 
 
-def timed_get(host, port, path, results, i, barrier=None, pace=None):
+def timed_get(host, port, path, results, i, barrier=None, pace=None, started=None):
     """GET path on its own connection; results[i] = (status, body, time of
     the first body byte, time of the last), times by time.time(). pace:
-    (bytes, seconds): read that many bytes at a time, resting between."""
+    (bytes, seconds): read that many bytes at a time, resting between.
+    started: an Event set once the first body byte is in."""
     conn = http.client.HTTPConnection(host, port, timeout=60)
     if barrier is not None:
         barrier.wait()
@@ -58,6 +59,8 @@ def timed_get(host, port, path, results, i, barrier=None, pace=None):
             break
         if first is None:
             first = time.time()
+            if started is not None:
+                started.set()
         parts.append(part)
         if pace:
             time.sleep(pace[1])	# a slow reader, on purpose
@@ -75,8 +78,8 @@ def pattern(size):
 def waiters_get_the_body_as_it_arrives_and_it_is_stored(env):
     size, waiters = 2 * 1024 * KIB, 8
     redis, origin = env.redis(), env.origin()
-    # Held until every waiter has joined: one that joins once the body has
-    # begun gets the stored entry instead, which is not what is tested.
+    # Held until every waiter has joined, so that all of them get the head
+    # with the lead (one that joins later is the next scenario's).
     origin.script("/s/big", size=size, pieces=20, interval_ms=75, hold=True)	# ~1.5 s
     corral = env.corral(redis, origin, routes={"/": {"ttl": "1h", "lock_poll": "5s"}})
     results = [None] * waiters
@@ -108,6 +111,32 @@ def waiters_get_the_body_as_it_arrives_and_it_is_stored(env):
     r = corral.get("/s/big", {"Host": HOST})
     expect_eq((r.status, r.cache_status.hit, len(r.body)), (200, True, size),
               "the whole body was stored once complete")
+
+
+@scenario
+def a_request_that_joins_once_the_body_has_begun_gets_it_from_the_first_byte(env):
+    size = 2 * 1024 * KIB
+    redis, origin = env.redis(), env.origin()
+    origin.script("/s/late", size=size, pieces=20, interval_ms=75)	# ~1.5 s
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}})
+    results, started = [None, None], threading.Event()
+    lead = threading.Thread(target=timed_get, daemon=True,
+                            args=(corral.host, corral.port, "/s/late", results, 0),
+                            kwargs={"started": started})
+    lead.start()
+    expect(started.wait(30), "the first client's body began")
+    timed_get(corral.host, corral.port, "/s/late", results, 1)
+    lead.join(60)
+    expect_eq(origin.count("/s/late"), 1, "origin requests")
+    done_at = origin.path_stats("/s/late")["done_at"][0]
+    for i, r in enumerate(results):
+        status, body, first, last, cs = r
+        expect_eq((status, len(body), body == pattern(size)), (200, size, True),
+                  f"client {i}: status, length, bytes ({cs})")
+    expect(results[1][2] < done_at - 0.5,
+           f"the late client got its first byte {done_at - results[1][2]:.2f} s before "
+           f"the origin finished: the body so far, then the rest as it came")
+    expect(results[1][4].endswith("collapsed"), f"the late client's Cache-Status: {results[1][4]}")
 
 
 @scenario

@@ -173,8 +173,8 @@ def run_all(target, socks, *args):
 def waiters_of_both_workers_get_the_body_as_it_arrives(env):
     size = 3 * 1024 * KIB
     redis, origin = env.redis(), env.origin()
-    # Held until every client has joined (a client that joins once the
-    # body has begun gets the stored entry instead: not what is tested).
+    # Held until every client has joined, so that every one gets the head
+    # with the lead.
     origin.script("/p/big", size=size, pieces=20, interval_ms=75, hold=True)	# ~1.5 s
     corral = env.corral(redis, origin, routes=ROUTES, extra=TWO)
     socks, owner = spread_connections(corral, least=8)
