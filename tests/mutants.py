@@ -74,7 +74,11 @@ MUTANTS = [
             "waiter_sees_by_the_generation_that_another_instance_refreshed"],
            "a woken waiter takes the released lock and fetches again"),
     Mutant("store_without_publish", "cache/cache_store.c",
-           "\"redis.call('SPUBLISH', ARGV[4], ARGV[5])\\n\"", "",
+           "\t\"if not KEYS[5] and #ARGV[2] <= \" STRINGIFY(FILL_ENTRY_MAX) \" then\\n\"\n"
+           "\t\"  redis.call('SPUBLISH', ARGV[4], ARGV[5] .. '\\\\0' .. ARGV[2])\\n\"\n"
+           "\t\"else\\n\"\n"
+           "\t\"  redis.call('SPUBLISH', ARGV[4], ARGV[5])\\n\"\n"
+           "\t\"end\\n\"\n", "",
            ["cold_miss_fleet_of_three_fetches_once"],
            "waiters of other instances sleep until their poll"),
     Mutant("release_without_publish", "cache/cache_store.c",
@@ -277,7 +281,7 @@ MUTANTS = [
            ["waiters_of_both_workers_get_the_body_as_it_arrives"],
            "the sibling's waiters get the body only once it is stored"),
     Mutant("peer_late_asker_refused", "proxy/proxy_flight.c",
-           "if (fl->stream_state != STREAM_ON || fl->replay == NULL ||",
+           "if (fl->stream_state != STREAM_ON || fl->head == NULL ||",
            "if (1 ||",
            ["a_sibling_that_asks_once_the_body_has_begun"],
            "a sibling that asks once the body has begun waits for the entry"),
