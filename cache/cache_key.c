@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
+
 /*
  * The key is written through a sink that keeps the first CACHE_KEY_MAX
  * bytes and hashes every byte, so an input of any size costs no memory.
@@ -332,4 +334,22 @@ cache_key_slot(const char *name)
 		return crc16(open + 1, (size_t)(close - open - 1)) %
 		    CACHE_KEY_SLOTS;
 	return crc16(name, strlen(name)) % CACHE_KEY_SLOTS;
+}
+
+void
+cache_key_hash(const char *key, struct cache_key_hash *kh)
+{
+	size_t base = strcspn(key, (const char[]){ CACHE_VARIANT_SEP, '\0' });
+
+	kh->len = base + strlen(key + base);
+	kh->base_hash = util_hash_more(UTIL_HASH_INIT, key, base);
+	kh->hash = util_hash_more(kh->base_hash, key + base, kh->len - base);
+}
+
+int
+cache_key_covers(const char *base, size_t base_len, const char *key,
+    size_t key_len)
+{
+	return key_len >= base_len && memcmp(key, base, base_len) == 0 &&
+	    (key[base_len] == '\0' || key[base_len] == CACHE_VARIANT_SEP);
 }

@@ -9,8 +9,11 @@
  */
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define CACHE_KEY_MAX	512
+/* A variant key is "K\nID": the key K it varies, and a variant id. */
+#define CACHE_VARIANT_SEP	'\n'
 
 /* Writes the key (NUL-terminated, at most CACHE_KEY_MAX bytes) to out,
  * which must hold CACHE_KEY_MAX + 1 bytes. host may be NULL or empty;
@@ -32,5 +35,19 @@ int	cache_key_for(const char *host, const char *path, const char *query,
  * modulo CACHE_KEY_SLOTS (the Redis Cluster specification). */
 #define CACHE_KEY_SLOTS	16384
 unsigned cache_key_slot(const char *name);
+
+/* A key's hashes (util_hash()) for the near caches' tables: of the whole
+ * key, and of its base (what precedes CACHE_VARIANT_SEP), so that a key
+ * and its variants can share a chain. */
+struct cache_key_hash {
+	uint64_t	hash;
+	uint64_t	base_hash;
+	size_t		len;		/* of the whole key */
+};
+void	cache_key_hash(const char *key, struct cache_key_hash *kh);
+/* Is key (key_len bytes, NUL-terminated) base itself or a variant of it
+ * ("base\n...")? */
+int	cache_key_covers(const char *base, size_t base_len, const char *key,
+	    size_t key_len);
 
 #endif

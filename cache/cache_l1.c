@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/cache_key.h"
+
 /*
  * One node per key, in three lists at once:
  *
@@ -41,7 +43,6 @@
 /* An entry charged more than max_bytes / L1_MAX_SHARE is not kept. */
 #define L1_MAX_SHARE		8
 #define L1_INITIAL_BUCKETS	256
-#define L1_VARIANT_SEP		'\n'
 
 #define SKETCH_ROWS		4
 #define SKETCH_MAX		15	/* counters saturate: 4 bits */
@@ -50,9 +51,6 @@
 #define SKETCH_BYTES_PER	1024	/* a counter per this much budget */
 #define SKETCH_SAMPLE_PER	10	/* halve after entries x this lookups */
 #define SKETCH_MIN_SAMPLE	1024
-
-#define FNV_OFFSET		0xcbf29ce484222325ULL
-#define FNV_PRIME		0x00000100000001b3ULL
 
 struct l1_node {
 	TAILQ_ENTRY(l1_node)	 lru;
@@ -82,39 +80,6 @@ struct l1 {
 	size_t			 sketch_mask;	/* width - 1, a power of two */
 	uint64_t		 sketch_adds;	/* since the last halving */
 };
-
-/* A key's hashes, computed in one pass. */
-struct key_info {
-	uint64_t	hash;		/* of the whole key */
-	uint64_t	base_hash;	/* of the bytes before the first '\n' */
-	size_t		len;
-};
-
-/*
- * FNV-1a. The base key is a prefix of the key, so its hash is the state
- * reached at the first separator (or the whole hash when there is none).
- */
-static void
-describe(const char *key, struct key_info *ki)
-{
-	uint64_t h = FNV_OFFSET;
-	const char *p;
-	int seen_sep = 0;
-
-	ki->base_hash = 0;
-	for (p = key; *p != '\0'; p++) {
-		if (*p == L1_VARIANT_SEP && !seen_sep) {
-			ki->base_hash = h;
-			seen_sep = 1;
-		}
-		h ^= (unsigned char)*p;
-		h *= FNV_PRIME;
-	}
-	ki->hash = h;
-	if (!seen_sep)
-		ki->base_hash = h;
-	ki->len = (size_t)(p - key);
-}
 
 /* The counter of row i for hash: rows differ by a multiplicative mix. */
 static size_t
@@ -178,7 +143,7 @@ base_bucket(const struct l1 *l, uint64_t hash)
 }
 
 static struct l1_node *
-find(const struct l1 *l, const char *key, const struct key_info *ki)
+find(const struct l1 *l, const char *key, const struct cache_key_hash *ki)
 {
 	struct l1_node *n;
 
@@ -187,14 +152,6 @@ find(const struct l1 *l, const char *key, const struct key_info *ki)
 		    memcmp(n->key, key, ki->len) == 0)
 			return n;
 	return NULL;
-}
-
-/* Is n's key key itself or a variant of it ("key\n...")? */
-static int
-covers(const char *key, size_t len, const struct l1_node *n)
-{
-	return n->len >= len && memcmp(n->key, key, len) == 0 &&
-	    (n->key[len] == '\0' || n->key[len] == L1_VARIANT_SEP);
 }
 
 static void
@@ -362,13 +319,13 @@ l1_free(struct l1 **lp)
 struct cache_entry *
 l1_get(struct l1 *l, const char *key, int64_t now_ms)
 {
-	struct key_info ki;
+	struct cache_key_hash ki;
 	struct l1_node *n;
 
 	assert(l->magic == L1_MAGIC);
 	if (!enabled(l))
 		return NULL;
-	describe(key, &ki);
+	cache_key_hash(key, &ki);
 	sketch_count(l, ki.hash);
 	if ((n = find(l, key, &ki)) == NULL) {
 		l->counters.misses++;
@@ -390,14 +347,14 @@ l1_put(struct l1 *l, const char *key, struct cache_entry *e)
 {
 	struct cache_entry *old;
 	struct l1_node *n, *victim;
-	struct key_info ki;
+	struct cache_key_hash ki;
 	int64_t charge;
 
 	assert(l->magic == L1_MAGIC);
 	assert(e->magic == ENTRY_MAGIC);
 	if (!enabled(l))
 		return;
-	describe(key, &ki);
+	cache_key_hash(key, &ki);
 	n = find(l, key, &ki);
 	if (n != NULL && (n->e == e ||
 	    (e->gen[0] != '\0' && strcmp(n->e->gen, e->gen) == 0))) {
@@ -450,17 +407,18 @@ void
 l1_drop(struct l1 *l, const char *key)
 {
 	struct l1_node *n, *next;
-	struct key_info ki;
+	struct cache_key_hash ki;
 
 	assert(l->magic == L1_MAGIC);
 	if (!enabled(l))
 		return;
-	describe(key, &ki);
+	cache_key_hash(key, &ki);
 	/* key and its variants share key's base, so they share a chain. */
 	for (n = LIST_FIRST(base_bucket(l, ki.base_hash)); n != NULL;
 	    n = next) {
 		next = LIST_NEXT(n, base_chain);
-		if (n->base_hash == ki.base_hash && covers(key, ki.len, n)) {
+		if (n->base_hash == ki.base_hash &&
+		    cache_key_covers(key, ki.len, n->key, n->len)) {
 			unlink_node(l, &n);
 			l->counters.drops++;
 		}

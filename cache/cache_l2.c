@@ -12,7 +12,7 @@
 
 #include <event2/buffer.h>
 
-#include "common/util.h"
+#include "cache/cache_key.h"
 
 /*
  * The mapping: a header, the index (a chained hash table on the base key,
@@ -33,12 +33,10 @@
  */
 
 #define L2_MAGIC		0x4c324348u	/* "L2CH" */
-#define SHARED_MAGIC		0x4c325348u	/* "L2SH" */
 #define L2_ALIGN		8
 #define L2_BYTES_PER_BUCKET	4096	/* one chain per this much budget */
 #define L2_MIN_BUCKETS		1024
 #define L2_MAX_SHARE		8	/* an entry may use 1/8 of the ring */
-#define L2_VARIANT_SEP		'\n'
 
 struct block {
 	uint64_t	next;		/* position + 1 of the next in its chain */
@@ -52,7 +50,6 @@ struct block {
 };
 
 struct shared {
-	uint32_t		magic;
 	pthread_mutex_t		lock;
 	uint64_t		nbuckets;	/* a power of two */
 	uint64_t		ring_size;	/* a multiple of L2_ALIGN */
@@ -100,12 +97,6 @@ static unsigned char *
 blob_of(struct block *b)
 {
 	return (unsigned char *)b->key + b->key_len + 1;
-}
-
-static uint64_t
-base_hash(const char *key)
-{
-	return util_hash_len(key, strcspn(key, "\n"));
 }
 
 static void
@@ -183,7 +174,6 @@ l2_new(int64_t max_bytes, char *err, size_t errlen)
 		free(l);
 		return NULL;
 	}
-	sh->magic = SHARED_MAGIC;
 	sh->nbuckets = nbuckets;
 	sh->ring_size = align_up((uint64_t)max_bytes);
 	sh->max_block = sh->ring_size / L2_MAX_SHARE;
@@ -222,15 +212,15 @@ l2_free(struct l2 **lp)
 
 /* The position + 1 of key's live block, or 0. */
 static uint64_t
-find(const struct l2 *l, const char *key, size_t len, uint64_t bh)
+find(const struct l2 *l, const char *key, const struct cache_key_hash *kh)
 {
 	uint64_t p;
 	struct block *b;
 
-	for (p = *chain_of(l, bh); p != 0; p = b->next) {
+	for (p = *chain_of(l, kh->base_hash); p != 0; p = b->next) {
 		b = at(l, p - 1);
-		if (b->base_hash == bh && b->key_len == len &&
-		    memcmp(b->key, key, len) == 0)
+		if (b->base_hash == kh->base_hash && b->key_len == kh->len &&
+		    memcmp(b->key, key, kh->len) == 0)
 			return p;
 	}
 	return 0;
@@ -309,8 +299,9 @@ l2_get(struct l2 *l, const char *key, int64_t now_ms)
 	struct shared *sh;
 	struct cache_entry *e;
 	struct block *b;
-	uint64_t p, bh;
-	size_t len, blob_len;
+	struct cache_key_hash kh;
+	uint64_t p;
+	size_t blob_len;
 	unsigned char *buf;
 	const unsigned char *src;
 	char err[64];
@@ -318,11 +309,10 @@ l2_get(struct l2 *l, const char *key, int64_t now_ms)
 	if (!enabled(l))
 		return NULL;
 	sh = l->sh;
-	len = strlen(key);
-	bh = base_hash(key);
+	cache_key_hash(key, &kh);
 	if (lock(l) == -1)
 		goto miss;
-	if ((p = find(l, key, len, bh)) == 0) {
+	if ((p = find(l, key, &kh)) == 0) {
 		unlock(l);
 		goto miss;
 	}
@@ -362,11 +352,11 @@ miss:
 
 /* Drops key's own copy (not its variants'), if any. Locked. */
 static void
-drop_exact(struct l2 *l, const char *key, size_t len, uint64_t bh)
+drop_exact(struct l2 *l, const char *key, const struct cache_key_hash *kh)
 {
 	uint64_t p;
 
-	if ((p = find(l, key, len, bh)) != 0) {
+	if ((p = find(l, key, kh)) != 0) {
 		unlink_block(l, p - 1);
 		count(&l->sh->drops);
 	}
@@ -379,17 +369,17 @@ l2_put(struct l2 *l, const char *key, const struct cache_entry *e,
 	struct shared *sh;
 	struct evbuffer *enc;
 	struct block *b;
-	uint64_t p, bh, n;
-	size_t len, blob_len;
+	struct cache_key_hash kh;
+	uint64_t p, n;
+	size_t blob_len;
 
 	if (!enabled(l) || e->fresh_until_ms <= now_ms)
 		return;
 	sh = l->sh;
-	len = strlen(key);
-	bh = base_hash(key);
+	cache_key_hash(key, &kh);
 	if (lock(l) == -1)
 		return;
-	p = find(l, key, len, bh);
+	p = find(l, key, &kh);
 	if (p != 0 && memcmp(blob_of(at(l, p - 1)), e->gen,
 	    ENTRY_GEN_LEN) == 0) {
 		unlock(l);
@@ -404,12 +394,12 @@ l2_put(struct l2 *l, const char *key, const struct cache_entry *e,
 		return;
 	}
 	blob_len = evbuffer_get_length(enc);
-	n = align_up(sizeof(struct block) + len + 1 + blob_len);
+	n = align_up(sizeof(struct block) + kh.len + 1 + blob_len);
 	if (lock(l) == -1) {
 		evbuffer_free(enc);
 		return;
 	}
-	drop_exact(l, key, len, bh);
+	drop_exact(l, key, &kh);
 	if (n > sh->max_block) {
 		unlock(l);
 		evbuffer_free(enc);
@@ -417,15 +407,15 @@ l2_put(struct l2 *l, const char *key, const struct cache_entry *e,
 	}
 	p = make_room(l, n);
 	b = at(l, p);
-	b->base_hash = bh;
+	b->base_hash = kh.base_hash;
 	b->fresh_until_ms = e->fresh_until_ms;
 	b->size = (uint32_t)n;
-	b->key_len = (uint32_t)len;
+	b->key_len = (uint32_t)kh.len;
 	b->blob_len = (uint32_t)blob_len;
-	memcpy(b->key, key, len + 1);
+	memcpy(b->key, key, kh.len + 1);
 	evbuffer_copyout(enc, blob_of(b), blob_len);
-	b->next = *chain_of(l, bh);
-	*chain_of(l, bh) = p + 1;
+	b->next = *chain_of(l, kh.base_hash);
+	*chain_of(l, kh.base_hash) = p + 1;
 	b->live = 1;
 	sh->head = p + n;
 	atomic_fetch_add(&sh->bytes, (int64_t)n);
@@ -435,30 +425,22 @@ l2_put(struct l2 *l, const char *key, const struct cache_entry *e,
 	evbuffer_free(enc);
 }
 
-/* Is b's key key itself or a variant of it ("key\n...")? */
-static int
-covers(const char *key, size_t len, const struct block *b)
-{
-	return b->key_len >= len && memcmp(b->key, key, len) == 0 &&
-	    (b->key[len] == '\0' || b->key[len] == L2_VARIANT_SEP);
-}
-
 void
 l2_drop(struct l2 *l, const char *key)
 {
-	size_t len;
-	uint64_t bh, p, *pp;
+	struct cache_key_hash kh;
+	uint64_t p, *pp;
 	struct block *b;
 
 	if (!enabled(l))
 		return;
-	len = strlen(key);
-	bh = base_hash(key);
+	cache_key_hash(key, &kh);
 	if (lock(l) == -1)
 		return;
-	for (pp = chain_of(l, bh); (p = *pp) != 0; ) {
+	for (pp = chain_of(l, kh.base_hash); (p = *pp) != 0; ) {
 		b = at(l, p - 1);
-		if (b->base_hash == bh && covers(key, len, b)) {
+		if (b->base_hash == kh.base_hash &&
+		    cache_key_covers(key, kh.len, b->key, b->key_len)) {
 			unlink_block(l, p - 1);	/* *pp is b->next now */
 			count(&l->sh->drops);
 		} else

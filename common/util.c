@@ -216,14 +216,12 @@ util_format_duration(int64_t ms, char *out, size_t outlen)
 uint64_t
 util_hash(const char *s)
 {
-	return util_hash_len(s, strlen(s));
+	return util_hash_more(UTIL_HASH_INIT, s, strlen(s));
 }
 
 uint64_t
-util_hash_len(const char *s, size_t len)
+util_hash_more(uint64_t h, const char *s, size_t len)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
 	for (size_t i = 0; i < len; i++)
 		h = (h ^ (unsigned char)s[i]) * 0x00000100000001b3ULL;
 	return h;

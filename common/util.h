@@ -42,7 +42,9 @@ size_t	util_json_char(unsigned char ch, char out[UTIL_JSON_CHAR_MAX]);
 int	util_list_has_token(const char *hv, const char *token);
 /* FNV-1a of a string: 64 bits for hash tables, not for secrets. */
 uint64_t util_hash(const char *s);
-/* The same of len bytes at s. */
-uint64_t util_hash_len(const char *s, size_t len);
+/* The FNV-1a state after len more bytes at s, from h: UTIL_HASH_INIT, or
+ * the state reached over what precedes them. */
+#define UTIL_HASH_INIT	0xcbf29ce484222325ULL
+uint64_t util_hash_more(uint64_t h, const char *s, size_t len);
 
 #endif
