@@ -1001,16 +1001,14 @@ flow_on_purge(const char *key, void *arg)
 }
 
 /*
- * A fill came with the entry stored: a flight waiting for it is answered
- * with it at once, without reading it. 0, or -1 when the flight must look
- * (it is not waiting, or the entry is not one it can serve fresh).
+ * A fill came with the entry stored, fresh: a flight waiting for it is
+ * answered with it at once, without reading it. 0, or -1 when the flight
+ * must look (it is not waiting, or the entry is the one it saw).
  */
 static int
 flight_filled(struct flight *fl, struct cache_entry *e)
 {
-	if (fl->step != FL_WAIT || strcmp(e->gen, fl->seen_gen) == 0 ||
-	    entry_state(e, util_now_ms()) != ENTRY_FRESH ||
-	    evhttp_find_header(&e->headers, VARY_MARKER) != NULL)
+	if (fl->step != FL_WAIT || strcmp(e->gen, fl->seen_gen) == 0)
 		return -1;
 	evtimer_del(fl->poll_ev);
 	flight_set_answer(fl, OUT_COLLAPSED, OUT_COLLAPSED, entry_ref(e));
@@ -1027,8 +1025,11 @@ flow_on_fill(const char *key, struct cache_entry *e, void *arg)
 	assert(px->magic == PROXY_MAGIC);
 	if (key != NULL) {
 		near_drop(px, key);	/* a newer entry is in Redis */
-		if (e != NULL && entry_state(e, util_now_ms()) == ENTRY_FRESH &&
-		    evhttp_find_header(&e->headers, VARY_MARKER) == NULL)
+		/* What came along serves only fresh, and only as itself. */
+		if (e != NULL && (entry_state(e, util_now_ms()) != ENTRY_FRESH ||
+		    evhttp_find_header(&e->headers, VARY_MARKER) != NULL))
+			e = NULL;
+		if (e != NULL)
 			near_put(px, key, e);
 		if ((fl = dict_get(px->flights, key)) != NULL &&
 		    (e == NULL || flight_filled(fl, e) == -1))
