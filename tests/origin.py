@@ -87,6 +87,12 @@ FRAMING_HEADERS = {"content-length", "transfer-encoding"}
 HEADER_FIELD_RE = re.compile(r"\{h:([A-Za-z0-9-]+)\}")	# {h:Name} in a body
 
 
+def sized_body(size):
+    """The body a script's "size" makes: BODY_PATTERN repeated, cut to size
+    (the scenarios check streamed bodies against it byte for byte)."""
+    return (BODY_PATTERN * (size // len(BODY_PATTERN) + 1))[:size]
+
+
 def parse_delay(text):
     """"300ms", "1.5s", "2m", "0" or a bare number of ms -> seconds."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*", str(text))
@@ -430,7 +436,7 @@ class Handler(BaseHTTPRequestHandler):
                 lambda m: self.headers.get(m.group(1), ""), body).encode()
         if script["size"] is not None:	# a large body: bytes by position
             size = int(script["size"])
-            body = (BODY_PATTERN * (size // len(BODY_PATTERN) + 1))[:size]
+            body = sized_body(size)
         if status in NO_BODY_STATUSES:
             body = b""
         state.begin_write(path, status)

@@ -9,6 +9,7 @@ import threading
 import time
 
 from harness import expect, expect_eq, raw_exchange, scenario, wait_for, HOST
+from origin import sized_body
 
 KIB = 1024
 
@@ -69,11 +70,6 @@ def timed_get(host, port, path, results, i, barrier=None, pace=None, started=Non
     conn.close()
 
 
-def pattern(size):
-    block = bytes(range(256)) * 16
-    return (block * (size // len(block) + 1))[:size]
-
-
 @scenario
 def waiters_get_the_body_as_it_arrives_and_it_is_stored(env):
     size, waiters = 2 * 1024 * KIB, 8
@@ -100,7 +96,7 @@ def waiters_get_the_body_as_it_arrives_and_it_is_stored(env):
     for i, r in enumerate(results):
         expect(r is not None, f"client {i} answered")
         status, body, first, last, cs = r
-        expect_eq((status, len(body), body == pattern(size)), (200, size, True),
+        expect_eq((status, len(body), body == sized_body(size)), (200, size, True),
                   f"client {i}: status, length, bytes")
         expect(first < done_at - 0.7,
                f"client {i} got its first byte {done_at - first:.2f} s before the origin "
@@ -131,7 +127,7 @@ def a_request_that_joins_once_the_body_has_begun_gets_it_from_the_first_byte(env
     done_at = origin.path_stats("/s/late")["done_at"][0]
     for i, r in enumerate(results):
         status, body, first, last, cs = r
-        expect_eq((status, len(body), body == pattern(size)), (200, size, True),
+        expect_eq((status, len(body), body == sized_body(size)), (200, size, True),
                   f"client {i}: status, length, bytes ({cs})")
     expect(results[1][2] < done_at - 0.5,
            f"the late client got its first byte {done_at - results[1][2]:.2f} s before "
@@ -175,7 +171,7 @@ def a_long_body_streams_with_bounded_memory_to_a_slow_client(env):
     timed_get(corral.host, corral.port, "/s/huge", results, 0,
               pace=(2 * 1024 * KIB, 0.05))	# ~40 MB/s: slower than the origin
     status, body, _, _, cs = results[0]
-    expect_eq((status, len(body), body == pattern(size)), (200, size, True),
+    expect_eq((status, len(body), body == sized_body(size)), (200, size, True),
               f"status, length, bytes ({cs})")
     grew = (vm_kib(corral.proc.pid, "VmHWM") - before) / 1024
     expect(grew < 32, f"corral's peak memory grew {grew:.0f} MiB for a 64 MiB body "
@@ -203,7 +199,7 @@ def large_near_cache_hits_go_out_whole_to_a_slow_reader(env):
     corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}})
     for i in range(4):
         r = corral.get("/m/1")
-        expect_eq((r.status, len(r.body), r.body == pattern(size)), (200, size, True),
+        expect_eq((r.status, len(r.body), r.body == sized_body(size)), (200, size, True),
                   f"hit {i}: status, length, bytes")
     # A slow reader: a small receive buffer, nothing read for a while.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -214,12 +210,12 @@ def large_near_cache_hits_go_out_whole_to_a_slow_reader(env):
     sock.sendall(req + req)	# two in a row on one connection
     time.sleep(0.3)	# the socket fills and stays full: the rest must wait
     data = b""
-    while data.count(pattern(size)) < 2:
+    while data.count(sized_body(size)) < 2:
         chunk = sock.recv(1 << 20)
         expect(chunk != b"", f"connection closed after {len(data)} bytes")
         data += chunk
     sock.close()
-    heads = data.split(pattern(size))
+    heads = data.split(sized_body(size))
     expect_eq(len(heads), 3, "two whole bodies, nothing between or after")
     for head in heads[:2]:
         expect(head.startswith(b"HTTP/1.1 200") and b"Content-Length: %d" % size in head,

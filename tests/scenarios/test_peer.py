@@ -16,17 +16,13 @@ import time
 
 from harness import (HOST, Background, cache_key, children, expect, expect_eq, scenario,
                      wait_for)
+from origin import sized_body
 
 KIB = 1024
 TWO = {"server": {"workers": "2"}}
 # A waiter is woken by a fill (or a sibling's stream), never by the poll.
 ROUTES = {"/": {"ttl": "1h", "lock_poll": "5s"}}
 MOST_CONNECTIONS = 200	# opened at most to find every worker
-
-
-def pattern(size):
-    block = bytes(range(256)) * 16
-    return (block * (size // len(block) + 1))[:size]
 
 
 def mono(wall):
@@ -193,7 +189,7 @@ def waiters_of_both_workers_get_the_body_as_it_arrives(env):
     for i, r in enumerate(results):
         expect(r is not None, f"client {i} answered")
         status, body, first, last, cs = r
-        expect_eq((status, len(body), body == pattern(size)), (200, size, True),
+        expect_eq((status, len(body), body == sized_body(size)), (200, size, True),
                   f"client {i} (worker {owner[socks[i]]}): status, length, bytes ({cs})")
         late[i] = first - first_byte
     by_worker = {}
@@ -210,7 +206,7 @@ def waiters_of_both_workers_get_the_body_as_it_arrives(env):
               (1, 1, len(socks) - 1), "one fetch, every other request collapsed")
     wait_for(lambda: redis.entry_keys(), what="the entry stored by the fetching worker")
     r = corral.get("/p/big", {"Host": HOST})
-    expect_eq((r.status, r.cache_status.hit, r.body == pattern(size)), (200, True, True),
+    expect_eq((r.status, r.cache_status.hit, r.body == sized_body(size)), (200, True, True),
               "stored once complete, by the worker that fetched")
 
 
@@ -236,7 +232,7 @@ def a_sibling_that_asks_once_the_body_has_begun_gets_it_from_the_first_byte(env)
     expect_eq(origin.count("/p/late"), 1, "origin requests")
     for i, r in enumerate(results):
         status, body, first, last, cs = r
-        expect_eq((status, len(body), body == pattern(size)), (200, size, True),
+        expect_eq((status, len(body), body == sized_body(size)), (200, size, True),
                   f"client {i}: status, length, bytes ({cs})")
     done_mono = mono(ps["done_at"][0])
     expect(results[1][2] < done_mono - 0.5,
@@ -259,7 +255,7 @@ def a_sibling_with_no_stream_leaves_the_waiters_to_the_entry(env):
     for i, r in enumerate(results):
         expect(r is not None, f"client {i} answered")
         status, body, first, last, cs = r
-        expect_eq((status, body == pattern(20 * KIB)), (200, True),
+        expect_eq((status, body == sized_body(20 * KIB)), (200, True),
                   f"client {i} (worker {owner[socks[i]]}): status, bytes ({cs})")
     expect_eq(origin.count("/p/small"), 1, "origin requests")
     c = corral.counters()
@@ -325,6 +321,6 @@ def a_peer_socket_answers_no_process_but_a_sibling_worker(env):
     expect_eq(got, b"", "what the peer socket answered a process that is not a worker")
     wait_for(lambda: "not a sibling worker" in corral.log(), what="the refusal in the log")
     go.join(60)
-    expect_eq((results[0][0], results[0][1] == pattern(size)), (200, True),
+    expect_eq((results[0][0], results[0][1] == sized_body(size)), (200, True),
               "the client's own answer")
     expect_eq(origin.count("/p/private"), 1, "origin requests")
