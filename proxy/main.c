@@ -162,10 +162,10 @@ static struct {
 } master;
 
 static int run_worker(struct worker_slot *slots, int nslots, int slot);
+static void worker_signals(sigset_t *set);
 
 /* The near cache the workers share, mapped before they are forked. */
 static struct l2 *shared_l2;
-static void worker_signals(sigset_t *set);
 
 /* The signals the master passes on and a worker handles. */
 static const int relayed[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1 };
