@@ -135,6 +135,14 @@ body_of(struct cache_entry *e)
 	return NULL;
 }
 
+/* The targeted fields Corral read are its own, not the client's: are they
+ * dropped from what req is sent? */
+static int
+strip_targeted(const struct req *req)
+{
+	return req->rt.origin_cache_control && !req->rt.forward_targeted_cc;
+}
+
 /* Writes v in decimal to out (24 bytes); returns out. */
 static const char *
 fmt_uint(uint64_t v, char out[24])
@@ -147,6 +155,18 @@ fmt_uint(uint64_t v, char out[24])
 		v /= 10;
 	} while (v != 0);
 	return p;
+}
+
+/* A hit's Age, in out: the origin's own (if it is a cache too, and sent
+ * one valid Age; else origin_age is -1) plus the time e has been stored. */
+static const char *
+hit_age(const struct cache_entry *e, int64_t origin_age, char out[24])
+{
+	int64_t age = (util_now_ms() - e->stored_ms) / 1000;
+
+	if (origin_age >= 0)
+		age += origin_age;
+	return fmt_uint(age > 0 ? (uint64_t)age : 0, out);
 }
 
 /*
@@ -269,7 +289,7 @@ deliver_rendered(struct req *req, struct cache_entry *e, uint64_t *sentp)
 {
 	struct evhttp_connection *evcon = evhttp_request_get_connection(req->ev);
 	struct evkeyvalq *out_headers;
-	int strip = req->rt.origin_cache_control && !req->rt.forward_targeted_cc;
+	int strip = strip_targeted(req);
 	uint64_t tag = head_tag(&req->rt, strip);
 	char line[128], tail[CACHE_STATUS_MAX + 80], cs[CACHE_STATUS_MAX];
 	char num[24];
@@ -278,7 +298,6 @@ deliver_rendered(struct req *req, struct cache_entry *e, uint64_t *sentp)
 	struct evbuffer *out, *body;
 	const char *conn;
 	size_t written;
-	int64_t age;
 	int n, status_len;
 
 	if (e->body_len == 0 || req->head || req->conditional ||
@@ -306,15 +325,12 @@ deliver_rendered(struct req *req, struct cache_entry *e, uint64_t *sentp)
 		n = snprintf(line, sizeof(line), "HTTP/1.1 %d OK\r\n",
 		    e->status);
 	status_len = n;
-	age = (util_now_ms() - e->stored_ms) / 1000;
-	if (e->head_aux >= 0)
-		age += e->head_aux;
 	cache_status(req, req->upstream_status != 0 ? req->upstream_status :
 	    e->status, cs, sizeof(cs));
 	/* libevent's own choice to close (the client asked, a stop) */
 	conn = evhttp_find_header(out_headers, "Connection");
 	n = snprintf(tail, sizeof(tail), "Cache-Status: %s\r\nAge: %s\r\n%s\r\n",
-	    cs, fmt_uint(age > 0 ? (uint64_t)age : 0, num),
+	    cs, hit_age(e, e->head_aux, num),
 	    conn != NULL && evutil_ascii_strcasecmp(conn, "close") == 0 ?
 	    "Connection: close\r\n" : "");
 	evbuffer_add(out, line, (size_t)status_len);
@@ -336,8 +352,7 @@ deliver(struct req *req)
 	struct cache_entry *e = req->entry;
 	char cs[CACHE_STATUS_MAX], num[24], date[64];
 	int cached = req->pass_kind == OUT_NONE;	/* not passed through */
-	/* The targeted fields Corral read are its own, not the client's. */
-	int strip = req->rt.origin_cache_control && !req->rt.forward_targeted_cc;
+	int strip = strip_targeted(req);
 	struct stored_fields sf;
 	struct evbuffer *body;
 	uint64_t sent;
@@ -371,12 +386,7 @@ deliver(struct req *req)
 	    e->status, cs, sizeof(cs));
 	evhttp_add_header(out, "Cache-Status", cs);
 	if (cached) {
-		/* The origin's Age (if it is a cache too) plus our time. */
-		int64_t age = (util_now_ms() - e->stored_ms) / 1000;
-		if (sf.origin_age >= 0)
-			age += sf.origin_age;
-		evhttp_add_header(out, "Age", fmt_uint(age > 0 ? (uint64_t)age : 0,
-		    num));
+		evhttp_add_header(out, "Age", hit_age(e, sf.origin_age, num));
 		if (!sf.has_date) {
 			hdr_format_date(e->stored_ms, date, sizeof(date));
 			evhttp_add_header(out, "Date", date);
@@ -471,7 +481,7 @@ req_stream_start(struct req *req, const struct upstream_response *resp,
 	struct evkeyvalq *out = evhttp_request_get_output_headers(req->ev);
 	const char *cl = evhttp_find_header(&resp->headers, "Content-Length");
 	const char *conn = evhttp_find_header(&resp->headers, "Connection");
-	int strip = req->rt.origin_cache_control && !req->rt.forward_targeted_cc;
+	int strip = strip_targeted(req);
 	char cs[CACHE_STATUS_MAX], date[64];
 	const struct evkeyval *h;
 
