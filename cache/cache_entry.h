@@ -45,11 +45,11 @@ struct cache_entry {
 	void			*store;
 	/* A rendering of its reply's head that the deliverer keeps here
 	 * (freed with the entry), what it was rendered for (head_tag), and
-	 * a figure of its own that goes with it. */
+	 * the origin's own Age read while rendering it (-1: none counts). */
 	char			*head;
 	size_t			 head_len;
 	uint64_t		 head_tag;
-	int64_t			 head_aux;
+	int64_t			 origin_age;
 };
 
 /* A new entry with refcnt 1, no headers, no body. NULL on no memory. */

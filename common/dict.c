@@ -1,3 +1,8 @@
+/*
+ * A string-keyed hash table (dict.h): chained buckets, grown as it fills.
+ * Calls common/util.c only.
+ */
+
 #include "common/dict.h"
 #include "common/util.h"
 

@@ -1,3 +1,7 @@
+/*
+ * Latency histograms with fixed bounds (hist.h). Calls nothing.
+ */
+
 #include "common/hist.h"
 
 const double hist_bounds[HIST_NBOUNDS] = {

@@ -1,3 +1,8 @@
+/*
+ * Leveled logging (log.h), as text or JSON lines, to stderr or a file.
+ * Calls common/util.c only.
+ */
+
 #include "common/log.h"
 
 #include <errno.h>

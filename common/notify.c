@@ -1,3 +1,7 @@
+/*
+ * sd_notify(3)'s protocol, spoken directly (notify.h). Calls nothing.
+ */
+
 #include "common/notify.h"
 
 #include <errno.h>

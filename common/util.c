@@ -1,3 +1,9 @@
+/*
+ * Small helpers every module may call (util.h): clocks, random tokens,
+ * parsing durations and sizes, JSON escapes and a string hash. Calls
+ * nothing of Corral.
+ */
+
 #include "common/util.h"
 
 #include <ctype.h>

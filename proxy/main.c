@@ -19,6 +19,7 @@
 #include "common/util.h"
 #include "conf/conf.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_peer.h"
 #include "proxy/proxy_log.h"
 #include "proxy/proxy_service.h"
 
@@ -233,7 +234,7 @@ on_master_signal(evutil_socket_t sig, short what, void *arg)
 	case SIGHUP:
 		log_info("%s: reloading %s", strsignal(sig), conf_file);
 		service_reloading(service);
-		if ((new = conf_reload_file(conf_file)) != NULL) {
+		if ((new = proxy_conf_load(conf_file)) != NULL) {
 			if (new->workers != conf->workers)
 				log_warn("reload: workers changed; it needs a "
 				    "restart");

@@ -2,13 +2,15 @@
 #define PROXY_PROXY_H
 
 /*
- * The proxy: one per process and event loop. proxy_http.c owns the
- * listeners, the flow files (proxy_flow.h names them) the life of each
- * request, proxy_admin.c the admin endpoints. Nothing here includes
- * hiredis or curl.
+ * The proxy: one per process and event loop. proxy_life.c starts, drains,
+ * reloads and stops it; proxy_http.c owns its listeners and connections;
+ * the flow files (proxy_flow.h names them) the life of each request;
+ * proxy_admin.c the admin endpoints. Nothing here includes hiredis or
+ * curl.
  */
 
 #include <stdint.h>
+#include <sys/queue.h>
 #include <sys/types.h>
 
 #include <event2/event.h>
@@ -93,6 +95,9 @@ struct proxy_figures {
 	struct l2_counters	 l2;		/* the instance's, not summed */
 };
 struct access_log;
+struct req;
+struct flight;
+struct refresh;
 
 struct proxy {
 	uint32_t		 magic;
@@ -112,7 +117,10 @@ struct proxy {
 	struct event		*accept_ev;	/* ends a backoff */
 	struct evhttp		*admin;		/* stats and control */
 	struct dict		*flights;	/* key -> struct flight */
-	struct dict		*refreshes;	/* key -> struct refresh */
+	struct dict		*refreshes;	/* key -> struct refresh (locked) */
+	TAILQ_HEAD(, req)	 reqs;		/* every live request */
+	TAILQ_HEAD(, flight)	 flight_list;	/* every live flight */
+	TAILQ_HEAD(, refresh)	 refresh_list;	/* every live refresh */
 	struct dict		*vary;		/* key -> what its responses vary on */
 	struct dict		*conns;		/* client connections, accept to close */
 	struct access_log	*access_log;	/* NULL when off */
@@ -136,39 +144,12 @@ struct proxy {
 	pid_t			 master_pid;	/* names the peer sockets */
 };
 
-/* proxy_http.c: slots[slot] is this worker's (nslots 1: the only one);
+/* proxy_life.c: slots[slot] is this worker's (nslots 1: the only one);
  * l2 the near cache the workers share (NULL: none). */
 int	proxy_start(struct proxy *px, struct event_base *base,
 	    const struct conf *conf, struct worker_slot *slots, int nslots,
 	    int slot, struct l2 *l2, char *err, size_t errlen);
-/* Sets a listener's request limits (headers, body, client timeout) from
- * c: when it starts, and again on a reload. */
-void	http_limits(struct evhttp *http, const struct conf *c);
-/* Connections of http go through the door and the pump (proxy_http.c). */
-void	http_connections(struct evhttp *http, struct proxy *px);
-/* The figures of every worker, summed (its own read live). */
-void	proxy_figures(struct proxy *px, struct proxy_figures *f);
 void	proxy_stop(struct proxy *px);
-
-/* The request flow: proxy_req.c, proxy_flight.c, proxy_flow.c */
-void	flow_recv(struct proxy *px, struct evhttp_request *ev);
-void	flow_on_fill(const char *key, struct cache_entry *e, void *arg);
-void	flow_on_purge(const char *key, void *arg);
-void	flow_abandon(struct proxy *px);
-void	flow_remap_routes(struct proxy *px, const struct conf *old,
-	    const struct conf *new);
-void	flow_shutdown(struct proxy *px);
-void	flow_free_vary(struct proxy *px);
-/* The near caches, the worker's own and its instance's (proxy_flow.c):
- * a fresh copy of key, a fresh e kept, key (and its variants) or every
- * key under prefix dropped. */
-struct cache_entry *near_get(struct proxy *px, const char *key,
-	    int64_t now_ms);
-void	near_put(struct proxy *px, const char *key, struct cache_entry *e);
-void	near_drop(struct proxy *px, const char *key);
-void	near_drop_prefix(struct proxy *px, const char *prefix);
-
-/* proxy_life.c */
 /* Stops accepting, lets requests in progress finish for shutdown_timeout,
  * then releases every lock still held and answers the rest with 503; the
  * event loop exits when nothing is left. A second call exits at once. */
@@ -179,13 +160,20 @@ void	proxy_drain(struct proxy *px);
 int	proxy_reload(struct proxy *px, struct conf **confp, const char *path);
 /* Loads path for a reload: the new configuration, or NULL with every
  * error logged. */
-struct conf *conf_reload_file(const char *path);
+struct conf *proxy_conf_load(const char *path);
 
-/* proxy_peer.c: with workers > 1, the private socket siblings ask for
- * responses in flight; peer_forget() clears a row (a worker died). */
-int	peer_listen(struct proxy *px, char *err, size_t errlen);
-void	peer_close(struct proxy *px);
-void	peer_forget(struct peer_row *row);
+/* proxy_http.c: the public, admin and peer listeners, and the door and
+ * pump of their connections. */
+int	http_listen(struct proxy *px, char *err, size_t errlen);
+void	http_close(struct proxy *px);
+/* Sets a listener's request limits (headers, body, client timeout) from
+ * c: when it starts, and again on a reload. */
+void	http_limits(struct evhttp *http, const struct conf *c);
+
+/* proxy_figures.c: this worker's gauges copied to its slot, and the
+ * figures of every worker, summed (its own read live). */
+void	proxy_publish(struct proxy *px);
+void	proxy_figures(struct proxy *px, struct proxy_figures *f);
 
 /* proxy_admin.c */
 void	admin_handle(struct evhttp_request *ev, void *arg);

@@ -1,3 +1,9 @@
+/*
+ * HTTP header rules (proxy_hdr.h): hop-by-hop filtering, paths as the
+ * origin resolves them, freshness as a shared cache decides it, and the
+ * fields Corral reads or writes. Pure: it calls conf/ and common/ only.
+ */
+
 #include "proxy/proxy_hdr.h"
 
 #include <ctype.h>

@@ -1,30 +1,39 @@
 /*
  * The listeners: the public port, which every request enters through
- * flow_recv(), and the admin port, which never serves proxied traffic.
+ * proxy_req.c (req_recv(), or req_refused() for what the door refused),
+ * the admin port, which never serves proxied traffic, and with workers
+ * > 1 the peer socket its siblings ask. Each connection is read through
+ * the door (proxy_frame.c) and written by the pump.
  */
 
 #include <assert.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 #include <event2/util.h>
 
-#include "cache/cache.h"
-#include "cache/cache_l1.h"
+#include "cache/cache_entry.h"
 #include "common/dict.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_flow.h"
 #include "proxy/proxy_frame.h"
-#include "proxy/proxy_log.h"
+#include "proxy/proxy_peer.h"
+#include "proxy/proxy_req.h"
 #include "upstream/upstream.h"
 
 /* A response within max_upstream_headers always fits in a cache entry. */
@@ -42,7 +51,7 @@ _Static_assert(CONF_UPSTREAM_HEADERS_MAX <= ENTRY_MAX_HEADERS,
 #define ACCEPT_DELAY_MIN_MS	10	/* first pause after accept() fails */
 #define ACCEPT_DELAY_MAX_MS	1000
 #define ACCEPT_LOG_MS		1000	/* at most one line this often */
-#define REJECT_BODY_MAX		160
+#define PEER_BACKLOG		1024
 
 /*
  * What libevent reads in place of a request the door refused, so that its
@@ -334,56 +343,6 @@ fail:
 	return NULL;
 }
 
-static const char *
-reject_phrase(int status)
-{
-	switch (status) {
-	case 413:	return "Content Too Large";
-	case 414:	return "URI Too Long";
-	case 431:	return "Request Header Fields Too Large";
-	case 501:	return "Not Implemented";
-	case 503:	return "Service Unavailable";
-	case 505:	return "HTTP Version Not Supported";
-	default:	return "Bad Request";
-	}
-}
-
-/* Answers the stand-in of a refused request, and closes. */
-static void
-reject(struct proxy *px, struct conn *c, struct evhttp_request *ev)
-{
-	struct evkeyvalq *out = evhttp_request_get_output_headers(ev);
-	struct evhttp_connection *evcon = evhttp_request_get_connection(ev);
-	struct evbuffer *body;
-	char *addr = NULL;
-	ev_uint16_t port = 0;
-	/* Its method and target were never parsed: "-". */
-	struct access_record r = {
-		.method = "-", .proto_major = 1, .proto_minor = 1,
-		.status = c->status, .cache = "error",
-		.upstream_ms = -1, .lock_wait_ms = -1, .total_ms = 0,
-	};
-
-	if (evcon != NULL)
-		evhttp_connection_get_peer(evcon, &addr, &port);
-	r.client = addr != NULL ? addr : "-";
-	log_info("rejected a request from %s: %d %s", r.client, c->status,
-	    c->reason);
-	STAT_INC(px->stats, -1, requests);
-	STAT_INC(px->stats, -1, rejected);
-	evhttp_add_header(out, "Content-Type", "text/plain");
-	evhttp_add_header(out, "Cache-Status", "corral; detail=rejected");
-	evhttp_add_header(out, "Connection", "close");
-	if ((body = evbuffer_new()) != NULL)
-		evbuffer_add_printf(body, "%d %s: %.*s\n", c->status,
-		    reject_phrase(c->status), REJECT_BODY_MAX, c->reason);
-	r.bytes = body != NULL ? evbuffer_get_length(body) : 0;
-	evhttp_send_reply(ev, c->status, reject_phrase(c->status), body);
-	if (body != NULL)
-		evbuffer_free(body);
-	access_log_write(px, &r);
-}
-
 static void
 on_request(struct evhttp_request *ev, void *arg)
 {
@@ -400,10 +359,10 @@ on_request(struct evhttp_request *ev, void *arg)
 	}
 	if (c != NULL && c->status != 0 && evhttp_find_header(
 	    evhttp_request_get_input_headers(ev), STAND_IN_MARK) != NULL) {
-		reject(px, c, ev);
+		req_refused(px, ev, c->status, c->reason);
 		return;
 	}
-	flow_recv(px, ev);
+	req_recv(px, ev);
 }
 
 /*
@@ -456,71 +415,6 @@ bind_shared(struct event_base *base, struct evhttp *http, const char *host,
 	return bound;
 }
 
-/* Copies this worker's gauges to its slot for the other workers to see. */
-static void
-publish(struct proxy *px)
-{
-	struct worker_slot *ws = &px->slots[px->slot];
-
-	ws->cache = *cache_counters(px->cache);
-	ws->upstream = *upstream_counters(px->upstream);
-	ws->redis_up = cache_is_up(px->cache);
-	snprintf(ws->redis_down, sizeof(ws->redis_down), "%s",
-	    cache_down_reason(px->cache));
-	ws->connections = (int64_t)dict_count(px->conns);
-	ws->requests = px->nrequests - px->npeers;	/* clients' */
-	ws->flights = (int64_t)dict_count(px->flights);
-	ws->refreshes = px->nrefreshes;
-	ws->upstream_fetches = upstream_active(px->upstream);
-	ws->l1_bytes = l1_counters(px->l1)->bytes;
-	ws->l1_entries = l1_counters(px->l1)->entries;
-	ws->l1_rejected = l1_counters(px->l1)->rejected;
-}
-
-static void
-on_publish(evutil_socket_t fd, short what, void *arg)
-{
-	struct proxy *px = arg;
-
-	assert(px->magic == PROXY_MAGIC);
-	publish(px);
-}
-
-void
-proxy_figures(struct proxy *px, struct proxy_figures *f)
-{
-	static struct stats sum;
-
-	memset(f, 0, sizeof(*f));
-	f->workers = px->nslots;
-	if (px->nslots > 1)
-		memset(&sum, 0, sizeof(sum));
-	publish(px);	/* its own, live */
-	for (int i = 0; i < px->nslots; i++) {
-		const struct worker_slot *ws = &px->slots[i];
-
-		if (px->nslots > 1)
-			stats_add(&sum, &ws->stats);
-		cache_counters_add(&f->cache, &ws->cache);
-		upstream_counters_add(&f->upstream, &ws->upstream);
-		f->redis_up += ws->redis_up;
-		/* Another worker may be rewriting it: bounded, never past it. */
-		if (!ws->redis_up && f->redis_down[0] == '\0')
-			snprintf(f->redis_down, sizeof(f->redis_down), "%.*s",
-			    (int)sizeof(ws->redis_down) - 1, ws->redis_down);
-		f->connections += ws->connections;
-		f->requests += ws->requests;
-		f->flights += ws->flights;
-		f->refreshes += ws->refreshes;
-		f->upstream_fetches += ws->upstream_fetches;
-		f->l1_bytes += ws->l1_bytes;
-		f->l1_entries += ws->l1_entries;
-		f->l1_rejected += ws->l1_rejected;
-	}
-	l2_counters(px->l2, &f->l2);
-	f->stats = px->nslots > 1 ? &sum : px->stats;
-}
-
 /*
  * http's connections are read through the door and written by the pump,
  * and count against max_connections: the public listener's, and the
@@ -528,7 +422,7 @@ proxy_figures(struct proxy *px, struct proxy_figures *f)
  * are queued (a socket bufferevent would wait for the loop's next turn,
  * behind every client written meanwhile).
  */
-void
+static void
 http_connections(struct evhttp *http, struct proxy *px)
 {
 	evhttp_set_bevcb(http, on_accept, px);
@@ -567,46 +461,129 @@ listen_on(struct event_base *base, const struct conf *conf, const char *host,
 	return http;
 }
 
-int
-proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
-    struct worker_slot *slots, int nslots, int slot, struct l2 *l2, char *err,
-    size_t errlen)
-{
-	struct timeval tv = { 0, PUBLISH_MS * 1000 };
+/* ---- the peer socket: sibling workers ask for responses in flight --- */
 
-	memset(px, 0, sizeof(*px));
-	px->l2 = l2;
-	px->magic = PROXY_MAGIC;
-	px->base = base;
-	px->conf = conf;
-	px->slots = slots;
-	px->nslots = nslots;
-	px->slot = slot;
-	px->stats = &slots[slot].stats;
-	px->started_ms = util_now_ms();
-	if ((px->flights = dict_new()) == NULL ||
-	    (px->refreshes = dict_new()) == NULL ||
-	    (px->vary = dict_new()) == NULL ||
-	    (px->conns = dict_new()) == NULL ||
-	    (px->l1 = l1_new(conf->l1_max_bytes)) == NULL ||
-	    (px->upstream = upstream_new(base)) == NULL) {
-		snprintf(err, errlen, "out of memory");
-		goto fail;
+/* Is the process at the other end of ev's connection a sibling worker? */
+static int
+from_sibling(struct proxy *px, struct evhttp_request *ev)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(ev);
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	evutil_socket_t fd;
+
+	if (evcon == NULL ||
+	    (fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evcon))) ==
+	    -1 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1)
+		return 0;
+	for (int s = 0; s < px->nslots; s++)
+		if (s != px->slot && px->slots[s].pid > 0 &&
+		    px->slots[s].pid == cred.pid)
+			return 1;
+	return 0;
+}
+
+static void
+on_peer_request(struct evhttp_request *ev, void *arg)
+{
+	struct proxy *px = arg;
+	const char *key = evhttp_find_header(evhttp_request_get_input_headers(ev),
+	    PEER_KEY_HEADER);
+	char flight_key[FLOW_KEY_MAX + 1], *p;
+
+	assert(px->magic == PROXY_MAGIC);
+	if (!from_sibling(px, ev)) {
+		log_warn("peer socket: a request from a process that is not a "
+		    "sibling worker; closing");
+		evhttp_connection_free(evhttp_request_get_connection(ev));
+		return;
 	}
-	upstream_set_max_headers(px->upstream, conf->max_upstream_headers);
-	if (access_log_open(conf->access_log, &px->access_log, err, errlen) == -1)
-		goto fail;
+	if (key == NULL || strlen(key) > FLOW_KEY_MAX ||
+	    strchr(key, '\n') != NULL) {
+		evhttp_send_error(ev, HTTP_BADREQUEST, NULL);
+		return;
+	}
+	snprintf(flight_key, sizeof(flight_key), "%s", key);
+	while ((p = strchr(flight_key, ' ')) != NULL)
+		*p = '\n';
+	req_peer_recv(px, ev, flight_key);
+}
+
+/* Workers > 1: the private socket siblings ask for responses in flight
+ * (proxy_peer.c). Not fatal if it cannot be had: their waiters wait for
+ * the fill as before. */
+static int
+peer_listen(struct proxy *px, char *err, size_t errlen)
+{
+	struct sockaddr_un sa;
+	struct evconnlistener *lev;
+	char name[PEER_NAME_MAX];
+	size_t n;
+
+	if (px->nslots < 2)
+		return 0;
+	peer_forget(&px->slots[px->slot].peer);
+	px->master_pid = getppid();
+	peer_socket_name(px, px->slot, getpid(), name);
+	n = strlen(name);
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path + 1, name, n);	/* abstract: sun_path[0] is 0 */
+	if ((px->peers = upstream_new(px->base)) == NULL ||
+	    (px->peer = evhttp_new(px->base)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	evhttp_set_allowed_methods(px->peer, EVHTTP_REQ_GET);
+	http_limits(px->peer, px->conf);
+	evhttp_set_max_body_size(px->peer, 0);	/* a peer GET has none */
+	evhttp_set_default_content_type(px->peer, NULL);
+	evhttp_set_gencb(px->peer, on_peer_request, px);
+	http_connections(px->peer, px);
+	lev = evconnlistener_new_bind(px->base, NULL, NULL,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, PEER_BACKLOG,
+	    (struct sockaddr *)&sa,
+	    (int)(offsetof(struct sockaddr_un, sun_path) + 1 + n));
+	if (lev == NULL || evhttp_bind_listener(px->peer, lev) == NULL) {
+		/* Not fatal: its siblings' waiters wait as before. */
+		log_warn("peer socket @%s: %s; responses in flight are not "
+		    "shared with the other workers", name, strerror(errno));
+		if (lev != NULL)
+			evconnlistener_free(lev);
+		evhttp_free(px->peer);
+		px->peer = NULL;
+	}
+	return 0;
+}
+
+static void
+peer_close(struct proxy *px)
+{
+	if (px->peer != NULL)
+		evhttp_free(px->peer);
+	px->peer = NULL;
+	upstream_free(&px->peers);
+	if (px->slots != NULL && px->nslots > 1)
+		peer_forget(&px->slots[px->slot].peer);
+}
+
+int
+http_listen(struct proxy *px, char *err, size_t errlen)
+{
+	const struct conf *conf = px->conf;
+	struct event_base *base = px->base;
+
 	px->http = listen_on(base, conf, conf->listen_host, conf->listen_port,
 	    PUBLIC_METHODS, on_request, px, &px->http_bound, err, errlen);
 	if (px->http == NULL)
-		goto fail;
+		return -1;
 	px->admin = listen_on(base, conf, conf->admin_host, conf->admin_port,
 	    ADMIN_METHODS, admin_handle, px, &px->admin_bound, err, errlen);
 	if (px->admin == NULL)
-		goto fail;
+		return -1;
 	if ((px->accept_ev = evtimer_new(base, on_accept_retry, px)) == NULL) {
 		snprintf(err, errlen, "out of memory");
-		goto fail;
+		return -1;
 	}
 	accept_proxy = px;
 	px->accept_listening = 1;
@@ -615,58 +592,20 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 	    px->http_bound), on_accept_error);
 	evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(
 	    px->admin_bound), on_accept_error);
-	if ((px->cache = cache_new(base, conf, flow_on_fill, px)) == NULL) {
-		snprintf(err, errlen, "out of memory");
-		goto fail;
-	}
-	cache_on_purge(px->cache, flow_on_purge);
-	if (peer_listen(px, err, errlen) == -1)
-		goto fail;
-	if (nslots > 1) {
-		px->publish_ev = event_new(base, -1, EV_PERSIST, on_publish, px);
-		if (px->publish_ev == NULL) {
-			snprintf(err, errlen, "out of memory");
-			goto fail;
-		}
-		evtimer_add(px->publish_ev, &tv);
-	}
-	log_info("corral %s listening on %s:%d (admin %s:%d), upstream %s, "
-	    "%d route%s", CORRAL_VERSION, conf->listen_host, conf->listen_port,
-	    conf->admin_host, conf->admin_port, conf->upstream_url,
-	    conf->nroutes, conf->nroutes == 1 ? "" : "s");
-	return 0;
-fail:
-	proxy_stop(px);
-	return -1;
+	return peer_listen(px, err, errlen);
 }
 
 void
-proxy_stop(struct proxy *px)
+http_close(struct proxy *px)
 {
-	assert(px->magic == PROXY_MAGIC);
-	if (px->publish_ev != NULL)
-		event_free(px->publish_ev);
-	px->publish_ev = NULL;
-	flow_shutdown(px);
 	peer_close(px);
 	if (px->http != NULL)
 		evhttp_free(px->http);
 	if (px->admin != NULL)
 		evhttp_free(px->admin);
 	px->http = px->admin = NULL;
-	upstream_free(&px->upstream);
-	cache_free(&px->cache);
-	dict_free(&px->flights);
-	dict_free(&px->refreshes);
-	flow_free_vary(px);
-	dict_free(&px->conns);		/* after evhttp_free: it closes them */
-	l1_free(&px->l1);
-	if (px->drain_ev != NULL)
-		event_free(px->drain_ev);
-	px->drain_ev = NULL;
 	if (px->accept_ev != NULL)
 		event_free(px->accept_ev);
 	px->accept_ev = NULL;
 	accept_proxy = NULL;
-	access_log_close(&px->access_log);
 }

@@ -1,5 +1,9 @@
 /*
- * Graceful stop and configuration reload.
+ * A worker's proxy from start to stop: it is set up (its registries, the
+ * near cache, Redis, the upstream, the listeners), drained, reloaded and
+ * stopped here. What spans every request, flight and refresh (a stop past
+ * its deadline, a reload's new routes, shutdown) is asked of each machine
+ * here, from the top.
  */
 
 #include <assert.h>
@@ -10,12 +14,48 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
+#include "cache/cache.h"
+#include "cache/cache_l1.h"
+#include "common/dict.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_flight.h"
+#include "proxy/proxy_log.h"
+#include "proxy/proxy_near.h"
+#include "proxy/proxy_refresh.h"
+#include "proxy/proxy_req.h"
+#include "proxy/proxy_vary.h"
+#include "upstream/upstream.h"
 
 #define DRAIN_CHECK_MS	20	/* how often a stop looks for idleness */
 #define DRAIN_GRACE_MS	1000	/* after abandoning: time for lock releases */
+
+/*
+ * Past the stop deadline: every fetch that holds a lock gives it up and
+ * releases the lock (so the fleet does not wait out lock_ttl), and every
+ * client still waiting gets a 503. Releases finish asynchronously.
+ */
+static void
+abandon_all(struct proxy *px)
+{
+	px->abandoned = 1;
+	refresh_abandon_all(px);
+	flight_abandon_all(px);
+	req_abandon_all(px);
+}
+
+/*
+ * Ends everything in progress: every waiting client gets a 503, every
+ * refresh gives up its fetch (its lock expires after lock_ttl).
+ */
+static void
+shutdown_all(struct proxy *px)
+{
+	flight_shutdown_all(px);
+	req_shutdown_all(px);
+	refresh_shutdown_all(px);
+}
 
 static void
 on_drain_check(evutil_socket_t fd, short what, void *arg)
@@ -35,7 +75,7 @@ on_drain_check(evutil_socket_t fd, short what, void *arg)
 		    "%d refresh%s in progress; releasing their locks",
 		    px->nrequests, px->nrequests == 1 ? "" : "s",
 		    px->nrefreshes, px->nrefreshes == 1 ? "" : "es");
-		flow_abandon(px);
+		abandon_all(px);
 		px->drain_deadline_us = now + (px->conf->redis_timeout_ms +
 		    DRAIN_GRACE_MS) * 1000;
 	} else if (px->abandoned && now >= px->drain_deadline_us) {
@@ -125,7 +165,7 @@ remap_stats(struct stats *st, const struct conf *old, const struct conf *new)
 }
 
 struct conf *
-conf_reload_file(const char *path)
+proxy_conf_load(const char *path)
 {
 	struct conf *new;
 	char *errs = NULL, *line, *save;
@@ -161,10 +201,14 @@ proxy_reload(struct proxy *px, struct conf **confp, const char *path)
 	struct conf *old = *confp, *new;
 
 	assert(px->magic == PROXY_MAGIC);
-	if ((new = conf_reload_file(path)) == NULL)
+	if ((new = proxy_conf_load(path)) == NULL)
 		return -1;
 	keep_fixed(new, old);
-	flow_remap_routes(px, old, new);
+	/* Work in progress keeps the settings it began with, but counts
+	 * under the route of the same prefix, if any. */
+	req_remap(px, old, new);
+	flight_remap(px, new);
+	refresh_remap(px, new);
 	remap_stats(px->stats, old, new);
 	px->conf = new;
 	if (px->http != NULL)
@@ -177,4 +221,92 @@ proxy_reload(struct proxy *px, struct conf **confp, const char *path)
 	log_info("reload: %s loaded, %d route%s", path, new->nroutes,
 	    new->nroutes == 1 ? "" : "s");
 	return 0;
+}
+
+static void
+on_publish(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy *px = arg;
+
+	assert(px->magic == PROXY_MAGIC);
+	proxy_publish(px);
+}
+
+int
+proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
+    struct worker_slot *slots, int nslots, int slot, struct l2 *l2, char *err,
+    size_t errlen)
+{
+	struct timeval tv = { 0, PUBLISH_MS * 1000 };
+
+	memset(px, 0, sizeof(*px));
+	px->l2 = l2;
+	px->magic = PROXY_MAGIC;
+	px->base = base;
+	px->conf = conf;
+	px->slots = slots;
+	px->nslots = nslots;
+	px->slot = slot;
+	px->stats = &slots[slot].stats;
+	px->started_ms = util_now_ms();
+	TAILQ_INIT(&px->reqs);
+	TAILQ_INIT(&px->flight_list);
+	TAILQ_INIT(&px->refresh_list);
+	if ((px->flights = dict_new()) == NULL ||
+	    (px->refreshes = dict_new()) == NULL ||
+	    (px->vary = dict_new()) == NULL ||
+	    (px->conns = dict_new()) == NULL ||
+	    (px->l1 = l1_new(conf->l1_max_bytes)) == NULL ||
+	    (px->upstream = upstream_new(base)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	upstream_set_max_headers(px->upstream, conf->max_upstream_headers);
+	if (access_log_open(conf->access_log, &px->access_log, err, errlen) == -1)
+		goto fail;
+	if (http_listen(px, err, errlen) == -1)
+		goto fail;
+	if ((px->cache = cache_new(base, conf, flight_on_fill, px)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	cache_on_purge(px->cache, near_on_purge);
+	if (nslots > 1) {
+		px->publish_ev = event_new(base, -1, EV_PERSIST, on_publish, px);
+		if (px->publish_ev == NULL) {
+			snprintf(err, errlen, "out of memory");
+			goto fail;
+		}
+		evtimer_add(px->publish_ev, &tv);
+	}
+	log_info("corral %s listening on %s:%d (admin %s:%d), upstream %s, "
+	    "%d route%s", CORRAL_VERSION, conf->listen_host, conf->listen_port,
+	    conf->admin_host, conf->admin_port, conf->upstream_url,
+	    conf->nroutes, conf->nroutes == 1 ? "" : "s");
+	return 0;
+fail:
+	proxy_stop(px);
+	return -1;
+}
+
+void
+proxy_stop(struct proxy *px)
+{
+	assert(px->magic == PROXY_MAGIC);
+	if (px->publish_ev != NULL)
+		event_free(px->publish_ev);
+	px->publish_ev = NULL;
+	shutdown_all(px);
+	http_close(px);
+	upstream_free(&px->upstream);
+	cache_free(&px->cache);
+	dict_free(&px->flights);
+	dict_free(&px->refreshes);
+	vary_free(px);
+	dict_free(&px->conns);		/* after evhttp_free: it closes them */
+	l1_free(&px->l1);
+	if (px->drain_ev != NULL)
+		event_free(px->drain_ev);
+	px->drain_ev = NULL;
+	access_log_close(&px->access_log);
 }

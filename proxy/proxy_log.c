@@ -1,3 +1,8 @@
+/*
+ * The access log (proxy_log.h): opening and reopening its file, and the
+ * one line of each finished request, as text or JSON. Calls common/ only.
+ */
+
 #include "proxy/proxy_log.h"
 
 #include <assert.h>

@@ -20,7 +20,8 @@
  *				sends nothing to the origin.
  *
  * Each worker listens on the abstract Unix socket
- * "corral-<master pid>-<slot>-<worker pid>". Anyone on the host may
+ * "corral-<master pid>-<slot>-<worker pid>" (the listener is
+ * proxy_http.c's; this file holds the table and the asking side). Anyone on the host may
  * connect to an abstract socket, so a request is served only when the
  * kernel says it comes from a sibling worker (SO_PEERCRED), and the
  * asker reads only from the process it meant to ask (upstream.h's
@@ -47,15 +48,12 @@
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 
-#include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_flow.h"
+#include "proxy/proxy_peer.h"
 
-#define PEER_KEY_HEADER		"Corral-Peer-Key"
 #define PEER_HOST		"corral-peer"	/* the Host of a peer request */
-#define PEER_NAME_MAX		64
-#define PEER_BACKLOG		1024
 
 /* A key's entry in the table: FNV-1a, never 0 (a free entry). */
 static uint64_t
@@ -66,9 +64,8 @@ key_hash(const char *key)
 	return h != 0 ? h : 1;
 }
 
-/* The socket worker slot listens on (its process, pid). */
-static void
-socket_name(const struct proxy *px, int slot, pid_t pid,
+void
+peer_socket_name(const struct proxy *px, int slot, pid_t pid,
     char out[PEER_NAME_MAX])
 {
 	snprintf(out, PEER_NAME_MAX, "corral-%d-%d-%d", (int)px->master_pid,
@@ -160,7 +157,7 @@ peer_fetch(struct proxy *px, int slot, const char *key, const char *uri,
 	if (pid <= 0 || (url = malloc(urllen)) == NULL)
 		return NULL;
 	snprintf(url, urllen, "http://" PEER_HOST "%s", uri);
-	socket_name(px, slot, pid, name);
+	peer_socket_name(px, slot, pid, name);
 	snprintf(value, sizeof(value), "%s", key);
 	while ((p = strchr(value, '\n')) != NULL)
 		*p = ' ';
@@ -172,105 +169,4 @@ peer_fetch(struct proxy *px, int slot, const char *key, const char *uri,
 	evhttp_clear_headers(&headers);
 	free(url);
 	return f;
-}
-
-/* Is the process at the other end of ev's connection a sibling worker? */
-static int
-from_sibling(struct proxy *px, struct evhttp_request *ev)
-{
-	struct evhttp_connection *evcon = evhttp_request_get_connection(ev);
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	evutil_socket_t fd;
-
-	if (evcon == NULL ||
-	    (fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evcon))) ==
-	    -1 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1)
-		return 0;
-	for (int s = 0; s < px->nslots; s++)
-		if (s != px->slot && px->slots[s].pid > 0 &&
-		    px->slots[s].pid == cred.pid)
-			return 1;
-	return 0;
-}
-
-static void
-on_peer_request(struct evhttp_request *ev, void *arg)
-{
-	struct proxy *px = arg;
-	const char *key = evhttp_find_header(evhttp_request_get_input_headers(ev),
-	    PEER_KEY_HEADER);
-	char flight_key[FLOW_KEY_MAX + 1], *p;
-
-	assert(px->magic == PROXY_MAGIC);
-	if (!from_sibling(px, ev)) {
-		log_warn("peer socket: a request from a process that is not a "
-		    "sibling worker; closing");
-		evhttp_connection_free(evhttp_request_get_connection(ev));
-		return;
-	}
-	if (key == NULL || strlen(key) > FLOW_KEY_MAX ||
-	    strchr(key, '\n') != NULL) {
-		evhttp_send_error(ev, HTTP_BADREQUEST, NULL);
-		return;
-	}
-	snprintf(flight_key, sizeof(flight_key), "%s", key);
-	while ((p = strchr(flight_key, ' ')) != NULL)
-		*p = '\n';
-	flow_peer_recv(px, ev, flight_key);
-}
-
-int
-peer_listen(struct proxy *px, char *err, size_t errlen)
-{
-	struct sockaddr_un sa;
-	struct evconnlistener *lev;
-	char name[PEER_NAME_MAX];
-	size_t n;
-
-	if (px->nslots < 2)
-		return 0;
-	peer_forget(&px->slots[px->slot].peer);
-	px->master_pid = getppid();
-	socket_name(px, px->slot, getpid(), name);
-	n = strlen(name);
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	memcpy(sa.sun_path + 1, name, n);	/* abstract: sun_path[0] is 0 */
-	if ((px->peers = upstream_new(px->base)) == NULL ||
-	    (px->peer = evhttp_new(px->base)) == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	evhttp_set_allowed_methods(px->peer, EVHTTP_REQ_GET);
-	http_limits(px->peer, px->conf);
-	evhttp_set_max_body_size(px->peer, 0);	/* a peer GET has none */
-	evhttp_set_default_content_type(px->peer, NULL);
-	evhttp_set_gencb(px->peer, on_peer_request, px);
-	http_connections(px->peer, px);
-	lev = evconnlistener_new_bind(px->base, NULL, NULL,
-	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, PEER_BACKLOG,
-	    (struct sockaddr *)&sa,
-	    (int)(offsetof(struct sockaddr_un, sun_path) + 1 + n));
-	if (lev == NULL || evhttp_bind_listener(px->peer, lev) == NULL) {
-		/* Not fatal: its siblings' waiters wait as before. */
-		log_warn("peer socket @%s: %s; responses in flight are not "
-		    "shared with the other workers", name, strerror(errno));
-		if (lev != NULL)
-			evconnlistener_free(lev);
-		evhttp_free(px->peer);
-		px->peer = NULL;
-	}
-	return 0;
-}
-
-void
-peer_close(struct proxy *px)
-{
-	if (px->peer != NULL)
-		evhttp_free(px->peer);
-	px->peer = NULL;
-	upstream_free(&px->peers);
-	if (px->slots != NULL && px->nslots > 1)
-		peer_forget(&px->slots[px->slot].peer);
 }

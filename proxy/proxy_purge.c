@@ -30,6 +30,7 @@
 #include "cache/cache_key.h"
 #include "common/log.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_near.h"
 
 #define PURGE_PREFIX_MAX	CACHE_KEY_MAX
 #define NEED_WHAT		"need url=URL, prefix=PREFIX or tag=TAG"

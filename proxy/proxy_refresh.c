@@ -2,7 +2,10 @@
  * struct refresh: one fetch of a key for a flight (or for nobody: a
  * background refresh of a stale entry). It owns a lock token and a curl
  * handle and never points back at a client request, so a client that
- * leaves cannot break it. It reports once, after it has ended.
+ * leaves cannot break it. It reports once, after it has ended, through
+ * the callback its starter gave. It asks cache/, upstream/, the near
+ * caches, proxy_peer.c's table and proxy_vary.c; nothing above it by
+ * name.
  *
  *	LOCK -> FETCH (renewing the lock) -> STORE (fenced by the token)
  *	                                  -> RELEASE (not storable, failed)
@@ -15,6 +18,7 @@
  */
 
 #include <assert.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +36,11 @@
 #include "proxy/proxy.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_hdr.h"
+#include "proxy/proxy_near.h"
+#include "proxy/proxy_peer.h"
+#include "proxy/proxy_refresh.h"
+#include "proxy/proxy_status.h"
+#include "proxy/proxy_vary.h"
 #include "upstream/upstream.h"
 
 #define REFRESH_MAGIC		0x52465348u	/* "RFSH" */
@@ -71,16 +80,13 @@ struct refresh {
 	int64_t			 fetch_start_us;
 	int64_t			 sie_ms;	/* stale-if-error of the entry */
 	struct cache_entry	*marker;	/* stored at K when it varies */
-	TAILQ_ENTRY(refresh)	 link;
+	TAILQ_ENTRY(refresh)	 link;		/* in px->refresh_list */
 	refresh_done_cb		*cb;
 	void			*cb_arg;
 	refresh_stream_cb	*stream;	/* with cb_arg */
 
 	struct refresh_report	 rep;
 };
-
-/* Every live refresh, for a drain and for shutdown. */
-static TAILQ_HEAD(, refresh)	all_refreshes = TAILQ_HEAD_INITIALIZER(all_refreshes);
 
 static void refresh_run(struct refresh *rf);
 static int64_t expire_at(const struct refresh *rf);
@@ -104,7 +110,7 @@ on_refresh_done(evutil_socket_t fd, short what, void *arg)
 	assert(rf->magic == REFRESH_MAGIC);
 	if (rf->cb != NULL)
 		rf->cb(&rf->rep, rf->cb_arg);
-	TAILQ_REMOVE(&all_refreshes, rf, link);
+	TAILQ_REMOVE(&rf->px->refresh_list, rf, link);
 	rf->px->nrefreshes--;
 	entry_unref(&rf->rep.entry);
 	entry_unref(&rf->base);
@@ -206,7 +212,7 @@ on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *backoff,
 }
 
 struct cache_entry *
-entry_from_response(struct upstream_response *resp, const char *gen,
+refresh_entry(struct upstream_response *resp, const char *gen,
     int64_t fetch_ms)
 {
 	struct cache_entry *e;
@@ -250,7 +256,7 @@ refresh_vary(struct refresh *rf)
 	if (strchr(rf->key, '\n') != NULL) {
 		snprintf(rf->rep.variant, sizeof(rf->rep.variant), "%s", rf->key);
 	} else {
-		variant_id(spec, &rf->headers, id);
+		vary_id(spec, &rf->headers, id);
 		snprintf(rf->rep.variant, sizeof(rf->rep.variant), "%s\n%s", base, id);
 	}
 	vary_learn(rf->px, base, spec);
@@ -304,7 +310,7 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 	rf->rep.fetch_ms = (util_mono_us() - rf->fetch_start_us) / 1000;
 	evtimer_del(rf->renew_ev);
 	cache_op_cancel(&rf->renew_op);
-	count_upstream(px, rf->route, resp);
+	status_count_upstream(px->stats, rf->route, resp);
 
 	if (resp->result != UPSTREAM_OK) {
 		log_warn("upstream %s: %s (%s)", rf->url,
@@ -323,7 +329,7 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 		rf->rep.entry = entry_revalidated(rf->base, resp, rf->token,
 		    rf->rep.fetch_ms);
 	} else {
-		rf->rep.entry = entry_from_response(resp, rf->token, rf->rep.fetch_ms);
+		rf->rep.entry = refresh_entry(resp, rf->token, rf->rep.fetch_ms);
 	}
 	if (rf->rep.entry == NULL) {
 		rf->rep.result = RFR_UPSTREAM_ERROR;
@@ -624,7 +630,7 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	if (a->mode == RF_LOCKED && dict_get(px->refreshes, rf->key) == NULL &&
 	    dict_set(px->refreshes, rf->key, rf) == 0)
 		rf->registered = 1;
-	TAILQ_INSERT_TAIL(&all_refreshes, rf, link);
+	TAILQ_INSERT_TAIL(&px->refresh_list, rf, link);
 	px->nrefreshes++;
 	refresh_run(rf);
 	return rf;
@@ -640,10 +646,23 @@ fail:
 	return NULL;
 }
 
-/* ================================================================
- * flight
- * ================================================================ */
+/*
+ * XFetch (Vattani, Chierichetti and Lowenstein, VLDB 2015): a hit on a
+ * fresh entry is due for a refresh when now - delta * beta * ln(rand())
+ * reaches fresh_until, where delta is how long the entry's fetch took.
+ * One draw per hit.
+ */
+int
+refresh_early_due(const struct conf_route *rt, const struct cache_entry *e)
+{
+	double late;
 
+	if (!rt->early_refresh || e->fetch_ms == 0)
+		return 0;
+	late = -(double)e->fetch_ms * rt->early_refresh_beta *
+	    log(util_random_unit());
+	return (double)util_now_ms() + late >= (double)e->fresh_until_ms;
+}
 
 int
 refresh_running(struct proxy *px, const char *key)
@@ -670,17 +689,13 @@ refresh_resume(struct refresh *rf)
 		upstream_resume(rf->fetch);
 }
 
-/*
- * Past the stop deadline: every fetch that holds a lock gives it up and
- * releases the lock, so the fleet does not wait out lock_ttl. Releases
- * finish asynchronously.
- */
+/* Releases finish asynchronously. */
 void
-refresh_abandon_all(void)
+refresh_abandon_all(struct proxy *px)
 {
 	struct refresh *rf;
 
-	TAILQ_FOREACH(rf, &all_refreshes, link) {
+	TAILQ_FOREACH(rf, &px->refresh_list, link) {
 		if (rf->step != RF_FETCH)
 			continue;	/* a Redis reply is due within its timeout */
 		upstream_cancel(&rf->fetch);
@@ -693,23 +708,21 @@ refresh_abandon_all(void)
 	}
 }
 
-/* A reload: each counts under the route of its prefix, if any. */
 void
-refresh_remap(const struct conf *new)
+refresh_remap(struct proxy *px, const struct conf *new)
 {
 	struct refresh *rf;
 
-	TAILQ_FOREACH(rf, &all_refreshes, link)
+	TAILQ_FOREACH(rf, &px->refresh_list, link)
 		rf->route = conf_route_index(new, rf->rt.prefix);
 }
 
-/* Gives up every fetch now (its lock expires after lock_ttl). */
 void
-refresh_shutdown_all(void)
+refresh_shutdown_all(struct proxy *px)
 {
 	struct refresh *rf;
 
-	while ((rf = TAILQ_FIRST(&all_refreshes)) != NULL) {
+	while ((rf = TAILQ_FIRST(&px->refresh_list)) != NULL) {
 		rf->cb = NULL;
 		if (rf->step != RF_DONE)
 			refresh_end(rf);

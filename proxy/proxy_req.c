@@ -1,17 +1,25 @@
 /*
  * struct req: one client request, from its head to its one reply.
  *
- *	RECV -> PASS (uncacheable: straight to the upstream)
- *	     -> JOIN (wait for this key's flight)
- *	     -> DELIVER -> FINISH
+ *	RECV -> PASS (uncacheable: its own fetch)  -> DELIVER
+ *	     -> JOIN (its key's flight answers it) -> DELIVER
+ *	                                           -> PASS (per-user answer)
+ *	                                           -> JOIN (its variant's)
+ *	     -> DELIVER (a near-cache hit, a refusal)
+ *	PASS, JOIN -> DRAIN (a streamed reply, all queued) or CUT (cut short)
+ *	DELIVER, DRAIN, CUT -> req_finish(): the one way out
  *
- * A cacheable request joins the flight of its key (proxy_flight.c), which
- * hands it its answer; a near-cache hit is delivered without one.
+ * Each step is one function that returns the next step, or REQ_PARK to
+ * wait for a callback; req_run() drives them. Callbacks (a flight's
+ * answer, a stream's pieces, its own fetch) only copy their result into
+ * the request and re-enter req_run(). It asks proxy_flight.c,
+ * proxy_stream.c, proxy_reply.c, proxy_status.c, the near caches and
+ * upstream/; nothing below calls it by name.
  */
 
 #include <assert.h>
-#include <ctype.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +27,6 @@
 #include <sys/queue.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/http_struct.h>
@@ -31,532 +38,244 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_flight.h"
 #include "proxy/proxy_flow.h"
+#include "proxy/proxy_forward.h"
 #include "proxy/proxy_hdr.h"
+#include "proxy/proxy_log.h"
+#include "proxy/proxy_near.h"
+#include "proxy/proxy_refresh.h"
+#include "proxy/proxy_reply.h"
+#include "proxy/proxy_req.h"
+#include "proxy/proxy_status.h"
+#include "proxy/proxy_stream.h"
+#include "proxy/proxy_vary.h"
 #include "upstream/upstream.h"
 
 #define REQ_MAGIC		0x52455155u	/* "REQU" */
-#define CACHE_STATUS_MAX	160
-#define VIA_TOKEN		"1.1 corral"
-#define VIA_MAX			1024	/* the origin's Via lines, joined */
 #define STREAM_END_CHECK_MS	20	/* an ended stream still being sent */
+#define REJECT_REASON_MAX	160	/* of a refusal, in its body */
+#define REJECT_TEXT_MAX		(REJECT_REASON_MAX + 48)
 
-/* Every live request, for a drain and for shutdown. */
-static TAILQ_HEAD(, req)	all_reqs = TAILQ_HEAD_INITIALIZER(all_reqs);
-
-static void req_run(struct req *req);
-static void req_free(struct req *req, uint64_t bytes);
-static void stream_abort(struct req *req);
-
-char *
-req_client_address(struct req *req)
-{
-	struct evhttp_connection *evcon = evhttp_request_get_connection(req->ev);
-	char *peer = NULL;
-	ev_uint16_t port;
-
-	if (evcon != NULL)
-		evhttp_connection_get_peer(evcon, &peer, &port);
-	return peer;
-}
-
-/*
- * Who asked. A client's own X-Forwarded-* and Forwarded are dropped, so
- * that it cannot speak for Corral; only a peer in trusted_proxies (a
- * proxy in front of Corral) has its values kept, with the peer appended
- * to its X-Forwarded-For.
- */
-void
-req_forward_headers(struct req *req, struct evkeyvalq *dst, int flags)
-{
-	struct evkeyvalq *in = req_headers(req);
-	char *peer = req_client_address(req);
-	int trusted = peer != NULL && conf_trusted_proxy(req->px->conf, peer);
-	const char *host = NULL, *proto = NULL;
-	const struct evkeyval *h;
-	struct evbuffer *xff;
-
-	hdr_copy(in, dst, flags | HDR_DROP_FORWARDED);
-	/* Corral has the body already: libevent answered any 100-continue. */
-	evhttp_remove_header(dst, "Expect");
-	if ((flags & HDR_DROP_HOST) && req->rt.key_host && req->host[0] != '\0')
-		evhttp_add_header(dst, "Host", req->host);	/* it is keyed */
-	if ((xff = evbuffer_new()) == NULL)
-		return;
-	TAILQ_FOREACH(h, in, next) {
-		if (!trusted)
-			break;
-		if (strcasecmp(h->key, "X-Forwarded-For") == 0)
-			evbuffer_add_printf(xff, "%s, ", h->value);
-		else if (host == NULL &&
-		    strcasecmp(h->key, "X-Forwarded-Host") == 0)
-			host = h->value;
-		else if (proto == NULL &&
-		    strcasecmp(h->key, "X-Forwarded-Proto") == 0)
-			proto = h->value;
-		else if (strcasecmp(h->key, "Forwarded") == 0)
-			evhttp_add_header(dst, h->key, h->value);
-	}
-	if (peer != NULL) {
-		evbuffer_add_printf(xff, "%s", peer);
-		evbuffer_add(xff, "", 1);
-		evhttp_add_header(dst, "X-Forwarded-For",
-		    (const char *)evbuffer_pullup(xff, -1));
-	}
-	evbuffer_free(xff);
-	if (host != NULL || req->host[0] != '\0')
-		evhttp_add_header(dst, "X-Forwarded-Host",
-		    host != NULL ? host : req->host);
-	evhttp_add_header(dst, "X-Forwarded-Proto", proto != NULL ? proto :
-	    "http");
-}
-
-static void
-on_body_sent(const void *data, size_t len, void *arg)
-{
-	struct cache_entry *e = arg;
-
-	entry_unref(&e);
-}
-
-/* The body of e by reference: the entry is kept until it is sent. */
-static struct evbuffer *
-body_of(struct cache_entry *e)
-{
-	struct evbuffer *body;
-
-	if ((body = evbuffer_new()) == NULL)
-		return NULL;
-	if (evbuffer_add_reference(body, e->body, e->body_len, on_body_sent,
-	    entry_ref(e)) == 0)
-		return body;
-	entry_unref(&e);	/* the reference just taken */
-	evbuffer_free(body);
-	return NULL;
-}
-
-/* The targeted fields Corral read are its own, not the client's: are they
- * dropped from what req is sent? */
-static int
-strip_targeted(const struct req *req)
-{
-	return req->rt.origin_cache_control && !req->rt.forward_targeted_cc;
-}
-
-/* Writes v in decimal to out (24 bytes); returns out. */
-static const char *
-fmt_uint(uint64_t v, char out[24])
-{
-	char *p = out + 23;
-
-	*p = '\0';
-	do {
-		*--p = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0);
-	return p;
-}
-
-/* A hit's Age, in out: the origin's own (if it is a cache too, and sent
- * one valid Age; else origin_age is -1) plus the time e has been stored. */
-static const char *
-hit_age(const struct cache_entry *e, int64_t origin_age, char out[24])
-{
-	int64_t age = (util_now_ms() - e->stored_ms) / 1000;
-
-	if (origin_age >= 0)
-		age += origin_age;
-	return fmt_uint(age > 0 ? (uint64_t)age : 0, out);
-}
-
-/*
- * What a reply takes from its entry's stored fields, in one pass: they are
- * end-to-end already (filtered when the entry was made). emit() gets each
- * field to send as it is; Content-Length is Corral's to set, Via and,
- * from the cache, Age are ours to rewrite, and with strip the targeted
- * fields Corral read are its own, not the client's.
- */
-struct stored_fields {
-	char		 via[VIA_MAX];	/* the origin's hops, then ours */
-	int64_t		 origin_age;	/* its one valid Age, or -1 */
-	int		 has_date;
+enum req_step {
+	REQ_RECV,		/* read the head, decide */
+	REQ_PASS,		/* its own fetch, past the cache */
+	REQ_JOIN,		/* waits in its key's flight */
+	REQ_DELIVER,		/* answers now */
+	REQ_DRAIN,		/* a streamed reply, all queued: ends once sent */
+	REQ_CUT,		/* a streamed reply that cannot complete */
+	REQ_DONE,		/* finished: req is freed */
+	REQ_PARK,		/* not a step: wait for a callback */
 };
 
-static void
-stored_fields(const struct cache_entry *e, const struct conf_route *rt,
-    int strip, int cached, void (*emit)(void *, const char *, const char *),
-    void *arg, struct stored_fields *sf)
-{
-	const char *origin_age = NULL;
-	const struct evkeyval *h;
-	size_t via_len = 0;
-	int ages = 0;
+/* Why a request ends (req_finish). */
+enum req_end {
+	END_REPLY,		/* its answer is sent now */
+	END_STREAMED,		/* its streamed reply has all been sent */
+	END_CUT,		/* its streamed reply cannot complete: close */
+};
 
-	sf->has_date = 0;
-	sf->via[0] = '\0';
-	TAILQ_FOREACH(h, &e->headers, next) {
-		if (strcasecmp(h->key, "Via") == 0) {
-			via_len += snprintf(sf->via + via_len,
-			    sizeof(sf->via) - via_len, "%s, ", h->value);
-			if (via_len >= sizeof(sf->via))
-				via_len = sizeof(sf->via) - 1;
-		} else if (cached && strcasecmp(h->key, "Age") == 0) {
-			origin_age = h->value, ages++;
-		} else if (strcasecmp(h->key, "Content-Length") != 0 &&
-		    !(strip && hdr_is_targeted(h->key, rt))) {
-			sf->has_date |= strcasecmp(h->key, "Date") == 0;
-			emit(arg, h->key, h->value);
-		}
-	}
-	snprintf(sf->via + via_len, sizeof(sf->via) - via_len, VIA_TOKEN);
-	sf->origin_age = ages == 1 ? hdr_delta_seconds(origin_age) : -1;
+struct req {
+	uint32_t		 magic;
+	struct proxy		*px;
+	struct evhttp_request	*ev;
+	enum req_step		 step;
+	int			 route;		/* index, or -1 */
+	struct conf_route	 rt;		/* its settings when it began */
+	int			 head;
+	char			*uri;		/* path[?query] */
+	char			*host;
+	char			 key[FLOW_KEY_MAX + 1];
+	TAILQ_ENTRY(req)	 link;		/* in px->reqs */
+	struct waiter		 waiter;	/* in a flight, or a stream */
+	struct upstream_fetch	*fetch;		/* PASS only */
+	struct stream		*pass_stream;	/* PASS: its response, streaming */
+	int			 peer;		/* a sibling worker's: it takes a
+						 * stream or a 204 */
+	const char		*refusal;	/* the door refused it: why */
+	int			 credentials;	/* Authorization or Cookie sent */
+	int			 conditional;	/* If-None-Match or If-Modified-Since */
+	int			 early_due;	/* its near-cache hit rolled XFetch */
+	int			 streaming;	/* its reply is under way */
+	int			 stream_status;	/* ... with this status line */
+	uint64_t		 streamed;	/* body bytes handed to it */
+	struct event		*end_ev;	/* DRAIN: checks the client took it */
+	char			 head_length[24];	/* PASS HEAD: origin's */
+	int64_t			 t_start_us;
+	int64_t			 t_join_us;
+	int64_t			 upstream_ms;	/* -1: none run for it */
+	int64_t			 waited_us;	/* from joining to its answer */
+
+	/* What callbacks left for the step they re-enter. */
+	int			 handed;	/* the flight handed it this: */
+	enum hand_kind		 hand_kind;
+	const char		*hand_vary;	/* valid in that run only */
+	int			 fetched;	/* PASS: its response came whole */
+	int			 stream_end;	/* 1 whole, -1 cut short */
+
+	struct answer		 a;
+};
+
+static void req_run(struct req *req);
+static const struct waiter_ops req_waiter_ops;
+
+static struct req *
+waiter_req(struct waiter *w)
+{
+	struct req *req = (struct req *)(void *)((char *)w -
+	    offsetof(struct req, waiter));
+
+	assert(req->magic == REQ_MAGIC);
+	return req;
 }
 
-static void
-emit_header(void *arg, const char *name, const char *value)
-{
-	evhttp_add_header(arg, name, value);
-}
+/* ---- the one way out ---------------------------------------------- */
 
-static void
-emit_line(void *arg, const char *name, const char *value)
-{
-	evbuffer_add_printf(arg, "%s: %s\r\n", name, value);
-}
-
-/*
- * What a rendered head depends on besides its entry: whether the targeted
- * fields are dropped, and which they are (a reload may change them).
- */
+/* Sends the one reply req gets (not streamed); the body bytes sent. */
 static uint64_t
-head_tag(const struct conf_route *rt, int strip)
+req_reply(struct req *req)
 {
-	return strip ? util_hash(rt->targeted_cc) | 2 : 1;
-}
-
-/*
- * The part of a hit's head that is the same for every hit of e, rendered
- * into e once: the stored fields (end-to-end already) but Via, Age,
- * Content-Length and, with strip, the targeted fields Corral consumed;
- * Via with ours last; a Date if the origin sent none; Content-Length.
- * e->head_aux is the origin's Age to add, -1 if none counts.
- */
-static int
-render_head(struct cache_entry *e, const struct conf_route *rt, int strip,
-    uint64_t tag)
-{
-	struct evbuffer *b = evbuffer_new();
-	struct stored_fields sf;
-	char date[64], *head;
-	size_t len;
-
-	if (b == NULL)
-		return -1;
-	stored_fields(e, rt, strip, 1, emit_line, b, &sf);
-	evbuffer_add_printf(b, "Via: %s\r\n", sf.via);
-	if (!sf.has_date) {
-		hdr_format_date(e->stored_ms, date, sizeof(date));
-		evbuffer_add_printf(b, "Date: %s\r\n", date);
-	}
-	evbuffer_add_printf(b, "Content-Length: %zu\r\n", e->body_len);
-	len = evbuffer_get_length(b);
-	if ((head = malloc(len)) == NULL ||
-	    evbuffer_remove(b, head, len) != (int)len) {
-		free(head);
-		evbuffer_free(b);
-		return -1;
-	}
-	evbuffer_free(b);
-	free(e->head);
-	e->head = head;
-	e->head_len = len;
-	e->head_tag = tag;
-	e->head_aux = sf.origin_age;
-	return 0;
-}
-
-/*
- * A hit with a body, as HTTP/1.1: the head is the entry's rendering plus
- * three lines, instead of a field list built and formatted per request.
- * libevent still writes the reply (so that it knows the exchange is over
- * and what to do with the connection); its own head (status line, Date,
- * Content-Length: 0, maybe Connection) is then replaced in the output
- * buffer, keeping its status line, before the body. 0 if this reply does
- * not qualify, and nothing was sent.
- */
-static int
-deliver_rendered(struct req *req, struct cache_entry *e, uint64_t *sentp)
-{
-	struct evhttp_connection *evcon = evhttp_request_get_connection(req->ev);
-	struct evkeyvalq *out_headers;
-	int strip = strip_targeted(req);
-	uint64_t tag = head_tag(&req->rt, strip);
-	char line[128], tail[CACHE_STATUS_MAX + 80], cs[CACHE_STATUS_MAX];
-	char num[24];
-	struct evbuffer_ptr eol;
-	struct bufferevent *bev;
-	struct evbuffer *out, *body;
-	const char *conn;
-	size_t written;
-	int n, status_len;
-
-	if (e->body_len == 0 || req->head || req->conditional ||
-	    req->ev->major != 1 || req->ev->minor != 1 || evcon == NULL ||
-	    (bev = evhttp_connection_get_bufferevent(evcon)) == NULL)
-		return 0;
-	out = bufferevent_get_output(bev);
-	if (evbuffer_get_length(out) != 0)
-		return 0;	/* not alone in the buffer: the usual way */
-	if ((e->head == NULL || e->head_tag != tag) &&
-	    render_head(e, &req->rt, strip, tag) == -1)
-		return 0;
-	if ((body = body_of(e)) == NULL)
-		return 0;
-	out_headers = evhttp_request_get_output_headers(req->ev);
-	if (req->px->draining)
-		evhttp_add_header(out_headers, "Connection", "close");
-	evhttp_send_reply(req->ev, e->status, NULL, NULL);
-	written = evbuffer_get_length(out);
-	eol = evbuffer_search(out, "\r\n", 2, NULL);
-	n = eol.pos < 0 || (size_t)eol.pos + 2 > sizeof(line) ? -1 :
-	    (int)evbuffer_remove(out, line, (size_t)eol.pos + 2);
-	evbuffer_drain(out, written);
-	if (n < 0)	/* cannot be: libevent's status lines are short */
-		n = snprintf(line, sizeof(line), "HTTP/1.1 %d OK\r\n",
-		    e->status);
-	status_len = n;
-	cache_status(req, req->upstream_status != 0 ? req->upstream_status :
-	    e->status, cs, sizeof(cs));
-	/* libevent's own choice to close (the client asked, a stop) */
-	conn = evhttp_find_header(out_headers, "Connection");
-	n = snprintf(tail, sizeof(tail), "Cache-Status: %s\r\nAge: %s\r\n%s\r\n",
-	    cs, hit_age(e, e->head_aux, num),
-	    conn != NULL && evutil_ascii_strcasecmp(conn, "close") == 0 ?
-	    "Connection: close\r\n" : "");
-	evbuffer_add(out, line, (size_t)status_len);
-	evbuffer_add(out, e->head, e->head_len);
-	evbuffer_add(out, tail, (size_t)n);
-	evbuffer_add_buffer(out, body);
-	evbuffer_free(body);
-	if (req->px->access_log != NULL)	/* the record names it */
-		evhttp_add_header(out_headers, "Cache-Status", cs);
-	*sentp = e->body_len;
-	return 1;
-}
-
-/* Sends the one reply this request gets; returns the body bytes sent. */
-static uint64_t
-deliver(struct req *req)
-{
-	struct evkeyvalq *out = evhttp_request_get_output_headers(req->ev);
-	struct cache_entry *e = req->entry;
-	char cs[CACHE_STATUS_MAX], num[24], date[64];
-	int cached = req->pass_kind == OUT_NONE;	/* not passed through */
-	int strip = strip_targeted(req);
-	struct stored_fields sf;
-	struct evbuffer *body;
+	struct cache_entry *e = req->a.entry;
+	char cs[CACHE_STATUS_MAX], text[REJECT_TEXT_MAX];
+	struct reply r = {
+		.ev = req->ev,
+		.rt = &req->rt,
+		.cache_status = cs,
+		.head_length = req->head_length,
+		.head = req->head,
+		.conditional = req->conditional,
+		.cached = req->a.pass_kind == OUT_NONE,
+		.closing = req->px->draining,
+		.record = req->px->access_log != NULL,
+	};
 	uint64_t sent;
-	int code, status;
+	int code;
 
+	if (req->peer) {
+		/* No stream for it: the sibling waits for the entry. */
+		evhttp_send_reply(req->ev, HTTP_NOCONTENT, NULL, NULL);
+		return 0;
+	}
 	if (e == NULL) {
-		code = error_code(req);
-		cache_status(req, code, cs, sizeof(cs));
-		evhttp_add_header(out, "Cache-Status", cs);
-		evhttp_add_header(out, "Content-Type", "text/plain");
-		evhttp_add_header(out, "Connection", "close");
-		if ((body = evbuffer_new()) != NULL)
-			evbuffer_add_printf(body, "%d %s\n", code,
-			    error_text(req, code));
-		sent = body != NULL && !req->head ? evbuffer_get_length(body) : 0;
-		evhttp_send_reply(req->ev, code, NULL, req->head ? NULL : body);
-		if (body != NULL)
-			evbuffer_free(body);
-		return sent;
+		code = status_error_code(&req->a);
+		status_value(&req->a, code, cs, sizeof(cs));
+		if (req->refusal == NULL)
+			return reply_error(&r, code, NULL,
+			    status_error_text(&req->a, code));
+		snprintf(text, sizeof(text), "%s: %.*s", reply_phrase(code),
+		    REJECT_REASON_MAX, req->refusal);
+		return reply_error(&r, code, reply_phrase(code), text);
 	}
-
-	if (cached && deliver_rendered(req, e, &sent))
-		return sent;
-	status = e->status;
-	stored_fields(e, &req->rt, strip, cached, emit_header, out, &sf);
-	evhttp_add_header(out, "Via", sf.via);
-	if (req->px->draining)
-		evhttp_add_header(out, "Connection", "close");
 	/* fwd-status: what the upstream said, a 304 for a revalidation. */
-	cache_status(req, req->upstream_status != 0 ? req->upstream_status :
-	    e->status, cs, sizeof(cs));
-	evhttp_add_header(out, "Cache-Status", cs);
-	if (cached) {
-		evhttp_add_header(out, "Age", hit_age(e, sf.origin_age, num));
-		if (!sf.has_date) {
-			hdr_format_date(e->stored_ms, date, sizeof(date));
-			evhttp_add_header(out, "Date", date);
-		}
-		if (status == 200 && req->conditional && hdr_not_modified(
-		    evhttp_request_get_input_headers(req->ev), &e->headers)) {
-			STAT_INC(req->px->stats, req->route, not_modified);
-			evhttp_remove_header(out, "Content-Type");
-			evhttp_send_reply(req->ev, HTTP_NOTMODIFIED, NULL, NULL);
-			return 0;
-		}
-	}
-	if (req->head || e->body_len == 0) {
-		if (req->head && e->status != 204 && e->status != 304) {
-			snprintf(num, sizeof(num), "%zu", e->body_len);
-			evhttp_add_header(out, "Content-Length",
-			    req->head_length[0] != '\0' ? req->head_length : num);
-		}
-		evhttp_send_reply(req->ev, e->status, NULL, NULL);
-		return 0;
-	}
-	if ((body = body_of(e)) == NULL) {
-		evhttp_send_reply(req->ev, HTTP_SERVUNAVAIL, NULL, NULL);
-		return 0;
-	}
-	evhttp_send_reply(req->ev, e->status, NULL, body);
-	evbuffer_free(body);
-	return e->body_len;
+	status_value(&req->a, req->a.upstream_status != 0 ?
+	    req->a.upstream_status : e->status, cs, sizeof(cs));
+	sent = reply_entry(&r, e);
+	if (r.not_modified)
+		STAT_INC(req->px->stats, req->route, not_modified);
+	return sent;
 }
 
-/* ---- streaming: a reply that goes out as the response arrives ------ */
-
-int
-stream_wanted(const struct upstream_response *resp, int cached)
-{
-	const char *cl = evhttp_find_header(&resp->headers, "Content-Length");
-	/* Its digits were checked on the upstream side. */
-	long long len = cl != NULL ? strtoll(cl, NULL, 10) : -1;
-
-	/* No body, or an answer a flight may replace (a 5xx by a stale
-	 * entry, a 304 by the stored body); and a short body comes whole. */
-	if (resp->status < 200 || resp->status == 204 || resp->status == 304 ||
-	    (cached && resp->status >= 500))
-		return 0;
-	return len < 0 || len > STREAM_MIN_BYTES;
-}
-
-/* Via: every hop the origin's Via lists, then ours. */
+/* The access-log record of a finished request. */
 static void
-add_via(struct evkeyvalq *out, const struct evkeyvalq *in)
+req_record(struct req *req, uint64_t bytes)
 {
-	char line[VIA_MAX];
-	size_t used = 0;
-	const struct evkeyval *h;
+	struct evhttp_request *ev = req->ev;
+	struct evkeyvalq *in = evhttp_request_get_input_headers(ev);
+	char *client = forward_client(ev);
+	int door = req->refusal != NULL;	/* nothing of it was parsed */
+	struct access_record r = {
+		.client = client != NULL ? client : "-",
+		.method = door ? "-" :
+		    status_method(evhttp_request_get_command(ev)),
+		.uri = door ? NULL : req->uri != NULL ? req->uri :
+		    evhttp_request_get_uri(ev),
+		/* A client that leaves mid-stream makes libevent say 400. */
+		.status = req->streaming ? req->stream_status :
+		    evhttp_request_get_response_code(ev),
+		.bytes = bytes,
+		.referer = evhttp_find_header(in, "Referer"),
+		.user_agent = evhttp_find_header(in, "User-Agent"),
+		.cache = status_label(req->a.outcome),
+		.cache_status = door ? NULL : evhttp_find_header(
+		    evhttp_request_get_output_headers(ev), "Cache-Status"),
+		.route = req->route >= 0 ? req->rt.prefix : NULL,
+		.upstream_ms = req->upstream_ms,
+		.lock_wait_ms = status_waited(req->a.outcome) ?
+		    req->waited_us / 1000 : -1,
+		.total_ms = (util_mono_us() - req->t_start_us) / 1000,
+	};
 
-	TAILQ_FOREACH(h, in, next) {
-		if (strcasecmp(h->key, "Via") != 0)
-			continue;
-		used += (size_t)snprintf(line + used, sizeof(line) - used,
-		    "%s, ", h->value);
-		if (used >= sizeof(line))
-			used = sizeof(line) - 1;
-	}
-	snprintf(line + used, sizeof(line) - used, VIA_TOKEN);
-	evhttp_remove_header(out, "Via");
-	evhttp_add_header(out, "Via", line);
+	r.proto_major = ev->major;	/* no accessor in libevent 2.1 */
+	r.proto_minor = ev->minor;
+	access_log_write(req->px, &r);
+}
+
+static void
+req_free(struct req *req)
+{
+	struct proxy *px = req->px;
+
+	if (req->end_ev != NULL)
+		event_free(req->end_ev);
+	stream_free(&req->pass_stream);
+	TAILQ_REMOVE(&px->reqs, req, link);
+	px->nrequests--;
+	px->npeers -= req->peer;
+	entry_unref(&req->a.entry);
+	free(req->uri);
+	free(req->host);
+	req->magic = 0;
+	free(req);
 }
 
 /*
- * A sibling's request gets the response as the origin sent it: status and
- * end-to-end headers, with its length when it had one. The sibling makes
- * of it what its own clients get (Via, Cache-Status, its route's rules).
+ * Every request ends here, once: its reply is sent (or, streamed, ended:
+ * whole, or cut with its connection closed so that a cut body can never
+ * pass for a whole one), its fetch cancelled, it leaves its flight or
+ * stream, it is counted and logged, and freed. A second call while the
+ * first runs does nothing.
  */
-static int
-peer_stream_start(struct req *req, const struct upstream_response *resp)
-{
-	struct evkeyvalq *out = evhttp_request_get_output_headers(req->ev);
-	const char *cl = evhttp_find_header(&resp->headers, "Content-Length");
-
-	hdr_copy(&resp->headers, out, HDR_DROP_LENGTH);
-	if (cl != NULL)
-		evhttp_add_header(out, "Content-Length", cl);
-	evhttp_send_reply_start(req->ev, resp->status, NULL);
-	req->streaming = 1;
-	return 0;
-}
-
-int
-req_stream_start(struct req *req, const struct upstream_response *resp,
-    int collapsed)
-{
-	struct evkeyvalq *out = evhttp_request_get_output_headers(req->ev);
-	const char *cl = evhttp_find_header(&resp->headers, "Content-Length");
-	const char *conn = evhttp_find_header(&resp->headers, "Connection");
-	int strip = strip_targeted(req);
-	char cs[CACHE_STATUS_MAX], date[64];
-	const struct evkeyval *h;
-
-	assert(req->magic == REQ_MAGIC && !req->streaming);
-	if (evhttp_request_get_connection(req->ev) == NULL || req->head)
-		return -1;
-	if (req->peer)
-		return peer_stream_start(req, resp);
-	TAILQ_FOREACH(h, &resp->headers, next) {
-		/* End-to-end ones, as an entry keeps them. */
-		if (hdr_is_hop_by_hop(h->key, conn) ||
-		    strcasecmp(h->key, "Content-Length") == 0 ||
-		    strcasecmp(h->key, "Via") == 0 ||
-		    (strip && hdr_is_targeted(h->key, &req->rt)))
-			continue;
-		evhttp_add_header(out, h->key, h->value);
-	}
-	add_via(out, &resp->headers);
-	if (cl != NULL)		/* checked by the upstream side */
-		evhttp_add_header(out, "Content-Length", cl);
-	if (evhttp_find_header(out, "Date") == NULL) {
-		hdr_format_date(util_now_ms(), date, sizeof(date));
-		evhttp_add_header(out, "Date", date);
-	}
-	if (req->pass_kind != OUT_NONE)
-		snprintf(cs, sizeof(cs), "corral; fwd=%s; fwd-status=%d",
-		    req->pass_kind == OUT_METHOD ? "method" : "bypass",
-		    resp->status);
-	else
-		snprintf(cs, sizeof(cs), "corral; fwd=miss; fwd-status=%d%s",
-		    resp->status, collapsed ? "; collapsed" : "");
-	evhttp_add_header(out, "Cache-Status", cs);
-	if (req->px->draining)
-		evhttp_add_header(out, "Connection", "close");
-	evhttp_send_reply_start(req->ev, resp->status, NULL);
-	req->streaming = 1;
-	req->stream_status = resp->status;
-	req->waited_us = util_mono_us() - req->t_join_us;	/* its wait */
-	return 0;
-}
-
-size_t
-req_stream_backlog(struct req *req)
-{
-	struct evhttp_connection *evcon = evhttp_request_get_connection(req->ev);
-	struct bufferevent *bev, *wire;
-	size_t n;
-
-	if (evcon == NULL)
-		return 0;	/* the client left */
-	bev = evhttp_connection_get_bufferevent(evcon);
-	n = evbuffer_get_length(bufferevent_get_output(bev));
-	if ((wire = bufferevent_get_underlying(bev)) != NULL)
-		n += evbuffer_get_length(bufferevent_get_output(wire));
-	return n;
-}
-
-/* A streamed reply whose body is all queued: it ends once sent (or once
- * its client has gone). */
 static void
-on_stream_end(evutil_socket_t fd, short what, void *arg)
+req_finish(struct req *req, enum req_end why)
 {
-	struct req *req = arg;
 	struct evhttp_request *ev = req->ev;
+	struct evhttp_connection *evcon;
+	uint64_t bytes = req->streamed;
 
-	assert(req->magic == REQ_MAGIC && req->end_ev != NULL);
-	if (req_stream_backlog(req) > 0) {
-		timer_arm(req->end_ev, STREAM_END_CHECK_MS);
+	assert(req->magic == REQ_MAGIC);
+	if (req->step == REQ_DONE)
 		return;
+	req->step = REQ_DONE;
+	upstream_cancel(&req->fetch);
+	stream_leave(&req->waiter);
+	flight_leave(&req->waiter);
+	if (why == END_REPLY) {
+		req->waited_us = util_mono_us() - req->t_join_us;
+		if (req->streaming) {
+			req->a.outcome = OUT_UNAVAILABLE;
+			why = END_CUT;
+		} else {
+			bytes = req_reply(req);
+		}
 	}
-	event_free(req->end_ev);
-	req->end_ev = NULL;
-	req_free(req, req->streamed);	/* before ev goes: the log reads it */
-	evhttp_send_reply_end(ev);	/* may free ev at once */
+	if (!req->peer) {	/* the sibling counts its own clients */
+		if (req->px->access_log != NULL ||
+		    LOGL_DEBUG <= log_current_level)
+			req_record(req, bytes);
+		status_count(req->px->stats, req->route, &req->a,
+		    req->waited_us);
+	}
+	evcon = evhttp_request_get_connection(ev);
+	req_free(req);		/* before ev goes: the record read it */
+	if (why == END_STREAMED)
+		evhttp_send_reply_end(ev);	/* may free ev at once */
+	else if (why == END_CUT && evcon != NULL)
+		evhttp_connection_free(evcon);	/* frees ev */
+	else if (why == END_CUT)
+		evhttp_send_reply_end(ev);	/* the client left: frees ev */
 }
+
+/* ---- streaming: the reply goes out as the response arrives ------- */
 
 /* What was queued for the client has been sent. */
 static void
@@ -565,23 +284,63 @@ on_stream_written(struct evhttp_connection *evcon, void *arg)
 	struct req *req = arg;
 
 	assert(req->magic == REQ_MAGIC && req->streaming);
-	if (req->end_ev != NULL) {
+	if (req->end_ev != NULL)
 		event_active(req->end_ev, EV_TIMEOUT, 0);
-	} else if (req->flight != NULL) {
-		flight_stream_drained(req);
-	} else if (req->paused && req->fetch != NULL &&
-	    req_stream_backlog(req) <= (size_t)req->px->conf->stream_window / 2) {
-		req->paused = 0;
-		upstream_resume(req->fetch);
-	}
+	else if (req->waiter.stream != NULL)
+		stream_drained(req->waiter.stream);
 }
 
-size_t
-req_stream_data(struct req *req, struct evbuffer *chunk)
+static void
+on_stream_end_check(evutil_socket_t fd, short what, void *arg)
 {
+	struct req *req = arg;
+
+	assert(req->magic == REQ_MAGIC && req->step == REQ_DRAIN);
+	req_run(req);
+}
+
+static int
+on_waiter_start(struct waiter *w, const struct upstream_response *resp,
+    int collapsed)
+{
+	struct req *req = waiter_req(w);
+	char cs[CACHE_STATUS_MAX];
+	struct reply r = {
+		.ev = req->ev,
+		.rt = &req->rt,
+		.cache_status = cs,
+		.closing = req->px->draining,
+	};
+
+	assert(!req->streaming);
+	if (evhttp_request_get_connection(req->ev) == NULL || req->head)
+		return -1;
+	req->streaming = 1;
+	if (req->peer) {
+		reply_peer_head(req->ev, resp);
+		return 0;
+	}
+	status_streamed(req->a.pass_kind, resp->status, collapsed, cs,
+	    sizeof(cs));
+	reply_stream_head(&r, resp);
+	req->stream_status = resp->status;
+	req->waited_us = util_mono_us() - req->t_join_us;	/* its wait */
+	return 0;
+}
+
+static size_t
+on_waiter_backlog(struct waiter *w)
+{
+	return reply_backlog(waiter_req(w)->ev);
+}
+
+static size_t
+on_waiter_data(struct waiter *w, struct evbuffer *chunk)
+{
+	struct req *req = waiter_req(w);
 	struct evbuffer *buf;
 
-	assert(req->magic == REQ_MAGIC && req->streaming);
+	assert(req->streaming);
 	if (evhttp_request_get_connection(req->ev) == NULL)
 		return 0;
 	if ((buf = evbuffer_new()) == NULL ||
@@ -593,111 +352,101 @@ req_stream_data(struct req *req, struct evbuffer *chunk)
 	req->streamed += evbuffer_get_length(buf);
 	evhttp_send_reply_chunk_with_cb(req->ev, buf, on_stream_written, req);
 	evbuffer_free(buf);
-	return req_stream_backlog(req);
+	return reply_backlog(req->ev);
 }
 
-void
-req_stream_end(struct req *req, int ok, enum outcome o, int64_t upstream_ms)
+static void
+on_waiter_end(struct waiter *w, int ok, enum outcome o, int64_t upstream_ms)
 {
-	assert(req->magic == REQ_MAGIC && req->streaming);
-	upstream_cancel(&req->fetch);
-	req->outcome = o;
+	struct req *req = waiter_req(w);
+
+	req->a.outcome = o;
 	if (upstream_ms >= 0)
 		req->upstream_ms = upstream_ms;
-	if (!ok) {
-		log_warn("%s: the response was cut short after %" PRIu64
-		    " bytes; closing the client's connection", req->uri,
-		    req->streamed);
-		stream_abort(req);
-		return;
-	}
-	/* libevent ends a reply (and may close the connection) as soon as
-	 * its own buffer is empty: only once the client has taken all of
-	 * it, so that nothing queued below is lost. */
-	if ((req->end_ev = evtimer_new(req->px->base, on_stream_end,
-	    req)) == NULL) {
-		stream_abort(req);
-		return;
-	}
-	on_stream_end(-1, 0, req);
+	req->stream_end = ok ? 1 : -1;
+	req_run(req);
 }
 
-/* Counts, logs and frees req, whose reply has gone (or been given up). */
-static void
-req_free(struct req *req, uint64_t bytes)
-{
-	struct proxy *px = req->px;
+/* ---- the flight's answers ----------------------------------------- */
 
-	if (!req->peer) {	/* the sibling counts its own clients */
-		log_access(req, bytes);
-		count_outcome(req);
+static void
+on_waiter_answer(struct waiter *w, const struct handover *h)
+{
+	struct req *req = waiter_req(w);
+
+	req->handed = 1;
+	req->hand_kind = h->kind;
+	req->hand_vary = h->vary;
+	if (h->kind == HAND_PASS)
+		req->a.hit_for_miss = h->hit_for_miss;
+	if (h->kind == HAND_ANSWER) {
+		req->a.outcome = h->outcome;
+		req->a.entry = h->entry;
+		req->a.uerr = h->uerr;
+		req->a.not_forwarded = h->not_forwarded;
+		snprintf(req->a.failure, sizeof(req->a.failure), "%s",
+		    h->failure);
+		if (h->upstream_ms >= 0)
+			req->upstream_ms = h->upstream_ms;
+		if (h->upstream_status != 0)
+			req->a.upstream_status = h->upstream_status;
 	}
-	if (req->end_ev != NULL)
-		event_free(req->end_ev);
-	TAILQ_REMOVE(&all_reqs, req, all_link);
-	px->nrequests--;
-	px->npeers -= req->peer;
-	entry_unref(&req->entry);
-	free(req->uri);
-	free(req->host);
-	req->magic = 0;
-	free(req);
-}
-
-/*
- * A reply under way that cannot be completed: the client's connection is
- * closed, so that a cut body can never pass for a whole one (its length
- * or final chunk never comes). req is freed.
- */
-static void
-stream_abort(struct req *req)
-{
-	struct evhttp_request *ev = req->ev;
-	struct evhttp_connection *evcon = evhttp_request_get_connection(ev);
-
-	req_free(req, req->streamed);	/* before ev goes */
-	if (evcon != NULL)
-		evhttp_connection_free(evcon);	/* frees ev */
-	else
-		evhttp_send_reply_end(ev);	/* the client left: frees ev */
+	req_run(req);
 }
 
 static void
-req_finish(struct req *req)
+on_waiter_forward(struct waiter *w, struct evkeyvalq *dst, int flags)
 {
+	struct req *req = waiter_req(w);
+
+	forward_headers(req->ev, req->px->conf, req->host, req->rt.key_host,
+	    dst, flags);
+}
+
+static const struct waiter_ops req_waiter_ops = {
+	.answer = on_waiter_answer,
+	.forward = on_waiter_forward,
+	.start = on_waiter_start,
+	.data = on_waiter_data,
+	.backlog = on_waiter_backlog,
+	.end = on_waiter_end,
+};
+
+/* ---- PASS: its own fetch, past the cache --------------------------- */
+
+/* The client caught up with a paused response: it goes on. */
+static void
+on_pass_resume(void *arg)
+{
+	struct req *req = arg;
+
 	assert(req->magic == REQ_MAGIC);
-	upstream_cancel(&req->fetch);
-	flight_leave(req);
-	req->waited_us = util_mono_us() - req->t_join_us;	/* measured once */
-	if (req->streaming) {
-		req->outcome = OUT_UNAVAILABLE;
-		stream_abort(req);
-		return;
-	}
-	if (req->peer) {
-		/* No stream for it: the sibling waits for the entry. */
-		evhttp_send_reply(req->ev, HTTP_NOCONTENT, NULL, NULL);
-		req_free(req, 0);
-		return;
-	}
-	req_free(req, deliver(req));
+	if (req->fetch != NULL)
+		upstream_resume(req->fetch);
 }
 
-/* A passed-through response as it arrives: a long one is streamed. */
 static int
 on_pass_data(const struct upstream_response *resp, struct evbuffer *chunk,
     void *arg)
 {
 	struct req *req = arg;
+	struct stream *st;
 
 	assert(req->magic == REQ_MAGIC);
-	if (chunk == NULL)
-		return stream_wanted(resp, 0) && req_stream_start(req, resp,
-		    0) == 0 ? UPSTREAM_STREAM : 0;
-	if (req->streaming && req_stream_data(req, chunk) >
-	    (size_t)req->px->conf->stream_window)
-		req->paused = 1;
-	return req->paused ? UPSTREAM_PAUSE : 0;
+	if (chunk != NULL)
+		return req->pass_stream != NULL ?
+		    stream_data(req->pass_stream, chunk) : 0;
+	/* The head: a long response is streamed. */
+	if (!stream_wanted(resp, 0) || (st = stream_new(req->px->base,
+	    (size_t)req->px->conf->stream_window, on_pass_resume,
+	    req)) == NULL)
+		return 0;
+	if (stream_join(st, &req->waiter, resp, 1) == -1) {
+		stream_free(&st);
+		return 0;
+	}
+	req->pass_stream = st;
+	return UPSTREAM_STREAM;
 }
 
 /* RFC 9111 4.4: a successful unsafe request invalidates: this process's
@@ -714,49 +463,47 @@ pass_invalidate(struct req *req, int status)
 	}
 }
 
+/* The response as an answer of its own; a streamed one ends its stream. */
 static void
 on_pass_fetched(struct upstream_response *resp, void *arg)
 {
 	struct req *req = arg;
+	struct stream *st = req->pass_stream;
+	int ok = resp->result == UPSTREAM_OK;
+	const char *cl;
 
 	assert(req->magic == REQ_MAGIC);
 	req->fetch = NULL;
 	req->upstream_ms = resp->elapsed_ms;
-	count_upstream(req->px, req->route, resp);
-	if (req->streaming) {
-		int ok = resp->result == UPSTREAM_OK;
-
-		if (ok) {
-			pass_invalidate(req, resp->status);
-		} else {
-			log_warn("upstream %s: %s (%s), after its head",
-			    req->uri, upstream_result_name(resp->result),
-			    resp->error);
-			req->uerr = resp->result;
-		}
+	status_count_upstream(req->px->stats, req->route, resp);
+	if (!ok) {
+		log_warn("upstream %s: %s (%s)%s", req->uri,
+		    upstream_result_name(resp->result), resp->error,
+		    st != NULL ? ", after its head" : "");
+		req->a.outcome = OUT_UPSTREAM_ERROR;
+		req->a.uerr = resp->result;
+	} else {
+		pass_invalidate(req, resp->status);
+	}
+	if (st != NULL) {
 		upstream_response_free(&resp);
-		req_stream_end(req, ok, ok ? req->pass_kind :
-		    OUT_UPSTREAM_ERROR, req->upstream_ms);
+		req->pass_stream = NULL;	/* its end may free req */
+		stream_end(st, ok, ok ? req->a.pass_kind : OUT_UPSTREAM_ERROR,
+		    req->upstream_ms);
+		stream_free(&st);
 		return;
 	}
-	if (resp->result != UPSTREAM_OK) {
-		log_warn("upstream %s: %s (%s)", req->uri,
-		    upstream_result_name(resp->result), resp->error);
-		req->outcome = OUT_UPSTREAM_ERROR;
-		req->uerr = resp->result;
-	} else {
-		const char *cl = evhttp_find_header(&resp->headers,
-		    "Content-Length");
+	if (ok) {
+		cl = evhttp_find_header(&resp->headers, "Content-Length");
 		if (req->head && cl != NULL)
 			snprintf(req->head_length, sizeof(req->head_length),
 			    "%s", cl);
-		req->entry = entry_from_response(resp, "", 0);
-		req->outcome = req->entry != NULL ? req->pass_kind :
+		req->a.entry = refresh_entry(resp, "", 0);
+		req->a.outcome = req->a.entry != NULL ? req->a.pass_kind :
 		    OUT_UNAVAILABLE;
-		pass_invalidate(req, resp->status);
 	}
 	upstream_response_free(&resp);
-	req->step = REQ_DELIVER;
+	req->fetched = 1;
 	req_run(req);
 }
 
@@ -768,31 +515,116 @@ pass_start(struct req *req)
 	struct evkeyvalq headers;
 	size_t urllen = strlen(px->conf->upstream_url) + strlen(req->uri) + 1;
 	char *url;
-	const char *method = method_name(evhttp_request_get_command(req->ev));
-	struct upstream_request ur;
+	struct upstream_request ur = {
+		.method = status_method(evhttp_request_get_command(req->ev)),
+		.connect_timeout_ms = px->conf->upstream_connect_timeout_ms,
+		.timeout_ms = px->conf->upstream_timeout_ms,
+		.max_body_bytes = PASS_BODY_MAX,
+		.on_data = on_pass_data,
+		.data_arg = req,
+		.keep_body = 0,	/* a streamed body goes to its client only */
+	};
 
 	if ((url = malloc(urllen)) == NULL)
 		return -1;
 	snprintf(url, urllen, "%s%s", px->conf->upstream_url, req->uri);
 	TAILQ_INIT(&headers);
-	req_forward_headers(req, &headers, HDR_DROP_HOST | HDR_DROP_LENGTH);
-	memset(&ur, 0, sizeof(ur));
-	ur.method = method;
+	forward_headers(req->ev, px->conf, req->host, req->rt.key_host,
+	    &headers, HDR_DROP_HOST | HDR_DROP_LENGTH);
 	ur.url = url;
 	ur.headers = &headers;
 	ur.body_len = evbuffer_get_length(in);
 	ur.body = ur.body_len > 0 ? evbuffer_pullup(in, -1) : NULL;
-	ur.connect_timeout_ms = px->conf->upstream_connect_timeout_ms;
-	ur.timeout_ms = px->conf->upstream_timeout_ms;
-	ur.max_body_bytes = PASS_BODY_MAX;
-	ur.on_data = on_pass_data;
-	ur.data_arg = req;
-	ur.keep_body = 0;	/* a streamed body goes to its client only */
 	STAT_INC(px->stats, req->route, upstream_fetches);
 	req->fetch = upstream_fetch(px->upstream, &ur, on_pass_fetched, req);
 	evhttp_clear_headers(&headers);
 	free(url);
 	return req->fetch != NULL ? 0 : -1;
+}
+
+/* ---- the steps ------------------------------------------------------ */
+
+/* A streamed reply's end, as its stream reported it. */
+static enum req_step
+stream_ended(struct req *req)
+{
+	if (req->stream_end > 0)
+		return REQ_DRAIN;
+	log_warn("%s: the response was cut short after %" PRIu64 " bytes; "
+	    "closing the client's connection", req->uri, req->streamed);
+	return REQ_CUT;
+}
+
+static enum req_step
+req_pass(struct req *req)
+{
+	if (req->stream_end != 0)
+		return stream_ended(req);
+	if (req->fetched)
+		return REQ_DELIVER;
+	if (req->fetch != NULL || req->pass_stream != NULL)
+		return REQ_PARK;
+	if (req->a.pass_kind == OUT_NONE)
+		req->a.pass_kind = OUT_BYPASS;
+	/* Once a stop begins, nothing new goes upstream. */
+	if (req->px->draining || pass_start(req) == -1) {
+		req->a.outcome = OUT_UNAVAILABLE;
+		return REQ_DELIVER;
+	}
+	return REQ_PARK;
+}
+
+/* req's key varies on spec: it goes on to its own variant. */
+static void
+to_variant(struct req *req, const char *spec)
+{
+	char id[CACHE_VARIANT_MAX];
+	size_t base = strcspn(req->key, "\n");
+
+	vary_id(spec, evhttp_request_get_input_headers(req->ev), id);
+	snprintf(req->key + base, sizeof(req->key) - base, "\n%s", id);
+}
+
+static enum req_step
+req_join(struct req *req)
+{
+	if (req->stream_end != 0)
+		return stream_ended(req);
+	if (req->waiter.flight != NULL || req->waiter.stream != NULL)
+		return REQ_PARK;
+	if (req->handed) {
+		req->handed = 0;
+		if (req->hand_kind == HAND_ANSWER)
+			return REQ_DELIVER;
+		if (req->hand_kind == HAND_PASS)
+			return REQ_PASS;
+		to_variant(req, req->hand_vary);
+		req->hand_vary = NULL;
+	}
+	req->t_join_us = util_mono_us();
+	if (flight_join(req->px, &req->waiter, req->key, req->uri, req->route,
+	    &req->rt, req->early_due) == -1) {
+		req->a.outcome = OUT_UNAVAILABLE;
+		return REQ_DELIVER;
+	}
+	return REQ_PARK;	/* req may be answered and gone already */
+}
+
+/* A streamed reply ends once its client has taken all of it: libevent
+ * ends a reply (and may close the connection) as soon as its own buffer
+ * is empty, so that nothing queued below is lost. */
+static enum req_step
+req_drain(struct req *req)
+{
+	if (req->end_ev == NULL && (req->end_ev = evtimer_new(req->px->base,
+	    on_stream_end_check, req)) == NULL)
+		return REQ_CUT;
+	if (reply_backlog(req->ev) > 0) {
+		timer_arm(req->end_ev, STREAM_END_CHECK_MS);
+		return REQ_PARK;
+	}
+	req_finish(req, END_STREAMED);
+	return REQ_DONE;
 }
 
 /*
@@ -827,14 +659,14 @@ near_hit(struct req *req, const struct conf_route *rt)
 
 	if (e == NULL)
 		return 0;
-	if (xfetch_due(rt, e)) {
+	if (refresh_early_due(rt, e)) {
 		/* Due: the flight refreshes without drawing again. */
 		req->early_due = 1;
 		entry_unref(&e);
 		return 0;
 	}
-	req->entry = e;
-	req->outcome = OUT_HIT;
+	req->a.entry = e;
+	req->a.outcome = OUT_HIT;
 	STAT_INC(req->px->stats, req->route, near_hits);
 	return 1;
 }
@@ -848,266 +680,214 @@ unsafe(enum evhttp_cmd_type cmd)
 }
 
 /* Decides how the request is served. */
-static void
-req_recv(struct req *req)
+static enum req_step
+recv_decide(struct req *req, const char *path)
 {
 	struct proxy *px = req->px;
-	const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req->ev);
-	struct evkeyvalq *in = evhttp_request_get_input_headers(req->ev);
+	const struct conf_route *rt = req->route >= 0 ? &req->rt : NULL;
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(req->ev);
-	const char *target = u != NULL ? evhttp_uri_get_path(u) : NULL;
+	const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req->ev);
 	const char *query = u != NULL ? evhttp_uri_get_query(u) : NULL;
-	const char *host = evhttp_find_header(in, "Host");
-	const char *uhost = u != NULL ? evhttp_uri_get_host(u) : NULL;
-	const struct conf_route *rt;
-	const char *path;
-	char *copy = NULL;
-	size_t len;
-	int dots;
-
-	if (target == NULL || target[0] == '\0')
-		target = "/";
-	if (uhost != NULL) {
-		/* RFC 9112 3.2.2: an absolute-form target names the host;
-		 * a Host header that says otherwise is ignored. */
-		len = strlen(uhost) + sizeof(":65535");
-		if ((req->host = malloc(len)) != NULL)
-			snprintf(req->host, len, evhttp_uri_get_port(u) >= 0 ?
-			    "%s:%d" : "%s", uhost, evhttp_uri_get_port(u));
-	} else {
-		req->host = strdup(host != NULL ? host : "");
-	}
-	/* The path the origin resolves is the one routed, keyed and sent;
-	 * only a '.' or a %-escape (%2E) can make it another. */
-	dots = strpbrk(target, ".%") != NULL;
-	path = target;
-	if (dots && (copy = strdup(target)) != NULL) {
-		hdr_normalize_path(copy);
-		path = copy;
-	}
-	len = strlen(target) + (query != NULL ? strlen(query) + 1 : 0) + 1;
-	if ((dots && copy == NULL) || (req->uri = malloc(len)) == NULL ||
-	    req->host == NULL) {
-		free(copy);
-		req->outcome = OUT_UNAVAILABLE;
-		req->step = REQ_DELIVER;
-		return;
-	}
-	host = req->host;
-	snprintf(req->uri, len, "%s%s%s", path, query != NULL ? "?" : "",
-	    query != NULL ? query : "");
-	rt = conf_route_match(px->conf, path);
-	req->route = rt != NULL ? (int)(rt - px->conf->routes) : -1;
-	if (rt != NULL)
-		req->rt = *rt;	/* a reload does not change it midway */
-	req->head = cmd == EVHTTP_REQ_HEAD;
-	STAT_INC(px->stats, req->route, requests);
-
 	/* Only the key_host routes key on the client's Host; the others on
 	 * the upstream's, so that every name of the fleet shares entries. */
-	if (rt == NULL || !rt->key_host)
-		host = px->conf->upstream_authority;
-	note_headers(req);
+	const char *host = rt != NULL && rt->key_host ? req->host :
+	    px->conf->upstream_authority;
+
 	if (!conf_host_allowed(px->conf, req->host)) {
 		log_info("rejected %s: host %s is not served", req->uri,
 		    req->host);
-		req->reject_code = HTTP_MISDIRECTED;
-		req->outcome = OUT_REJECTED;
-		req->step = REQ_DELIVER;
-	} else if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+		req->a.reject_code = HTTP_MISDIRECTED;
+		req->a.outcome = OUT_REJECTED;
+		return REQ_DELIVER;
+	}
+	if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
 		/* If it succeeds, the cached entry of its URL is dropped
 		 * (with no memory for the key, it is not). */
 		if (rt != NULL && unsafe(cmd) && cache_key_for(host, path,
 		    query, rt->sort_query, req->key) == -1)
 			req->key[0] = '\0';
-		req->pass_kind = OUT_METHOD;
-		req->step = REQ_PASS;
-	} else if (rt == NULL || (!rt->cache_authorized && req->credentials)) {
-		req->pass_kind = OUT_BYPASS;
-		req->step = REQ_PASS;
-	} else if (cache_key_for(host, path, query, rt->sort_query,
-	    req->key) == -1) {
-		req->outcome = OUT_UNAVAILABLE;
-		req->step = REQ_DELIVER;
-	} else {
-		variant_key(px, req->key, in);
-		req->step = near_hit(req, rt) ? REQ_DELIVER : REQ_JOIN;
+		req->a.pass_kind = OUT_METHOD;
+		return REQ_PASS;
 	}
+	if (rt == NULL || (!rt->cache_authorized && req->credentials)) {
+		req->a.pass_kind = OUT_BYPASS;
+		return REQ_PASS;
+	}
+	if (cache_key_for(host, path, query, rt->sort_query, req->key) == -1) {
+		req->a.outcome = OUT_UNAVAILABLE;
+		return REQ_DELIVER;
+	}
+	vary_key(px, req->key, evhttp_request_get_input_headers(req->ev));
+	return near_hit(req, rt) ? REQ_DELIVER : REQ_JOIN;
+}
+
+static enum req_step
+req_recv_head(struct req *req)
+{
+	struct proxy *px = req->px;
+	const struct conf_route *rt;
+	const char *path;
+	char *copy;
+	enum req_step next;
+
+	if (forward_target(req->ev, &req->host, &req->uri, &path,
+	    &copy) == -1) {
+		free(copy);
+		req->a.outcome = OUT_UNAVAILABLE;
+		return REQ_DELIVER;
+	}
+	rt = conf_route_match(px->conf, path);
+	req->route = rt != NULL ? (int)(rt - px->conf->routes) : -1;
+	if (rt != NULL)
+		req->rt = *rt;	/* a reload does not change it midway */
+	req->head = evhttp_request_get_command(req->ev) == EVHTTP_REQ_HEAD;
+	STAT_INC(px->stats, req->route, requests);
+	note_headers(req);
+	next = recv_decide(req, path);
 	free(copy);
+	return next;
 }
 
 static void
 req_run(struct req *req)
 {
-	assert(req->magic == REQ_MAGIC);
+	enum req_step next;
+
 	for (;;) {
+		assert(req->magic == REQ_MAGIC);
 		switch (req->step) {
 		case REQ_RECV:
-			req_recv(req);
-			continue;
+			next = req_recv_head(req);
+			break;
 		case REQ_PASS:
-			if (req->pass_kind == OUT_NONE)
-				req->pass_kind = OUT_BYPASS;
-			/* Once a stop begins, nothing new goes upstream. */
-			if (req->px->draining || pass_start(req) == -1) {
-				req->outcome = OUT_UNAVAILABLE;
-				req->step = REQ_DELIVER;
-				continue;
-			}
-			return;
+			next = req_pass(req);
+			break;
 		case REQ_JOIN:
-			req->t_join_us = util_mono_us();
-			req->step = REQ_DELIVER;	/* when the flight ends */
-			if (flight_join(req->px, req, req->key, req->uri,
-			    req->route, &req->rt, req->early_due) == -1) {
-				req->outcome = OUT_UNAVAILABLE;
-				continue;
-			}
-			return;		/* req may be answered already */
+			next = req_join(req);
+			break;
+		case REQ_DRAIN:
+			next = req_drain(req);
+			break;
 		case REQ_DELIVER:
-		case REQ_FINISH:
-			req->step = REQ_FINISH;
-			req_finish(req);
+			req_finish(req, END_REPLY);
+			return;
+		case REQ_CUT:
+			req_finish(req, END_CUT);
+			return;
+		case REQ_DONE:
+		case REQ_PARK:
+		default:
 			return;
 		}
+		if (next == REQ_PARK || next == REQ_DONE)
+			return;		/* DONE: req is gone */
+		req->step = next;
 	}
 }
 
-void
-flow_recv(struct proxy *px, struct evhttp_request *ev)
+/* ---- entry points --------------------------------------------------- */
+
+static struct req *
+req_new(struct proxy *px, struct evhttp_request *ev, enum req_step step)
 {
 	struct req *req;
 
 	assert(px->magic == PROXY_MAGIC);
 	if ((req = calloc(1, sizeof(*req))) == NULL) {
+		log_error("out of memory for a request; answering 503");
 		evhttp_send_error(ev, HTTP_SERVUNAVAIL, NULL);
-		return;
+		return NULL;
 	}
 	req->magic = REQ_MAGIC;
 	req->px = px;
 	req->ev = ev;
-	req->step = REQ_RECV;
+	req->step = step;
 	req->route = -1;
 	req->upstream_ms = -1;
 	req->t_start_us = req->t_join_us = util_mono_us();
-	TAILQ_INSERT_TAIL(&all_reqs, req, all_link);
+	req->waiter.ops = &req_waiter_ops;
+	req->waiter.headers = evhttp_request_get_input_headers(ev);
+	TAILQ_INSERT_TAIL(&px->reqs, req, link);
 	px->nrequests++;
-	req_run(req);
+	return req;
 }
 
 void
-flow_peer_recv(struct proxy *px, struct evhttp_request *ev, const char *key)
+req_recv(struct proxy *px, struct evhttp_request *ev)
 {
 	struct req *req;
 
-	assert(px->magic == PROXY_MAGIC);
-	if ((req = calloc(1, sizeof(*req))) == NULL ||
-	    (req->uri = strdup(evhttp_request_get_uri(ev))) == NULL) {
-		free(req);
-		evhttp_send_error(ev, HTTP_SERVUNAVAIL, NULL);
-		return;
-	}
-	req->magic = REQ_MAGIC;
-	req->px = px;
-	req->ev = ev;
-	req->peer = 1;
-	req->route = -1;
-	req->upstream_ms = -1;
-	req->t_start_us = req->t_join_us = util_mono_us();
-	snprintf(req->key, sizeof(req->key), "%s", key);
-	TAILQ_INSERT_TAIL(&all_reqs, req, all_link);
-	px->nrequests++;
-	px->npeers++;
-	req->step = REQ_DELIVER;	/* when its flight ends, or now */
-	if (flight_attach_peer(px, req) == -1)
+	if ((req = req_new(px, ev, REQ_RECV)) != NULL)
 		req_run(req);
 }
 
-/*
- * Past the stop deadline: every fetch that holds a lock gives it up and
- * releases the lock (so the fleet does not wait out lock_ttl), and every
- * client still waiting gets a 503. Releases finish asynchronously.
- */
-
 void
-req_answer(struct req *req, const struct handover *h)
+req_refused(struct proxy *px, struct evhttp_request *ev, int status,
+    const char *reason)
 {
-	assert(req->magic == REQ_MAGIC);
-	req->outcome = h->outcome;
-	req->entry = h->entry;
-	req->uerr = h->uerr;
-	req->not_forwarded = h->not_forwarded;
-	snprintf(req->failure, sizeof(req->failure), "%s", h->failure);
-	if (h->upstream_ms >= 0)
-		req->upstream_ms = h->upstream_ms;
-	if (h->upstream_status != 0)
-		req->upstream_status = h->upstream_status;
-	req->step = REQ_DELIVER;
+	struct req *req;
+	char *client = forward_client(ev);
+
+	log_info("rejected a request from %s: %d %s",
+	    client != NULL ? client : "-", status, reason);
+	STAT_INC(px->stats, -1, requests);
+	if ((req = req_new(px, ev, REQ_DELIVER)) == NULL)
+		return;
+	req->refusal = reason;
+	req->a.outcome = OUT_REJECTED;
+	req->a.reject_code = status;
 	req_run(req);
 }
 
 void
-req_pass(struct req *req, int hit_for_miss)
+req_peer_recv(struct proxy *px, struct evhttp_request *ev, const char *key)
 {
-	assert(req->magic == REQ_MAGIC);
-	req->hit_for_miss = hit_for_miss;
-	req->step = REQ_PASS;
+	struct req *req;
+
+	if ((req = req_new(px, ev, REQ_JOIN)) == NULL)
+		return;
+	req->peer = 1;
+	req->waiter.peer = 1;
+	px->npeers++;
+	snprintf(req->key, sizeof(req->key), "%s", key);
+	if ((req->uri = strdup(evhttp_request_get_uri(ev))) == NULL ||
+	    flight_attach_peer(px, &req->waiter, req->key) == -1)
+		req->step = REQ_DELIVER;	/* a 204 now */
 	req_run(req);
 }
 
 void
-req_to_variant(struct req *req, const char *spec)
-{
-	char id[CACHE_VARIANT_MAX];
-	size_t base = strcspn(req->key, "\n");
-
-	assert(req->magic == REQ_MAGIC);
-	variant_id(spec, req_headers(req), id);
-	snprintf(req->key + base, sizeof(req->key) - base, "\n%s", id);
-	req->step = REQ_JOIN;
-	req_run(req);
-}
-
-struct evkeyvalq *
-req_headers(const struct req *req)
-{
-	return evhttp_request_get_input_headers(req->ev);
-}
-
-/* Past the stop deadline: a request that waits on its own fetch gets a
- * 503 now. */
-void
-req_abandon_all(void)
+req_abandon_all(struct proxy *px)
 {
 	struct req *req, *next;
 
-	for (req = TAILQ_FIRST(&all_reqs); req != NULL; req = next) {
-		next = TAILQ_NEXT(req, all_link);
+	for (req = TAILQ_FIRST(&px->reqs); req != NULL; req = next) {
+		next = TAILQ_NEXT(req, link);
 		if (req->fetch == NULL)
 			continue;
-		req->outcome = OUT_UNAVAILABLE;
-		req_finish(req);
+		req->a.outcome = OUT_UNAVAILABLE;
+		req_finish(req, END_REPLY);
 	}
 }
 
 void
-req_remap(const struct conf *old, const struct conf *new)
+req_remap(struct proxy *px, const struct conf *old, const struct conf *new)
 {
 	struct req *req;
 
-	TAILQ_FOREACH(req, &all_reqs, all_link)
+	TAILQ_FOREACH(req, &px->reqs, link)
 		if (req->route >= 0)
 			req->route = conf_route_index(new,
 			    old->routes[req->route].prefix);
 }
 
 void
-req_shutdown_all(void)
+req_shutdown_all(struct proxy *px)
 {
 	struct req *req;
 
-	while ((req = TAILQ_FIRST(&all_reqs)) != NULL) {
-		req->outcome = OUT_UNAVAILABLE;
-		req_finish(req);
+	while ((req = TAILQ_FIRST(&px->reqs)) != NULL) {
+		req->a.outcome = OUT_UNAVAILABLE;
+		req_finish(req, END_REPLY);
 	}
 }

@@ -1,3 +1,9 @@
+/*
+ * What Corral tells a service manager (proxy_service.h): readiness,
+ * reloads, the stop and a watchdog, through common/notify.c. Reads the
+ * proxy's figures; calls nothing of the request flow.
+ */
+
 #include "proxy/proxy_service.h"
 
 #include <assert.h>

@@ -1,3 +1,8 @@
+/*
+ * Counters (proxy_stats.h): the JSON of a set, and sums over the workers.
+ * Calls nothing.
+ */
+
 #include "proxy/proxy_stats.h"
 
 #include <inttypes.h>

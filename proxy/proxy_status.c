@@ -1,7 +1,7 @@
 /*
- * What a request's answer is called, everywhere it is reported: the
- * Cache-Status header, the text of an answer Corral makes up, the
- * counters, and the access-log record.
+ * What an answer is called: the Cache-Status header, the text of an answer
+ * Corral makes up, the counters and the access log's label. It reads
+ * struct answer and proxy_stats.h's counters, and calls nothing else.
  */
 
 #include <inttypes.h>
@@ -13,12 +13,10 @@
 #include <event2/http_struct.h>
 #include <event2/keyvalq_struct.h>
 
-#include "common/log.h"
+#include "cache/cache_entry.h"
 #include "common/util.h"
-#include "proxy/proxy.h"
-#include "proxy/proxy_flow.h"
-#include "proxy/proxy_log.h"
 #include "proxy/proxy_stats.h"
+#include "proxy/proxy_status.h"
 
 static int64_t
 seconds_stale(const struct cache_entry *e, int64_t now)
@@ -29,12 +27,12 @@ seconds_stale(const struct cache_entry *e, int64_t now)
 }
 
 void
-cache_status(const struct req *req, int fwd_status, char *out, size_t outlen)
+status_value(const struct answer *a, int fwd_status, char *out, size_t outlen)
 {
-	const struct cache_entry *e = req->entry;
+	const struct cache_entry *e = a->entry;
 	int64_t now = util_now_ms();
 
-	switch (req->outcome) {
+	switch (a->outcome) {
 	case OUT_HIT:
 		snprintf(out, outlen, "corral; hit; ttl=%" PRId64,
 		    (e->fresh_until_ms - now) / 1000);
@@ -65,7 +63,7 @@ cache_status(const struct req *req, int fwd_status, char *out, size_t outlen)
 		break;
 	case OUT_BYPASS:
 		snprintf(out, outlen, "corral; fwd=bypass; fwd-status=%d%s",
-		    fwd_status, req->hit_for_miss ? "; detail=hit-for-miss" : "");
+		    fwd_status, a->hit_for_miss ? "; detail=hit-for-miss" : "");
 		break;
 	case OUT_METHOD:
 		snprintf(out, outlen, "corral; fwd=method; fwd-status=%d",
@@ -73,13 +71,13 @@ cache_status(const struct req *req, int fwd_status, char *out, size_t outlen)
 		break;
 	case OUT_UPSTREAM_ERROR:
 		snprintf(out, outlen, "corral; fwd=%s; detail=upstream-error",
-		    req->pass_kind == OUT_METHOD ? "method" :
-		    req->pass_kind == OUT_BYPASS ? "bypass" : "miss");
+		    a->pass_kind == OUT_METHOD ? "method" :
+		    a->pass_kind == OUT_BYPASS ? "bypass" : "miss");
 		break;
 	case OUT_STALE_ERROR: {
-		int st = atoi(req->failure);
+		int st = atoi(a->failure);
 		char fs[32] = "";
-		if (req->not_forwarded) {
+		if (a->not_forwarded) {
 			/* The key backs off: nothing went upstream. */
 			snprintf(out, outlen, "corral; hit; ttl=-%" PRId64
 			    "; detail=stale-if-error", seconds_stale(e, now));
@@ -104,21 +102,33 @@ cache_status(const struct req *req, int fwd_status, char *out, size_t outlen)
 	}
 }
 
+void
+status_streamed(enum outcome pass_kind, int fwd_status, int collapsed,
+    char *out, size_t outlen)
+{
+	if (pass_kind != OUT_NONE)
+		snprintf(out, outlen, "corral; fwd=%s; fwd-status=%d",
+		    pass_kind == OUT_METHOD ? "method" : "bypass", fwd_status);
+	else
+		snprintf(out, outlen, "corral; fwd=miss; fwd-status=%d%s",
+		    fwd_status, collapsed ? "; collapsed" : "");
+}
+
 int
-error_code(const struct req *req)
+status_error_code(const struct answer *a)
 {
 	int st;
 
-	switch (req->outcome) {
+	switch (a->outcome) {
 	case OUT_REJECTED:
-		return req->reject_code;
+		return a->reject_code;
 	case OUT_UPSTREAM_ERROR:
-		return req->uerr == UPSTREAM_ERR_TIMEOUT ?
+		return a->uerr == UPSTREAM_ERR_TIMEOUT ?
 		    HTTP_GATEWAY_TIMEOUT : HTTP_BAD_GATEWAY;
 	case OUT_BACKOFF:
-		if (strcmp(req->failure, "timeout") == 0)
+		if (strcmp(a->failure, "timeout") == 0)
 			return HTTP_GATEWAY_TIMEOUT;
-		st = atoi(req->failure);
+		st = atoi(a->failure);
 		return st >= 500 && st <= 599 ? st : HTTP_BAD_GATEWAY;
 	default:
 		return HTTP_SERVUNAVAIL;
@@ -126,9 +136,9 @@ error_code(const struct req *req)
 }
 
 const char *
-error_text(const struct req *req, int code)
+status_error_text(const struct answer *a, int code)
 {
-	switch (req->outcome) {
+	switch (a->outcome) {
 	case OUT_REJECTED:
 		return code == HTTP_MISDIRECTED ?
 		    "misdirected request: this host is not served here" :
@@ -144,13 +154,11 @@ error_text(const struct req *req, int code)
 }
 
 void
-count_outcome(struct req *req)
+status_count(struct stats *st, int r, const struct answer *a, int64_t waited_us)
 {
-	struct stats *st = req->px->stats;
-	int r = req->route;
-	uint64_t waited_ms = (uint64_t)req->waited_us / 1000;
+	uint64_t waited_ms = (uint64_t)waited_us / 1000;
 
-	switch (req->outcome) {
+	switch (a->outcome) {
 	case OUT_HIT:
 		STAT_INC(st, r, hits);
 		break;
@@ -171,13 +179,13 @@ count_outcome(struct req *req)
 		break;
 	case OUT_COLLAPSED:
 	case OUT_WAIT_TIMEOUT:
-		if (req->outcome == OUT_COLLAPSED)
+		if (a->outcome == OUT_COLLAPSED)
 			STAT_INC(st, r, collapsed);
 		else
 			STAT_INC(st, r, misses);
 		STAT_INC(st, r, waiters);
 		STAT_ADD(st, r, lock_wait_ms, waited_ms);
-		STAT_OBSERVE(st, r, lock_wait, req->waited_us / 1e6);
+		STAT_OBSERVE(st, r, lock_wait, waited_us / 1e6);
 		break;
 	case OUT_BYPASS:
 	case OUT_METHOD:
@@ -192,12 +200,10 @@ count_outcome(struct req *req)
 	}
 }
 
-
 void
-count_upstream(struct proxy *px, int route, const struct upstream_response *resp)
+status_count_upstream(struct stats *st, int route,
+    const struct upstream_response *resp)
 {
-	struct stats *st = px->stats;
-
 	STAT_OBSERVE(st, route, upstream_duration, resp->elapsed_ms / 1000.0);
 	if (resp->result == UPSTREAM_ERR_TIMEOUT) {
 		STAT_INC(st, route, upstream_timeouts);
@@ -218,7 +224,7 @@ count_upstream(struct proxy *px, int route, const struct upstream_response *resp
 }
 
 const char *
-method_name(enum evhttp_cmd_type cmd)
+status_method(enum evhttp_cmd_type cmd)
 {
 	static const char *const names[] = {
 		"GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE",
@@ -231,9 +237,8 @@ method_name(enum evhttp_cmd_type cmd)
 	return "-";
 }
 
-/* The cache label of an outcome, as metrics and the access log name it. */
-static const char *
-outcome_label(enum outcome o)
+const char *
+status_label(enum outcome o)
 {
 	switch (o) {
 	case OUT_HIT:
@@ -261,47 +266,8 @@ outcome_label(enum outcome o)
 	return "error";
 }
 
-static void log_access_record(struct req *req, uint64_t bytes);
-
-void
-log_access(struct req *req, uint64_t bytes)
+int
+status_waited(enum outcome o)
 {
-	if (req->px->access_log == NULL && LOGL_DEBUG > log_current_level)
-		return;		/* nobody would read the record */
-	log_access_record(req, bytes);
+	return o == OUT_COLLAPSED || o == OUT_WAIT_TIMEOUT;
 }
-
-static void
-log_access_record(struct req *req, uint64_t bytes)
-{
-	struct evkeyvalq *in = evhttp_request_get_input_headers(req->ev);
-	int waited = req->outcome == OUT_COLLAPSED ||
-	    req->outcome == OUT_WAIT_TIMEOUT;
-	char *client = req_client_address(req);
-	int64_t now = util_mono_us();
-	struct access_record r = {
-		.client = client != NULL ? client : "-",
-		.method = method_name(evhttp_request_get_command(req->ev)),
-		.uri = req->uri != NULL ? req->uri :
-		    evhttp_request_get_uri(req->ev),
-		/* A client that leaves mid-stream makes libevent say 400. */
-		.status = req->streaming ? req->stream_status :
-		    evhttp_request_get_response_code(req->ev),
-		.bytes = bytes,
-		.referer = evhttp_find_header(in, "Referer"),
-		.user_agent = evhttp_find_header(in, "User-Agent"),
-		.cache = outcome_label(req->outcome),
-		.cache_status = evhttp_find_header(
-		    evhttp_request_get_output_headers(req->ev), "Cache-Status"),
-		.route = req->route >= 0 ?
-		    req->rt.prefix : NULL,
-		.upstream_ms = req->upstream_ms,
-		.lock_wait_ms = waited ? req->waited_us / 1000 : -1,
-		.total_ms = (now - req->t_start_us) / 1000,
-	};
-
-	r.proto_major = req->ev->major;	/* no accessor in libevent 2.1 */
-	r.proto_minor = req->ev->minor;
-	access_log_write(req->px, &r);
-}
-

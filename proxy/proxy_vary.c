@@ -1,8 +1,6 @@
 /*
- * Vary: a response with Vary is stored as one variant of its key, "K\nID",
- * where ID hashes the request's values of the headers it varies on; a
- * marker at K names them. Each process remembers K's Vary so that later
- * requests go straight to their variant.
+ * Vary: the variant id of a request, and what each key of this process is
+ * known to vary on (px->vary). Calls common/dict.c only.
  */
 
 #include <ctype.h>
@@ -14,9 +12,16 @@
 
 #include "common/dict.h"
 #include "proxy/proxy.h"
-#include "proxy/proxy_flow.h"
+#include "proxy/proxy_vary.h"
 
 #define VARY_KEYS_MAX		100000	/* keys whose Vary a process remembers */
+/*
+ * The variant id's hash is FNV-1a with this start, which is not FNV's own
+ * offset basis (UTIL_HASH_INIT) but one digit short of it. It names every
+ * stored variant: changing it renames them all, so it stays.
+ */
+#define VARIANT_HASH_INIT	1469598103934665603ULL
+#define VARIANT_HASH_PRIME	1099511628211ULL
 
 /*
  * The next header name of a Vary list at *p that tells variants apart,
@@ -55,18 +60,16 @@ fnv(uint64_t h, const char *s, size_t n, int fold)
 {
 	for (size_t i = 0; i < n; i++) {
 		h ^= (unsigned char)(fold ? tolower((unsigned char)s[i]) : s[i]);
-		h *= 1099511628211ULL;
+		h *= VARIANT_HASH_PRIME;
 	}
 	return h;
 }
 
-/* The variant id of a request with these headers for a response that
- * varies on spec. */
 void
-variant_id(const char *spec, const struct evkeyvalq *headers,
+vary_id(const char *spec, const struct evkeyvalq *headers,
     char out[CACHE_VARIANT_MAX])
 {
-	uint64_t h = 1469598103934665603ULL;
+	uint64_t h = VARIANT_HASH_INIT;
 	const struct evkeyval *kv;
 	const char *name;
 	size_t n;
@@ -86,7 +89,6 @@ variant_id(const char *spec, const struct evkeyvalq *headers,
 	snprintf(out, CACHE_VARIANT_MAX, "%016" PRIx64, h);
 }
 
-/* Remembers what key's responses vary on (bounded). */
 void
 vary_learn(struct proxy *px, const char *key, const char *spec)
 {
@@ -105,10 +107,8 @@ vary_learn(struct proxy *px, const char *key, const char *spec)
 	free(old);
 }
 
-/* Appends "\nID" to base for a request with these headers, when base is
- * known to vary. */
 void
-variant_key(struct proxy *px, char key[FLOW_KEY_MAX + 1],
+vary_key(struct proxy *px, char key[FLOW_KEY_MAX + 1],
     const struct evkeyvalq *headers)
 {
 	const char *spec = dict_get(px->vary, key);
@@ -116,7 +116,7 @@ variant_key(struct proxy *px, char key[FLOW_KEY_MAX + 1],
 
 	if (spec == NULL || strchr(key, '\n') != NULL)
 		return;
-	variant_id(spec, headers, id);
+	vary_id(spec, headers, id);
 	snprintf(key + strlen(key), FLOW_KEY_MAX + 1 - strlen(key), "\n%s", id);
 }
 
@@ -127,14 +127,10 @@ free_spec(const char *key, void *value, void *arg)
 }
 
 void
-flow_free_vary(struct proxy *px)
+vary_free(struct proxy *px)
 {
 	if (px->vary == NULL)
 		return;
 	dict_foreach(px->vary, free_spec, NULL);
 	dict_free(&px->vary);
 }
-
-/* ================================================================
- * refresh
- * ================================================================ */

@@ -1,0 +1,73 @@
+/*
+ * The figures the admin listener reports: each worker copies its gauges to
+ * its slot in shared memory, and the listener sums every slot. Reads the
+ * near caches', Redis's and the upstream's own counters; calls nothing of
+ * the request flow.
+ */
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cache/cache.h"
+#include "cache/cache_l1.h"
+#include "cache/cache_l2.h"
+#include "common/dict.h"
+#include "proxy/proxy.h"
+#include "proxy/proxy_stats.h"
+#include "upstream/upstream.h"
+
+/* Copies this worker's gauges to its slot for the other workers to see. */
+void
+proxy_publish(struct proxy *px)
+{
+	struct worker_slot *ws = &px->slots[px->slot];
+
+	ws->cache = *cache_counters(px->cache);
+	ws->upstream = *upstream_counters(px->upstream);
+	ws->redis_up = cache_is_up(px->cache);
+	snprintf(ws->redis_down, sizeof(ws->redis_down), "%s",
+	    cache_down_reason(px->cache));
+	ws->connections = (int64_t)dict_count(px->conns);
+	ws->requests = px->nrequests - px->npeers;	/* clients' */
+	ws->flights = (int64_t)dict_count(px->flights);
+	ws->refreshes = px->nrefreshes;
+	ws->upstream_fetches = upstream_active(px->upstream);
+	ws->l1_bytes = l1_counters(px->l1)->bytes;
+	ws->l1_entries = l1_counters(px->l1)->entries;
+	ws->l1_rejected = l1_counters(px->l1)->rejected;
+}
+
+void
+proxy_figures(struct proxy *px, struct proxy_figures *f)
+{
+	static struct stats sum;
+
+	memset(f, 0, sizeof(*f));
+	f->workers = px->nslots;
+	if (px->nslots > 1)
+		memset(&sum, 0, sizeof(sum));
+	proxy_publish(px);	/* its own, live */
+	for (int i = 0; i < px->nslots; i++) {
+		const struct worker_slot *ws = &px->slots[i];
+
+		if (px->nslots > 1)
+			stats_add(&sum, &ws->stats);
+		cache_counters_add(&f->cache, &ws->cache);
+		upstream_counters_add(&f->upstream, &ws->upstream);
+		f->redis_up += ws->redis_up;
+		/* Another worker may be rewriting it: bounded, never past it. */
+		if (!ws->redis_up && f->redis_down[0] == '\0')
+			snprintf(f->redis_down, sizeof(f->redis_down), "%.*s",
+			    (int)sizeof(ws->redis_down) - 1, ws->redis_down);
+		f->connections += ws->connections;
+		f->requests += ws->requests;
+		f->flights += ws->flights;
+		f->refreshes += ws->refreshes;
+		f->upstream_fetches += ws->upstream_fetches;
+		f->l1_bytes += ws->l1_bytes;
+		f->l1_entries += ws->l1_entries;
+		f->l1_rejected += ws->l1_rejected;
+	}
+	l2_counters(px->l2, &f->l2);
+	f->stats = px->nslots > 1 ? &sum : px->stats;
+}

@@ -1,0 +1,127 @@
+/*
+ * The request as it goes upstream: its target as the origin resolves it,
+ * and its headers, with who asked written by Corral (h2o's build_request
+ * is the same on its side). Calls proxy_hdr.c and conf/ only.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "conf/conf.h"
+#include "proxy/proxy_forward.h"
+#include "proxy/proxy_hdr.h"
+
+char *
+forward_client(struct evhttp_request *ev)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(ev);
+	char *peer = NULL;
+	ev_uint16_t port;
+
+	if (evcon != NULL)
+		evhttp_connection_get_peer(evcon, &peer, &port);
+	return peer;
+}
+
+int
+forward_target(struct evhttp_request *ev, char **hostp, char **urip,
+    const char **pathp, char **copyp)
+{
+	const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(ev);
+	const char *target = u != NULL ? evhttp_uri_get_path(u) : NULL;
+	const char *query = u != NULL ? evhttp_uri_get_query(u) : NULL;
+	const char *uhost = u != NULL ? evhttp_uri_get_host(u) : NULL;
+	const char *host = evhttp_find_header(
+	    evhttp_request_get_input_headers(ev), "Host");
+	size_t len;
+	int dots;
+
+	*copyp = NULL;
+	*hostp = *urip = NULL;
+	if (target == NULL || target[0] == '\0')
+		target = "/";
+	if (uhost != NULL) {
+		/* RFC 9112 3.2.2: an absolute-form target names the host;
+		 * a Host header that says otherwise is ignored. */
+		len = strlen(uhost) + sizeof(":65535");
+		if ((*hostp = malloc(len)) != NULL)
+			snprintf(*hostp, len, evhttp_uri_get_port(u) >= 0 ?
+			    "%s:%d" : "%s", uhost, evhttp_uri_get_port(u));
+	} else {
+		*hostp = strdup(host != NULL ? host : "");
+	}
+	/* The path the origin resolves is the one routed, keyed and sent;
+	 * only a '.' or a %-escape (%2E) can make it another. */
+	dots = strpbrk(target, ".%") != NULL;
+	*pathp = target;
+	if (dots && (*copyp = strdup(target)) != NULL) {
+		hdr_normalize_path(*copyp);
+		*pathp = *copyp;
+	}
+	len = strlen(target) + (query != NULL ? strlen(query) + 1 : 0) + 1;
+	if ((dots && *copyp == NULL) || (*urip = malloc(len)) == NULL ||
+	    *hostp == NULL)
+		return -1;
+	snprintf(*urip, len, "%s%s%s", *pathp, query != NULL ? "?" : "",
+	    query != NULL ? query : "");
+	return 0;
+}
+
+/*
+ * Who asked. A client's own X-Forwarded-* and Forwarded are dropped, so
+ * that it cannot speak for Corral; only a peer in trusted_proxies (a
+ * proxy in front of Corral) has its values kept, with the peer appended
+ * to its X-Forwarded-For.
+ */
+void
+forward_headers(struct evhttp_request *ev, const struct conf *conf,
+    const char *asked, int keyed, struct evkeyvalq *dst, int flags)
+{
+	struct evkeyvalq *in = evhttp_request_get_input_headers(ev);
+	char *peer = forward_client(ev);
+	int trusted = peer != NULL && conf_trusted_proxy(conf, peer);
+	const char *host = NULL, *proto = NULL;
+	const struct evkeyval *h;
+	struct evbuffer *xff;
+
+	hdr_copy(in, dst, flags | HDR_DROP_FORWARDED);
+	/* Corral has the body already: libevent answered any 100-continue. */
+	evhttp_remove_header(dst, "Expect");
+	if ((flags & HDR_DROP_HOST) && keyed && asked[0] != '\0')
+		evhttp_add_header(dst, "Host", asked);	/* it is keyed */
+	if ((xff = evbuffer_new()) == NULL)
+		return;
+	TAILQ_FOREACH(h, in, next) {
+		if (!trusted)
+			break;
+		if (strcasecmp(h->key, "X-Forwarded-For") == 0)
+			evbuffer_add_printf(xff, "%s, ", h->value);
+		else if (host == NULL &&
+		    strcasecmp(h->key, "X-Forwarded-Host") == 0)
+			host = h->value;
+		else if (proto == NULL &&
+		    strcasecmp(h->key, "X-Forwarded-Proto") == 0)
+			proto = h->value;
+		else if (strcasecmp(h->key, "Forwarded") == 0)
+			evhttp_add_header(dst, h->key, h->value);
+	}
+	if (peer != NULL) {
+		evbuffer_add_printf(xff, "%s", peer);
+		evbuffer_add(xff, "", 1);
+		evhttp_add_header(dst, "X-Forwarded-For",
+		    (const char *)evbuffer_pullup(xff, -1));
+	}
+	evbuffer_free(xff);
+	if (host != NULL || asked[0] != '\0')
+		evhttp_add_header(dst, "X-Forwarded-Host",
+		    host != NULL ? host : asked);
+	evhttp_add_header(dst, "X-Forwarded-Proto", proto != NULL ? proto :
+	    "http");
+}

@@ -1,0 +1,31 @@
+#ifndef PROXY_PROXY_FORWARD_H
+#define PROXY_PROXY_FORWARD_H
+
+/*
+ * The request as it goes upstream: its target as the origin resolves it,
+ * and its headers, with who asked written by Corral, not taken from the
+ * client.
+ */
+
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+struct conf;
+
+/* The client's address, or NULL when the connection is gone. */
+char	*forward_client(struct evhttp_request *ev);
+/*
+ * The host and the target of ev as the origin resolves them: *hostp (the
+ * absolute-form target's, else Host's), *urip (path[?query]), *pathp the
+ * normalized path and *copyp what holds it, or NULL. The caller frees
+ * *hostp, *urip and *copyp, also after -1 (no memory).
+ */
+int	forward_target(struct evhttp_request *ev, char **hostp, char **urip,
+	    const char **pathp, char **copyp);
+/* Appends to dst what goes upstream for ev: its end-to-end headers less
+ * those flags name, Host: asked if keyed (and HDR_DROP_HOST), and who
+ * asked (X-Forwarded-*, kept from a trusted proxy only). */
+void	forward_headers(struct evhttp_request *ev, const struct conf *conf,
+	    const char *asked, int keyed, struct evkeyvalq *dst, int flags);
+
+#endif

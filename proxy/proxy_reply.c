@@ -1,0 +1,423 @@
+/*
+ * Every reply head a client gets: from a stored entry (rendered into the
+ * entry once for a plain hit, field by field otherwise), from a live
+ * response that streams, or made up by Corral. Calls proxy_hdr.c and
+ * libevent only; the caller says what the reply is (struct reply).
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/http.h>
+#include <event2/http_struct.h>
+#include <event2/keyvalq_struct.h>
+
+#include "cache/cache_entry.h"
+#include "common/util.h"
+#include "conf/conf.h"
+#include "proxy/proxy_hdr.h"
+#include "proxy/proxy_reply.h"
+#include "proxy/proxy_status.h"
+
+#define VIA_TOKEN		"1.1 corral"
+#define VIA_MAX			1024	/* the origin's Via lines, joined */
+#define STATUS_LINE_MAX		128
+#define TAIL_MAX		(CACHE_STATUS_MAX + 80)
+
+size_t
+reply_backlog(struct evhttp_request *ev)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(ev);
+	struct bufferevent *bev, *wire;
+	size_t n;
+
+	if (evcon == NULL)
+		return 0;	/* the client left */
+	bev = evhttp_connection_get_bufferevent(evcon);
+	n = evbuffer_get_length(bufferevent_get_output(bev));
+	if ((wire = bufferevent_get_underlying(bev)) != NULL)
+		n += evbuffer_get_length(bufferevent_get_output(wire));
+	return n;
+}
+
+static void
+on_body_sent(const void *data, size_t len, void *arg)
+{
+	struct cache_entry *e = arg;
+
+	entry_unref(&e);
+}
+
+/* The body of e by reference: the entry is kept until it is sent. */
+static struct evbuffer *
+body_of(struct cache_entry *e)
+{
+	struct evbuffer *body;
+
+	if ((body = evbuffer_new()) == NULL)
+		return NULL;
+	if (evbuffer_add_reference(body, e->body, e->body_len, on_body_sent,
+	    entry_ref(e)) == 0)
+		return body;
+	entry_unref(&e);	/* the reference just taken */
+	evbuffer_free(body);
+	return NULL;
+}
+
+/* The targeted fields Corral read are its own, not the client's: are they
+ * dropped from this reply? */
+static int
+strip_targeted(const struct conf_route *rt)
+{
+	return rt->origin_cache_control && !rt->forward_targeted_cc;
+}
+
+/* Writes v in decimal to out (24 bytes); returns out. */
+static const char *
+fmt_uint(uint64_t v, char out[24])
+{
+	char *p = out + 23;
+
+	*p = '\0';
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	return p;
+}
+
+/* A hit's Age, in out: the origin's own (if it is a cache too, and sent
+ * one valid Age; else origin_age is -1) plus the time e has been stored. */
+static const char *
+hit_age(const struct cache_entry *e, int64_t origin_age, char out[24])
+{
+	int64_t age = (util_now_ms() - e->stored_ms) / 1000;
+
+	if (origin_age >= 0)
+		age += origin_age;
+	return fmt_uint(age > 0 ? (uint64_t)age : 0, out);
+}
+
+/*
+ * What a reply takes from its entry's stored fields, in one pass: they are
+ * end-to-end already (filtered when the entry was made). emit() gets each
+ * field to send as it is; Content-Length is Corral's to set, Via and,
+ * from the cache, Age are ours to rewrite, and with strip the targeted
+ * fields Corral read are its own, not the client's.
+ */
+struct stored_fields {
+	char		 via[VIA_MAX];	/* the origin's hops, then ours */
+	int64_t		 origin_age;	/* its one valid Age, or -1 */
+	int		 has_date;
+};
+
+static void
+stored_fields(const struct cache_entry *e, const struct conf_route *rt,
+    int strip, int cached, void (*emit)(void *, const char *, const char *),
+    void *arg, struct stored_fields *sf)
+{
+	const char *origin_age = NULL;
+	const struct evkeyval *h;
+	size_t via_len = 0;
+	int ages = 0;
+
+	sf->has_date = 0;
+	sf->via[0] = '\0';
+	TAILQ_FOREACH(h, &e->headers, next) {
+		if (strcasecmp(h->key, "Via") == 0) {
+			via_len += snprintf(sf->via + via_len,
+			    sizeof(sf->via) - via_len, "%s, ", h->value);
+			if (via_len >= sizeof(sf->via))
+				via_len = sizeof(sf->via) - 1;
+		} else if (cached && strcasecmp(h->key, "Age") == 0) {
+			origin_age = h->value, ages++;
+		} else if (strcasecmp(h->key, "Content-Length") != 0 &&
+		    !(strip && hdr_is_targeted(h->key, rt))) {
+			sf->has_date |= strcasecmp(h->key, "Date") == 0;
+			emit(arg, h->key, h->value);
+		}
+	}
+	snprintf(sf->via + via_len, sizeof(sf->via) - via_len, VIA_TOKEN);
+	sf->origin_age = ages == 1 ? hdr_delta_seconds(origin_age) : -1;
+}
+
+static void
+emit_header(void *arg, const char *name, const char *value)
+{
+	evhttp_add_header(arg, name, value);
+}
+
+static void
+emit_line(void *arg, const char *name, const char *value)
+{
+	evbuffer_add_printf(arg, "%s: %s\r\n", name, value);
+}
+
+/*
+ * What a rendered head depends on besides its entry: whether the targeted
+ * fields are dropped, and which they are (a reload may change them).
+ */
+static uint64_t
+head_tag(const struct conf_route *rt, int strip)
+{
+	return strip ? util_hash(rt->targeted_cc) | 2 : 1;
+}
+
+/*
+ * The part of a hit's head that is the same for every hit of e, rendered
+ * into e once: the stored fields (end-to-end already) but Via, Age,
+ * Content-Length and, with strip, the targeted fields Corral consumed;
+ * Via with ours last; a Date if the origin sent none; Content-Length.
+ * e->origin_age is the origin's Age to add, -1 if none counts.
+ */
+static int
+render_head(struct cache_entry *e, const struct conf_route *rt, int strip,
+    uint64_t tag)
+{
+	struct evbuffer *b = evbuffer_new();
+	struct stored_fields sf;
+	char date[64], *head;
+	size_t len;
+
+	if (b == NULL)
+		return -1;
+	stored_fields(e, rt, strip, 1, emit_line, b, &sf);
+	evbuffer_add_printf(b, "Via: %s\r\n", sf.via);
+	if (!sf.has_date) {
+		hdr_format_date(e->stored_ms, date, sizeof(date));
+		evbuffer_add_printf(b, "Date: %s\r\n", date);
+	}
+	evbuffer_add_printf(b, "Content-Length: %zu\r\n", e->body_len);
+	len = evbuffer_get_length(b);
+	if ((head = malloc(len)) == NULL ||
+	    evbuffer_remove(b, head, len) != (int)len) {
+		free(head);
+		evbuffer_free(b);
+		return -1;
+	}
+	evbuffer_free(b);
+	free(e->head);
+	e->head = head;
+	e->head_len = len;
+	e->head_tag = tag;
+	e->origin_age = sf.origin_age;
+	return 0;
+}
+
+/*
+ * A hit with a body, as HTTP/1.1: the head is the entry's rendering plus
+ * three lines, instead of a field list built and formatted per request.
+ * libevent still writes the reply (so that it knows the exchange is over
+ * and what to do with the connection); its own head (status line, Date,
+ * Content-Length: 0, maybe Connection) is then replaced in the output
+ * buffer, keeping its status line, before the body. 0 if this reply does
+ * not qualify, and nothing was sent.
+ */
+static int
+reply_rendered(struct reply *r, struct cache_entry *e, uint64_t *sentp)
+{
+	struct evhttp_request *ev = r->ev;
+	struct evhttp_connection *evcon = evhttp_request_get_connection(ev);
+	struct evkeyvalq *out_headers;
+	int strip = strip_targeted(r->rt);
+	uint64_t tag = head_tag(r->rt, strip);
+	char line[STATUS_LINE_MAX], tail[TAIL_MAX], num[24];
+	struct evbuffer_ptr eol;
+	struct bufferevent *bev;
+	struct evbuffer *out, *body;
+	const char *conn;
+	size_t written;
+	int n, status_len;
+
+	if (e->body_len == 0 || r->head || r->conditional ||
+	    ev->major != 1 || ev->minor != 1 || evcon == NULL ||
+	    (bev = evhttp_connection_get_bufferevent(evcon)) == NULL)
+		return 0;
+	out = bufferevent_get_output(bev);
+	if (evbuffer_get_length(out) != 0)
+		return 0;	/* not alone in the buffer: the usual way */
+	if ((e->head == NULL || e->head_tag != tag) &&
+	    render_head(e, r->rt, strip, tag) == -1)
+		return 0;
+	if ((body = body_of(e)) == NULL)
+		return 0;
+	out_headers = evhttp_request_get_output_headers(ev);
+	if (r->closing)
+		evhttp_add_header(out_headers, "Connection", "close");
+	evhttp_send_reply(ev, e->status, NULL, NULL);
+	written = evbuffer_get_length(out);
+	eol = evbuffer_search(out, "\r\n", 2, NULL);
+	n = eol.pos < 0 || (size_t)eol.pos + 2 > sizeof(line) ? -1 :
+	    (int)evbuffer_remove(out, line, (size_t)eol.pos + 2);
+	evbuffer_drain(out, written);
+	if (n < 0)	/* cannot be: libevent's status lines are short */
+		n = snprintf(line, sizeof(line), "HTTP/1.1 %d OK\r\n",
+		    e->status);
+	status_len = n;
+	/* libevent's own choice to close (the client asked, a stop) */
+	conn = evhttp_find_header(out_headers, "Connection");
+	n = snprintf(tail, sizeof(tail), "Cache-Status: %s\r\nAge: %s\r\n%s\r\n",
+	    r->cache_status, hit_age(e, e->origin_age, num),
+	    conn != NULL && evutil_ascii_strcasecmp(conn, "close") == 0 ?
+	    "Connection: close\r\n" : "");
+	evbuffer_add(out, line, (size_t)status_len);
+	evbuffer_add(out, e->head, e->head_len);
+	evbuffer_add(out, tail, (size_t)n);
+	evbuffer_add_buffer(out, body);
+	evbuffer_free(body);
+	if (r->record)	/* the access record names it */
+		evhttp_add_header(out_headers, "Cache-Status", r->cache_status);
+	*sentp = e->body_len;
+	return 1;
+}
+
+uint64_t
+reply_error(struct reply *r, int code, const char *phrase, const char *text)
+{
+	struct evkeyvalq *out = evhttp_request_get_output_headers(r->ev);
+	struct evbuffer *body;
+	uint64_t sent;
+
+	evhttp_add_header(out, "Cache-Status", r->cache_status);
+	evhttp_add_header(out, "Content-Type", "text/plain");
+	evhttp_add_header(out, "Connection", "close");
+	if ((body = evbuffer_new()) != NULL)
+		evbuffer_add_printf(body, "%d %s\n", code, text);
+	sent = body != NULL && !r->head ? evbuffer_get_length(body) : 0;
+	evhttp_send_reply(r->ev, code, phrase, r->head ? NULL : body);
+	if (body != NULL)
+		evbuffer_free(body);
+	return sent;
+}
+
+uint64_t
+reply_entry(struct reply *r, struct cache_entry *e)
+{
+	struct evkeyvalq *out = evhttp_request_get_output_headers(r->ev);
+	char num[24], date[64];
+	struct stored_fields sf;
+	struct evbuffer *body;
+	uint64_t sent;
+
+	if (r->cached && reply_rendered(r, e, &sent))
+		return sent;
+	stored_fields(e, r->rt, strip_targeted(r->rt), r->cached, emit_header,
+	    out, &sf);
+	evhttp_add_header(out, "Via", sf.via);
+	if (r->closing)
+		evhttp_add_header(out, "Connection", "close");
+	evhttp_add_header(out, "Cache-Status", r->cache_status);
+	if (r->cached) {
+		evhttp_add_header(out, "Age", hit_age(e, sf.origin_age, num));
+		if (!sf.has_date) {
+			hdr_format_date(e->stored_ms, date, sizeof(date));
+			evhttp_add_header(out, "Date", date);
+		}
+		if (e->status == 200 && r->conditional && hdr_not_modified(
+		    evhttp_request_get_input_headers(r->ev), &e->headers)) {
+			r->not_modified = 1;
+			evhttp_remove_header(out, "Content-Type");
+			evhttp_send_reply(r->ev, HTTP_NOTMODIFIED, NULL, NULL);
+			return 0;
+		}
+	}
+	if (r->head || e->body_len == 0) {
+		if (r->head && e->status != 204 && e->status != 304) {
+			snprintf(num, sizeof(num), "%zu", e->body_len);
+			evhttp_add_header(out, "Content-Length",
+			    r->head_length[0] != '\0' ? r->head_length : num);
+		}
+		evhttp_send_reply(r->ev, e->status, NULL, NULL);
+		return 0;
+	}
+	if ((body = body_of(e)) == NULL) {
+		evhttp_send_reply(r->ev, HTTP_SERVUNAVAIL, NULL, NULL);
+		return 0;
+	}
+	evhttp_send_reply(r->ev, e->status, NULL, body);
+	evbuffer_free(body);
+	return e->body_len;
+}
+
+/* Via: every hop the origin's Via lists, then ours. */
+static void
+add_via(struct evkeyvalq *out, const struct evkeyvalq *in)
+{
+	char line[VIA_MAX];
+	size_t used = 0;
+	const struct evkeyval *h;
+
+	TAILQ_FOREACH(h, in, next) {
+		if (strcasecmp(h->key, "Via") != 0)
+			continue;
+		used += (size_t)snprintf(line + used, sizeof(line) - used,
+		    "%s, ", h->value);
+		if (used >= sizeof(line))
+			used = sizeof(line) - 1;
+	}
+	snprintf(line + used, sizeof(line) - used, VIA_TOKEN);
+	evhttp_remove_header(out, "Via");
+	evhttp_add_header(out, "Via", line);
+}
+
+void
+reply_stream_head(struct reply *r, const struct upstream_response *resp)
+{
+	struct evkeyvalq *out = evhttp_request_get_output_headers(r->ev);
+	const char *cl = evhttp_find_header(&resp->headers, "Content-Length");
+	const char *conn = evhttp_find_header(&resp->headers, "Connection");
+	int strip = strip_targeted(r->rt);
+	const struct evkeyval *h;
+	char date[64];
+
+	TAILQ_FOREACH(h, &resp->headers, next) {
+		/* End-to-end ones, as an entry keeps them. */
+		if (hdr_is_hop_by_hop(h->key, conn) ||
+		    strcasecmp(h->key, "Content-Length") == 0 ||
+		    strcasecmp(h->key, "Via") == 0 ||
+		    (strip && hdr_is_targeted(h->key, r->rt)))
+			continue;
+		evhttp_add_header(out, h->key, h->value);
+	}
+	add_via(out, &resp->headers);
+	if (cl != NULL)		/* checked by the upstream side */
+		evhttp_add_header(out, "Content-Length", cl);
+	if (evhttp_find_header(out, "Date") == NULL) {
+		hdr_format_date(util_now_ms(), date, sizeof(date));
+		evhttp_add_header(out, "Date", date);
+	}
+	evhttp_add_header(out, "Cache-Status", r->cache_status);
+	if (r->closing)
+		evhttp_add_header(out, "Connection", "close");
+	evhttp_send_reply_start(r->ev, resp->status, NULL);
+}
+
+void
+reply_peer_head(struct evhttp_request *ev, const struct upstream_response *resp)
+{
+	struct evkeyvalq *out = evhttp_request_get_output_headers(ev);
+	const char *cl = evhttp_find_header(&resp->headers, "Content-Length");
+
+	hdr_copy(&resp->headers, out, HDR_DROP_LENGTH);
+	if (cl != NULL)
+		evhttp_add_header(out, "Content-Length", cl);
+	evhttp_send_reply_start(ev, resp->status, NULL);
+}
+
+const char *
+reply_phrase(int status)
+{
+	switch (status) {
+	case 413:	return "Content Too Large";
+	case 414:	return "URI Too Long";
+	case 431:	return "Request Header Fields Too Large";
+	case 501:	return "Not Implemented";
+	case 503:	return "Service Unavailable";
+	case 505:	return "HTTP Version Not Supported";
+	default:	return "Bad Request";
+	}
+}

@@ -1,0 +1,45 @@
+#ifndef PROXY_PROXY_STATUS_H
+#define PROXY_PROXY_STATUS_H
+
+/*
+ * What an answer is called, everywhere it is reported: the Cache-Status
+ * value, the status and text of an answer Corral makes up, the counters
+ * and the access log's cache label. Pure: it reads an answer and writes
+ * counters, and calls nothing of the flow.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/http.h>
+
+#include "proxy/proxy_flow.h"
+
+#define CACHE_STATUS_MAX	160	/* a Cache-Status value */
+
+struct stats;
+
+/* The Cache-Status value of answer a (fwd-status: what the upstream said). */
+void	status_value(const struct answer *a, int fwd_status, char *out,
+	    size_t outlen);
+/* The Cache-Status of a reply streamed as it arrives: passed through
+ * (pass_kind) or fetched for the cache (collapsed: another's fetch). */
+void	status_streamed(enum outcome pass_kind, int fwd_status, int collapsed,
+	    char *out, size_t outlen);
+/* The status and text of an answer Corral makes up itself. */
+int	status_error_code(const struct answer *a);
+const char *status_error_text(const struct answer *a, int code);
+/* Counts a finished request under route (-1: none), which waited
+ * waited_us for another's fetch, if it did. */
+void	status_count(struct stats *st, int route, const struct answer *a,
+	    int64_t waited_us);
+/* Counts one finished upstream fetch: its status class and duration. */
+void	status_count_upstream(struct stats *st, int route,
+	    const struct upstream_response *resp);
+/* The cache label of an outcome, as metrics and the access log name it. */
+const char *status_label(enum outcome o);
+/* Did an answer of outcome o wait for another request's fetch? */
+int	status_waited(enum outcome o);
+const char *status_method(enum evhttp_cmd_type cmd);
+
+#endif

@@ -1,0 +1,111 @@
+/*
+ * A flight's waiting list and its rush: each waiter is handed, once, its
+ * answer or its way on, through the ops it joined with. Calls
+ * proxy_vary.c and the waiters' ops only.
+ */
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include "cache/cache_entry.h"
+#include "proxy/proxy_vary.h"
+#include "proxy/proxy_waitlist.h"
+
+void
+verdict_set(struct verdict *v, enum outcome lead, enum outcome rest,
+    struct cache_entry *e)
+{
+	v->lead_outcome = lead;
+	v->rest_outcome = rest;
+	entry_unref(&v->entry);
+	v->entry = e;
+	v->shareable = 1;
+}
+
+/* Hands w, out of its list, its answer or its way on. */
+static void
+hand(struct waiter *w, const struct verdict *v, enum hand_kind kind,
+    enum outcome o, struct cache_entry *e, int lead)
+{
+	struct handover h = {
+		.kind = kind,
+		.outcome = o,
+		.entry = e,
+		.uerr = v->uerr,
+		.not_forwarded = v->not_forwarded,
+		.failure = v->failure,
+		.upstream_ms = lead ? v->upstream_ms : -1,
+		.upstream_status = lead ? v->upstream_status : 0,
+		.hit_for_miss = v->pass_all,
+		.vary = v->vary,
+	};
+
+	w->flight = NULL;
+	w->ops->answer(w, &h);
+}
+
+int
+waitlist_crowded(const struct waiters *list)
+{
+	return !TAILQ_EMPTY(list) &&
+	    TAILQ_NEXT(TAILQ_FIRST(list), flight_link) != NULL;
+}
+
+void
+waitlist_answer_first(struct waiters *list, const struct verdict *v,
+    enum outcome o, struct cache_entry *e)
+{
+	struct waiter *w = TAILQ_FIRST(list);
+
+	TAILQ_REMOVE(list, w, flight_link);
+	hand(w, v, HAND_ANSWER, o, e, 1);
+}
+
+void
+waitlist_refuse_peers(struct waiters *list, const struct verdict *v)
+{
+	struct waiter *w, *next;
+
+	for (w = TAILQ_FIRST(list); w != NULL; w = next) {
+		next = TAILQ_NEXT(w, flight_link);
+		if (!w->peer)
+			continue;
+		TAILQ_REMOVE(list, w, flight_link);
+		hand(w, v, HAND_ANSWER, OUT_NONE, NULL, 0);
+	}
+}
+
+/* Would w get the variant the lead got? */
+static int
+same_variant(const struct verdict *v, const struct waiter *w)
+{
+	char id[CACHE_VARIANT_MAX];
+
+	vary_id(v->vary, w->headers, id);
+	return strcmp(id, v->variant) == 0;
+}
+
+void
+waitlist_rush(struct waiters *list, const struct verdict *v, int lead_gone)
+{
+	struct waiter *w;
+	int lead = !lead_gone;
+
+	while ((w = TAILQ_FIRST(list)) != NULL) {
+		TAILQ_REMOVE(list, w, flight_link);
+		if (v->redirect || (!lead && v->vary[0] != '\0' &&
+		    !same_variant(v, w)))
+			hand(w, v, HAND_VARIANT, OUT_NONE, NULL, 0);
+		else if (v->pass_all || (v->partial && v->entry != NULL) ||
+		    (!lead && !v->shareable))
+			/* Per user, or its body went only to the streams:
+			 * never half. */
+			hand(w, v, HAND_PASS, OUT_NONE, NULL, 0);
+		else
+			hand(w, v, HAND_ANSWER, lead ? v->lead_outcome :
+			    v->rest_outcome, v->entry != NULL ?
+			    entry_ref(v->entry) : NULL, lead);
+		lead = 0;
+	}
+}

@@ -1,0 +1,51 @@
+#ifndef PROXY_PROXY_WAITLIST_H
+#define PROXY_PROXY_WAITLIST_H
+
+/*
+ * A flight's waiting list: the waiters of one key, the first leading, and
+ * what each is handed once the flight has its answer (Varnish's "rush"):
+ * the answer itself, "pass" (fetch your own: the response is one user's),
+ * or "go to your variant". It calls the waiters' ops, and proxy_vary.c.
+ */
+
+#include <stdint.h>
+
+#include "cache/cache.h"
+#include "proxy/proxy_flow.h"
+
+/* A flight's answer, and how it applies to each waiter. */
+struct verdict {
+	enum outcome		 lead_outcome;
+	enum outcome		 rest_outcome;
+	struct cache_entry	*entry;		/* owned; NULL: made up */
+	enum upstream_result	 uerr;
+	char			 failure[FAILURE_MAX];
+	int			 not_forwarded;	/* answered from a backoff */
+	int			 upstream_status;	/* the lead's fetch, if not
+						 * the entry's (a 304) */
+	int64_t			 upstream_ms;	/* the lead's fetch, or -1 */
+	int			 shareable;	/* may go to all, not one user */
+	int			 partial;	/* its body was not all kept */
+	char			 vary[VARY_SPEC_MAX];	/* it varies on this */
+	char			 variant[CACHE_VARIANT_MAX];	/* the lead's */
+	int			 redirect;	/* K varies: every waiter goes
+						 * to its variant instead */
+	int			 pass_all;	/* hit-for-miss: all go upstream */
+};
+
+/* The answer every waiter gets: e (the verdict takes the reference). */
+void	verdict_set(struct verdict *v, enum outcome lead, enum outcome rest,
+	    struct cache_entry *e);
+/* Does more than one waiter wait? */
+int	waitlist_crowded(const struct waiters *list);
+/* The first waiter leaves list with outcome o and entry e (it takes e). */
+void	waitlist_answer_first(struct waiters *list, const struct verdict *v,
+	    enum outcome o, struct cache_entry *e);
+/* The siblings' waiters leave list with no answer (a 204 for them). */
+void	waitlist_refuse_peers(struct waiters *list, const struct verdict *v);
+/* Every waiter leaves list with its share of v; the first leads, unless
+ * the lead had its answer already (lead_gone). */
+void	waitlist_rush(struct waiters *list, const struct verdict *v,
+	    int lead_gone);
+
+#endif
