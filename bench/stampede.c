@@ -802,124 +802,177 @@ since_sent_us(const struct request *q, int64_t t)
 	return t != 0 ? (long long)((t - q->sent_ns) / 1000) : -1;
 }
 
-static void
-print_stampede(const struct options *opt, struct request *reqs)
-{
-	int64_t *lat, *ttfb, first_sent = INT64_MAX, last_sent = 0;
-	int i, j, k, n = opt->conns, nlat = 0, nttfb = 0, failures = 0;
-	int fail_by[OUTCOME_COUNT] = { 0 };
-	uint64_t body_min = UINT64_MAX, body_max = 0;
-	double last_done = 0;
+/* What the requests of a stampede add up to. */
+struct summary {
+	int64_t		*lat;		/* of the complete requests, sorted */
+	int64_t		*ttfb;		/* of those with a body, sorted */
+	int		 nlat, nttfb;
+	int		 failures;
+	int		 fail_by[OUTCOME_COUNT];
+	uint64_t	 body_min, body_max;
+	double		 last_done;	/* wall clock, seconds */
+	int64_t		 first_sent, last_sent;	/* monotonic */
+};
 
-	lat = calloc((size_t)n, sizeof(*lat));
-	ttfb = calloc((size_t)n, sizeof(*ttfb));
-	if (lat == NULL || ttfb == NULL) {
+static void
+summarize(const struct request *reqs, int n, struct summary *s)
+{
+	int i;
+
+	memset(s, 0, sizeof(*s));
+	s->first_sent = INT64_MAX;
+	s->body_min = UINT64_MAX;
+	s->lat = calloc((size_t)n, sizeof(*s->lat));
+	s->ttfb = calloc((size_t)n, sizeof(*s->ttfb));
+	if (s->lat == NULL || s->ttfb == NULL) {
 		fprintf(stderr, "stampede: out of memory\n");
 		exit(2);
 	}
 	for (i = 0; i < n; i++) {
-		struct request *q = &reqs[i];
+		const struct request *q = &reqs[i];
 
-		fail_by[q->outcome]++;
+		s->fail_by[q->outcome]++;
 		if (q->outcome != OK)
-			failures++;
+			s->failures++;
 		if (complete(q)) {
-			lat[nlat++] = q->latency_us;
+			s->lat[s->nlat++] = q->latency_us;
 			if (q->body_ns != 0)
-				ttfb[nttfb++] = since_sent_us(q, q->body_ns);
-			if (q->done_at > last_done)
-				last_done = q->done_at;
-			if (q->resp.body_seen < body_min)
-				body_min = q->resp.body_seen;
-			if (q->resp.body_seen > body_max)
-				body_max = q->resp.body_seen;
+				s->ttfb[s->nttfb++] = since_sent_us(q, q->body_ns);
+			if (q->done_at > s->last_done)
+				s->last_done = q->done_at;
+			if (q->resp.body_seen < s->body_min)
+				s->body_min = q->resp.body_seen;
+			if (q->resp.body_seen > s->body_max)
+				s->body_max = q->resp.body_seen;
 		}
-		if (q->sent_ns < first_sent)
-			first_sent = q->sent_ns;
-		if (q->sent_ns > last_sent)
-			last_sent = q->sent_ns;
+		if (q->sent_ns < s->first_sent)
+			s->first_sent = q->sent_ns;
+		if (q->sent_ns > s->last_sent)
+			s->last_sent = q->sent_ns;
 	}
-	qsort(lat, (size_t)nlat, sizeof(*lat), cmp_i64);
-	qsort(ttfb, (size_t)nttfb, sizeof(*ttfb), cmp_i64);
-	if (nlat == 0)
-		body_min = 0;
+	qsort(s->lat, (size_t)s->nlat, sizeof(*s->lat), cmp_i64);
+	qsort(s->ttfb, (size_t)s->nttfb, sizeof(*s->ttfb), cmp_i64);
+	if (s->nlat == 0)
+		s->body_min = 0;
+}
 
-	printf("{\"count\": %d, \"failures\": %d, \"failed_by\": {", n, failures);
-	for (i = 1, j = 0; i < OUTCOME_COUNT; i++)
-		if (fail_by[i] > 0)
-			printf("%s\"%s\": %d", j++ ? ", " : "", outcome_names[i],
-			    fail_by[i]);
-	printf("}, \"statuses\": {");
+/* Whether b answered like a: the same status, or (by_value) the same
+ * value of the tallied header. */
+static int
+alike(const struct request *a, const struct request *b, int by_value)
+{
+	if (by_value)
+		return b->status != 0 && strcmp(b->resp.tally, a->resp.tally) == 0;
+	return b->status == a->status;
+}
+
+/* How many requests from i on answered like request i, or 0 when one
+ * before i did (they were counted there). */
+static int
+count_alike(const struct request *reqs, int n, int i, int by_value)
+{
+	int k, count = 0;
+
+	for (k = 0; k < i; k++)
+		if (alike(&reqs[i], &reqs[k], by_value))
+			return 0;
+	for (k = i; k < n; k++)
+		count += alike(&reqs[i], &reqs[k], by_value);
+	return count;
+}
+
+/* The answered requests by status, or (by_value) by the tallied header's
+ * value, in the order each first appears. */
+static void
+print_tally(const struct request *reqs, int n, int by_value)
+{
+	int i, j, count;
+
 	for (i = 0, j = 0; i < n; i++) {
-		int seen = 0, count = 0;
-
-		if (reqs[i].status == 0)
+		if (reqs[i].status == 0 ||
+		    (count = count_alike(reqs, n, i, by_value)) == 0)
 			continue;
-		for (k = 0; k < i && !seen; k++)
-			seen = reqs[k].status == reqs[i].status;
-		if (seen)
-			continue;
-		for (k = i; k < n; k++)
-			count += reqs[k].status == reqs[i].status;
-		printf("%s\"%d\": %d", j++ ? ", " : "", reqs[i].status, count);
+		printf("%s", j++ ? ", " : "");
+		if (by_value)
+			print_json_string(reqs[i].resp.tally);
+		else
+			printf("\"%d\"", reqs[i].status);
+		printf(": %d", count);
 	}
-	printf("}, \"p50_us\": %lld, \"p99_us\": %lld, \"max_us\": %lld, "
+}
+
+static void
+print_latencies(const struct summary *s)
+{
+	printf(", \"p50_us\": %lld, \"p99_us\": %lld, \"max_us\": %lld, "
 	    "\"min_us\": %lld, \"send_spread_us\": %lld, \"last_done_at\": %.6f",
-	    (long long)percentile(lat, nlat, 50),
-	    (long long)percentile(lat, nlat, 99),
-	    (long long)(nlat ? lat[nlat - 1] : 0), (long long)(nlat ? lat[0] : 0),
-	    (long long)((last_sent - first_sent) / 1000), last_done);
+	    (long long)percentile(s->lat, s->nlat, 50),
+	    (long long)percentile(s->lat, s->nlat, 99),
+	    (long long)(s->nlat ? s->lat[s->nlat - 1] : 0),
+	    (long long)(s->nlat ? s->lat[0] : 0),
+	    (long long)((s->last_sent - s->first_sent) / 1000), s->last_done);
 	printf(", \"ttfb_p50_us\": %lld, \"ttfb_p99_us\": %lld, "
 	    "\"ttfb_max_us\": %lld, \"ttfb_min_us\": %lld, "
 	    "\"start_mono\": %.6f, \"body_bytes_min\": %llu, "
 	    "\"body_bytes_max\": %llu",
-	    (long long)percentile(ttfb, nttfb, 50),
-	    (long long)percentile(ttfb, nttfb, 99),
-	    (long long)(nttfb ? ttfb[nttfb - 1] : 0),
-	    (long long)(nttfb ? ttfb[0] : 0), (double)first_sent / 1e9,
-	    (unsigned long long)body_min, (unsigned long long)body_max);
+	    (long long)percentile(s->ttfb, s->nttfb, 50),
+	    (long long)percentile(s->ttfb, s->nttfb, 99),
+	    (long long)(s->nttfb ? s->ttfb[s->nttfb - 1] : 0),
+	    (long long)(s->nttfb ? s->ttfb[0] : 0),
+	    (double)s->first_sent / 1e9, (unsigned long long)s->body_min,
+	    (unsigned long long)s->body_max);
+}
+
+/* -l: every request, its send time from the first send. */
+static void
+print_requests(const struct request *reqs, int n, int64_t first_sent)
+{
+	int i;
+
+	printf(", \"requests\": [");
+	for (i = 0; i < n; i++)
+		printf("%s{\"target\": %d, \"status\": %d, \"outcome\": "
+		    "\"%s\", \"latency_us\": %lld, \"ttfb_us\": %lld, "
+		    "\"head_us\": %lld, \"body_bytes\": %llu, "
+		    "\"sent_us\": %lld, \"done_at\": %.6f}",
+		    i ? ", " : "", reqs[i].target, reqs[i].status,
+		    outcome_names[reqs[i].outcome],
+		    (long long)reqs[i].latency_us,
+		    since_sent_us(&reqs[i], reqs[i].body_ns),
+		    since_sent_us(&reqs[i], reqs[i].head_ns),
+		    (unsigned long long)reqs[i].resp.body_seen,
+		    (long long)((reqs[i].sent_ns - first_sent) / 1000),
+		    reqs[i].done_at);
+	printf("]");
+}
+
+static void
+print_stampede(const struct options *opt, const struct request *reqs)
+{
+	struct summary s;
+	int i, j, n = opt->conns;
+
+	summarize(reqs, n, &s);
+	printf("{\"count\": %d, \"failures\": %d, \"failed_by\": {", n,
+	    s.failures);
+	for (i = 1, j = 0; i < OUTCOME_COUNT; i++)
+		if (s.fail_by[i] > 0)
+			printf("%s\"%s\": %d", j++ ? ", " : "", outcome_names[i],
+			    s.fail_by[i]);
+	printf("}, \"statuses\": {");
+	print_tally(reqs, n, 0);
+	printf("}");
+	print_latencies(&s);
 	if (opt->tally_header != NULL) {
 		printf(", \"tally\": {");
-		for (i = 0, j = 0; i < n; i++) {
-			const char *t = reqs[i].resp.tally;
-			int seen = 0, count = 0;
-
-			if (reqs[i].status == 0)
-				continue;
-			for (k = 0; k < i && !seen; k++)
-				seen = reqs[k].status != 0 &&
-				    strcmp(reqs[k].resp.tally, t) == 0;
-			if (seen)
-				continue;
-			for (k = i; k < n; k++)
-				count += reqs[k].status != 0 &&
-				    strcmp(reqs[k].resp.tally, t) == 0;
-			printf("%s", j++ ? ", " : "");
-			print_json_string(t);
-			printf(": %d", count);
-		}
+		print_tally(reqs, n, 1);
 		printf("}");
 	}
-	if (opt->list) {
-		printf(", \"requests\": [");
-		for (i = 0; i < n; i++)
-			printf("%s{\"target\": %d, \"status\": %d, \"outcome\": "
-			    "\"%s\", \"latency_us\": %lld, \"ttfb_us\": %lld, "
-			    "\"head_us\": %lld, \"body_bytes\": %llu, "
-			    "\"sent_us\": %lld, \"done_at\": %.6f}",
-			    i ? ", " : "", reqs[i].target, reqs[i].status,
-			    outcome_names[reqs[i].outcome],
-			    (long long)reqs[i].latency_us,
-			    since_sent_us(&reqs[i], reqs[i].body_ns),
-			    since_sent_us(&reqs[i], reqs[i].head_ns),
-			    (unsigned long long)reqs[i].resp.body_seen,
-			    (long long)((reqs[i].sent_ns - first_sent) / 1000),
-			    reqs[i].done_at);
-		printf("]");
-	}
+	if (opt->list)
+		print_requests(reqs, n, s.first_sent);
 	printf("}\n");
-	free(lat);
-	free(ttfb);
+	free(s.lat);
+	free(s.ttfb);
 }
 
 static int

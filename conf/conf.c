@@ -814,6 +814,138 @@ conf_trusted_proxy(const struct conf *c, const char *addr)
 	return 0;
 }
 
+/* Writes "\"v\" is not what" into err for a value that does not parse. */
+static int
+refuse(const char *v, const char *what, char *err, size_t errlen)
+{
+	char shown[SHOW_BUF];
+
+	snprintf(err, errlen, "\"%s\" is not %s", show(v, SIZE_MAX, shown),
+	    what);
+	return -1;
+}
+
+/* Strings and lists may be empty; every other type needs a value. */
+static int
+may_be_empty(enum type type)
+{
+	return type == T_STRING || type == T_PREFIX || type == T_FIELDS ||
+	    type == T_HOSTS || type == T_STATUS_TTLS || type == T_CIDRS;
+}
+
+static int
+set_mode(const struct key *k, char *field, const char *v, char *err,
+    size_t errlen)
+{
+	enum redis_mode *mode = (enum redis_mode *)(void *)field;
+
+	if (strcmp(v, "single") == 0)
+		*mode = REDIS_SINGLE;
+	else if (strcmp(v, "cluster") == 0)
+		*mode = REDIS_CLUSTER;
+	else if (strcmp(v, "sentinel") == 0)
+		*mode = REDIS_SENTINEL;
+	else
+		return refuse(v, "a mode (use single, cluster or sentinel)",
+		    err, errlen);
+	return 0;
+}
+
+static int
+set_loglevel(const struct key *k, char *field, const char *v, char *err,
+    size_t errlen)
+{
+	enum log_level level;
+
+	if (log_parse_level(v, &level) == -1)
+		return refuse(v, "a log level (use error, warn, info or debug)",
+		    err, errlen);
+	*(enum log_level *)(void *)field = level;
+	return 0;
+}
+
+static int
+set_logformat(const struct key *k, char *field, const char *v, char *err,
+    size_t errlen)
+{
+	enum log_format format;
+
+	if (log_parse_format(v, &format) == -1)
+		return refuse(v, "a log format (use text or json)", err,
+		    errlen);
+	*(enum log_format *)(void *)field = format;
+	return 0;
+}
+
+static int
+set_bool(const struct key *k, char *field, const char *v, char *err,
+    size_t errlen)
+{
+	int b;
+
+	if (util_parse_bool(v, &b) == -1)
+		return refuse(v, "a boolean (use on/off, yes/no, true/false "
+		    "or 1/0)", err, errlen);
+	*(int *)(void *)field = b;
+	return 0;
+}
+
+/* A double, range-checked in thousandths. */
+static int
+set_float(const struct key *k, char *field, const char *v, char *err,
+    size_t errlen)
+{
+	char *end;
+	double d;
+
+	errno = 0;
+	d = strtod(v, &end);
+	if (end == v || *end != '\0' || errno == ERANGE ||
+	    isspace((unsigned char)*v) || d != d)
+		return refuse(v, "a number", err, errlen);
+	/* In thousandths, rounded away from the range when outside. */
+	if (check_range(k, d * 1000 < (double)k->min ?
+	    (int64_t)floor(d * 1000) : d * 1000 > (double)k->max ?
+	    (int64_t)ceil(d * 1000) : (int64_t)(d * 1000), v, err,
+	    errlen) == -1)
+		return -1;
+	*(double *)(void *)field = d;
+	return 0;
+}
+
+/* T_SIZE, T_DURATION or T_INT: parsed, range-checked, then stored. */
+static int
+set_number(const struct key *k, char *field, const char *v, char *err,
+    size_t errlen)
+{
+	int64_t n;
+
+	switch (k->type) {
+	case T_SIZE:
+		if (util_parse_size(v, &n) == -1)
+			return refuse(v, "a size (use a number of bytes, or "
+			    "k, m, g)", err, errlen);
+		break;
+	case T_DURATION:
+		if (util_parse_duration(v, &n) == -1)
+			return refuse(v, "a duration (use ms, s, m, h)", err,
+			    errlen);
+		break;
+	default:
+		assert(k->type == T_INT);
+		if (parse_int(v, &n) == -1)
+			return refuse(v, "a whole number", err, errlen);
+		break;
+	}
+	if (check_range(k, n, v, err, errlen) == -1)
+		return -1;
+	if (k->type == T_INT)
+		*(int *)(void *)field = (int)n;
+	else
+		*(int64_t *)(void *)field = n;
+	return 0;
+}
+
 /*
  * Parses v for row k and stores it in base (a struct conf, or a struct
  * conf_route for route keys). 0, or -1 with the reason in err.
@@ -822,20 +954,12 @@ static int
 set_value(const struct key *k, char *base, const char *v, char *err,
     size_t errlen)
 {
-	char shown[SHOW_BUF];
 	char *field = base + k->off;
-	enum log_level level;
-	enum log_format format;
-	int64_t n;
-	int b;
 
-	if (*v == '\0' && k->type != T_STRING && k->type != T_PREFIX &&
-	    k->type != T_FIELDS && k->type != T_HOSTS &&
-	    k->type != T_STATUS_TTLS && k->type != T_CIDRS) {
+	if (*v == '\0' && !may_be_empty(k->type)) {
 		snprintf(err, errlen, "missing value");
 		return -1;
 	}
-	show(v, SIZE_MAX, shown);
 	switch (k->type) {
 	case T_HOSTPORT:
 		return set_hostport(k, base, v, err, errlen);
@@ -844,18 +968,7 @@ set_value(const struct key *k, char *base, const char *v, char *err,
 	case T_ADDRESSES:
 		return set_addresses(k, base, v, err, errlen);
 	case T_MODE:
-		if (strcmp(v, "single") == 0)
-			*(enum redis_mode *)(void *)field = REDIS_SINGLE;
-		else if (strcmp(v, "cluster") == 0)
-			*(enum redis_mode *)(void *)field = REDIS_CLUSTER;
-		else if (strcmp(v, "sentinel") == 0)
-			*(enum redis_mode *)(void *)field = REDIS_SENTINEL;
-		else {
-			snprintf(err, errlen, "\"%s\" is not a mode (use "
-			    "single, cluster or sentinel)", shown);
-			return -1;
-		}
-		return 0;
+		return set_mode(k, field, v, err, errlen);
 	case T_STRING:
 		return set_string(k, field, v, err, errlen);
 	case T_PREFIX:
@@ -869,80 +982,20 @@ set_value(const struct key *k, char *base, const char *v, char *err,
 		return set_status_ttls(k, base, v, err, errlen);
 	case T_CIDRS:
 		return set_cidrs(k, base, v, err, errlen);
-	case T_FLOAT: {
-		char *end;
-		double d;
-
-		errno = 0;
-		d = strtod(v, &end);
-		if (end == v || *end != '\0' || errno == ERANGE ||
-		    isspace((unsigned char)*v) || d != d) {
-			snprintf(err, errlen, "\"%s\" is not a number", shown);
-			return -1;
-		}
-		/* In thousandths, rounded away from the range when outside. */
-		if (check_range(k, d * 1000 < (double)k->min ?
-		    (int64_t)floor(d * 1000) : d * 1000 > (double)k->max ?
-		    (int64_t)ceil(d * 1000) : (int64_t)(d * 1000), v, err,
-		    errlen) == -1)
-			return -1;
-		*(double *)(void *)field = d;
-		return 0;
-	}
+	case T_FLOAT:
+		return set_float(k, field, v, err, errlen);
 	case T_LOGLEVEL:
-		if (log_parse_level(v, &level) == -1) {
-			snprintf(err, errlen, "\"%s\" is not a log level (use "
-			    "error, warn, info or debug)", shown);
-			return -1;
-		}
-		*(enum log_level *)(void *)field = level;
-		return 0;
+		return set_loglevel(k, field, v, err, errlen);
 	case T_LOGFORMAT:
-		if (log_parse_format(v, &format) == -1) {
-			snprintf(err, errlen, "\"%s\" is not a log format (use "
-			    "text or json)", shown);
-			return -1;
-		}
-		*(enum log_format *)(void *)field = format;
-		return 0;
+		return set_logformat(k, field, v, err, errlen);
 	case T_BOOL:
-		if (util_parse_bool(v, &b) == -1) {
-			snprintf(err, errlen, "\"%s\" is not a boolean (use "
-			    "on/off, yes/no, true/false or 1/0)", shown);
-			return -1;
-		}
-		*(int *)(void *)field = b;
-		return 0;
+		return set_bool(k, field, v, err, errlen);
 	case T_SIZE:
-		if (util_parse_size(v, &n) == -1) {
-			snprintf(err, errlen, "\"%s\" is not a size (use a "
-			    "number of bytes, or k, m, g)", shown);
-			return -1;
-		}
-		break;
 	case T_DURATION:
-		if (util_parse_duration(v, &n) == -1) {
-			snprintf(err, errlen, "\"%s\" is not a duration (use "
-			    "ms, s, m, h)", shown);
-			return -1;
-		}
-		break;
 	case T_INT:
-		if (parse_int(v, &n) == -1) {
-			snprintf(err, errlen, "\"%s\" is not a whole number",
-			    shown);
-			return -1;
-		}
 		break;
 	}
-
-	if (check_range(k, n, v, err, errlen) == -1)
-		return -1;
-	if (k->type == T_INT)
-		*(int *)(void *)field = (int)n;
-	else
-		*(int64_t *)(void *)field = n;
-	return 0;
+	return set_number(k, field, v, err, errlen);
 }
 
 static void

@@ -313,17 +313,11 @@ metrics_view(struct proxy *px)
 	return &v;
 }
 
-void
-metrics_prometheus(struct proxy *px, struct evbuffer *out)
+/* The process: its build, when it started and what it has in progress. */
+static void
+process_metrics(struct evbuffer *out, const struct proxy *px,
+    const struct proxy_figures *fig)
 {
-	const struct metrics_view *v = metrics_view(px);
-	const struct proxy_figures *fig = &v->fig;
-	const struct cache_counters *cc = &fig->cache;
-	const struct metrics_scope *scopes = v->scopes;
-	int n;
-
-	n = v->nscopes;
-
 	family(out, "corral_build_info", "gauge",
 	    "Always 1; the version is a label.");
 	evbuffer_add_printf(out, "corral_build_info{version=");
@@ -343,6 +337,12 @@ metrics_prometheus(struct proxy *px, struct evbuffer *out)
 	    "in progress (with their lock).", (double)fig->refreshes);
 	gauge(out, "corral_upstream_requests_in_progress", "Upstream "
 	    "fetches in progress.", (double)fig->upstream_fetches);
+}
+
+/* The near caches: each worker's own, and the one they share. */
+static void
+near_cache_metrics(struct evbuffer *out, const struct proxy_figures *fig)
+{
 	gauge(out, "corral_near_cache_bytes", "Bytes of entries held in the "
 	    "workers' memory (l1_max_bytes each).", (double)fig->l1_bytes);
 	gauge(out, "corral_near_cache_entries", "Entries held in the "
@@ -365,15 +365,28 @@ metrics_prometheus(struct proxy *px, struct evbuffer *out)
 	redis_counter(out, "corral_shared_cache_resets_total", "Times the "
 	    "shared near cache was emptied because a worker died while "
 	    "changing it.", fig->l2.resets);
+}
 
-	counter_families(out, scopes, n);
+/* The per-route families: the counters, then the histograms. */
+static void
+route_metrics(struct evbuffer *out, const struct metrics_scope *scopes,
+    int nscopes)
+{
+	counter_families(out, scopes, nscopes);
 	for (size_t f = 0; f < ARRAY_LEN(hist_families); f++) {
 		family(out, hist_families[f].name, "histogram",
 		    hist_families[f].help);
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < nscopes; i++)
 			hist_series(out, hist_families[f].name, scopes[i].route,
 			    scope_hist(scopes[i].s, hist_families[f].off));
 	}
+}
+
+/* Redis commands: sent, failed, timed, and the notifications heard. */
+static void
+redis_command_metrics(struct evbuffer *out, const struct proxy_figures *fig)
+{
+	const struct cache_counters *cc = &fig->cache;
 
 	gauge(out, "corral_redis_up", "1 while the Redis command connection "
 	    "of every worker is up.", fig->redis_up == fig->workers ? 1 : 0);
@@ -401,6 +414,13 @@ metrics_prometheus(struct proxy *px, struct evbuffer *out)
 	redis_counter(out, "corral_redis_purge_notifications_total",
 	    "Invalidations and purges heard from the fleet.",
 	    cc->purges_received);
+}
+
+/* The Redis deployment: cluster redirects, slot maps, mode and nodes. */
+static void
+redis_topology_metrics(struct evbuffer *out, struct proxy *px,
+    const struct cache_counters *cc)
+{
 	family(out, "corral_redis_redirects_total", "counter", "Cluster "
 	    "redirects followed: MOVED (the slot moved) or ASK (migrating).");
 	evbuffer_add_printf(out, "corral_redis_redirects_total{kind=\"moved\"} %"
@@ -417,13 +437,31 @@ metrics_prometheus(struct proxy *px, struct evbuffer *out)
 	    "command connection to this node is up (nodes that own slots).", 0);
 	node_gauge(out, cc, "corral_redis_node_slots", "Hash slots the node "
 	    "owns, as a worker last saw the map.", 1);
+}
 
+static void
+upstream_rejected_metrics(struct evbuffer *out,
+    const struct proxy_figures *fig)
+{
 	family(out, "corral_upstream_rejected_total", "counter", "Upstream "
 	    "responses refused (502): too many header lines, or bad framing.");
 	evbuffer_add_printf(out, "corral_upstream_rejected_total"
 	    "{reason=\"headers\"} %" PRIu64 "\n", fig->upstream.too_many_headers);
 	evbuffer_add_printf(out, "corral_upstream_rejected_total"
 	    "{reason=\"framing\"} %" PRIu64 "\n", fig->upstream.bad_framing);
+}
+
+void
+metrics_prometheus(struct proxy *px, struct evbuffer *out)
+{
+	const struct metrics_view *v = metrics_view(px);
+
+	process_metrics(out, px, &v->fig);
+	near_cache_metrics(out, &v->fig);
+	route_metrics(out, v->scopes, v->nscopes);
+	redis_command_metrics(out, &v->fig);
+	redis_topology_metrics(out, px, &v->fig.cache);
+	upstream_rejected_metrics(out, &v->fig);
 }
 
 /* ---- JSON ---- */
