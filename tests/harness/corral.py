@@ -1,6 +1,7 @@
 """The corral process: corral_config (the INI text of one instance), Corral
-(one process, stopped and checked for a clean exit), fleet_counters, and
-the wrapper (valgrind) it may run under.
+(one process, stopped and checked for a clean exit), fleet_counters,
+children (a process's child pids) and the wrapper (valgrind) it may run
+under.
 """
 
 import os
@@ -20,7 +21,6 @@ from .wait import (CLIENT_TIMEOUT_S, SLOWNESS, START_TIMEOUT_S, STOP_TIMEOUT_S, 
 # corral is started as WRAPPER... BINARY ARGS.
 WRAPPER = shlex.split(os.environ.get("CORRAL_WRAPPER") or "")
 VALGRIND_ERROR_EXIT = 99	# make test-valgrind's --error-exitcode
-
 
 COUNTERS = ("requests", "hits", "stale_hits", "misses", "collapsed", "bypass",
             "upstream_fetches", "upstream_errors", "stores", "locks_acquired",
