@@ -6,7 +6,7 @@ a cluster, where fills travel by sharded pub/sub through the key's node."""
 import urllib.request
 
 from harness import HOST, Background, expect, expect_eq, scenario, stampede, wait_for
-from harness_cluster import (RedisCluster, path_slot, paths_in_slots, redis_figures,
+from harness.cluster import (RedisCluster, path_slot, paths_in_slots, redis_figures,
                              start_cluster)
 
 STORES = 20

@@ -4,7 +4,7 @@ primary owns the key, through a slot migration and through a failover."""
 
 from harness import (Background, entry_key, expect, expect_eq, http_request, lock_key,
                      scenario, stampede, wait_for)
-from harness_cluster import (RedisCluster, expect_all_ok, path_in_slot, path_slot,
+from harness.cluster import (RedisCluster, expect_all_ok, path_in_slot, path_slot,
                              paths_in_slots, redis_figures, start_cluster)
 
 ROUTE = {"/": {"ttl": "3s", "stale_while_revalidate": "60s", "lock_poll": "5s"}}

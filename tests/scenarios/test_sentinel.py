@@ -2,7 +2,7 @@
 asks the sentinels for the primary, and follows a failover."""
 
 from harness import entry_key, expect, expect_eq, scenario, stampede, wait_for
-from harness_cluster import expect_all_ok, redis_figures, start_sentinels
+from harness.cluster import expect_all_ok, redis_figures, start_sentinels
 
 ROUTE = {"/": {"lock_poll": "5s"}}
 

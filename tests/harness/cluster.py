@@ -12,8 +12,10 @@ redis-cli: it sleeps a second per check) and waited for with wait_for.
 
 import os
 
-from harness import (HOST, RedisServer, RespClient, _decode, cache_key, expect, free_port,
-                     slow, wait_for)
+from .keys import HOST, cache_key
+from .redis import RedisServer
+from .resp import RespClient, _decode
+from .wait import expect, free_port, slow, wait_for
 
 CLUSTER_NODE_TIMEOUT_MS = 500	# short: a killed primary fails over in about 2 s
 SENTINEL_DOWN_AFTER_MS = 500

@@ -1,0 +1,63 @@
+"""Building blocks for Corral's scenario tests (Python 3 standard library only).
+
+A scenario is a function decorated with @scenario that takes an Env. The Env
+starts real processes -- redis-server on a free port, the scriptable origin
+(tests/origin.py) and any number of corral instances -- and always stops them
+again, checking corral's exit status and its log for sanitizer reports:
+
+    @scenario
+    def cold_miss_fleet_of_three_fetches_once(env):
+        redis, origin = env.redis(), env.origin()
+        fleet = env.fleet(3, redis, origin, routes={"/": {"lock_poll": "5s"}})
+        results = stampede(fleet, 200, "/users/1")
+        expect_eq(origin.count("/users/1"), 1, "origin fetches")
+
+Waiting is always for a condition (wait_for), never for a fixed time.
+
+This package re-exports the names of its modules, so a scenario imports
+them from harness. Each module imports only those above it:
+
+    resp     RespClient, RespError
+    wait     time limits (SLOWNESS, slow), wait_for, expect, free_port, logs
+    keys     HOST, PREFIX, entry_key, lock_key and the other Redis keys
+    http     Headers, CacheStatus, Response, http_request, raw_exchange
+    redis    RedisServer, RedisProxy, expect_entry and the other entry helpers
+    origin   Origin (runs tests/origin.py)
+    corral   corral_config, Corral, fleet_counters, children
+    clients  stampede, Background, paced
+    env      Env, @scenario and SCENARIOS
+    cluster  Redis Cluster and Sentinel (imported as harness.cluster)
+"""
+
+from .clients import Background, StampedeResult, paced, stampede
+from .corral import (COUNTERS, DEFAULT_ROUTE, VALGRIND_ERROR_EXIT, WRAPPER, Corral, children,
+                     corral_config, fleet_counters, nofile_limit, server_addresses,
+                     split_hostport)
+from .env import DEFAULT_SCENARIO_TIMEOUT_S, SCENARIOS, Env, scenario
+from .http import (CacheStatus, Headers, RawReply, Response, get_request, http_request,
+                   raw_exchange, send_and_leave)
+from .keys import (HOST, PREFIX, TOKEN_RE, backoff_key, cache_key, entry_key, fails_key,
+                   hfm_key, is_token, lock_key)
+from .origin import ORIGIN_PY, TESTS_DIR, Origin, origin_max_active
+from .redis import (RedisProxy, RedisServer, expect_entry, expect_entry_pttl, expect_no_entries,
+                    find_redis_server, stale_fleet, wait_until_stale)
+from .resp import RespClient, RespError
+from .wait import (CLIENT_TIMEOUT_S, LOG_TAIL_LINES, NOT_YET, POLL_S, SANITIZER_MARKERS,
+                   SLOWNESS, START_TIMEOUT_S, STOP_TIMEOUT_S, expect, expect_eq, free_port,
+                   read_text, sanitizer_report, slow, tail, wait_for)
+
+__all__ = [
+    "CLIENT_TIMEOUT_S", "COUNTERS", "DEFAULT_ROUTE", "DEFAULT_SCENARIO_TIMEOUT_S", "HOST",
+    "LOG_TAIL_LINES", "NOT_YET", "ORIGIN_PY", "POLL_S", "PREFIX", "SANITIZER_MARKERS",
+    "SCENARIOS", "SLOWNESS", "START_TIMEOUT_S", "STOP_TIMEOUT_S", "TESTS_DIR", "TOKEN_RE",
+    "VALGRIND_ERROR_EXIT", "WRAPPER",
+    "Background", "CacheStatus", "Corral", "Env", "Headers", "Origin", "RawReply",
+    "RedisProxy", "RedisServer", "RespClient", "RespError", "Response", "StampedeResult",
+    "backoff_key", "cache_key", "children", "corral_config", "entry_key", "expect",
+    "expect_entry", "expect_entry_pttl", "expect_eq", "expect_no_entries", "fails_key",
+    "find_redis_server", "fleet_counters", "free_port", "get_request", "hfm_key",
+    "http_request", "is_token", "lock_key", "nofile_limit", "origin_max_active", "paced",
+    "raw_exchange", "read_text", "sanitizer_report", "scenario", "send_and_leave",
+    "server_addresses", "slow", "split_hostport", "stale_fleet", "stampede", "tail",
+    "wait_for", "wait_until_stale",
+]

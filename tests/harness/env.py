@@ -1,0 +1,148 @@
+"""The environment of one scenario (Env: starts processes and always stops
+them) and the scenario registry (@scenario, SCENARIOS).
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+from .corral import WRAPPER, Corral, corral_config
+from .origin import Origin
+from .redis import RedisProxy, RedisServer
+from .wait import SLOWNESS, START_TIMEOUT_S, free_port, sanitizer_report, tail, wait_for
+
+
+class Env:
+    """Starts processes for one scenario and always stops them.
+
+        with Env(workdir, binary) as env:
+            redis = env.redis()
+            ...
+
+    On exit every process is stopped in reverse order; corral instances are
+    checked (exit status, sanitizer reports) and any problem fails the
+    scenario, after whatever failure the scenario itself raised."""
+
+    def __init__(self, workdir=None, binary=None):
+        self.workdir = workdir or os.environ.get("CORRAL_TEST_DIR") or \
+            tempfile.mkdtemp(prefix="corral-scenario-")
+        os.makedirs(self.workdir, exist_ok=True)
+        self.binary = binary or os.environ.get("CORRAL_BIN")
+        if self.binary:
+            self.binary = os.path.abspath(self.binary)
+        self.procs = []
+        self.corrals = []
+        self.names = {}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        problems = self.stop_all()
+        if problems and exc is None:
+            raise AssertionError("\n".join(problems))
+        if problems:	# the scenario's own failure comes first
+            note = "while stopping:\n" + "\n".join(problems)
+            if hasattr(exc, "add_note"):
+                exc.add_note(note)
+            else:
+                print(note, file=sys.stderr)
+        return False
+
+    def stop_all(self):
+        problems = []
+        for proc in reversed(self.procs):
+            try:
+                proc.stop()
+            except Exception as e:	# noqa: BLE001 - collected, reported together
+                problems.append(str(e))
+        self.procs = []
+        return problems
+
+    def name(self, base):
+        self.names[base] = self.names.get(base, 0) + 1
+        return f"{base}{self.names[base]}"
+
+    def track(self, proc):
+        self.procs.append(proc)
+        return proc
+
+    def redis(self, port=None):
+        """A new redis-server; on port if given (e.g. to restart one that
+        was killed, or to start one where a corral expects it)."""
+        return self.track(RedisServer(self.workdir, self.name("redis"), port))
+
+    def redis_proxy(self, redis):
+        """A RedisProxy in front of redis; give its .address to a corral."""
+        return self.track(RedisProxy(redis, self.name("redisproxy")))
+
+    def origin(self, delay=None):
+        return self.track(Origin(self.workdir, self.name("origin"), delay))
+
+    def corral(self, redis=None, origin=None, routes=None, extra=None, config=None,
+               wait_redis=None, nofile=None, env=None):
+        """Starts corral with config (INI text) or with corral_config(redis,
+        origin, routes, extra) on free ports. wait_redis (default: True when
+        redis is a RedisServer) waits for /stats to report redis up. env:
+        variables laid over this process's environment for it."""
+        if config is None:
+            config = corral_config(redis, origin, free_port(), free_port(), routes, extra)
+        if wait_redis is None:
+            wait_redis = isinstance(redis, RedisServer)
+        name = self.name("corral")
+        c = Corral(self.binary, config, name, self.workdir, wait_redis=wait_redis,
+                   nofile=nofile, env=env)
+        self.corrals.append(c)
+        return self.track(c)
+
+    def fleet(self, n, redis, origin, routes=None, extra=None):
+        """n instances sharing redis and origin. Waits until each holds a
+        Redis subscription (and fails if one never does), so a scenario does
+        not start while an instance could still miss a PUBLISH."""
+        before = redis.subscribers()
+        corrals = [self.corral(redis, origin, routes, extra) for _ in range(n)]
+        self.wait_subscribed(redis, before + n)
+        return corrals
+
+    @staticmethod
+    def wait_subscribed(redis, n):
+        """Waits until redis has n clients with a subscription."""
+        wait_for(lambda: redis.subscribers() >= n, timeout=START_TIMEOUT_S,
+                 what=f"{n} subscribed clients in {redis.name} "
+                      f"(an instance that never subscribes would miss every PUBLISH)")
+
+    def config_file(self, text, name="test.conf"):
+        path = os.path.join(self.workdir, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def run_corral(self, *args, timeout=30):
+        """Runs the corral binary to completion (e.g. -t -c FILE); returns a
+        CompletedProcess with text stdout and stderr. Fails on sanitizer reports."""
+        if not self.binary or not os.access(self.binary, os.X_OK):
+            raise AssertionError(f"corral binary {self.binary!r} not found or not executable")
+        p = subprocess.run([*WRAPPER, self.binary, *args], capture_output=True, text=True,
+                           errors="replace", timeout=timeout * SLOWNESS,
+                           stdin=subprocess.DEVNULL)
+        marker = sanitizer_report(p.stdout + p.stderr)
+        if marker:
+            raise AssertionError(f"corral {' '.join(args)} reported {marker!r}:\n"
+                                 f"{tail(p.stderr)}")
+        return p
+
+
+# -- scenario registry ----------------------------------------------------------
+
+SCENARIOS = []
+DEFAULT_SCENARIO_TIMEOUT_S = 120
+
+
+def scenario(fn=None, *, timeout=DEFAULT_SCENARIO_TIMEOUT_S):
+    """Marks fn(env) as a scenario; its name is the function's name."""
+    def mark(f):
+        f.scenario_timeout = timeout * SLOWNESS
+        SCENARIOS.append(f)
+        return f
+    return mark(fn) if fn is not None else mark
