@@ -597,11 +597,14 @@ refresh_cluster(struct route *rt)
 
 /* ---- sentinel: who is the primary ---- */
 
+/* What the sentinels name (an answer, or a +switch-master). */
 static void
-set_primary(struct route *rt, const char *host, int port)
+on_primary(const char *host, int port, void *arg)
 {
+	struct route *rt = arg;
 	struct node *n, *old = rt->slots[0];
 
+	assert(rt->magic == ROUTE_MAGIC);
 	if (old != NULL && old->port == port && strcmp(old->host, host) == 0)
 		return;
 	log_info("redis: the sentinels name %s:%d as primary of %s", host,
@@ -612,15 +615,6 @@ set_primary(struct route *rt, const char *host, int port)
 	if (old != NULL && old != n)
 		node_free(old);
 	rt->hooks->map_changed(rt->arg);
-}
-
-static void
-on_primary(const char *host, int port, void *arg)
-{
-	struct route *rt = arg;
-
-	assert(rt->magic == ROUTE_MAGIC);
-	set_primary(rt, host, port);
 }
 
 static void
