@@ -30,7 +30,7 @@
  * Invalidations and purges, which every process must hear, go to one
  * fleet-wide channel.
  *
- * The lock protocol (scripts in cache_store.c, run with EVALSHA):
+ * The lock protocol (scripts in cache_script.c, run with EVALSHA):
  *   acquire  atomically: if the entry changed from the generation the
  *            caller saw, return it; else SET lock token NX PX ttl.
  *   renew    PEXPIRE the lock only if it still holds our token.

@@ -1,3 +1,11 @@
+/*
+ * Cached responses: their references, headers and body, their encoding
+ * for Redis and the shared near cache and its decoding, and their
+ * freshness. See cache_entry.h.
+ *
+ * Calls nothing in cache/. Called by every file that holds an entry.
+ */
+
 #include "cache/cache_entry.h"
 
 #include <sys/queue.h>
@@ -31,8 +39,28 @@
 #define ENTRY_STATUS_MAX	599
 #define ENTRY_NAME_MAX		UINT16_MAX
 #define ENTRY_VALUE_MAX		UINT32_MAX
-/* gen, magic, version, three times, fetch_ms, status, nheaders */
-#define ENTRY_FIXED_LEN	(ENTRY_GEN_LEN + 4 + 1 + 3 * 8 + 4 + 2 + 2)
+/* Where each field of the fixed part starts (from 0): gen, magic, version,
+ * three times, fetch_ms, status, nheaders. */
+#define AT_MAGIC		ENTRY_GEN_LEN
+#define AT_VERSION		(AT_MAGIC + 4)
+#define AT_STORED		(AT_VERSION + 1)
+#define AT_FRESH_UNTIL		(AT_STORED + 8)
+#define AT_STALE_UNTIL		(AT_FRESH_UNTIL + 8)
+#define AT_FETCH		(AT_STALE_UNTIL + 8)
+#define AT_STATUS		(AT_FETCH + 4)
+#define AT_NHEADERS		(AT_STATUS + 2)
+#define ENTRY_FIXED_LEN		(AT_NHEADERS + 2)
+
+/* What the scripts read and rewrite is where entry_encode writes it. */
+_Static_assert(ENTRY_LUA_GEN_END == ENTRY_GEN_LEN,
+    "the acquire script's generation");
+_Static_assert(ENTRY_LUA_BEFORE_FRESH == AT_FRESH_UNTIL &&
+    ENTRY_LUA_FRESH == AT_FRESH_UNTIL + 1,
+    "the soften script's fresh_until");
+_Static_assert(ENTRY_LUA_AFTER_FRESH == AT_STALE_UNTIL + 1,
+    "the soften script's bytes after fresh_until");
+_Static_assert(ENTRY_LUA_TIMES_END == AT_FETCH,
+    "the soften script's shortest entry");
 
 struct reader {
 	const unsigned char	*p;
@@ -274,8 +302,11 @@ entry_encode(const struct cache_entry *e, struct evbuffer *out)
 	p = put_u32(p, ENTRY_MAGIC);
 	*p++ = ENTRY_VERSION;
 	p = put_u64(p, (uint64_t)e->stored_ms);
+	assert(p == fixed + AT_FRESH_UNTIL);
 	p = put_u64(p, (uint64_t)e->fresh_until_ms);
+	assert(p == fixed + AT_STALE_UNTIL);
 	p = put_u64(p, (uint64_t)e->stale_until_ms);
+	assert(p == fixed + AT_FETCH);
 	p = put_u32(p, e->fetch_ms);
 	p = put_u16(p, (uint16_t)e->status);
 	p = put_u16(p, (uint16_t)nheaders);
@@ -463,100 +494,107 @@ entry_decode_take(void *buf, size_t len, char *err, size_t errlen)
 	return decode(buf, len, buf, err, errlen);
 }
 
-/* take: NULL to copy the body, or buf to keep it where it is. */
-static struct cache_entry *
-decode(const void *buf, size_t len, void *take, char *err, size_t errlen)
+/* The generation, the magic and the version. */
+static int
+decode_head(struct reader *r, const unsigned char **gen, char *err,
+    size_t errlen)
 {
-	struct reader r = { buf, len };
-	struct cache_entry *e = NULL;
-	const unsigned char *gen, *body;
 	uint32_t magic;
-	uint16_t status, nheaders;
-	uint64_t body_len;
 	uint8_t version;
 
-	if (buf == NULL && len > 0) {
-		set_err(err, errlen, "no buffer");
-		return NULL;
-	}
-	if (get_bytes(&r, ENTRY_GEN_LEN, &gen) == -1) {
+	if (get_bytes(r, ENTRY_GEN_LEN, gen) == -1) {
 		set_err(err, errlen, "truncated generation");
-		return NULL;
+		return -1;
 	}
-	if (!valid_gen((const char *)gen, ENTRY_GEN_LEN)) {
+	if (!valid_gen((const char *)*gen, ENTRY_GEN_LEN)) {
 		set_err(err, errlen, "bad generation");
-		return NULL;
+		return -1;
 	}
-	if (get_u32(&r, &magic) == -1) {
+	if (get_u32(r, &magic) == -1) {
 		set_err(err, errlen, "truncated magic");
-		return NULL;
+		return -1;
 	}
 	if (magic != ENTRY_MAGIC) {
 		set_err(err, errlen, "bad magic");
-		return NULL;
+		return -1;
 	}
-	if (get_u8(&r, &version) == -1) {
+	if (get_u8(r, &version) == -1) {
 		set_err(err, errlen, "truncated version");
-		return NULL;
+		return -1;
 	}
 	if (version != ENTRY_VERSION) {
 		set_err(err, errlen, "unknown version %u", (unsigned)version);
-		return NULL;
+		return -1;
 	}
-	if ((e = entry_new()) == NULL) {
-		set_err(err, errlen, "out of memory");
-		return NULL;
-	}
-	memcpy(e->gen, gen, ENTRY_GEN_LEN);
-	e->gen[ENTRY_GEN_LEN] = '\0';
+	return 0;
+}
 
-	if (get_i64(&r, &e->stored_ms) == -1 ||
-	    get_i64(&r, &e->fresh_until_ms) == -1 ||
-	    get_i64(&r, &e->stale_until_ms) == -1 ||
-	    get_u32(&r, &e->fetch_ms) == -1) {
+/* The times, the status and the headers. */
+static int
+decode_fields(struct reader *r, struct cache_entry *e, char *err,
+    size_t errlen)
+{
+	uint16_t status, nheaders;
+
+	if (get_i64(r, &e->stored_ms) == -1 ||
+	    get_i64(r, &e->fresh_until_ms) == -1 ||
+	    get_i64(r, &e->stale_until_ms) == -1 ||
+	    get_u32(r, &e->fetch_ms) == -1) {
 		set_err(err, errlen, "truncated times");
-		goto fail;
+		return -1;
 	}
 	if (!valid_times(e->stored_ms, e->fresh_until_ms, e->stale_until_ms)) {
 		set_err(err, errlen, "times out of order");
-		goto fail;
+		return -1;
 	}
-	if (get_u16(&r, &status) == -1) {
+	if (get_u16(r, &status) == -1) {
 		set_err(err, errlen, "truncated status");
-		goto fail;
+		return -1;
 	}
 	if (!valid_status(status)) {
 		set_err(err, errlen, "bad status %u", (unsigned)status);
-		goto fail;
+		return -1;
 	}
 	e->status = status;
-	if (get_u16(&r, &nheaders) == -1) {
+	if (get_u16(r, &nheaders) == -1) {
 		set_err(err, errlen, "truncated header count");
-		goto fail;
+		return -1;
 	}
 	if (nheaders > ENTRY_MAX_HEADERS) {
 		set_err(err, errlen, "too many headers (%u)",
 		    (unsigned)nheaders);
-		goto fail;
+		return -1;
 	}
 	for (unsigned i = 0; i < nheaders; i++)
-		if (decode_header(&r, e, err, errlen) == -1)
-			goto fail;
-	if (get_u64(&r, &body_len) == -1) {
+		if (decode_header(r, e, err, errlen) == -1)
+			return -1;
+	return 0;
+}
+
+/* The body, which ends the record: copied, or with take (buf) left where
+ * it is. */
+static int
+decode_body(struct reader *r, struct cache_entry *e, const void *buf,
+    void *take, char *err, size_t errlen)
+{
+	const unsigned char *body;
+	uint64_t body_len;
+
+	if (get_u64(r, &body_len) == -1) {
 		set_err(err, errlen, "truncated body length");
-		goto fail;
+		return -1;
 	}
-	if (body_len > r.left) {
+	if (body_len > r->left) {
 		set_err(err, errlen, "truncated body");
-		goto fail;
+		return -1;
 	}
-	if (body_len < r.left) {
+	if (body_len < r->left) {
 		set_err(err, errlen, "trailing bytes after body");
-		goto fail;
+		return -1;
 	}
-	if (get_bytes(&r, (size_t)body_len, &body) == -1) {
+	if (get_bytes(r, (size_t)body_len, &body) == -1) {
 		set_err(err, errlen, "truncated body");
-		goto fail;
+		return -1;
 	}
 	if (take != NULL) {
 		e->store = take;
@@ -565,12 +603,38 @@ decode(const void *buf, size_t len, void *take, char *err, size_t errlen)
 	} else if (body_len > 0) {
 		if ((e->store = malloc((size_t)body_len)) == NULL) {
 			set_err(err, errlen, "out of memory");
-			goto fail;
+			return -1;
 		}
 		memcpy(e->store, body, (size_t)body_len);
 		e->body = e->store;
 		e->body_len = (size_t)body_len;
 	}
+	return 0;
+}
+
+/* take: NULL to copy the body, or buf to keep it where it is. */
+static struct cache_entry *
+decode(const void *buf, size_t len, void *take, char *err, size_t errlen)
+{
+	struct reader r = { buf, len };
+	struct cache_entry *e = NULL;
+	const unsigned char *gen;
+
+	if (buf == NULL && len > 0) {
+		set_err(err, errlen, "no buffer");
+		return NULL;
+	}
+	if (decode_head(&r, &gen, err, errlen) == -1)
+		return NULL;
+	if ((e = entry_new()) == NULL) {
+		set_err(err, errlen, "out of memory");
+		return NULL;
+	}
+	memcpy(e->gen, gen, ENTRY_GEN_LEN);
+	e->gen[ENTRY_GEN_LEN] = '\0';
+	if (decode_fields(&r, e, err, errlen) == -1 ||
+	    decode_body(&r, e, buf, take, err, errlen) == -1)
+		goto fail;
 	return e;
 fail:
 	entry_unref(&e);

@@ -22,6 +22,18 @@
 #define ENTRY_GEN_LEN		UTIL_TOKEN_HEX
 #define ENTRY_MAX_HEADERS	128
 
+/*
+ * Where the lock scripts (cache_script.c) find an entry's fields in its
+ * encoding, counted as Lua counts a string's bytes, from 1. Literals,
+ * because the scripts' text is made of them; cache_entry.c asserts that
+ * each is where the encoder puts the field.
+ */
+#define ENTRY_LUA_GEN_END	32	/* bytes 1..32: the generation */
+#define ENTRY_LUA_BEFORE_FRESH	45	/* the last byte before fresh_until */
+#define ENTRY_LUA_FRESH		46	/* i64 fresh_until_ms: bytes 46..53 */
+#define ENTRY_LUA_AFTER_FRESH	54	/* the first byte after it */
+#define ENTRY_LUA_TIMES_END	61	/* the last byte of stale_until_ms */
+
 enum entry_state {
 	ENTRY_FRESH,		/* now < fresh_until */
 	ENTRY_STALE,		/* fresh_until <= now < stale_until */

@@ -1,3 +1,11 @@
+/*
+ * Cache keys: built from a request, bounded and hashed, their Redis hash
+ * slot, and the rules for variant keys. See cache_key.h.
+ *
+ * Calls nothing in cache/. Called by the near caches, the Redis layers
+ * (a key's slot) and from outside cache/.
+ */
+
 #include "cache/cache_key.h"
 
 #include <assert.h>

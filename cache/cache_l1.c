@@ -1,3 +1,9 @@
+/*
+ * The near cache of one process. See cache_l1.h.
+ *
+ * Calls: cache_entry.c, cache_key.c. Called from outside cache/ only.
+ */
+
 #include "cache/cache_l1.h"
 
 #include <sys/queue.h>

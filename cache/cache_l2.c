@@ -1,3 +1,9 @@
+/*
+ * The near cache the workers of one instance share. See cache_l2.h.
+ *
+ * Calls: cache_entry.c, cache_key.c. Called from outside cache/ only.
+ */
+
 #include "cache/cache_l2.h"
 
 #include <sys/mman.h>

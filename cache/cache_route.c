@@ -2,23 +2,27 @@
  * The routing table: slot -> node, the nodes' connections, and how the
  * table is learnt (the configured address, CLUSTER SLOTS, or the
  * sentinels). See cache_route.h.
+ *
+ * Calls: cache_sentinel.c (sentinel mode), cache_sub.c (the subscriber
+ * connections), cache_adapter.c (the command connections). Called by the
+ * layers of cache_int.h, which hear of its news through struct
+ * route_hooks.
  */
 
 #include "cache/cache_route.h"
 
 #include <assert.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <event2/event.h>
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
-#include <hiredis/sds.h>
 
+#include "cache/cache_adapter.h"
+#include "cache/cache_sentinel.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -30,14 +34,9 @@
 #define REFRESH_MAX_MS		1000	/* doubling up to this while they
 					 * find nothing new */
 #define HUNG_TIMEOUTS		5	/* timeouts in a row that drop a node */
-#define SWITCH_CHANNEL		"+switch-master"
-#define SWITCH_FORMAT		"%63s %*s %*s %255s %d"	/* name, new host, port */
 
 static void node_reason(struct node *n, const char *what, const char *detail);
 static void on_role(redisAsyncContext *ac, void *r, void *privdata);
-
-_Static_assert(CONF_NAME_MAX == 64 && CONF_HOST_MAX == 256,
-    "SWITCH_FORMAT's widths");
 
 struct route {
 	uint32_t		 magic;
@@ -47,7 +46,6 @@ struct route {
 	char			 password[CONF_SECRET_MAX];
 	int			 db;
 	char			 master_name[CONF_NAME_MAX];
-	int64_t			 timeout_ms;
 	int			 nseeds;
 	struct conf_hostport	 seeds[CONF_REDIS_ADDRS_MAX];
 	const struct route_hooks *hooks;
@@ -70,12 +68,7 @@ struct route {
 	int			 next_seed;
 	int64_t			 refresh_backoff_ms;
 
-	/* sentinel: the question's connection, and the +switch-master feed */
-	redisAsyncContext	*sentinel;
-	struct event		*sentinel_timer;
-	struct sub		*feed;
-	int			 feed_at;	/* which sentinel it listens to */
-	struct event		*feed_retry;
+	struct sentinel		*sentinel;	/* sentinel mode */
 };
 
 static void node_connect(struct node *n);
@@ -369,214 +362,14 @@ on_cmd_disconnect(const redisAsyncContext *ac, int status)
 		route_refresh(n->rt);
 }
 
-/*
- * hiredis on the event loop. Unlike hiredis's own libevent adapter, a
- * readable socket is read until it is empty, straight into the reply
- * reader's buffer: hiredis reads 16 KiB at a time into a buffer of its
- * own and copies that into the reader, so a 100 KiB entry would cost
- * seven loop passes and a copy more. hiredis may free the context from
- * inside a reply callback (a disconnect); the events are then freed once
- * the read is over.
- */
-#define HEV_READ_BYTES	(256 * 1024)	/* room made for one read */
-#define HEV_READS_MAX	64		/* reads per wakeup */
-#define HEV_KEEP_MAX	(1024 * 1024)	/* an empty reader buffer kept */
-
-/* Runs the callbacks of the replies the reader holds. libhiredis 0.14
- * exports it but its async.h does not declare it. */
-void	redisProcessCallbacks(redisAsyncContext *ac);
-
-struct hev {
-	redisAsyncContext	*ac;
-	struct event		*rev, *wev;
-	int			 reading;
-	int			 gone;	/* hiredis let go of it while reading */
-};
-
-static void
-hev_free(struct hev *h)
-{
-	event_free(h->rev);
-	event_free(h->wev);
-	free(h);
-}
-
-/* 1: bytes were added to the reader; 0: none to read; -1: connecting,
- * the end of the stream or an error, which hiredis's own read handles. */
-static int
-hev_fill(redisAsyncContext *ac, evutil_socket_t fd)
-{
-	redisReader *r = ac->c.reader;
-	sds buf;
-	ssize_t n;
-
-	if (!(ac->c.flags & REDIS_CONNECTED) || r->err != 0)
-		return -1;
-	/* Kept between replies, up to a size: one large entry must not
-	 * leave its buffer behind for good. */
-	if (r->len == 0 && sdsavail(r->buf) > HEV_KEEP_MAX &&
-	    (buf = sdsempty()) != NULL) {
-		sdsfree(r->buf);
-		r->buf = buf;
-		r->pos = 0;
-	}
-	if ((buf = sdsMakeRoomFor(r->buf, HEV_READ_BYTES)) == NULL)
-		return -1;
-	r->buf = buf;
-	n = read(fd, buf + sdslen(buf), sdsavail(buf));
-	if (n > 0) {
-		sdsIncrLen(buf, (int)n);
-		r->len = sdslen(buf);
-		return 1;
-	}
-	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK ||
-	    errno == EINTR))
-		return 0;
-	return -1;
-}
-
-static void
-on_hev_read(evutil_socket_t fd, short what, void *arg)
-{
-	struct hev *h = arg;
-	int reads, rc;
-
-	h->reading = 1;
-	for (reads = 0; !h->gone && reads < HEV_READS_MAX; reads++) {
-		if ((rc = hev_fill(h->ac, fd)) == 0)
-			break;
-		if (rc == -1) {
-			redisAsyncHandleRead(h->ac);
-			break;
-		}
-		redisProcessCallbacks(h->ac);
-	}
-	h->reading = 0;
-	if (h->gone)
-		hev_free(h);
-}
-
-static void
-on_hev_write(evutil_socket_t fd, short what, void *arg)
-{
-	struct hev *h = arg;
-
-	redisAsyncHandleWrite(h->ac);
-}
-
-static void
-hev_add_read(void *arg)
-{
-	struct hev *h = arg;
-
-	event_add(h->rev, NULL);
-}
-
-static void
-hev_del_read(void *arg)
-{
-	struct hev *h = arg;
-
-	event_del(h->rev);
-}
-
-static void
-hev_add_write(void *arg)
-{
-	struct hev *h = arg;
-
-	event_add(h->wev, NULL);
-}
-
-static void
-hev_del_write(void *arg)
-{
-	struct hev *h = arg;
-
-	event_del(h->wev);
-}
-
-static void
-hev_cleanup(void *arg)
-{
-	struct hev *h = arg;
-
-	event_del(h->rev);
-	event_del(h->wev);
-	if (h->reading)
-		h->gone = 1;
-	else
-		hev_free(h);
-}
-
-static int
-hev_attach(redisAsyncContext *ac, struct event_base *base)
-{
-	struct hev *h;
-
-	if (ac->ev.data != NULL || (h = calloc(1, sizeof(*h))) == NULL)
-		return -1;
-	h->ac = ac;
-	h->rev = event_new(base, ac->c.fd, EV_READ | EV_PERSIST, on_hev_read,
-	    h);
-	h->wev = event_new(base, ac->c.fd, EV_WRITE, on_hev_write, h);
-	if (h->rev == NULL || h->wev == NULL) {
-		if (h->rev != NULL)
-			event_free(h->rev);
-		if (h->wev != NULL)
-			event_free(h->wev);
-		free(h);
-		return -1;
-	}
-	ac->ev.addRead = hev_add_read;
-	ac->ev.delRead = hev_del_read;
-	ac->ev.addWrite = hev_add_write;
-	ac->ev.delWrite = hev_del_write;
-	ac->ev.cleanup = hev_cleanup;
-	ac->ev.data = h;
-	/* hev_fill() decides what the reader keeps between replies. */
-	ac->c.reader->maxbuf = 0;
-	event_add(h->rev, NULL);
-	event_add(h->wev, NULL);	/* the connect completes writable */
-	return 0;
-}
-
-static redisAsyncContext *
-open_context(struct route *rt, const char *host, int port, void *data,
-    redisConnectCallback *on_conn, redisDisconnectCallback *on_disc)
-{
-	redisAsyncContext *ac;
-
-	if (host[0] == '\0')
-		ac = redisAsyncConnectUnix(rt->unix_path);
-	else
-		ac = redisAsyncConnect(host, port);
-	if (ac == NULL)
-		return NULL;
-	if (ac->err) {
-		log_warn("redis: cannot connect to %s:%d: %s", host, port,
-		    ac->errstr);
-		redisAsyncFree(ac);
-		return NULL;
-	}
-	ac->data = data;
-	if (hev_attach(ac, rt->base) == -1) {
-		redisAsyncFree(ac);
-		return NULL;
-	}
-	redisAsyncSetConnectCallback(ac, on_conn);
-	redisAsyncSetDisconnectCallback(ac, on_disc);
-	return ac;
-}
-
 static void
 node_connect(struct node *n)
 {
 	struct route *rt = n->rt;
 	char db[16];
 
-	n->cmd = open_context(rt, n->host, n->port, n, on_cmd_connect,
-	    on_cmd_disconnect);
+	n->cmd = adapter_connect(rt->base, n->host, n->port, rt->unix_path, n,
+	    on_cmd_connect, on_cmd_disconnect);
 	if (n->cmd == NULL) {
 		schedule(n->retry, &n->backoff_ms);
 		return;
@@ -804,11 +597,14 @@ refresh_cluster(struct route *rt)
 
 /* ---- sentinel: who is the primary ---- */
 
+/* What the sentinels name (an answer, or a +switch-master). */
 static void
-set_primary(struct route *rt, const char *host, int port)
+on_primary(const char *host, int port, void *arg)
 {
+	struct route *rt = arg;
 	struct node *n, *old = rt->slots[0];
 
+	assert(rt->magic == ROUTE_MAGIC);
 	if (old != NULL && old->port == port && strcmp(old->host, host) == 0)
 		return;
 	log_info("redis: the sentinels name %s:%d as primary of %s", host,
@@ -822,19 +618,14 @@ set_primary(struct route *rt, const char *host, int port)
 }
 
 static void
-sentinel_done(struct route *rt, int ok)
+on_answered(int ok, void *arg)
 {
-	evtimer_del(rt->sentinel_timer);
-	if (rt->sentinel != NULL) {
-		rt->sentinel->data = NULL;
-		redisAsyncDisconnect(rt->sentinel);
-		rt->sentinel = NULL;
-	}
+	struct route *rt = arg;
+
+	assert(rt->magic == ROUTE_MAGIC);
 	rt->refreshing = 0;
-	if (!ok) {
-		rt->next_seed++;
+	if (!ok)
 		rt->again = 1;
-	}
 	if (rt->again) {
 		rt->again = 0;
 		route_refresh(rt);
@@ -842,154 +633,27 @@ sentinel_done(struct route *rt, int ok)
 }
 
 static void
-on_master_addr(redisAsyncContext *ac, void *r, void *privdata)
-{
-	struct route *rt = ac->data;
-	redisReply *reply = r;
-
-	if (rt == NULL || rt->closing)
-		return;
-	assert(rt->magic == ROUTE_MAGIC);
-	if (reply == NULL || reply->type != REDIS_REPLY_ARRAY ||
-	    reply->elements != 2 ||
-	    reply->element[0]->type != REDIS_REPLY_STRING ||
-	    reply->element[1]->type != REDIS_REPLY_STRING) {
-		log_warn("redis: sentinel %s:%d does not know %s",
-		    rt->seeds[rt->next_seed % rt->nseeds].host,
-		    rt->seeds[rt->next_seed % rt->nseeds].port,
-		    rt->master_name);
-		sentinel_done(rt, 0);
-		return;
-	}
-	rt->counters->map_refreshes++;
-	set_primary(rt, reply->element[0]->str,
-	    atoi(reply->element[1]->str));
-	sentinel_done(rt, 1);
-}
-
-static void
-on_sentinel_connect(const redisAsyncContext *ac, int status)
-{
-	struct route *rt = ac->data;
-
-	if (rt == NULL || status == REDIS_OK)
-		return;
-	rt->sentinel = NULL;	/* hiredis frees it */
-	sentinel_done(rt, 0);
-}
-
-static void
-on_sentinel_disconnect(const redisAsyncContext *ac, int status)
-{
-	struct route *rt = ac->data;
-
-	if (rt == NULL)
-		return;
-	rt->sentinel = NULL;
-	sentinel_done(rt, 0);
-}
-
-static void
-on_sentinel_timeout(evutil_socket_t fd, short what, void *arg)
+on_listening(void *arg)
 {
 	struct route *rt = arg;
 
 	assert(rt->magic == ROUTE_MAGIC);
-	log_warn("redis: sentinel %s:%d did not answer",
-	    rt->seeds[rt->next_seed % rt->nseeds].host,
-	    rt->seeds[rt->next_seed % rt->nseeds].port);
-	if (rt->sentinel != NULL) {
-		rt->sentinel->data = NULL;
-		redisAsyncFree(rt->sentinel);
-		rt->sentinel = NULL;
-	}
-	sentinel_done(rt, 0);
+	route_refresh(rt);
 }
+
+static const struct sentinel_hooks sentinel_hooks = {
+	.primary = on_primary,
+	.answered = on_answered,
+	.listening = on_listening,
+};
 
 static void
 refresh_sentinel(struct route *rt)
 {
-	const struct conf_hostport *s = &rt->seeds[rt->next_seed % rt->nseeds];
-	struct timeval tv = util_timeval(rt->timeout_ms);
-
-	rt->sentinel = open_context(rt, s->host, s->port, rt,
-	    on_sentinel_connect, on_sentinel_disconnect);
-	if (rt->sentinel == NULL) {
-		rt->next_seed++;
+	if (sentinel_ask(rt->sentinel) == -1)
 		rt->again = 1;
-		return;
-	}
-	rt->refreshing = 1;
-	evtimer_add(rt->sentinel_timer, &tv);
-	redisAsyncCommand(rt->sentinel, on_master_addr, NULL,
-	    "SENTINEL get-master-addr-by-name %s", rt->master_name);
-}
-
-/* The next sentinel's feed, a little later. */
-static void
-retry_feed(struct route *rt)
-{
-	struct timeval tv = util_timeval(RECONNECT_MIN_MS);
-
-	rt->feed_at++;
-	if (!rt->closing)
-		evtimer_add(rt->feed_retry, &tv);
-}
-
-/* "+switch-master": "<name> <old ip> <old port> <new ip> <new port>". */
-static void
-on_feed_reply(const void *r, void *arg)
-{
-	struct route *rt = arg;
-	const redisReply *reply = r;
-	char name[CONF_NAME_MAX], host[CONF_HOST_MAX];
-	int port;
-
-	assert(rt->magic == ROUTE_MAGIC);
-	if (reply == NULL) {
-		sub_close(&rt->feed);
-		retry_feed(rt);
-		return;
-	}
-	if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3 ||
-	    reply->element[0]->type != REDIS_REPLY_STRING)
-		return;
-	if (strcmp(reply->element[0]->str, "subscribe") == 0) {
-		/* A switch may have happened while nobody listened. */
-		route_refresh(rt);
-		return;
-	}
-	if (strcmp(reply->element[0]->str, "message") != 0 ||
-	    reply->element[2]->type != REDIS_REPLY_STRING ||
-	    sscanf(reply->element[2]->str, SWITCH_FORMAT, name,
-	    host, &port) != 3 || strcmp(name, rt->master_name) != 0)
-		return;
-	log_info("redis: +switch-master %s: %s:%d", name, host, port);
-	set_primary(rt, host, port);
-}
-
-static void
-open_feed(struct route *rt)
-{
-	const struct conf_hostport *s = &rt->seeds[rt->feed_at % rt->nseeds];
-	const char *argv[] = { "SUBSCRIBE", SWITCH_CHANNEL };
-
-	rt->feed = sub_open(rt->base, s->host, s->port, NULL, NULL, NULL,
-	    on_feed_reply, rt);
-	if (rt->feed == NULL || sub_send(rt->feed, 2, argv) == -1) {
-		sub_close(&rt->feed);
-		retry_feed(rt);
-	}
-}
-
-static void
-on_feed_retry(evutil_socket_t fd, short what, void *arg)
-{
-	struct route *rt = arg;
-
-	assert(rt->magic == ROUTE_MAGIC);
-	if (rt->feed == NULL && !rt->closing)
-		open_feed(rt);
+	else
+		rt->refreshing = 1;
 }
 
 /* ---- asking again ---- */
@@ -1077,7 +741,6 @@ route_new(struct event_base *base, const struct conf *conf,
 	snprintf(rt->master_name, sizeof(rt->master_name), "%s",
 	    conf->redis_master_name);
 	rt->db = conf->redis_db;
-	rt->timeout_ms = conf->redis_timeout_ms;
 	rt->nseeds = conf->redis_naddrs;
 	memcpy(rt->seeds, conf->redis_addrs, sizeof(rt->seeds));
 	rt->hooks = hooks;
@@ -1085,10 +748,7 @@ route_new(struct event_base *base, const struct conf *conf,
 	rt->counters = counters;
 	rt->refresh_backoff_ms = rt->refresh_gap_ms = REFRESH_MIN_MS;
 	rt->refresh_ev = evtimer_new(base, on_refresh, rt);
-	rt->sentinel_timer = evtimer_new(base, on_sentinel_timeout, rt);
-	rt->feed_retry = evtimer_new(base, on_feed_retry, rt);
-	if (rt->refresh_ev == NULL || rt->sentinel_timer == NULL ||
-	    rt->feed_retry == NULL)
+	if (rt->refresh_ev == NULL)
 		goto fail;
 	switch (rt->mode) {
 	case REDIS_SINGLE:
@@ -1102,7 +762,9 @@ route_new(struct event_base *base, const struct conf *conf,
 			route_node_at(rt, rt->seeds[i].host, rt->seeds[i].port);
 		break;
 	case REDIS_SENTINEL:
-		open_feed(rt);
+		if ((rt->sentinel = sentinel_new(base, conf, &sentinel_hooks,
+		    rt, counters)) == NULL)
+			goto fail;
 		route_refresh(rt);
 		break;
 	}
@@ -1123,17 +785,9 @@ route_free(struct route **rtp)
 	rt->closing = 1;
 	while (rt->nnodes > 0)
 		node_free(rt->nodes[rt->nnodes - 1]);
-	if (rt->sentinel != NULL) {
-		rt->sentinel->data = NULL;
-		redisAsyncFree(rt->sentinel);
-	}
-	sub_close(&rt->feed);
+	sentinel_free(&rt->sentinel);
 	if (rt->refresh_ev != NULL)
 		event_free(rt->refresh_ev);
-	if (rt->sentinel_timer != NULL)
-		event_free(rt->sentinel_timer);
-	if (rt->feed_retry != NULL)
-		event_free(rt->feed_retry);
 	rt->magic = 0;
 	free(rt);
 	*rtp = NULL;

@@ -1,6 +1,8 @@
 /*
  * A subscriber connection: a bufferevent, hiredis's RESP reader, and one
  * callback for everything the server sends. See cache_sub.h.
+ *
+ * Calls nothing in cache/. Called by cache_route.c and cache_sentinel.c.
  */
 
 #include "cache/cache_sub.h"

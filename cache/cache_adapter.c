@@ -1,0 +1,210 @@
+/*
+ * hiredis's async contexts on the libevent loop: the events of each
+ * connection, and the read that fills the reply reader in place. Which
+ * hiredis 0.14 internals it uses, and why: cache_adapter.h.
+ *
+ * Calls nothing in cache/. Called by cache_route.c and cache_sentinel.c.
+ */
+
+#include "cache/cache_adapter.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <hiredis/sds.h>
+
+#include "common/log.h"
+
+#define HEV_READ_BYTES	(256 * 1024)	/* room made for one read */
+#define HEV_READS_MAX	64		/* reads per wakeup */
+#define HEV_KEEP_MAX	(1024 * 1024)	/* an empty reader buffer kept */
+
+/* Runs the callbacks of the replies the reader holds. libhiredis 0.14
+ * exports it (async.c) but its async.h does not declare it; on_hev_read
+ * calls it after each read, as redisAsyncHandleRead would after its own. */
+void	redisProcessCallbacks(redisAsyncContext *ac);
+
+struct hev {
+	redisAsyncContext	*ac;
+	struct event		*rev, *wev;
+	int			 reading;
+	int			 gone;	/* hiredis let go of it while reading */
+};
+
+static void
+hev_free(struct hev *h)
+{
+	event_free(h->rev);
+	event_free(h->wev);
+	free(h);
+}
+
+/* 1: bytes were added to the reader; 0: none to read; -1: connecting,
+ * the end of the stream or an error, which hiredis's own read handles. */
+static int
+hev_fill(redisAsyncContext *ac, evutil_socket_t fd)
+{
+	redisReader *r = ac->c.reader;
+	sds buf;
+	ssize_t n;
+
+	if (!(ac->c.flags & REDIS_CONNECTED) || r->err != 0)
+		return -1;
+	/* Kept between replies, up to a size: one large entry must not
+	 * leave its buffer behind for good. */
+	if (r->len == 0 && sdsavail(r->buf) > HEV_KEEP_MAX &&
+	    (buf = sdsempty()) != NULL) {
+		sdsfree(r->buf);
+		r->buf = buf;
+		r->pos = 0;
+	}
+	if ((buf = sdsMakeRoomFor(r->buf, HEV_READ_BYTES)) == NULL)
+		return -1;
+	r->buf = buf;
+	n = read(fd, buf + sdslen(buf), sdsavail(buf));
+	if (n > 0) {
+		sdsIncrLen(buf, (int)n);
+		r->len = sdslen(buf);
+		return 1;
+	}
+	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK ||
+	    errno == EINTR))
+		return 0;
+	return -1;
+}
+
+static void
+on_hev_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct hev *h = arg;
+	int reads, rc;
+
+	h->reading = 1;
+	for (reads = 0; !h->gone && reads < HEV_READS_MAX; reads++) {
+		if ((rc = hev_fill(h->ac, fd)) == 0)
+			break;
+		if (rc == -1) {
+			redisAsyncHandleRead(h->ac);
+			break;
+		}
+		redisProcessCallbacks(h->ac);
+	}
+	h->reading = 0;
+	if (h->gone)
+		hev_free(h);
+}
+
+static void
+on_hev_write(evutil_socket_t fd, short what, void *arg)
+{
+	struct hev *h = arg;
+
+	redisAsyncHandleWrite(h->ac);
+}
+
+static void
+hev_add_read(void *arg)
+{
+	struct hev *h = arg;
+
+	event_add(h->rev, NULL);
+}
+
+static void
+hev_del_read(void *arg)
+{
+	struct hev *h = arg;
+
+	event_del(h->rev);
+}
+
+static void
+hev_add_write(void *arg)
+{
+	struct hev *h = arg;
+
+	event_add(h->wev, NULL);
+}
+
+static void
+hev_del_write(void *arg)
+{
+	struct hev *h = arg;
+
+	event_del(h->wev);
+}
+
+static void
+hev_cleanup(void *arg)
+{
+	struct hev *h = arg;
+
+	event_del(h->rev);
+	event_del(h->wev);
+	if (h->reading)
+		h->gone = 1;
+	else
+		hev_free(h);
+}
+
+static int
+hev_attach(redisAsyncContext *ac, struct event_base *base)
+{
+	struct hev *h;
+
+	if (ac->ev.data != NULL || (h = calloc(1, sizeof(*h))) == NULL)
+		return -1;
+	h->ac = ac;
+	h->rev = event_new(base, ac->c.fd, EV_READ | EV_PERSIST, on_hev_read,
+	    h);
+	h->wev = event_new(base, ac->c.fd, EV_WRITE, on_hev_write, h);
+	if (h->rev == NULL || h->wev == NULL) {
+		if (h->rev != NULL)
+			event_free(h->rev);
+		if (h->wev != NULL)
+			event_free(h->wev);
+		free(h);
+		return -1;
+	}
+	ac->ev.addRead = hev_add_read;
+	ac->ev.delRead = hev_del_read;
+	ac->ev.addWrite = hev_add_write;
+	ac->ev.delWrite = hev_del_write;
+	ac->ev.cleanup = hev_cleanup;
+	ac->ev.data = h;
+	/* hev_fill() decides what the reader keeps between replies. */
+	ac->c.reader->maxbuf = 0;
+	event_add(h->rev, NULL);
+	event_add(h->wev, NULL);	/* the connect completes writable */
+	return 0;
+}
+
+redisAsyncContext *
+adapter_connect(struct event_base *base, const char *host, int port,
+    const char *unix_path, void *data, redisConnectCallback *on_conn,
+    redisDisconnectCallback *on_disc)
+{
+	redisAsyncContext *ac;
+
+	if (host[0] == '\0')
+		ac = redisAsyncConnectUnix(unix_path);
+	else
+		ac = redisAsyncConnect(host, port);
+	if (ac == NULL)
+		return NULL;
+	if (ac->err) {
+		log_warn("redis: cannot connect to %s:%d: %s", host, port,
+		    ac->errstr);
+		redisAsyncFree(ac);
+		return NULL;
+	}
+	ac->data = data;
+	if (hev_attach(ac, base) == -1) {
+		redisAsyncFree(ac);
+		return NULL;
+	}
+	redisAsyncSetConnectCallback(ac, on_conn);
+	redisAsyncSetDisconnectCallback(ac, on_disc);
+	return ac;
+}

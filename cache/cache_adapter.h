@@ -1,0 +1,50 @@
+#ifndef CACHE_CACHE_ADAPTER_H
+#define CACHE_CACHE_ADAPTER_H
+
+/*
+ * hiredis's async contexts on the caller's libevent loop, in place of
+ * hiredis's own adapters/libevent.h. Private to cache/.
+ *
+ * Unlike that adapter, a readable socket is read until it is empty,
+ * straight into the reply reader's buffer: hiredis reads 16 KiB at a time
+ * into a buffer of its own and copies that into the reader, so a 100 KiB
+ * entry would cost seven loop passes and a copy more. hiredis may free
+ * the context from inside a reply callback (a disconnect); the events are
+ * then freed once the read is over.
+ *
+ * Besides the adapter interface every event library uses (ac->ev's
+ * addRead, delRead, addWrite, delWrite, cleanup and data), this relies on
+ * hiredis 0.14 internals that its headers show but do not promise:
+ *   - ac->c.fd and ac->c.flags (REDIS_CONNECTED): whether the socket can
+ *     be read here, or hiredis's own read must finish the connect or see
+ *     the end of the stream (redisAsyncHandleRead);
+ *   - ac->c.reader's buf (an sds), pos, len and err: read() appends to buf
+ *     what redisReaderFeed would copy there, and updates len as it does;
+ *   - reader->maxbuf, set to 0 so that the reader never frees its buffer
+ *     on its own: the adapter decides what it keeps between replies;
+ *   - hiredis/sds.h: sdsMakeRoomFor, sdsIncrLen, sdsavail, sdslen,
+ *     sdsempty, sdsfree, on that buffer;
+ *   - redisProcessCallbacks(), which runs the callbacks of the replies the
+ *     reader now holds (the second half of redisAsyncHandleRead):
+ *     libhiredis 0.14 exports it, but its async.h does not declare it, so
+ *     cache_adapter.c does.
+ * hiredis 1.x changes some of these (the reader's buffer, the adapter's
+ * hooks); moving to it means checking each line above.
+ */
+
+#include <event2/event.h>
+
+#include <hiredis/hiredis.h>
+#include <hiredis/async.h>
+
+/*
+ * Connects to host:port (host "": the unix socket at unix_path) on base,
+ * with data as the context's data and the two callbacks. NULL when it
+ * cannot even start (logged).
+ */
+redisAsyncContext *adapter_connect(struct event_base *base, const char *host,
+		    int port, const char *unix_path, void *data,
+		    redisConnectCallback *on_conn,
+		    redisDisconnectCallback *on_disc);
+
+#endif

@@ -1,0 +1,193 @@
+#ifndef CACHE_CACHE_INT_H
+#define CACHE_CACHE_INT_H
+
+/*
+ * What the files behind cache.h share and nothing outside cache/ sees:
+ * the cache object, the operation (a command, or a few in a row, with its
+ * timer), the Redis key names, and each layer's face to the layers above
+ * it. A file calls only the layers below its own; answers come back up
+ * through the function pointers the upper layer registered:
+ *
+ *	cache.c		   the life cycle; the routing table's hooks
+ *	cache_store.c	   lookup, acquire, renew, store, release
+ *	cache_purge.c	   invalidate, soften, tags, purges by prefix and tag
+ *	cache_watch.c	   fill watches and the purge subscription
+ *	cache_op.c	   the transport: send, redirect, park, time out
+ *	cache_script.c	   the Lua scripts and their loading
+ *	cache_route.c	   slot -> node, the nodes' connections (cache_route.h)
+ *	cache_sentinel.c   asking the sentinels (cache_sentinel.h)
+ *	cache_sub.c	   a subscriber connection (cache_sub.h)
+ *	cache_adapter.c	   hiredis on the event loop (cache_adapter.h)
+ */
+
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include <event2/event.h>
+
+#include <hiredis/hiredis.h>
+#include <hiredis/async.h>
+
+#include "cache/cache.h"
+#include "cache/cache_key.h"
+#include "cache/cache_route.h"
+
+#define CACHE_MAGIC		0x43414348u	/* "CACH" */
+#define KEY_SUFFIX_MAX		16		/* "}:entry", "}:filled" */
+#define REDIS_KEY_MAX		(CONF_PREFIX_MAX + 1 + CACHE_KEY_MAX + \
+				 KEY_SUFFIX_MAX + CACHE_VARIANT_MAX)
+#define FILL_SUFFIX		"filled"
+#define PURGE_CHANNEL		"purge"
+
+enum script_id {
+	SCRIPT_ACQUIRE,
+	SCRIPT_RENEW,
+	SCRIPT_STORE,
+	SCRIPT_RELEASE,
+	SCRIPT_INVALIDATE,
+	SCRIPT_SOFTEN,
+	SCRIPT_TAG,
+	SCRIPT_COUNT,
+	SCRIPT_NONE = SCRIPT_COUNT	/* a plain command */
+};
+
+struct dict;
+struct watch;
+struct cache_op;
+
+struct cache {
+	uint32_t		 magic;
+	struct event_base	*base;
+	enum redis_mode		 mode;
+	char			 prefix[CONF_PREFIX_MAX];
+	char			 purge_channel[CONF_PREFIX_MAX + sizeof(PURGE_CHANNEL)];
+	int64_t			 timeout_ms;
+	struct route		*rt;
+
+	struct node		*bcast;		/* holds the purge subscription */
+	struct dict		*watches;	/* key -> struct watch */
+	TAILQ_HEAD(, watch)	 watch_list;
+	TAILQ_HEAD(, cache_op)	 parked;	/* waiting for their node */
+	struct event		*park_ev;
+	unsigned		 park_round;	/* on_park_retry's runs */
+
+	cache_fill_cb		*on_fill;
+	cache_purge_cb		*on_purge;
+	void			*fill_arg;
+	int			 closing;
+	struct cache_counters	 counters;
+};
+
+/*
+ * What an op does with its reply, once: reply is NULL when the op failed
+ * (an error reply, a lost node, a timeout). The op is freed after it.
+ */
+typedef void op_reply_cb(struct cache_op *op, redisReply *reply);
+/*
+ * The next command of an op of several, before reply counts as the
+ * answer: 1 when it sent the next command (the op goes on), 0 when reply
+ * is the answer, -1 when the next command could not go (the op fails).
+ * It also sees a reply that comes after the caller has had its answer (a
+ * timeout; op->finished is set): then only 1 keeps the op.
+ */
+typedef int op_step_cb(struct cache_op *op, const redisReply *reply);
+
+struct cache_op {
+	uint32_t		 magic;
+	struct cache		*cache;
+	op_reply_cb		*on_reply;	/* its maker's, from op_new() */
+	op_step_cb		*on_step;	/* NULL: one command */
+	union {
+		cache_get_cb	*get;
+		lock_cb		*lock;
+		fence_cb	*fence;
+	} cb;				/* the caller's */
+	void			*arg;
+	int			 finished;	/* caller's callback ran or op cancelled */
+	int			 inflight;	/* hiredis holds it */
+	int			 parked;
+	unsigned		 park_round;	/* c->park_round when parked */
+	TAILQ_ENTRY(cache_op)	 park_link;
+	struct event		*timer;
+	int64_t			 sent_us;	/* when the command was sent */
+	unsigned		 slot;
+	struct node		*ask;		/* ASK: the next send goes there */
+	int			 redirects;
+	/* What to send again: a script's numkeys, keys..., args... (EVALSHA
+	 * or EVAL in front), or a plain command. */
+	enum script_id		 script;
+	const char		*src;		/* its text (script_use) */
+	int			 retried;	/* NOSCRIPT: sent as EVAL */
+	int			 nargs;
+	int			 cap;
+	char			**args;
+	size_t			*arglens;
+	/* Its maker's own; the transport never reads them. The cache key
+	 * (acquire: whose fill to wait for when busy, with the lock's PX;
+	 * invalidate: whose variants; a watch's check), and an
+	 * invalidation's set reads and softness. */
+	char			*key;
+	int64_t			 px_ms;
+	int			 rounds;
+	int			 soft;
+};
+
+/* ---- cache_op.c ---- */
+
+/* "<prefix>{<key>}:<suffix>", or for a variant "K\nID"
+ * "<prefix>{K}:<suffix>:ID". */
+void		 op_key_name(char *out, size_t outlen, const struct cache *c,
+		    const char *key, const char *suffix);
+/* A new op for a command on key's slot; NULL when Redis is down. */
+struct cache_op	*op_new(struct cache *c, const char *key,
+		    op_reply_cb *on_reply, void *arg);
+/* Appends an argument. 0 or -1. */
+int		 op_arg(struct cache_op *op, const void *s, size_t len);
+int		 op_argstr(struct cache_op *op, const char *s);
+void		 op_clear_args(struct cache_op *op);
+/* Sends op to its slot's node (or where an ASK said), or parks it. 0 or
+ * -1. */
+int		 op_send(struct cache_op *op);
+/* Sends a new op, or frees it and returns NULL when it cannot (failed:
+ * building it went wrong already). */
+struct cache_op	*op_start(struct cache_op *op, int failed);
+/* The on_reply of an op whose caller waits with a fence_cb (cb.fence,
+ * which may be NULL): an integer, 1 or more for FENCE_OK. */
+void		 op_fence_reply(struct cache_op *op, redisReply *reply);
+/* The parked ops' queue and its timer. 0 or -1. */
+int		 op_park_init(struct cache *c);
+/* Frees every parked op and the timer. */
+void		 op_park_free(struct cache *c);
+/* Parked ops try their nodes again now (the map changed). */
+void		 op_park_retry(struct cache *c);
+/* n is about to be freed: no parked op is sent there. */
+void		 op_node_gone(struct cache *c, struct node *n);
+
+/* ---- cache_script.c ---- */
+
+/* Loads every script on n's command connection (its cmd_up hook). */
+void		 script_load(struct node *n, void *arg);
+/* op runs script id from now on (SCRIPT_NONE: a plain command). */
+void		 script_use(struct cache_op *op, enum script_id id);
+
+/* ---- cache_watch.c ---- */
+
+int		 watch_init(struct cache *c);
+/* Ends every watch. */
+void		 watch_free_all(struct cache *c);
+/* After a busy lock (holder's token, lock PX): hear of key's fill. */
+void		 watch_add(struct cache *c, const char *key, const char *holder,
+		    int64_t px_ms);
+/* This process waits for key's fill no more. */
+void		 watch_drop(struct cache *c, const char *key);
+/* The purge subscription, on some node that listens. */
+void		 watch_bcast_place(struct cache *c);
+/* The routing table's news: a subscriber connection came up or was lost,
+ * it got a reply or push, n is about to go, the owners may have moved. */
+void		 watch_sub_up(struct cache *c, struct node *n);
+void		 watch_sub_reply(struct cache *c, struct node *n,
+		    const redisReply *r);
+void		 watch_node_gone(struct cache *c, struct node *n);
+void		 watch_map_changed(struct cache *c);
+
+#endif

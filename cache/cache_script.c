@@ -1,0 +1,209 @@
+/*
+ * The Lua scripts of the lock protocol, the invalidations and the tags
+ * (see cache.h), and their loading: each node's command connection loads
+ * them all when it comes up, and an op that runs one is sent with EVALSHA
+ * (or EVAL, cache_op.c). Every key a script touches is named in KEYS and
+ * shares one hash tag, so it runs on one node.
+ *
+ * Calls nothing in cache/; the op transport finds a script's text in the
+ * op (script_use).
+ */
+
+#include "cache/cache_int.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "common/log.h"
+
+#define FILL_ENTRY_MAX		16384	/* a fill carries an entry this long */
+#define STRINGIFY(x)		STRINGIFY2(x)
+#define STRINGIFY2(x)		#x
+
+/*
+ * acquire: KEYS entry, lock, backoff; ARGV token, px, seen generation.
+ * Returns {2, entry} when the entry is not the one the caller saw (someone
+ * refreshed it: no lock needed; an entry without a readable generation
+ * is junk for a refresh to replace, never a change), {4} while the key is
+ * remembered as uncacheable (every request goes upstream itself), {3,
+ * failure, last error response or false} while the key's refreshes are
+ * backing off after upstream failures, {1} when the lock was taken (or
+ * already is ours: an acquire sent again after a lost connection), {0,
+ * holder's token} if busy. KEYS[4] and KEYS[5] are the key's last error
+ * response and its hit-for-miss mark.
+ */
+static const char script_acquire[] =
+	"local e = redis.call('GET', KEYS[1])\n"
+	"local g = e and string.sub(e, 1, " STRINGIFY(ENTRY_LUA_GEN_END) ")\n"
+	"if g and g ~= ARGV[3] and string.find(g, '^[0-9a-f]+$') and #g == "
+	STRINGIFY(ENTRY_LUA_GEN_END) " then\n"
+	"  return {2, e}\n"
+	"end\n"
+	"if redis.call('EXISTS', KEYS[5]) == 1 then return {4} end\n"
+	"local b = redis.call('GET', KEYS[3])\n"
+	"if b then return {3, b, redis.call('GET', KEYS[4])} end\n"
+	"if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+	"  return {1}\n"
+	"end\n"
+	"local l = redis.call('GET', KEYS[2])\n"
+	"if l == ARGV[1] then return {1} end\n"
+	"return {0, l}\n";
+
+/* renew: KEYS lock; ARGV token, px. 1 renewed, 0 lost. */
+static const char script_renew[] =
+	"if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+	"  return redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+	"end\n"
+	"return 0\n";
+
+/*
+ * store: KEYS entry, lock, backoff, fails[, marker, variants]; ARGV token,
+ * blob, px, fill channel, key[, marker blob, variant id]. The fence: only
+ * the holder of the lock writes. With a marker (a response with Vary), the
+ * entry is one variant: the marker goes at the key's own entry and the
+ * variant joins the key's set of variants. A success ends any backoff.
+ * The key's waiters hear of it on its shard channel: the key, and after a
+ * NUL the entry itself when it is one (no marker) of at most
+ * FILL_ENTRY_MAX bytes, so that they need not read it. 1 stored, 0 lost.
+ */
+static const char script_store[] =
+	"if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end\n"
+	"redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
+	"if KEYS[5] then\n"
+	"  redis.call('SET', KEYS[5], ARGV[6], 'PX', ARGV[3])\n"
+	"  redis.call('SADD', KEYS[6], ARGV[7])\n"
+	"  if redis.call('PTTL', KEYS[6]) < tonumber(ARGV[3]) then\n"
+	"    redis.call('PEXPIRE', KEYS[6], ARGV[3])\n"
+	"  end\n"
+	"end\n"
+	"redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])\n"
+	"if not KEYS[5] and #ARGV[2] <= " STRINGIFY(FILL_ENTRY_MAX) " then\n"
+	"  redis.call('SPUBLISH', ARGV[4], ARGV[5] .. '\\0' .. ARGV[2])\n"
+	"else\n"
+	"  redis.call('SPUBLISH', ARGV[4], ARGV[5])\n"
+	"end\n"
+	"return 1\n";
+
+/*
+ * invalidate: KEYS entry, variants, then the entry of every variant the
+ * caller read from the set; ARGV purge channel, key, then those variants'
+ * ids. Every key it touches is named in KEYS (they share the hash tag).
+ * Deletes them, and the set unless a variant joined it meanwhile (then
+ * -1: the caller reads the set again); tells every process to drop its
+ * copies. Returns how many entries went.
+ */
+static const char script_invalidate[] =
+	"local n = 0\n"
+	"for i = 1, #KEYS do\n"
+	"  if i ~= 2 then n = n + redis.call('DEL', KEYS[i]) end\n"
+	"end\n"
+	"for i = 3, #ARGV do redis.call('SREM', KEYS[2], ARGV[i]) end\n"
+	"if redis.call('SCARD', KEYS[2]) > 0 then return -1 end\n"
+	"redis.call('PUBLISH', ARGV[1], ARGV[2])\n"
+	"return n\n";
+
+/*
+ * release: KEYS lock, backoff, fails, last error, hit-for-miss; ARGV
+ * token, fill channel, key, failure, base ms, max ms, after, error
+ * response, hit-for-miss ms. Deletes the lock only if it holds our token.
+ * Failures are counted fleet-wide; from the after-th in a row, the key's
+ * next refresh waits base * 2^(failures - after) ms, at most max, and
+ * acquire answers with the upstream's last error response meanwhile. With
+ * hit-for-miss ms, the key is remembered as uncacheable that long.
+ * 1 released, 0 lost.
+ */
+static const char script_release[] =
+	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+	"redis.call('DEL', KEYS[1])\n"
+	"local max = tonumber(ARGV[6])\n"
+	"local after = tonumber(ARGV[7])\n"
+	"if ARGV[4] ~= '' and max > 0 then\n"
+	"  local n = redis.call('INCR', KEYS[3])\n"
+	"  redis.call('PEXPIRE', KEYS[3], max * 4)\n"
+	"  if n >= after then\n"
+	"    local d = tonumber(ARGV[5]) * 2 ^ math.min(n - after, 30)\n"
+	"    if d > max then d = max end\n"
+	"    d = math.floor(d)\n"
+	"    redis.call('SET', KEYS[2], ARGV[4], 'PX', d)\n"
+	"    if ARGV[8] ~= '' then\n"
+	"      redis.call('SET', KEYS[4], ARGV[8], 'PX', d)\n"
+	"    else\n"
+	"      redis.call('DEL', KEYS[4])\n"
+	"    end\n"
+	"  end\n"
+	"end\n"
+	"if tonumber(ARGV[9]) > 0 then\n"
+	"  redis.call('SET', KEYS[5], '1', 'PX', ARGV[9])\n"
+	"end\n"
+	"redis.call('SPUBLISH', ARGV[2], ARGV[3])\n"
+	"return 1\n";
+
+/*
+ * soften: KEYS entry, variants, then the entry of every variant the caller
+ * read from the set; ARGV purge channel, key, now ms. A soft purge: each
+ * entry still fresh becomes stale now (its fresh-until, ENTRY_LUA_FRESH in
+ * the encoding, is lowered; nothing else changes, so it is served stale
+ * while one refresh runs); every process drops its copies. Returns how
+ * many changed.
+ */
+static const char script_soften[] =
+	"local now = tonumber(ARGV[3])\n"
+	"local n = 0\n"
+	"for i = 1, #KEYS do\n"
+	"  local e = i ~= 2 and redis.call('GET', KEYS[i])\n"
+	"  if e and #e >= " STRINGIFY(ENTRY_LUA_TIMES_END) " and"
+	" struct.unpack('<i8', e, " STRINGIFY(ENTRY_LUA_FRESH) ") > now then\n"
+	"    redis.call('SET', KEYS[i], string.sub(e, 1, "
+	STRINGIFY(ENTRY_LUA_BEFORE_FRESH) ") .. struct.pack('<i8', now) .."
+	" string.sub(e, " STRINGIFY(ENTRY_LUA_AFTER_FRESH) "), 'KEEPTTL')\n"
+	"    n = n + 1\n"
+	"  end\n"
+	"end\n"
+	"redis.call('PUBLISH', ARGV[1], ARGV[2])\n"
+	"return n\n";
+
+/* tag: KEYS the tag's set of keys; ARGV key, ms it must live at least. */
+static const char script_tag[] =
+	"redis.call('SADD', KEYS[1], ARGV[1])\n"
+	"if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then\n"
+	"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+	"end\n"
+	"return 1\n";
+
+_Static_assert(SCRIPT_COUNT <= ROUTE_SCRIPTS_MAX, "node sha room");
+
+static const char *const script_src[SCRIPT_COUNT] = {
+	script_acquire, script_renew, script_store, script_release,
+	script_invalidate, script_soften, script_tag,
+};
+
+static void
+on_script_loaded(redisAsyncContext *ac, void *r, void *privdata)
+{
+	struct node *n = ac->data;
+	redisReply *reply = r;
+	intptr_t id = (intptr_t)privdata;
+
+	if (n == NULL || reply == NULL)
+		return;
+	if (reply->type == REDIS_REPLY_STRING && reply->len == 40)
+		memcpy(n->sha[id], reply->str, 41);
+	else if (reply->type == REDIS_REPLY_ERROR)
+		log_warn("redis: SCRIPT LOAD failed: %s", reply->str);
+}
+
+void
+script_load(struct node *n, void *arg)
+{
+	(void)arg;
+	for (intptr_t i = 0; i < SCRIPT_COUNT; i++)
+		redisAsyncCommand(n->cmd, on_script_loaded, (void *)i,
+		    "SCRIPT LOAD %s", script_src[i]);
+}
+
+void
+script_use(struct cache_op *op, enum script_id id)
+{
+	op->script = id;
+	op->src = id != SCRIPT_NONE ? script_src[id] : NULL;
+}
