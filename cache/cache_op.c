@@ -243,7 +243,7 @@ redirect(struct cache_op *op, const char *err)
 /* An error reply from n: followed, waited out, sent again as EVAL, or
  * the op fails. */
 static void
-reply_error(struct cache_op *op, struct node *n, const char *err)
+on_error_reply(struct cache_op *op, struct node *n, const char *err)
 {
 	if (redirect(op, err) == 0)
 		return;
@@ -292,7 +292,7 @@ on_op_reply(redisAsyncContext *ac, void *r, void *privdata)
 		return;
 	}
 	if (reply->type == REDIS_REPLY_ERROR) {
-		reply_error(op, n, reply->str);
+		on_error_reply(op, n, reply->str);
 		return;
 	}
 	if (op->on_step != NULL && (rc = op->on_step(op, reply)) != 0) {

@@ -46,7 +46,7 @@ send_json(struct evhttp_request *ev, int code, struct evbuffer *out)
 }
 
 static void
-reply_error(struct evhttp_request *ev, int code, const char *msg)
+json_error(struct evhttp_request *ev, int code, const char *msg)
 {
 	struct evbuffer *out = evbuffer_new();
 
@@ -71,7 +71,7 @@ on_url_purged(enum fence_result r, void *arg)
 	struct evhttp_request *ev = arg;
 
 	if (r == FENCE_ERROR)
-		reply_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");
+		json_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");
 	else
 		reply_purged(ev, r == FENCE_OK ? 1 : 0);
 }
@@ -82,7 +82,7 @@ on_prefix_purged(int64_t n, void *arg)
 	struct evhttp_request *ev = arg;
 
 	if (n < 0)
-		reply_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");
+		json_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");
 	else
 		reply_purged(ev, n);
 }
@@ -163,13 +163,13 @@ admin_purge(struct proxy *px, struct evhttp_request *ev)
 
 	assert(px->magic == PROXY_MAGIC);
 	if (evhttp_request_get_command(ev) != EVHTTP_REQ_POST) {
-		reply_error(ev, HTTP_BADMETHOD, "use POST /purge?url=URL, "
+		json_error(ev, HTTP_BADMETHOD, "use POST /purge?url=URL, "
 		    "?prefix=PREFIX or ?tag=TAG");
 		return;
 	}
 	TAILQ_INIT(&params);
 	if (query == NULL || evhttp_parse_query_str(query, &params) == -1) {
-		reply_error(ev, HTTP_BADREQUEST, NEED_WHAT);
+		json_error(ev, HTTP_BADREQUEST, NEED_WHAT);
 		evhttp_clear_headers(&params);
 		return;
 	}
@@ -182,14 +182,14 @@ admin_purge(struct proxy *px, struct evhttp_request *ev)
 	soft = soft_arg != NULL ? strcmp(soft_arg, "0") != 0 : tag != NULL;
 	if (url != NULL) {
 		if ((rc = url_key(px, url, key)) != 0) {
-			reply_error(ev, rc, rc == HTTP_BADREQUEST ?
+			json_error(ev, rc, rc == HTTP_BADREQUEST ?
 			    "url must be absolute, like http://host/path" :
 			    "out of memory");
 		} else {
 			near_drop(px, key);	/* the others hear by broadcast */
 			if ((soft ? cache_soften : cache_invalidate)(px->cache,
 			    key, on_url_purged, ev) == NULL)
-				reply_error(ev, HTTP_SERVUNAVAIL,
+				json_error(ev, HTTP_SERVUNAVAIL,
 				    "redis unavailable");
 			else
 				log_info("purge %s", key);
@@ -199,19 +199,19 @@ admin_purge(struct proxy *px, struct evhttp_request *ev)
 		near_drop_prefix(px, key);	/* the others hear by broadcast */
 		if (cache_purge_prefix(px->cache, key, soft, on_prefix_purged,
 		    ev) == -1)
-			reply_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");
+			json_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");
 		else
 			log_info("purge prefix %s%s", key, soft ? " (soft)" : "");
 	} else if (tag != NULL && *tag != '\0') {
 		if (strlen(tag) > CACHE_TAG_MAX)
-			reply_error(ev, HTTP_BADREQUEST, "tag too long");
+			json_error(ev, HTTP_BADREQUEST, "tag too long");
 		else if (cache_purge_tag(px->cache, tag, soft, on_prefix_purged,
 		    ev) == -1)
-			reply_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");
+			json_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");
 		else
 			log_info("purge tag %s%s", tag, soft ? " (soft)" : "");
 	} else {
-		reply_error(ev, HTTP_BADREQUEST, NEED_WHAT);
+		json_error(ev, HTTP_BADREQUEST, NEED_WHAT);
 	}
 	evhttp_clear_headers(&params);
 }
