@@ -236,7 +236,7 @@ static int
 stream_start(struct flight *fl, const struct upstream_response *resp)
 {
 	if (fl->stream == NULL && (fl->stream = stream_new(fl->px->base,
-	    (size_t)fl->px->conf->stream_window, on_stream_resume,
+	    (size_t)fl->px->conf->stream_window, 1, on_stream_resume,
 	    fl)) == NULL)
 		return -1;
 	/* Workers > 1: a sibling's request that comes once the body has

@@ -125,3 +125,30 @@ forward_headers(struct evhttp_request *ev, const struct conf *conf,
 	evhttp_add_header(dst, "X-Forwarded-Proto", proto != NULL ? proto :
 	    "http");
 }
+
+/*
+ * Notes what later steps ask of the request's headers. Whether it may be
+ * forwarded at all (framing, lengths, the head's size) was decided by the
+ * strict reader before libevent saw it (proxy_frame.c).
+ */
+void
+forward_note(struct evhttp_request *ev, int *credentials, int *conditional)
+{
+	const struct evkeyval *h;
+
+	TAILQ_FOREACH(h, evhttp_request_get_input_headers(ev), next) {
+		if (strcasecmp(h->key, "Authorization") == 0 ||
+		    strcasecmp(h->key, "Cookie") == 0)
+			*credentials = 1;
+		else if (strcasecmp(h->key, "If-None-Match") == 0 ||
+		    strcasecmp(h->key, "If-Modified-Since") == 0)
+			*conditional = 1;
+	}
+}
+
+int
+forward_unsafe(enum evhttp_cmd_type cmd)
+{
+	return cmd == EVHTTP_REQ_POST || cmd == EVHTTP_REQ_PUT ||
+	    cmd == EVHTTP_REQ_DELETE || cmd == EVHTTP_REQ_PATCH;
+}

@@ -3,8 +3,8 @@
 
 /*
  * The request as it goes upstream: its target as the origin resolves it,
- * and its headers, with who asked written by Corral, not taken from the
- * client.
+ * what its headers and method say of it, and the headers sent, with who
+ * asked written by Corral, not taken from the client.
  */
 
 #include <event2/http.h>
@@ -27,5 +27,12 @@ int	forward_target(struct evhttp_request *ev, char **hostp, char **urip,
  * asked (X-Forwarded-*, kept from a trusted proxy only). */
 void	forward_headers(struct evhttp_request *ev, const struct conf *conf,
 	    const char *asked, int keyed, struct evkeyvalq *dst, int flags);
+
+/* Notes what the request's headers say of it: credentials (Authorization
+ * or Cookie) and a condition (If-None-Match or If-Modified-Since). */
+void	forward_note(struct evhttp_request *ev, int *credentials,
+	    int *conditional);
+/* Does the method change the resource (RFC 9110 9.2.1)? */
+int	forward_unsafe(enum evhttp_cmd_type cmd);
 
 #endif

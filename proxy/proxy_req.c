@@ -177,7 +177,7 @@ req_reply(struct req *req)
 
 /* The access-log record of a finished request. */
 static void
-req_record(struct req *req, uint64_t bytes)
+req_record(struct req *req, uint64_t bytes, int status)
 {
 	struct evhttp_request *ev = req->ev;
 	struct evkeyvalq *in = evhttp_request_get_input_headers(ev);
@@ -189,9 +189,7 @@ req_record(struct req *req, uint64_t bytes)
 		    status_method(evhttp_request_get_command(ev)),
 		.uri = door ? NULL : req->uri != NULL ? req->uri :
 		    evhttp_request_get_uri(ev),
-		/* A client that leaves mid-stream makes libevent say 400. */
-		.status = req->streaming ? req->stream_status :
-		    evhttp_request_get_response_code(ev),
+		.status = status,
 		.bytes = bytes,
 		.referer = evhttp_find_header(in, "Referer"),
 		.user_agent = evhttp_find_header(in, "User-Agent"),
@@ -228,6 +226,27 @@ req_free(struct req *req)
 	free(req);
 }
 
+/* The status of the reply req's answer makes (for a client that left,
+ * which is sent nothing). */
+static int
+answer_status(const struct req *req)
+{
+	return req->a.entry != NULL ? req->a.entry->status :
+	    status_error_code(&req->a);
+}
+
+/* Counts req and writes its access record; a sibling's request is its
+ * sibling's to count. */
+static void
+req_account(struct req *req, uint64_t bytes, int status)
+{
+	if (req->peer)
+		return;
+	if (req->px->access_log != NULL || LOGL_DEBUG <= log_current_level)
+		req_record(req, bytes, status);
+	status_count(req->px->stats, req->route, &req->a, req->waited_us);
+}
+
 /*
  * Every request ends here, once: its reply is sent (or, streamed, ended:
  * whole, or cut with its connection closed so that a cut body can never
@@ -239,8 +258,8 @@ static void
 req_finish(struct req *req, enum req_end why)
 {
 	struct evhttp_request *ev = req->ev;
-	struct evhttp_connection *evcon;
-	uint64_t bytes = req->streamed;
+	struct evhttp_connection *evcon = evhttp_request_get_connection(ev);
+	uint64_t bytes;
 
 	assert(req->magic == REQ_MAGIC);
 	if (req->step == REQ_DONE)
@@ -254,24 +273,30 @@ req_finish(struct req *req, enum req_end why)
 		if (req->streaming) {
 			req->a.outcome = OUT_UNAVAILABLE;
 			why = END_CUT;
+		} else if (evcon == NULL) {
+			/* The client left: libevent frees ev as it is
+			 * answered, so the record comes first. */
+			req_account(req, 0, answer_status(req));
+			(void)req_reply(req);
+			req_free(req);
+			return;
 		} else {
 			bytes = req_reply(req);
+			req_account(req, bytes,
+			    evhttp_request_get_response_code(ev));
+			req_free(req);
+			return;
 		}
 	}
-	if (!req->peer) {	/* the sibling counts its own clients */
-		if (req->px->access_log != NULL ||
-		    LOGL_DEBUG <= log_current_level)
-			req_record(req, bytes);
-		status_count(req->px->stats, req->route, &req->a,
-		    req->waited_us);
-	}
-	evcon = evhttp_request_get_connection(ev);
-	req_free(req);		/* before ev goes: the record read it */
+	/* A client that leaves mid-stream makes libevent say 400: the
+	 * record names the status the stream began with. */
+	req_account(req, req->streamed, req->stream_status);
+	req_free(req);		/* before ev goes */
 	if (why == END_STREAMED)
 		evhttp_send_reply_end(ev);	/* may free ev at once */
-	else if (why == END_CUT && evcon != NULL)
+	else if (evcon != NULL)
 		evhttp_connection_free(evcon);	/* frees ev */
-	else if (why == END_CUT)
+	else
 		evhttp_send_reply_end(ev);	/* the client left: frees ev */
 }
 
@@ -438,7 +463,7 @@ on_pass_data(const struct upstream_response *resp, struct evbuffer *chunk,
 		    stream_data(req->pass_stream, chunk) : 0;
 	/* The head: a long response is streamed. */
 	if (!stream_wanted(resp, 0) || (st = stream_new(req->px->base,
-	    (size_t)req->px->conf->stream_window, on_pass_resume,
+	    (size_t)req->px->conf->stream_window, 0, on_pass_resume,
 	    req)) == NULL)
 		return 0;
 	if (stream_join(st, &req->waiter, resp, 1) == -1) {
@@ -628,26 +653,6 @@ req_drain(struct req *req)
 }
 
 /*
- * Notes what later steps ask of the request's headers. Whether it may be
- * forwarded at all (framing, lengths, the head's size) was decided by the
- * strict reader before libevent saw it (proxy_frame.c).
- */
-static void
-note_headers(struct req *req)
-{
-	const struct evkeyval *h;
-
-	TAILQ_FOREACH(h, evhttp_request_get_input_headers(req->ev), next) {
-		if (strcasecmp(h->key, "Authorization") == 0 ||
-		    strcasecmp(h->key, "Cookie") == 0)
-			req->credentials = 1;
-		else if (strcasecmp(h->key, "If-None-Match") == 0 ||
-		    strcasecmp(h->key, "If-Modified-Since") == 0)
-			req->conditional = 1;
-	}
-}
-
-/*
  * A fresh entry in this process's memory answers without a Redis round
  * trip. When early refresh may be due, the request takes the usual path
  * instead, so that the refresh can start.
@@ -669,14 +674,6 @@ near_hit(struct req *req, const struct conf_route *rt)
 	req->a.outcome = OUT_HIT;
 	STAT_INC(req->px->stats, req->route, near_hits);
 	return 1;
-}
-
-/* A method that changes the resource (RFC 9110 9.2.1). */
-static int
-unsafe(enum evhttp_cmd_type cmd)
-{
-	return cmd == EVHTTP_REQ_POST || cmd == EVHTTP_REQ_PUT ||
-	    cmd == EVHTTP_REQ_DELETE || cmd == EVHTTP_REQ_PATCH;
 }
 
 /* Decides how the request is served. */
@@ -703,7 +700,7 @@ recv_decide(struct req *req, const char *path)
 	if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
 		/* If it succeeds, the cached entry of its URL is dropped
 		 * (with no memory for the key, it is not). */
-		if (rt != NULL && unsafe(cmd) && cache_key_for(host, path,
+		if (rt != NULL && forward_unsafe(cmd) && cache_key_for(host, path,
 		    query, rt->sort_query, req->key) == -1)
 			req->key[0] = '\0';
 		req->a.pass_kind = OUT_METHOD;
@@ -742,7 +739,7 @@ req_recv_head(struct req *req)
 		req->rt = *rt;	/* a reload does not change it midway */
 	req->head = evhttp_request_get_command(req->ev) == EVHTTP_REQ_HEAD;
 	STAT_INC(px->stats, req->route, requests);
-	note_headers(req);
+	forward_note(req->ev, &req->credentials, &req->conditional);
 	next = recv_decide(req, path);
 	free(copy);
 	return next;

@@ -22,6 +22,8 @@ struct stream {
 	uint32_t		 magic;
 	struct waiters		 waiters;	/* replies under way */
 	size_t			 window;	/* bytes a client may lag */
+	int			 recheck;	/* paused: look again, as a client
+						 * that left drains nothing */
 	int			 paused;	/* a client is behind */
 	struct event		*recheck_ev;
 	stream_resume_cb	*resume;
@@ -42,8 +44,8 @@ on_recheck(evutil_socket_t fd, short what, void *arg)
 }
 
 struct stream *
-stream_new(struct event_base *base, size_t window, stream_resume_cb *resume,
-    void *arg)
+stream_new(struct event_base *base, size_t window, int recheck,
+    stream_resume_cb *resume, void *arg)
 {
 	struct stream *st;
 
@@ -56,6 +58,7 @@ stream_new(struct event_base *base, size_t window, stream_resume_cb *resume,
 	st->magic = STREAM_MAGIC;
 	TAILQ_INIT(&st->waiters);
 	st->window = window;
+	st->recheck = recheck;
 	st->resume = resume;
 	st->arg = arg;
 	return st;
@@ -242,7 +245,8 @@ stream_data(struct stream *st, struct evbuffer *chunk)
 	if (most <= st->window)
 		return 0;
 	st->paused = 1;
-	timer_arm(st->recheck_ev, STREAM_RECHECK_MS);
+	if (st->recheck)
+		timer_arm(st->recheck_ev, STREAM_RECHECK_MS);
 	return UPSTREAM_PAUSE;
 }
 
@@ -258,7 +262,8 @@ stream_drained(struct stream *st)
 		return;
 	TAILQ_FOREACH(w, &st->waiters, stream_link) {
 		if (w->ops->backlog(w) > low) {
-			timer_arm(st->recheck_ev, STREAM_RECHECK_MS);
+			if (st->recheck)
+				timer_arm(st->recheck_ev, STREAM_RECHECK_MS);
 			return;
 		}
 	}

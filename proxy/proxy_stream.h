@@ -23,9 +23,11 @@ struct evbuffer;
 /* The stream's clients have caught up: its source may go on. */
 typedef void stream_resume_cb(void *arg);
 
-/* NULL on no memory. */
+/* A stream whose clients may lag window bytes; recheck: while paused,
+ * it looks again every so often (a client that left drains nothing),
+ * else only when a client drains. NULL on no memory. */
 struct stream *stream_new(struct event_base *base, size_t window,
-	    stream_resume_cb *resume, void *arg);
+	    int recheck, stream_resume_cb *resume, void *arg);
 /* Frees a stream with no waiters left (stream_end() first); sets *stp to
  * NULL. */
 void	stream_free(struct stream **stp);
