@@ -109,8 +109,30 @@ hit_age(const struct cache_entry *e, int64_t origin_age, char out[24])
  * from the cache, Age are ours to rewrite, and with strip the targeted
  * fields Corral read are its own, not the client's.
  */
+/* Via: every hop the origin's Via lines list, then ours, bounded. */
+struct via {
+	char		 line[VIA_MAX];
+	size_t		 len;
+};
+
+static void
+via_add(struct via *v, const char *hops)
+{
+	v->len += (size_t)snprintf(v->line + v->len, sizeof(v->line) - v->len,
+	    "%s, ", hops);
+	if (v->len >= sizeof(v->line))
+		v->len = sizeof(v->line) - 1;
+}
+
+static const char *
+via_end(struct via *v)
+{
+	snprintf(v->line + v->len, sizeof(v->line) - v->len, VIA_TOKEN);
+	return v->line;
+}
+
 struct stored_fields {
-	char		 via[VIA_MAX];	/* the origin's hops, then ours */
+	struct via	 via;		/* the origin's hops, then ours */
 	int64_t		 origin_age;	/* its one valid Age, or -1 */
 	int		 has_date;
 };
@@ -122,17 +144,13 @@ stored_fields(const struct cache_entry *e, const struct conf_route *rt,
 {
 	const char *origin_age = NULL;
 	const struct evkeyval *h;
-	size_t via_len = 0;
 	int ages = 0;
 
 	sf->has_date = 0;
-	sf->via[0] = '\0';
+	sf->via.len = 0;
 	TAILQ_FOREACH(h, &e->headers, next) {
 		if (strcasecmp(h->key, "Via") == 0) {
-			via_len += snprintf(sf->via + via_len,
-			    sizeof(sf->via) - via_len, "%s, ", h->value);
-			if (via_len >= sizeof(sf->via))
-				via_len = sizeof(sf->via) - 1;
+			via_add(&sf->via, h->value);
 		} else if (cached && strcasecmp(h->key, "Age") == 0) {
 			origin_age = h->value, ages++;
 		} else if (strcasecmp(h->key, "Content-Length") != 0 &&
@@ -141,7 +159,7 @@ stored_fields(const struct cache_entry *e, const struct conf_route *rt,
 			emit(arg, h->key, h->value);
 		}
 	}
-	snprintf(sf->via + via_len, sizeof(sf->via) - via_len, VIA_TOKEN);
+	via_end(&sf->via);
 	sf->origin_age = ages == 1 ? hdr_delta_seconds(origin_age) : -1;
 }
 
@@ -186,7 +204,7 @@ render_head(struct cache_entry *e, const struct conf_route *rt, int strip,
 	if (b == NULL)
 		return -1;
 	stored_fields(e, rt, strip, 1, emit_line, b, &sf);
-	evbuffer_add_printf(b, "Via: %s\r\n", sf.via);
+	evbuffer_add_printf(b, "Via: %s\r\n", sf.via.line);
 	if (!sf.has_date) {
 		hdr_format_date(e->stored_ms, date, sizeof(date));
 		evbuffer_add_printf(b, "Date: %s\r\n", date);
@@ -307,7 +325,7 @@ reply_entry(struct reply *r, struct cache_entry *e)
 		return sent;
 	stored_fields(e, r->rt, strip_targeted(r->rt), r->cached, emit_header,
 	    out, &sf);
-	evhttp_add_header(out, "Via", sf.via);
+	evhttp_add_header(out, "Via", sf.via.line);
 	if (r->closing)
 		evhttp_add_header(out, "Connection", "close");
 	evhttp_add_header(out, "Cache-Status", r->cache_status);
@@ -343,27 +361,6 @@ reply_entry(struct reply *r, struct cache_entry *e)
 	return e->body_len;
 }
 
-/* Via: every hop the origin's Via lists, then ours. */
-static void
-add_via(struct evkeyvalq *out, const struct evkeyvalq *in)
-{
-	char line[VIA_MAX];
-	size_t used = 0;
-	const struct evkeyval *h;
-
-	TAILQ_FOREACH(h, in, next) {
-		if (strcasecmp(h->key, "Via") != 0)
-			continue;
-		used += (size_t)snprintf(line + used, sizeof(line) - used,
-		    "%s, ", h->value);
-		if (used >= sizeof(line))
-			used = sizeof(line) - 1;
-	}
-	snprintf(line + used, sizeof(line) - used, VIA_TOKEN);
-	evhttp_remove_header(out, "Via");
-	evhttp_add_header(out, "Via", line);
-}
-
 void
 reply_stream_head(struct reply *r, const struct upstream_response *resp)
 {
@@ -372,18 +369,19 @@ reply_stream_head(struct reply *r, const struct upstream_response *resp)
 	const char *conn = evhttp_find_header(&resp->headers, "Connection");
 	int strip = strip_targeted(r->rt);
 	const struct evkeyval *h;
+	struct via via = { .len = 0 };
 	char date[64];
 
 	TAILQ_FOREACH(h, &resp->headers, next) {
 		/* End-to-end ones, as an entry keeps them. */
-		if (hdr_is_hop_by_hop(h->key, conn) ||
-		    strcasecmp(h->key, "Content-Length") == 0 ||
-		    strcasecmp(h->key, "Via") == 0 ||
-		    (strip && hdr_is_targeted(h->key, r->rt)))
-			continue;
-		evhttp_add_header(out, h->key, h->value);
+		if (strcasecmp(h->key, "Via") == 0)
+			via_add(&via, h->value);
+		else if (!hdr_is_hop_by_hop(h->key, conn) &&
+		    strcasecmp(h->key, "Content-Length") != 0 &&
+		    !(strip && hdr_is_targeted(h->key, r->rt)))
+			evhttp_add_header(out, h->key, h->value);
 	}
-	add_via(out, &resp->headers);
+	evhttp_add_header(out, "Via", via_end(&via));
 	if (cl != NULL)		/* checked by the upstream side */
 		evhttp_add_header(out, "Content-Length", cl);
 	if (evhttp_find_header(out, "Date") == NULL) {

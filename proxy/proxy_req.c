@@ -90,8 +90,6 @@ struct req {
 	struct waiter		 waiter;	/* in a flight, or a stream */
 	struct upstream_fetch	*fetch;		/* PASS only */
 	struct stream		*pass_stream;	/* PASS: its response, streaming */
-	int			 peer;		/* a sibling worker's: it takes a
-						 * stream or a 204 */
 	const char		*refusal;	/* the door refused it: why */
 	int			 credentials;	/* Authorization or Cookie sent */
 	int			 conditional;	/* If-None-Match or If-Modified-Since */
@@ -151,7 +149,7 @@ req_reply(struct req *req)
 	uint64_t sent;
 	int code;
 
-	if (req->peer) {
+	if (req->waiter.peer) {
 		/* No stream for it: the sibling waits for the entry. */
 		evhttp_send_reply(req->ev, HTTP_NOCONTENT, NULL, NULL);
 		return 0;
@@ -218,7 +216,7 @@ req_free(struct req *req)
 	stream_free(&req->pass_stream);
 	TAILQ_REMOVE(&px->reqs, req, link);
 	px->nrequests--;
-	px->npeers -= req->peer;
+	px->npeers -= req->waiter.peer;
 	entry_unref(&req->a.entry);
 	free(req->uri);
 	free(req->host);
@@ -240,7 +238,7 @@ answer_status(const struct req *req)
 static void
 req_account(struct req *req, uint64_t bytes, int status)
 {
-	if (req->peer)
+	if (req->waiter.peer)
 		return;
 	if (req->px->access_log != NULL || LOGL_DEBUG <= log_current_level)
 		req_record(req, bytes, status);
@@ -273,17 +271,15 @@ req_finish(struct req *req, enum req_end why)
 		if (req->streaming) {
 			req->a.outcome = OUT_UNAVAILABLE;
 			why = END_CUT;
-		} else if (evcon == NULL) {
-			/* The client left: libevent frees ev as it is
-			 * answered, so the record comes first. */
-			req_account(req, 0, answer_status(req));
-			(void)req_reply(req);
-			req_free(req);
-			return;
 		} else {
+			/* A client that left: libevent frees ev as it is
+			 * answered, so its record comes first. */
+			if (evcon == NULL)
+				req_account(req, 0, answer_status(req));
 			bytes = req_reply(req);
-			req_account(req, bytes,
-			    evhttp_request_get_response_code(ev));
+			if (evcon != NULL)
+				req_account(req, bytes,
+				    evhttp_request_get_response_code(ev));
 			req_free(req);
 			return;
 		}
@@ -336,17 +332,23 @@ on_waiter_start(struct waiter *w, const struct upstream_response *resp,
 		.cache_status = cs,
 		.closing = req->px->draining,
 	};
+	/* Passed through, or fetched for the cache (collapsed: another's
+	 * fetch); what it becomes once it ends is not known yet. */
+	struct answer so_far = {
+		.outcome = req->a.pass_kind != OUT_NONE ? req->a.pass_kind :
+		    collapsed ? OUT_COLLAPSED : OUT_FETCHED,
+		.pass_kind = req->a.pass_kind,
+	};
 
 	assert(!req->streaming);
 	if (evhttp_request_get_connection(req->ev) == NULL || req->head)
 		return -1;
 	req->streaming = 1;
-	if (req->peer) {
+	if (req->waiter.peer) {
 		reply_peer_head(req->ev, resp);
 		return 0;
 	}
-	status_streamed(req->a.pass_kind, resp->status, collapsed, cs,
-	    sizeof(cs));
+	status_value(&so_far, resp->status, cs, sizeof(cs));
 	reply_stream_head(&r, resp);
 	req->stream_status = resp->status;
 	req->waited_us = util_mono_us() - req->t_join_us;	/* its wait */
@@ -843,8 +845,7 @@ req_peer_recv(struct proxy *px, struct evhttp_request *ev, const char *key)
 
 	if ((req = req_new(px, ev, REQ_JOIN)) == NULL)
 		return;
-	req->peer = 1;
-	req->waiter.peer = 1;
+	req->waiter.peer = 1;	/* it takes a stream or a 204 */
 	px->npeers++;
 	snprintf(req->key, sizeof(req->key), "%s", key);
 	if ((req->uri = strdup(evhttp_request_get_uri(ev))) == NULL ||

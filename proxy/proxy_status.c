@@ -102,18 +102,6 @@ status_value(const struct answer *a, int fwd_status, char *out, size_t outlen)
 	}
 }
 
-void
-status_streamed(enum outcome pass_kind, int fwd_status, int collapsed,
-    char *out, size_t outlen)
-{
-	if (pass_kind != OUT_NONE)
-		snprintf(out, outlen, "corral; fwd=%s; fwd-status=%d",
-		    pass_kind == OUT_METHOD ? "method" : "bypass", fwd_status);
-	else
-		snprintf(out, outlen, "corral; fwd=miss; fwd-status=%d%s",
-		    fwd_status, collapsed ? "; collapsed" : "");
-}
-
 int
 status_error_code(const struct answer *a)
 {

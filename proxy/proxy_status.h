@@ -22,10 +22,6 @@ struct stats;
 /* The Cache-Status value of answer a (fwd-status: what the upstream said). */
 void	status_value(const struct answer *a, int fwd_status, char *out,
 	    size_t outlen);
-/* The Cache-Status of a reply streamed as it arrives: passed through
- * (pass_kind) or fetched for the cache (collapsed: another's fetch). */
-void	status_streamed(enum outcome pass_kind, int fwd_status, int collapsed,
-	    char *out, size_t outlen);
 /* The status and text of an answer Corral makes up itself. */
 int	status_error_code(const struct answer *a);
 const char *status_error_text(const struct answer *a, int code);
