@@ -689,10 +689,10 @@ recv_decide(struct req *req, const char *path)
 	const char *query = u != NULL ? evhttp_uri_get_query(u) : NULL;
 	/* Only the key_host routes key on the client's Host; the others on
 	 * the upstream's, so that every name of the fleet shares entries. */
-	const char *host = rt != NULL && rt->key_host ? req->host :
-	    px->conf->upstream_authority;
+	int keyed = rt != NULL && rt->key_host;
+	const char *host = keyed ? req->host : px->conf->upstream_authority;
 
-	if (!conf_host_allowed(px->conf, req->host)) {
+	if (!conf_host_allowed(px->conf, req->host, keyed)) {
 		log_info("rejected %s: host %s is not served", req->uri,
 		    req->host);
 		req->a.reject_code = HTTP_MISDIRECTED;
