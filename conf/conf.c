@@ -135,12 +135,13 @@ static const struct key keys[] = {
 	  1 * MS_HOUR, IN_CONF(client_timeout_ms),
 	  "client connection timeout" },
 	{ "hosts", SECT_SERVER, T_HOSTS, "", 0, CONF_HOSTS_MAX - 1,
-	  IN_CONF(hosts), "Host names served; others get 421 (empty: any)" },
+	  IN_CONF(hosts), "Host names and ports served; others get 421" },
 	{ "canonical_host", SECT_SERVER, T_AUTHORITY, "", 0, HOST_TEXT_MAX - 1,
 	  IN_CONF(canonical_host),
 	  "X-Forwarded-Host without key_host (empty: first name in hosts)" },
 	{ "trusted_proxies", SECT_SERVER, T_CIDRS, "", 0, CONF_CIDRS_MAX,
-	  IN_CONF(trusted_proxies), "peers whose X-Forwarded-* are kept" },
+	  IN_CONF(trusted_proxies),
+	  "peers whose X-Forwarded-For, -Proto and Forwarded are kept" },
 	{ "max_connections", SECT_SERVER, T_INT, "10000", 1, 1000000,
 	  IN_CONF(max_connections), "client connections open at once" },
 	{ "shutdown_timeout", SECT_SERVER, T_DURATION, "10s", 0,
@@ -234,7 +235,7 @@ static const struct key keys[] = {
 	  "Corral-Cache-Control", 0, CONF_FIELDS_MAX - 1, IN_ROUTE(targeted_cc),
 	  "fields meant for Corral, above CDN-Cache-Control (RFC 9213)" },
 	{ "key_host", SECT_ROUTE, T_BOOL, "off", 0, 1, IN_ROUTE(key_host),
-	  "key on the client's Host (and send it upstream)" },
+	  "key on the client's Host (else the origin never sees it)" },
 	{ "forward_targeted_cache_control", SECT_ROUTE, T_BOOL, "off", 0, 1,
 	  IN_ROUTE(forward_targeted_cc),
 	  "pass the targeted fields Corral read on to clients" },
@@ -1594,7 +1595,8 @@ format_range(const struct key *k, char *out, size_t outlen)
 	case T_FIELDS:
 	case T_HOSTS:
 		snprintf(out, outlen, "%s,... (%" PRId64 " chars)",
-		    k->type == T_FIELDS ? "Field-Name" : "host[:port]", k->max);
+		    k->type == T_FIELDS ? "Field-Name" : "[*.]host[:port|:*]",
+		    k->max);
 		break;
 	case T_STRING:
 	case T_PREFIX:
