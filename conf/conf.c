@@ -820,7 +820,6 @@ forwarded_host(struct conf *c)
 			return;
 		p += len;
 	}
-	c->forwarded_host[0] = '\0';
 }
 
 int
