@@ -28,6 +28,7 @@ on_sub_up(struct node *n, void *arg)
 
 	assert(c->magic == CACHE_MAGIC);
 	watch_sub_up(c, n);
+	slot_sub_up(c, n);
 }
 
 static void
@@ -36,7 +37,8 @@ on_sub_reply(struct node *n, const redisReply *r, void *arg)
 	struct cache *c = arg;
 
 	assert(c->magic == CACHE_MAGIC);
-	watch_sub_reply(c, n, r);
+	if (slot_sub_reply(c, n, r) == 0)
+		watch_sub_reply(c, n, r);
 }
 
 static void
@@ -46,6 +48,7 @@ on_node_gone(struct node *n, void *arg)
 
 	assert(c->magic == CACHE_MAGIC);
 	watch_node_gone(c, n);
+	slot_node_gone(c, n);
 	op_node_gone(c, n);
 }
 
@@ -58,6 +61,7 @@ on_map_changed(void *arg)
 	if (c->closing)
 		return;
 	watch_map_changed(c);
+	slot_map_changed(c);
 	op_park_retry(c);
 }
 
@@ -111,6 +115,7 @@ cache_free(struct cache **cp)
 	route_free(&c->rt);
 	op_park_free(c);
 	watch_free_all(c);
+	slot_free(c);
 	c->magic = 0;
 	free(c);
 	*cp = NULL;

@@ -11,6 +11,7 @@
  *	cache.c		   the life cycle; the routing table's hooks
  *	cache_store.c	   lookup, acquire, renew, store, release
  *	cache_purge.c	   invalidate, soften, tags, purges by prefix and tag
+ *	cache_slot.c	   the fleet's origin slots (cache_slot.h)
  *	cache_watch.c	   fill watches and the purge subscription
  *	cache_op.c	   the transport: send, redirect, park, time out
  *	cache_script.c	   the Lua scripts and their loading
@@ -31,6 +32,7 @@
 #include "cache/cache.h"
 #include "cache/cache_key.h"
 #include "cache/cache_route.h"
+#include "cache/cache_slot.h"
 
 #define CACHE_MAGIC		0x43414348u	/* "CACH" */
 #define KEY_SUFFIX_MAX		16		/* "}:entry", "}:filled" */
@@ -47,6 +49,10 @@ enum script_id {
 	SCRIPT_INVALIDATE,
 	SCRIPT_SOFTEN,
 	SCRIPT_TAG,
+	SCRIPT_SLOT_ACQUIRE,	/* cache_slot.c's */
+	SCRIPT_SLOT_RENEW,
+	SCRIPT_SLOT_RELEASE,
+	SCRIPT_SLOT_HELLO,
 	SCRIPT_COUNT,
 	SCRIPT_NONE = SCRIPT_COUNT	/* a plain command */
 };
@@ -54,6 +60,7 @@ enum script_id {
 struct dict;
 struct watch;
 struct cache_op;
+struct slot_sub;
 
 struct cache {
 	uint32_t		 magic;
@@ -73,6 +80,7 @@ struct cache {
 
 	cache_fill_cb		*on_fill;
 	cache_purge_cb		*on_purge;
+	struct slot_sub		*freed;		/* cache_slot.c: NULL when off */
 	void			*fill_arg;
 	int			 closing;
 	struct cache_counters	 counters;
@@ -101,6 +109,7 @@ struct cache_op {
 		cache_get_cb	*get;
 		lock_cb		*lock;
 		fence_cb	*fence;
+		slot_cb		*slot;
 	} cb;				/* the caller's */
 	void			*arg;
 	int			 finished;	/* caller's callback ran or op cancelled */
@@ -189,5 +198,22 @@ void		 watch_sub_reply(struct cache *c, struct node *n,
 		    const redisReply *r);
 void		 watch_node_gone(struct cache *c, struct node *n);
 void		 watch_map_changed(struct cache *c);
+
+/* ---- cache_slot.c ---- */
+
+/* The origin slots' scripts (see cache_slot.h), loaded with the others. */
+extern const char slot_script_acquire[];
+extern const char slot_script_renew[];
+extern const char slot_script_release[];
+extern const char slot_script_hello[];
+/* The freed channel's subscription follows the routing table's news as
+ * the watches do; slot_sub_reply() is 1 when r was the channel's. */
+void		 slot_sub_up(struct cache *c, struct node *n);
+int		 slot_sub_reply(struct cache *c, struct node *n,
+		    const redisReply *r);
+void		 slot_node_gone(struct cache *c, struct node *n);
+void		 slot_map_changed(struct cache *c);
+/* Ends the subscription. */
+void		 slot_free(struct cache *c);
 
 #endif

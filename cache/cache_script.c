@@ -175,6 +175,8 @@ _Static_assert(SCRIPT_COUNT <= ROUTE_SCRIPTS_MAX, "node sha room");
 static const char *const script_src[SCRIPT_COUNT] = {
 	script_acquire, script_renew, script_store, script_release,
 	script_invalidate, script_soften, script_tag,
+	slot_script_acquire, slot_script_renew, slot_script_release,
+	slot_script_hello,
 };
 
 static void

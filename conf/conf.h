@@ -131,6 +131,12 @@ struct conf {
 	int64_t		 upstream_timeout_ms;
 	int64_t		 max_entry_bytes;
 	int		 max_upstream_headers;	/* more: the fetch fails */
+	int		 max_requests;	/* origin requests at once, fleet-wide
+					 * (0: no limit) */
+	int64_t		 queue_timeout_ms;	/* a request waits for a slot */
+	int64_t		 slot_lease_ms;	/* a slot's lease in Redis */
+	int		 local_share;	/* Redis down: one instance's (0:
+					 * max_requests / instances seen) */
 
 	int		 nroutes;
 	struct conf_route routes[CONF_ROUTES_MAX];

@@ -265,6 +265,7 @@ on_child(evutil_socket_t sig, short what, void *arg)
 			continue;
 		master.slots[i].pid = 0;
 		peer_forget(&master.slots[i].peer);	/* it fetches nothing now */
+		budget_forget(&master.slots[i].budget);	/* nor holds slots */
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
 		    master.stopping)
 			continue;

@@ -19,6 +19,7 @@
 #include "cache/cache.h"
 #include "cache/cache_l2.h"
 #include "conf/conf.h"
+#include "proxy/proxy_budget.h"
 #include "proxy/proxy_stats.h"
 #include "upstream/upstream.h"
 
@@ -74,6 +75,7 @@ struct worker_slot {
 	int64_t			 l1_entries;
 	uint64_t		 l1_rejected;
 	struct peer_row		 peer;
+	struct budget_slot	 budget;	/* the origin budget's */
 };
 
 /* Everything the admin listener reports, summed over the workers. */
@@ -93,6 +95,7 @@ struct proxy_figures {
 	int64_t			 l1_entries;
 	uint64_t		 l1_rejected;
 	struct l2_counters	 l2;		/* the instance's, not summed */
+	struct budget_gauges	 budget;	/* the origin budget's */
 };
 struct access_log;
 struct req;
@@ -142,6 +145,7 @@ struct proxy {
 	struct evhttp		*peer;		/* workers > 1: its siblings ask */
 	struct upstream		*peers;		/* ... and it asks them */
 	pid_t			 master_pid;	/* names the peer sockets */
+	struct budget		*budget;	/* the origin's (proxy_budget.c) */
 };
 
 /* proxy_life.c: slots[slot] is this worker's (nslots 1: the only one);

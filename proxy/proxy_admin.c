@@ -54,6 +54,8 @@ scope_json(const struct stats_scope *sc, struct evbuffer *out)
 	metrics_hist_json(&sc->upstream_duration, out);
 	evbuffer_add_printf(out, ", \"lock_wait\": ");
 	metrics_hist_json(&sc->lock_wait, out);
+	evbuffer_add_printf(out, ", \"slot_wait\": ");
+	metrics_hist_json(&sc->slot_wait, out);
 	evbuffer_add(out, "}", 1);
 }
 
@@ -74,6 +76,23 @@ health(struct proxy *px, struct evbuffer *out)
 		evbuffer_add_printf(out, " %s=%s", cc->nodes[i].name,
 		    cc->nodes[i].up ? "up" : "down");
 	evbuffer_add(out, "\n", 1);
+}
+
+/* The origin budget: its settings, this instance's slots and queue, and
+ * the fleet's as Redis last said (-1: not known). */
+static void
+origin_budget_json(struct proxy *px, const struct budget_gauges *g,
+    struct evbuffer *out)
+{
+	evbuffer_add_printf(out, ", \"origin_budget\": {\"upstream\": ");
+	json_string(out, px->conf->upstream_authority);
+	evbuffer_add_printf(out, ", \"max_requests\": %d, \"queue_timeout_ms\": %"
+	    PRId64 ", \"local_share\": %" PRId64 ", \"slots_in_use\": %" PRId64
+	    ", \"local_slots_in_use\": %" PRId64 ", \"queue_length\": %" PRId64
+	    ", \"fleet_slots_in_use\": %" PRId64 ", \"fleet_queue_length\": %"
+	    PRId64 ", \"instances\": %" PRId64 "}", px->conf->max_requests,
+	    px->conf->queue_timeout_ms, g->share, g->held, g->local_held,
+	    g->queued, g->fleet_held, g->fleet_queued, g->instances);
 }
 
 static void
@@ -127,6 +146,7 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	evbuffer_add_printf(out, ", \"upstream\": {\"too_many_headers\": %"
 	    PRIu64 ", \"bad_framing\": %" PRIu64 "}", fig->upstream.too_many_headers,
 	    fig->upstream.bad_framing);
+	origin_budget_json(px, &fig->budget, out);
 	evbuffer_add_printf(out, ", \"in_progress\": {\"requests\": %" PRId64
 	    ", \"flights\": %" PRId64 ", \"refreshes\": %" PRId64
 	    ", \"upstream_fetches\": %" PRId64 "}, ", fig->requests,

@@ -13,6 +13,7 @@
 #include "cache/cache_l2.h"
 #include "common/dict.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_budget.h"
 #include "proxy/proxy_stats.h"
 #include "upstream/upstream.h"
 
@@ -35,6 +36,7 @@ proxy_publish(struct proxy *px)
 	ws->l1_bytes = l1_counters(px->l1)->bytes;
 	ws->l1_entries = l1_counters(px->l1)->entries;
 	ws->l1_rejected = l1_counters(px->l1)->rejected;
+	budget_publish(px, &ws->budget.g);
 }
 
 void
@@ -44,6 +46,8 @@ proxy_figures(struct proxy *px, struct proxy_figures *f)
 
 	memset(f, 0, sizeof(*f));
 	f->workers = px->nslots;
+	f->budget.fleet_held = f->budget.fleet_queued = -1;
+	f->budget.instances = -1;
 	if (px->nslots > 1)
 		memset(&sum, 0, sizeof(sum));
 	proxy_publish(px);	/* its own, live */
@@ -67,6 +71,7 @@ proxy_figures(struct proxy *px, struct proxy_figures *f)
 		f->l1_bytes += ws->l1_bytes;
 		f->l1_entries += ws->l1_entries;
 		f->l1_rejected += ws->l1_rejected;
+		budget_gauges_add(&f->budget, &ws->budget.g);
 	}
 	l2_counters(px->l2, &f->l2);
 	f->stats = px->nslots > 1 ? &sum : px->stats;

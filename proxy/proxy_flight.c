@@ -118,6 +118,7 @@ static void on_flight_report(struct refresh_report *rep, void *arg);
 static void on_flight_peer(struct upstream_response *resp, void *arg);
 static int on_flight_stream(const struct upstream_response *resp,
     struct evbuffer *chunk, void *arg);
+static int on_flight_weight(void *arg);
 
 /* Starts a refresh of fl's key; it reports to the flight if it is the
  * flight's, to nobody if it is a background one. */
@@ -136,6 +137,12 @@ flight_refresh(struct flight *fl, enum refresh_mode mode, const char *seen_gen,
 		.seen_gen = seen_gen,
 		.base = base,
 		.stream = own ? on_flight_stream : NULL,
+		/* The origin budget: a miss its waiters wait for, else a
+		 * refresh behind a stale (or, early, a fresh) entry. */
+		.budget = own ? BUDGET_MISS : base != NULL &&
+		    entry_state(base, util_now_ms()) == ENTRY_FRESH ?
+		    BUDGET_EARLY : BUDGET_STALE,
+		.weight = own ? on_flight_weight : NULL,
 	};
 
 	return refresh_start(fl->px, &a, own ? on_flight_report : NULL,
@@ -437,6 +444,19 @@ reported_fetched(struct flight *fl, struct refresh_report *rep)
 	return FL_DONE;
 }
 
+/* No origin slot came within queue_timeout: the entry it saw, if it can
+ * be read, else 503 (Retry-After), for every waiter. */
+static enum flight_step
+flight_busy(struct flight *fl)
+{
+	if (fl->prev != NULL)
+		verdict_set(&fl->v, OUT_STALE_BUSY, OUT_STALE_BUSY,
+		    entry_ref(fl->prev));
+	else
+		verdict_set(&fl->v, OUT_ORIGIN_BUSY, OUT_ORIGIN_BUSY, NULL);
+	return FL_DONE;
+}
+
 /* After a busy lock, or a sibling that had no stream for us. */
 static enum flight_step
 after_busy(struct flight *fl)
@@ -492,6 +512,8 @@ flight_reported(struct flight *fl)
 		verdict_set(&fl->v, OUT_BYPASS, OUT_BYPASS, NULL);
 		fl->v.pass_all = 1;
 		return FL_DONE;
+	case RFR_ORIGIN_BUSY:
+		return flight_busy(fl);
 	case RFR_REDIS_ERROR:
 		fl->degraded = 1;
 		return FL_DIRECT;
@@ -704,6 +726,20 @@ on_flight_peer(struct upstream_response *resp, void *arg)
 		    fl->peer_ok ? resp->status : 0);
 	upstream_response_free(&resp);
 	flight_run(fl);
+}
+
+/* The origin budget ranks a miss by the clients that wait for it. */
+static int
+on_flight_weight(void *arg)
+{
+	struct flight *fl = arg;
+	struct waiter *w;
+	int n = 0;
+
+	assert(fl->magic == FLIGHT_MAGIC);
+	TAILQ_FOREACH(w, &fl->waiters, flight_link)
+		n++;
+	return n;
 }
 
 static void

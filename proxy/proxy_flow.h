@@ -68,6 +68,8 @@ enum outcome {
 	OUT_BACKOFF,		/* the key's refreshes back off: its last error */
 	OUT_REJECTED,		/* malformed or over a limit: 4xx */
 	OUT_UNAVAILABLE,	/* shutting down, or out of memory: 503 */
+	OUT_ORIGIN_BUSY,	/* no origin slot within queue_timeout: 503 */
+	OUT_STALE_BUSY,		/* ... and a stale entry served instead */
 };
 
 /* A request's answer: what proxy_status.c names and counts. */

@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_budget.h"
 #include "proxy/proxy_flight.h"
 #include "proxy/proxy_log.h"
 #include "proxy/proxy_near.h"
@@ -65,7 +66,8 @@ on_drain_check(evutil_socket_t fd, short what, void *arg)
 	int64_t now = util_mono_us();
 
 	assert(px->magic == PROXY_MAGIC);
-	if (px->nrequests == 0 && px->nrefreshes == 0) {
+	if (px->nrequests == 0 && px->nrefreshes == 0 &&
+	    (budget_pending(px) == 0 || px->abandoned)) {
 		log_info("stop: nothing left in progress");
 		event_base_loopexit(px->base, NULL);
 		return;
@@ -271,6 +273,10 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 		goto fail;
 	}
 	cache_on_purge(px->cache, near_on_purge);
+	if (budget_new(px) == -1) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
 	if (nslots > 1) {
 		px->publish_ev = event_new(base, -1, EV_PERSIST, on_publish, px);
 		if (px->publish_ev == NULL) {
@@ -297,6 +303,7 @@ proxy_stop(struct proxy *px)
 		event_free(px->publish_ev);
 	px->publish_ev = NULL;
 	shutdown_all(px);
+	budget_free(px);
 	http_close(px);
 	upstream_free(&px->upstream);
 	cache_free(&px->cache);

@@ -167,6 +167,7 @@ metrics_scopes(const struct proxy *px, const struct stats *st,
 #undef STATS_LESS
 		hist_subtract(&unrouted->upstream_duration, &r->upstream_duration);
 		hist_subtract(&unrouted->lock_wait, &r->lock_wait);
+		hist_subtract(&unrouted->slot_wait, &r->slot_wait);
 		out[i].route = px->conf->routes[i].prefix;
 		out[i].s = r;
 	}

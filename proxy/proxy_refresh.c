@@ -7,14 +7,16 @@
  * caches, proxy_peer.c's table and proxy_vary.c; nothing above it by
  * name.
  *
- *	LOCK -> FETCH (renewing the lock) -> STORE (fenced by the token)
- *	                                  -> RELEASE (not storable, failed)
+ *	LOCK -> SLOT -> FETCH (renewing the lock) -> STORE (fenced by the token)
+ *	                                          -> RELEASE (not storable, failed)
+ *	             -> RELEASE (no origin slot within queue_timeout)
  *	     -> DONE
  *
  * LOCK runs one script: the lock (SET NX PX with a random token), or the
  * entry if it changed from the generation the flight saw, or the backoff
- * of a failing key. DIRECT refreshes (Redis unavailable, lock_wait ran
- * out) skip LOCK, STORE and RELEASE.
+ * of a failing key. SLOT waits for an origin slot (proxy_budget.c), the
+ * lock renewed meanwhile. DIRECT refreshes (Redis unavailable, lock_wait
+ * ran out) skip LOCK, STORE and RELEASE.
  */
 
 #include <assert.h>
@@ -50,6 +52,7 @@
 
 enum refresh_step {
 	RF_LOCK,
+	RF_SLOT,
 	RF_FETCH,
 	RF_STORE,
 	RF_RELEASE,
@@ -84,6 +87,10 @@ struct refresh {
 	refresh_done_cb		*cb;
 	void			*cb_arg;
 	refresh_stream_cb	*stream;	/* with cb_arg */
+	enum budget_class	 budget;
+	budget_weight_cb	*weight;	/* with cb_arg */
+	struct budget_ticket	*ticket;	/* SLOT, FETCH: its origin slot */
+	int			 slotted;	/* the slot is its, or none needed */
 
 	struct refresh_report	 rep;
 };
@@ -132,6 +139,7 @@ refresh_end(struct refresh *rf)
 	cache_op_cancel(&rf->op);
 	cache_op_cancel(&rf->renew_op);
 	upstream_cancel(&rf->fetch);
+	budget_done(&rf->ticket);
 	peer_withdraw(rf->px, &rf->peer_entry);
 	if (rf->registered) {
 		dict_del(rf->px->refreshes, rf->key);
@@ -160,7 +168,7 @@ on_renew_tick(evutil_socket_t fd, short what, void *arg)
 	const struct conf_route *rt = &rf->rt;
 
 	assert(rf->magic == REFRESH_MAGIC);
-	if (rf->step != RF_FETCH || rf->lost)
+	if ((rf->step != RF_FETCH && rf->step != RF_SLOT) || rf->lost)
 		return;
 	if (rf->renew_op == NULL)
 		rf->renew_op = lock_renew(rf->px->cache, rf->key, rf->token,
@@ -179,7 +187,7 @@ on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *backoff,
 	switch (r) {
 	case LOCK_ACQUIRED:
 		STAT_INC(rf->px->stats, rf->route, locks_acquired);
-		rf->step = RF_FETCH;
+		rf->step = RF_SLOT;
 		break;
 	case LOCK_BUSY:
 		STAT_INC(rf->px->stats, rf->route, lock_busy);
@@ -307,6 +315,7 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 
 	assert(rf->magic == REFRESH_MAGIC);
 	rf->fetch = NULL;
+	budget_done(&rf->ticket);	/* the origin is done with it */
 	rf->rep.fetch_ms = (util_mono_us() - rf->fetch_start_us) / 1000;
 	evtimer_del(rf->renew_ev);
 	cache_op_cancel(&rf->renew_op);
@@ -499,6 +508,60 @@ refresh_release(struct refresh *rf)
 	    on_refresh_released, rf);
 }
 
+/* The origin budget's answer for its fetch. */
+static void
+on_refresh_slot(enum budget_answer a, void *arg)
+{
+	struct refresh *rf = arg;
+
+	assert(rf->magic == REFRESH_MAGIC && rf->step == RF_SLOT);
+	if (a == BUDGET_GRANTED) {
+		rf->slotted = 1;
+	} else {
+		budget_done(&rf->ticket);
+		if (rf->cb == NULL)	/* a background refresh: dropped */
+			STAT_INC(rf->px->stats, rf->route, shed_refresh);
+		log_info("%s: no origin slot within queue_timeout", rf->key);
+		rf->rep.result = RFR_ORIGIN_BUSY;
+		rf->step = RF_RELEASE;	/* no failure: no backoff */
+	}
+	refresh_run(rf);
+}
+
+static int
+on_refresh_weight(void *arg)
+{
+	struct refresh *rf = arg;
+
+	assert(rf->magic == REFRESH_MAGIC);
+	return rf->weight != NULL && rf->cb != NULL ? rf->weight(rf->cb_arg) : 1;
+}
+
+/* SLOT: 0 once the fetch may go (a slot, or no budget), 1 to wait. The
+ * lock, if it holds one, is renewed while it waits. */
+static int
+refresh_slot(struct refresh *rf)
+{
+	struct budget_args ba = {
+		.cls = rf->budget,
+		.route = rf->route,
+		.weight = on_refresh_weight,
+		.cb = on_refresh_slot,
+		.arg = rf,
+	};
+
+	if (rf->slotted)
+		return 0;
+	if (rf->ticket == NULL &&
+	    (rf->ticket = budget_ask(rf->px, &ba)) == NULL) {
+		rf->slotted = 1;	/* no budget: it goes now */
+		return 0;
+	}
+	if (rf->rep.mode == RF_LOCKED && !evtimer_pending(rf->renew_ev, NULL))
+		timer_arm(rf->renew_ev, rf->rt.lock_ttl_ms / RENEW_DIVISOR);
+	return 1;
+}
+
 static void
 refresh_run(struct refresh *rf)
 {
@@ -516,7 +579,7 @@ refresh_run(struct refresh *rf)
 				continue;
 			}
 			if (rf->rep.mode == RF_DIRECT) {
-				rf->step = RF_FETCH;
+				rf->step = RF_SLOT;
 				continue;
 			}
 			/*
@@ -532,6 +595,12 @@ refresh_run(struct refresh *rf)
 			if (rf->op == NULL) {
 				rf->rep.result = RFR_REDIS_ERROR;
 				rf->step = RF_DONE;
+				continue;
+			}
+			return;
+		case RF_SLOT:
+			if (px->draining || refresh_slot(rf) == 0) {
+				rf->step = RF_FETCH;
 				continue;
 			}
 			return;
@@ -605,6 +674,8 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	rf->cb = cb;
 	rf->cb_arg = arg;
 	rf->stream = a->stream;
+	rf->budget = a->budget;
+	rf->weight = a->weight;
 	TAILQ_INIT(&rf->headers);
 	snprintf(rf->key, sizeof(rf->key), "%s", a->key);
 	snprintf(rf->seen_gen, sizeof(rf->seen_gen), "%s", a->seen_gen);
@@ -696,9 +767,10 @@ refresh_abandon_all(struct proxy *px)
 	struct refresh *rf;
 
 	TAILQ_FOREACH(rf, &px->refresh_list, link) {
-		if (rf->step != RF_FETCH)
+		if (rf->step != RF_FETCH && rf->step != RF_SLOT)
 			continue;	/* a Redis reply is due within its timeout */
 		upstream_cancel(&rf->fetch);
+		budget_done(&rf->ticket);
 		evtimer_del(rf->renew_ev);
 		cache_op_cancel(&rf->renew_op);
 		rf->rep.result = RFR_UPSTREAM_ERROR;

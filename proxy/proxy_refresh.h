@@ -5,13 +5,15 @@
  * struct refresh: one fetch of a key, for a flight or for nobody (a
  * background refresh of a stale entry). It owns a lock token and a curl
  * handle and never points back at a client request. It reports once,
- * through the callback its starter gave, after it has ended.
+ * through the callback its starter gave, after it has ended. Its fetch
+ * waits for an origin slot (proxy_budget.h) once it holds the lock.
  */
 
 #include <stdint.h>
 
 #include <event2/keyvalq_struct.h>
 
+#include "proxy/proxy_budget.h"
 #include "proxy/proxy_flow.h"
 #include "upstream/upstream.h"
 
@@ -35,6 +37,7 @@ enum refresh_result {
 	RFR_REDIS_ERROR,
 	RFR_STOPPING,		/* the process is stopping: no fetch started */
 	RFR_PASS,		/* the key is uncacheable (hit-for-miss) */
+	RFR_ORIGIN_BUSY,	/* no origin slot within queue_timeout */
 };
 
 /* A refresh's response as it arrives (upstream_data_cb's contract), for
@@ -54,6 +57,8 @@ struct refresh_args {
 	const char		*seen_gen;	/* the generation it saw */
 	struct cache_entry	*base;		/* to revalidate, or NULL */
 	refresh_stream_cb	*stream;	/* NULL: the body comes whole */
+	enum budget_class	 budget;	/* its place in the origin budget */
+	budget_weight_cb	*weight;	/* with the callback's arg; or NULL */
 };
 
 /* What a refresh reports once it has ended. The callee may take entry

@@ -303,6 +303,12 @@ reply_error(struct reply *r, int code, const char *phrase, const char *text)
 	evhttp_add_header(out, "Cache-Status", r->cache_status);
 	evhttp_add_header(out, "Content-Type", "text/plain");
 	evhttp_add_header(out, "Connection", "close");
+	if (r->retry_after > 0) {
+		char s[24];
+
+		snprintf(s, sizeof(s), "%d", r->retry_after);
+		evhttp_add_header(out, "Retry-After", s);
+	}
 	if ((body = evbuffer_new()) != NULL)
 		evbuffer_add_printf(body, "%d %s\n", code, text);
 	sent = body != NULL && !r->head ? evbuffer_get_length(body) : 0;

@@ -1,7 +1,8 @@
 /*
  * struct req: one client request, from its head to its one reply.
  *
- *	RECV -> PASS (uncacheable: its own fetch)  -> DELIVER
+ *	RECV -> PASS (uncacheable: its own fetch, once it has an origin
+ *	              slot; none within queue_timeout: 503) -> DELIVER
  *	     -> JOIN (its key's flight answers it) -> DELIVER
  *	                                           -> PASS (per-user answer)
  *	                                           -> JOIN (its variant's)
@@ -38,6 +39,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_budget.h"
 #include "proxy/proxy_flight.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_forward.h"
@@ -90,6 +92,8 @@ struct req {
 	struct waiter		 waiter;	/* in a flight, or a stream */
 	struct upstream_fetch	*fetch;		/* PASS only */
 	struct stream		*pass_stream;	/* PASS: its response, streaming */
+	struct budget_ticket	*ticket;	/* PASS: its origin slot */
+	int			 slotted;	/* PASS: it may fetch */
 	const char		*refusal;	/* the door refused it: why */
 	int			 credentials;	/* Authorization or Cookie sent */
 	int			 conditional;	/* If-None-Match or If-Modified-Since */
@@ -145,6 +149,8 @@ req_reply(struct req *req)
 		.cached = req->a.pass_kind == OUT_NONE,
 		.closing = req->px->draining,
 		.record = req->px->access_log != NULL,
+		.retry_after = req->a.outcome == OUT_ORIGIN_BUSY ?
+		    budget_retry_after(req->px) : 0,
 	};
 	uint64_t sent;
 	int code;
@@ -264,6 +270,7 @@ req_finish(struct req *req, enum req_end why)
 		return;
 	req->step = REQ_DONE;
 	upstream_cancel(&req->fetch);
+	budget_done(&req->ticket);
 	stream_leave(&req->waiter);
 	flight_leave(&req->waiter);
 	if (why == END_REPLY) {
@@ -501,6 +508,7 @@ on_pass_fetched(struct upstream_response *resp, void *arg)
 
 	assert(req->magic == REQ_MAGIC);
 	req->fetch = NULL;
+	budget_done(&req->ticket);	/* the origin is done with it */
 	req->upstream_ms = resp->elapsed_ms;
 	status_count_upstream(req->px->stats, req->route, resp);
 	if (!ok) {
@@ -582,17 +590,54 @@ stream_ended(struct req *req)
 	return REQ_CUT;
 }
 
+/* The origin budget's answer for its pass. */
+static void
+on_req_slot(enum budget_answer a, void *arg)
+{
+	struct req *req = arg;
+
+	assert(req->magic == REQ_MAGIC && req->step == REQ_PASS);
+	if (a == BUDGET_GRANTED) {
+		req->slotted = 1;
+	} else {
+		budget_done(&req->ticket);
+		req->a.outcome = OUT_ORIGIN_BUSY;
+	}
+	req_run(req);
+}
+
+/* 0 once the pass may go upstream, 1 to wait for a slot. */
+static int
+pass_slot(struct req *req)
+{
+	struct budget_args ba = {
+		.cls = BUDGET_PASS,
+		.route = req->route,
+		.cb = on_req_slot,
+		.arg = req,
+	};
+
+	if (req->slotted)
+		return 0;
+	if (req->ticket == NULL &&
+	    (req->ticket = budget_ask(req->px, &ba)) == NULL)
+		req->slotted = 1;	/* no budget: it goes now */
+	return !req->slotted;
+}
+
 static enum req_step
 req_pass(struct req *req)
 {
 	if (req->stream_end != 0)
 		return stream_ended(req);
-	if (req->fetched)
+	if (req->fetched || req->a.outcome == OUT_ORIGIN_BUSY)
 		return REQ_DELIVER;
 	if (req->fetch != NULL || req->pass_stream != NULL)
 		return REQ_PARK;
 	if (req->a.pass_kind == OUT_NONE)
 		req->a.pass_kind = OUT_BYPASS;
+	if (!req->px->draining && pass_slot(req) == 1)
+		return REQ_PARK;
 	/* Once a stop begins, nothing new goes upstream. */
 	if (req->px->draining || pass_start(req) == -1) {
 		req->a.outcome = OUT_UNAVAILABLE;
@@ -861,7 +906,7 @@ req_abandon_all(struct proxy *px)
 
 	for (req = TAILQ_FIRST(&px->reqs); req != NULL; req = next) {
 		next = TAILQ_NEXT(req, link);
-		if (req->fetch == NULL)
+		if (req->fetch == NULL && req->ticket == NULL)
 			continue;
 		req->a.outcome = OUT_UNAVAILABLE;
 		req_finish(req, END_REPLY);

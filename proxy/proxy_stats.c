@@ -30,6 +30,7 @@ scope_add(struct stats_scope *dst, const struct stats_scope *src)
 #undef STATS_SUM
 	hist_merge(&dst->upstream_duration, &src->upstream_duration);
 	hist_merge(&dst->lock_wait, &src->lock_wait);
+	hist_merge(&dst->slot_wait, &src->slot_wait);
 }
 
 void

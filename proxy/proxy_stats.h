@@ -47,7 +47,14 @@
 	X(lock_wait_ms,		"total ms those requests waited")	\
 	X(lock_wait_timeouts,	"waits that reached lock_wait")	\
 	X(peer_streams,		"responses streamed from a sibling worker's fetch")	\
-	X(peer_fallbacks,	"asks of a sibling worker that got no stream")
+	X(peer_fallbacks,	"asks of a sibling worker that got no stream")	\
+	X(slot_grants,		"origin slots granted (max_requests)")	\
+	X(slot_waits,		"of those, after waiting for one")	\
+	X(slot_local,		"of those, from the local share (Redis down)")	\
+	X(slot_lost,		"slot leases that ran out during their fetch")	\
+	X(shed_stale,		"no origin slot within queue_timeout: stale served")	\
+	X(shed_busy,		"no origin slot within queue_timeout: 503")	\
+	X(shed_refresh,		"refreshes dropped: no origin slot within queue_timeout")
 
 struct stats_counters {
 #define STATS_MEMBER(name, doc)	uint64_t name;
@@ -60,6 +67,7 @@ struct stats_scope {
 	struct stats_counters	c;
 	struct hist		upstream_duration;	/* each upstream fetch */
 	struct hist		lock_wait;		/* each waiter's wait */
+	struct hist		slot_wait;		/* each origin slot's wait */
 };
 
 struct stats {

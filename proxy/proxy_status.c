@@ -92,6 +92,15 @@ status_value(const struct answer *a, int fwd_status, char *out, size_t outlen)
 	case OUT_BACKOFF:
 		snprintf(out, outlen, "corral; detail=error-backoff");
 		break;
+	case OUT_ORIGIN_BUSY:	/* nothing went upstream: no fwd-status */
+		snprintf(out, outlen, "corral; fwd=%s; detail=origin-busy",
+		    a->pass_kind == OUT_METHOD ? "method" :
+		    a->pass_kind == OUT_BYPASS ? "bypass" : "miss");
+		break;
+	case OUT_STALE_BUSY:
+		snprintf(out, outlen, "corral; hit; ttl=-%" PRId64
+		    "; detail=origin-busy", seconds_stale(e, now));
+		break;
 	case OUT_REJECTED:
 		snprintf(out, outlen, "corral; detail=rejected");
 		break;
@@ -136,6 +145,8 @@ status_error_text(const struct answer *a, int code)
 		    "upstream unavailable";
 	case OUT_BACKOFF:
 		return "upstream failing; retrying after a backoff";
+	case OUT_ORIGIN_BUSY:
+		return "origin busy: no origin slot within queue_timeout";
 	default:
 		return "service unavailable";
 	}
@@ -156,6 +167,14 @@ status_count(struct stats *st, int r, const struct answer *a, int64_t waited_us)
 	case OUT_STALE_ERROR:
 		STAT_INC(st, r, stale_hits);
 		STAT_INC(st, r, stale_if_error);
+		break;
+	case OUT_STALE_BUSY:
+		STAT_INC(st, r, stale_hits);
+		STAT_INC(st, r, shed_stale);
+		break;
+	case OUT_ORIGIN_BUSY:
+		STAT_INC(st, r, errors);
+		STAT_INC(st, r, shed_busy);
 		break;
 	case OUT_REJECTED:
 		STAT_INC(st, r, rejected);
@@ -233,6 +252,7 @@ status_label(enum outcome o)
 		return "hit";
 	case OUT_STALE:
 	case OUT_STALE_ERROR:
+	case OUT_STALE_BUSY:
 		return "stale";
 	case OUT_STORED:
 	case OUT_FETCHED:
@@ -248,6 +268,7 @@ status_label(enum outcome o)
 	case OUT_BACKOFF:
 	case OUT_REJECTED:
 	case OUT_UNAVAILABLE:
+	case OUT_ORIGIN_BUSY:
 	case OUT_NONE:
 		break;
 	}

@@ -38,7 +38,8 @@ control API under /__origin/ (never counted, never delayed):
         body.
     POST /__origin/release?path=/users/1
         Releases every request held on that path; later ones pass.
-    GET  /__origin/stats    {"total": N, "paths": {PATH: {"count", "methods",
+    GET  /__origin/stats    {"total": N, "active": A, "max_active": M,
+                             "paths": {PATH: {"count", "methods",
                              "done_at", "first_byte_mono", "held",
                              "bodies", "headers", "active", "max_active",
                              "statuses", "requests"}}}
@@ -54,6 +55,8 @@ control API under /__origin/ (never counted, never delayed):
         every process on the machine shares: a client there can compare).
         active counts the path's requests that arrived and whose response
         is not yet being written; max_active is the most there ever were.
+        The top-level active and max_active count the same over every
+        path: the origin's requests in flight, and its peak concurrency.
         A stats request waits (at most WRITE_WAIT_S) for responses being
         written, so it never misses the done_at of a response a client
         has already read.
@@ -183,6 +186,8 @@ class OriginState:
             for event in getattr(self, "holds", {}).values():
                 event.set()
             self.total = 0
+            self.active = 0
+            self.max_active = 0
             self.paths = {}
             self.scripts = {}	# path or "*" -> partial script
             self.holds = {}		# path or "*" -> Event set on release
@@ -237,6 +242,8 @@ class OriginState:
             del st.requests[:-MAX_REQUEST_RECORDS]
             st.active += 1
             st.max_active = max(st.max_active, st.active)
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
             script = {"delay_ms": self.default_delay_s * 1000.0, "status": 200,
                       "body": None, "headers": {}, "hold": False, "etag": None,
                       "last_modified": None, "date": None, "drop": False,
@@ -272,6 +279,7 @@ class OriginState:
         with self.lock:
             if path in self.paths:	# else forgotten by a reset
                 self.paths[path].active -= 1
+                self.active -= 1
                 if status is not None:
                     st = self.paths[path].statuses
                     st[str(status)] = st.get(str(status), 0) + 1
@@ -294,7 +302,8 @@ class OriginState:
     def stats(self):
         with self.lock:
             self.written.wait_for(lambda: self.writing == 0, WRITE_WAIT_S)
-            return {"total": self.total,
+            return {"total": self.total, "active": self.active,
+                    "max_active": self.max_active,
                     "paths": {p: s.as_json() for p, s in self.paths.items()}}
 
 

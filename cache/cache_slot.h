@@ -1,0 +1,75 @@
+#ifndef CACHE_CACHE_SLOT_H
+#define CACHE_CACHE_SLOT_H
+
+/*
+ * The fleet's origin slots in Redis ([upstream] max_requests): leases
+ * that expire if their holder dies, renewed while a fetch runs, released
+ * by token; a queue of waiting tickets, ranked by priority then age; and
+ * a "freed" notification that wakes the waiters of every process.
+ *
+ * Every key shares the hash tag {budget}, so each script runs on one node
+ * (in a cluster, the node that owns that slot):
+ *   <prefix>{budget}:slots    ZSET token -> lease expiry (Redis time, ms)
+ *   <prefix>{budget}:queue    ZSET ticket -> rank (lower goes first; ties
+ *                             by the ticket's name, which starts with the
+ *                             time it was first queued)
+ *   <prefix>{budget}:tickets  ZSET ticket -> expiry: a waiter that died
+ *                             leaves the queue after one lease
+ *   <prefix>{budget}:fleet    ZSET instance -> expiry: who is alive
+ *   <prefix>{budget}:freed    the shard channel a release publishes on
+ *
+ * acquire  atomically: drops expired leases and tickets (and says so on
+ *          the channel), queues the ticket (or refreshes its rank and
+ *          expiry), and grants a slot only if fewer than the free slots
+ *          rank ahead of it: a freed slot goes to the best waiting ticket
+ *          of the fleet, whichever process asks first.
+ * renew    extends the lease of a token that still holds one.
+ * release  drops the token's lease and its ticket; publishes when a lease
+ *          went.
+ * hello    this instance is alive; answers how many are.
+ */
+
+#include <stdint.h>
+
+#include "cache/cache.h"
+
+#define SLOT_TICKET_MAX		64	/* "<13 digits>:<token>" and room */
+
+enum slot_result {
+	SLOT_GRANTED,
+	SLOT_QUEUED,		/* no free slot for this ticket's rank */
+	SLOT_ERROR,		/* Redis failed or timed out */
+};
+
+/* What Redis said of the fleet, with each answer (-1: not known). */
+struct slot_figures {
+	int64_t		held;		/* leases held, fleet-wide */
+	int64_t		queued;		/* tickets waiting, fleet-wide */
+	int64_t		instances;	/* instances alive (hello) */
+};
+
+typedef void slot_cb(enum slot_result r, const struct slot_figures *f,
+    void *arg);
+/* A slot was freed somewhere in the fleet, or this process may have
+ * missed such news (it subscribed again). */
+typedef void slot_freed_cb(void *arg);
+
+/* Asks for a slot for token, its ticket waiting with rank (lower first)
+ * while none is free; max: the fleet's slots. */
+struct cache_op	*slot_acquire(struct cache *c, const char *token,
+		    const char *ticket, int64_t rank, int max, int64_t lease_ms,
+		    slot_cb *cb, void *arg);
+/* FENCE_LOST: the lease expired (its slot may be someone else's). */
+struct cache_op	*slot_renew(struct cache *c, const char *token,
+		    int64_t lease_ms, fence_cb *cb, void *arg);
+/* Drops token's lease and ticket's place in the queue (max: as asked
+ * with); cb may be NULL. FENCE_LOST: no lease was held. */
+struct cache_op	*slot_release(struct cache *c, const char *token,
+		    const char *ticket, int max, fence_cb *cb, void *arg);
+/* instance is alive for ttl_ms; cb gets how many are. */
+struct cache_op	*slot_hello(struct cache *c, const char *instance,
+		    int64_t ttl_ms, slot_cb *cb, void *arg);
+/* Subscribes this process to the freed channel (cb NULL: unsubscribes). */
+void		 slot_on_freed(struct cache *c, slot_freed_cb *cb, void *arg);
+
+#endif

@@ -1,0 +1,100 @@
+#ifndef PROXY_PROXY_BUDGET_H
+#define PROXY_PROXY_BUDGET_H
+
+/*
+ * The origin budget ([upstream] max_requests): every request to the
+ * origin (a cold miss, a stale or early refresh, a pass-through, a
+ * hit-for-miss, a POST) first takes a slot, a lease in Redis shared by
+ * the whole fleet (cache/cache_slot.h), and gives it back when its fetch
+ * ends. Without a free slot it waits, at most queue_timeout, woken when a
+ * slot is freed anywhere in the fleet. A freed slot goes to the best
+ * waiting request of the fleet: a cold miss first (the one with the most
+ * waiters first), then a stale refresh, an early refresh, and last
+ * pass-through traffic; the oldest first within a rank.
+ *
+ * While Redis is unavailable, each instance allows itself a local share:
+ * local_share, or max_requests divided by the instances Redis last saw
+ * alive (rounded up), split among its workers through shared memory.
+ *
+ * With max_requests 0 there is no budget: budget_ask() answers NULL and
+ * the fetch goes at once.
+ */
+
+#include <stdint.h>
+
+struct proxy;
+struct budget;
+struct budget_ticket;
+
+/* What a request to the origin is, best first. */
+enum budget_class {
+	BUDGET_MISS,		/* a client waits: a cold or expired miss */
+	BUDGET_STALE,		/* a refresh while stale is served */
+	BUDGET_EARLY,		/* a refresh before the entry goes stale */
+	BUDGET_PASS,		/* pass-through, uncacheable, unsafe methods */
+	BUDGET_CLASSES
+};
+
+enum budget_answer {
+	BUDGET_GRANTED,		/* fetch now; budget_done() once it ends */
+	BUDGET_TIMEOUT,		/* no slot within queue_timeout */
+};
+
+typedef void budget_cb(enum budget_answer a, void *arg);
+/* How many clients wait for this request's fetch right now. */
+typedef int budget_weight_cb(void *arg);
+
+struct budget_args {
+	enum budget_class	 cls;
+	int			 route;		/* for counters, or -1 */
+	budget_weight_cb	*weight;	/* NULL: 1 */
+	budget_cb		*cb;
+	void			*arg;		/* of both */
+};
+
+/* The figures of one worker (and, summed, of an instance). */
+struct budget_gauges {
+	int64_t		held;		/* slots its fetches hold */
+	int64_t		queued;		/* its requests waiting for one */
+	int64_t		local_held;	/* of held, from the local share */
+	int64_t		share;		/* the local share in effect */
+	/* As Redis last said (-1: not known). */
+	int64_t		fleet_held;
+	int64_t		fleet_queued;
+	int64_t		instances;
+};
+
+/* A worker's row in the memory the workers share. */
+struct budget_slot {
+	_Atomic int64_t		local;	/* local-share slots it holds */
+	struct budget_gauges	g;	/* copied every PUBLISH_MS */
+};
+
+/* px->budget; 0 or -1 (no memory). */
+int	budget_new(struct proxy *px);
+/* After every ticket is done. */
+void	budget_free(struct proxy *px);
+
+/*
+ * Asks for a slot. NULL: go ahead now (no budget, or no memory to queue
+ * with). Else a ticket whose cb runs once, never inside this call, with
+ * GRANTED or TIMEOUT; the caller then (or before: it gives up) ends it
+ * with budget_done(), which gives the slot back.
+ */
+struct budget_ticket *budget_ask(struct proxy *px, const struct budget_args *a);
+/* Gives the slot back, or leaves the queue; cb will not run. Sets *tp to
+ * NULL. */
+void	budget_done(struct budget_ticket **tp);
+/* Slot releases still on their way to Redis (a stop waits for them). */
+int	budget_pending(const struct proxy *px);
+/* This worker's figures, for its row. */
+void	budget_publish(struct proxy *px, struct budget_gauges *g);
+/* Adds src into dst (workers summed; the fleet's: the largest seen). */
+void	budget_gauges_add(struct budget_gauges *dst,
+	    const struct budget_gauges *src);
+/* The master: a worker died; its local-share slots are free. */
+void	budget_forget(struct budget_slot *bs);
+/* The seconds a client refused for want of a slot may retry after. */
+int	budget_retry_after(const struct proxy *px);
+
+#endif

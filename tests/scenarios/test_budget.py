@@ -1,0 +1,212 @@
+"""The fleet-wide origin budget ([upstream] max_requests): every request to
+the origin takes a slot, a lease in Redis, so that the origin never sees
+more than max_requests at once from the whole fleet; a freed slot goes to
+a cold miss first, then stale and early refreshes, then pass-through; a
+request that gets no slot within queue_timeout is answered stale, or 503
+with Retry-After (Cache-Status detail=origin-busy); a dead instance's
+slots come back within the lease; with Redis down, each instance keeps to
+its local share.
+
+The origin counts its requests in flight (origin.stats()["max_active"]):
+that peak is what every scenario here bounds.
+"""
+
+import http.client
+import os
+import signal
+import threading
+
+from harness import (HOST, PREFIX, Background, children, entry_key, expect, expect_eq,
+                     fleet_counters, scenario, slow, stampede, wait_for, wait_until_stale)
+
+QUEUE_KEY = f"{PREFIX}{{budget}}:queue"
+SLOTS_KEY = f"{PREFIX}{{budget}}:slots"
+TWO_WORKERS = {"workers": "2"}
+
+
+def budget(max_requests, queue_timeout="60s", lease="5s", server=None, **more):
+    """extra= for corral_config: the budget in [upstream], and [server]."""
+    up = {"max_requests": str(max_requests), "queue_timeout": queue_timeout,
+          "slot_lease": lease}
+    up.update({k: str(v) for k, v in more.items()})
+    return {"upstream": up, "server": dict(server or {})}
+
+
+def flood(targets, paths, method="GET", timeout=None):
+    """One client per path, spread round-robin over targets, each on its own
+    connection opened up front, all released together. [(status, headers,
+    body)] in path order; raises if a client could not connect or read."""
+    timeout = timeout or slow(120)
+    barrier = threading.Barrier(len(paths))
+    results = [None] * len(paths)
+
+    def client(i):
+        t = targets[i % len(targets)]
+        conn = http.client.HTTPConnection(t.host, t.port, timeout=timeout)
+        try:
+            conn.connect()
+            barrier.wait(timeout)
+            conn.request(method, paths[i], headers={"Host": HOST})
+            r = conn.getresponse()
+            results[i] = (r.status, dict(r.getheaders()), r.read())
+        except Exception as e:	# noqa: BLE001 - reported below
+            results[i] = ("error", {}, repr(e).encode())
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=client, args=(i,), daemon=True)
+               for i in range(len(paths))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout * 2)
+    broken = [r for r in results if r is None or r[0] == "error"]
+    expect(not broken, f"flood: {len(broken)} clients failed, e.g. {broken[:1]}")
+    return results
+
+
+def queued(redis):
+    return redis.cmd("ZCARD", QUEUE_KEY)
+
+
+def budget_stats(corral):
+    return corral.stats()["origin_budget"]
+
+
+def kill_instance(corral):
+    """SIGKILL to a corral and its workers at once: nothing is released."""
+    pids = children(corral.proc.pid) + [corral.proc.pid]
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    corral.kill()
+
+
+@scenario(timeout=300)
+def flood_of_cold_keys_never_exceeds_the_fleet_budget(env):
+    keys, max_requests = 240, 8
+    redis, origin = env.redis(), env.origin()
+    origin.script("*", delay_ms=100, body="v{n}")
+    fleet = env.fleet(2, redis, origin, extra=budget(max_requests, server=TWO_WORKERS))
+
+    results = flood(fleet, [f"/flood/{i}" for i in range(keys)])
+
+    expect_eq(sorted({r[0] for r in results}), [200], "statuses")
+    peak = origin.stats()["max_active"]
+    expect(peak <= max_requests,
+           f"origin peak concurrency {peak}, budget {max_requests}")
+    expect(peak >= max_requests // 2, f"origin peak {peak}: the budget was hardly used")
+    expect_eq(origin.count(), keys, "origin requests: one per key")
+    c = fleet_counters(fleet)
+    expect_eq(c["slot_grants"], keys, "slots granted over the fleet")
+    expect(c["slot_waits"] > 0, "some requests waited for a slot")
+    expect_eq((c["shed_busy"], c["slot_lost"]), (0, 0), "sheds, lost leases")
+    s = budget_stats(fleet[0])
+    expect_eq((s["max_requests"], s["slots_in_use"], s["queue_length"]), (8, 0, 0),
+              "/stats origin_budget once the flood is over")
+    wait_for(lambda: redis.cmd("ZCARD", SLOTS_KEY) == 0, what="every lease released")
+
+
+@scenario
+def budget_full_of_pass_through_gives_the_next_slot_to_a_cold_miss(env):
+    passes = 5
+    redis, origin = env.redis(), env.origin()
+    origin.script("/pass/*", hold=True, body="p{n}")
+    origin.script("/cold", hold=True, body="c{n}")
+    a, b = env.fleet(2, redis, origin, extra=budget(1))
+
+    first = Background(a.get, "/pass/0", method="POST", body=b"x")
+    wait_for(lambda: origin.held("/pass/0") == 1, what="a POST to hold the only slot")
+    later = [Background(a.get, f"/pass/{i}", method="POST", body=b"x")
+             for i in range(1, passes + 1)]
+    wait_for(lambda: queued(redis) == passes, what="the other POSTs to queue")
+    cold = Background(stampede, b, 3, "/cold")
+    wait_for(lambda: queued(redis) == passes + 1, what="the cold miss to queue behind them")
+
+    origin.release("/pass/*")
+    wait_for(lambda: origin.held("/cold") == 1, timeout=slow(10),
+             what="the cold miss to reach the origin")
+    sent = sum(origin.count(f"/pass/{i}") for i in range(passes + 1))
+    expect_eq(sent, 1, "POSTs the origin had seen when the freed slot went to the cold miss")
+    origin.release("/cold")
+
+    expect_eq(sorted({(r.status, r.body) for r in cold.result()}), [(200, b"c1")],
+              "the cold miss's clients")
+    expect_eq(first.result().status, 200, "the first POST")
+    expect_eq(sorted({r.result().status for r in later}), [200], "the queued POSTs")
+    expect_eq(origin.stats()["max_active"], 1, "origin peak concurrency")
+
+
+@scenario
+def stale_refresh_queued_behind_cold_misses_serves_stale_meanwhile(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("*", delay_ms=100, body="v{n}")
+    routes = {"/stale/": {"ttl": "1s", "stale_while_revalidate": "60s"}, "/": {}}
+    corral = env.corral(redis, origin, routes=routes, extra=budget(1))
+    expect_eq(corral.get("/stale/x").text, "v1", "primed")
+    wait_until_stale(redis, "/stale/x", swr_ms=60_000)
+
+    origin.script("/cold/*", hold=True, body="c{n}")
+    held = Background(corral.get, "/cold/0")
+    wait_for(lambda: origin.held("/cold/0") == 1, what="a cold miss to hold the only slot")
+    colds = [Background(corral.get, f"/cold/{i}") for i in (1, 2)]
+    wait_for(lambda: queued(redis) == 2, what="two cold misses to queue")
+
+    r = corral.get("/stale/x")
+    expect_eq((r.status, r.text, r.cache_status.stale), (200, "v1", True),
+              "the stale entry, served while its refresh waits for a slot")
+    wait_for(lambda: queued(redis) == 3, what="the refresh to queue behind the misses")
+    expect_eq(origin.count("/stale/x"), 1, "origin requests for the stale key so far")
+
+    origin.release("/cold/*")
+    expect_eq(held.result().status, 200, "the first cold miss")
+    expect_eq(sorted({c.result().status for c in colds}), [200], "the queued cold misses")
+    wait_for(lambda: len(origin.path_stats("/stale/x")["done_at"]) == 2,
+             what="the refresh to run")
+    done = {p: origin.path_stats(p)["done_at"] for p in ("/cold/1", "/cold/2", "/stale/x")}
+    expect(done["/stale/x"][-1] > max(done["/cold/1"] + done["/cold/2"]),
+           f"the refresh ran after both cold misses: {done}")
+    expect_eq(origin.stats()["max_active"], 1, "origin peak concurrency")
+
+
+@scenario
+def no_slot_within_queue_timeout_answers_stale_or_503_with_retry_after(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("*", body="v{n}")
+    # /old/x has validators: kept (expired) in Redis for a 304 later.
+    origin.script("/old/x", body="v{n}", etag='"e1"')
+    routes = {"/old/": {"ttl": "1s", "stale_while_revalidate": "1s"},
+              "/soft/": {"ttl": "1s", "stale_while_revalidate": "60s"}, "/": {}}
+    corral = env.corral(redis, origin, routes=routes, extra=budget(1, queue_timeout="500ms"))
+    expect_eq(corral.get("/old/x").text, "v1", "primed /old/x")
+    expect_eq(corral.get("/soft/x").text, "v1", "primed /soft/x")
+    wait_until_stale(redis, "/soft/x", swr_ms=60_000)
+    wait_for(lambda: 0 < redis.pttl(entry_key("/old/x")) < 57_000, timeout=slow(10),
+             what="/old/x to be past its stale_while_revalidate")
+
+    origin.script("/hold", hold=True)
+    held = Background(corral.get, "/hold")
+    wait_for(lambda: origin.held("/hold") == 1, what="a request to hold the only slot")
+
+    r = corral.get("/cold")
+    expect_eq((r.status, r.cache_status.detail, r.cache_status.fwd), (503, "origin-busy", "miss"),
+              "a cold miss with no slot")
+    expect_eq(r.headers.get("Retry-After"), "1", "its Retry-After")
+    r = corral.get("/post", method="POST", body=b"x")
+    expect_eq((r.status, r.cache_status.detail, r.cache_status.fwd),
+              (503, "origin-busy", "method"), "a POST with no slot")
+    r = corral.get("/old/x")
+    expect_eq((r.status, r.text, r.cache_status.detail), (200, "v1", "origin-busy"),
+              "an expired entry with no slot: the entry, and why")
+    r = corral.get("/soft/x")
+    expect_eq((r.status, r.text, r.cache_status.stale), (200, "v1", True),
+              "a stale hit: answered at once, its refresh queued")
+    wait_for(lambda: corral.counters()["shed_refresh"] == 1, timeout=slow(10),
+             what="the queued refresh to be dropped after queue_timeout")
+
+    origin.release("/hold")
+    expect_eq(held.result().status, 200, "the request that held the slot")
+    c = corral.counters()
+    expect_eq((c["shed_busy"], c["shed_stale"]), (2, 1), "sheds: 503, stale")
+    expect_eq(origin.count("/cold") + origin.count("/post"), 0, "origin requests of the shed")
+    expect_eq(origin.count("/old/x") + origin.count("/soft/x"), 2, "only the priming fetches")
+    expect_eq(origin.stats()["max_active"], 1, "origin peak concurrency")
