@@ -15,6 +15,7 @@ import http.client
 import os
 import signal
 import threading
+import time
 
 from harness import (HOST, PREFIX, Background, children, entry_key, expect, expect_eq,
                      fleet_counters, scenario, slow, stampede, wait_for, wait_until_stale)
@@ -122,9 +123,17 @@ def budget_full_of_pass_through_gives_the_next_slot_to_a_cold_miss(env):
     cold = Background(stampede, b, 3, "/cold")
     wait_for(lambda: queued(redis) == passes + 1, what="the cold miss to queue behind them")
 
+    # Woken by the freed notification, not by its re-check (a quarter of
+    # the 5 s lease later).
+    wake_bound_s = slow(0.6)
     origin.release("/pass/*")
+    wait_for(lambda: origin.path_stats("/pass/0")["done_at"], what="the first POST's answer")
+    released = time.monotonic()
     wait_for(lambda: origin.held("/cold") == 1, timeout=slow(10),
              what="the cold miss to reach the origin")
+    woke = time.monotonic() - released
+    expect(woke < wake_bound_s, f"the cold miss reached the origin {woke:.2f} s after the "
+                                f"slot was freed (bound {wake_bound_s:.2f} s): not woken")
     sent = sum(origin.count(f"/pass/{i}") for i in range(passes + 1))
     expect_eq(sent, 1, "POSTs the origin had seen when the freed slot went to the cold miss")
     origin.release("/cold")
@@ -210,3 +219,107 @@ def no_slot_within_queue_timeout_answers_stale_or_503_with_retry_after(env):
     expect_eq(origin.count("/cold") + origin.count("/post"), 0, "origin requests of the shed")
     expect_eq(origin.count("/old/x") + origin.count("/soft/x"), 2, "only the priming fetches")
     expect_eq(origin.stats()["max_active"], 1, "origin peak concurrency")
+
+
+@scenario
+def every_kind_of_origin_request_waits_for_a_slot(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("*", delay_ms=50, body="v{n}")
+    origin.script("/mine", body="m{n}", headers={"Set-Cookie": "s=1"})
+    corral = env.corral(redis, origin, extra=budget(1))
+    expect_eq(corral.get("/mine").status, 200, "a response with Set-Cookie: hit-for-miss")
+
+    origin.script("/hold", hold=True)
+    held = Background(corral.get, "/hold")
+    wait_for(lambda: origin.held("/hold") == 1, what="a request to hold the only slot")
+    kinds = [Background(corral.get, "/cold"),
+             Background(corral.get, "/post", method="POST", body=b"x"),
+             Background(corral.get, "/cookie", headers={"Cookie": "u=1"}),
+             Background(corral.get, "/mine")]
+    wait_for(lambda: queued(redis) == len(kinds),
+             what="a miss, a POST, a request with credentials and a hit-for-miss to queue")
+    expect_eq(origin.count(), 2, "origin requests while the slot is held")
+
+    origin.release("/hold")
+    expect_eq(held.result().status, 200, "the request that held the slot")
+    expect_eq(sorted({k.result().status for k in kinds}), [200], "the queued requests")
+    expect_eq(origin.stats()["max_active"], 1, "origin peak concurrency")
+    c = corral.counters()
+    expect_eq(c["slot_grants"], 2 + len(kinds), "slots granted")
+    expect_eq(c["slot_waits"], len(kinds), "of those, after waiting")
+
+
+@scenario
+def slow_fetches_keep_their_slots_past_the_lease(env):
+    keys = 3
+    redis, origin = env.redis(), env.origin()
+    origin.script("*", delay_ms=1500, body="v{n}")
+    corral = env.corral(redis, origin, extra=budget(1, lease="300ms"))
+
+    results = flood([corral], [f"/slow/{i}" for i in range(keys)])
+
+    expect_eq(sorted({r[0] for r in results}), [200], "statuses")
+    expect_eq(origin.stats()["max_active"], 1,
+              "origin peak concurrency: a fetch five leases long kept its slot")
+    c = corral.counters()
+    expect_eq((c["slot_grants"], c["slot_lost"]), (keys, 0), "slots granted, leases lost")
+
+
+@scenario(timeout=240)
+def instance_killed_holding_slots_gives_them_back_within_the_lease(env):
+    lease_s = 2
+    redis, origin = env.redis(), env.origin()
+    origin.script("/a/*", hold=True, body="a{n}")
+    origin.script("/b/*", body="b{n}")
+    a, b = env.fleet(2, redis, origin, extra=budget(2, lease=f"{lease_s}s",
+                                                    server=TWO_WORKERS))
+
+    for i in range(2):
+        Background(a.get, f"/a/{i}")
+    wait_for(lambda: origin.held("/a/0") + origin.held("/a/1") == 2,
+             what="instance A to hold both slots")
+    waiting = Background(flood, [b], ["/b/0", "/b/1"])
+    wait_for(lambda: queued(redis) == 2, what="B's requests to queue")
+    kill_instance(a)
+    killed_at = time.monotonic()
+
+    results = waiting.result(timeout=slow(60))
+    took = time.monotonic() - killed_at
+    expect_eq(sorted({r[0] for r in results}), [200], "B's clients")
+    # The leases run out within one lease of their last renewal; a waiter
+    # looks again a quarter lease later at most (or hears it at once).
+    expect(took <= slow(lease_s * 1.5 + 0.5),
+           f"B's requests took {took:.2f} s after A was killed (lease {lease_s} s)")
+    # A renewed them a third of a lease before it died at most.
+    expect(took >= lease_s * 2 / 3 - 0.1,
+           f"B's requests went {took:.2f} s after A was killed: before A's leases "
+           "could have run out")
+    origin.release("/a/*")
+
+
+@scenario(timeout=240)
+def redis_down_each_instance_keeps_to_its_local_share(env):
+    max_requests, keys = 8, 60
+    redis = env.redis()
+    origins = [env.origin(), env.origin()]
+    fleet = []
+    for o in origins:
+        o.script("*", delay_ms=200, body="v{n}")
+        fleet.append(env.corral(redis, o, extra=budget(max_requests, server=TWO_WORKERS)))
+    wait_for(lambda: all(budget_stats(c)["instances"] == 2 for c in fleet), timeout=slow(15),
+             what="each instance to count two instances alive")
+
+    redis.kill()
+    wait_for(lambda: not any(c.stats()["redis"]["up"] for c in fleet),
+             what="both instances to see Redis down")
+    results = flood(fleet, [f"/down/{i}" for i in range(keys)])
+
+    expect_eq(sorted({r[0] for r in results}), [200], "statuses")
+    share = max_requests // 2
+    for i, (c, o) in enumerate(zip(fleet, origins)):
+        expect_eq(budget_stats(c)["local_share"], share, f"instance {i}'s local share")
+        peak = o.stats()["max_active"]
+        expect(share // 2 <= peak <= share,
+               f"instance {i}: its origin's peak {peak}, local share {share}")
+    c = fleet_counters(fleet)
+    expect_eq(c["slot_local"], keys, "slots from the local share")
