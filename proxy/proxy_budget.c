@@ -94,6 +94,8 @@ struct budget {
 	int			 nlocal;
 	int			 releasing;	/* release ops on their way */
 	int			 degraded;	/* Redis did not answer last */
+	int			 rewake;	/* a slot was freed while the best
+						 * ticket's ask was under way */
 	int64_t			 refresh_due_us; /* tickets ask again */
 	struct event		*recheck_ev;
 	struct event		*hello_ev;
@@ -141,7 +143,9 @@ rank(const struct budget_ticket *t)
 	return (int64_t)t->a.cls * RANK_SPAN + (RANK_SPAN - 1 - w);
 }
 
-/* The best waiting ticket here: its rank, then the oldest. */
+/* The best waiting ticket here, in the order of the fleet's queue: its
+ * rank, then its name (the time it was queued, then its token), so that
+ * the fleet's best ticket is the best of the process that holds it. */
 static struct budget_ticket *
 best(struct budget *b)
 {
@@ -150,7 +154,8 @@ best(struct budget *b)
 
 	TAILQ_FOREACH(t, &b->queue, link) {
 		r = rank(t);
-		if (top == NULL || r < top_rank) {
+		if (top == NULL || r < top_rank ||
+		    (r == top_rank && strcmp(t->name, top->name) < 0)) {
 			top = t;
 			top_rank = r;
 		}
@@ -283,11 +288,18 @@ on_acquired(enum slot_result r, const struct slot_figures *f, void *arg)
 		t->waited = 1;
 		if (b->px->conf->queue_timeout_ms == 0)
 			shed(t);
+		/* Its answer may predate a release heard meanwhile. */
+		if (b->rewake) {
+			b->rewake = 0;
+			pump(b);
+		}
 		return;
 	}
 	grant(t, FROM_REDIS);
-	if (f->held < max_requests(b))
+	if (f->held < max_requests(b) || b->rewake) {
+		b->rewake = 0;
 		pump(b);	/* room for the next one here too */
+	}
 }
 
 static void
@@ -312,13 +324,18 @@ ask(struct budget_ticket *t)
 	t->in_redis = 1;
 }
 
-/* The best ticket here asks (unless it is asking already). */
+/* The best ticket here asks; if it is asking already, it asks again
+ * once that answer is in. */
 static void
 pump(struct budget *b)
 {
 	struct budget_ticket *t = best(b);
 
-	if (t != NULL)
+	if (t == NULL)
+		return;
+	if (t->op != NULL)
+		b->rewake = 1;
+	else
 		ask(t);
 }
 

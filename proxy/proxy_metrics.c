@@ -102,6 +102,26 @@ static const struct counter_row counter_rows[] = {
 	  FIELD(peer_streams), NO_FIELD },
 	{ "corral_peer_streams_total", NULL, "result", "none",
 	  FIELD(peer_fallbacks), NO_FIELD },
+
+	{ "corral_origin_slots_granted_total", "Origin slots granted under "
+	  "max_requests: every origin request takes one.", NULL, NULL,
+	  FIELD(slot_grants), NO_FIELD },
+	{ "corral_origin_slot_waits_total", "Origin requests that waited for a "
+	  "slot before they went.", NULL, NULL, FIELD(slot_waits), NO_FIELD },
+	{ "corral_origin_slots_local_total", "Origin slots taken from the "
+	  "instance's local share while Redis was unavailable.", NULL, NULL,
+	  FIELD(slot_local), NO_FIELD },
+	{ "corral_origin_slot_leases_lost_total", "Slot leases that ran out "
+	  "while their fetch still ran.", NULL, NULL, FIELD(slot_lost),
+	  NO_FIELD },
+	{ "corral_origin_sheds_total", "Requests that got no origin slot within "
+	  "queue_timeout, by what they got: stale (an entry served), busy (503 "
+	  "with Retry-After) or refresh (a background refresh dropped).",
+	  "reason", "stale", FIELD(shed_stale), NO_FIELD },
+	{ "corral_origin_sheds_total", NULL, "reason", "busy",
+	  FIELD(shed_busy), NO_FIELD },
+	{ "corral_origin_sheds_total", NULL, "reason", "refresh",
+	  FIELD(shed_refresh), NO_FIELD },
 };
 
 /* A per-route histogram family. */
@@ -116,6 +136,9 @@ static const struct hist_family hist_families[] = {
 	  offsetof(struct stats_scope, upstream_duration) },
 	{ "corral_lock_wait_seconds", "Time each cold-miss waiter waited for "
 	  "another request's fetch.", offsetof(struct stats_scope, lock_wait) },
+	{ "corral_origin_slot_wait_seconds", "Time each origin request waited "
+	  "for its slot (max_requests).", offsetof(struct stats_scope,
+	  slot_wait) },
 };
 
 static uint64_t
@@ -452,6 +475,51 @@ upstream_rejected_metrics(struct evbuffer *out,
 	    "{reason=\"framing\"} %" PRIu64 "\n", fig->upstream.bad_framing);
 }
 
+/* One gauge of the origin budget, labelled with the upstream (and, when
+ * scoped, scope="instance" and "fleet"); a figure not known (-1) has no
+ * series. */
+static void
+budget_gauge(struct evbuffer *out, const struct proxy *px, const char *name,
+    const char *help, int scoped, int64_t instance, int64_t fleet)
+{
+	family(out, name, "gauge", help);
+	for (int i = 0; i < 1 + scoped; i++) {
+		int64_t v = i == 0 ? instance : fleet;
+
+		if (v < 0)
+			continue;
+		evbuffer_add_printf(out, "%s{upstream=", name);
+		label_value(out, px->conf->upstream_authority);
+		if (scoped)
+			evbuffer_add_printf(out, ",scope=\"%s\"",
+			    i == 0 ? "instance" : "fleet");
+		evbuffer_add_printf(out, "} %" PRId64 "\n", v);
+	}
+}
+
+/* The origin budget: its setting, slots in use and the queue, this
+ * instance's and the fleet's as Redis last said. */
+static void
+budget_metrics(struct evbuffer *out, const struct proxy *px,
+    const struct budget_gauges *g)
+{
+	budget_gauge(out, px, "corral_origin_max_requests", "Origin requests "
+	    "allowed at once across the fleet ([upstream] max_requests; 0: no "
+	    "limit).", 0, px->conf->max_requests, -1);
+	budget_gauge(out, px, "corral_origin_slots_in_use", "Origin slots "
+	    "held: by this instance's fetches, or by the fleet's as Redis last "
+	    "said.", 1, g->held, g->fleet_held);
+	budget_gauge(out, px, "corral_origin_queue_length", "Requests waiting "
+	    "for an origin slot: this instance's, or the fleet's as Redis last "
+	    "said.", 1, g->queued, g->fleet_queued);
+	budget_gauge(out, px, "corral_origin_local_share", "Origin requests "
+	    "this instance allows itself while Redis is unavailable.", 0,
+	    g->share, -1);
+	budget_gauge(out, px, "corral_origin_fleet_instances", "Instances "
+	    "alive, as Redis last said (the local share divides by it).", 0,
+	    g->instances, -1);
+}
+
 void
 metrics_prometheus(struct proxy *px, struct evbuffer *out)
 {
@@ -463,6 +531,7 @@ metrics_prometheus(struct proxy *px, struct evbuffer *out)
 	redis_command_metrics(out, &v->fig);
 	redis_topology_metrics(out, px, &v->fig.cache);
 	upstream_rejected_metrics(out, &v->fig);
+	budget_metrics(out, px, &v->fig.budget);
 }
 
 /* ---- JSON ---- */
@@ -560,6 +629,14 @@ metrics_table(struct proxy *px, struct evbuffer *out)
 	    cc->timeouts, hist_quantile(&cc->command_duration, 0.99) * MS_PER_S);
 	if (fig->redis_down[0] != '\0')
 		evbuffer_add_printf(out, "redis down: %s\n", fig->redis_down);
+	if (px->conf->max_requests > 0)
+		evbuffer_add_printf(out, "origin budget %d: %" PRId64 " slots in "
+		    "use here, %" PRId64 " waiting, wait p99 %.1f ms, %" PRIu64
+		    " shed\n", px->conf->max_requests, fig->budget.held,
+		    fig->budget.queued, hist_quantile(&fig->stats->total.slot_wait,
+		    0.99) * MS_PER_S, fig->stats->total.c.shed_busy +
+		    fig->stats->total.c.shed_stale +
+		    fig->stats->total.c.shed_refresh);
 	evbuffer_add(out, "\n", 1);
 	evbuffer_add_printf(out, "%-*s %9s %6s %8s %7s %7s %9s %7s %6s %9s %7s"
 	    " %8s %8s %8s\n", width, "route", "requests", "hit%", "hit",

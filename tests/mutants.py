@@ -380,6 +380,16 @@ MUTANTS = [
            "\"  redis.call('SPUBLISH', ARGV[3], 'freed')\\n\"", "\"\"",
            ["budget_full_of_pass_through_gives_the_next_slot_to_a_cold_miss"],
            "other instances' waiters sleep until their re-check, not woken"),
+    Mutant("slot_best_out_of_the_fleets_order", "proxy/proxy_budget.c",
+           "(r == top_rank && strcmp(t->name, top->name) < 0)", "(0)",
+           ["flood_of_cold_keys_never_exceeds_the_fleet_budget"],
+           "the fleet's best ticket is not its process's best: freed slots idle "
+           "until a re-check"),
+    Mutant("slot_freed_during_an_ask_forgotten", "proxy/proxy_budget.c",
+           "if (t->op != NULL)\n\t\tb->rewake = 1;", "if (t->op != NULL)\n\t\t(void)0;",
+           ["flood_of_cold_keys_never_exceeds_the_fleet_budget"],
+           "a release heard while the best ticket asks is lost: the slot idles "
+           "until a re-check"),
     Mutant("slot_local_share_ignored", "proxy/proxy_budget.c",
            "if (sum <= local_share(b))\n\t\treturn 1;",
            "if (1)\n\t\treturn 1;",
