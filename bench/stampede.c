@@ -3,7 +3,7 @@
  * too noisy for millisecond figures.
  *
  *   stampede [-n N] [-j THREADS] [-H HOST] [-h HEADER] [-T MS] [-b BYTES]
- *            [-l] TARGETS PATH
+ *            [-l] [-d] TARGETS PATH
  *	Opens N connections (connection i goes to TARGETS[i % count], a comma
  *	separated list of host:port), spread over THREADS client threads
  *	(default 1). When every connection is open, a pthread barrier releases
@@ -17,7 +17,8 @@
  *	machine shares), when the last response arrived (last_done_at, wall
  *	clock, s), the smallest and largest body, a tally of HEADER's values,
  *	and with -l every request's latency, ttfb, first response byte
- *	(head_us), body length and wall-clock completion.
+ *	(head_us), body length and wall-clock completion. With -d, request i
+ *	asks for PATH<i> instead: N distinct keys at once.
  *
  *   stampede -w KEYS [-c CONNS] [-H HOST] [-T MS] TARGET PREFIX
  *	Walk mode, to warm a cache: GETs PREFIX0 .. PREFIX<KEYS-1> over CONNS
@@ -99,6 +100,7 @@ struct options {
 	int		 list;
 	long long	 body_bytes;	/* -b: the body every response must have */
 	long		 walk_keys;	/* 0: stampede mode */
+	int		 distinct;	/* -d: request i asks for PATH<i> */
 	char		 default_host[256];
 };
 
@@ -615,6 +617,10 @@ stampede_thread(void *arg)
 			finish(q, FAIL_CONNECT);
 			continue;
 		}
+		if (opt->distinct) {
+			format_request(req, sizeof(req), opt->path, i, opt->host, 0);
+			reqlen = strlen(req);
+		}
 		/* A request this small fits an empty socket buffer whole. */
 		if (send(q->fd, req, reqlen, MSG_NOSIGNAL) != (ssize_t)reqlen) {
 			finish(q, FAIL_SEND);
@@ -1052,7 +1058,7 @@ usage(void)
 {
 	fprintf(stderr,
 	    "usage: stampede [-n N] [-j THREADS] [-H HOST] [-h HEADER] [-T MS]\n"
-	    "                [-b BYTES] [-l] HOST:PORT[,HOST:PORT...] PATH\n"
+	    "                [-b BYTES] [-l] [-d] HOST:PORT[,HOST:PORT...] PATH\n"
 	    "       stampede -w KEYS [-c CONNS] [-H HOST] [-T MS] HOST:PORT PREFIX\n");
 	exit(2);
 }
@@ -1068,7 +1074,7 @@ main(int argc, char **argv)
 	opt.threads = 1;
 	opt.timeout_ms = DEFAULT_TIMEOUT_MS;
 	opt.body_bytes = -1;
-	while ((c = getopt(argc, argv, "n:c:j:H:h:T:b:lw:")) != -1) {
+	while ((c = getopt(argc, argv, "n:c:j:H:h:T:b:ldw:")) != -1) {
 		switch (c) {
 		case 'n':
 		case 'c':
@@ -1091,6 +1097,9 @@ main(int argc, char **argv)
 			break;
 		case 'l':
 			opt.list = 1;
+			break;
+		case 'd':
+			opt.distinct = 1;
 			break;
 		case 'w':
 			opt.walk_keys = atol(optarg);

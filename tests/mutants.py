@@ -387,7 +387,7 @@ MUTANTS = [
            "until a re-check"),
     Mutant("slot_freed_during_an_ask_forgotten", "proxy/proxy_budget.c",
            "if (t->op != NULL)\n\t\tb->rewake = 1;", "if (t->op != NULL)\n\t\t(void)0;",
-           ["flood_of_cold_keys_never_exceeds_the_fleet_budget"],
+           ["slot_freed_while_the_waiter_asks_is_not_lost"],
            "a release heard while the best ticket asks is lost: the slot idles "
            "until a re-check"),
     Mutant("slot_local_share_ignored", "proxy/proxy_budget.c",

@@ -22,6 +22,7 @@ from harness import (HOST, PREFIX, Background, children, entry_key, expect, expe
 
 QUEUE_KEY = f"{PREFIX}{{budget}}:queue"
 SLOTS_KEY = f"{PREFIX}{{budget}}:slots"
+FREED_CHANNEL = f"{PREFIX}{{budget}}:freed"
 TWO_WORKERS = {"workers": "2"}
 
 
@@ -414,3 +415,38 @@ def budget_figures_in_stats_metrics_table_and_dashboard(env):
     finally:
         stop.set()
         feeder.result()
+
+
+@scenario
+def slot_freed_while_the_waiter_asks_is_not_lost(env):
+    # The re-check is a quarter lease (2 s) away: only the freed
+    # notification can hand the slot over within the bound.
+    wake_bound_s = slow(0.6)
+    redis, origin = env.redis(), env.origin()
+    origin.script("/p/*", hold=True, body="p{n}")
+    proxy = env.redis_proxy(redis)
+    a = env.corral(redis, origin, extra=budget(1, lease="8s"))
+    # B's ask is held back by the proxy: within its [redis] timeout.
+    extra = budget(1, lease="8s")
+    extra["redis"] = {"timeout": "5s"}
+    b = env.corral(proxy, origin, extra=extra, wait_redis=True)
+    wait_for(lambda: redis.cmd("PUBSUB", "SHARDNUMSUB", FREED_CHANNEL)[1] == 2,
+             what="both instances to listen for freed slots")
+
+    first = Background(a.get, "/p/0", method="POST", body=b"x")
+    wait_for(lambda: origin.held("/p/0") == 1, what="A's POST to hold the only slot")
+    proxy.hold_replies_after(b"EVALSHA")
+    second = Background(b.get, "/p/1", method="POST", body=b"x")
+    wait_for(lambda: proxy.held_bytes() > 0, what="B's ask for a slot to be under way")
+    heard = proxy.published()
+    origin.release("/p/*")	# B's POST will not be held there
+    expect_eq(first.result().status, 200, "A's POST")
+    wait_for(lambda: proxy.published() > heard,
+             what="B to hear of the freed slot while its ask is under way")
+    released = time.monotonic()
+    proxy.release()	# its answer: queued (asked before the slot was freed)
+    wait_for(lambda: origin.count("/p/1") == 1, timeout=slow(10), what="B's POST to go")
+    took = time.monotonic() - released
+    expect(took < wake_bound_s, f"B's POST went {took:.2f} s after its ask was answered "
+                                f"(bound {wake_bound_s:.2f} s): the freed slot was forgotten")
+    expect_eq(second.result().status, 200, "B's POST")
