@@ -8,7 +8,8 @@ import re
 import signal
 
 from harness import (Background, CacheStatus, corral_config, expect, expect_eq, free_port,
-                     raw_exchange, scenario, wait_for, wait_until_stale, HOST)
+                     raw_exchange, scenario, slow, wait_for, wait_until_stale, HOST)
+from origin import sized_body
 
 
 def origin_headers(origin, path):
@@ -191,3 +192,35 @@ def no_fetch_starts_once_a_stop_begins(env):
     stopping.result(timeout=15)
     expect_eq(redis.keys("*:lock"), [], "locks left in Redis")
     origin.release("*")
+
+
+@scenario
+def a_body_that_waits_on_a_slow_origin_outlasts_client_timeout(env):
+    # client_timeout counts a client's own silence (bytes Corral has for it
+    # that it does not take), not the origin's pauses in the middle of a
+    # body: each gap here is longer than client_timeout.
+    size, path = 300 * 1024, "/t/trickle"
+    redis, origin = env.redis(), env.origin()
+    origin.script(path, size=size, pieces=3, interval_ms=2500)
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}},
+                        extra={"server": {"client_timeout": "1s"}})
+
+    def fetch(method):
+        conn = http.client.HTTPConnection(corral.host, corral.port, timeout=slow(30))
+        try:
+            conn.request(method, path, body=b"x" if method == "POST" else None,
+                         headers={"Host": HOST})
+            resp = conn.getresponse()
+            body = resp.read()
+            return resp.status, len(body), body == sized_body(size)
+        except (http.client.HTTPException, OSError) as e:
+            return repr(e)
+        finally:
+            conn.close()
+
+    clients = [Background(fetch, "GET") for _ in range(3)] + [Background(fetch, "POST")]
+    for i, c in enumerate(clients):
+        expect_eq(c.result(slow(60)), (200, size, True),
+                  f"client {i} ({'POST, passed' if i == 3 else 'GET, shared'}): "
+                  "status, length, bytes")
+    expect_eq(origin.count(path), 2, "origin requests: one shared GET, one POST")
