@@ -186,13 +186,6 @@ flight_redirect(struct flight *fl, struct cache_entry **marker)
 	return FL_DONE;
 }
 
-/* Does e only say what the key's responses vary on? */
-static int
-is_marker(const struct cache_entry *e)
-{
-	return evhttp_find_header(&e->headers, VARY_MARKER) != NULL;
-}
-
 /* Should a hit of the flight on a fresh entry refresh it now? Refreshes
  * still go through the lock: one per fleet. */
 static int
@@ -337,7 +330,7 @@ flight_lookup(struct flight *fl)
 	default:
 		break;
 	}
-	if (is_marker(e))
+	if (vary_is_marker(e))
 		return flight_redirect(fl, &e);
 	if (entry_state(e, util_now_ms()) == ENTRY_EXPIRED) {
 		flight_keep_prev(fl, &e);
@@ -390,7 +383,7 @@ flight_failed(struct flight *fl, const struct refresh_report *rep,
 static enum flight_step
 reported_changed(struct flight *fl, struct cache_entry **ep)
 {
-	if (is_marker(*ep))
+	if (vary_is_marker(*ep))
 		return flight_redirect(fl, ep);
 	switch (entry_state(*ep, util_now_ms())) {
 	case ENTRY_EXPIRED:
@@ -419,6 +412,12 @@ reported_fetched(struct flight *fl, struct refresh_report *rep)
 					 * not passed on cut */
 		return flight_failed(fl, rep, rep->partial ? NULL :
 		    entry_ref(rep->entry));
+	if (rep->partial && waitlist_next_round(&fl->waiters, &fl->v)) {
+		/* Those that came once the body was past what is kept share
+		 * the next fetch, rather than each fetching its own. */
+		fl->lead_streamed = 0;
+		return direct ? FL_DIRECT : FL_LOCK;
+	}
 	if (direct && fl->timed_out)
 		lead = OUT_WAIT_TIMEOUT;
 	else if (direct && fl->degraded)
@@ -813,13 +812,16 @@ flight_join(struct proxy *px, struct waiter *w, const char *key,
 	if ((fl = dict_get(px->flights, key)) != NULL) {
 		fl->early_due |= early_due;
 		if (fl->stream_state == STREAM_NONE || fl->stream == NULL ||
-		    stream_join_late(fl->stream, w) == -1)
+		    stream_join_late(fl->stream, w) == -1) {
+			w->late = fl->stream_state != STREAM_NONE;
 			flight_enter(fl, w);
+		}
 		return 0;
 	}
 	if ((fl = flight_new(px, key, uri, route, rt)) == NULL)
 		return -1;
 	fl->early_due = early_due;
+	w->late = 0;
 	/* A shared fetch: nothing that would make the answer one client's. */
 	flags = HDR_DROP_HOST | HDR_DROP_LENGTH | HDR_DROP_CONDITIONAL |
 	    HDR_DROP_ENCODING | (rt->cache_authorized ? 0 : HDR_DROP_CREDENTIALS);

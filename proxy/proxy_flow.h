@@ -122,6 +122,10 @@ struct waiter_ops {
 	size_t	(*data)(struct waiter *w, struct evbuffer *chunk);
 	/* The bytes queued for w's client (0 once it is gone). */
 	size_t	(*backlog)(struct waiter *w);
+	/* w fell behind the other clients of its stream: it goes on at its
+	 * own pace from the body kept, or (cut) with none kept its reply
+	 * ends cut short; its end follows. */
+	void	(*lag)(struct waiter *w, int cut);
 	/* The body ended, whole only if ok; w is out of the stream. */
 	void	(*end)(struct waiter *w, int ok, enum outcome o,
 		    int64_t upstream_ms);
@@ -137,6 +141,11 @@ struct waiter {
 	const struct evkeyvalq	*headers;	/* the request's */
 	int			 peer;		/* a sibling worker's request */
 	int			 lead;		/* the stream is its own fetch */
+	int			 late;		/* waits as it came once the
+						 * body had begun */
+	int			 behind;	/* fed from the body kept, at its
+						 * own pace, not as it comes */
+	uint64_t		 fed;		/* body bytes handed to it */
 };
 
 TAILQ_HEAD(waiters, waiter);

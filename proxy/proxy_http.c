@@ -177,6 +177,29 @@ on_accept_error(struct evconnlistener *lev, void *arg)
 	evtimer_add(px->accept_ev, &tv);
 }
 
+/*
+ * Is a reply being written? libevent reads no request meanwhile (it
+ * keeps the read enabled only to notice a close).
+ *
+ * client_timeout counts the client's own silence: while a request is
+ * read or the connection idles, the bytes it does not send; while a
+ * reply is written, the bytes queued for it that it does not take.
+ * libevent would also time the read it keeps on during a reply, and the
+ * write while nothing is queued: Corral's own waits (an origin that
+ * pauses mid-body, a stream paused for its fastest client) would close
+ * the connection. So during a reply the read is off (a client that
+ * leaves is noticed as its write fails), and the write is on only while
+ * something is queued for the socket.
+ */
+static int
+replying(struct conn *c)
+{
+	bufferevent_data_cb readcb;
+
+	bufferevent_getcb(c->bev, &readcb, NULL, NULL, NULL);
+	return readcb == NULL;
+}
+
 /* Moves what libevent wrote to the socket; once the socket has sent all
  * of it, libevent's write is done. */
 static void
@@ -207,11 +230,17 @@ on_pump(evutil_socket_t fd, short what, void *arg)
 			;	/* one writev takes 128 pieces at most */
 		evbuffer_add_buffer(wire, out);
 	}
+	if (replying(c))
+		bufferevent_disable(c->bev, EV_READ);
 	if (!(bufferevent_get_enabled(c->bev) & EV_WRITE))
 		return;
-	if (evbuffer_get_length(wire) == 0 && !wrote)
+	if (evbuffer_get_length(wire) == 0 && !wrote) {
+		/* All sent: the client owes nothing until more is queued
+		 * (libevent enables the write with it). Before the callback,
+		 * which may queue. */
+		bufferevent_disable(c->bev, EV_WRITE);
 		bufferevent_trigger(c->bev, EV_WRITE, 0);
-	else if (evbuffer_get_length(wire) == 0)
+	} else if (evbuffer_get_length(wire) == 0)
 		event_active(c->pump_ev, EV_TIMEOUT, 0);
 	else	/* still sending: restart the write timeout */
 		bufferevent_enable(c->bev, EV_WRITE);

@@ -110,6 +110,7 @@ struct req {
 	const char		*hand_vary;	/* valid in that run only */
 	int			 fetched;	/* PASS: its response came whole */
 	int			 stream_end;	/* 1 whole, -1 cut short */
+	int			 slow_cut;	/* ... as its client fell behind */
 
 	struct answer		 a;
 };
@@ -307,8 +308,8 @@ on_stream_written(struct evhttp_connection *evcon, void *arg)
 	assert(req->magic == REQ_MAGIC && req->streaming);
 	if (req->end_ev != NULL)
 		event_active(req->end_ev, EV_TIMEOUT, 0);
-	else if (req->waiter.stream != NULL)
-		stream_drained(req->waiter.stream);
+	else
+		stream_drained(&req->waiter);
 }
 
 static void
@@ -382,6 +383,19 @@ on_waiter_data(struct waiter *w, struct evbuffer *chunk)
 	return reply_backlog(req->ev);
 }
 
+/* Its client fell behind the others of its stream. */
+static void
+on_waiter_lag(struct waiter *w, int cut)
+{
+	struct req *req = waiter_req(w);
+
+	req->slow_cut = cut;
+	STAT_ADD(req->px->stats, req->route, stream_detached, !cut);
+	STAT_ADD(req->px->stats, req->route, stream_cut_slow, cut);
+	log_info("%s: a client fell behind the others: %s", req->uri,
+	    cut ? "cut, as the body is not kept" : "fed from the body kept");
+}
+
 static void
 on_waiter_end(struct waiter *w, int ok, enum outcome o, int64_t upstream_ms)
 {
@@ -436,6 +450,7 @@ static const struct waiter_ops req_waiter_ops = {
 	.start = on_waiter_start,
 	.data = on_waiter_data,
 	.backlog = on_waiter_backlog,
+	.lag = on_waiter_lag,
 	.end = on_waiter_end,
 };
 
@@ -577,8 +592,10 @@ stream_ended(struct req *req)
 {
 	if (req->stream_end > 0)
 		return REQ_DRAIN;
-	log_warn("%s: the response was cut short after %" PRIu64 " bytes; "
-	    "closing the client's connection", req->uri, req->streamed);
+	if (!req->slow_cut)	/* else said already */
+		log_warn("%s: the response was cut short after %" PRIu64
+		    " bytes; closing the client's connection", req->uri,
+		    req->streamed);
 	return REQ_CUT;
 }
 
@@ -601,17 +618,6 @@ req_pass(struct req *req)
 	return REQ_PARK;
 }
 
-/* req's key varies on spec: it goes on to its own variant. */
-static void
-to_variant(struct req *req, const char *spec)
-{
-	char id[CACHE_VARIANT_MAX];
-	size_t base = strcspn(req->key, "\n");
-
-	vary_id(spec, evhttp_request_get_input_headers(req->ev), id);
-	snprintf(req->key + base, sizeof(req->key) - base, "\n%s", id);
-}
-
 static enum req_step
 req_join(struct req *req)
 {
@@ -625,7 +631,9 @@ req_join(struct req *req)
 			return REQ_DELIVER;
 		if (req->hand_kind == HAND_PASS)
 			return REQ_PASS;
-		to_variant(req, req->hand_vary);
+		/* Its key varies: on to its own variant. */
+		vary_variant(req->key, req->hand_vary,
+		    evhttp_request_get_input_headers(req->ev));
 		req->hand_vary = NULL;
 	}
 	req->t_join_us = util_mono_us();

@@ -47,7 +47,9 @@
 	X(lock_wait_ms,		"total ms those requests waited")	\
 	X(lock_wait_timeouts,	"waits that reached lock_wait")	\
 	X(peer_streams,		"responses streamed from a sibling worker's fetch")	\
-	X(peer_fallbacks,	"asks of a sibling worker that got no stream")
+	X(peer_fallbacks,	"asks of a sibling worker that got no stream")	\
+	X(stream_detached,	"streamed clients that fell behind the others: fed from the body kept")	\
+	X(stream_cut_slow,	"streamed clients that fell behind with no body kept: cut")
 
 struct stats_counters {
 #define STATS_MEMBER(name, doc)	uint64_t name;
