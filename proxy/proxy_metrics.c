@@ -102,6 +102,12 @@ static const struct counter_row counter_rows[] = {
 	  FIELD(peer_streams), NO_FIELD },
 	{ "corral_peer_streams_total", NULL, "result", "none",
 	  FIELD(peer_fallbacks), NO_FIELD },
+	{ "corral_stream_laggards_total", "Streamed clients that fell behind "
+	  "the others: detached (fed from the body kept, at their own pace) "
+	  "or cut (no body kept).", "result", "detached",
+	  FIELD(stream_detached), NO_FIELD },
+	{ "corral_stream_laggards_total", NULL, "result", "cut",
+	  FIELD(stream_cut_slow), NO_FIELD },
 };
 
 /* A per-route histogram family. */

@@ -44,6 +44,7 @@ FAMILIES = {
     "corral_lock_wait_timeouts_total": "counter",
     "corral_backoff_skips_total": "counter",
     "corral_peer_streams_total": "counter",
+    "corral_stream_laggards_total": "counter",
     "corral_upstream_duration_seconds": "histogram",
     "corral_lock_wait_seconds": "histogram",
     "corral_redis_up": "gauge",
