@@ -32,7 +32,10 @@
  *
  * The lock protocol (scripts in cache_script.c, run with EVALSHA):
  *   acquire  atomically: if the entry changed from the generation the
- *            caller saw, return it; else SET lock token NX PX ttl.
+ *            caller saw, return it; else SET lock token NX PX ttl. One
+ *            that Redis runs after its caller stopped waiting (a timeout,
+ *            a cancel) and that took the lock releases it at once: no
+ *            lock bars the key with no fetch behind it.
  *   renew    PEXPIRE the lock only if it still holds our token.
  *   store    write the entry only if the lock still holds our token (a
  *            fetch that lost its lock never overwrites a newer entry),

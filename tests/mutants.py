@@ -307,6 +307,12 @@ MUTANTS = [
            "\tif (0 && !from_sibling(px, ev)) {",
            ["a_peer_socket_answers_no_process_but_a_sibling_worker"],
            "any process on the host can read a response in flight"),
+    # -- late replies, hit-for-miss, the shared near cache's lock ------------------
+    Mutant("late_acquire_keeps_its_lock", "cache/cache_store.c",
+           "if (!op->finished || op->script != SCRIPT_ACQUIRE ||",
+           "if (1 || op->script != SCRIPT_ACQUIRE ||",
+           ["redis_stall_past_lock_ttl_leaves_no_lock_behind"],
+           "a lock taken by an acquire given up on bars the key for lock_ttl"),
 ]
 
 
