@@ -178,6 +178,11 @@ struct release_args {
 struct cache_op	*lock_release(struct cache *c, const char *key,
 		    const char *token, const struct release_args *ra,
 		    fence_cb *cb, void *arg);
+/* A response of key's was shareable after all: its hit-for-miss ends,
+ * and acquire answers as usual again (FENCE_LOST: there was none). cb may
+ * be NULL. */
+struct cache_op	*lock_unpass(struct cache *c, const char *key, fence_cb *cb,
+		    void *arg);
 /* Deletes key's entry and its variants, and tells every process (the
  * purge callback) to drop its copies. cb may be NULL. */
 struct cache_op	*cache_invalidate(struct cache *c, const char *key,

@@ -1,7 +1,8 @@
 /*
- * The entries and their lock: lookup, acquire, renew, store and release
- * (the lock protocol of cache.h), each one op whose reply this file reads.
- * An acquire answered busy makes this process watch the key's fill.
+ * The entries and their lock: lookup, acquire, renew, store, release and
+ * the end of a hit-for-miss (the lock protocol of cache.h), each one op
+ * whose reply this file reads. An acquire answered busy makes this
+ * process watch the key's fill; one answered too late lets its lock go.
  *
  * Calls: cache_watch.c (watch_add, watch_drop), cache_script.c,
  * cache_op.c, cache_entry.c. Called from outside cache/ only.
@@ -335,4 +336,20 @@ lock_release(struct cache *c, const char *key, const char *token,
 		return NULL;
 	op->cb.fence = cb;
 	return op_start(op, release_setup(op, key, token, ra) == -1);
+}
+
+struct cache_op *
+lock_unpass(struct cache *c, const char *key, fence_cb *cb, void *arg)
+{
+	char hfm[REDIS_KEY_MAX];
+	struct cache_op *op;
+	int failed = 0;
+
+	if ((op = op_new(c, key, op_fence_reply, arg)) == NULL)
+		return NULL;
+	op->cb.fence = cb;
+	op_key_name(hfm, sizeof(hfm), c, key, "hfm");
+	failed |= op_argstr(op, "DEL");
+	failed |= op_argstr(op, hfm);
+	return op_start(op, failed);
 }

@@ -313,6 +313,15 @@ MUTANTS = [
            "if (1 || op->script != SCRIPT_ACQUIRE ||",
            ["redis_stall_past_lock_ttl_leaves_no_lock_behind"],
            "a lock taken by an acquire given up on bars the key for lock_ttl"),
+    Mutant("hit_for_miss_outlives_a_shareable_answer", "proxy/proxy_req.c",
+           "(void)lock_unpass(req->px->cache, req->key, NULL, NULL);", "",
+           ["a_shareable_answer_ends_hit_for_miss"],
+           "one per-user answer sends every request upstream for hit_for_miss"),
+    Mutant("passed_get_invalidates", "proxy/proxy_req.c",
+           "\tif (forward_unsafe(evhttp_request_get_command(req->ev))) {",
+           "\tif (1) {",
+           ["an_uncacheable_key_skips_the_lock_fleet_wide"],
+           "every GET passed upstream drops its key's entry fleet-wide"),
 ]
 
 
