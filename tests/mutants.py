@@ -322,6 +322,15 @@ MUTANTS = [
            "\tif (1) {",
            ["an_uncacheable_key_skips_the_lock_fleet_wide"],
            "every GET passed upstream drops its key's entry fleet-wide"),
+    Mutant("shared_cache_lock_waits_unbounded", "cache/cache_l2.c",
+           "#define L2_LOCK_WAIT_US\t\t1000\t", "#define L2_LOCK_WAIT_US\t\t60000000\t",
+           ["test_l2"],
+           "a worker stalled inside the shared near cache's lock stalls every worker"),
+    Mutant("shared_cache_busy_drop_forgotten", "cache/cache_l2.c",
+           "\t\t\tatomic_store(&sh->reset_due, 1);",
+           "\t\t\tatomic_store(&sh->reset_due, 0);",
+           ["test_l2"],
+           "a purge made while the lock is busy leaves the purged copy served"),
 ]
 
 
