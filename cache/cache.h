@@ -32,7 +32,10 @@
  *
  * The lock protocol (scripts in cache_script.c, run with EVALSHA):
  *   acquire  atomically: if the entry changed from the generation the
- *            caller saw, return it; else SET lock token NX PX ttl.
+ *            caller saw, return it; else SET lock token NX PX ttl. One
+ *            that Redis runs after its caller stopped waiting (a timeout,
+ *            a cancel) and that took the lock releases it at once: no
+ *            lock bars the key with no fetch behind it.
  *   renew    PEXPIRE the lock only if it still holds our token.
  *   store    write the entry only if the lock still holds our token (a
  *            fetch that lost its lock never overwrites a newer entry),
@@ -175,6 +178,11 @@ struct release_args {
 struct cache_op	*lock_release(struct cache *c, const char *key,
 		    const char *token, const struct release_args *ra,
 		    fence_cb *cb, void *arg);
+/* A response of key's was shareable after all: its hit-for-miss ends,
+ * and acquire answers as usual again (FENCE_LOST: there was none). cb may
+ * be NULL. */
+struct cache_op	*lock_unpass(struct cache *c, const char *key, fence_cb *cb,
+		    void *arg);
 /* Deletes key's entry and its variants, and tells every process (the
  * purge callback) to drop its copies. cb may be NULL. */
 struct cache_op	*cache_invalidate(struct cache *c, const char *key,

@@ -123,10 +123,12 @@ struct cache_op {
 	char			**args;
 	size_t			*arglens;
 	/* Its maker's own; the transport never reads them. The cache key
-	 * (acquire: whose fill to wait for when busy, with the lock's PX;
-	 * invalidate: whose variants; a watch's check), and an
-	 * invalidation's set reads and softness. */
+	 * (acquire: whose fill to wait for when busy, with the lock's PX
+	 * and the token, to let go a lock taken too late; invalidate: whose
+	 * variants; a watch's check), and an invalidation's set reads and
+	 * softness. */
 	char			*key;
+	char			*token;
 	int64_t			 px_ms;
 	int			 rounds;
 	int			 soft;

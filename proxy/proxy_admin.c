@@ -97,10 +97,11 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	    ", \"bytes\": %" PRId64 ", \"entries\": %" PRId64
 	    ", \"hits\": %" PRIu64 ", \"misses\": %" PRIu64
 	    ", \"stores\": %" PRIu64 ", \"evictions\": %" PRIu64
-	    ", \"drops\": %" PRIu64 ", \"resets\": %" PRIu64 "}, ",
+	    ", \"drops\": %" PRIu64 ", \"resets\": %" PRIu64
+	    ", \"lock_busy\": %" PRIu64 "}, ",
 	    fig->l2.max_bytes, fig->l2.bytes, fig->l2.entries, fig->l2.hits,
 	    fig->l2.misses, fig->l2.stores, fig->l2.evictions, fig->l2.drops,
-	    fig->l2.resets);
+	    fig->l2.resets, fig->l2.lock_busy);
 	evbuffer_add_printf(out, "\"redis\": {\"up\": %s, \"down_reason\": ",
 	    fig->redis_up == fig->workers ? "true" : "false");
 	json_string(out, fig->redis_down);

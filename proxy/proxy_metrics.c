@@ -365,6 +365,9 @@ near_cache_metrics(struct evbuffer *out, const struct proxy_figures *fig)
 	redis_counter(out, "corral_shared_cache_resets_total", "Times the "
 	    "shared near cache was emptied because a worker died while "
 	    "changing it.", fig->l2.resets);
+	redis_counter(out, "corral_shared_cache_lock_busy_total", "Lookups, "
+	    "writes and drops that did without the shared near cache because "
+	    "another worker held its lock too long.", fig->l2.lock_busy);
 }
 
 /* The per-route families: the counters, then the histograms. */
