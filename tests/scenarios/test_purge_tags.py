@@ -201,6 +201,22 @@ def hard_tag_purge_that_fails_half_way_is_finished_by_a_retry(env):
     expect_eq(tag_keys(redis, "r"), [], "the tag's keys left after the retry")
 
 
+@scenario
+def tag_sets_of_the_earlier_format_are_purged_too(env):
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}})
+    paths = [f"/old/{i}" for i in range(1200)]	# more than two batches
+    copy_entries(redis, corral, paths)
+    plain = f"{PREFIX}{{tag:old}}:keys"	# a plain set, as earlier versions kept
+    redis.cmd("SADD", plain, *[cache_key(p) for p in paths])
+    redis.cmd("PEXPIRE", plain, "3600000")
+    expect_eq(purge(corral, tag="old"), len(paths), "entries softened through the plain set")
+    expect_eq(purge(corral, tag="old", soft="0"), len(paths),
+              "entries deleted through the plain set")
+    expect_eq(redis.entry_keys(), [], "entries left")
+    expect_eq(tag_keys(redis, "old"), [], "the tag's sets left")
+
+
 PRUNE_STORES, PRUNE_SECONDS = 120, 6	# new keys filed under one tag, 1 s ttl each
 
 
