@@ -328,6 +328,10 @@ MUTANTS = [
            "#define TAG_PRUNE_MAX\t\t\"16\"", "#define TAG_PRUNE_MAX\t\t\"0\"",
            ["tag_sets_drop_members_whose_entries_expired"],
            "a tag's set keeps every key ever stored under it while the tag is in use"),
+    Mutant("purges_without_a_limit", "cache/cache_purge.c",
+           "\tif (c->npurges >= PURGES_MAX) {", "\tif (0 && c->npurges >= PURGES_MAX) {",
+           ["purges_past_the_limit_are_refused_with_retry_after"],
+           "purges pile up without bound: each holds its batch in memory"),
 ]
 
 

@@ -7,7 +7,7 @@ and each entry is refreshed once."""
 
 import threading
 
-from harness import HOST, PREFIX, SLOWNESS, cache_key, entry_key, expect, expect_eq, paced, scenario, wait_for
+from harness import HOST, PREFIX, SLOWNESS, Background, cache_key, entry_key, expect, expect_eq, paced, scenario, wait_for
 
 ENTRIES = 100
 REQUESTS = 500
@@ -278,3 +278,24 @@ def twenty_concurrent_prefix_purges_all_succeed_without_reconnecting(env):
               "entries deleted, summed over the purges (each counted once)")
     expect_eq(reconnects(corral), before, "Redis (connects, disconnects) across the purges")
     expect_eq(len(redis.entry_keys()), 0, "entries left")
+
+
+PURGES_MAX = 64	# purges one process runs at once (cache_purge.c)
+
+
+@scenario
+def purges_past_the_limit_are_refused_with_retry_after_and_the_others_finish(env):
+    redis, origin = env.redis(), env.origin()
+    proxy = env.redis_proxy(redis)
+    corral = env.corral(proxy, origin, wait_redis=True)
+    proxy.hold_replies_after(b"SCAN")	# every purge stays at its first batch
+    runs = [Background(corral.purge, prefix=f"{HOST}/lim/{j}/") for j in range(PURGES_MAX)]
+    wait_for(lambda: corral.log().count("purge prefix") == PURGES_MAX,
+             what=f"{PURGES_MAX} purges running")
+    r = corral.purge(prefix=f"{HOST}/lim/more/")
+    expect_eq((r.status, r.headers.get("Retry-After")), (503, "1"),
+              f"one purge more: {r.text!r}")
+    proxy.release()
+    expect_eq([run.result().status for run in runs], [200] * PURGES_MAX,
+              "the running purges, once Redis answers")
+    expect_eq(corral.purge(prefix=f"{HOST}/lim/more/").status, 200, "the refused one again")
