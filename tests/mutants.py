@@ -319,7 +319,7 @@ MUTANTS = [
            "\t\tif (pg->items[i].state != ITEM_WAITING)\n\t\t\tfailed |= op_argstr(op, pg->items[i].key);",
            ["hard_tag_purge_that_fails_half_way_is_finished_by_a_retry"],
            "a key whose invalidation failed leaves the tag: no retry reaches its entry"),
-    Mutant("tag_purge_ignores_a_left_snapshot", "cache/cache_script.c",
+    Mutant("tag_snapshot_dropped_after_a_batch", "cache/cache_script.c",
            "\t\"if redis.call('EXISTS', KEYS[2]) == 0 then\\n\"",
            "\t\"if redis.call('DEL', KEYS[2]) >= 0 then\\n\"",
            ["hard_tag_purge_that_fails_half_way_is_finished_by_a_retry"],
