@@ -128,6 +128,9 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	evbuffer_add_printf(out, ", \"upstream\": {\"too_many_headers\": %"
 	    PRIu64 ", \"bad_framing\": %" PRIu64 "}", fig->upstream.too_many_headers,
 	    fig->upstream.bad_framing);
+	evbuffer_add_printf(out, ", \"tags\": {\"largest_set\": %" PRId64
+	    ", \"pruned\": %" PRIu64 "}", cc->tag_set_largest,
+	    cc->tag_members_pruned);
 	evbuffer_add_printf(out, ", \"in_progress\": {\"requests\": %" PRId64
 	    ", \"flights\": %" PRId64 ", \"refreshes\": %" PRId64
 	    ", \"upstream_fetches\": %" PRId64 "}, ", fig->requests,

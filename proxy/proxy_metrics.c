@@ -417,6 +417,11 @@ redis_command_metrics(struct evbuffer *out, const struct proxy_figures *fig)
 	redis_counter(out, "corral_redis_purge_notifications_total",
 	    "Invalidations and purges heard from the fleet.",
 	    cc->purges_received);
+	gauge(out, "corral_tag_set_members_max", "Keys in the largest tag "
+	    "set a store met in the last minute or two.", cc->tag_set_largest);
+	redis_counter(out, "corral_tag_members_pruned_total", "Keys dropped "
+	    "from tag sets because their entries were gone.",
+	    cc->tag_members_pruned);
 }
 
 /* The Redis deployment: cluster redirects, slot maps, mode and nodes. */

@@ -373,6 +373,31 @@ MUTANTS = [
            "\t\t\tatomic_store(&sh->reset_due, 0);",
            ["test_l2"],
            "a purge made while the lock is busy leaves the purged copy served"),
+
+    # -- purges of many keys and tag sets (cache/cache_purge.c, cache_tag.c) ----
+    Mutant("purge_counts_keys_tried", "cache/cache_purge.c",
+           "\t\tif (r == FENCE_OK)\n\t\t\tpg->purged++;",
+           "\t\tpg->purged++;",
+           ["twenty_concurrent_prefix_purges_all_succeed_without_reconnecting"],
+           "a purge answers with the keys it tried, twice for a key two purges reach"),
+    Mutant("tag_purge_drops_failed_keys", "cache/cache_tag.c",
+           "\t\tif (pg->items[i].state == ITEM_DONE)\n\t\t\tfailed |= op_argstr(op, pg->items[i].key);",
+           "\t\tif (pg->items[i].state != ITEM_WAITING)\n\t\t\tfailed |= op_argstr(op, pg->items[i].key);",
+           ["hard_tag_purge_that_fails_half_way_is_finished_by_a_retry"],
+           "a key whose invalidation failed leaves the tag: no retry reaches its entry"),
+    Mutant("tag_snapshot_dropped_after_a_batch", "cache/cache_script.c",
+           "\t\"if redis.call('EXISTS', KEYS[2]) == 0 then\\n\"",
+           "\t\"if redis.call('DEL', KEYS[2]) >= 0 then\\n\"",
+           ["hard_tag_purge_that_fails_half_way_is_finished_by_a_retry"],
+           "the snapshot goes after one batch: the rest of the tag is never purged"),
+    Mutant("tag_store_never_prunes", "cache/cache_tag.c",
+           "#define TAG_PRUNE_MAX\t\t\"16\"", "#define TAG_PRUNE_MAX\t\t\"0\"",
+           ["tag_sets_drop_members_whose_entries_expired"],
+           "a tag's set keeps every key ever stored under it while the tag is in use"),
+    Mutant("purges_without_a_limit", "cache/cache_purge.c",
+           "\tif (c->npurges >= PURGES_MAX) {", "\tif (0 && c->npurges >= PURGES_MAX) {",
+           ["purges_past_the_limit_are_refused_with_retry_after"],
+           "purges pile up without bound: each holds its batch in memory"),
 ]
 
 

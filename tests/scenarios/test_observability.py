@@ -56,6 +56,8 @@ FAMILIES = {
     "corral_upstream_rejected_total": "counter",
     "corral_redis_fill_notifications_total": "counter",
     "corral_redis_command_duration_seconds": "histogram",
+    "corral_tag_set_members_max": "gauge",
+    "corral_tag_members_pruned_total": "counter",
 }
 
 # One access-log line: the combined log format, then Corral's fields.
