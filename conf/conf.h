@@ -129,6 +129,10 @@ struct conf {
 
 	int		 nroutes;
 	struct conf_route routes[CONF_ROUTES_MAX];
+
+	/* Not a key: after a reload, the restart-only keys whose value in
+	 * the file is not the running one (proxy_life.c names the bits). */
+	uint32_t	 restart_pending;
 };
 
 /* Fills c with every default and no routes. */

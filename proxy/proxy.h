@@ -159,8 +159,19 @@ void	proxy_drain(struct proxy *px);
  * (listeners, [redis]) keep their running values. 0 or -1. */
 int	proxy_reload(struct proxy *px, struct conf **confp, const char *path);
 /* Loads path for a reload: the new configuration, or NULL with every
- * error logged. */
-struct conf *proxy_conf_load(const char *path);
+ * error logged. Keys that need a restart keep their values in running,
+ * and those the file changed are pending (logged unless quiet). */
+struct conf *proxy_conf_load(const char *path, const struct conf *running,
+	    int quiet);
+/* The names ("server.listen", "redis.prefix") of the keys whose change in
+ * the file waits for a restart; their number. */
+#define RESTART_KEYS_MAX	32
+int	proxy_restart_pending(const struct conf *c,
+	    const char *names[RESTART_KEYS_MAX]);
+/* The same names as one line, ", " between them ("" when none). */
+#define RESTART_TEXT_MAX	512
+void	proxy_restart_pending_text(const struct conf *c, char *out,
+	    size_t outlen);
 
 /* proxy_http.c: the public, admin and peer listeners, and the door and
  * pump of their connections. */

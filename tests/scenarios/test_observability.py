@@ -25,6 +25,7 @@ FAMILIES = {
     "corral_build_info": "gauge",
     "corral_start_time_seconds": "gauge",
     "corral_connections": "gauge",
+    "corral_restart_pending": "gauge",
     "corral_requests_in_progress": "gauge",
     "corral_flights": "gauge",
     "corral_refreshes_in_progress": "gauge",
