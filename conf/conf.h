@@ -94,6 +94,7 @@ struct conf {
 	int64_t		 max_body_bytes;
 	int64_t		 client_timeout_ms;
 	int		 max_connections;
+	int		 admin_max_connections;	/* each worker's admin listener */
 	int		 workers;		/* 0: one per core */
 	int64_t		 l1_max_bytes;
 	int64_t		 l2_max_bytes;

@@ -66,6 +66,8 @@ struct worker_slot {
 	int			 redis_up;
 	char			 redis_down[CACHE_REASON_MAX];	/* why not */
 	int64_t			 connections;
+	int64_t			 admin_connections;
+	uint64_t		 admin_refused;	/* over admin_max_connections */
 	int64_t			 requests;	/* in progress */
 	int64_t			 flights;
 	int64_t			 refreshes;
@@ -85,6 +87,8 @@ struct proxy_figures {
 	int			 redis_up;	/* workers whose Redis is up */
 	char			 redis_down[CACHE_REASON_MAX];	/* a down one's reason */
 	int64_t			 connections;
+	int64_t			 admin_connections;
+	uint64_t		 admin_refused;
 	int64_t			 requests;
 	int64_t			 flights;
 	int64_t			 refreshes;
@@ -116,6 +120,9 @@ struct proxy {
 	int64_t			 accept_logged_ms;
 	struct event		*accept_ev;	/* ends a backoff */
 	struct evhttp		*admin;		/* stats and control */
+	int			 admin_conns;	/* open on it, accept to close */
+	int			 admin_unlogged; /* refusals not yet logged */
+	int64_t			 admin_logged_ms;
 	struct dict		*flights;	/* key -> struct flight */
 	struct dict		*refreshes;	/* key -> struct refresh (locked) */
 	TAILQ_HEAD(, req)	 reqs;		/* every live request */

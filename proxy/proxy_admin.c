@@ -111,6 +111,9 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	    fig->connections, fig->l1_bytes, fig->l1_entries,
 	    fig->l1_rejected);
 	pending_json(px->conf, out);
+	evbuffer_add_printf(out, "\"admin\": {\"connections\": %" PRId64
+	    ", \"refused\": %" PRIu64 "}, ", fig->admin_connections,
+	    fig->admin_refused);
 	evbuffer_add_printf(out, "\"shared_cache\": {\"max_bytes\": %" PRId64
 	    ", \"bytes\": %" PRId64 ", \"entries\": %" PRId64
 	    ", \"hits\": %" PRIu64 ", \"misses\": %" PRIu64

@@ -334,6 +334,11 @@ process_metrics(struct evbuffer *out, const struct proxy *px,
 	    proxy_restart_pending(px->conf, names));
 	gauge(out, "corral_connections", "Client connections open on the "
 	    "public listener.", (double)fig->connections);
+	gauge(out, "corral_admin_connections", "Connections open on the admin "
+	    "listener.", (double)fig->admin_connections);
+	redis_counter(out, "corral_admin_connections_refused_total", "Admin "
+	    "connections turned away with a 503 at admin_max_connections.",
+	    fig->admin_refused);
 	gauge(out, "corral_requests_in_progress", "Client requests not yet "
 	    "answered.", (double)fig->requests);
 	gauge(out, "corral_flights", "Keys the workers are looking up, "

@@ -25,6 +25,8 @@ FAMILIES = {
     "corral_build_info": "gauge",
     "corral_start_time_seconds": "gauge",
     "corral_connections": "gauge",
+    "corral_admin_connections": "gauge",
+    "corral_admin_connections_refused_total": "counter",
     "corral_restart_pending": "gauge",
     "corral_requests_in_progress": "gauge",
     "corral_flights": "gauge",
