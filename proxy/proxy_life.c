@@ -265,12 +265,9 @@ keep_running(struct conf *new, const struct conf *running, int quiet)
 	new->restart_pending = changed;
 	if (quiet || changed == 0)
 		return;
-	for (int k = 0; k < RK_COUNT; k++)
-		if (changed & (1u << k))
-			log_warn("reload: %s changed; the running value stays "
-			    "until a restart", restart_names[k]);
 	proxy_restart_pending_text(new, list, sizeof(list));
-	log_warn("reload: restart pending: %s", list);
+	log_warn("reload: restart pending: %s (changed in the file; the "
+	    "running values stay until a restart)", list);
 }
 
 /* Per-route figures follow their route's prefix across a reload. */
