@@ -57,6 +57,23 @@ scope_json(const struct stats_scope *sc, struct evbuffer *out)
 	evbuffer_add(out, "}", 1);
 }
 
+/* "restart_pending": the keys whose change in the file waits for a
+ * restart, as ["server.listen", "redis.prefix"]. */
+static void
+pending_json(const struct conf *c, struct evbuffer *out)
+{
+	const char *names[RESTART_KEYS_MAX];
+	int n = proxy_restart_pending(c, names);
+
+	evbuffer_add_printf(out, "\"restart_pending\": [");
+	for (int i = 0; i < n; i++) {
+		if (i > 0)
+			evbuffer_add(out, ", ", 2);
+		json_string(out, names[i]);
+	}
+	evbuffer_add_printf(out, "], ");
+}
+
 /* "ok redis=up mode=cluster 127.0.0.1:7000=up 127.0.0.1:7001=down ...",
  * with "redis=down (why)" when it is down. */
 static void
@@ -93,6 +110,10 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	    (util_now_ms() - px->started_ms) / 1000, fig->workers,
 	    fig->connections, fig->l1_bytes, fig->l1_entries,
 	    fig->l1_rejected);
+	pending_json(px->conf, out);
+	evbuffer_add_printf(out, "\"admin\": {\"connections\": %" PRId64
+	    ", \"refused\": %" PRIu64 "}, ", fig->admin_connections,
+	    fig->admin_refused);
 	evbuffer_add_printf(out, "\"shared_cache\": {\"max_bytes\": %" PRId64
 	    ", \"bytes\": %" PRId64 ", \"entries\": %" PRId64
 	    ", \"hits\": %" PRIu64 ", \"misses\": %" PRIu64

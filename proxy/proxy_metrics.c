@@ -318,6 +318,8 @@ static void
 process_metrics(struct evbuffer *out, const struct proxy *px,
     const struct proxy_figures *fig)
 {
+	const char *names[RESTART_KEYS_MAX];
+
 	family(out, "corral_build_info", "gauge",
 	    "Always 1; the version is a label.");
 	evbuffer_add_printf(out, "corral_build_info{version=");
@@ -327,8 +329,16 @@ process_metrics(struct evbuffer *out, const struct proxy *px,
 	    "in seconds since the epoch.", (double)px->started_ms / MS_PER_S);
 	gauge(out, "corral_workers", "Worker processes serving requests.",
 	    fig->workers);
+	gauge(out, "corral_restart_pending", "Configuration keys changed in "
+	    "the file that keep their running values until a restart.",
+	    proxy_restart_pending(px->conf, names));
 	gauge(out, "corral_connections", "Client connections open on the "
 	    "public listener.", (double)fig->connections);
+	gauge(out, "corral_admin_connections", "Connections open on the admin "
+	    "listener.", (double)fig->admin_connections);
+	redis_counter(out, "corral_admin_connections_refused_total", "Admin "
+	    "connections turned away with a 503 at admin_max_connections.",
+	    fig->admin_refused);
 	gauge(out, "corral_requests_in_progress", "Client requests not yet "
 	    "answered.", (double)fig->requests);
 	gauge(out, "corral_flights", "Keys the workers are looking up, "
@@ -567,6 +577,12 @@ metrics_table(struct proxy *px, struct evbuffer *out)
 	    cc->timeouts, hist_quantile(&cc->command_duration, 0.99) * MS_PER_S);
 	if (fig->redis_down[0] != '\0')
 		evbuffer_add_printf(out, "redis down: %s\n", fig->redis_down);
+	if (px->conf->restart_pending != 0) {
+		char list[RESTART_TEXT_MAX];
+
+		proxy_restart_pending_text(px->conf, list, sizeof(list));
+		evbuffer_add_printf(out, "restart pending: %s\n", list);
+	}
 	evbuffer_add(out, "\n", 1);
 	evbuffer_add_printf(out, "%-*s %9s %6s %8s %7s %7s %9s %7s %6s %9s %7s"
 	    " %8s %8s %8s\n", width, "route", "requests", "hit%", "hit",

@@ -398,6 +398,35 @@ MUTANTS = [
            "\tif (c->npurges >= PURGES_MAX) {", "\tif (0 && c->npurges >= PURGES_MAX) {",
            ["purges_past_the_limit_are_refused_with_retry_after"],
            "purges pile up without bound: each holds its batch in memory"),
+
+    # -- reload and respawn; the admin listener's cap (proxy_life.c, main.c, proxy_http.c) --
+    Mutant("reload_takes_restart_only_keys", "proxy/proxy_life.c",
+           "\t\tif (changed & (1u << f->key))\n\t\t\tmemcpy(",
+           "\t\tif (0 && (changed & (1u << f->key)))\n\t\t\tmemcpy(",
+           ["a_worker_respawned_after_a_reload_runs_what_the_instance_runs"],
+           "a worker started after a crash listens on the file's new port and "
+           "writes under its new prefix"),
+    Mutant("master_keeps_the_old_configuration", "proxy/main.c",
+           "\t\t\tfree(conf);\n\t\t\tconf = new;",
+           "\t\t\tfree(new);",
+           ["a_worker_respawned_after_a_reload_runs_what_the_instance_runs"],
+           "a worker started after a crash loses the reload's routes and TTLs"),
+    Mutant("restart_pending_never_clears", "proxy/proxy_life.c",
+           "\tnew->restart_pending = changed;",
+           "\tnew->restart_pending = changed | running->restart_pending;",
+           ["restart_pending_clears_when_the_file_goes_back"],
+           "restart_pending still lists a key the file has put back"),
+    Mutant("admin_connections_uncapped", "proxy/proxy_http.c",
+           "\tif (px->admin_conns >= px->conf->admin_max_connections) {",
+           "\tif (0) {",
+           ["idle_admin_connections_are_capped_and_never_starve_the_public_port"],
+           "idle admin connections take every descriptor; the public port starves"),
+    Mutant("admin_turned_away_left_open", "proxy/proxy_http.c",
+           "\tbufferevent_trigger_event(c->bev, BEV_EVENT_READING | BEV_EVENT_EOF,\n"
+           "\t    BEV_TRIG_DEFER_CALLBACKS);\n",
+           "",
+           ["idle_admin_connections_are_capped_and_never_starve_the_public_port"],
+           "an admin connection past the cap is answered but keeps its descriptor"),
 ]
 
 
