@@ -8,8 +8,9 @@
  * (cache_watch.c). The table's news reaches the layers through the hooks
  * set here.
  *
- * Calls: cache_watch.c, cache_script.c, cache_op.c, cache_route.c. The
- * operations themselves are in cache_store.c and cache_purge.c.
+ * Calls: cache_watch.c, cache_script.c, cache_op.c, cache_route.c,
+ * cache_purge.c, cache_tag.c. The operations themselves are in
+ * cache_store.c, cache_purge.c and cache_tag.c.
  */
 
 #include "cache/cache_int.h"
@@ -86,6 +87,7 @@ cache_new(struct event_base *base, const struct conf *conf,
 	c->timeout_ms = conf->redis_timeout_ms;
 	c->on_fill = on_fill;
 	c->fill_arg = arg;
+	TAILQ_INIT(&c->purges);
 	if (watch_init(c) == -1 || op_park_init(c) == -1 ||
 	    (c->rt = route_new(base, conf, &hooks, c, &c->counters)) == NULL)
 		goto fail;
@@ -110,6 +112,7 @@ cache_free(struct cache **cp)
 	/* Ops in flight get their NULL replies here and free themselves. */
 	route_free(&c->rt);
 	op_park_free(c);
+	purge_free_all(c);
 	watch_free_all(c);
 	c->magic = 0;
 	free(c);
@@ -146,6 +149,7 @@ const struct cache_counters *
 cache_counters(struct cache *c)
 {
 	route_node_states(c->rt, &c->counters);
+	tag_figures(c);
 	return &c->counters;
 }
 
@@ -163,6 +167,9 @@ cache_counters_add(struct cache_counters *dst, const struct cache_counters *src)
 	dst->moved += src->moved;
 	dst->ask += src->ask;
 	dst->map_refreshes += src->map_refreshes;
+	dst->tag_members_pruned += src->tag_members_pruned;
+	if (src->tag_set_largest > dst->tag_set_largest)
+		dst->tag_set_largest = src->tag_set_largest;
 	hist_merge(&dst->command_duration, &src->command_duration);
 	for (int i = 0; i < src->nnodes; i++) {
 		const struct cache_node_state *s = &src->nodes[i];

@@ -10,7 +10,8 @@
  *
  *	cache.c		   the life cycle; the routing table's hooks
  *	cache_store.c	   lookup, acquire, renew, store, release
- *	cache_purge.c	   invalidate, soften, tags, purges by prefix and tag
+ *	cache_purge.c	   invalidate, soften; purges of many keys, by prefix
+ *	cache_tag.c	   tags: their sets of keys, purges by tag
  *	cache_watch.c	   fill watches and the purge subscription
  *	cache_op.c	   the transport: send, redirect, park, time out
  *	cache_script.c	   the Lua scripts and their loading
@@ -47,6 +48,7 @@ enum script_id {
 	SCRIPT_INVALIDATE,
 	SCRIPT_SOFTEN,
 	SCRIPT_TAG,
+	SCRIPT_TAG_TAKE,
 	SCRIPT_COUNT,
 	SCRIPT_NONE = SCRIPT_COUNT	/* a plain command */
 };
@@ -54,6 +56,7 @@ enum script_id {
 struct dict;
 struct watch;
 struct cache_op;
+struct purge;
 
 struct cache {
 	uint32_t		 magic;
@@ -70,6 +73,12 @@ struct cache {
 	TAILQ_HEAD(, cache_op)	 parked;	/* waiting for their node */
 	struct event		*park_ev;
 	unsigned		 park_round;	/* on_park_retry's runs */
+
+	TAILQ_HEAD(, purge)	 purges;	/* running, in turn order */
+	int			 npurges;
+	int			 purge_inflight; /* their keys being invalidated */
+	int64_t			 tag_window_ms;	/* when the current window began */
+	int64_t			 tag_largest[2]; /* this window's and the last's */
 
 	cache_fill_cb		*on_fill;
 	cache_purge_cb		*on_purge;
@@ -123,13 +132,65 @@ struct cache_op {
 	char			**args;
 	size_t			*arglens;
 	/* Its maker's own; the transport never reads them. The cache key
-	 * (acquire: whose fill to wait for when busy, with the lock's PX;
-	 * invalidate: whose variants; a watch's check), and an
-	 * invalidation's set reads and softness. */
+	 * (acquire: whose fill to wait for when busy, with the lock's PX
+	 * and the token, to let go a lock taken too late; invalidate: whose
+	 * variants; a watch's check), and an invalidation's set reads and
+	 * softness. */
 	char			*key;
+	char			*token;
 	int64_t			 px_ms;
 	int			 rounds;
 	int			 soft;
+};
+
+/*
+ * A purge of many keys, by prefix or by tag: its lister names the keys a
+ * batch at a time, the runner (cache_purge.c) invalidates each batch's
+ * keys, every running purge taking turns within PURGE_INFLIGHT_MAX keys in
+ * flight, and asks the lister for the next batch only once the last one
+ * is done (or failed: then the purge ends, unanswered keys left for a
+ * retry). It owns itself and reports once, never from inside the call
+ * that started it.
+ */
+enum item_state { ITEM_WAITING, ITEM_SENT, ITEM_DONE, ITEM_FAILED };
+
+struct purge_item {
+	struct purge		*pg;
+	char			*key;
+	enum item_state		 state;
+};
+
+/* Sends the command for pg's next batch; pg's items are still the last
+ * batch's, each DONE, FAILED or never sent (pg->failed). 1 sent, 0 the
+ * purge is over, -1 it could not go. */
+typedef int purge_list_fn(struct purge *pg);
+
+struct purge {
+	uint32_t		 magic;
+	struct cache		*cache;
+	TAILQ_ENTRY(purge)	 link;
+	purge_list_fn		*list;
+	int			 soft;		/* mark stale instead of deleting */
+	int			 failed;
+	int			 last;		/* the lister has named every key */
+	int			 listing;	/* its command is in flight */
+	int64_t			 purged;	/* keys whose entries changed */
+	struct purge_item	*items;		/* the batch */
+	int			 nitems;
+	int			 cap;
+	int			 sent;		/* items[0..sent) went out */
+	int			 inflight;
+	/* The lister's: what it looks for (a SCAN pattern, a tag), where it
+	 * is (a node, a set), its cursor, and a prefix purge's nodes. */
+	char			 what[REDIS_KEY_MAX * 2];
+	size_t			 head;
+	int			 at;
+	char			 cursor[24];
+	int			 snapped;
+	char			 nodes[CACHE_NODES_MAX][CACHE_NODE_NAME_MAX];
+	int			 nnodes;
+	purge_cb		*cb;
+	void			*arg;
 };
 
 /* ---- cache_op.c ---- */
@@ -162,6 +223,27 @@ void		 op_park_free(struct cache *c);
 void		 op_park_retry(struct cache *c);
 /* n is about to be freed: no parked op is sent there. */
 void		 op_node_gone(struct cache *c, struct node *n);
+
+/* ---- cache_purge.c ---- */
+
+/* A new purge that lists with list, not yet running; NULL on no memory. */
+struct purge	*purge_new(struct cache *c, int soft, purge_list_fn *list,
+		    purge_cb *cb, void *arg);
+/* Sends its first listing: PURGE_STARTED, or PURGE_DOWN (pg freed). */
+enum purge_start purge_run(struct purge *pg);
+/* The lister's reply names key (len bytes): one more of the batch. 0, or
+ * -1 on no memory. */
+int		 purge_add(struct purge *pg, const char *key, size_t len);
+/* The lister's reply is in: more 1 when batches follow, 0 when that was
+ * the last, -1 when it failed. */
+void		 purge_listed(struct purge *pg, int more);
+/* Frees every purge (the cache closes: nobody is told). */
+void		 purge_free_all(struct cache *c);
+
+/* ---- cache_tag.c ---- */
+
+/* Brings the figure of the largest tag set up to date. */
+void		 tag_figures(struct cache *c);
 
 /* ---- cache_script.c ---- */
 

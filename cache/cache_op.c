@@ -61,6 +61,7 @@ op_free(struct cache_op *op)
 	free(op->args);
 	free(op->arglens);
 	free(op->key);
+	free(op->token);
 	op->magic = 0;
 	free(op);
 }

@@ -88,7 +88,8 @@ enum type {
 	T_STRING,		/* char[size]; min..max is its length */
 	T_PREFIX,		/* T_STRING without '{', '}', space, control */
 	T_FIELDS,		/* T_STRING: field names, comma-separated */
-	T_HOSTS,		/* T_STRING: host[:port] names, comma-separated */
+	T_HOSTS,		/* T_STRING: host patterns, comma-separated */
+	T_AUTHORITY,		/* T_STRING: one host[:port], in normal form */
 	T_URL,			/* T_STRING: http(s)://host[:port][/path] */
 	T_STATUS_TTLS,		/* "404:30s,410:5m" into a conf_route */
 	T_CIDRS,		/* "10.0.0.0/8, ::1" into trusted_proxies */
@@ -134,11 +135,18 @@ static const struct key keys[] = {
 	  1 * MS_HOUR, IN_CONF(client_timeout_ms),
 	  "a client's silence: sending, idle, or taking a reply" },
 	{ "hosts", SECT_SERVER, T_HOSTS, "", 0, CONF_HOSTS_MAX - 1,
-	  IN_CONF(hosts), "Host names served; others get 421 (empty: any)" },
+	  IN_CONF(hosts), "Host names and ports served; others get 421" },
+	{ "canonical_host", SECT_SERVER, T_AUTHORITY, "", 0, HOST_TEXT_MAX - 1,
+	  IN_CONF(canonical_host),
+	  "X-Forwarded-Host without key_host (empty: first name in hosts)" },
 	{ "trusted_proxies", SECT_SERVER, T_CIDRS, "", 0, CONF_CIDRS_MAX,
-	  IN_CONF(trusted_proxies), "peers whose X-Forwarded-* are kept" },
+	  IN_CONF(trusted_proxies),
+	  "peers whose X-Forwarded-For, -Proto and Forwarded are kept" },
 	{ "max_connections", SECT_SERVER, T_INT, "10000", 1, 1000000,
 	  IN_CONF(max_connections), "client connections open at once" },
+	{ "admin_max_connections", SECT_SERVER, T_INT, "64", 1, 10000,
+	  IN_CONF(admin_max_connections),
+	  "admin listener connections; more get a 503" },
 	{ "shutdown_timeout", SECT_SERVER, T_DURATION, "10s", 0,
 	  10 * MS_MINUTE, IN_CONF(shutdown_timeout_ms),
 	  "on SIGTERM, finish requests for this long" },
@@ -230,7 +238,7 @@ static const struct key keys[] = {
 	  "Corral-Cache-Control", 0, CONF_FIELDS_MAX - 1, IN_ROUTE(targeted_cc),
 	  "fields meant for Corral, above CDN-Cache-Control (RFC 9213)" },
 	{ "key_host", SECT_ROUTE, T_BOOL, "off", 0, 1, IN_ROUTE(key_host),
-	  "key on the client's Host (and send it upstream)" },
+	  "key on the client's Host (else the origin never sees it)" },
 	{ "forward_targeted_cache_control", SECT_ROUTE, T_BOOL, "off", 0, 1,
 	  IN_ROUTE(forward_targeted_cc),
 	  "pass the targeted fields Corral read on to clients" },
@@ -411,6 +419,12 @@ set_fields(const struct key *k, char *field, const char *v, char *err,
 				return -1;
 			}
 		}
+		if (k->type == T_HOSTS && !host_pattern_valid(p, len)) {
+			snprintf(err, errlen, "\"%s\" is not a host pattern "
+			    "(name, *.name or *; then :port, :* or nothing)",
+			    show(p, len, shown));
+			return -1;
+		}
 		used += (size_t)snprintf(norm + used, sizeof(norm) - used,
 		    "%s%.*s", used > 0 ? ", " : "", (int)len, p);
 		if (used >= sizeof(norm))
@@ -418,6 +432,29 @@ set_fields(const struct key *k, char *field, const char *v, char *err,
 		p += len;
 	}
 	return set_string(k, field, norm, err, errlen);
+}
+
+/* One host[:port] (common/host.h), stored in normal form, or "". */
+static int
+set_authority(const struct key *k, char *field, const char *v, char *err,
+    size_t errlen)
+{
+	char shown[SHOW_BUF];
+	struct host h;
+
+	assert(k->size >= HOST_TEXT_MAX);
+	if (*v == '\0') {
+		field[0] = '\0';
+		return 0;
+	}
+	if (host_parse(v, strlen(v), &h) == -1) {
+		snprintf(err, errlen, "\"%s\" is not host[:port] (a name or "
+		    "[IPv6], then a port 1..65535 or nothing)",
+		    show(v, SIZE_MAX, shown));
+		return -1;
+	}
+	host_format(&h, field);
+	return 0;
 }
 
 static int
@@ -765,30 +802,46 @@ upstream_authority(struct conf *c)
 		c->upstream_authority[n - 4] = '\0';
 }
 
-int
-conf_host_allowed(const struct conf *c, const char *host)
+/*
+ * What routes without key_host send as X-Forwarded-Host: one name for
+ * every client, since their key has none (canonical_host, else the first
+ * pattern of hosts that names one host, else none).
+ */
+static void
+forwarded_host(struct conf *c)
 {
-	size_t hl = strlen(host), nport = hl;
-	const char *colon = strrchr(host, ':');
-
-	if (c->hosts[0] == '\0')
-		return 1;
-	if (colon != NULL && strchr(colon, ']') == NULL)
-		nport = (size_t)(colon - host);	/* host without its port */
+	c->forwarded_host[0] = '\0';
+	if (c->canonical_host[0] != '\0') {
+		snprintf(c->forwarded_host, sizeof(c->forwarded_host), "%s",
+		    c->canonical_host);
+		return;
+	}
 	for (const char *p = c->hosts; *p != '\0'; p += strspn(p, ", ")) {
 		size_t len = strcspn(p, ", ");
-		const char *name = p;
 
+		if (host_pattern_name(p, len, c->forwarded_host) == 0)
+			return;
 		p += len;
-		if (name[0] == '*' && name[1] == '.') {
-			/* "*.example.com": a subdomain, any port */
-			if (nport > len - 1 && strncasecmp(host + nport -
-			    (len - 1), name + 1, len - 1) == 0)
-				return 1;
-		} else if ((len == hl && strncasecmp(host, name, len) == 0) ||
-		    (len == nport && strncasecmp(host, name, len) == 0)) {
+	}
+}
+
+int
+conf_host_allowed(const struct conf *c, const char *host, int keyed)
+{
+	struct host h;
+
+	if (host[0] == '\0')
+		return c->hosts[0] == '\0';	/* RFC 9112 3.2: no authority */
+	if (host_parse(host, strlen(host), &h) == -1)
+		return 0;
+	if (c->hosts[0] == '\0')
+		return !keyed || host_pattern_match("*", 1, &h, c->listen_port);
+	for (const char *p = c->hosts; *p != '\0'; p += strspn(p, ", ")) {
+		size_t len = strcspn(p, ", ");
+
+		if (host_pattern_match(p, len, &h, c->listen_port))
 			return 1;
-		}
+		p += len;
 	}
 	return 0;
 }
@@ -830,7 +883,8 @@ static int
 may_be_empty(enum type type)
 {
 	return type == T_STRING || type == T_PREFIX || type == T_FIELDS ||
-	    type == T_HOSTS || type == T_STATUS_TTLS || type == T_CIDRS;
+	    type == T_HOSTS || type == T_STATUS_TTLS || type == T_CIDRS ||
+	    type == T_AUTHORITY;
 }
 
 static int
@@ -976,6 +1030,8 @@ set_value(const struct key *k, char *base, const char *v, char *err,
 	case T_FIELDS:
 	case T_HOSTS:
 		return set_fields(k, field, v, err, errlen);
+	case T_AUTHORITY:
+		return set_authority(k, field, v, err, errlen);
 	case T_URL:
 		return set_url(k, field, v, err, errlen);
 	case T_STATUS_TTLS:
@@ -1475,6 +1531,7 @@ conf_load(struct conf *c, const char *path, FILE *errs)
 	check_listeners(&ld);
 	check_redis(&ld);
 	upstream_authority(c);
+	forwarded_host(c);
 
 done:
 	fclose(ld.fp);
@@ -1528,6 +1585,9 @@ format_range(const struct key *k, char *out, size_t outlen)
 	case T_URL:
 		snprintf(out, outlen, "http(s)://host[:port][/path]");
 		break;
+	case T_AUTHORITY:
+		snprintf(out, outlen, "host[:port]");
+		break;
 	case T_STATUS_TTLS:
 		snprintf(out, outlen, "status:duration,...");
 		break;
@@ -1537,7 +1597,8 @@ format_range(const struct key *k, char *out, size_t outlen)
 	case T_FIELDS:
 	case T_HOSTS:
 		snprintf(out, outlen, "%s,... (%" PRId64 " chars)",
-		    k->type == T_FIELDS ? "Field-Name" : "host[:port]", k->max);
+		    k->type == T_FIELDS ? "Field-Name" : "[*.]host[:port|:*]",
+		    k->max);
 		break;
 	case T_STRING:
 	case T_PREFIX:

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/host.h"
 #include "common/log.h"
 
 #define CONF_ROUTES_MAX		64
@@ -94,6 +95,7 @@ struct conf {
 	int64_t		 max_body_bytes;
 	int64_t		 client_timeout_ms;
 	int		 max_connections;
+	int		 admin_max_connections;	/* each worker's admin listener */
 	int		 workers;		/* 0: one per core */
 	int64_t		 l1_max_bytes;
 	int64_t		 l2_max_bytes;
@@ -103,6 +105,10 @@ struct conf {
 	struct conf_cidr trusted_proxies[CONF_CIDRS_MAX];
 	int		 ntrusted_proxies;
 	char		 hosts[CONF_HOSTS_MAX];	/* allowed Host names, or "" */
+	char		 canonical_host[HOST_TEXT_MAX];	/* normal form, or "" */
+	/* X-Forwarded-Host of routes without key_host: canonical_host, else
+	 * the first name in hosts, else "" (none is sent). */
+	char		 forwarded_host[HOST_TEXT_MAX];
 
 	/* [redis] */
 	enum redis_mode	 redis_mode;
@@ -129,6 +135,10 @@ struct conf {
 
 	int		 nroutes;
 	struct conf_route routes[CONF_ROUTES_MAX];
+
+	/* Not a key: after a reload, the restart-only keys whose value in
+	 * the file is not the running one (proxy_life.c names the bits). */
+	uint32_t	 restart_pending;
 };
 
 /* Fills c with every default and no routes. */
@@ -147,10 +157,11 @@ int64_t	conf_status_ttl(const struct conf_route *r, int status);
 
 /* The route with the longest prefix of path, or NULL. */
 const struct conf_route *conf_route_match(const struct conf *c, const char *path);
-/* May a request name this Host? Any, when hosts is empty; else one of
- * its names (a name without a port allows every port; "*.example.com"
- * allows its subdomains). */
-int	conf_host_allowed(const struct conf *c, const char *host);
+/* May a request name this host (RFC 9110 7.2 host[:port])? When hosts
+ * is empty, any name: with any port, or for a key_host route (keyed) only
+ * with none, :80 or the listen port. Else one of its patterns must allow
+ * it (see common/host.h: a name without a port allows those three). */
+int	conf_host_allowed(const struct conf *c, const char *host, int keyed);
 /* Is addr (a numeric IPv4 or IPv6 address) in trusted_proxies? */
 int	conf_trusted_proxy(const struct conf *c, const char *addr);
 /* The index of the route with this prefix in c, or -1. */

@@ -14,6 +14,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "common/host.h"
 #include "conf/conf.h"
 #include "proxy/proxy_forward.h"
 #include "proxy/proxy_hdr.h"
@@ -30,6 +31,38 @@ forward_client(struct evhttp_request *ev)
 	return peer;
 }
 
+/*
+ * The host a request names: its absolute-form target's authority (RFC
+ * 9112 3.2.2: a Host that says otherwise is ignored), else its Host, in
+ * normal form (common/host.h), so that one name is one key and one Host
+ * upstream. Kept as given when it is not a host: then it is not served.
+ */
+static char *
+asked_host(struct evhttp_request *ev, const struct evhttp_uri *u)
+{
+	const char *uhost = u != NULL ? evhttp_uri_get_host(u) : NULL;
+	const char *host = evhttp_find_header(
+	    evhttp_request_get_input_headers(ev), "Host");
+	size_t len = strlen(uhost != NULL ? uhost : host != NULL ? host : "") +
+	    sizeof(":65535");
+	char *raw = malloc(len), *out;
+	struct host h;
+
+	if (raw == NULL)
+		return NULL;
+	if (uhost != NULL)
+		snprintf(raw, len, evhttp_uri_get_port(u) >= 0 ? "%s:%d" : "%s",
+		    uhost, evhttp_uri_get_port(u));
+	else
+		snprintf(raw, len, "%s", host != NULL ? host : "");
+	if (raw[0] == '\0' || host_parse(raw, strlen(raw), &h) == -1)
+		return raw;
+	if ((out = malloc(HOST_TEXT_MAX)) != NULL)
+		host_format(&h, out);
+	free(raw);
+	return out;
+}
+
 int
 forward_target(struct evhttp_request *ev, char **hostp, char **urip,
     const char **pathp, char **copyp)
@@ -37,26 +70,14 @@ forward_target(struct evhttp_request *ev, char **hostp, char **urip,
 	const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(ev);
 	const char *target = u != NULL ? evhttp_uri_get_path(u) : NULL;
 	const char *query = u != NULL ? evhttp_uri_get_query(u) : NULL;
-	const char *uhost = u != NULL ? evhttp_uri_get_host(u) : NULL;
-	const char *host = evhttp_find_header(
-	    evhttp_request_get_input_headers(ev), "Host");
 	size_t len;
 	int dots;
 
 	*copyp = NULL;
-	*hostp = *urip = NULL;
+	*urip = NULL;
 	if (target == NULL || target[0] == '\0')
 		target = "/";
-	if (uhost != NULL) {
-		/* RFC 9112 3.2.2: an absolute-form target names the host;
-		 * a Host header that says otherwise is ignored. */
-		len = strlen(uhost) + sizeof(":65535");
-		if ((*hostp = malloc(len)) != NULL)
-			snprintf(*hostp, len, evhttp_uri_get_port(u) >= 0 ?
-			    "%s:%d" : "%s", uhost, evhttp_uri_get_port(u));
-	} else {
-		*hostp = strdup(host != NULL ? host : "");
-	}
+	*hostp = asked_host(ev, u);
 	/* The path the origin resolves is the one routed, keyed and sent;
 	 * only a '.' or a %-escape (%2E) can make it another. */
 	dots = strpbrk(target, ".%") != NULL;
@@ -77,24 +98,30 @@ forward_target(struct evhttp_request *ev, char **hostp, char **urip,
 /*
  * Who asked. A client's own X-Forwarded-* and Forwarded are dropped, so
  * that it cannot speak for Corral; only a peer in trusted_proxies (a
- * proxy in front of Corral) has its values kept, with the peer appended
- * to its X-Forwarded-For.
+ * proxy in front of Corral) has its X-Forwarded-For (the peer appended),
+ * X-Forwarded-Proto and Forwarded kept. The origin hears of one host
+ * only, the one the key holds: with keyed (key_host), the asked host, as
+ * Host and X-Forwarded-Host; else the upstream's own Host and the
+ * configured name (forwarded_host) or none. No one's Host reaches the
+ * origin unless it is in the key, not even a trusted proxy's: what a
+ * shared fetch gets must not vary with what its key ignores.
  */
 void
 forward_headers(struct evhttp_request *ev, const struct conf *conf,
     const char *asked, int keyed, struct evkeyvalq *dst, int flags)
 {
 	struct evkeyvalq *in = evhttp_request_get_input_headers(ev);
-	char *peer = forward_client(ev);
+	char *peer = forward_client(ev), *fwd;
 	int trusted = peer != NULL && conf_trusted_proxy(conf, peer);
-	const char *host = NULL, *proto = NULL;
+	const char *name = keyed ? asked : conf->forwarded_host;
+	const char *proto = NULL;
 	const struct evkeyval *h;
 	struct evbuffer *xff;
 
-	hdr_copy(in, dst, flags | HDR_DROP_FORWARDED);
+	hdr_copy(in, dst, flags | HDR_DROP_HOST | HDR_DROP_FORWARDED);
 	/* Corral has the body already: libevent answered any 100-continue. */
 	evhttp_remove_header(dst, "Expect");
-	if ((flags & HDR_DROP_HOST) && keyed && asked[0] != '\0')
+	if (keyed && asked[0] != '\0')
 		evhttp_add_header(dst, "Host", asked);	/* it is keyed */
 	if ((xff = evbuffer_new()) == NULL)
 		return;
@@ -103,14 +130,14 @@ forward_headers(struct evhttp_request *ev, const struct conf *conf,
 			break;
 		if (strcasecmp(h->key, "X-Forwarded-For") == 0)
 			evbuffer_add_printf(xff, "%s, ", h->value);
-		else if (host == NULL &&
-		    strcasecmp(h->key, "X-Forwarded-Host") == 0)
-			host = h->value;
 		else if (proto == NULL &&
 		    strcasecmp(h->key, "X-Forwarded-Proto") == 0)
 			proto = h->value;
-		else if (strcasecmp(h->key, "Forwarded") == 0)
-			evhttp_add_header(dst, h->key, h->value);
+		else if (strcasecmp(h->key, "Forwarded") == 0 &&
+		    (fwd = hdr_forwarded_without(h->value, "host")) != NULL) {
+			evhttp_add_header(dst, h->key, fwd);
+			free(fwd);
+		}
 	}
 	if (peer != NULL) {
 		evbuffer_add_printf(xff, "%s", peer);
@@ -119,9 +146,8 @@ forward_headers(struct evhttp_request *ev, const struct conf *conf,
 		    (const char *)evbuffer_pullup(xff, -1));
 	}
 	evbuffer_free(xff);
-	if (host != NULL || asked[0] != '\0')
-		evhttp_add_header(dst, "X-Forwarded-Host",
-		    host != NULL ? host : asked);
+	if (name[0] != '\0')
+		evhttp_add_header(dst, "X-Forwarded-Host", name);
 	evhttp_add_header(dst, "X-Forwarded-Proto", proto != NULL ? proto :
 	    "http");
 }

@@ -16,15 +16,18 @@ struct conf;
 char	*forward_client(struct evhttp_request *ev);
 /*
  * The host and the target of ev as the origin resolves them: *hostp (the
- * absolute-form target's, else Host's), *urip (path[?query]), *pathp the
- * normalized path and *copyp what holds it, or NULL. The caller frees
- * *hostp, *urip and *copyp, also after -1 (no memory).
+ * absolute-form target's, else Host's, in normal form: common/host.h),
+ * *urip (path[?query]), *pathp the normalized path and *copyp what holds
+ * it, or NULL. The caller frees *hostp, *urip and *copyp, also after -1
+ * (no memory).
  */
 int	forward_target(struct evhttp_request *ev, char **hostp, char **urip,
 	    const char **pathp, char **copyp);
 /* Appends to dst what goes upstream for ev: its end-to-end headers less
- * those flags name, Host: asked if keyed (and HDR_DROP_HOST), and who
- * asked (X-Forwarded-*, kept from a trusted proxy only). */
+ * those flags name and its Host; Host: asked if keyed; and who asked
+ * (X-Forwarded-*, kept from a trusted proxy only), with X-Forwarded-Host
+ * asked if keyed, else conf's forwarded_host (if any), never the
+ * client's. */
 void	forward_headers(struct evhttp_request *ev, const struct conf *conf,
 	    const char *asked, int keyed, struct evkeyvalq *dst, int flags);
 

@@ -17,6 +17,8 @@
 #include <strings.h>
 #include <sys/types.h>
 
+#include "common/host.h"
+
 #define FRAME_MAGIC	0x46524d45u	/* "FRME" */
 #define BUF_INITIAL	512
 #define CHUNK_LINE_MAX	1024	/* a chunk-size line with its extensions */
@@ -259,6 +261,7 @@ static int
 check_target(struct frame *f, struct head *h, const char *t, size_t n)
 {
 	static const char *const schemes[] = { "http://", "https://" };
+	struct host parsed;
 
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)t[i];
@@ -286,7 +289,7 @@ check_target(struct frame *f, struct head *h, const char *t, size_t n)
 		    a[h->authority_len] != '/' && a[h->authority_len] != '?';
 		    h->authority_len++)
 			;
-		if (h->authority_len == 0 || memchr(a, '@', h->authority_len))
+		if (host_parse(a, h->authority_len, &parsed) == -1)
 			return reject(f, 400, "bad authority in the target");
 		return 0;
 	}
@@ -396,18 +399,16 @@ note_encoding(struct frame *f, struct head *h, const char *v, size_t vn)
 	return 0;
 }
 
-/* uri-host [ ":" port ]: no byte another server could read otherwise. */
+/* uri-host [ ":" port ] as common/host.h takes it, or empty (RFC 9112
+ * 3.2: a target without an authority): no byte another server could read
+ * otherwise, no empty port, no port that is not digits. */
 static int
 note_host(struct frame *f, struct head *h, const char *v, size_t vn)
 {
-	for (size_t i = 0; i < vn; i++) {
-		unsigned char c = (unsigned char)v[i];
+	struct host parsed;
 
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9') || (c != '\0' &&
-		    strchr("-._~:[]%!$&'()*+;=", c) != NULL)))
-			return reject(f, 400, "bad Host");
-	}
+	if (vn > 0 && host_parse(v, vn, &parsed) == -1)
+		return reject(f, 400, "bad Host");
 	h->hosts++;
 	h->host = v;
 	h->host_len = vn;

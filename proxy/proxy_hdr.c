@@ -7,6 +7,7 @@
 #include "proxy/proxy_hdr.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -124,6 +125,75 @@ hdr_copy(const struct evkeyvalq *src, struct evkeyvalq *dst, int flags)
 			continue;
 		evhttp_add_header(dst, h->key, h->value);
 	}
+}
+
+/* tchar (RFC 9110 5.6.2): how many of the bytes at p are one. */
+static size_t
+token_len(const char *p)
+{
+	size_t n = 0;
+
+	while (isalnum((unsigned char)p[n]) ||
+	    (p[n] != '\0' && strchr("!#$%&'*+-.^_`|~", p[n]) != NULL))
+		n++;
+	return n;
+}
+
+/* A forwarded-pair's value, token or quoted-string: its end, or NULL. */
+static const char *
+pair_value_end(const char *p)
+{
+	if (*p != '"')
+		return token_len(p) > 0 ? p + token_len(p) : NULL;
+	for (p++; *p != '"'; p++)
+		if (*p == '\0' || (*p == '\\' && *++p == '\0'))
+			return NULL;
+	return p + 1;
+}
+
+char *
+hdr_forwarded_without(const char *v, const char *param)
+{
+	size_t plen = strlen(param), cap = strlen(v) * 2 + 1;
+	char *out = malloc(cap), *o = out;
+	const char *p = v, *start, *end;
+	int pairs = 0;	/* pairs written to the current element */
+
+	if (out == NULL)
+		return NULL;
+	for (;;) {
+		p += strspn(p, " \t");
+		if (*p == ',')
+			pairs = 0;	/* the next element */
+		if (*p == ';' || *p == ',') {
+			p++;
+			continue;
+		}
+		if (*p == '\0')
+			break;
+		start = p;
+		p += token_len(p);
+		if (p == start || *p != '=' ||
+		    (end = pair_value_end(p + 1)) == NULL)
+			goto bad;
+		if ((size_t)(p - start) != plen ||
+		    strncasecmp(start, param, plen) != 0) {
+			if (o > out)
+				o += snprintf(o, 3, "%s", pairs > 0 ? ";" : ", ");
+			memcpy(o, start, (size_t)(end - start));
+			o += end - start;
+			pairs++;
+		}
+		p = end + strspn(end, " \t");
+		if (*p != '\0' && *p != ';' && *p != ',')
+			goto bad;
+	}
+	*o = '\0';
+	if (o > out)
+		return out;
+bad:
+	free(out);
+	return NULL;
 }
 
 int

@@ -28,6 +28,10 @@ int	hdr_is_hop_by_hop(const char *name, const char *connection);
 void	hdr_normalize_path(char *path);
 /* Appends src's end-to-end headers to dst, minus those flags name. */
 void	hdr_copy(const struct evkeyvalq *src, struct evkeyvalq *dst, int flags);
+/* A Forwarded value (RFC 7239 4) without its param= pairs ("host"), as a
+ * new string for free(); NULL when nothing is left, it does not parse, or
+ * there is no memory. */
+char	*hdr_forwarded_without(const char *v, const char *param);
 
 /* Is status stored under the route's ttl by default? (200, 203, 204, 300,
  * 301, 308; other statuses only when ttl_status or ttl_404 names them.) */

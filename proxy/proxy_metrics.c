@@ -324,6 +324,8 @@ static void
 process_metrics(struct evbuffer *out, const struct proxy *px,
     const struct proxy_figures *fig)
 {
+	const char *names[RESTART_KEYS_MAX];
+
 	family(out, "corral_build_info", "gauge",
 	    "Always 1; the version is a label.");
 	evbuffer_add_printf(out, "corral_build_info{version=");
@@ -333,8 +335,16 @@ process_metrics(struct evbuffer *out, const struct proxy *px,
 	    "in seconds since the epoch.", (double)px->started_ms / MS_PER_S);
 	gauge(out, "corral_workers", "Worker processes serving requests.",
 	    fig->workers);
+	gauge(out, "corral_restart_pending", "Configuration keys changed in "
+	    "the file that keep their running values until a restart.",
+	    proxy_restart_pending(px->conf, names));
 	gauge(out, "corral_connections", "Client connections open on the "
 	    "public listener.", (double)fig->connections);
+	gauge(out, "corral_admin_connections", "Connections open on the admin "
+	    "listener.", (double)fig->admin_connections);
+	redis_counter(out, "corral_admin_connections_refused_total", "Admin "
+	    "connections turned away with a 503 at admin_max_connections.",
+	    fig->admin_refused);
 	gauge(out, "corral_requests_in_progress", "Client requests not yet "
 	    "answered.", (double)fig->requests);
 	gauge(out, "corral_flights", "Keys the workers are looking up, "
@@ -371,6 +381,9 @@ near_cache_metrics(struct evbuffer *out, const struct proxy_figures *fig)
 	redis_counter(out, "corral_shared_cache_resets_total", "Times the "
 	    "shared near cache was emptied because a worker died while "
 	    "changing it.", fig->l2.resets);
+	redis_counter(out, "corral_shared_cache_lock_busy_total", "Lookups, "
+	    "writes and drops that did without the shared near cache because "
+	    "another worker held its lock too long.", fig->l2.lock_busy);
 }
 
 /* The per-route families: the counters, then the histograms. */
@@ -420,6 +433,11 @@ redis_command_metrics(struct evbuffer *out, const struct proxy_figures *fig)
 	redis_counter(out, "corral_redis_purge_notifications_total",
 	    "Invalidations and purges heard from the fleet.",
 	    cc->purges_received);
+	gauge(out, "corral_tag_set_members_max", "Keys in the largest tag "
+	    "set a store met in the last minute or two.", cc->tag_set_largest);
+	redis_counter(out, "corral_tag_members_pruned_total", "Keys dropped "
+	    "from tag sets because their entries were gone.",
+	    cc->tag_members_pruned);
 }
 
 /* The Redis deployment: cluster redirects, slot maps, mode and nodes. */
@@ -565,6 +583,12 @@ metrics_table(struct proxy *px, struct evbuffer *out)
 	    cc->timeouts, hist_quantile(&cc->command_duration, 0.99) * MS_PER_S);
 	if (fig->redis_down[0] != '\0')
 		evbuffer_add_printf(out, "redis down: %s\n", fig->redis_down);
+	if (px->conf->restart_pending != 0) {
+		char list[RESTART_TEXT_MAX];
+
+		proxy_restart_pending_text(px->conf, list, sizeof(list));
+		evbuffer_add_printf(out, "restart pending: %s\n", list);
+	}
 	evbuffer_add(out, "\n", 1);
 	evbuffer_add_printf(out, "%-*s %9s %6s %8s %7s %7s %9s %7s %6s %9s %7s"
 	    " %8s %8s %8s\n", width, "route", "requests", "hit%", "hit",

@@ -491,17 +491,25 @@ on_pass_data(const struct upstream_response *resp, struct evbuffer *chunk,
 	return UPSTREAM_STREAM;
 }
 
-/* RFC 9111 4.4: a successful unsafe request invalidates: this process's
- * copy at once, Redis's (queued ahead of any later lookup) and the
- * fleet's by the broadcast. */
+/* What a passed request's answer tells the cache. RFC 9111 4.4: a
+ * successful unsafe request invalidates (this process's copy at once,
+ * Redis's ahead of any later lookup, the fleet's by the broadcast); a GET
+ * passed for hit-for-miss that got a shareable answer ends the mark. */
 static void
-pass_invalidate(struct req *req, int status)
+pass_answered(struct req *req, const struct upstream_response *resp)
 {
-	if (req->key[0] != '\0' && status < 400) {
+	if (req->key[0] == '\0')
+		return;
+	if (forward_unsafe(evhttp_request_get_command(req->ev))) {
+		if (resp->status >= 400)
+			return;
 		near_drop(req->px, req->key);
 		if (cache_invalidate(req->px->cache, req->key, NULL,
 		    NULL) != NULL)
 			STAT_INC(req->px->stats, req->route, invalidations);
+	} else if (req->a.hit_for_miss && resp->status < 500 &&
+	    hdr_shareable(&resp->headers)) {
+		(void)lock_unpass(req->px->cache, req->key, NULL, NULL);
 	}
 }
 
@@ -525,7 +533,7 @@ on_pass_fetched(struct upstream_response *resp, void *arg)
 		req->a.outcome = OUT_UPSTREAM_ERROR;
 		req->a.uerr = resp->result;
 	} else {
-		pass_invalidate(req, resp->status);
+		pass_answered(req, resp);
 	}
 	if (st != NULL) {
 		upstream_response_free(&resp);
@@ -697,10 +705,10 @@ recv_decide(struct req *req, const char *path)
 	const char *query = u != NULL ? evhttp_uri_get_query(u) : NULL;
 	/* Only the key_host routes key on the client's Host; the others on
 	 * the upstream's, so that every name of the fleet shares entries. */
-	const char *host = rt != NULL && rt->key_host ? req->host :
-	    px->conf->upstream_authority;
+	int keyed = rt != NULL && rt->key_host;
+	const char *host = keyed ? req->host : px->conf->upstream_authority;
 
-	if (!conf_host_allowed(px->conf, req->host)) {
+	if (!conf_host_allowed(px->conf, req->host, keyed)) {
 		log_info("rejected %s: host %s is not served", req->uri,
 		    req->host);
 		req->a.reject_code = HTTP_MISDIRECTED;

@@ -2,9 +2,9 @@
 cluster-node-timeout): one fetch per key for the whole fleet, whichever
 primary owns the key, through a slot migration and through a failover."""
 
-from harness import (Background, entry_key, expect, expect_eq, http_request, lock_key,
-                     scenario, stampede, wait_for)
-from harness.cluster import (RedisCluster, expect_all_ok, path_in_slot, path_slot,
+from harness import (PREFIX, Background, cache_key, entry_key, expect, expect_eq,
+                     http_request, lock_key, scenario, stampede, wait_for)
+from harness.cluster import (RedisCluster, expect_all_ok, key_slot, path_in_slot, path_slot,
                              paths_in_slots, redis_figures, start_cluster)
 
 ROUTE = {"/": {"ttl": "3s", "stale_while_revalidate": "60s", "lock_poll": "5s"}}
@@ -135,3 +135,42 @@ def cluster_primary_killed_during_stale_stampede_loses_no_request(env):
     expect_eq(origin.count(cold), 1, "origin fetches of a cold key after the promotion")
     expect_eq([n.name for n in cluster.node_with_key(entry_key(cold))], [replica.name],
               "the promoted replica holds the new entry")
+
+
+@scenario(timeout=180)
+def cluster_tag_purges_reach_every_primary_in_batches(env):
+    cluster, origin = start_cluster(env), env.origin()
+    origin.script("/t/*", body="{path} v{n}", headers={"Surrogate-Key": "spread"})
+    fleet = cluster_fleet(env, cluster, origin, n=2, routes={"/": {"ttl": "1h"}})
+    owners = {rng: cluster.primary_of(rng[0]) for rng in RedisCluster.RANGES}
+
+    def owner(key):
+        return next(n for (lo, hi), n in owners.items() if lo <= key_slot(key) <= hi)
+
+    # One entry stored and filed by corral; more than two purge batches of
+    # copies, on all three primaries, filed under the tag the same way.
+    paths = [f"/t/{i}" for i in range(1200)]
+    expect(fleet[0].get(paths[0]).cache_status.stored, f"{paths[0]} stored")
+    members = f"{PREFIX}{{tag:spread}}:members"
+    tag_node = owner(members)
+    wait_for(lambda: tag_node.cmd("ZCARD", members) == 1, what="the tag's sorted set")
+    score = tag_node.cmd("ZRANGE", members, "0", "0", "WITHSCORES")[1]
+    template = owner(entry_key(paths[0]))
+    blob, ttl = template.cmd_bytes("GET", entry_key(paths[0])), template.cmd("PTTL", entry_key(paths[0]))
+    for p in paths[1:]:
+        owner(entry_key(p)).cmd("SET", entry_key(p), blob, "PX", str(ttl))
+        tag_node.cmd("ZADD", members, score, cache_key(p))
+    holders = {owner(entry_key(p)).name for p in paths}
+    expect_eq(len(holders), 3, "primaries holding the tag's entries")
+
+    r = fleet[1].purge(tag="spread")
+    expect_eq((r.status, r.json()), (200, {"purged": len(paths)}), "a soft purge of the tag")
+    expect(fleet[0].get(paths[7]).cache_status.stale, f"{paths[7]} stale after it")
+    wait_for(lambda: tag_node.cmd("ZSCORE", members, cache_key(paths[7])) != score,
+             what=f"{paths[7]} refreshed and filed again")
+    r = fleet[1].purge(tag="spread", soft="0")
+    expect_eq((r.status, r.json()), (200, {"purged": len(paths)}), "a hard purge of the tag")
+    left = [p for p in paths if owner(entry_key(p)).cmd("EXISTS", entry_key(p))]
+    expect_eq(left, [], "entries left on the primaries")
+    expect_eq(tag_node.cmd("KEYS", f"{PREFIX}{{tag:spread}}:*"), [], "the tag's sets left")
+    expect_eq(sum(redis_figures(c)["disconnects"] for c in fleet), 0, "Redis disconnects")

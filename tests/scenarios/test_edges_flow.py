@@ -55,13 +55,18 @@ def trusted_proxies_keep_and_extend_forwarded_headers(env):
     corral = env.corral(redis, origin,
                         extra={"server": {"trusted_proxies": "10.0.0.0/8, 127.0.0.0/8"}})
     fwd = {"Host": HOST, "X-Forwarded-For": "203.0.113.9",
-           "X-Forwarded-Host": "www.example", "X-Forwarded-Proto": "https"}
+           "X-Forwarded-Host": "www.example", "X-Forwarded-Proto": "https",
+           "Forwarded": "for=203.0.113.9;host=www.example;proto=https"}
     expect_eq(corral.get("/xf/t", fwd).status, 200, "the request through a trusted proxy")
     seen = origin_headers(origin, "/xf/t")
     expect_eq(seen.get("x-forwarded-for"), "203.0.113.9, 127.0.0.1",
               "X-Forwarded-For: the proxy's value, then the peer")
-    expect_eq(seen.get("x-forwarded-host"), "www.example", "X-Forwarded-Host kept")
     expect_eq(seen.get("x-forwarded-proto"), "https", "X-Forwarded-Proto kept")
+    # A host the key does not hold is no one's to pass on, not even a
+    # trusted proxy's: the keyed Host goes, and Forwarded loses host=.
+    expect_eq(seen.get("x-forwarded-host"), HOST, "X-Forwarded-Host: the keyed host")
+    expect_eq(seen.get("forwarded"), "for=203.0.113.9;proto=https",
+              "Forwarded kept without its host pair")
 
 
 @scenario

@@ -59,7 +59,8 @@ def hosts_allow_list_answers_421_to_other_names(env):
     redis, origin = env.redis(), env.origin()
     corral = env.corral(redis, origin, routes=UPSTREAM_KEYED,
                         extra={"server": {"hosts": "app.test, *.example.com, api.test:8443"}})
-    for host, want in (("app.test", 200), ("APP.test:8080", 200), ("x.example.com", 200),
+    for host, want in (("app.test", 200), (f"APP.test:{corral.port}", 200),
+                       (f"app.test:{other_port(corral.port)}", 421), ("x.example.com", 200),
                        ("a.b.example.com", 200), ("example.com", 421), ("api.test:8443", 200),
                        ("api.test", 421), ("evil.test", 421), ("app.test.evil", 421)):
         r = corral.get("/k/h", {"Host": host})
@@ -82,3 +83,100 @@ def purge_by_path_reaches_upstream_keyed_entries(env):
     r = corral.purge(url="http://whatever.example/k/q")
     expect_eq(r.status, 200, f"purge by URL: {r.text!r}")
     expect_eq(redis.entry_keys(), [], "entries left after the purges")
+
+
+def host_get(corral, path, host, extra=b""):
+    """One raw GET naming host as is (http.client would refuse some)."""
+    return raw_exchange(corral.host, corral.port,
+                        f"GET {path} HTTP/1.1\r\nHost: {host}\r\n".encode() + extra +
+                        b"Connection: close\r\n\r\n")
+
+
+def other_port(*taken):
+    """A port that is none of taken (nor 80)."""
+    return next(p for p in (8080, 8081, 9090, 1) if p not in taken + (80,))
+
+
+@scenario
+def a_clients_host_never_reaches_a_shared_entry(env):
+    """The default key ignores the client's Host, so the origin must not
+    hear of it: a page an origin builds from X-Forwarded-Host (Django's
+    USE_X_FORWARDED_HOST, Rails, Express's trust proxy) would otherwise
+    be made for one client's name and served to every other."""
+    redis, origin = env.redis(), env.origin()
+    origin.script("/k/page", body="link=//{h:X-Forwarded-Host}/next host={h:Host}")
+    corral = env.corral(redis, origin, routes=UPSTREAM_KEYED)
+    r = host_get(corral, "/k/page", "evil.example")
+    expect_eq(r.status, 200, "the poisoning request")
+    for name in ("app.test", "www.app.test"):
+        r = host_get(corral, "/k/page", name)
+        expect(r.cache_status.hit, f"{name}'s request is a hit: {r.cache_status.raw!r}")
+        expect(b"evil" not in r.body, f"{name} got a page built for evil.example: {r.body!r}")
+        expect_eq(r.body.decode(), f"link=///next host={upstream_host(origin)}",
+                  f"the page {name} gets: no X-Forwarded-Host, the upstream's Host")
+    expect_eq(origin.count("/k/page"), 1, "origin fetches: one entry for every name")
+
+
+@scenario
+def without_key_host_the_origin_hears_the_canonical_name(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("/k/*", body="link=//{h:X-Forwarded-Host}/ fwd={h:Forwarded}")
+    corral = env.corral(redis, origin, routes=UPSTREAM_KEYED,
+                        extra={"server": {"hosts": "*.app.test, app.test, www.app.test",
+                                          "trusted_proxies": "127.0.0.0/8"}})
+    # A trusted proxy vouches for who asked, not for a name the key ignores.
+    spoof = b"X-Forwarded-Host: evil.example\r\nForwarded: for=203.0.113.9;host=evil.example" \
+            b";proto=https, host=\"evil.example\"\r\n"
+    r = host_get(corral, "/k/first", "www.app.test", spoof)
+    expect_eq((r.status, r.body.decode()),
+              (200, "link=//app.test/ fwd=for=203.0.113.9;proto=https"),
+              "the first plain name of hosts, and Forwarded without its host pairs")
+    r = host_get(corral, "/k/first", "x.app.test")
+    expect(r.cache_status.hit, f"another name's request is a hit: {r.cache_status.raw!r}")
+    corral.stop()
+    corral = env.corral(redis, origin, routes=UPSTREAM_KEYED,
+                        extra={"server": {"hosts": "app.test",
+                                          "canonical_host": "WWW.App.Test:8443"}})
+    r = host_get(corral, "/k/canonical", "app.test")
+    expect_eq((r.status, r.body.decode()), (200, "link=//www.app.test:8443/ fwd="),
+              "canonical_host, in normal form, over hosts")
+
+
+@scenario
+def a_host_with_a_bad_port_is_refused_before_the_origin(env):
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, routes=UPSTREAM_KEYED,
+                        extra={"server": {"hosts": "app.test, *.example.com, api.test:*"}})
+    other = other_port(corral.port)
+    for host, want in (("app.test:", 400), ("app.test:evil", 400), ("app.test:80x", 400),
+                       ("app.test:8080:1", 400), ("app.test:99999", 400), ("app.test:0", 400),
+                       (":8080", 400), ("app.test%2e", 400), ("app..test", 400),
+                       ("app.test:1", 421), (f"app.test:{other}", 421),
+                       ("evilexample.com", 421), (f"x.example.com:{other}", 421),
+                       ("app.test", 200), ("app.test:80", 200), ("APP.test:0080", 200),
+                       (f"app.test:{corral.port}", 200), (f"x.example.com:{corral.port}", 200),
+                       ("api.test:1", 200), (f"api.test:{other}", 200)):
+        r = host_get(corral, "/k/port", host)
+        expect_eq(r.status, want, f"Host {host}")
+    expect_eq(origin.count("/k/port"), 1, "origin fetches: the allowed names, once")
+
+
+@scenario
+def key_host_keys_only_the_ports_the_listener_serves(env):
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, routes={"/": {"key_host": "on"}})
+    ports = [corral.port, 80] + [p for p in range(20000, 20050) if p != corral.port][:48]
+    statuses = {}
+    for p in ports:
+        statuses[p] = host_get(corral, "/k/ports", f"a.example:{p}").status
+    for host in ("a.example", "A.EXAMPLE:080", f"A.example:{corral.port}"):
+        expect_eq(host_get(corral, "/k/ports", host).status, 200, f"Host {host}")
+    expect_eq(origin.count("/k/ports"), 2, "origin fetches: one per allowed port")
+    expect_eq(sorted(redis.entry_keys()),
+              sorted([entry_key("/k/ports", host="a.example"),
+                      entry_key("/k/ports", host=f"a.example:{corral.port}")]),
+              "the keys made: the name, and the name with the listener's port")
+    expect_eq((statuses[corral.port], statuses[80]), (200, 200),
+              "the listener's port, and 80 (as none)")
+    expect_eq(sorted({s for p, s in statuses.items() if p not in (80, corral.port)}), [421],
+              "the other 48 ports")

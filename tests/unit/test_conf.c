@@ -905,7 +905,8 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 		"trusted_proxies", "max_upstream_headers", "targeted_cache_control",
 		"forward_targeted_cache_control", "key_host", "hosts",
 		"error_backoff_after", "hit_for_miss", "log_format", "stream_window",
-		"mode", "master_name", "l2_max_bytes",
+		"mode", "master_name", "l2_max_bytes", "canonical_host",
+		"admin_max_connections",
 	};
 	char *out = NULL;
 	size_t len;
@@ -918,7 +919,7 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	errs = out;		/* freed with the next load */
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
-	CHECK(count_lines(out) == 1 + 48);	/* timeout is in two sections */
+	CHECK(count_lines(out) == 1 + 50);	/* timeout is in two sections */
 	CHECK(strstr(out, "1ms..1h") != NULL);
 	CHECK(strstr(out, "100ms..1h") != NULL);
 	CHECK(strstr(out, "0.001..100") != NULL);
@@ -998,6 +999,60 @@ t_trusted_proxies_match_by_prefix(void)
 	    "\"x\", \"1.2.3.4/\" are not"));
 }
 
+/* hosts: names and ports a request may name; patterns checked on load. */
+static void
+t_hosts_allow_listed_names_on_listed_ports(void)
+{
+	CHECK(load("[server]\nlisten = 127.0.0.1:8080\nhosts = app.test, "
+	    "*.example.com, api.test:8443, any.test:*, [::1]\n") == 0);
+	CHECK(conf_host_allowed(&cf, "app.test", 0));
+	CHECK(conf_host_allowed(&cf, "APP.Test:80", 0));
+	CHECK(conf_host_allowed(&cf, "app.test:8080", 0));	/* listen */
+	CHECK(!conf_host_allowed(&cf, "app.test:8081", 0));
+	CHECK(!conf_host_allowed(&cf, "app.test:", 0));
+	CHECK(!conf_host_allowed(&cf, "app.test:x", 0));
+	CHECK(!conf_host_allowed(&cf, "app.test.evil", 0));
+	CHECK(!conf_host_allowed(&cf, "", 0));
+	CHECK(conf_host_allowed(&cf, "a.b.example.com", 1));
+	CHECK(!conf_host_allowed(&cf, "example.com", 1));
+	CHECK(!conf_host_allowed(&cf, "evilexample.com", 1));
+	CHECK(!conf_host_allowed(&cf, "a.example.com:1", 1));
+	CHECK(conf_host_allowed(&cf, "api.test:8443", 1));
+	CHECK(!conf_host_allowed(&cf, "api.test", 1));
+	CHECK(!conf_host_allowed(&cf, "api.test:8080", 1));
+	CHECK(conf_host_allowed(&cf, "any.test:1", 1));
+	CHECK(conf_host_allowed(&cf, "any.test", 1));
+	CHECK(conf_host_allowed(&cf, "[::1]:8080", 1));
+	CHECK_STR(cf.forwarded_host, "app.test");
+	/* Without hosts: any name; a key_host route only on the ports the
+	 * listener serves. */
+	CHECK(load("[server]\nlisten = 127.0.0.1:8080\n") == 0);
+	CHECK(conf_host_allowed(&cf, "", 1));
+	CHECK(conf_host_allowed(&cf, "x.test:9", 0));
+	CHECK(!conf_host_allowed(&cf, "x.test:9", 1));
+	CHECK(conf_host_allowed(&cf, "x.test:8080", 1));
+	CHECK(!conf_host_allowed(&cf, "x.test:", 0));
+	CHECK_STR(cf.forwarded_host, "");
+	CHECK(load("[server]\nhosts = *.a.test, *:*, b.test:*, c.test\n") == 0);
+	CHECK_STR(cf.forwarded_host, "b.test");
+	CHECK(load("[server]\nhosts = a.test\n"
+	    "canonical_host = WWW.A.Test:0443\n") == 0);
+	CHECK_STR(cf.canonical_host, "www.a.test:443");
+	CHECK_STR(cf.forwarded_host, "www.a.test:443");
+	CHECK(load("[server]\n\nhosts = a.test:, b.test:x, *evil.test, "
+	    "c..test, d.test:0, e.test\ncanonical_host = f.test:\n") == 2);
+	CHECK(has_error(3, "hosts: \"a.test:\" is not a host pattern"));
+	CHECK(has_error(4, "canonical_host: \"f.test:\" is not host[:port]"));
+	for (const char *bad = "b.test:x\0*evil.test\0c..test\0d.test:0\0";
+	    *bad != '\0'; bad += strlen(bad) + 1) {
+		char line[128];
+
+		snprintf(line, sizeof(line), "[server]\nhosts = %s\n", bad);
+		CHECK(load(line) == 1);
+		CHECK(has_error(2, "hosts: \""));
+	}
+}
+
 int
 main(void)
 {
@@ -1040,6 +1095,7 @@ main(void)
 	RUN(t_float_keys_parse_and_range_check);
 	RUN(t_dump_keys_lists_every_key_with_default_and_range);
 	RUN(t_trusted_proxies_match_by_prefix);
+	RUN(t_hosts_allow_listed_names_on_listed_ports);
 	RUN(t_redis_mode_checks_addresses_and_master_name);
 	free(errs);
 	return unit_exit();

@@ -201,6 +201,39 @@ t_host_exactly_once_in_http11(void)
 	CHECK(status_of("GET / HTTP/1.1\r\nHost: h.example:8080\r\n\r\n") == 0);
 }
 
+#define WITH_HOST(h)	"GET / HTTP/1.1\r\nHost: " h "\r\n\r\n"
+
+/* RFC 9110 7.2 / RFC 3986 3.2.2-3, strictly: a name or an IPv6 literal,
+ * then nothing or ':' and 1 to 5 digits naming 1..65535. */
+static void
+t_host_is_a_name_and_a_port_of_digits(void)
+{
+	static const char *const good[] = {
+		"", "h", "app.test:8080", "APP.test:080", "a-b_c~d.e.", "[::1]",
+		"[2001:DB8::1]:443", "127.0.0.1:1", "h:65535",
+	};
+	static const char *const bad[] = {
+		"h:", "h:evil", "h:80x", "h:8080:1", "h:99999", "h:0",
+		"h:000080", ":8080", "h%2e", "a..b", ".h", "h;x", "h,i", "h!",
+		"[::1", "[::1]x", "[v1.x]", "[fe80::1%25eth0]", "[]", "[::1]:",
+		"h h", "u@h",
+	};
+	char req[256];
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(req, sizeof(req), WITH_HOST("%s"), good[i]);
+		CHECK(status_of(req) == 0);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(req, sizeof(req), WITH_HOST("%s"), bad[i]);
+		CHECK(status_of(req) == 400);
+	}
+	CHECK(status_of("GET http://h:/x HTTP/1.0\r\n\r\n") == 400);
+	CHECK(status_of("GET http://h:x/x HTTP/1.0\r\n\r\n") == 400);
+	CHECK(status_of("GET http://h:8080/x HTTP/1.0\r\n\r\n") == 0);
+	CHECK(status_of("GET http://[::1]:8080/x HTTP/1.0\r\n\r\n") == 0);
+}
+
 static void
 t_head_limits(void)
 {
@@ -541,6 +574,7 @@ main(void)
 	RUN(t_field_lines_are_strict);
 	RUN(t_bare_lf_ends_no_line);
 	RUN(t_host_exactly_once_in_http11);
+	RUN(t_host_is_a_name_and_a_port_of_digits);
 	RUN(t_head_limits);
 	RUN(t_content_length_rules);
 	RUN(t_transfer_encoding_rules);

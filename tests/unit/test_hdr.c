@@ -964,12 +964,45 @@ t_normalize_path_removes_dot_segments(void)
 	}
 }
 
+/* Does Forwarded v without its host pairs read want (NULL: dropped)? */
+static int
+forwarded_is(const char *v, const char *want)
+{
+	char *got = hdr_forwarded_without(v, "host");
+	int same = got == NULL ? want == NULL :
+	    want != NULL && strcmp(got, want) == 0;
+
+	if (!same)
+		printf("  Forwarded %s: got %s\n", v, got != NULL ? got : "NULL");
+	free(got);
+	return same;
+}
+
+static void
+t_forwarded_loses_its_host_pairs(void)
+{
+	CHECK(forwarded_is("for=1.2.3.4;host=evil.example;proto=https",
+	    "for=1.2.3.4;proto=https"));
+	CHECK(forwarded_is("Host=evil;for=a, for=b ;HOST=\"x,y\"",
+	    "for=a, for=b"));
+	CHECK(forwarded_is("for=\"[2001:db8::1]:4711\";by=x, host=e",
+	    "for=\"[2001:db8::1]:4711\";by=x"));
+	CHECK(forwarded_is("for=a,,;;for=b", "for=a, for=b"));
+	CHECK(forwarded_is("host=evil", NULL));
+	CHECK(forwarded_is("", NULL));
+	CHECK(forwarded_is("for=a;host", NULL));		/* no value */
+	CHECK(forwarded_is("for=\"a;host=b", NULL));		/* open quote */
+	CHECK(forwarded_is("for=a b", NULL));
+	CHECK(forwarded_is("hosts=a;xhost=b", "hosts=a;xhost=b"));
+}
+
 int
 main(void)
 {
 	TAILQ_INIT(&hs);
 	TAILQ_INIT(&req);
 	RUN(t_route_mode_uses_route_times);
+	RUN(t_forwarded_loses_its_host_pairs);
 	RUN(t_route_mode_ignores_origin_freshness);
 	RUN(t_route_mode_every_default_status);
 	RUN(t_route_mode_ttl_404_and_ttl_status);
