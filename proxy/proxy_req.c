@@ -225,15 +225,6 @@ req_free(struct req *req)
 	free(req);
 }
 
-/* The status of the reply req's answer makes (for a client that left,
- * which is sent nothing). */
-static int
-answer_status(const struct req *req)
-{
-	return req->a.entry != NULL ? req->a.entry->status :
-	    status_error_code(&req->a);
-}
-
 /* Counts req and writes its access record; a sibling's request is its
  * sibling's to count. */
 static void
@@ -276,7 +267,7 @@ req_finish(struct req *req, enum req_end why)
 			/* A client that left: libevent frees ev as it is
 			 * answered, so its record comes first. */
 			if (evcon == NULL)
-				req_account(req, 0, answer_status(req));
+				req_account(req, 0, status_code(&req->a));
 			bytes = req_reply(req);
 			if (evcon != NULL)
 				req_account(req, bytes,

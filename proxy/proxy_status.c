@@ -123,6 +123,12 @@ status_error_code(const struct answer *a)
 	}
 }
 
+int
+status_code(const struct answer *a)
+{
+	return a->entry != NULL ? a->entry->status : status_error_code(a);
+}
+
 const char *
 status_error_text(const struct answer *a, int code)
 {
