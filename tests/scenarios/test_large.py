@@ -287,8 +287,7 @@ def slow_reader_beside_fast_readers(env, max_entry_bytes):
     redis, origin = env.redis(), env.origin()
     origin.script(path, size=size, pieces=40, interval_ms=50, hold=True)	# ~2 s
     corral = env.corral(redis, origin, routes={"/": {"ttl": "1h", "lock_poll": "5s"}},
-                        extra={"upstream": {"stream_window": "256k",
-                                            "max_entry_bytes": max_entry_bytes}})
+                        extra={"upstream": {"max_entry_bytes": max_entry_bytes}})
     sock = stalled_reader(corral, path)	# first: its fetch is the one that runs
     wait_for(lambda: origin.held(path) == 1, what="the slow client's fetch held")
     results = [None] * fast
@@ -321,8 +320,11 @@ def slow_reader_beside_fast_readers(env, max_entry_bytes):
 def a_stalled_reader_is_detached_and_later_served_whole_from_the_kept_body(env):
     corral, origin, sock, size = slow_reader_beside_fast_readers(env, "32m")
     c = corral.counters()
-    expect_eq((c["stream_detached"], c["stream_cut_slow"]), (1, 0),
-              "the slow client detached, not cut: the body is being kept")
+    # A fast client held up for a moment on a loaded machine may be
+    # detached too, and catch up: none is cut while the body is kept.
+    expect(c["stream_detached"] >= 1 and c["stream_cut_slow"] == 0,
+           f"the slow client detached, not cut, as the body is being kept: "
+           f"stream_detached {c['stream_detached']}, stream_cut_slow {c['stream_cut_slow']}")
     r = read_all(sock)	# it reads at last: the rest from what was kept
     expect_eq((r.status, len(r.body), r.body == sized_body(size)), (200, size, True),
               f"the slow client: status, length, bytes ({r.end})")
