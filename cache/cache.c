@@ -163,6 +163,7 @@ cache_counters_add(struct cache_counters *dst, const struct cache_counters *src)
 	dst->moved += src->moved;
 	dst->ask += src->ask;
 	dst->map_refreshes += src->map_refreshes;
+	dst->replica_reads += src->replica_reads;
 	hist_merge(&dst->command_duration, &src->command_duration);
 	for (int i = 0; i < src->nnodes; i++) {
 		const struct cache_node_state *s = &src->nodes[i];

@@ -102,6 +102,7 @@ struct cache_counters {
 	uint64_t	moved;		/* MOVED redirects followed */
 	uint64_t	ask;		/* ASK redirects followed */
 	uint64_t	map_refreshes;	/* slot maps read, primaries looked up */
+	uint64_t	replica_reads;	/* reads sent to a replica (cluster) */
 	struct hist	command_duration;	/* command sent to reply read */
 	int		nnodes;
 	struct cache_node_state nodes[CACHE_NODES_MAX];

@@ -429,6 +429,9 @@ redis_topology_metrics(struct evbuffer *out, struct proxy *px,
 	redis_counter(out, "corral_redis_map_refreshes_total", "Slot maps "
 	    "read (cluster) or primaries looked up (sentinel).",
 	    cc->map_refreshes);
+	redis_counter(out, "corral_redis_replica_reads_total", "Reads sent "
+	    "to a replica while the slot's primary was unreachable (cluster).",
+	    cc->replica_reads);
 	family(out, "corral_redis_mode", "gauge", "Always 1; the [redis] mode "
 	    "is a label.");
 	evbuffer_add_printf(out, "corral_redis_mode{mode=\"%s\"} 1\n",

@@ -130,9 +130,9 @@ class RedisCluster:
 
     RANGES = [(0, 5460), (5461, 10922), (10923, 16383)]
 
-    def __init__(self, env):
+    def __init__(self, env, node_timeout_ms=CLUSTER_NODE_TIMEOUT_MS):
         args = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                "--cluster-node-timeout", str(CLUSTER_NODE_TIMEOUT_MS),
+                "--cluster-node-timeout", str(node_timeout_ms),
                 "--cluster-require-full-coverage", "no",
                 "--cluster-replica-validity-factor", "0",
                 "--cluster-allow-replica-migration", "no"]
@@ -227,9 +227,9 @@ class RedisCluster:
                 n.cmd("CLUSTER", "SETSLOT", str(slot), "NODE", tid)
 
 
-def start_cluster(env):
+def start_cluster(env, node_timeout_ms=CLUSTER_NODE_TIMEOUT_MS):
     """A Redis Cluster of 3 primaries and 3 replicas, stopped with env."""
-    return env.track(RedisCluster(env))
+    return env.track(RedisCluster(env, node_timeout_ms))
 
 
 SENTINEL_CONF = """port {port}

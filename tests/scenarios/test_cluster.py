@@ -2,8 +2,8 @@
 cluster-node-timeout): one fetch per key for the whole fleet, whichever
 primary owns the key, through a slot migration and through a failover."""
 
-from harness import (Background, entry_key, expect, expect_eq, http_request, lock_key,
-                     scenario, stampede, wait_for)
+from harness import (Background, children, entry_key, expect, expect_eq, http_request,
+                     lock_key, paced, scenario, stampede, wait_for)
 from harness.cluster import (RedisCluster, expect_all_ok, path_in_slot, path_slot,
                              paths_in_slots, redis_figures, start_cluster)
 
@@ -135,3 +135,71 @@ def cluster_primary_killed_during_stale_stampede_loses_no_request(env):
     expect_eq(origin.count(cold), 1, "origin fetches of a cold key after the promotion")
     expect_eq([n.name for n in cluster.node_with_key(entry_key(cold))], [replica.name],
               "the promoted replica holds the new entry")
+
+
+# -- a primary that dies for good ------------------------------------------------------
+
+DEAD_NODE_TIMEOUT_MS = 2000	# the cluster's cluster-node-timeout in these scenarios
+AFTER_OK_ROUNDS = 3		# cold stampedes at +0, +5, +10 s after cluster_state:ok
+AFTER_OK_SPAN_S = 10
+DEAD_NODE_LOG_LINES_MAX = 8	# per instance (two workers): lost, unreachable, let go
+
+
+def two_worker_fleet(env, cluster, origin, routes=ROUTE):
+    """Three instances of two workers, with the default [redis] timeout."""
+    extra = {"redis": {"mode": "cluster", "address": cluster.address},
+             "server": {"workers": "2"}}
+    fleet = [env.corral(cluster.address, origin, routes=routes, extra=extra,
+                        wait_redis=True) for _ in range(3)]
+    for c in fleet:
+        wait_for(lambda: len(children(c.proc.pid)) == 2 and c.stats()["redis"]["up"],
+                 timeout=20, what=f"{c.name}'s two workers up")
+    return fleet
+
+
+def cluster_ok_without(cluster, dead):
+    """Every running node but dead says cluster_state:ok."""
+    running = [n for n in cluster.nodes if n is not dead and n.running()]
+    return all(n.fields("CLUSTER", "INFO").get("cluster_state") == "ok" for n in running)
+
+
+@scenario(timeout=240)
+def cluster_primary_killed_in_cold_stampede_fleet_fetches_once_per_key_after_ok(env):
+    cluster = start_cluster(env, node_timeout_ms=DEAD_NODE_TIMEOUT_MS)
+    origin = env.origin(delay="1s")
+    fleet = two_worker_fleet(env, cluster, origin)
+    victim = cluster.nodes[0]	# owns RedisCluster.RANGES[0]
+    replica = cluster.replica_of(victim)
+    by_range = paths_in_slots(RedisCluster.RANGES, 7, prefix="/cold")
+    paths = by_range[0] + by_range[1] + by_range[2][:6]	# 20 keys, 7 on the victim
+
+    run = Background(stampedes, fleet, 6, paths)
+    wait_for(lambda: origin.count() >= len(paths), timeout=10,
+             what="the cold stampede's fetches in flight")
+    victim.kill()
+    for path, results in run.result().items():
+        expect_all_ok(results, f"cold {path} across the kill")
+    wait_for(lambda: replica.role() == "master" and cluster_ok_without(cluster, victim),
+             timeout=30, what="the replica promoted and cluster_state:ok")
+
+    def cold_round(i):
+        fresh = paths_in_slots([RedisCluster.RANGES[0]], 4, prefix=f"/after{i}-")[0]
+        for p in fresh:
+            origin.script(p, delay_ms=300)
+        got = stampedes(fleet, 6, fresh)
+        for p in fresh:
+            expect_all_ok(got[p], f"round {i}: {p}")
+        return {p: origin.count(p) for p in fresh}
+
+    rounds = paced(AFTER_OK_ROUNDS, AFTER_OK_SPAN_S, cold_round)
+    expect(all(set(counts.values()) == {1} for counts in rounds),
+           "origin fetches per cold key on the dead primary's slots at +0, +5, +10 s "
+           f"after cluster_state:ok (want 1 each): {rounds}")
+    for c in fleet:
+        nodes = [n["address"] for n in redis_figures(c)["nodes"]]
+        expect(victim.address not in nodes and replica.address in nodes,
+               f"{c.name}: /stats nodes after the map refresh: {nodes}")
+        lines = [l for l in c.log().splitlines() if victim.address in l]
+        expect(len(lines) <= DEAD_NODE_LOG_LINES_MAX,
+               f"{c.name}: {len(lines)} log lines name the dead node "
+               f"(at most {DEAD_NODE_LOG_LINES_MAX}), e.g. {lines[-1:]}")
