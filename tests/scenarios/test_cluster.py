@@ -203,3 +203,57 @@ def cluster_primary_killed_in_cold_stampede_fleet_fetches_once_per_key_after_ok(
         expect(len(lines) <= DEAD_NODE_LOG_LINES_MAX,
                f"{c.name}: {len(lines)} log lines name the dead node "
                f"(at most {DEAD_NODE_LOG_LINES_MAX}), e.g. {lines[-1:]}")
+
+
+def hold_failover(cluster, primary):
+    """primary's replica will not take over on its own: the gap between
+    primary's death and a promotion lasts until take_over()."""
+    replica = cluster.replica_of(primary)
+    replica.cmd("CONFIG", "SET", "cluster-replica-no-failover", "yes")
+    return replica
+
+
+def take_over(replica):
+    replica.cmd("CLUSTER", "FAILOVER", "TAKEOVER")
+    wait_for(lambda: replica.role() == "master", timeout=20, what="the replica promoted")
+
+
+@scenario(timeout=240)
+def cluster_stale_entry_on_dead_primary_is_read_from_its_replica_until_promotion(env):
+    cluster, origin = start_cluster(env), env.origin()
+    corral = env.corral(cluster.address, origin, routes=ROUTE,
+                        extra={"redis": {"mode": "cluster", "address": cluster.address}},
+                        wait_redis=True)
+    path = "/gap"
+    slot = path_slot(path)
+    primary = cluster.primary_of(slot)
+    replica = hold_failover(cluster, primary)
+    key = entry_key(path)
+
+    expect(corral.get(path).cache_status.stored, "priming request")
+    wait_for(lambda: key in replica.cmd("CLUSTER", "GETKEYSINSLOT", str(slot), "100"),
+             what="the entry on the replica")
+    wait_for(lambda: 0 < primary.cmd("PTTL", key) < 60_000 - 1100, timeout=10,
+             what=f"{path} to go stale")
+    primary.kill()
+
+    answers = [corral.get(path) for _ in range(3)]
+    expect(all(r.status == 200 and r.cache_status.hit for r in answers),
+           f"the stale entry served while its primary is dead: "
+           f"{[(r.status, r.cache_status.raw) for r in answers]}")
+    expect_eq(origin.count(path), 1, "origin fetches while the primary is dead")
+    figures = redis_figures(corral)
+    expect(figures["replica_reads"] >= 3, f"replica_reads {figures['replica_reads']}")
+
+    refreshes = figures["map_refreshes"]
+    take_over(replica)
+    wait_for(lambda: [n["address"] for n in redis_figures(corral)["nodes"]
+                      if n["address"] in (primary.address, replica.address)] ==
+             [replica.address], timeout=10,
+             what="/stats nodes: the replica in, the dead primary dropped")
+    expect(redis_figures(corral)["map_refreshes"] > refreshes, "the map was read again")
+    r = corral.get(path)
+    expect(r.status == 200 and r.cache_status.hit, f"after the promotion: {r.cache_status.raw}")
+    wait_for(lambda: replica.cmd("PTTL", key) > 60_000, timeout=10,
+             what="the refresh stored on the promoted replica")
+    expect_eq(origin.count(path), 2, "origin fetches: one refresh once the slot has a primary")
