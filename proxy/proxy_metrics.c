@@ -102,6 +102,10 @@ static const struct counter_row counter_rows[] = {
 	  FIELD(peer_streams), NO_FIELD },
 	{ "corral_peer_streams_total", NULL, "result", "none",
 	  FIELD(peer_fallbacks), NO_FIELD },
+	{ "corral_sibling_fills_total", "Flights answered with the entry a "
+	  "sibling worker fetched under the instance's claim, while Redis "
+	  "could not lock the key.", NULL, NULL, FIELD(sibling_fills),
+	  NO_FIELD },
 };
 
 /* A per-route histogram family. */

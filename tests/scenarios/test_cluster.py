@@ -257,3 +257,26 @@ def cluster_stale_entry_on_dead_primary_is_read_from_its_replica_until_promotion
     wait_for(lambda: replica.cmd("PTTL", key) > 60_000, timeout=10,
              what="the refresh stored on the promoted replica")
     expect_eq(origin.count(path), 2, "origin fetches: one refresh once the slot has a primary")
+
+
+@scenario(timeout=240)
+def cluster_cold_stampede_on_dead_primary_fetches_once_per_instance_until_promotion(env):
+    cluster, origin = start_cluster(env), env.origin(delay="300ms")
+    fleet = two_worker_fleet(env, cluster, origin)
+    primary = cluster.nodes[0]	# owns RedisCluster.RANGES[0]
+    hold_failover(cluster, primary)
+    paths = paths_in_slots([RedisCluster.RANGES[0]], 5, prefix="/gapcold")[0]
+    primary.kill()
+
+    # 12 clients a key: each of the three instances has both workers asking.
+    for path, results in stampedes(fleet, 12, paths).items():
+        expect_all_ok(results, f"cold {path} while its primary is dead")
+    counts = {p: origin.count(p) for p in paths}
+    seen = [(redis_figures(c)["replica_reads"], c.counters()["sibling_fills"],
+             c.counters()["lock_wait_timeouts"]) for c in fleet]
+    expect(all(n <= len(fleet) for n in counts.values()),
+           f"origin fetches per cold key while its primary is dead: at most one per "
+           f"instance ({len(fleet)}), got {counts}; replica_reads, sibling_fills, "
+           f"lock_wait_timeouts per instance: {seen}")
+    fills = sum(c.counters()["sibling_fills"] for c in fleet)
+    expect(fills >= 1, f"sibling_fills {fills}: no worker took its sibling's entry")
