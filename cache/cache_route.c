@@ -728,7 +728,9 @@ route_node_states(const struct route *rt, struct cache_counters *cc)
 		const struct node *n = rt->nodes[i];
 		struct cache_node_state *st = &cc->nodes[cc->nnodes];
 
-		if (n->slots == 0 && rt->mode != REDIS_SINGLE)
+		/* A cluster's: its replicas read from, and a node not let go
+		 * yet, with 0 slots. */
+		if (n->slots == 0 && rt->mode == REDIS_SENTINEL)
 			continue;
 		snprintf(st->name, sizeof(st->name), "%s", n->name);
 		st->up = n->up;
