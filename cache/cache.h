@@ -16,8 +16,9 @@
  * Every key of one cache key (entry, lock, backoff, variants) shares the
  * hash tag {key}, so each script touches one slot: in cluster mode it runs
  * on the node that owns it (cache_route.c), and MOVED, ASK and failovers
- * are followed within [redis] timeout. The caller never knows which mode
- * runs.
+ * are followed within [redis] timeout; while a slot's primary cannot be
+ * reached, a lookup is read from its replica. The caller never knows
+ * which mode runs.
  *
  * Notifications: a store or release publishes on the key's own shard
  * channel (SPUBLISH "<prefix>{key}:filled"; a store of a short entry
