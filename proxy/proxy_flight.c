@@ -136,6 +136,9 @@ flight_refresh(struct flight *fl, enum refresh_mode mode, const char *seen_gen,
 		.seen_gen = seen_gen,
 		.base = base,
 		.stream = own ? on_flight_stream : NULL,
+		/* Redis cannot lock it: once per instance (proxy_peer.h). */
+		.claim = own && mode == RF_DIRECT && fl->degraded &&
+		    !fl->timed_out,
 	};
 
 	return refresh_start(fl->px, &a, own ? on_flight_report : NULL,

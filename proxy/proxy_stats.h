@@ -47,7 +47,8 @@
 	X(lock_wait_ms,		"total ms those requests waited")	\
 	X(lock_wait_timeouts,	"waits that reached lock_wait")	\
 	X(peer_streams,		"responses streamed from a sibling worker's fetch")	\
-	X(peer_fallbacks,	"asks of a sibling worker that got no stream")
+	X(peer_fallbacks,	"asks of a sibling worker that got no stream")	\
+	X(sibling_fills,	"answers from a sibling's fetch while Redis could not lock the key")
 
 struct stats_counters {
 #define STATS_MEMBER(name, doc)	uint64_t name;

@@ -427,6 +427,32 @@ MUTANTS = [
            "",
            ["idle_admin_connections_are_capped_and_never_starve_the_public_port"],
            "an admin connection past the cap is answered but keeps its descriptor"),
+
+    # -- a cluster primary that dies (cache/cache_slots.c, cache_op.c, claims) --
+    Mutant("cluster_no_replica_reads", "cache/cache_op.c",
+           "if ((n == NULL || !n->up) && op->readonly && op->ask == NULL &&",
+           "if (0 && (n == NULL || !n->up) && op->readonly && op->ask == NULL &&",
+           ["cluster_stale_entry_on_dead_primary_is_read_from_its_replica"],
+           "a stale entry on a dead primary's slot is not served until the promotion"),
+    Mutant("cluster_dead_node_kept", "cache/cache_slots.c",
+           "\tif (owners > 0)\n\t\tdrop_unnamed(rt);",
+           "\tif (0 && owners > 0)\n\t\tdrop_unnamed(rt);",
+           ["cluster_stale_entry_on_dead_primary_is_read_from_its_replica"],
+           "a dead node the map no longer names stays in the table, reconnecting"),
+    Mutant("cluster_dead_node_logs_every_connect", "cache/cache_route.c",
+           "\t\tif (n->quiet)\n\t\t\tlog_debug(", "\t\tif (0)\n\t\t\tlog_debug(",
+           ["cluster_primary_killed_in_cold_stampede_fleet_fetches_once_per_key"],
+           "every failed connect to a dead node is logged"),
+    Mutant("claim_never_taken", "proxy/proxy_flight.c",
+           ".claim = own && mode == RF_DIRECT && fl->degraded &&",
+           ".claim = 0 && own && mode == RF_DIRECT && fl->degraded &&",
+           ["cluster_cold_stampede_on_dead_primary_fetches_once_per_instance"],
+           "without Redis's lock every worker of an instance fetches the key"),
+    Mutant("claim_entry_not_shared", "proxy/proxy_refresh.c",
+           "\tif (rf->claimed && why[0] == '\\0' && rf->marker == NULL &&",
+           "\tif (0 && rf->claimed && why[0] == '\\0' && rf->marker == NULL &&",
+           ["cluster_cold_stampede_on_dead_primary_fetches_once_per_instance"],
+           "the claim's holder keeps its entry: the siblings fetch again after it"),
 ]
 
 
