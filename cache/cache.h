@@ -16,8 +16,9 @@
  * Every key of one cache key (entry, lock, backoff, variants) shares the
  * hash tag {key}, so each script touches one slot: in cluster mode it runs
  * on the node that owns it (cache_route.c), and MOVED, ASK and failovers
- * are followed within [redis] timeout. The caller never knows which mode
- * runs.
+ * are followed within [redis] timeout; while a slot's primary cannot be
+ * reached, a lookup is read from its replica. The caller never knows
+ * which mode runs.
  *
  * Notifications: a store or release publishes on the key's own shard
  * channel (SPUBLISH "<prefix>{key}:filled"; a store of a short entry
@@ -105,6 +106,7 @@ struct cache_counters {
 	uint64_t	moved;		/* MOVED redirects followed */
 	uint64_t	ask;		/* ASK redirects followed */
 	uint64_t	map_refreshes;	/* slot maps read, primaries looked up */
+	uint64_t	replica_reads;	/* reads sent to a replica (cluster) */
 	struct hist	command_duration;	/* command sent to reply read */
 	uint64_t	tag_members_pruned;	/* dropped: their entries went */
 	int64_t		tag_set_largest;	/* members, in the last minute or two */

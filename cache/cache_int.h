@@ -16,6 +16,7 @@
  *	cache_op.c	   the transport: send, redirect, park, time out
  *	cache_script.c	   the Lua scripts and their loading
  *	cache_route.c	   slot -> node, the nodes' connections (cache_route.h)
+ *	cache_slots.c	   the cluster's slot map (cache_route.h)
  *	cache_sentinel.c   asking the sentinels (cache_sentinel.h)
  *	cache_sub.c	   a subscriber connection (cache_sub.h)
  *	cache_adapter.c	   hiredis on the event loop (cache_adapter.h)
@@ -120,6 +121,7 @@ struct cache_op {
 	struct event		*timer;
 	int64_t			 sent_us;	/* when the command was sent */
 	unsigned		 slot;
+	int			 readonly;	/* a replica may answer it */
 	struct node		*ask;		/* ASK: the next send goes there */
 	int			 redirects;
 	/* What to send again: a script's numkeys, keys..., args... (EVALSHA

@@ -125,6 +125,7 @@ cache_lookup(struct cache *c, const char *key, cache_get_cb *cb, void *arg)
 	if ((op = op_new(c, key, on_get_reply, arg)) == NULL)
 		return NULL;
 	op->cb.get = cb;
+	op->readonly = 1;
 	op_key_name(name, sizeof(name), c, key, "entry");
 	failed |= op_argstr(op, "GET");
 	failed |= op_argstr(op, name);

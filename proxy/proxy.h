@@ -51,8 +51,20 @@ struct l2;
  */
 #define PEER_FETCHES_MAX	64
 
+/*
+ * The instance's own lock on a key, for when Redis cannot lock it (the
+ * key's node is away, or Redis is down): one worker fetches, its siblings
+ * take the entry from the shared near cache (proxy_peer.c's peer_claim).
+ * A key's claim lives in one cell of one row, by its hash; any worker
+ * sets it (compare-and-swap) and its holder clears it. A cell holds the
+ * top half of the key's hash and the holder's pid; one whose pid is no
+ * running worker's is free.
+ */
+#define PEER_CLAIMS_MAX		64
+
 struct peer_row {
 	_Atomic uint64_t	 fetching[PEER_FETCHES_MAX];
+	_Atomic uint64_t	 claims[PEER_CLAIMS_MAX];
 };
 
 struct worker_slot {

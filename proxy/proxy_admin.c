@@ -137,8 +137,9 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	metrics_hist_json(&cc->command_duration, out);
 	evbuffer_add_printf(out, ", \"mode\": \"%s\", \"moved\": %" PRIu64
 	    ", \"ask\": %" PRIu64 ", \"map_refreshes\": %" PRIu64
-	    ", \"nodes\": [", cache_mode(px->cache), cc->moved, cc->ask,
-	    cc->map_refreshes);
+	    ", \"replica_reads\": %" PRIu64 ", \"nodes\": [",
+	    cache_mode(px->cache), cc->moved, cc->ask, cc->map_refreshes,
+	    cc->replica_reads);
 	for (int i = 0; i < cc->nnodes; i++) {
 		evbuffer_add_printf(out, "%s{\"address\": ", i > 0 ? ", " : "");
 		json_string(out, cc->nodes[i].name);

@@ -136,6 +136,9 @@ flight_refresh(struct flight *fl, enum refresh_mode mode, const char *seen_gen,
 		.seen_gen = seen_gen,
 		.base = base,
 		.stream = own ? on_flight_stream : NULL,
+		/* Redis cannot lock it: once per instance (proxy_peer.h). */
+		.claim = own && mode == RF_DIRECT && fl->degraded &&
+		    !fl->timed_out,
 	};
 
 	return refresh_start(fl->px, &a, own ? on_flight_report : NULL,
@@ -401,7 +404,8 @@ reported_changed(struct flight *fl, struct cache_entry **ep)
 }
 
 /* The fetch brought a response (the entry's body is not whole if it
- * streamed past max_entry_bytes). */
+ * streamed past max_entry_bytes: those that came once it was past what
+ * is kept share the next fetch, rather than each fetching its own). */
 static enum flight_step
 reported_fetched(struct flight *fl, struct refresh_report *rep)
 {
@@ -413,8 +417,6 @@ reported_fetched(struct flight *fl, struct refresh_report *rep)
 		return flight_failed(fl, rep, rep->partial ? NULL :
 		    entry_ref(rep->entry));
 	if (rep->partial && waitlist_next_round(&fl->waiters, &fl->v)) {
-		/* Those that came once the body was past what is kept share
-		 * the next fetch, rather than each fetching its own. */
 		fl->lead_streamed = 0;
 		return direct ? FL_DIRECT : FL_LOCK;
 	}
@@ -761,11 +763,13 @@ flight_on_fill(const char *key, struct cache_entry *e, void *arg)
 
 /* ---- the face ------------------------------------------------------- */
 
+/* w waits in fl: late if the body has begun (it could not be fed it). */
 static void
 flight_enter(struct flight *fl, struct waiter *w)
 {
 	TAILQ_INSERT_TAIL(&fl->waiters, w, flight_link);
 	w->flight = fl;
+	w->late = fl->stream_state != STREAM_NONE;
 }
 
 static struct flight *
@@ -812,16 +816,13 @@ flight_join(struct proxy *px, struct waiter *w, const char *key,
 	if ((fl = dict_get(px->flights, key)) != NULL) {
 		fl->early_due |= early_due;
 		if (fl->stream_state == STREAM_NONE || fl->stream == NULL ||
-		    stream_join_late(fl->stream, w) == -1) {
-			w->late = fl->stream_state != STREAM_NONE;
+		    stream_join_late(fl->stream, w) == -1)
 			flight_enter(fl, w);
-		}
 		return 0;
 	}
 	if ((fl = flight_new(px, key, uri, route, rt)) == NULL)
 		return -1;
 	fl->early_due = early_due;
-	w->late = 0;
 	/* A shared fetch: nothing that would make the answer one client's. */
 	flags = HDR_DROP_HOST | HDR_DROP_LENGTH | HDR_DROP_CONDITIONAL |
 	    HDR_DROP_ENCODING | (rt->cache_authorized ? 0 : HDR_DROP_CREDENTIALS);

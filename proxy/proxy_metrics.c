@@ -102,6 +102,10 @@ static const struct counter_row counter_rows[] = {
 	  FIELD(peer_streams), NO_FIELD },
 	{ "corral_peer_streams_total", NULL, "result", "none",
 	  FIELD(peer_fallbacks), NO_FIELD },
+	{ "corral_sibling_fills_total", "Flights answered with the entry a "
+	  "sibling worker fetched under the instance's claim, while Redis "
+	  "could not lock the key.", NULL, NULL, FIELD(sibling_fills),
+	  NO_FIELD },
 	{ "corral_stream_laggards_total", "Streamed clients that fell behind "
 	  "the others: detached (fed from the body kept, at their own pace) "
 	  "or cut (no body kept).", "result", "detached",
@@ -453,6 +457,9 @@ redis_topology_metrics(struct evbuffer *out, struct proxy *px,
 	redis_counter(out, "corral_redis_map_refreshes_total", "Slot maps "
 	    "read (cluster) or primaries looked up (sentinel).",
 	    cc->map_refreshes);
+	redis_counter(out, "corral_redis_replica_reads_total", "Reads sent "
+	    "to a replica while the slot's primary was unreachable (cluster).",
+	    cc->replica_reads);
 	family(out, "corral_redis_mode", "gauge", "Always 1; the [redis] mode "
 	    "is a label.");
 	evbuffer_add_printf(out, "corral_redis_mode{mode=\"%s\"} 1\n",

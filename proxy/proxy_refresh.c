@@ -14,7 +14,12 @@
  * LOCK runs one script: the lock (SET NX PX with a random token), or the
  * entry if it changed from the generation the flight saw, or the backoff
  * of a failing key. DIRECT refreshes (Redis unavailable, lock_wait ran
- * out) skip LOCK, STORE and RELEASE.
+ * out) skip STORE and RELEASE, and LOCK unless Redis could not lock the
+ * key: then LOCK takes the instance's claim instead (proxy_peer.h). Its
+ * holder fetches, puts what it would have stored in the near caches and
+ * lets the claim go as it ends; a sibling's refresh meanwhile polls for
+ * that entry (answered RFR_CHANGED), fetching itself if the claim goes
+ * with no entry left for it, or after lock_wait.
  */
 
 #include <assert.h>
@@ -47,6 +52,7 @@
 #define RENEW_DIVISOR		3	/* renew the lock every lock_ttl / 3 */
 #define BACKOFF_BASE_MS		1000	/* first pause after a failed refresh */
 #define KEEP_VALIDATORS_MS	60000	/* entries with validators: kept at least */
+#define SIBLING_POLL_MS		20	/* a sibling's claim: let go yet? */
 
 enum refresh_step {
 	RF_LOCK,
@@ -76,6 +82,10 @@ struct refresh {
 	struct event		*done_ev;
 	int			 registered;	/* in px->refreshes */
 	int			 peer_entry;	/* in the siblings' table, or -1 */
+	int			 claim;		/* DIRECT: under the instance's claim */
+	int			 claimed;	/* ... and it holds the claim */
+	struct event		*sibling_ev;	/* polls a sibling's claim */
+	int64_t			 sibling_until_us;	/* ... for lock_wait */
 	int			 lost;		/* our token was replaced */
 	int64_t			 fetch_start_us;
 	int64_t			 sie_ms;	/* stale-if-error of the entry */
@@ -117,6 +127,7 @@ on_refresh_done(evutil_socket_t fd, short what, void *arg)
 	entry_unref(&rf->marker);
 	evhttp_clear_headers(&rf->headers);
 	event_free(rf->renew_ev);
+	event_free(rf->sibling_ev);
 	event_free(rf->done_ev);
 	free(rf->url);
 	rf->magic = 0;
@@ -129,10 +140,15 @@ refresh_end(struct refresh *rf)
 {
 	rf->step = RF_DONE;
 	evtimer_del(rf->renew_ev);
+	evtimer_del(rf->sibling_ev);
 	cache_op_cancel(&rf->op);
 	cache_op_cancel(&rf->renew_op);
 	upstream_cancel(&rf->fetch);
 	peer_withdraw(rf->px, &rf->peer_entry);
+	if (rf->claimed) {
+		peer_unclaim(rf->px, rf->key);
+		rf->claimed = 0;
+	}
 	if (rf->registered) {
 		dict_del(rf->px->refreshes, rf->key);
 		rf->registered = 0;
@@ -364,6 +380,10 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 		snprintf(rf->rep.failure, sizeof(rf->rep.failure), "%d", resp->status);
 	if (rf->step == RF_RELEASE && why[0] != '\0')
 		log_debug("%s not stored: %s", rf->key, why);
+	/* Under the instance's claim: where the siblings look for it. */
+	if (rf->claimed && why[0] == '\0' && rf->marker == NULL &&
+	    entry_state(rf->rep.entry, util_now_ms()) == ENTRY_FRESH)
+		near_put(px, rf->key, rf->rep.entry);
 out:
 	upstream_response_free(&resp);
 	refresh_run(rf);
@@ -500,6 +520,53 @@ refresh_release(struct refresh *rf)
 }
 
 static void
+on_sibling_poll(evutil_socket_t fd, short what, void *arg)
+{
+	struct refresh *rf = arg;
+
+	assert(rf->magic == REFRESH_MAGIC && rf->step == RF_LOCK);
+	refresh_run(rf);
+}
+
+/*
+ * DIRECT: the entry a sibling fetched under the instance's claim, or
+ * the claim, or neither (fetch alone). The next step is set: 0, or -1
+ * while a sibling still holds the claim (polled).
+ */
+static int
+refresh_claim(struct refresh *rf)
+{
+	int64_t now = util_mono_us();
+
+	rf->step = RF_FETCH;
+	if (!rf->claim)
+		return 0;
+	if ((rf->rep.entry = near_get(rf->px, rf->key, util_now_ms())) !=
+	    NULL) {
+		STAT_INC(rf->px->stats, rf->route, sibling_fills);
+		rf->rep.result = RFR_CHANGED;
+		rf->step = RF_DONE;
+		return 0;
+	}
+	switch (peer_claim(rf->px, rf->key)) {
+	case CLAIM_TAKEN:
+		rf->claimed = 1;
+		return 0;
+	case CLAIM_NONE:
+		return 0;
+	case CLAIM_SIBLING:
+		break;
+	}
+	if (rf->sibling_until_us == 0)
+		rf->sibling_until_us = now + rf->rt.lock_wait_ms * 1000;
+	else if (now >= rf->sibling_until_us)
+		return 0;	/* waited lock_wait: fetch alone */
+	rf->step = RF_LOCK;
+	timer_arm(rf->sibling_ev, SIBLING_POLL_MS);
+	return -1;
+}
+
+static void
 refresh_run(struct refresh *rf)
 {
 	struct proxy *px = rf->px;
@@ -516,7 +583,8 @@ refresh_run(struct refresh *rf)
 				continue;
 			}
 			if (rf->rep.mode == RF_DIRECT) {
-				rf->step = RF_FETCH;
+				if (refresh_claim(rf) == -1)
+					return;		/* a sibling's fetch */
 				continue;
 			}
 			/*
@@ -602,6 +670,7 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	rf->authorized = a->authorized;
 	rf->rep.fetch_ms = -1;
 	rf->peer_entry = -1;
+	rf->claim = a->claim && a->mode == RF_DIRECT;
 	rf->cb = cb;
 	rf->cb_arg = arg;
 	rf->stream = a->stream;
@@ -624,8 +693,10 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	if (util_random_token(rf->token) == -1)
 		goto fail;
 	rf->renew_ev = evtimer_new(px->base, on_renew_tick, rf);
+	rf->sibling_ev = evtimer_new(px->base, on_sibling_poll, rf);
 	rf->done_ev = event_new(px->base, -1, 0, on_refresh_done, rf);
-	if (rf->renew_ev == NULL || rf->done_ev == NULL)
+	if (rf->renew_ev == NULL || rf->sibling_ev == NULL ||
+	    rf->done_ev == NULL)
 		goto fail;
 	if (a->mode == RF_LOCKED && dict_get(px->refreshes, rf->key) == NULL &&
 	    dict_set(px->refreshes, rf->key, rf) == 0)
@@ -637,6 +708,8 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 fail:
 	if (rf->renew_ev != NULL)
 		event_free(rf->renew_ev);
+	if (rf->sibling_ev != NULL)
+		event_free(rf->sibling_ev);
 	if (rf->done_ev != NULL)
 		event_free(rf->done_ev);
 	evhttp_clear_headers(&rf->headers);

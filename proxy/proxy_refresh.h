@@ -54,6 +54,10 @@ struct refresh_args {
 	const char		*seen_gen;	/* the generation it saw */
 	struct cache_entry	*base;		/* to revalidate, or NULL */
 	refresh_stream_cb	*stream;	/* NULL: the body comes whole */
+	int			 claim;		/* RF_DIRECT: under the instance's
+						 * claim (proxy_peer.h), or with
+						 * the entry a sibling fetched
+						 * under it (RFR_CHANGED) */
 };
 
 /* What a refresh reports once it has ended. The callee may take entry
