@@ -8,8 +8,9 @@
  * (cache_watch.c). The table's news reaches the layers through the hooks
  * set here.
  *
- * Calls: cache_watch.c, cache_script.c, cache_op.c, cache_route.c. The
- * operations themselves are in cache_store.c and cache_purge.c.
+ * Calls: cache_watch.c, cache_script.c, cache_op.c, cache_route.c,
+ * cache_purge.c, cache_tag.c. The operations themselves are in
+ * cache_store.c, cache_purge.c and cache_tag.c.
  */
 
 #include "cache/cache_int.h"
@@ -28,7 +29,7 @@ on_sub_up(struct node *n, void *arg)
 
 	assert(c->magic == CACHE_MAGIC);
 	watch_sub_up(c, n);
-	slot_sub_up(c, n);
+	lease_sub_up(c, n);
 }
 
 static void
@@ -37,7 +38,7 @@ on_sub_reply(struct node *n, const redisReply *r, void *arg)
 	struct cache *c = arg;
 
 	assert(c->magic == CACHE_MAGIC);
-	if (slot_sub_reply(c, n, r) == 0)
+	if (lease_sub_reply(c, n, r) == 0)
 		watch_sub_reply(c, n, r);
 }
 
@@ -48,7 +49,7 @@ on_node_gone(struct node *n, void *arg)
 
 	assert(c->magic == CACHE_MAGIC);
 	watch_node_gone(c, n);
-	slot_node_gone(c, n);
+	lease_node_gone(c, n);
 	op_node_gone(c, n);
 }
 
@@ -61,7 +62,7 @@ on_map_changed(void *arg)
 	if (c->closing)
 		return;
 	watch_map_changed(c);
-	slot_map_changed(c);
+	lease_map_changed(c);
 	op_park_retry(c);
 }
 
@@ -90,6 +91,7 @@ cache_new(struct event_base *base, const struct conf *conf,
 	c->timeout_ms = conf->redis_timeout_ms;
 	c->on_fill = on_fill;
 	c->fill_arg = arg;
+	TAILQ_INIT(&c->purges);
 	if (watch_init(c) == -1 || op_park_init(c) == -1 ||
 	    (c->rt = route_new(base, conf, &hooks, c, &c->counters)) == NULL)
 		goto fail;
@@ -114,8 +116,9 @@ cache_free(struct cache **cp)
 	/* Ops in flight get their NULL replies here and free themselves. */
 	route_free(&c->rt);
 	op_park_free(c);
+	purge_free_all(c);
 	watch_free_all(c);
-	slot_free(c);
+	lease_free(c);
 	c->magic = 0;
 	free(c);
 	*cp = NULL;
@@ -151,6 +154,7 @@ const struct cache_counters *
 cache_counters(struct cache *c)
 {
 	route_node_states(c->rt, &c->counters);
+	tag_figures(c);
 	return &c->counters;
 }
 
@@ -168,6 +172,10 @@ cache_counters_add(struct cache_counters *dst, const struct cache_counters *src)
 	dst->moved += src->moved;
 	dst->ask += src->ask;
 	dst->map_refreshes += src->map_refreshes;
+	dst->tag_members_pruned += src->tag_members_pruned;
+	if (src->tag_set_largest > dst->tag_set_largest)
+		dst->tag_set_largest = src->tag_set_largest;
+	dst->replica_reads += src->replica_reads;
 	hist_merge(&dst->command_duration, &src->command_duration);
 	for (int i = 0; i < src->nnodes; i++) {
 		const struct cache_node_state *s = &src->nodes[i];

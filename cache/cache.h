@@ -16,8 +16,9 @@
  * Every key of one cache key (entry, lock, backoff, variants) shares the
  * hash tag {key}, so each script touches one slot: in cluster mode it runs
  * on the node that owns it (cache_route.c), and MOVED, ASK and failovers
- * are followed within [redis] timeout. The caller never knows which mode
- * runs.
+ * are followed within [redis] timeout; while a slot's primary cannot be
+ * reached, a lookup is read from its replica. The caller never knows
+ * which mode runs.
  *
  * Notifications: a store or release publishes on the key's own shard
  * channel (SPUBLISH "<prefix>{key}:filled"; a store of a short entry
@@ -32,7 +33,10 @@
  *
  * The lock protocol (scripts in cache_script.c, run with EVALSHA):
  *   acquire  atomically: if the entry changed from the generation the
- *            caller saw, return it; else SET lock token NX PX ttl.
+ *            caller saw, return it; else SET lock token NX PX ttl. One
+ *            that Redis runs after its caller stopped waiting (a timeout,
+ *            a cancel) and that took the lock releases it at once: no
+ *            lock bars the key with no fetch behind it.
  *   renew    PEXPIRE the lock only if it still holds our token.
  *   store    write the entry only if the lock still holds our token (a
  *            fetch that lost its lock never overwrites a newer entry),
@@ -102,7 +106,10 @@ struct cache_counters {
 	uint64_t	moved;		/* MOVED redirects followed */
 	uint64_t	ask;		/* ASK redirects followed */
 	uint64_t	map_refreshes;	/* slot maps read, primaries looked up */
+	uint64_t	replica_reads;	/* reads sent to a replica (cluster) */
 	struct hist	command_duration;	/* command sent to reply read */
+	uint64_t	tag_members_pruned;	/* dropped: their entries went */
+	int64_t		tag_set_largest;	/* members, in the last minute or two */
 	int		nnodes;
 	struct cache_node_state nodes[CACHE_NODES_MAX];
 };
@@ -175,28 +182,45 @@ struct release_args {
 struct cache_op	*lock_release(struct cache *c, const char *key,
 		    const char *token, const struct release_args *ra,
 		    fence_cb *cb, void *arg);
+/* A response of key's was shareable after all: its hit-for-miss ends,
+ * and acquire answers as usual again (FENCE_LOST: there was none). cb may
+ * be NULL. */
+struct cache_op	*lock_unpass(struct cache *c, const char *key, fence_cb *cb,
+		    void *arg);
 /* Deletes key's entry and its variants, and tells every process (the
  * purge callback) to drop its copies. cb may be NULL. */
 struct cache_op	*cache_invalidate(struct cache *c, const char *key,
 		    fence_cb *cb, void *arg);
-/* Gets the number purged, or -1 when Redis failed. */
-typedef void purge_cb(int64_t purged, void *arg);
+/* Gets the number of keys whose entries went (or, soft, became stale),
+ * and ok 0 when Redis failed before every key was reached. */
+typedef void purge_cb(int64_t purged, int ok, void *arg);
+enum purge_start {
+	PURGE_STARTED,		/* cb will run, later */
+	PURGE_DOWN,		/* Redis is down: cb will not run */
+	PURGE_BUSY,		/* PURGES_MAX purges run already: try later */
+};
 /* A soft purge: key's entry and variants become stale now (served stale
  * while one refresh runs: no stampede), and every process drops its
  * copies. cb may be NULL. */
 struct cache_op	*cache_soften(struct cache *c, const char *key, fence_cb *cb,
 		    void *arg);
 /* Records that key was stored with tag (Surrogate-Key, Cache-Tag) until
- * expire_at_ms, in the tag's own set. Nobody is told the result. 0 or -1. */
+ * expire_at_ms, in the tag's own set, which drops a few keys whose entries
+ * are gone on the way. Nobody is told the result. 0 or -1. */
 #define CACHE_TAG_MAX	128
 int		 cache_tag(struct cache *c, const char *key, const char *tag,
 		    int64_t expire_at_ms);
-/* Invalidates (soft: softens) every key starting with prefix (SCAN on
- * every primary). 0, or -1 when Redis is down (cb will not run). */
-int		 cache_purge_prefix(struct cache *c, const char *prefix,
+/*
+ * Invalidates (soft: softens) every key starting with prefix (SCAN on
+ * every primary), a batch at a time: all running purges share a bounded
+ * number of keys in flight, so that requests' commands still get through.
+ */
+enum purge_start cache_purge_prefix(struct cache *c, const char *prefix,
 		    int soft, purge_cb *cb, void *arg);
-/* The same for every key stored with tag. */
-int		 cache_purge_tag(struct cache *c, const char *tag, int soft,
+/* The same for every key stored with tag. A hard purge takes the keys out
+ * of the tag's set as their entries go: one that fails half-way leaves the
+ * rest for a retry. */
+enum purge_start cache_purge_tag(struct cache *c, const char *tag, int soft,
 		    purge_cb *cb, void *arg);
 /* Who hears of purges from any process: key, or NULL after resubscribing. */
 void		 cache_on_purge(struct cache *c, cache_purge_cb *on_purge);

@@ -10,12 +10,14 @@
  *
  *	cache.c		   the life cycle; the routing table's hooks
  *	cache_store.c	   lookup, acquire, renew, store, release
- *	cache_purge.c	   invalidate, soften, tags, purges by prefix and tag
- *	cache_slot.c	   the fleet's origin slots (cache_slot.h)
+ *	cache_purge.c	   invalidate, soften; purges of many keys, by prefix
+ *	cache_tag.c	   tags: their sets of keys, purges by tag
+ *	cache_lease.c	   the fleet's origin slots (cache_lease.h)
  *	cache_watch.c	   fill watches and the purge subscription
  *	cache_op.c	   the transport: send, redirect, park, time out
  *	cache_script.c	   the Lua scripts and their loading
  *	cache_route.c	   slot -> node, the nodes' connections (cache_route.h)
+ *	cache_slots.c	   the cluster's slot map (cache_route.h)
  *	cache_sentinel.c   asking the sentinels (cache_sentinel.h)
  *	cache_sub.c	   a subscriber connection (cache_sub.h)
  *	cache_adapter.c	   hiredis on the event loop (cache_adapter.h)
@@ -32,7 +34,7 @@
 #include "cache/cache.h"
 #include "cache/cache_key.h"
 #include "cache/cache_route.h"
-#include "cache/cache_slot.h"
+#include "cache/cache_lease.h"
 
 #define CACHE_MAGIC		0x43414348u	/* "CACH" */
 #define KEY_SUFFIX_MAX		16		/* "}:entry", "}:filled" */
@@ -49,10 +51,11 @@ enum script_id {
 	SCRIPT_INVALIDATE,
 	SCRIPT_SOFTEN,
 	SCRIPT_TAG,
-	SCRIPT_SLOT_ACQUIRE,	/* cache_slot.c's */
-	SCRIPT_SLOT_RENEW,
-	SCRIPT_SLOT_RELEASE,
-	SCRIPT_SLOT_HELLO,
+	SCRIPT_TAG_TAKE,
+	SCRIPT_LEASE_ACQUIRE,	/* cache_lease.c's */
+	SCRIPT_LEASE_RENEW,
+	SCRIPT_LEASE_RELEASE,
+	SCRIPT_LEASE_HELLO,
 	SCRIPT_COUNT,
 	SCRIPT_NONE = SCRIPT_COUNT	/* a plain command */
 };
@@ -60,7 +63,8 @@ enum script_id {
 struct dict;
 struct watch;
 struct cache_op;
-struct slot_sub;
+struct purge;
+struct lease_sub;
 
 struct cache {
 	uint32_t		 magic;
@@ -78,9 +82,15 @@ struct cache {
 	struct event		*park_ev;
 	unsigned		 park_round;	/* on_park_retry's runs */
 
+	TAILQ_HEAD(, purge)	 purges;	/* running, in turn order */
+	int			 npurges;
+	int			 purge_inflight; /* their keys being invalidated */
+	int64_t			 tag_window_ms;	/* when the current window began */
+	int64_t			 tag_largest[2]; /* this window's and the last's */
+
 	cache_fill_cb		*on_fill;
 	cache_purge_cb		*on_purge;
-	struct slot_sub		*freed;		/* cache_slot.c: NULL when off */
+	struct lease_sub	*freed;		/* cache_lease.c: NULL when off */
 	void			*fill_arg;
 	int			 closing;
 	struct cache_counters	 counters;
@@ -109,7 +119,7 @@ struct cache_op {
 		cache_get_cb	*get;
 		lock_cb		*lock;
 		fence_cb	*fence;
-		slot_cb		*slot;
+		lease_cb	*lease;
 	} cb;				/* the caller's */
 	void			*arg;
 	int			 finished;	/* caller's callback ran or op cancelled */
@@ -120,6 +130,7 @@ struct cache_op {
 	struct event		*timer;
 	int64_t			 sent_us;	/* when the command was sent */
 	unsigned		 slot;
+	int			 readonly;	/* a replica may answer it */
 	struct node		*ask;		/* ASK: the next send goes there */
 	int			 redirects;
 	/* What to send again: a script's numkeys, keys..., args... (EVALSHA
@@ -132,13 +143,65 @@ struct cache_op {
 	char			**args;
 	size_t			*arglens;
 	/* Its maker's own; the transport never reads them. The cache key
-	 * (acquire: whose fill to wait for when busy, with the lock's PX;
-	 * invalidate: whose variants; a watch's check), and an
-	 * invalidation's set reads and softness. */
+	 * (acquire: whose fill to wait for when busy, with the lock's PX
+	 * and the token, to let go a lock taken too late; invalidate: whose
+	 * variants; a watch's check), and an invalidation's set reads and
+	 * softness. */
 	char			*key;
+	char			*token;
 	int64_t			 px_ms;
 	int			 rounds;
 	int			 soft;
+};
+
+/*
+ * A purge of many keys, by prefix or by tag: its lister names the keys a
+ * batch at a time, the runner (cache_purge.c) invalidates each batch's
+ * keys, every running purge taking turns within PURGE_INFLIGHT_MAX keys in
+ * flight, and asks the lister for the next batch only once the last one
+ * is done (or failed: then the purge ends, unanswered keys left for a
+ * retry). It owns itself and reports once, never from inside the call
+ * that started it.
+ */
+enum item_state { ITEM_WAITING, ITEM_SENT, ITEM_DONE, ITEM_FAILED };
+
+struct purge_item {
+	struct purge		*pg;
+	char			*key;
+	enum item_state		 state;
+};
+
+/* Sends the command for pg's next batch; pg's items are still the last
+ * batch's, each DONE, FAILED or never sent (pg->failed). 1 sent, 0 the
+ * purge is over, -1 it could not go. */
+typedef int purge_list_fn(struct purge *pg);
+
+struct purge {
+	uint32_t		 magic;
+	struct cache		*cache;
+	TAILQ_ENTRY(purge)	 link;
+	purge_list_fn		*list;
+	int			 soft;		/* mark stale instead of deleting */
+	int			 failed;
+	int			 last;		/* the lister has named every key */
+	int			 listing;	/* its command is in flight */
+	int64_t			 purged;	/* keys whose entries changed */
+	struct purge_item	*items;		/* the batch */
+	int			 nitems;
+	int			 cap;
+	int			 sent;		/* items[0..sent) went out */
+	int			 inflight;
+	/* The lister's: what it looks for (a SCAN pattern, a tag), where it
+	 * is (a node, a set), its cursor, and a prefix purge's nodes. */
+	char			 what[REDIS_KEY_MAX * 2];
+	size_t			 head;
+	int			 at;
+	char			 cursor[24];
+	int			 snapped;
+	char			 nodes[CACHE_NODES_MAX][CACHE_NODE_NAME_MAX];
+	int			 nnodes;
+	purge_cb		*cb;
+	void			*arg;
 };
 
 /* ---- cache_op.c ---- */
@@ -172,6 +235,27 @@ void		 op_park_retry(struct cache *c);
 /* n is about to be freed: no parked op is sent there. */
 void		 op_node_gone(struct cache *c, struct node *n);
 
+/* ---- cache_purge.c ---- */
+
+/* A new purge that lists with list, not yet running; NULL on no memory. */
+struct purge	*purge_new(struct cache *c, int soft, purge_list_fn *list,
+		    purge_cb *cb, void *arg);
+/* Sends its first listing: PURGE_STARTED, or PURGE_DOWN (pg freed). */
+enum purge_start purge_run(struct purge *pg);
+/* The lister's reply names key (len bytes): one more of the batch. 0, or
+ * -1 on no memory. */
+int		 purge_add(struct purge *pg, const char *key, size_t len);
+/* The lister's reply is in: more 1 when batches follow, 0 when that was
+ * the last, -1 when it failed. */
+void		 purge_listed(struct purge *pg, int more);
+/* Frees every purge (the cache closes: nobody is told). */
+void		 purge_free_all(struct cache *c);
+
+/* ---- cache_tag.c ---- */
+
+/* Brings the figure of the largest tag set up to date. */
+void		 tag_figures(struct cache *c);
+
 /* ---- cache_script.c ---- */
 
 /* Loads every script on n's command connection (its cmd_up hook). */
@@ -199,21 +283,21 @@ void		 watch_sub_reply(struct cache *c, struct node *n,
 void		 watch_node_gone(struct cache *c, struct node *n);
 void		 watch_map_changed(struct cache *c);
 
-/* ---- cache_slot.c ---- */
+/* ---- cache_lease.c ---- */
 
-/* The origin slots' scripts (see cache_slot.h), loaded with the others. */
-extern const char slot_script_acquire[];
-extern const char slot_script_renew[];
-extern const char slot_script_release[];
-extern const char slot_script_hello[];
+/* The origin slots' scripts (see cache_lease.h), loaded with the others. */
+extern const char lease_script_acquire[];
+extern const char lease_script_renew[];
+extern const char lease_script_release[];
+extern const char lease_script_hello[];
 /* The freed channel's subscription follows the routing table's news as
- * the watches do; slot_sub_reply() is 1 when r was the channel's. */
-void		 slot_sub_up(struct cache *c, struct node *n);
-int		 slot_sub_reply(struct cache *c, struct node *n,
+ * the watches do; lease_sub_reply() is 1 when r was the channel's. */
+void		 lease_sub_up(struct cache *c, struct node *n);
+int		 lease_sub_reply(struct cache *c, struct node *n,
 		    const redisReply *r);
-void		 slot_node_gone(struct cache *c, struct node *n);
-void		 slot_map_changed(struct cache *c);
+void		 lease_node_gone(struct cache *c, struct node *n);
+void		 lease_map_changed(struct cache *c);
 /* Ends the subscription. */
-void		 slot_free(struct cache *c);
+void		 lease_free(struct cache *c);
 
 #endif

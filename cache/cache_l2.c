@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/buffer.h>
 
@@ -35,6 +36,13 @@
  * whose block still lies at or past the tail once the copy is done was
  * not overwritten meanwhile (a seqlock on the tail).
  *
+ * Nobody waits long for the lock: a worker stalled while it holds it
+ * (stopped, swapped out) must not stall its siblings. A lookup or a write
+ * that cannot take it within L2_LOCK_WAIT_US does without the cache (the
+ * lookup goes to Redis), and its process skips the cache for
+ * L2_BUSY_SKIP_MS. A drop that cannot take it leaves a reset for the next
+ * taker to make first: a copy that should be gone is never served.
+ *
  * Chains link blocks by position + 1; 0 ends a chain.
  */
 
@@ -43,6 +51,8 @@
 #define L2_BYTES_PER_BUCKET	4096	/* one chain per this much budget */
 #define L2_MIN_BUCKETS		1024
 #define L2_MAX_SHARE		8	/* an entry may use 1/8 of the ring */
+#define L2_LOCK_WAIT_US		1000	/* the longest wait for the lock */
+#define L2_BUSY_SKIP_MS		100	/* then this process skips the cache */
 
 struct block {
 	uint64_t	next;		/* position + 1 of the next in its chain */
@@ -68,6 +78,8 @@ struct shared {
 	_Atomic uint64_t	evictions;
 	_Atomic uint64_t	drops;
 	_Atomic uint64_t	resets;
+	_Atomic uint64_t	lock_busy;
+	_Atomic int		reset_due;	/* a drop found the lock busy */
 	_Atomic int64_t		bytes;
 	_Atomic int64_t		entries;
 	int64_t			max_bytes;
@@ -79,6 +91,7 @@ struct l2 {
 	struct shared		*sh;
 	unsigned char		*ring;
 	size_t			 map_len;
+	struct timespec		 skip_until;	/* this process's own */
 };
 
 static uint64_t
@@ -125,19 +138,57 @@ reset(struct l2 *l)
 	atomic_store(&sh->entries, 0);
 }
 
-/* 0 with the lock held, or -1 (the lock is lost for good). */
-static int
-lock(struct l2 *l)
+/* t plus us microseconds. */
+static struct timespec
+later(struct timespec t, long us)
 {
-	int r = pthread_mutex_lock(&l->sh->lock);
+	t.tv_nsec += us * 1000;
+	t.tv_sec += t.tv_nsec / 1000000000;
+	t.tv_nsec %= 1000000000;
+	return t;
+}
 
+static int
+before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec ||
+	    (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/*
+ * 0 with the lock held, or -1: busy past L2_LOCK_WAIT_US (or this process
+ * skips the cache a while after that: a drop never does), or lost for
+ * good. A drop that finds it busy leaves the reset due.
+ */
+static int
+lock(struct l2 *l, int dropping)
+{
+	struct shared *sh = l->sh;
+	struct timespec now, until;
+	int r = EBUSY;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (dropping || !before(&now, &l->skip_until)) {
+		until = later(now, L2_LOCK_WAIT_US);
+		if ((r = pthread_mutex_clocklock(&sh->lock, CLOCK_MONOTONIC,
+		    &until)) == ETIMEDOUT && !dropping)
+			l->skip_until = later(until, L2_BUSY_SKIP_MS * 1000L);
+	}
 	if (r == EOWNERDEAD) {
 		/* Its holder died, maybe halfway through a change. */
 		reset(l);
-		count(&l->sh->resets);
-		pthread_mutex_consistent(&l->sh->lock);
+		count(&sh->resets);
+		pthread_mutex_consistent(&sh->lock);
 		r = 0;
 	}
+	if (r == ETIMEDOUT || r == EBUSY) {
+		count(&sh->lock_busy);
+		if (dropping)
+			atomic_store(&sh->reset_due, 1);
+		return -1;
+	}
+	if (r == 0 && atomic_exchange(&sh->reset_due, 0))
+		reset(l);
 	return r == 0 ? 0 : -1;
 }
 
@@ -316,7 +367,7 @@ l2_get(struct l2 *l, const char *key, int64_t now_ms)
 		return NULL;
 	sh = l->sh;
 	cache_key_hash(key, &kh);
-	if (lock(l) == -1)
+	if (lock(l, 0) == -1)
 		goto miss;
 	if ((p = find(l, key, &kh)) == 0) {
 		unlock(l);
@@ -383,7 +434,7 @@ l2_put(struct l2 *l, const char *key, const struct cache_entry *e,
 		return;
 	sh = l->sh;
 	cache_key_hash(key, &kh);
-	if (lock(l) == -1)
+	if (lock(l, 0) == -1)
 		return;
 	p = find(l, key, &kh);
 	if (p != 0 && memcmp(blob_of(at(l, p - 1)), e->gen,
@@ -401,7 +452,7 @@ l2_put(struct l2 *l, const char *key, const struct cache_entry *e,
 	}
 	blob_len = evbuffer_get_length(enc);
 	n = align_up(sizeof(struct block) + kh.len + 1 + blob_len);
-	if (lock(l) == -1) {
+	if (lock(l, 0) == -1) {
 		evbuffer_free(enc);
 		return;
 	}
@@ -441,7 +492,7 @@ l2_drop(struct l2 *l, const char *key)
 	if (!enabled(l))
 		return;
 	cache_key_hash(key, &kh);
-	if (lock(l) == -1)
+	if (lock(l, 1) == -1)
 		return;
 	for (pp = chain_of(l, kh.base_hash); (p = *pp) != 0; ) {
 		b = at(l, p - 1);
@@ -462,7 +513,7 @@ l2_drop_prefix(struct l2 *l, const char *prefix)
 	uint64_t t;
 	struct block *b;
 
-	if (!enabled(l) || lock(l) == -1)
+	if (!enabled(l) || lock(l, 1) == -1)
 		return;
 	if (len == 0) {
 		reset(l);
@@ -499,6 +550,8 @@ l2_counters(const struct l2 *l, struct l2_counters *out)
 	    memory_order_relaxed);
 	out->drops = atomic_load_explicit(&sh->drops, memory_order_relaxed);
 	out->resets = atomic_load_explicit(&sh->resets, memory_order_relaxed);
+	out->lock_busy = atomic_load_explicit(&sh->lock_busy,
+	    memory_order_relaxed);
 	out->bytes = atomic_load_explicit(&sh->bytes, memory_order_relaxed);
 	out->entries = atomic_load_explicit(&sh->entries,
 	    memory_order_relaxed);
@@ -509,5 +562,12 @@ void
 l2_hold_lock(struct l2 *l)
 {
 	if (enabled(l))
-		(void)lock(l);
+		(void)lock(l, 0);
+}
+
+void
+l2_unhold_lock(struct l2 *l)
+{
+	if (enabled(l))
+		unlock(l);
 }

@@ -16,7 +16,11 @@
  * holds nothing of it. Only the index and writes take the lock (a robust
  * process-shared mutex: if its holder dies, the next taker empties the
  * cache and goes on); a copy is checked afterwards against the ring's
- * tail, and one overwritten meanwhile is a miss.
+ * tail, and one overwritten meanwhile is a miss. Nobody waits for the
+ * lock more than a millisecond, so a worker that stalls holding it does
+ * not stall the others: a get or a put that cannot take it does without
+ * the cache (its process then skips it a moment), and a drop that cannot
+ * leaves the cache for the next taker to empty first.
  *
  * Keys are cache keys; a variant of key "K" is "K\nID", and dropping K
  * drops its variants.
@@ -37,6 +41,8 @@ struct l2_counters {
 	uint64_t	drops;		/* no longer fresh, purged or replaced */
 	uint64_t	resets;		/* emptied after a worker died holding
 					 * the lock */
+	uint64_t	lock_busy;	/* gets, puts and drops that found the
+					 * lock held too long by another */
 	int64_t		bytes;		/* of the ring in use by live entries */
 	int64_t		entries;	/* entries held */
 	int64_t		max_bytes;	/* its budget */
@@ -66,8 +72,9 @@ void		 l2_drop(struct l2 *l, const char *key);
 void		 l2_drop_prefix(struct l2 *l, const char *prefix);
 /* Zeroes with l NULL. */
 void		 l2_counters(const struct l2 *l, struct l2_counters *out);
-/* For tests: takes the lock and keeps it, as a worker that dies while
- * changing the cache would. */
+/* For tests: takes the lock and keeps it, as a worker that dies (or
+ * stalls) while changing the cache would; l2_unhold_lock lets it go. */
 void		 l2_hold_lock(struct l2 *l);
+void		 l2_unhold_lock(struct l2 *l);
 
 #endif

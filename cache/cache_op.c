@@ -4,7 +4,8 @@
  * reply, hiredis owns it and calls on_op_reply exactly once (with NULL on
  * error or disconnect); a MOVED, an ASK or (cluster, sentinel) a lost node
  * sends it again or parks it until its node is known, always within its
- * timer. The op's maker handles the answer through the on_reply (and, for
+ * timer; a read whose primary is away goes to its replica meanwhile. The
+ * op's maker handles the answer through the on_reply (and, for
  * an op of several commands, on_step) it registered: the transport knows
  * no kind of operation. The caller's callback runs at most once: with the
  * reply, or earlier from the op's timer when Redis is slower than [redis]
@@ -61,6 +62,7 @@ op_free(struct cache_op *op)
 	free(op->args);
 	free(op->arglens);
 	free(op->key);
+	free(op->token);
 	op->magic = 0;
 	free(op);
 }
@@ -379,10 +381,17 @@ op_send(struct cache_op *op)
 {
 	struct cache *c = op->cache;
 	struct node *n = op->ask != NULL ? op->ask : route_node(c->rt, op->slot);
+	struct node *r;
 	const char **argv;
 	size_t *argvlen;
 	int argc = 0, rc;
 
+	/* A read while the slot's primary is away: its replica answers. */
+	if ((n == NULL || !n->up) && op->readonly && op->ask == NULL &&
+	    (r = route_replica(c->rt, op->slot)) != NULL) {
+		n = r;
+		c->counters.replica_reads++;
+	}
 	if (n == NULL || !n->up || n->cmd == NULL)
 		return op_park(op);
 	if ((argv = calloc((size_t)op->nargs + 2, sizeof(*argv))) == NULL ||

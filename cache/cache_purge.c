@@ -1,16 +1,18 @@
 /*
  * Invalidations and purges: a key's entry and variants deleted (or, soft,
- * made stale), the tags' sets of keys, and purges by prefix (SCAN on every
- * primary) and by tag, each of which invalidates key by key. Every
- * invalidation tells every process, on the purge channel, to drop its
- * copies.
+ * made stale); the runner of purges of many keys (see struct purge), which
+ * invalidates key by key, a batch at a time, within one bounded window for
+ * every purge of this process; and the purge by prefix (SCAN on every
+ * primary). Every invalidation tells every process, on the purge channel,
+ * to drop its copies.
  *
  * Calls: cache_script.c, cache_op.c, cache_route.c (the primaries a purge
- * scans). Called from outside cache/ only.
+ * scans). Called from cache_tag.c (the purge by tag) and outside cache/.
  */
 
 #include "cache/cache_int.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +21,12 @@
 #include "common/log.h"
 #include "common/util.h"
 
+#define PURGE_MAGIC		0x50555247u	/* "PURG" */
 #define SCAN_COUNT		"500"	/* keys a purge's SCAN looks at a time */
 #define INVALIDATE_ROUNDS	3	/* variant lists read again when they grow */
+#define PURGE_INFLIGHT_MAX	64	/* keys all purges invalidate at once */
+#define PURGES_MAX		64	/* purges running at once; more wait */
+#define ITEMS_FIRST		64	/* a batch's room, doubled as it grows */
 
 /*
  * Builds an invalidation's next command: SMEMBERS of the key's variants
@@ -133,123 +139,273 @@ cache_soften(struct cache *c, const char *key, fence_cb *cb, void *arg)
 	return purge_key(c, key, 1, cb, arg);
 }
 
-/* The cache key of a tag's set of keys: its own hash tag. */
+/* ---- the runner ---- */
+
+static void pump(struct cache *c);
+
 static void
-tag_key(char out[CACHE_TAG_MAX + 8], const char *tag)
+batch_clear(struct purge *pg)
 {
-	snprintf(out, CACHE_TAG_MAX + 8, "tag:%.*s", CACHE_TAG_MAX, tag);
+	for (int i = 0; i < pg->nitems; i++)
+		free(pg->items[i].key);
+	pg->nitems = 0;
+	pg->sent = 0;
 }
 
-int
-cache_tag(struct cache *c, const char *key, const char *tag,
-    int64_t expire_at_ms)
+static void
+purge_free(struct purge *pg)
 {
-	char name[CACHE_TAG_MAX + 8], set[REDIS_KEY_MAX], px[24];
-	struct cache_op *op;
-	int failed = 0;
-
-	tag_key(name, tag);
-	if ((op = op_new(c, name, op_fence_reply, NULL)) == NULL)
-		return -1;
-	op->cb.fence = NULL;
-	script_use(op, SCRIPT_TAG);
-	op_key_name(set, sizeof(set), c, name, "keys");
-	expire_at_ms -= util_now_ms();
-	snprintf(px, sizeof(px), "%" PRId64, expire_at_ms > 0 ? expire_at_ms : 1);
-	failed |= op_argstr(op, "1");
-	failed |= op_argstr(op, set);
-	failed |= op_argstr(op, key);
-	failed |= op_argstr(op, px);
-	return op_start(op, failed) != NULL ? 0 : -1;
+	assert(pg->magic == PURGE_MAGIC && pg->inflight == 0);
+	batch_clear(pg);
+	free(pg->items);
+	pg->magic = 0;
+	free(pg);
 }
-
-/*
- * A purge by prefix: on every primary in turn, SCAN for the entries whose
- * key starts with it, and invalidate each, until that node's cursor comes
- * back to 0. It owns itself and reports once. It names its nodes by
- * address, so a node that leaves the map meanwhile fails it.
- */
-struct purge {
-	struct cache	*cache;
-	char		 pattern[REDIS_KEY_MAX * 2];
-	size_t		 head;		/* strlen("<prefix>{") */
-	int		 soft;		/* mark stale instead of deleting */
-	int		 pending;	/* a tag's purges not yet answered */
-	int		 ok;
-	int64_t		 found;
-	char		 nodes[CACHE_NODES_MAX][CACHE_NODE_NAME_MAX];
-	int		 nnodes;
-	int		 at;		/* the node being scanned */
-	purge_cb	*cb;
-	void		*arg;
-};
-
-static void purge_scan(struct purge *pg, const char *cursor);
 
 static void
 purge_end(struct purge *pg, int ok)
 {
-	pg->cb(ok ? pg->found : -1, pg->arg);
-	free(pg);
+	struct cache *c = pg->cache;
+
+	TAILQ_REMOVE(&c->purges, pg, link);
+	c->npurges--;
+	pg->cb(pg->purged, ok, pg->arg);
+	purge_free(pg);
 }
+
+/* pg's batch is done (or failed): its lister records it and sends for the
+ * next, or the purge is over. */
+static void
+next_batch(struct purge *pg)
+{
+	int rc;
+
+	assert(pg->inflight == 0 && !pg->listing);
+	rc = pg->list(pg);
+	batch_clear(pg);
+	if (rc == 1)
+		pg->listing = 1;
+	else
+		purge_end(pg, rc == 0 && !pg->failed);
+}
+
+static void
+on_item_done(enum fence_result r, void *arg)
+{
+	struct purge_item *it = arg;
+	struct purge *pg = it->pg;
+	struct cache *c = pg->cache;
+
+	assert(pg->magic == PURGE_MAGIC && it->state == ITEM_SENT);
+	pg->inflight--;
+	c->purge_inflight--;
+	if (r == FENCE_ERROR) {
+		it->state = ITEM_FAILED;
+		pg->failed = 1;
+	} else {
+		it->state = ITEM_DONE;
+		if (r == FENCE_OK)
+			pg->purged++;
+	}
+	if (pg->inflight == 0 && (pg->failed || pg->sent == pg->nitems))
+		next_batch(pg);
+	pump(c);
+}
+
+/* The purge whose turn it is to send a key: it goes to the end of the
+ * line. NULL when none has a key waiting. */
+static struct purge *
+next_turn(struct cache *c)
+{
+	struct purge *pg;
+
+	TAILQ_FOREACH(pg, &c->purges, link) {
+		if (pg->failed || pg->listing || pg->sent == pg->nitems)
+			continue;
+		TAILQ_REMOVE(&c->purges, pg, link);
+		TAILQ_INSERT_TAIL(&c->purges, pg, link);
+		return pg;
+	}
+	return NULL;
+}
+
+/* Invalidates waiting keys, taking turns, while the window has room. */
+static void
+pump(struct cache *c)
+{
+	struct purge *pg;
+	struct purge_item *it;
+
+	while (!c->closing && c->purge_inflight < PURGE_INFLIGHT_MAX &&
+	    (pg = next_turn(c)) != NULL) {
+		it = &pg->items[pg->sent++];
+		if (purge_key(c, it->key, pg->soft, on_item_done, it) != NULL) {
+			it->state = ITEM_SENT;
+			pg->inflight++;
+			c->purge_inflight++;
+			continue;
+		}
+		it->state = ITEM_FAILED;
+		pg->failed = 1;
+		if (pg->inflight == 0)
+			next_batch(pg);		/* may end it */
+	}
+}
+
+struct purge *
+purge_new(struct cache *c, int soft, purge_list_fn *list, purge_cb *cb,
+    void *arg)
+{
+	struct purge *pg;
+
+	if ((pg = calloc(1, sizeof(*pg))) == NULL)
+		return NULL;
+	pg->magic = PURGE_MAGIC;
+	pg->cache = c;
+	pg->soft = soft;
+	pg->list = list;
+	pg->cb = cb;
+	pg->arg = arg;
+	return pg;
+}
+
+enum purge_start
+purge_run(struct purge *pg)
+{
+	struct cache *c = pg->cache;
+
+	if (c->npurges >= PURGES_MAX) {
+		purge_free(pg);
+		return PURGE_BUSY;
+	}
+	if (pg->list(pg) != 1) {
+		purge_free(pg);
+		return PURGE_DOWN;
+	}
+	pg->listing = 1;
+	TAILQ_INSERT_TAIL(&c->purges, pg, link);
+	c->npurges++;
+	return PURGE_STARTED;
+}
+
+int
+purge_add(struct purge *pg, const char *key, size_t len)
+{
+	struct purge_item *it;
+
+	if (pg->nitems == pg->cap) {
+		int cap = pg->cap == 0 ? ITEMS_FIRST : pg->cap * 2;
+
+		if ((it = realloc(pg->items, (size_t)cap * sizeof(*it))) ==
+		    NULL)
+			return -1;
+		pg->items = it;
+		pg->cap = cap;
+	}
+	it = &pg->items[pg->nitems];
+	if ((it->key = malloc(len + 1)) == NULL)
+		return -1;
+	memcpy(it->key, key, len);
+	it->key[len] = '\0';
+	it->pg = pg;
+	it->state = ITEM_WAITING;
+	pg->nitems++;
+	return 0;
+}
+
+void
+purge_listed(struct purge *pg, int more)
+{
+	assert(pg->magic == PURGE_MAGIC && pg->listing);
+	pg->listing = 0;
+	if (more == -1)
+		pg->failed = 1;
+	else if (more == 0)
+		pg->last = 1;
+	if (pg->failed || pg->nitems == 0)
+		next_batch(pg);
+	else
+		pump(pg->cache);
+}
+
+void
+purge_free_all(struct cache *c)
+{
+	struct purge *pg;
+
+	assert(c->closing);
+	while ((pg = TAILQ_FIRST(&c->purges)) != NULL) {
+		TAILQ_REMOVE(&c->purges, pg, link);
+		pg->inflight = 0;	/* their ops went without a word */
+		purge_free(pg);
+	}
+	c->npurges = 0;
+}
+
+/* ---- the purge by prefix ---- */
+
+static int list_scan(struct purge *pg);
 
 static void
 on_purge_scan(redisAsyncContext *ac, void *r, void *privdata)
 {
 	struct purge *pg = privdata;
 	redisReply *reply = r, *keys;
-	char key[REDIS_KEY_MAX];
+	size_t tail = strlen("}:entry");
 
-	if (pg->cache->closing) {
-		free(pg);	/* nobody is left to tell */
-		return;
-	}
+	if (pg->cache->closing)
+		return;		/* purge_free_all frees it */
 	if (reply == NULL ||
 	    reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+	    reply->element[0]->type != REDIS_REPLY_STRING ||
 	    reply->element[1]->type != REDIS_REPLY_ARRAY) {
 		if (reply != NULL && reply->type == REDIS_REPLY_ERROR)
 			log_warn("redis: purge: %s", reply->str);
-		purge_end(pg, 0);
+		purge_listed(pg, -1);
 		return;
 	}
 	keys = reply->element[1];
 	for (size_t i = 0; i < keys->elements; i++) {
-		const char *k = keys->element[i]->str;
-		size_t len = keys->element[i]->len, tail = strlen("}:entry");
+		const redisReply *k = keys->element[i];
 
-		if (len <= pg->head + tail || len - pg->head >= sizeof(key))
-			continue;
 		/* "<prefix>{K}:entry" -> K */
-		snprintf(key, sizeof(key), "%.*s", (int)(len - pg->head - tail),
-		    k + pg->head);
-		if (purge_key(pg->cache, key, pg->soft, NULL, NULL) != NULL)
-			pg->found++;
+		if (k->type != REDIS_REPLY_STRING ||
+		    k->len <= pg->head + tail || k->len - pg->head > CACHE_KEY_MAX)
+			continue;
+		if (purge_add(pg, k->str + pg->head, k->len - pg->head - tail) ==
+		    -1) {
+			purge_listed(pg, -1);
+			return;
+		}
 	}
-	if (strcmp(reply->element[0]->str, "0") != 0) {
-		purge_scan(pg, reply->element[0]->str);
-	} else if (++pg->at < pg->nnodes) {
-		purge_scan(pg, "0");
-	} else {
-		purge_end(pg, 1);
-	}
+	snprintf(pg->cursor, sizeof(pg->cursor), "%s", reply->element[0]->str);
+	if (strcmp(pg->cursor, "0") == 0)
+		pg->at++;
+	purge_listed(pg, pg->at < pg->nnodes);
 }
 
-static void
-purge_scan(struct purge *pg, const char *cursor)
+/* The next SCAN, on the node being scanned; it names its nodes by
+ * address, so a node that leaves the map meanwhile fails the purge. */
+static int
+list_scan(struct purge *pg)
 {
 	struct node *nodes[CACHE_NODES_MAX], *n = NULL;
-	int count = route_primaries(pg->cache->rt, nodes, CACHE_NODES_MAX);
+	int count;
 
+	if (pg->failed || pg->last)
+		return 0;
+	count = route_primaries(pg->cache->rt, nodes, CACHE_NODES_MAX);
 	for (int i = 0; i < count && n == NULL; i++)
 		if (strcmp(nodes[i]->name, pg->nodes[pg->at]) == 0)
 			n = nodes[i];
 	if (n == NULL || n->cmd == NULL || redisAsyncCommand(n->cmd,
-	    on_purge_scan, pg, "SCAN %s MATCH %s COUNT %s", cursor,
-	    pg->pattern, SCAN_COUNT) != REDIS_OK)
-		purge_end(pg, 0);
+	    on_purge_scan, pg, "SCAN %s MATCH %s COUNT %s", pg->cursor,
+	    pg->what, SCAN_COUNT) != REDIS_OK)
+		return -1;
+	return 1;
 }
 
-int
+enum purge_start
 cache_purge_prefix(struct cache *c, const char *prefix, int soft,
     purge_cb *cb, void *arg)
 {
@@ -259,111 +415,27 @@ cache_purge_prefix(struct cache *c, const char *prefix, int soft,
 	int count;
 
 	if (c->closing || !route_all_up(c->rt))
-		return -1;
-	if ((pg = calloc(1, sizeof(*pg))) == NULL)
-		return -1;
-	pg->cache = c;
-	pg->soft = soft;
-	pg->cb = cb;
-	pg->arg = arg;
+		return PURGE_DOWN;
+	if ((pg = purge_new(c, soft, list_scan, cb, arg)) == NULL)
+		return PURGE_DOWN;
 	count = route_primaries(c->rt, nodes, CACHE_NODES_MAX);
 	for (int i = 0; i < count; i++)
 		snprintf(pg->nodes[i], sizeof(pg->nodes[i]), "%s",
 		    nodes[i]->name);
 	pg->nnodes = count;
-	n = (size_t)snprintf(pg->pattern, sizeof(pg->pattern), "%s{", c->prefix);
+	snprintf(pg->cursor, sizeof(pg->cursor), "0");
+	n = (size_t)snprintf(pg->what, sizeof(pg->what), "%s{", c->prefix);
 	pg->head = n;
 	/* The prefix, glob-escaped, then anything, then the entry suffix. */
-	for (const char *p = prefix; *p != '\0' && n + 12 < sizeof(pg->pattern);
+	for (const char *p = prefix; *p != '\0' && n + 12 < sizeof(pg->what);
 	    p++) {
 		if (strchr("*?[]\\", *p) != NULL)
-			pg->pattern[n++] = '\\';
-		pg->pattern[n++] = *p;
+			pg->what[n++] = '\\';
+		pg->what[n++] = *p;
 	}
-	snprintf(pg->pattern + n, sizeof(pg->pattern) - n, "*}:entry");
+	snprintf(pg->what + n, sizeof(pg->what) - n, "*}:entry");
 	/* Reports through the loop, never from inside this call. */
-	purge_scan(pg, "0");
-	return 0;
-}
-
-/* One key of a tag purge is done: the purge answers once all are. */
-static void
-on_tag_key_purged(enum fence_result r, void *arg)
-{
-	struct purge *pg = arg;
-
-	if (r == FENCE_ERROR)
-		pg->ok = 0;
-	if (--pg->pending == 0)
-		purge_end(pg, pg->ok);
-}
-
-/* A purge by tag: the tag's set, on its own node, lists its keys. */
-static void
-on_members_reply(struct cache_op *op, redisReply *reply)
-{
-	struct purge *pg = op->arg;
-	char name[CACHE_TAG_MAX + 8], set[REDIS_KEY_MAX];
-
-	if (reply == NULL || reply->type != REDIS_REPLY_ARRAY) {
-		purge_end(pg, 0);
-		return;
-	}
-	pg->ok = 1;
-	pg->pending = 1;	/* until every key is under way */
-	for (size_t i = 0; i < reply->elements; i++) {
-		const redisReply *m = reply->element[i];
-
-		if (m->type == REDIS_REPLY_STRING && m->len <= CACHE_KEY_MAX +
-		    CACHE_VARIANT_MAX && purge_key(pg->cache, m->str, pg->soft,
-		    on_tag_key_purged, pg) != NULL) {
-			pg->found++;
-			pg->pending++;
-		}
-	}
-	/* A hard purge leaves nothing for the set to name. */
-	if (!pg->soft) {
-		struct cache_op *del;
-
-		tag_key(name, pg->pattern);
-		if ((del = op_new(pg->cache, name, op_fence_reply, NULL)) !=
-		    NULL) {
-			del->cb.fence = NULL;
-			op_key_name(set, sizeof(set), pg->cache, name, "keys");
-			(void)op_start(del, op_argstr(del, "DEL") |
-			    op_argstr(del, set));
-		}
-	}
-	on_tag_key_purged(FENCE_OK, pg);	/* the one for the loop */
-}
-
-int
-cache_purge_tag(struct cache *c, const char *tag, int soft, purge_cb *cb,
-    void *arg)
-{
-	char name[CACHE_TAG_MAX + 8], set[REDIS_KEY_MAX];
-	struct cache_op *op;
-	struct purge *pg;
-
-	if (strlen(tag) > CACHE_TAG_MAX || (pg = calloc(1, sizeof(*pg))) == NULL)
-		return -1;
-	pg->cache = c;
-	pg->soft = soft;
-	pg->cb = cb;
-	pg->arg = arg;
-	snprintf(pg->pattern, sizeof(pg->pattern), "%s", tag);	/* the tag */
-	tag_key(name, tag);
-	if ((op = op_new(c, name, on_members_reply, pg)) == NULL) {
-		free(pg);
-		return -1;
-	}
-	op_key_name(set, sizeof(set), c, name, "keys");
-	if (op_start(op, op_argstr(op, "SMEMBERS") | op_argstr(op, set)) ==
-	    NULL) {
-		free(pg);
-		return -1;
-	}
-	return 0;
+	return purge_run(pg);
 }
 
 void

@@ -3,7 +3,12 @@
  * table is learnt (the configured address, CLUSTER SLOTS, or the
  * sentinels). See cache_route.h.
  *
- * Calls: cache_sentinel.c (sentinel mode), cache_sub.c (the subscriber
+ * A node that cannot be reached says so once ("lost", or the first failed
+ * connect); its further failed connects log at debug until it is back,
+ * or until the map lets it go.
+ *
+ * Calls: cache_slots.c (cluster mode), cache_sentinel.c (sentinel mode),
+ * cache_sub.c (the subscriber
  * connections), cache_adapter.c (the command connections). Called by the
  * layers of cache_int.h, which hear of its news through struct
  * route_hooks.
@@ -26,50 +31,15 @@
 #include "common/log.h"
 #include "common/util.h"
 
-#define ROUTE_MAGIC		0x524f5554u	/* "ROUT" */
 #define NODE_MAGIC		0x4e4f4445u	/* "NODE" */
 #define RECONNECT_MIN_MS	100
 #define RECONNECT_MAX_MS	5000
-#define REFRESH_MIN_MS		100	/* between two reads of the map, */
-#define REFRESH_MAX_MS		1000	/* doubling up to this while they
-					 * find nothing new */
+#define REFRESH_PERIOD_MS	10000	/* cluster: the map is read anyway */
 #define HUNG_TIMEOUTS		5	/* timeouts in a row that drop a node */
 
 static void node_reason(struct node *n, const char *what, const char *detail);
 static void on_role(redisAsyncContext *ac, void *r, void *privdata);
 
-struct route {
-	uint32_t		 magic;
-	struct event_base	*base;
-	enum redis_mode		 mode;
-	char			 unix_path[CONF_PATH_MAX];
-	char			 password[CONF_SECRET_MAX];
-	int			 db;
-	char			 master_name[CONF_NAME_MAX];
-	int			 nseeds;
-	struct conf_hostport	 seeds[CONF_REDIS_ADDRS_MAX];
-	const struct route_hooks *hooks;
-	void			*arg;
-	struct cache_counters	*counters;
-	int			 closing;
-
-	struct node		*nodes[ROUTE_NODES_MAX];
-	int			 nnodes;
-	struct node		*slots[ROUTE_SLOTS];
-	struct node		*before[ROUTE_SLOTS];	/* the map a read replaced */
-	int			 covered;	/* every slot has a node */
-
-	/* Reading the map (cluster) or asking for the primary (sentinel). */
-	struct event		*refresh_ev;
-	int			 refreshing;	/* a question is out */
-	int			 again;		/* ask again when it is answered */
-	int64_t			 last_refresh_ms;
-	int64_t			 refresh_gap_ms;	/* REFRESH_MIN_MS..MAX_MS */
-	int			 next_seed;
-	int64_t			 refresh_backoff_ms;
-
-	struct sentinel		*sentinel;	/* sentinel mode */
-};
 
 static void node_connect(struct node *n);
 static void open_sub(struct node *n);
@@ -84,8 +54,8 @@ route_node(struct route *rt, unsigned slot)
 	return rt->slots[slot];
 }
 
-static void
-recount(struct route *rt)
+void
+route_recount(struct route *rt)
 {
 	rt->covered = 1;
 	for (int i = 0; i < rt->nnodes; i++)
@@ -103,7 +73,7 @@ map_all(struct route *rt, struct node *n)
 {
 	for (int s = 0; s < ROUTE_SLOTS; s++)
 		rt->slots[s] = n;
-	recount(rt);
+	route_recount(rt);
 }
 
 /* ---- nodes ---- */
@@ -138,8 +108,8 @@ on_sub_retry(evutil_socket_t fd, short what, void *arg)
 		open_sub(n);
 }
 
-static void
-node_free(struct node *n)
+void
+route_node_drop(struct node *n)
 {
 	struct route *rt = n->rt;
 	redisAsyncContext *ac = n->cmd;
@@ -246,6 +216,7 @@ node_ready(struct node *n)
 	rt->counters->connects++;
 	log_info("redis: connected to %s", n->name);
 	n->down_reason[0] = '\0';
+	n->quiet = 0;
 	if (rt->mode == REDIS_SENTINEL) {
 		redisAsyncCommand(n->cmd, on_role, NULL, "ROLE");
 		return;
@@ -323,8 +294,13 @@ on_cmd_connect(const redisAsyncContext *ac, int status)
 		return;
 	assert(n->magic == NODE_MAGIC);
 	if (status != REDIS_OK) {
-		log_warn("redis: connect to %s failed: %s", n->name,
-		    ac->errstr);
+		if (n->quiet)
+			log_debug("redis: connect to %s failed: %s", n->name,
+			    ac->errstr);
+		else
+			log_warn("redis: connect to %s failed: %s", n->name,
+			    ac->errstr);
+		n->quiet = 1;
 		node_reason(n, "cannot connect", ac->errstr);
 		n->cmd = NULL;		/* hiredis frees the context */
 		n->up = 0;
@@ -357,6 +333,7 @@ on_cmd_disconnect(const redisAsyncContext *ac, int status)
 	n->rt->counters->disconnects++;
 	log_warn("redis: lost %s%s%s", n->name, status == REDIS_OK ? "" : ": ",
 	    status == REDIS_OK ? "" : ac->errstr);
+	n->quiet = 1;
 	schedule(n->retry, &n->backoff_ms);
 	if (n->rt->mode != REDIS_SINGLE)
 		route_refresh(n->rt);
@@ -387,7 +364,11 @@ node_connect(struct node *n)
 		    "SELECT %s", db) == REDIS_OK)
 			n->setup++;
 	}
-	/* Without either, a PING: a Redis that wants a password says so. */
+	/* A cluster connection may read from a replica (route_replica). */
+	if (rt->mode == REDIS_CLUSTER && redisAsyncCommand(n->cmd,
+	    on_setup_reply, "READONLY", "READONLY") == REDIS_OK)
+		n->setup++;
+	/* Without any, a PING: a Redis that wants a password says so. */
 	if (n->setup == 0 && redisAsyncCommand(n->cmd, on_setup_reply,
 	    "PING", "PING") == REDIS_OK)
 		n->setup++;
@@ -465,136 +446,6 @@ route_sub_send(struct node *n, int argc, const char **argv)
 	return sub_send(n->sub, argc, argv);
 }
 
-/* ---- cluster: the slot map ---- */
-
-static int
-reply_int(const redisReply *r, long long *out)
-{
-	if (r->type == REDIS_REPLY_INTEGER) {
-		*out = r->integer;
-		return 0;
-	}
-	return -1;
-}
-
-/* One CLUSTER SLOTS reply, from node asked: the new map. */
-static int
-apply_slots(struct route *rt, const redisReply *reply, const char *asked)
-{
-	struct node *owner[ROUTE_NODES_MAX];
-	int nowner = 0;
-
-	if (reply->type != REDIS_REPLY_ARRAY || reply->elements == 0)
-		return -1;
-	for (size_t i = 0; i < reply->elements; i++) {
-		const redisReply *e = reply->element[i], *m;
-		long long lo, hi, port;
-
-		if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
-		    reply_int(e->element[0], &lo) == -1 ||
-		    reply_int(e->element[1], &hi) == -1 ||
-		    lo < 0 || hi >= ROUTE_SLOTS || lo > hi)
-			return -1;
-		m = e->element[2];
-		if (m->type != REDIS_REPLY_ARRAY || m->elements < 2 ||
-		    m->element[0]->type != REDIS_REPLY_STRING ||
-		    reply_int(m->element[1], &port) == -1)
-			return -1;
-	}
-	memcpy(rt->before, rt->slots, sizeof(rt->slots));
-	memset(rt->slots, 0, sizeof(rt->slots));
-	for (size_t i = 0; i < reply->elements; i++) {
-		const redisReply *e = reply->element[i];
-		const redisReply *m = e->element[2];
-		long long lo = e->element[0]->integer, hi = e->element[1]->integer;
-		long long port = m->element[1]->integer;
-		const char *host = m->element[0]->str;
-		struct node *n;
-
-		if (host[0] == '\0' || strcmp(host, "?") == 0)
-			host = asked;	/* "the node you asked" */
-		if ((n = route_node_at(rt, host, (int)port)) == NULL)
-			continue;	/* more nodes than the table holds */
-		for (long long s = lo; s <= hi; s++)
-			rt->slots[s] = n;
-		if (nowner < ROUTE_NODES_MAX)
-			owner[nowner++] = n;
-	}
-	recount(rt);
-	/* Reads that find nothing new come less often; a change, at once. */
-	if (memcmp(rt->before, rt->slots, sizeof(rt->slots)) != 0)
-		rt->refresh_gap_ms = REFRESH_MIN_MS;
-	else if ((rt->refresh_gap_ms *= 2) > REFRESH_MAX_MS)
-		rt->refresh_gap_ms = REFRESH_MAX_MS;
-	/* Nodes that own nothing now (old primaries, seeds) are let go. */
-	for (int i = rt->nnodes - 1; i >= 0; i--) {
-		struct node *n = rt->nodes[i];
-		int keep = 0;
-
-		for (int j = 0; j < nowner && !keep; j++)
-			keep = owner[j] == n;
-		if (!keep && nowner > 0) {
-			node_free(n);
-			i = rt->nnodes;	/* the array moved: start over */
-		}
-	}
-	return 0;
-}
-
-static void
-on_slots(redisAsyncContext *ac, void *r, void *privdata)
-{
-	struct route *rt = privdata;
-	struct node *n = ac->data;
-	redisReply *reply = r;
-	char asked[CONF_HOST_MAX];
-
-	if (rt->closing)
-		return;
-	assert(rt->magic == ROUTE_MAGIC);
-	rt->refreshing = 0;
-	snprintf(asked, sizeof(asked), "%s", n != NULL ? n->host : "");
-	if (reply == NULL || apply_slots(rt, reply, asked) == -1) {
-		if (reply != NULL && reply->type == REDIS_REPLY_ERROR)
-			log_warn("redis: CLUSTER SLOTS: %s", reply->str);
-		route_refresh(rt);	/* another node, a little later */
-		return;
-	}
-	rt->counters->map_refreshes++;
-	rt->refresh_backoff_ms = REFRESH_MIN_MS;
-	log_debug("redis: slot map read: %d primaries%s", rt->nnodes,
-	    rt->covered ? "" : ", some slots without a node");
-	rt->hooks->map_changed(rt->arg);
-	if (rt->again) {
-		rt->again = 0;
-		route_refresh(rt);
-	}
-}
-
-static void
-refresh_cluster(struct route *rt)
-{
-	struct node *n = NULL;
-
-	for (int i = 0; i < rt->nnodes && n == NULL; i++) {
-		struct node *c = rt->nodes[(rt->next_seed + i) % rt->nnodes];
-
-		if (c->up)
-			n = c;
-	}
-	rt->next_seed++;
-	if (n == NULL) {
-		/* Nobody to ask: (re)connect the seeds; each asks on connect. */
-		for (int i = 0; i < rt->nseeds; i++)
-			route_node_at(rt, rt->seeds[i].host, rt->seeds[i].port);
-		rt->again = 1;
-		return;
-	}
-	if (redisAsyncCommand(n->cmd, on_slots, rt, "CLUSTER SLOTS") ==
-	    REDIS_OK)
-		rt->refreshing = 1;
-}
-
 /* ---- sentinel: who is the primary ---- */
 
 /* What the sentinels name (an answer, or a +switch-master). */
@@ -613,7 +464,7 @@ on_primary(const char *host, int port, void *arg)
 		return;
 	map_all(rt, n);
 	if (old != NULL && old != n)
-		node_free(old);
+		route_node_drop(old);
 	rt->hooks->map_changed(rt->arg);
 }
 
@@ -663,7 +514,7 @@ start_refresh(struct route *rt)
 {
 	rt->last_refresh_ms = (util_mono_us() / 1000);
 	if (rt->mode == REDIS_CLUSTER)
-		refresh_cluster(rt);
+		slots_ask(rt);
 	else if (rt->mode == REDIS_SENTINEL)
 		refresh_sentinel(rt);
 	if (!rt->refreshing && rt->again) {
@@ -709,6 +560,16 @@ route_refresh(struct route *rt)
 	evtimer_add(rt->refresh_ev, &tv);
 }
 
+/* cluster: the safety net, should every sign of a change be missed. */
+static void
+on_period(evutil_socket_t fd, short what, void *arg)
+{
+	struct route *rt = arg;
+
+	assert(rt->magic == ROUTE_MAGIC);
+	route_refresh(rt);
+}
+
 void
 route_moved(struct route *rt, unsigned slot, struct node *n)
 {
@@ -727,6 +588,7 @@ route_new(struct event_base *base, const struct conf *conf,
     const struct route_hooks *hooks, void *arg,
     struct cache_counters *counters)
 {
+	struct timeval period = util_timeval(REFRESH_PERIOD_MS);
 	struct route *rt;
 	struct node *n;
 
@@ -746,7 +608,7 @@ route_new(struct event_base *base, const struct conf *conf,
 	rt->hooks = hooks;
 	rt->arg = arg;
 	rt->counters = counters;
-	rt->refresh_backoff_ms = rt->refresh_gap_ms = REFRESH_MIN_MS;
+	rt->refresh_backoff_ms = rt->refresh_gap_ms = ROUTE_REFRESH_MIN_MS;
 	rt->refresh_ev = evtimer_new(base, on_refresh, rt);
 	if (rt->refresh_ev == NULL)
 		goto fail;
@@ -758,6 +620,10 @@ route_new(struct event_base *base, const struct conf *conf,
 		map_all(rt, n);
 		break;
 	case REDIS_CLUSTER:
+		rt->period_ev = event_new(base, -1, EV_PERSIST, on_period, rt);
+		if (rt->period_ev == NULL || evtimer_add(rt->period_ev,
+		    &period) == -1)
+			goto fail;
 		for (int i = 0; i < rt->nseeds; i++)
 			route_node_at(rt, rt->seeds[i].host, rt->seeds[i].port);
 		break;
@@ -784,10 +650,12 @@ route_free(struct route **rtp)
 	assert(rt->magic == ROUTE_MAGIC);
 	rt->closing = 1;
 	while (rt->nnodes > 0)
-		node_free(rt->nodes[rt->nnodes - 1]);
+		route_node_drop(rt->nodes[rt->nnodes - 1]);
 	sentinel_free(&rt->sentinel);
 	if (rt->refresh_ev != NULL)
 		event_free(rt->refresh_ev);
+	if (rt->period_ev != NULL)
+		event_free(rt->period_ev);
 	rt->magic = 0;
 	free(rt);
 	*rtp = NULL;
@@ -805,14 +673,20 @@ route_usable(const struct route *rt)
 }
 
 int
-route_all_up(const struct route *rt)
+route_owner_down(const struct route *rt)
 {
 	if (!rt->covered)
-		return 0;
+		return 1;
 	for (int i = 0; i < rt->nnodes; i++)
 		if (rt->nodes[i]->slots > 0 && !rt->nodes[i]->up)
-			return 0;
-	return 1;
+			return 1;
+	return 0;
+}
+
+int
+route_all_up(const struct route *rt)
+{
+	return !route_owner_down(rt);
 }
 
 int
@@ -854,7 +728,9 @@ route_node_states(const struct route *rt, struct cache_counters *cc)
 		const struct node *n = rt->nodes[i];
 		struct cache_node_state *st = &cc->nodes[cc->nnodes];
 
-		if (n->slots == 0 && rt->mode != REDIS_SINGLE)
+		/* A cluster's: its replicas read from, and a node not let go
+		 * yet, with 0 slots. */
+		if (n->slots == 0 && rt->mode == REDIS_SENTINEL)
 			continue;
 		snprintf(st->name, sizeof(st->name), "%s", n->name);
 		st->up = n->up;

@@ -8,9 +8,12 @@
  *
  *   single    one node, given by [redis] address, owns every slot.
  *   cluster   the slot map comes from CLUSTER SLOTS, asked of any node
- *             that answers (the seeds first); MOVED, ASK and a lost node
- *             are the three events that change it (route_moved,
- *             route_refresh).
+ *             that answers (the seeds first; cache_slots.c); MOVED, ASK
+ *             and a lost node are the three events that change it
+ *             (route_moved, route_refresh), and it is read again now and
+ *             then all the same. While a slot's primary cannot be
+ *             reached, reads go to a replica the map names for it
+ *             (route_replica; every cluster connection is READONLY).
  *   sentinel  one node owns every slot: the primary the sentinels name
  *             (SENTINEL get-master-addr-by-name), confirmed with ROLE and
  *             followed through +switch-master. While none is known, no
@@ -62,6 +65,12 @@ struct node {
 	int64_t			 sub_backoff_ms;
 
 	int			 slots;		/* owned in the current map */
+	/* cluster: the first replica the map names for this primary (port
+	 * 0: none); connected only once it is wanted (route_replica). */
+	char			 replica_host[CONF_HOST_MAX];
+	int			 replica_port;
+	int			 quiet;		/* unreachable and said so: further
+						 * failed connects log at debug */
 };
 
 /* What the cache hears from the table. */
@@ -71,6 +80,44 @@ struct route_hooks {
 	void	(*sub_reply)(struct node *n, const redisReply *r, void *arg);
 	void	(*node_gone)(struct node *n, void *arg);	/* about to be freed */
 	void	(*map_changed)(void *arg);	/* owners may have moved */
+};
+
+#define ROUTE_MAGIC		0x524f5554u	/* "ROUT" */
+#define ROUTE_REFRESH_MIN_MS	100	/* between two reads of the map */
+
+/* The table; its fields are for cache_route.c and cache_slots.c only. */
+struct route {
+	uint32_t		 magic;
+	struct event_base	*base;
+	enum redis_mode		 mode;
+	char			 unix_path[CONF_PATH_MAX];
+	char			 password[CONF_SECRET_MAX];
+	int			 db;
+	char			 master_name[CONF_NAME_MAX];
+	int			 nseeds;
+	struct conf_hostport	 seeds[CONF_REDIS_ADDRS_MAX];
+	const struct route_hooks *hooks;
+	void			*arg;
+	struct cache_counters	*counters;
+	int			 closing;
+
+	struct node		*nodes[ROUTE_NODES_MAX];
+	int			 nnodes;
+	struct node		*slots[ROUTE_SLOTS];
+	struct node		*before[ROUTE_SLOTS];	/* the map a read replaced */
+	int			 covered;	/* every slot has a node */
+
+	/* Reading the map (cluster) or asking for the primary (sentinel). */
+	struct event		*refresh_ev;
+	struct event		*period_ev;	/* cluster: the map read anyway */
+	int			 refreshing;	/* a question is out */
+	int			 again;		/* ask again when it is answered */
+	int64_t			 last_refresh_ms;
+	int64_t			 refresh_gap_ms;	/* REFRESH_MIN_MS..MAX_MS */
+	int			 next_seed;
+	int64_t			 refresh_backoff_ms;
+
+	struct sentinel		*sentinel;	/* sentinel mode */
 };
 
 struct route	*route_new(struct event_base *base, const struct conf *conf,
@@ -84,8 +131,25 @@ struct node	*route_node(struct route *rt, unsigned slot);
 struct node	*route_node_at(struct route *rt, const char *host, int port);
 /* A MOVED: slot is at n now; the whole map is refreshed soon. */
 void		 route_moved(struct route *rt, unsigned slot, struct node *n);
-/* Something changed (a lost node, CLUSTERDOWN, READONLY): ask again. */
+/* Something changed (a lost node, CLUSTERDOWN, READONLY): ask again,
+ * after the gap since the last question (one at a time). */
 void		 route_refresh(struct route *rt);
+/* Where a read of slot goes while its primary is not up: the replica the
+ * map names, once connected (asked for here: NULL until then). */
+struct node	*route_replica(struct route *rt, unsigned slot);
+/* Is some node that owns slots unreachable? */
+int		 route_owner_down(const struct route *rt);
+/* Frees n: out of the table, its connections closed. */
+void		 route_node_drop(struct node *n);
+/* Counts each node's slots again after rt->slots changed. */
+void		 route_recount(struct route *rt);
+
+/* ---- cache_slots.c: the cluster's slot map ---- */
+
+/* Asks a connected node for CLUSTER SLOTS (or reconnects the seeds, when
+ * none is): rt->refreshing while it is out. */
+void		 slots_ask(struct route *rt);
+
 /* Can commands be sent at all (some node up)? */
 int		 route_usable(const struct route *rt);
 /* Is every node that owns slots connected? */

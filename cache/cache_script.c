@@ -162,21 +162,71 @@ static const char script_soften[] =
 	"redis.call('PUBLISH', ARGV[1], ARGV[2])\n"
 	"return n\n";
 
-/* tag: KEYS the tag's set of keys; ARGV key, ms it must live at least. */
+/* Redis's clock in ms, for the tag scripts (they run effects-replicated). */
+#define LUA_NOW \
+	"local t = redis.call('TIME')\n" \
+	"local now = t[1] * 1000 + math.floor(t[2] / 1000)\n"
+
+/*
+ * tag: KEYS the tag's keys, scored by when their entries expire; ARGV key,
+ * ms its entry lives, grace ms, most keys to drop. Files the key (again:
+ * a new expiry) and drops at most that many keys whose entries have been
+ * gone longer than the grace. Returns {keys now, keys dropped}.
+ */
 static const char script_tag[] =
-	"redis.call('SADD', KEYS[1], ARGV[1])\n"
-	"if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then\n"
-	"  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+	LUA_NOW
+	"local px = tonumber(ARGV[2])\n"
+	"redis.call('ZADD', KEYS[1], now + px, ARGV[1])\n"
+	"local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf',"
+	" now - tonumber(ARGV[3]), 'LIMIT', 0, tonumber(ARGV[4]))\n"
+	"if #old > 0 then redis.call('ZREM', KEYS[1], unpack(old)) end\n"
+	"if redis.call('PTTL', KEYS[1]) < px then\n"
+	"  redis.call('PEXPIRE', KEYS[1], px)\n"
 	"end\n"
-	"return 1\n";
+	"return {redis.call('ZCARD', KEYS[1]), #old}\n";
+
+/*
+ * tag_take: KEYS the tag's keys, a hard purge's snapshot of them, the
+ * plain set an older version kept; ARGV 1 when the keys may become the
+ * snapshot, batch, grace ms, then the keys invalidated since the last
+ * call. Takes those out, then names the next batch: from the plain set,
+ * else from the snapshot (when there is none, the keys become it, with
+ * RENAME, once per purge), whose keys gone longer than the grace are
+ * dropped instead. Returns {0, dropped} when no key is left (or batch is
+ * 0), else {1, dropped, keys...}, 2 first when the snapshot was made now.
+ */
+static const char script_tag_take[] =
+	"local n = tonumber(ARGV[2])\n"
+	"if #ARGV > 3 then\n"
+	"  redis.call('ZREM', KEYS[2], unpack(ARGV, 4))\n"
+	"  redis.call('SREM', KEYS[3], unpack(ARGV, 4))\n"
+	"end\n"
+	"if n == 0 then return {0, 0} end\n"
+	"local m = redis.call('SRANDMEMBER', KEYS[3], n)\n"
+	"if #m > 0 then return {1, 0, unpack(m)} end\n"
+	"local status = 1\n"
+	"if redis.call('EXISTS', KEYS[2]) == 0 then\n"
+	"  if ARGV[1] ~= '1' or redis.call('EXISTS', KEYS[1]) == 0 then\n"
+	"    return {0, 0}\n"
+	"  end\n"
+	"  redis.call('RENAME', KEYS[1], KEYS[2])\n"
+	"  status = 2\n"
+	"end\n"
+	LUA_NOW
+	"local old = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf',"
+	" now - tonumber(ARGV[3]), 'LIMIT', 0, n)\n"
+	"if #old > 0 then redis.call('ZREM', KEYS[2], unpack(old)) end\n"
+	"if #old == n then return {status, #old} end\n"
+	"return {status, #old,"
+	" unpack(redis.call('ZRANGE', KEYS[2], 0, n - #old - 1))}\n";
 
 _Static_assert(SCRIPT_COUNT <= ROUTE_SCRIPTS_MAX, "node sha room");
 
 static const char *const script_src[SCRIPT_COUNT] = {
 	script_acquire, script_renew, script_store, script_release,
-	script_invalidate, script_soften, script_tag,
-	slot_script_acquire, slot_script_renew, slot_script_release,
-	slot_script_hello,
+	script_invalidate, script_soften, script_tag, script_tag_take,
+	lease_script_acquire, lease_script_renew, lease_script_release,
+	lease_script_hello,
 };
 
 static void

@@ -1,7 +1,8 @@
 /*
- * The entries and their lock: lookup, acquire, renew, store and release
- * (the lock protocol of cache.h), each one op whose reply this file reads.
- * An acquire answered busy makes this process watch the key's fill.
+ * The entries and their lock: lookup, acquire, renew, store, release and
+ * the end of a hit-for-miss (the lock protocol of cache.h), each one op
+ * whose reply this file reads. An acquire answered busy makes this
+ * process watch the key's fill; one answered too late lets its lock go.
  *
  * Calls: cache_watch.c (watch_add, watch_drop), cache_script.c,
  * cache_op.c, cache_entry.c. Called from outside cache/ only.
@@ -65,19 +66,26 @@ on_get_reply(struct cache_op *op, redisReply *reply)
 	}
 }
 
+/* What an acquire's reply says (script_acquire's first element), or -1. */
+static long long
+acquire_code(const redisReply *reply)
+{
+	return reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1 &&
+	    reply->element[0]->type == REDIS_REPLY_INTEGER ?
+	    reply->element[0]->integer : -1;
+}
+
 static void
 on_acquire_reply(struct cache_op *op, redisReply *reply)
 {
 	struct cache_entry *e;
-	long long code = -1;
+	long long code;
 
 	if (reply == NULL) {
 		op->cb.lock(LOCK_ERROR, NULL, NULL, op->arg);
 		return;
 	}
-	if (reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1 &&
-	    reply->element[0]->type == REDIS_REPLY_INTEGER)
-		code = reply->element[0]->integer;
+	code = acquire_code(reply);
 	/* Busy: wait for the holder's fill; else this process waits no more. */
 	if (code == 0)
 		watch_add(op->cache, op->key, reply->elements == 2 &&
@@ -117,10 +125,80 @@ cache_lookup(struct cache *c, const char *key, cache_get_cb *cb, void *arg)
 	if ((op = op_new(c, key, on_get_reply, arg)) == NULL)
 		return NULL;
 	op->cb.get = cb;
+	op->readonly = 1;
 	op_key_name(name, sizeof(name), c, key, "entry");
 	failed |= op_argstr(op, "GET");
 	failed |= op_argstr(op, name);
 	return op_start(op, failed);
+}
+
+/* Sets op up to run the release script on key's lock. 0 or -1. */
+static int
+release_setup(struct cache_op *op, const char *key, const char *token,
+    const struct release_args *ra)
+{
+	char lock[REDIS_KEY_MAX], backoff[REDIS_KEY_MAX], fails[REDIS_KEY_MAX];
+	char lasterr[REDIS_KEY_MAX], hfm[REDIS_KEY_MAX], channel[REDIS_KEY_MAX];
+	char base[24], max[24], after[24], hfm_ms[24];
+	struct cache *c = op->cache;
+	struct evbuffer *err = NULL;
+	int failed = 0;
+
+	script_use(op, SCRIPT_RELEASE);
+	op_key_name(lock, sizeof(lock), c, key, "lock");
+	op_key_name(backoff, sizeof(backoff), c, key, "backoff");
+	op_key_name(fails, sizeof(fails), c, key, "fails");
+	op_key_name(lasterr, sizeof(lasterr), c, key, "lasterr");
+	op_key_name(hfm, sizeof(hfm), c, key, "hfm");
+	op_key_name(channel, sizeof(channel), c, key, FILL_SUFFIX);
+	snprintf(base, sizeof(base), "%" PRId64, ra->backoff_base_ms);
+	snprintf(max, sizeof(max), "%" PRId64, ra->backoff_max_ms);
+	snprintf(after, sizeof(after), "%d", ra->backoff_after);
+	snprintf(hfm_ms, sizeof(hfm_ms), "%" PRId64, ra->hit_for_miss_ms);
+	if (ra->error != NULL && ((err = evbuffer_new()) == NULL ||
+	    entry_encode(ra->error, err) == -1))
+		failed = 1;
+	failed |= op_argstr(op, "5");
+	failed |= op_argstr(op, lock);
+	failed |= op_argstr(op, backoff);
+	failed |= op_argstr(op, fails);
+	failed |= op_argstr(op, lasterr);
+	failed |= op_argstr(op, hfm);
+	failed |= op_argstr(op, token);
+	failed |= op_argstr(op, channel);
+	failed |= op_argstr(op, key);
+	failed |= op_argstr(op, ra->failure != NULL ? ra->failure : "");
+	failed |= op_argstr(op, base);
+	failed |= op_argstr(op, max);
+	failed |= op_argstr(op, after);
+	failed |= err != NULL ? op_arg(op, evbuffer_pullup(err, -1),
+	    evbuffer_get_length(err)) : op_argstr(op, "");
+	failed |= op_argstr(op, hfm_ms);
+	if (err != NULL)
+		evbuffer_free(err);
+	return failed ? -1 : 0;
+}
+
+/*
+ * An acquire that Redis answers after its caller stopped waiting (a
+ * timeout: Redis stalled; or a cancel) may have taken the lock: nobody
+ * fetches behind it, and it would bar the key for px_ms. It is released
+ * at once, as by a fetch that stored nothing. 1 while the release runs.
+ */
+static int
+on_acquire_step(struct cache_op *op, const redisReply *reply)
+{
+	static const struct release_args nothing;
+
+	if (!op->finished || op->script != SCRIPT_ACQUIRE ||
+	    acquire_code(reply) != 1)
+		return 0;
+	log_warn("redis: the lock on %s was taken after its request was "
+	    "given up; releasing it", op->key);
+	op_clear_args(op);
+	op->retried = 0;
+	return release_setup(op, op->key, op->token, &nothing) == -1 ||
+	    op_send(op) == -1 ? -1 : 1;
 }
 
 struct cache_op *
@@ -135,9 +213,11 @@ lock_acquire(struct cache *c, const char *key, const char *token,
 	if ((op = op_new(c, key, on_acquire_reply, arg)) == NULL)
 		return NULL;
 	op->cb.lock = cb;
+	op->on_step = on_acquire_step;
 	script_use(op, SCRIPT_ACQUIRE);
 	op->px_ms = px_ms;
 	failed |= (op->key = strdup(key)) == NULL;
+	failed |= (op->token = strdup(token)) == NULL;
 	op_key_name(entry, sizeof(entry), c, key, "entry");
 	op_key_name(lock, sizeof(lock), c, key, "lock");
 	op_key_name(backoff, sizeof(backoff), c, key, "backoff");
@@ -251,47 +331,26 @@ struct cache_op *
 lock_release(struct cache *c, const char *key, const char *token,
     const struct release_args *ra, fence_cb *cb, void *arg)
 {
-	char lock[REDIS_KEY_MAX], backoff[REDIS_KEY_MAX], fails[REDIS_KEY_MAX];
-	char lasterr[REDIS_KEY_MAX], hfm[REDIS_KEY_MAX], channel[REDIS_KEY_MAX];
-	char base[24], max[24], after[24], hfm_ms[24];
-	struct evbuffer *err = NULL;
+	struct cache_op *op;
+
+	if ((op = op_new(c, key, op_fence_reply, arg)) == NULL)
+		return NULL;
+	op->cb.fence = cb;
+	return op_start(op, release_setup(op, key, token, ra) == -1);
+}
+
+struct cache_op *
+lock_unpass(struct cache *c, const char *key, fence_cb *cb, void *arg)
+{
+	char hfm[REDIS_KEY_MAX];
 	struct cache_op *op;
 	int failed = 0;
 
 	if ((op = op_new(c, key, op_fence_reply, arg)) == NULL)
 		return NULL;
 	op->cb.fence = cb;
-	script_use(op, SCRIPT_RELEASE);
-	op_key_name(lock, sizeof(lock), c, key, "lock");
-	op_key_name(backoff, sizeof(backoff), c, key, "backoff");
-	op_key_name(fails, sizeof(fails), c, key, "fails");
-	op_key_name(lasterr, sizeof(lasterr), c, key, "lasterr");
 	op_key_name(hfm, sizeof(hfm), c, key, "hfm");
-	op_key_name(channel, sizeof(channel), c, key, FILL_SUFFIX);
-	snprintf(base, sizeof(base), "%" PRId64, ra->backoff_base_ms);
-	snprintf(max, sizeof(max), "%" PRId64, ra->backoff_max_ms);
-	snprintf(after, sizeof(after), "%d", ra->backoff_after);
-	snprintf(hfm_ms, sizeof(hfm_ms), "%" PRId64, ra->hit_for_miss_ms);
-	if (ra->error != NULL && ((err = evbuffer_new()) == NULL ||
-	    entry_encode(ra->error, err) == -1))
-		failed = 1;
-	failed |= op_argstr(op, "5");
-	failed |= op_argstr(op, lock);
-	failed |= op_argstr(op, backoff);
-	failed |= op_argstr(op, fails);
-	failed |= op_argstr(op, lasterr);
+	failed |= op_argstr(op, "DEL");
 	failed |= op_argstr(op, hfm);
-	failed |= op_argstr(op, token);
-	failed |= op_argstr(op, channel);
-	failed |= op_argstr(op, key);
-	failed |= op_argstr(op, ra->failure != NULL ? ra->failure : "");
-	failed |= op_argstr(op, base);
-	failed |= op_argstr(op, max);
-	failed |= op_argstr(op, after);
-	failed |= err != NULL ? op_arg(op, evbuffer_pullup(err, -1),
-	    evbuffer_get_length(err)) : op_argstr(op, "");
-	failed |= op_argstr(op, hfm_ms);
-	if (err != NULL)
-		evbuffer_free(err);
 	return op_start(op, failed);
 }

@@ -95,6 +95,7 @@ struct conf {
 	int64_t		 max_body_bytes;
 	int64_t		 client_timeout_ms;
 	int		 max_connections;
+	int		 admin_max_connections;	/* each worker's admin listener */
 	int		 workers;		/* 0: one per core */
 	int64_t		 l1_max_bytes;
 	int64_t		 l2_max_bytes;
@@ -140,6 +141,10 @@ struct conf {
 
 	int		 nroutes;
 	struct conf_route routes[CONF_ROUTES_MAX];
+
+	/* Not a key: after a reload, the restart-only keys whose value in
+	 * the file is not the running one (proxy_life.c names the bits). */
+	uint32_t	 restart_pending;
 };
 
 /* Fills c with every default and no routes. */

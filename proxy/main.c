@@ -206,6 +206,13 @@ spawn(int i)
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	master.slots[i].pid = pid;
 	log_info("worker %d started, pid %d", i, (int)pid);
+	if (conf->restart_pending != 0) {
+		char list[RESTART_TEXT_MAX];
+
+		proxy_restart_pending_text(conf, list, sizeof(list));
+		log_info("worker %d keeps the running %s until a restart", i,
+		    list);
+	}
 }
 
 static void
@@ -234,10 +241,8 @@ on_master_signal(evutil_socket_t sig, short what, void *arg)
 	case SIGHUP:
 		log_info("%s: reloading %s", strsignal(sig), conf_file);
 		service_reloading(service);
-		if ((new = proxy_conf_load(conf_file)) != NULL) {
-			if (new->workers != conf->workers)
-				log_warn("reload: workers changed; it needs a "
-				    "restart");
+		/* What a worker started from now on runs, too. */
+		if ((new = proxy_conf_load(conf_file, conf, 0)) != NULL) {
 			free(conf);
 			conf = new;
 			tell_workers(SIGHUP);

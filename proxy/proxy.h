@@ -52,8 +52,20 @@ struct l2;
  */
 #define PEER_FETCHES_MAX	64
 
+/*
+ * The instance's own lock on a key, for when Redis cannot lock it (the
+ * key's node is away, or Redis is down): one worker fetches, its siblings
+ * take the entry from the shared near cache (proxy_peer.c's peer_claim).
+ * A key's claim lives in one cell of one row, by its hash; any worker
+ * sets it (compare-and-swap) and its holder clears it. A cell holds the
+ * top half of the key's hash and the holder's pid; one whose pid is no
+ * running worker's is free.
+ */
+#define PEER_CLAIMS_MAX		64
+
 struct peer_row {
 	_Atomic uint64_t	 fetching[PEER_FETCHES_MAX];
+	_Atomic uint64_t	 claims[PEER_CLAIMS_MAX];
 };
 
 struct worker_slot {
@@ -67,6 +79,8 @@ struct worker_slot {
 	int			 redis_up;
 	char			 redis_down[CACHE_REASON_MAX];	/* why not */
 	int64_t			 connections;
+	int64_t			 admin_connections;
+	uint64_t		 admin_refused;	/* over admin_max_connections */
 	int64_t			 requests;	/* in progress */
 	int64_t			 flights;
 	int64_t			 refreshes;
@@ -87,6 +101,8 @@ struct proxy_figures {
 	int			 redis_up;	/* workers whose Redis is up */
 	char			 redis_down[CACHE_REASON_MAX];	/* a down one's reason */
 	int64_t			 connections;
+	int64_t			 admin_connections;
+	uint64_t		 admin_refused;
 	int64_t			 requests;
 	int64_t			 flights;
 	int64_t			 refreshes;
@@ -119,6 +135,9 @@ struct proxy {
 	int64_t			 accept_logged_ms;
 	struct event		*accept_ev;	/* ends a backoff */
 	struct evhttp		*admin;		/* stats and control */
+	int			 admin_conns;	/* open on it, accept to close */
+	int			 admin_unlogged; /* refusals not yet logged */
+	int64_t			 admin_logged_ms;
 	struct dict		*flights;	/* key -> struct flight */
 	struct dict		*refreshes;	/* key -> struct refresh (locked) */
 	TAILQ_HEAD(, req)	 reqs;		/* every live request */
@@ -163,8 +182,19 @@ void	proxy_drain(struct proxy *px);
  * (listeners, [redis]) keep their running values. 0 or -1. */
 int	proxy_reload(struct proxy *px, struct conf **confp, const char *path);
 /* Loads path for a reload: the new configuration, or NULL with every
- * error logged. */
-struct conf *proxy_conf_load(const char *path);
+ * error logged. Keys that need a restart keep their values in running,
+ * and those the file changed are pending (logged unless quiet). */
+struct conf *proxy_conf_load(const char *path, const struct conf *running,
+	    int quiet);
+/* The names ("server.listen", "redis.prefix") of the keys whose change in
+ * the file waits for a restart; their number. */
+#define RESTART_KEYS_MAX	32
+int	proxy_restart_pending(const struct conf *c,
+	    const char *names[RESTART_KEYS_MAX]);
+/* The same names as one line, ", " between them ("" when none). */
+#define RESTART_TEXT_MAX	512
+void	proxy_restart_pending_text(const struct conf *c, char *out,
+	    size_t outlen);
 
 /* proxy_http.c: the public, admin and peer listeners, and the door and
  * pump of their connections. */

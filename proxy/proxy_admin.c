@@ -59,6 +59,23 @@ scope_json(const struct stats_scope *sc, struct evbuffer *out)
 	evbuffer_add(out, "}", 1);
 }
 
+/* "restart_pending": the keys whose change in the file waits for a
+ * restart, as ["server.listen", "redis.prefix"]. */
+static void
+pending_json(const struct conf *c, struct evbuffer *out)
+{
+	const char *names[RESTART_KEYS_MAX];
+	int n = proxy_restart_pending(c, names);
+
+	evbuffer_add_printf(out, "\"restart_pending\": [");
+	for (int i = 0; i < n; i++) {
+		if (i > 0)
+			evbuffer_add(out, ", ", 2);
+		json_string(out, names[i]);
+	}
+	evbuffer_add_printf(out, "], ");
+}
+
 /* "ok redis=up mode=cluster 127.0.0.1:7000=up 127.0.0.1:7001=down ...",
  * with "redis=down (why)" when it is down. */
 static void
@@ -112,14 +129,19 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	    (util_now_ms() - px->started_ms) / 1000, fig->workers,
 	    fig->connections, fig->l1_bytes, fig->l1_entries,
 	    fig->l1_rejected);
+	pending_json(px->conf, out);
+	evbuffer_add_printf(out, "\"admin\": {\"connections\": %" PRId64
+	    ", \"refused\": %" PRIu64 "}, ", fig->admin_connections,
+	    fig->admin_refused);
 	evbuffer_add_printf(out, "\"shared_cache\": {\"max_bytes\": %" PRId64
 	    ", \"bytes\": %" PRId64 ", \"entries\": %" PRId64
 	    ", \"hits\": %" PRIu64 ", \"misses\": %" PRIu64
 	    ", \"stores\": %" PRIu64 ", \"evictions\": %" PRIu64
-	    ", \"drops\": %" PRIu64 ", \"resets\": %" PRIu64 "}, ",
+	    ", \"drops\": %" PRIu64 ", \"resets\": %" PRIu64
+	    ", \"lock_busy\": %" PRIu64 "}, ",
 	    fig->l2.max_bytes, fig->l2.bytes, fig->l2.entries, fig->l2.hits,
 	    fig->l2.misses, fig->l2.stores, fig->l2.evictions, fig->l2.drops,
-	    fig->l2.resets);
+	    fig->l2.resets, fig->l2.lock_busy);
 	evbuffer_add_printf(out, "\"redis\": {\"up\": %s, \"down_reason\": ",
 	    fig->redis_up == fig->workers ? "true" : "false");
 	json_string(out, fig->redis_down);
@@ -134,8 +156,9 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	metrics_hist_json(&cc->command_duration, out);
 	evbuffer_add_printf(out, ", \"mode\": \"%s\", \"moved\": %" PRIu64
 	    ", \"ask\": %" PRIu64 ", \"map_refreshes\": %" PRIu64
-	    ", \"nodes\": [", cache_mode(px->cache), cc->moved, cc->ask,
-	    cc->map_refreshes);
+	    ", \"replica_reads\": %" PRIu64 ", \"nodes\": [",
+	    cache_mode(px->cache), cc->moved, cc->ask, cc->map_refreshes,
+	    cc->replica_reads);
 	for (int i = 0; i < cc->nnodes; i++) {
 		evbuffer_add_printf(out, "%s{\"address\": ", i > 0 ? ", " : "");
 		json_string(out, cc->nodes[i].name);
@@ -146,6 +169,9 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	evbuffer_add_printf(out, ", \"upstream\": {\"too_many_headers\": %"
 	    PRIu64 ", \"bad_framing\": %" PRIu64 "}", fig->upstream.too_many_headers,
 	    fig->upstream.bad_framing);
+	evbuffer_add_printf(out, ", \"tags\": {\"largest_set\": %" PRId64
+	    ", \"pruned\": %" PRIu64 "}", cc->tag_set_largest,
+	    cc->tag_members_pruned);
 	origin_budget_json(px, &fig->budget, out);
 	evbuffer_add_printf(out, ", \"in_progress\": {\"requests\": %" PRId64
 	    ", \"flights\": %" PRId64 ", \"refreshes\": %" PRId64

@@ -33,7 +33,7 @@
 #include <event2/event.h>
 
 #include "cache/cache.h"
-#include "cache/cache_slot.h"
+#include "cache/cache_lease.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
@@ -50,9 +50,6 @@
 #define HELLO_MS		2000	/* this instance says it is alive */
 #define HELLO_MISSES		3	/* ... and is counted this long after */
 #define INSTANCE_MAX		(HOST_NAME_MAX + 48)
-/* A refused client may come back this soon: the queue moves as fetches
- * end, and its retry waits for its own turn. */
-#define RETRY_AFTER_S		1
 
 enum ticket_state {
 	T_WAITING,
@@ -77,7 +74,7 @@ struct budget_ticket {
 	int			 waited;	/* was told to queue, once */
 	int			 lost;		/* its lease ran out */
 	char			 token[UTIL_TOKEN_HEX + 1];
-	char			 name[SLOT_TICKET_MAX];	/* in the queue */
+	char			 name[LEASE_TICKET_MAX];	/* in the queue */
 	struct cache_op		*op;		/* acquire or renew */
 	struct event		*timer;		/* deadline, then renewals */
 	struct event		*notify;	/* tells its asker, deferred */
@@ -102,7 +99,7 @@ struct budget {
 	struct cache_op		*hello_op;
 	int			 listening;	/* to the freed channel */
 	int64_t			 instances;	/* alive, as Redis last said */
-	struct slot_figures	 fleet;		/* its last answer */
+	struct lease_figures	 fleet;		/* its last answer */
 	char			 instance[INSTANCE_MAX];
 };
 
@@ -137,7 +134,7 @@ local_share(const struct budget *b)
 static int64_t
 rank(const struct budget_ticket *t)
 {
-	int64_t w = t->a.weight != NULL ? t->a.weight(t->a.arg) : 1;
+	int64_t w = t->a.weight != NULL ? t->a.weight(t->a.weight_arg) : 1;
 
 	w = MAX(0, MIN(w, RANK_SPAN - 1));
 	return (int64_t)t->a.cls * RANK_SPAN + (RANK_SPAN - 1 - w);
@@ -270,21 +267,21 @@ ask_local(struct budget_ticket *t)
 }
 
 static void
-on_acquired(enum slot_result r, const struct slot_figures *f, void *arg)
+on_acquired(enum lease_result r, const struct lease_figures *f, void *arg)
 {
 	struct budget_ticket *t = arg;
 	struct budget *b = t->b;
 
 	assert(t->magic == TICKET_MAGIC && t->state == T_WAITING);
 	t->op = NULL;
-	if (r == SLOT_ERROR) {
+	if (r == LEASE_ERROR) {
 		ask_local(t);
 		return;
 	}
 	b->degraded = 0;
 	b->fleet.held = f->held;
 	b->fleet.queued = f->queued;
-	if (r == SLOT_QUEUED) {
+	if (r == LEASE_QUEUED) {
 		t->waited = 1;
 		if (b->px->conf->queue_timeout_ms == 0)
 			shed(t);
@@ -315,7 +312,7 @@ ask(struct budget_ticket *t)
 		grant(t, FROM_NOWHERE);
 		return;
 	}
-	t->op = slot_acquire(px->cache, t->token, t->name, rank(t),
+	t->op = lease_acquire(px->cache, t->token, t->name, rank(t),
 	    max_requests(b), lease_ms(b), on_acquired, t);
 	if (t->op == NULL) {
 		ask_local(t);
@@ -374,7 +371,7 @@ on_renew_tick(evutil_socket_t fd, short what, void *arg)
 	if (t->lost)
 		return;
 	if (t->op == NULL)
-		t->op = slot_renew(b->px->cache, t->token, lease_ms(b),
+		t->op = lease_renew(b->px->cache, t->token, lease_ms(b),
 		    on_renewed, t);
 	timer_arm(t->timer, lease_ms(b) / RENEW_DIVISOR);
 }
@@ -405,7 +402,7 @@ release(struct budget_ticket *t)
 
 	if (!t->in_redis)
 		return;
-	if (slot_release(b->px->cache, t->token, t->name, max_requests(b),
+	if (lease_release(b->px->cache, t->token, t->name, max_requests(b),
 	    on_released, b) != NULL)
 		b->releasing++;
 }
@@ -513,13 +510,13 @@ on_freed(void *arg)
 }
 
 static void
-on_hello(enum slot_result r, const struct slot_figures *f, void *arg)
+on_hello(enum lease_result r, const struct lease_figures *f, void *arg)
 {
 	struct budget *b = arg;
 
 	assert(b->magic == BUDGET_MAGIC);
 	b->hello_op = NULL;
-	if (r == SLOT_GRANTED && f->instances > 0)
+	if (r == LEASE_GRANTED && f->instances > 0)
 		b->instances = f->instances;
 }
 
@@ -535,15 +532,15 @@ on_hello_tick(evutil_socket_t fd, short what, void *arg)
 	timer_arm(b->hello_ev, HELLO_MS);
 	if (max_requests(b) == 0) {
 		if (b->listening)
-			slot_on_freed(px->cache, NULL, NULL);
+			lease_on_freed(px->cache, NULL, NULL);
 		b->listening = 0;
 		return;
 	}
 	if (!b->listening)
-		slot_on_freed(px->cache, on_freed, b);
+		lease_on_freed(px->cache, on_freed, b);
 	b->listening = 1;
 	if (b->hello_op == NULL)
-		b->hello_op = slot_hello(px->cache, b->instance,
+		b->hello_op = lease_hello(px->cache, b->instance,
 		    HELLO_MS * HELLO_MISSES, on_hello, b);
 }
 
@@ -586,7 +583,7 @@ budget_free(struct proxy *px)
 	assert(b->nqueued == 0 && b->nheld == 0);
 	cache_op_cancel(&b->hello_op);
 	if (b->listening && px->cache != NULL)
-		slot_on_freed(px->cache, NULL, NULL);
+		lease_on_freed(px->cache, NULL, NULL);
 	if (b->recheck_ev != NULL)
 		event_free(b->recheck_ev);
 	if (b->hello_ev != NULL)
@@ -638,11 +635,4 @@ void
 budget_forget(struct budget_slot *bs)
 {
 	atomic_store(&bs->local, 0);
-}
-
-int
-budget_retry_after(const struct proxy *px)
-{
-	(void)px;
-	return RETRY_AFTER_S;
 }

@@ -5,9 +5,10 @@
  * The origin budget ([upstream] max_requests): every request to the
  * origin (a cold miss, a stale or early refresh, a pass-through, a
  * hit-for-miss, a POST) first takes a slot, a lease in Redis shared by
- * the whole fleet (cache/cache_slot.h), and gives it back when its fetch
- * ends. Without a free slot it waits, at most queue_timeout, woken when a
- * slot is freed anywhere in the fleet. A freed slot goes to the best
+ * the whole fleet (cache/cache_lease.h), and gives it back when its fetch
+ * ends; fetches ask it through origin_fetch() (below). Without a free
+ * slot it waits, at most queue_timeout, woken when a slot is freed
+ * anywhere in the fleet. A freed slot goes to the best
  * waiting request of the fleet: a cold miss first (the one with the most
  * waiters first), then a stale refresh, an early refresh, and last
  * pass-through traffic; the oldest first within a rank.
@@ -21,6 +22,8 @@
  */
 
 #include <stdint.h>
+
+#include "upstream/upstream.h"
 
 struct proxy;
 struct budget;
@@ -48,8 +51,9 @@ struct budget_args {
 	enum budget_class	 cls;
 	int			 route;		/* for counters, or -1 */
 	budget_weight_cb	*weight;	/* NULL: 1 */
+	void			*weight_arg;
 	budget_cb		*cb;
-	void			*arg;		/* of both */
+	void			*arg;
 };
 
 /* The figures of one worker (and, summed, of an instance). */
@@ -94,7 +98,37 @@ void	budget_gauges_add(struct budget_gauges *dst,
 	    const struct budget_gauges *src);
 /* The master: a worker died; its local-share slots are free. */
 void	budget_forget(struct budget_slot *bs);
-/* The seconds a client refused for want of a slot may retry after. */
-int	budget_retry_after(const struct proxy *px);
+
+/*
+ * proxy_origin.c: a fetch from the origin through the budget, with
+ * upstream_fetch()'s face: the request goes only once it holds an origin
+ * slot, and gives the slot back as soon as its response has ended. With
+ * no slot within queue_timeout it ends unsent: its callback gets a
+ * response whose result is UPSTREAM_NOT_SENT. Without a budget
+ * (max_requests 0) it is upstream_fetch() itself. It counts the fetches
+ * it sends (upstream_fetches).
+ */
+struct origin_fetch;
+
+/* What the fetch is, for its place in the budget's queue. */
+struct origin_args {
+	enum budget_class	 cls;
+	int			 route;		/* for counters, or -1 */
+	budget_weight_cb	*weight;	/* NULL: 1 */
+	void			*weight_arg;
+};
+
+/*
+ * Starts a fetch of ur: it copies the URL and the headers; the body, if
+ * any, must stay valid until the fetch ends or is cancelled. It ends in
+ * exactly one call of cb, never from inside this call, unless cancelled.
+ * NULL if it could not be started (out of memory).
+ */
+struct origin_fetch *origin_fetch(struct proxy *px, const struct origin_args *oa,
+	    const struct upstream_request *ur, upstream_done_cb *cb, void *arg);
+/* Goes on with a fetch its on_data paused. */
+void	origin_resume(struct origin_fetch *f);
+/* Stops it, sent or waiting; cb will not run. Sets *fp to NULL. */
+void	origin_cancel(struct origin_fetch **fp);
 
 #endif

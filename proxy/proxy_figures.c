@@ -29,6 +29,7 @@ proxy_publish(struct proxy *px)
 	snprintf(ws->redis_down, sizeof(ws->redis_down), "%s",
 	    cache_down_reason(px->cache));
 	ws->connections = (int64_t)dict_count(px->conns);
+	ws->admin_connections = px->admin_conns;
 	ws->requests = px->nrequests - px->npeers;	/* clients' */
 	ws->flights = (int64_t)dict_count(px->flights);
 	ws->refreshes = px->nrefreshes;
@@ -64,6 +65,8 @@ proxy_figures(struct proxy *px, struct proxy_figures *f)
 			snprintf(f->redis_down, sizeof(f->redis_down), "%.*s",
 			    (int)sizeof(ws->redis_down) - 1, ws->redis_down);
 		f->connections += ws->connections;
+		f->admin_connections += ws->admin_connections;
+		f->admin_refused += ws->admin_refused;
 		f->requests += ws->requests;
 		f->flights += ws->flights;
 		f->refreshes += ws->refreshes;

@@ -118,10 +118,8 @@ static void on_flight_report(struct refresh_report *rep, void *arg);
 static void on_flight_peer(struct upstream_response *resp, void *arg);
 static int on_flight_stream(const struct upstream_response *resp,
     struct evbuffer *chunk, void *arg);
-static int on_flight_weight(void *arg);
 
-/* Starts a refresh of fl's key; it reports to the flight if it is the
- * flight's, to nobody if it is a background one. */
+/* Starts a refresh of fl's key: the flight's own, or a background one. */
 static struct refresh *
 flight_refresh(struct flight *fl, enum refresh_mode mode, const char *seen_gen,
     struct cache_entry *base, int own)
@@ -137,12 +135,10 @@ flight_refresh(struct flight *fl, enum refresh_mode mode, const char *seen_gen,
 		.seen_gen = seen_gen,
 		.base = base,
 		.stream = own ? on_flight_stream : NULL,
-		/* The origin budget: a miss its waiters wait for, else a
-		 * refresh behind a stale (or, early, a fresh) entry. */
-		.budget = own ? BUDGET_MISS : base != NULL &&
-		    entry_state(base, util_now_ms()) == ENTRY_FRESH ?
-		    BUDGET_EARLY : BUDGET_STALE,
-		.weight = own ? on_flight_weight : NULL,
+		.waiters = own ? &fl->waiters : NULL,	/* rank its origin slot */
+		/* Redis cannot lock it: once per instance (proxy_peer.h). */
+		.claim = own && mode == RF_DIRECT && fl->degraded &&
+		    !fl->timed_out,
 	};
 
 	return refresh_start(fl->px, &a, own ? on_flight_report : NULL,
@@ -193,15 +189,7 @@ flight_redirect(struct flight *fl, struct cache_entry **marker)
 	return FL_DONE;
 }
 
-/* Does e only say what the key's responses vary on? */
-static int
-is_marker(const struct cache_entry *e)
-{
-	return evhttp_find_header(&e->headers, VARY_MARKER) != NULL;
-}
-
-/* Should a hit of the flight on a fresh entry refresh it now? Refreshes
- * still go through the lock: one per fleet. */
+/* Should a hit on a fresh entry refresh it now (still one per fleet)? */
 static int
 refresh_early(const struct flight *fl, const struct cache_entry *e)
 {
@@ -344,7 +332,7 @@ flight_lookup(struct flight *fl)
 	default:
 		break;
 	}
-	if (is_marker(e))
+	if (vary_is_marker(e))
 		return flight_redirect(fl, &e);
 	if (entry_state(e, util_now_ms()) == ENTRY_EXPIRED) {
 		flight_keep_prev(fl, &e);
@@ -397,7 +385,7 @@ flight_failed(struct flight *fl, const struct refresh_report *rep,
 static enum flight_step
 reported_changed(struct flight *fl, struct cache_entry **ep)
 {
-	if (is_marker(*ep))
+	if (vary_is_marker(*ep))
 		return flight_redirect(fl, ep);
 	switch (entry_state(*ep, util_now_ms())) {
 	case ENTRY_EXPIRED:
@@ -415,7 +403,8 @@ reported_changed(struct flight *fl, struct cache_entry **ep)
 }
 
 /* The fetch brought a response (the entry's body is not whole if it
- * streamed past max_entry_bytes). */
+ * streamed past max_entry_bytes: those that came once it was past what
+ * is kept share the next fetch, rather than each fetching its own). */
 static enum flight_step
 reported_fetched(struct flight *fl, struct refresh_report *rep)
 {
@@ -426,6 +415,10 @@ reported_fetched(struct flight *fl, struct refresh_report *rep)
 					 * not passed on cut */
 		return flight_failed(fl, rep, rep->partial ? NULL :
 		    entry_ref(rep->entry));
+	if (rep->partial && waitlist_next_round(&fl->waiters, &fl->v)) {
+		fl->lead_streamed = 0;
+		return direct ? FL_DIRECT : FL_LOCK;
+	}
 	if (direct && fl->timed_out)
 		lead = OUT_WAIT_TIMEOUT;
 	else if (direct && fl->degraded)
@@ -441,19 +434,6 @@ reported_fetched(struct flight *fl, struct refresh_report *rep)
 		snprintf(fl->v.variant, sizeof(fl->v.variant), "%s",
 		    strchr(rep->variant, '\n') + 1);
 	}
-	return FL_DONE;
-}
-
-/* No origin slot came within queue_timeout: the entry it saw, if it can
- * be read, else 503 (Retry-After), for every waiter. */
-static enum flight_step
-flight_busy(struct flight *fl)
-{
-	if (fl->prev != NULL)
-		verdict_set(&fl->v, OUT_STALE_BUSY, OUT_STALE_BUSY,
-		    entry_ref(fl->prev));
-	else
-		verdict_set(&fl->v, OUT_ORIGIN_BUSY, OUT_ORIGIN_BUSY, NULL);
 	return FL_DONE;
 }
 
@@ -496,6 +476,7 @@ flight_reported(struct flight *fl)
 		return reported_changed(fl, &rep->entry);
 	case RFR_FETCHED:
 		return reported_fetched(fl, rep);
+	case RFR_ORIGIN_BUSY:	/* as a backoff: nothing went upstream */
 	case RFR_BACKOFF:
 		fl->v.not_forwarded = 1;
 		snprintf(fl->v.failure, sizeof(fl->v.failure), "%s", rep->failure);
@@ -512,8 +493,6 @@ flight_reported(struct flight *fl)
 		verdict_set(&fl->v, OUT_BYPASS, OUT_BYPASS, NULL);
 		fl->v.pass_all = 1;
 		return FL_DONE;
-	case RFR_ORIGIN_BUSY:
-		return flight_busy(fl);
 	case RFR_REDIS_ERROR:
 		fl->degraded = 1;
 		return FL_DIRECT;
@@ -728,20 +707,6 @@ on_flight_peer(struct upstream_response *resp, void *arg)
 	flight_run(fl);
 }
 
-/* The origin budget ranks a miss by the clients that wait for it. */
-static int
-on_flight_weight(void *arg)
-{
-	struct flight *fl = arg;
-	struct waiter *w;
-	int n = 0;
-
-	assert(fl->magic == FLIGHT_MAGIC);
-	TAILQ_FOREACH(w, &fl->waiters, flight_link)
-		n++;
-	return n;
-}
-
 static void
 on_flight_poll(evutil_socket_t fd, short what, void *arg)
 {
@@ -798,11 +763,13 @@ flight_on_fill(const char *key, struct cache_entry *e, void *arg)
 
 /* ---- the face ------------------------------------------------------- */
 
+/* w waits in fl: late if the body has begun (it could not be fed it). */
 static void
 flight_enter(struct flight *fl, struct waiter *w)
 {
 	TAILQ_INSERT_TAIL(&fl->waiters, w, flight_link);
 	w->flight = fl;
+	w->late = fl->stream_state != STREAM_NONE;
 }
 
 static struct flight *

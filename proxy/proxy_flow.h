@@ -35,6 +35,7 @@
 #define VARY_MARKER		"X-Corral-Vary-Marker"	/* never from upstream */
 #define VARY_SPEC_MAX		512
 #define FAILURE_MAX		16	/* "503", "timeout", ... */
+#define FAILURE_ORIGIN_BUSY	"origin-busy"	/* not sent: no origin slot */
 #define PASS_BODY_MAX		((size_t)1 << 30)	/* responses not stored */
 #define HTTP_BAD_GATEWAY	502
 #define HTTP_GATEWAY_TIMEOUT	504
@@ -68,8 +69,6 @@ enum outcome {
 	OUT_BACKOFF,		/* the key's refreshes back off: its last error */
 	OUT_REJECTED,		/* malformed or over a limit: 4xx */
 	OUT_UNAVAILABLE,	/* shutting down, or out of memory: 503 */
-	OUT_ORIGIN_BUSY,	/* no origin slot within queue_timeout: 503 */
-	OUT_STALE_BUSY,		/* ... and a stale entry served instead */
 };
 
 /* A request's answer: what proxy_status.c names and counts. */
@@ -124,6 +123,10 @@ struct waiter_ops {
 	size_t	(*data)(struct waiter *w, struct evbuffer *chunk);
 	/* The bytes queued for w's client (0 once it is gone). */
 	size_t	(*backlog)(struct waiter *w);
+	/* w fell behind the other clients of its stream: it goes on at its
+	 * own pace from the body kept, or (cut) with none kept its reply
+	 * ends cut short; its end follows. */
+	void	(*lag)(struct waiter *w, int cut);
 	/* The body ended, whole only if ok; w is out of the stream. */
 	void	(*end)(struct waiter *w, int ok, enum outcome o,
 		    int64_t upstream_ms);
@@ -139,6 +142,11 @@ struct waiter {
 	const struct evkeyvalq	*headers;	/* the request's */
 	int			 peer;		/* a sibling worker's request */
 	int			 lead;		/* the stream is its own fetch */
+	int			 late;		/* waits as it came once the
+						 * body had begun */
+	int			 behind;	/* fed from the body kept, at its
+						 * own pace, not as it comes */
+	uint64_t		 fed;		/* body bytes handed to it */
 };
 
 TAILQ_HEAD(waiters, waiter);

@@ -1,9 +1,11 @@
 /*
  * The listeners: the public port, which every request enters through
  * proxy_req.c (req_recv(), or req_refused() for what the door refused),
- * the admin port, which never serves proxied traffic, and with workers
- * > 1 the peer socket its siblings ask. Each connection is read through
- * the door (proxy_frame.c) and written by the pump.
+ * the admin port, which never serves proxied traffic and keeps at most
+ * admin_max_connections of its own, and with workers > 1 the peer socket
+ * its siblings ask. Each connection is read through the door
+ * (proxy_frame.c; an admin connection through none) and written by the
+ * pump.
  */
 
 #include <assert.h>
@@ -52,6 +54,9 @@ _Static_assert(CONF_UPSTREAM_HEADERS_MAX <= ENTRY_MAX_HEADERS,
 #define ACCEPT_DELAY_MAX_MS	1000
 #define ACCEPT_LOG_MS		1000	/* at most one line this often */
 #define PEER_BACKLOG		1024
+#define ADMIN_LOG_MS		1000	/* admin refusals: one line this often */
+#define ADMIN_FULL_BODY	"too many admin connections (admin_max_connections)\n"
+#define ADMIN_REPLY_MAX	256
 
 /*
  * What libevent reads in place of a request the door refused, so that its
@@ -63,9 +68,9 @@ _Static_assert(CONF_UPSTREAM_HEADERS_MAX <= ENTRY_MAX_HEADERS,
 			"Connection: close\r\n" STAND_IN_MARK ": 1\r\n\r\n"
 
 /*
- * A client connection on the public port, from accept to close. libevent
- * reads it through a filtering bufferevent whose input filter is the door
- * (proxy_frame.c). Output is moved to the socket by on_pump(), which tells
+ * A client connection on the public or admin port, from accept to close.
+ * libevent reads it through a filtering bufferevent whose input filter is
+ * the door (proxy_frame.c; the admin port has none, its bytes pass). Output is moved to the socket by on_pump(), which tells
  * libevent a write is done only once the socket has taken all of it:
  * libevent 2.1's filters neither start writing data added before EV_WRITE
  * is enabled nor keep what is left when libevent closes the socket.
@@ -75,8 +80,12 @@ struct conn {
 	struct proxy		*px;
 	struct bufferevent	*bev;		/* the filter libevent reads */
 	struct bufferevent	*sock;		/* under it: the socket */
-	struct frame		*frame;
+	struct frame		*frame;		/* NULL: an admin connection */
 	struct event		*pump_ev;
+	int			 admin;
+	int			 counted;	/* in admin_conns */
+	int			 turned_away;	/* over admin_max_connections:
+						 * 1 to be told, 2 told */
 	int			 status;	/* refused with this, or 0 */
 	const char		*reason;
 	char			 key[CONN_KEY_MAX];
@@ -177,6 +186,70 @@ on_accept_error(struct evconnlistener *lev, void *arg)
 	evtimer_add(px->accept_ev, &tv);
 }
 
+/*
+ * An admin connection over admin_max_connections gets a 503 written
+ * straight to its socket (it has sent nothing libevent read), and is
+ * closed as if the client had left: libevent frees it.
+ */
+static void
+turn_away(struct conn *c)
+{
+	evutil_socket_t sock = bufferevent_getfd(c->sock);
+	char reply[ADMIN_REPLY_MAX];
+	int n;
+
+	c->turned_away = 2;
+	n = snprintf(reply, sizeof(reply), "HTTP/1.1 503 Service Unavailable"
+	    "\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+	    "Cache-Control: no-store\r\nConnection: close\r\n\r\n%s",
+	    sizeof(ADMIN_FULL_BODY) - 1, ADMIN_FULL_BODY);
+	if (sock != -1 && n > 0 && (size_t)n < sizeof(reply))
+		(void)send(sock, reply, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	bufferevent_trigger_event(c->bev, BEV_EVENT_READING | BEV_EVENT_EOF,
+	    BEV_TRIG_DEFER_CALLBACKS);
+}
+
+/* One more admin connection turned away: counted, and said at most once
+ * every ADMIN_LOG_MS. */
+static void
+admin_refused(struct proxy *px)
+{
+	int64_t now = util_now_ms();
+
+	px->slots[px->slot].admin_refused++;
+	px->admin_unlogged++;
+	if (now - px->admin_logged_ms < ADMIN_LOG_MS)
+		return;
+	log_warn("admin: %d connections open, admin_max_connections; turned "
+	    "away %d new one%s since the last report", px->admin_conns,
+	    px->admin_unlogged, px->admin_unlogged == 1 ? "" : "s");
+	px->admin_unlogged = 0;
+	px->admin_logged_ms = now;
+}
+
+/*
+ * Is a reply being written? libevent reads no request meanwhile (it
+ * keeps the read enabled only to notice a close).
+ *
+ * client_timeout counts the client's own silence: while a request is
+ * read or the connection idles, the bytes it does not send; while a
+ * reply is written, the bytes queued for it that it does not take.
+ * libevent would also time the read it keeps on during a reply, and the
+ * write while nothing is queued: Corral's own waits (an origin that
+ * pauses mid-body, a stream paused for its fastest client) would close
+ * the connection. So during a reply the read is off (a client that
+ * leaves is noticed as its write fails), and the write is on only while
+ * something is queued for the socket.
+ */
+static int
+replying(struct conn *c)
+{
+	bufferevent_data_cb readcb;
+
+	bufferevent_getcb(c->bev, &readcb, NULL, NULL, NULL);
+	return readcb == NULL;
+}
+
 /* Moves what libevent wrote to the socket; once the socket has sent all
  * of it, libevent's write is done. */
 static void
@@ -188,6 +261,11 @@ on_pump(evutil_socket_t fd, short what, void *arg)
 	int wrote = 0;
 
 	assert(c->magic == CONN_MAGIC);
+	if (c->turned_away) {
+		if (c->turned_away == 1)
+			turn_away(c);
+		return;
+	}
 	if (bufferevent_getfd(c->bev) == -1 ||
 	    (sock = bufferevent_getfd(c->sock)) == -1)
 		return;		/* libevent is closing it */
@@ -207,11 +285,17 @@ on_pump(evutil_socket_t fd, short what, void *arg)
 			;	/* one writev takes 128 pieces at most */
 		evbuffer_add_buffer(wire, out);
 	}
+	if (replying(c))
+		bufferevent_disable(c->bev, EV_READ);
 	if (!(bufferevent_get_enabled(c->bev) & EV_WRITE))
 		return;
-	if (evbuffer_get_length(wire) == 0 && !wrote)
+	if (evbuffer_get_length(wire) == 0 && !wrote) {
+		/* All sent: the client owes nothing until more is queued
+		 * (libevent enables the write with it). Before the callback,
+		 * which may queue. */
+		bufferevent_disable(c->bev, EV_WRITE);
 		bufferevent_trigger(c->bev, EV_WRITE, 0);
-	else if (evbuffer_get_length(wire) == 0)
+	} else if (evbuffer_get_length(wire) == 0)
 		event_active(c->pump_ev, EV_TIMEOUT, 0);
 	else	/* still sending: restart the write timeout */
 		bufferevent_enable(c->bev, EV_WRITE);
@@ -254,10 +338,19 @@ filter_in(struct evbuffer *src, struct evbuffer *dst, ev_ssize_t limit,
 	struct conn *c = arg;
 	size_t before = evbuffer_get_length(dst);
 	int fed = evbuffer_get_length(src) > 0;
-	int body = frame_in_body(c->frame);
+	int body;
 	struct evbuffer_iovec v;
 
 	assert(c->magic == CONN_MAGIC);
+	if (c->frame == NULL) {		/* the admin port: no door */
+		if (c->turned_away)
+			evbuffer_drain(src, evbuffer_get_length(src));
+		else
+			evbuffer_add_buffer(dst, src);
+		return evbuffer_get_length(dst) > before ? BEV_OK :
+		    BEV_NEED_MORE;
+	}
+	body = frame_in_body(c->frame);
 	while (c->status == 0 && evbuffer_peek(src, -1, NULL, &v, 1) > 0) {
 		if (frame_feed(c->frame, v.iov_base, v.iov_len, emit_to,
 		    dst) == FRAME_REJECT) {
@@ -285,7 +378,9 @@ conn_free(void *arg)
 	evbuffer_remove_cb(bufferevent_get_output(c->sock), on_moved, c);
 	event_free(c->pump_ev);
 	frame_free(&c->frame);
-	if (px->conns != NULL) {	/* NULL: freed when the loop is */
+	if (c->counted)
+		px->admin_conns--;
+	else if (!c->admin && px->conns != NULL) {	/* NULL: being freed */
 		dict_del(px->conns, c->key);
 		accept_limit(px);
 	}
@@ -293,21 +388,21 @@ conn_free(void *arg)
 	free(c);
 }
 
-/* evhttp's bufferevent callback: a connection was just accepted. */
-static struct bufferevent *
-on_accept(struct event_base *base, void *arg)
+/* A connection just accepted, read through its filter: the door, or for
+ * an admin connection none. NULL when out of memory. */
+static struct conn *
+conn_new(struct proxy *px, struct event_base *base, int admin)
 {
-	struct proxy *px = arg;
 	struct conn *c;
 
-	assert(px->magic == PROXY_MAGIC);
 	px->accept_delay_ms = 0;
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		goto fail;
 	c->magic = CONN_MAGIC;
 	c->px = px;
-	if ((c->frame = frame_new((size_t)px->conf->max_header_bytes,
-	    (uint64_t)px->conf->max_body_bytes)) == NULL ||
+	c->admin = admin;
+	if ((!admin && (c->frame = frame_new((size_t)px->conf->max_header_bytes,
+	    (uint64_t)px->conf->max_body_bytes)) == NULL) ||
 	    (c->pump_ev = event_new(base, -1, 0, on_pump, c)) == NULL ||
 	    (c->sock = bufferevent_socket_new(base, -1,
 	    BEV_OPT_CLOSE_ON_FREE)) == NULL)
@@ -322,12 +417,12 @@ on_accept(struct event_base *base, void *arg)
 	snprintf(c->key, sizeof(c->key), "%p", (void *)c->bev);
 	if (evbuffer_add_cb(bufferevent_get_output(c->bev), on_moved,
 	    c) == NULL || evbuffer_add_cb(bufferevent_get_output(c->sock),
-	    on_moved, c) == NULL || dict_set(px->conns, c->key, c) == -1) {
+	    on_moved, c) == NULL ||
+	    (!admin && dict_set(px->conns, c->key, c) == -1)) {
 		bufferevent_free(c->bev);	/* frees c */
 		return NULL;
 	}
-	accept_limit(px);
-	return c->bev;
+	return c;
 fail:
 	/* libevent then makes a bufferevent of its own, which cannot be
 	 * filtered: out of memory, it is unlikely to get far. */
@@ -341,6 +436,47 @@ fail:
 		free(c);
 	}
 	return NULL;
+}
+
+/* evhttp's bufferevent callback: a connection was just accepted on the
+ * public port or the peer socket. */
+static struct bufferevent *
+on_accept(struct event_base *base, void *arg)
+{
+	struct proxy *px = arg;
+	struct conn *c;
+
+	assert(px->magic == PROXY_MAGIC);
+	if ((c = conn_new(px, base, 0)) == NULL)
+		return NULL;
+	accept_limit(px);
+	return c->bev;
+}
+
+/*
+ * The same on the admin port, whose connections have a cap of their own
+ * (admin_max_connections), so that neither port can starve the other:
+ * past it a connection is answered 503 and closed at once, so that idle
+ * ones cannot take every descriptor, nor wait in the backlog unanswered.
+ */
+static struct bufferevent *
+on_admin_accept(struct event_base *base, void *arg)
+{
+	struct proxy *px = arg;
+	struct conn *c;
+
+	assert(px->magic == PROXY_MAGIC);
+	if ((c = conn_new(px, base, 1)) == NULL)
+		return NULL;
+	if (px->admin_conns >= px->conf->admin_max_connections) {
+		c->turned_away = 1;	/* told once libevent has its socket */
+		event_active(c->pump_ev, EV_TIMEOUT, 0);
+		admin_refused(px);
+	} else {
+		c->counted = 1;
+		px->admin_conns++;
+	}
+	return c->bev;
 }
 
 static void
@@ -588,6 +724,7 @@ http_listen(struct proxy *px, char *err, size_t errlen)
 	accept_proxy = px;
 	px->accept_listening = 1;
 	http_connections(px->http, px);
+	evhttp_set_bevcb(px->admin, on_admin_accept, px);
 	evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(
 	    px->http_bound), on_accept_error);
 	evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(

@@ -7,6 +7,7 @@
  */
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,40 +117,159 @@ proxy_drain(struct proxy *px)
 	on_drain_check(-1, 0, px);
 }
 
-/* Settings a reload cannot change: keeps the running ones, and says so. */
-static void
-keep_fixed(struct conf *new, const struct conf *old)
+/*
+ * The keys a reload cannot change: the listeners are bound, Redis is
+ * connected, the logs and near caches opened when a process starts. A
+ * reload keeps their running values, and so does a worker the master
+ * starts again after one died: an instance never runs two of them. Each
+ * that the file changed is pending (restart_pending) until a restart.
+ */
+enum restart_key {
+	RK_LISTEN, RK_ADMIN_LISTEN, RK_WORKERS, RK_L1_MAX_BYTES,
+	RK_L2_MAX_BYTES, RK_ACCESS_LOG, RK_ERROR_LOG, RK_LOG_FORMAT,
+	RK_REDIS_MODE, RK_REDIS_ADDRESS, RK_REDIS_MASTER_NAME,
+	RK_REDIS_PASSWORD, RK_REDIS_DB, RK_REDIS_PREFIX, RK_REDIS_TIMEOUT,
+	RK_COUNT
+};
+
+_Static_assert(RK_COUNT <= RESTART_KEYS_MAX, "restart_pending names them all");
+_Static_assert(RK_COUNT <= 32, "restart_pending is 32 bits");
+
+static const char *const restart_names[RK_COUNT] = {
+	[RK_LISTEN] = "server.listen",
+	[RK_ADMIN_LISTEN] = "server.admin_listen",
+	[RK_WORKERS] = "server.workers",
+	[RK_L1_MAX_BYTES] = "server.l1_max_bytes",
+	[RK_L2_MAX_BYTES] = "server.l2_max_bytes",
+	[RK_ACCESS_LOG] = "server.access_log",
+	[RK_ERROR_LOG] = "server.error_log",
+	[RK_LOG_FORMAT] = "server.log_format",
+	[RK_REDIS_MODE] = "redis.mode",
+	[RK_REDIS_ADDRESS] = "redis.address",
+	[RK_REDIS_MASTER_NAME] = "redis.master_name",
+	[RK_REDIS_PASSWORD] = "redis.password",
+	[RK_REDIS_DB] = "redis.db",
+	[RK_REDIS_PREFIX] = "redis.prefix",
+	[RK_REDIS_TIMEOUT] = "redis.timeout",
+};
+
+/* How a field of struct conf is compared. */
+enum field_kind { FK_STRING, FK_NUMBER, FK_ADDRESSES };
+
+/* One field of a restart-only key (a key may be stored in several). */
+struct restart_field {
+	enum restart_key	 key;
+	enum field_kind		 kind;
+	size_t			 off;
+	size_t			 size;
+};
+
+#define RF(k, kind, m)	{ k, kind, offsetof(struct conf, m), \
+			  sizeof(((struct conf *)0)->m) }
+
+static const struct restart_field restart_fields[] = {
+	RF(RK_LISTEN, FK_STRING, listen_host),
+	RF(RK_LISTEN, FK_NUMBER, listen_port),
+	RF(RK_ADMIN_LISTEN, FK_STRING, admin_host),
+	RF(RK_ADMIN_LISTEN, FK_NUMBER, admin_port),
+	RF(RK_WORKERS, FK_NUMBER, workers),
+	RF(RK_L1_MAX_BYTES, FK_NUMBER, l1_max_bytes),
+	RF(RK_L2_MAX_BYTES, FK_NUMBER, l2_max_bytes),
+	RF(RK_ACCESS_LOG, FK_STRING, access_log),
+	RF(RK_ERROR_LOG, FK_STRING, error_log),
+	RF(RK_LOG_FORMAT, FK_NUMBER, log_format),
+	RF(RK_REDIS_MODE, FK_NUMBER, redis_mode),
+	RF(RK_REDIS_ADDRESS, FK_STRING, redis_host),
+	RF(RK_REDIS_ADDRESS, FK_NUMBER, redis_port),
+	RF(RK_REDIS_ADDRESS, FK_STRING, redis_unix),
+	RF(RK_REDIS_ADDRESS, FK_NUMBER, redis_naddrs),
+	RF(RK_REDIS_ADDRESS, FK_ADDRESSES, redis_addrs),
+	RF(RK_REDIS_MASTER_NAME, FK_STRING, redis_master_name),
+	RF(RK_REDIS_PASSWORD, FK_STRING, redis_password),
+	RF(RK_REDIS_DB, FK_NUMBER, redis_db),
+	RF(RK_REDIS_PREFIX, FK_STRING, redis_prefix),
+	RF(RK_REDIS_TIMEOUT, FK_NUMBER, redis_timeout_ms),
+};
+
+#undef RF
+
+/* Do a and b hold the same value in field f? Strings compare up to their
+ * NUL: what lies past it is left from a longer default. */
+static int
+same_field(const struct restart_field *f, const struct conf *a,
+    const struct conf *b)
 {
-#define KEEP_STR(field, what) do {					\
-	if (strcmp(new->field, old->field) != 0) {			\
-		log_warn("reload: %s changed; it needs a restart", what);	\
-		memcpy(new->field, old->field, sizeof(new->field));	\
-	}								\
-} while (0)
-#define KEEP_NUM(field, what) do {					\
-	if (new->field != old->field) {					\
-		log_warn("reload: %s changed; it needs a restart", what);	\
-		new->field = old->field;				\
-	}								\
-} while (0)
-	KEEP_STR(listen_host, "listen");
-	KEEP_NUM(listen_port, "listen");
-	KEEP_STR(admin_host, "admin_listen");
-	KEEP_NUM(admin_port, "admin_listen");
-	KEEP_STR(redis_host, "[redis] address");
-	KEEP_NUM(redis_port, "[redis] address");
-	KEEP_STR(redis_unix, "[redis] address");
-	KEEP_STR(redis_password, "[redis] password");
-	KEEP_NUM(redis_db, "[redis] db");
-	KEEP_STR(redis_prefix, "[redis] prefix");
-	KEEP_NUM(redis_timeout_ms, "[redis] timeout");
-	KEEP_STR(access_log, "access_log");
-	KEEP_STR(error_log, "error_log");
-	KEEP_NUM(log_format, "log_format");
-	KEEP_NUM(l1_max_bytes, "l1_max_bytes");
-	KEEP_NUM(l2_max_bytes, "l2_max_bytes");
-#undef KEEP_STR
-#undef KEEP_NUM
+	const char *pa = (const char *)a + f->off, *pb = (const char *)b + f->off;
+	const struct conf_hostport *ha, *hb;
+
+	switch (f->kind) {
+	case FK_STRING:
+		return strcmp(pa, pb) == 0;
+	case FK_NUMBER:
+		return memcmp(pa, pb, f->size) == 0;
+	case FK_ADDRESSES:
+		ha = (const struct conf_hostport *)(const void *)pa;
+		hb = (const struct conf_hostport *)(const void *)pb;
+		for (int i = 0; i < CONF_REDIS_ADDRS_MAX; i++)
+			if (strcmp(ha[i].host, hb[i].host) != 0 ||
+			    ha[i].port != hb[i].port)
+				return 0;
+		return 1;
+	}
+	return 0;
+}
+
+int
+proxy_restart_pending(const struct conf *c,
+    const char *names[RESTART_KEYS_MAX])
+{
+	int n = 0;
+
+	for (int k = 0; k < RK_COUNT; k++)
+		if (c->restart_pending & (1u << k))
+			names[n++] = restart_names[k];
+	return n;
+}
+
+void
+proxy_restart_pending_text(const struct conf *c, char *out, size_t outlen)
+{
+	const char *names[RESTART_KEYS_MAX];
+	int n = proxy_restart_pending(c, names);
+	size_t len = 0;
+
+	out[0] = '\0';
+	for (int i = 0; i < n && len < outlen; i++)
+		len += (size_t)snprintf(out + len, outlen - len, "%s%s",
+		    i > 0 ? ", " : "", names[i]);
+}
+
+/*
+ * new was just read from the file: every restart-only key takes its value
+ * in running, and new->restart_pending names those the file changed. The
+ * change is logged unless quiet (a worker: its master said so).
+ */
+static void
+keep_running(struct conf *new, const struct conf *running, int quiet)
+{
+	char list[RESTART_TEXT_MAX];
+	uint32_t changed = 0;
+
+	for (size_t i = 0; i < ARRAY_LEN(restart_fields); i++)
+		if (!same_field(&restart_fields[i], new, running))
+			changed |= 1u << restart_fields[i].key;
+	for (size_t i = 0; i < ARRAY_LEN(restart_fields); i++) {
+		const struct restart_field *f = &restart_fields[i];
+		if (changed & (1u << f->key))
+			memcpy((char *)new + f->off,
+			    (const char *)running + f->off, f->size);
+	}
+	new->restart_pending = changed;
+	if (quiet || changed == 0)
+		return;
+	proxy_restart_pending_text(new, list, sizeof(list));
+	log_warn("reload: restart pending: %s (changed in the file; the "
+	    "running values stay until a restart)", list);
 }
 
 /* Per-route figures follow their route's prefix across a reload. */
@@ -167,7 +287,7 @@ remap_stats(struct stats *st, const struct conf *old, const struct conf *new)
 }
 
 struct conf *
-proxy_conf_load(const char *path)
+proxy_conf_load(const char *path, const struct conf *running, int quiet)
 {
 	struct conf *new;
 	char *errs = NULL, *line, *save;
@@ -194,6 +314,7 @@ proxy_conf_load(const char *path)
 		return NULL;
 	}
 	free(errs);
+	keep_running(new, running, quiet);
 	return new;
 }
 
@@ -203,9 +324,8 @@ proxy_reload(struct proxy *px, struct conf **confp, const char *path)
 	struct conf *old = *confp, *new;
 
 	assert(px->magic == PROXY_MAGIC);
-	if ((new = proxy_conf_load(path)) == NULL)
+	if ((new = proxy_conf_load(path, old, px->nslots > 1)) == NULL)
 		return -1;
-	keep_fixed(new, old);
 	/* Work in progress keeps the settings it began with, but counts
 	 * under the route of the same prefix, if any. */
 	req_remap(px, old, new);

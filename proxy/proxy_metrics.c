@@ -102,6 +102,16 @@ static const struct counter_row counter_rows[] = {
 	  FIELD(peer_streams), NO_FIELD },
 	{ "corral_peer_streams_total", NULL, "result", "none",
 	  FIELD(peer_fallbacks), NO_FIELD },
+	{ "corral_sibling_fills_total", "Flights answered with the entry a "
+	  "sibling worker fetched under the instance's claim, while Redis "
+	  "could not lock the key.", NULL, NULL, FIELD(sibling_fills),
+	  NO_FIELD },
+	{ "corral_stream_laggards_total", "Streamed clients that fell behind "
+	  "the others: detached (fed from the body kept, at their own pace) "
+	  "or cut (no body kept).", "result", "detached",
+	  FIELD(stream_detached), NO_FIELD },
+	{ "corral_stream_laggards_total", NULL, "result", "cut",
+	  FIELD(stream_cut_slow), NO_FIELD },
 
 	{ "corral_origin_slots_granted_total", "Origin slots granted under "
 	  "max_requests: every origin request takes one.", NULL, NULL,
@@ -342,6 +352,8 @@ static void
 process_metrics(struct evbuffer *out, const struct proxy *px,
     const struct proxy_figures *fig)
 {
+	const char *names[RESTART_KEYS_MAX];
+
 	family(out, "corral_build_info", "gauge",
 	    "Always 1; the version is a label.");
 	evbuffer_add_printf(out, "corral_build_info{version=");
@@ -351,8 +363,16 @@ process_metrics(struct evbuffer *out, const struct proxy *px,
 	    "in seconds since the epoch.", (double)px->started_ms / MS_PER_S);
 	gauge(out, "corral_workers", "Worker processes serving requests.",
 	    fig->workers);
+	gauge(out, "corral_restart_pending", "Configuration keys changed in "
+	    "the file that keep their running values until a restart.",
+	    proxy_restart_pending(px->conf, names));
 	gauge(out, "corral_connections", "Client connections open on the "
 	    "public listener.", (double)fig->connections);
+	gauge(out, "corral_admin_connections", "Connections open on the admin "
+	    "listener.", (double)fig->admin_connections);
+	redis_counter(out, "corral_admin_connections_refused_total", "Admin "
+	    "connections turned away with a 503 at admin_max_connections.",
+	    fig->admin_refused);
 	gauge(out, "corral_requests_in_progress", "Client requests not yet "
 	    "answered.", (double)fig->requests);
 	gauge(out, "corral_flights", "Keys the workers are looking up, "
@@ -389,6 +409,9 @@ near_cache_metrics(struct evbuffer *out, const struct proxy_figures *fig)
 	redis_counter(out, "corral_shared_cache_resets_total", "Times the "
 	    "shared near cache was emptied because a worker died while "
 	    "changing it.", fig->l2.resets);
+	redis_counter(out, "corral_shared_cache_lock_busy_total", "Lookups, "
+	    "writes and drops that did without the shared near cache because "
+	    "another worker held its lock too long.", fig->l2.lock_busy);
 }
 
 /* The per-route families: the counters, then the histograms. */
@@ -438,6 +461,11 @@ redis_command_metrics(struct evbuffer *out, const struct proxy_figures *fig)
 	redis_counter(out, "corral_redis_purge_notifications_total",
 	    "Invalidations and purges heard from the fleet.",
 	    cc->purges_received);
+	gauge(out, "corral_tag_set_members_max", "Keys in the largest tag "
+	    "set a store met in the last minute or two.", cc->tag_set_largest);
+	redis_counter(out, "corral_tag_members_pruned_total", "Keys dropped "
+	    "from tag sets because their entries were gone.",
+	    cc->tag_members_pruned);
 }
 
 /* The Redis deployment: cluster redirects, slot maps, mode and nodes. */
@@ -453,6 +481,9 @@ redis_topology_metrics(struct evbuffer *out, struct proxy *px,
 	redis_counter(out, "corral_redis_map_refreshes_total", "Slot maps "
 	    "read (cluster) or primaries looked up (sentinel).",
 	    cc->map_refreshes);
+	redis_counter(out, "corral_redis_replica_reads_total", "Reads sent "
+	    "to a replica while the slot's primary was unreachable (cluster).",
+	    cc->replica_reads);
 	family(out, "corral_redis_mode", "gauge", "Always 1; the [redis] mode "
 	    "is a label.");
 	evbuffer_add_printf(out, "corral_redis_mode{mode=\"%s\"} 1\n",
@@ -629,6 +660,12 @@ metrics_table(struct proxy *px, struct evbuffer *out)
 	    cc->timeouts, hist_quantile(&cc->command_duration, 0.99) * MS_PER_S);
 	if (fig->redis_down[0] != '\0')
 		evbuffer_add_printf(out, "redis down: %s\n", fig->redis_down);
+	if (px->conf->restart_pending != 0) {
+		char list[RESTART_TEXT_MAX];
+
+		proxy_restart_pending_text(px->conf, list, sizeof(list));
+		evbuffer_add_printf(out, "restart pending: %s\n", list);
+	}
 	if (px->conf->max_requests > 0)
 		evbuffer_add_printf(out, "origin budget %d: %" PRId64 " slots in "
 		    "use here, %" PRId64 " waiting, wait p99 %.1f ms, %" PRIu64

@@ -29,6 +29,11 @@
  * a client of the public port asking for the same URL could be: a
  * shareable response already streaming to clients. It starts no fetch,
  * sends nothing to Redis and takes no lock.
+ *
+ * Claims: while Redis cannot lock a key, the workers of one instance
+ * still fetch it once. The worker whose compare-and-swap sets the key's
+ * cell fetches; its siblings wait until the cell is cleared and read the
+ * entry from the shared near cache (proxy_flight.c's SIBLING step).
  */
 
 #include <assert.h>
@@ -169,4 +174,91 @@ peer_fetch(struct proxy *px, int slot, const char *key, const char *uri,
 	evhttp_clear_headers(&headers);
 	free(url);
 	return f;
+}
+
+/* ---- the instance's claims: one fetch per instance without Redis ---- */
+
+#define CLAIM_PID_BITS		32
+#define CLAIM_PID_MASK		((UINT64_C(1) << CLAIM_PID_BITS) - 1)
+
+/* key's cell, and what it holds while this worker claims it. FNV-1a's
+ * upper bits hardly change with a key's last bytes: they are mixed first
+ * (MurmurHash3's finalizer). */
+static _Atomic uint64_t *
+claim_cell(struct proxy *px, const char *key, uint64_t *mine)
+{
+	uint64_t h = util_hash(key);
+	struct peer_row *row;
+
+	h ^= h >> 33;
+	h *= UINT64_C(0xff51afd7ed558ccd);
+	h ^= h >> 33;
+	h *= UINT64_C(0xc4ceb9fe1a85ec53);
+	h ^= h >> 33;
+	row = &px->slots[h % (uint64_t)px->nslots].peer;
+	*mine = (h & ~CLAIM_PID_MASK) | ((uint64_t)getpid() & CLAIM_PID_MASK);
+	return &row->claims[(h >> CLAIM_PID_BITS) % PEER_CLAIMS_MAX];
+}
+
+/* Is pid a running worker of this instance (not this one)? */
+static int
+sibling_pid(const struct proxy *px, uint64_t pid)
+{
+	for (int s = 0; s < px->nslots; s++)
+		if (s != px->slot && px->slots[s].pid > 0 &&
+		    (uint64_t)px->slots[s].pid == pid)
+			return 1;
+	return 0;
+}
+
+enum peer_claim
+peer_claim(struct proxy *px, const char *key)
+{
+	_Atomic uint64_t *cell;
+	uint64_t mine, held;
+
+	if (px->nslots < 2)
+		return CLAIM_NONE;
+	cell = claim_cell(px, key, &mine);
+	held = atomic_load_explicit(cell, memory_order_acquire);
+	for (;;) {
+		if (held != 0 && sibling_pid(px, held & CLAIM_PID_MASK))
+			return (held & ~CLAIM_PID_MASK) == (mine &
+			    ~CLAIM_PID_MASK) ? CLAIM_SIBLING : CLAIM_NONE;
+		if (held != 0 && (held & CLAIM_PID_MASK) == (mine &
+		    CLAIM_PID_MASK))
+			return CLAIM_NONE;	/* a fetch of ours has it */
+		/* Free, or left by a worker that died. */
+		if (atomic_compare_exchange_weak_explicit(cell, &held, mine,
+		    memory_order_acq_rel, memory_order_acquire))
+			return CLAIM_TAKEN;
+	}
+}
+
+void
+peer_unclaim(struct proxy *px, const char *key)
+{
+	uint64_t mine, expected;
+	_Atomic uint64_t *cell;
+
+	if (px->nslots < 2)
+		return;
+	cell = claim_cell(px, key, &mine);
+	expected = mine;
+	(void)atomic_compare_exchange_strong_explicit(cell, &expected, 0,
+	    memory_order_release, memory_order_relaxed);
+}
+
+int
+peer_claimed(struct proxy *px, const char *key)
+{
+	_Atomic uint64_t *cell;
+	uint64_t mine, held;
+
+	if (px->nslots < 2)
+		return 0;
+	cell = claim_cell(px, key, &mine);
+	held = atomic_load_explicit(cell, memory_order_acquire);
+	return (held & ~CLAIM_PID_MASK) == (mine & ~CLAIM_PID_MASK) &&
+	    sibling_pid(px, held & CLAIM_PID_MASK);
 }

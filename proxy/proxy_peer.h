@@ -29,7 +29,21 @@ int	peer_find(struct proxy *px, const char *key);
 struct upstream_fetch *peer_fetch(struct proxy *px, int slot, const char *key,
 	    const char *uri, upstream_data_cb *on_data, upstream_done_cb *cb,
 	    void *arg);
-/* Clears a row (the worker starts, stops, or died). */
+enum peer_claim {
+	CLAIM_TAKEN,		/* this worker fetches key for the instance */
+	CLAIM_SIBLING,		/* a sibling does: its entry comes to the
+				 * shared near cache */
+	CLAIM_NONE,		/* no claim to be had (one worker, or the
+				 * cell is another key's): fetch alone */
+};
+
+/* Takes the instance's claim on key, while Redis cannot lock it. */
+enum peer_claim peer_claim(struct proxy *px, const char *key);
+/* Lets this worker's claim on key go. */
+void	peer_unclaim(struct proxy *px, const char *key);
+/* Does a running sibling still hold the claim on key? */
+int	peer_claimed(struct proxy *px, const char *key);
+/* Clears a row's fetches (the worker starts, stops, or died). */
 void	peer_forget(struct peer_row *row);
 /* The abstract socket worker slot (process pid) listens on. */
 void	peer_socket_name(const struct proxy *px, int slot, pid_t pid,

@@ -8,6 +8,13 @@
  *	                                                     so (SCAN)
  *	POST /purge?prefix=/users/                           the same, on routes
  *	                                                     keyed on the upstream
+ *	POST /purge?tag=T[&soft=0]                           every key stored
+ *	                                                     with tag T
+ *
+ * A purge of many keys answers with the number of keys whose entries went
+ * (or, soft, became stale): 200 once it reached them all, else 503 with
+ * the number so far (a retry finishes it); 503 with Retry-After when too
+ * many purges run already.
  *
  * A URL on a route keyed on the upstream (not key_host) names its path
  * only: its host is the upstream's, whatever the URL says.
@@ -33,6 +40,7 @@
 #include "proxy/proxy_near.h"
 
 #define PURGE_PREFIX_MAX	CACHE_KEY_MAX
+#define PURGE_RETRY_AFTER	"1"	/* s, when too many purges run */
 #define NEED_WHAT		"need url=URL, prefix=PREFIX or tag=TAG"
 
 static void
@@ -76,15 +84,36 @@ on_url_purged(enum fence_result r, void *arg)
 		reply_purged(ev, r == FENCE_OK ? 1 : 0);
 }
 
+/* A purge of many keys: how many went, and whether it reached them all
+ * (a retry finishes one that did not). */
 static void
-on_prefix_purged(int64_t n, void *arg)
+on_many_purged(int64_t n, int ok, void *arg)
 {
 	struct evhttp_request *ev = arg;
+	struct evbuffer *out;
 
-	if (n < 0)
-		json_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");
-	else
+	if (ok) {
 		reply_purged(ev, n);
+		return;
+	}
+	if ((out = evbuffer_new()) != NULL)
+		evbuffer_add_printf(out, "{\"error\": \"redis unavailable: "
+		    "purge incomplete, retry it\", \"purged\": %" PRId64 "}\n",
+		    n);
+	send_json(ev, HTTP_SERVUNAVAIL, out);
+}
+
+/* A purge that could not start: Redis is down, or too many run. */
+static void
+purge_refused(struct evhttp_request *ev, enum purge_start r)
+{
+	if (r == PURGE_BUSY) {
+		evhttp_add_header(evhttp_request_get_output_headers(ev),
+		    "Retry-After", PURGE_RETRY_AFTER);
+		json_error(ev, HTTP_SERVUNAVAIL, "too many purges running");
+	} else {
+		json_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");
+	}
 }
 
 /* "http://Host:80/a?b" -> the cache key of that URL: 0, or the status to
@@ -159,6 +188,7 @@ admin_purge(struct proxy *px, struct evhttp_request *ev)
 	struct evkeyvalq params;
 	const char *url, *prefix, *tag, *soft_arg;
 	char key[CACHE_KEY_MAX + 1];
+	enum purge_start r;
 	int rc, soft;
 
 	assert(px->magic == PROXY_MAGIC);
@@ -197,17 +227,17 @@ admin_purge(struct proxy *px, struct evhttp_request *ev)
 	} else if (prefix != NULL && *prefix != '\0') {
 		prefix_key(px, prefix, key);
 		near_drop_prefix(px, key);	/* the others hear by broadcast */
-		if (cache_purge_prefix(px->cache, key, soft, on_prefix_purged,
-		    ev) == -1)
-			json_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");
+		if ((r = cache_purge_prefix(px->cache, key, soft,
+		    on_many_purged, ev)) != PURGE_STARTED)
+			purge_refused(ev, r);
 		else
 			log_info("purge prefix %s%s", key, soft ? " (soft)" : "");
 	} else if (tag != NULL && *tag != '\0') {
 		if (strlen(tag) > CACHE_TAG_MAX)
 			json_error(ev, HTTP_BADREQUEST, "tag too long");
-		else if (cache_purge_tag(px->cache, tag, soft, on_prefix_purged,
-		    ev) == -1)
-			json_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");
+		else if ((r = cache_purge_tag(px->cache, tag, soft,
+		    on_many_purged, ev)) != PURGE_STARTED)
+			purge_refused(ev, r);
 		else
 			log_info("purge tag %s%s", tag, soft ? " (soft)" : "");
 	} else {

@@ -7,16 +7,19 @@
  * caches, proxy_peer.c's table and proxy_vary.c; nothing above it by
  * name.
  *
- *	LOCK -> SLOT -> FETCH (renewing the lock) -> STORE (fenced by the token)
- *	                                          -> RELEASE (not storable, failed)
- *	             -> RELEASE (no origin slot within queue_timeout)
+ *	LOCK -> FETCH (renewing the lock) -> STORE (fenced by the token)
+ *	                                  -> RELEASE (not storable, failed)
  *	     -> DONE
  *
  * LOCK runs one script: the lock (SET NX PX with a random token), or the
  * entry if it changed from the generation the flight saw, or the backoff
- * of a failing key. SLOT waits for an origin slot (proxy_budget.c), the
- * lock renewed meanwhile. DIRECT refreshes (Redis unavailable, lock_wait
- * ran out) skip LOCK, STORE and RELEASE.
+ * of a failing key. DIRECT refreshes (Redis unavailable, lock_wait ran
+ * out) skip STORE and RELEASE, and LOCK unless Redis could not lock the
+ * key: then LOCK takes the instance's claim instead (proxy_peer.h). Its
+ * holder fetches, puts what it would have stored in the near caches and
+ * lets the claim go as it ends; a sibling's refresh meanwhile polls for
+ * that entry (answered RFR_CHANGED), fetching itself if the claim goes
+ * with no entry left for it, or after lock_wait.
  */
 
 #include <assert.h>
@@ -43,16 +46,17 @@
 #include "proxy/proxy_refresh.h"
 #include "proxy/proxy_status.h"
 #include "proxy/proxy_vary.h"
+#include "proxy/proxy_waitlist.h"
 #include "upstream/upstream.h"
 
 #define REFRESH_MAGIC		0x52465348u	/* "RFSH" */
 #define RENEW_DIVISOR		3	/* renew the lock every lock_ttl / 3 */
 #define BACKOFF_BASE_MS		1000	/* first pause after a failed refresh */
 #define KEEP_VALIDATORS_MS	60000	/* entries with validators: kept at least */
+#define SIBLING_POLL_MS		20	/* a sibling's claim: let go yet? */
 
 enum refresh_step {
 	RF_LOCK,
-	RF_SLOT,
 	RF_FETCH,
 	RF_STORE,
 	RF_RELEASE,
@@ -74,11 +78,15 @@ struct refresh {
 	int			 authorized;
 	struct cache_op		*op;
 	struct cache_op		*renew_op;
-	struct upstream_fetch	*fetch;
+	struct origin_fetch	*fetch;		/* through the origin budget */
 	struct event		*renew_ev;
 	struct event		*done_ev;
 	int			 registered;	/* in px->refreshes */
 	int			 peer_entry;	/* in the siblings' table, or -1 */
+	int			 claim;		/* DIRECT: under the instance's claim */
+	int			 claimed;	/* ... and it holds the claim */
+	struct event		*sibling_ev;	/* polls a sibling's claim */
+	int64_t			 sibling_until_us;	/* ... for lock_wait */
 	int			 lost;		/* our token was replaced */
 	int64_t			 fetch_start_us;
 	int64_t			 sie_ms;	/* stale-if-error of the entry */
@@ -87,10 +95,8 @@ struct refresh {
 	refresh_done_cb		*cb;
 	void			*cb_arg;
 	refresh_stream_cb	*stream;	/* with cb_arg */
-	enum budget_class	 budget;
-	budget_weight_cb	*weight;	/* with cb_arg */
-	struct budget_ticket	*ticket;	/* SLOT, FETCH: its origin slot */
-	int			 slotted;	/* the slot is its, or none needed */
+	enum budget_class	 budget;	/* its rank for an origin slot */
+	const struct waiters	*waiters;	/* a flight's: with cb */
 
 	struct refresh_report	 rep;
 };
@@ -124,6 +130,7 @@ on_refresh_done(evutil_socket_t fd, short what, void *arg)
 	entry_unref(&rf->marker);
 	evhttp_clear_headers(&rf->headers);
 	event_free(rf->renew_ev);
+	event_free(rf->sibling_ev);
 	event_free(rf->done_ev);
 	free(rf->url);
 	rf->magic = 0;
@@ -136,11 +143,15 @@ refresh_end(struct refresh *rf)
 {
 	rf->step = RF_DONE;
 	evtimer_del(rf->renew_ev);
+	evtimer_del(rf->sibling_ev);
 	cache_op_cancel(&rf->op);
 	cache_op_cancel(&rf->renew_op);
-	upstream_cancel(&rf->fetch);
-	budget_done(&rf->ticket);
+	origin_cancel(&rf->fetch);
 	peer_withdraw(rf->px, &rf->peer_entry);
+	if (rf->claimed) {
+		peer_unclaim(rf->px, rf->key);
+		rf->claimed = 0;
+	}
 	if (rf->registered) {
 		dict_del(rf->px->refreshes, rf->key);
 		rf->registered = 0;
@@ -168,7 +179,7 @@ on_renew_tick(evutil_socket_t fd, short what, void *arg)
 	const struct conf_route *rt = &rf->rt;
 
 	assert(rf->magic == REFRESH_MAGIC);
-	if ((rf->step != RF_FETCH && rf->step != RF_SLOT) || rf->lost)
+	if (rf->step != RF_FETCH || rf->lost)
 		return;
 	if (rf->renew_op == NULL)
 		rf->renew_op = lock_renew(rf->px->cache, rf->key, rf->token,
@@ -187,7 +198,7 @@ on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *backoff,
 	switch (r) {
 	case LOCK_ACQUIRED:
 		STAT_INC(rf->px->stats, rf->route, locks_acquired);
-		rf->step = RF_SLOT;
+		rf->step = RF_FETCH;
 		break;
 	case LOCK_BUSY:
 		STAT_INC(rf->px->stats, rf->route, lock_busy);
@@ -304,6 +315,33 @@ entry_revalidated(const struct cache_entry *base,
 	return e;
 }
 
+/* No origin slot came within queue_timeout: the lock goes (with no
+ * failure: the origin did not fail), and its waiters get what they have,
+ * or 503. A background refresh is dropped: the next request tries. */
+static void
+refresh_unsent(struct refresh *rf)
+{
+	rf->rep.result = RFR_ORIGIN_BUSY;
+	rf->rep.fetch_ms = -1;
+	snprintf(rf->rep.failure, sizeof(rf->rep.failure), "%s",
+	    FAILURE_ORIGIN_BUSY);
+	if (rf->cb == NULL)
+		STAT_INC(rf->px->stats, rf->route, shed_refresh);
+	log_info("%s: no origin slot within queue_timeout", rf->key);
+	rf->step = RF_RELEASE;
+}
+
+/* The origin budget ranks a flight's miss by the clients that wait. */
+static int
+on_refresh_weight(void *arg)
+{
+	struct refresh *rf = arg;
+
+	assert(rf->magic == REFRESH_MAGIC);
+	return rf->cb != NULL && rf->waiters != NULL ?
+	    waitlist_count(rf->waiters) : 1;
+}
+
 static void
 on_refresh_fetched(struct upstream_response *resp, void *arg)
 {
@@ -315,12 +353,15 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 
 	assert(rf->magic == REFRESH_MAGIC);
 	rf->fetch = NULL;
-	budget_done(&rf->ticket);	/* the origin is done with it */
 	rf->rep.fetch_ms = (util_mono_us() - rf->fetch_start_us) / 1000;
 	evtimer_del(rf->renew_ev);
 	cache_op_cancel(&rf->renew_op);
 	status_count_upstream(px->stats, rf->route, resp);
 
+	if (resp->result == UPSTREAM_NOT_SENT) {
+		refresh_unsent(rf);
+		goto out;
+	}
 	if (resp->result != UPSTREAM_OK) {
 		log_warn("upstream %s: %s (%s)", rf->url,
 		    upstream_result_name(resp->result), resp->error);
@@ -373,6 +414,10 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 		snprintf(rf->rep.failure, sizeof(rf->rep.failure), "%d", resp->status);
 	if (rf->step == RF_RELEASE && why[0] != '\0')
 		log_debug("%s not stored: %s", rf->key, why);
+	/* Under the instance's claim: where the siblings look for it. */
+	if (rf->claimed && why[0] == '\0' && rf->marker == NULL &&
+	    entry_state(rf->rep.entry, util_now_ms()) == ENTRY_FRESH)
+		near_put(px, rf->key, rf->rep.entry);
 out:
 	upstream_response_free(&resp);
 	refresh_run(rf);
@@ -446,6 +491,12 @@ refresh_fetch(struct refresh *rf)
 {
 	const struct conf *conf = rf->px->conf;
 	const struct conf_route *rt = &rf->rt;
+	struct origin_args oa = {
+		.cls = rf->budget,
+		.route = rf->route,
+		.weight = on_refresh_weight,
+		.weight_arg = rf,
+	};
 	struct upstream_request ur = {
 		.method = "GET",
 		.url = rf->url,
@@ -463,8 +514,7 @@ refresh_fetch(struct refresh *rf)
 		ur.keep_body = (size_t)conf->max_entry_bytes;
 	}
 	rf->fetch_start_us = util_mono_us();
-	STAT_INC(rf->px->stats, rf->route, upstream_fetches);
-	rf->fetch = upstream_fetch(rf->px->upstream, &ur, on_refresh_fetched, rf);
+	rf->fetch = origin_fetch(rf->px, &oa, &ur, on_refresh_fetched, rf);
 	if (rf->fetch == NULL)
 		return -1;
 	if (rf->rep.mode == RF_LOCKED)
@@ -493,7 +543,7 @@ refresh_release(struct refresh *rf)
 {
 	const struct conf_route *rt = &rf->rt;
 	const struct refresh_report *rep = &rf->rep;
-	int failed = rep->failure[0] != '\0';
+	int failed = rep->failure[0] != '\0' && rep->result != RFR_ORIGIN_BUSY;
 	struct release_args ra = {
 		.failure = failed ? rep->failure : NULL,
 		.error = failed && rep->result == RFR_FETCHED ? rep->entry : NULL,
@@ -508,58 +558,51 @@ refresh_release(struct refresh *rf)
 	    on_refresh_released, rf);
 }
 
-/* The origin budget's answer for its fetch. */
 static void
-on_refresh_slot(enum budget_answer a, void *arg)
+on_sibling_poll(evutil_socket_t fd, short what, void *arg)
 {
 	struct refresh *rf = arg;
 
-	assert(rf->magic == REFRESH_MAGIC && rf->step == RF_SLOT);
-	if (a == BUDGET_GRANTED) {
-		rf->slotted = 1;
-	} else {
-		budget_done(&rf->ticket);
-		if (rf->cb == NULL)	/* a background refresh: dropped */
-			STAT_INC(rf->px->stats, rf->route, shed_refresh);
-		log_info("%s: no origin slot within queue_timeout", rf->key);
-		rf->rep.result = RFR_ORIGIN_BUSY;
-		rf->step = RF_RELEASE;	/* no failure: no backoff */
-	}
+	assert(rf->magic == REFRESH_MAGIC && rf->step == RF_LOCK);
 	refresh_run(rf);
 }
 
+/*
+ * DIRECT: the entry a sibling fetched under the instance's claim, or
+ * the claim, or neither (fetch alone). The next step is set: 0, or -1
+ * while a sibling still holds the claim (polled).
+ */
 static int
-on_refresh_weight(void *arg)
+refresh_claim(struct refresh *rf)
 {
-	struct refresh *rf = arg;
+	int64_t now = util_mono_us();
 
-	assert(rf->magic == REFRESH_MAGIC);
-	return rf->weight != NULL && rf->cb != NULL ? rf->weight(rf->cb_arg) : 1;
-}
-
-/* SLOT: 0 once the fetch may go (a slot, or no budget), 1 to wait. The
- * lock, if it holds one, is renewed while it waits. */
-static int
-refresh_slot(struct refresh *rf)
-{
-	struct budget_args ba = {
-		.cls = rf->budget,
-		.route = rf->route,
-		.weight = on_refresh_weight,
-		.cb = on_refresh_slot,
-		.arg = rf,
-	};
-
-	if (rf->slotted)
+	rf->step = RF_FETCH;
+	if (!rf->claim)
 		return 0;
-	if (rf->ticket == NULL &&
-	    (rf->ticket = budget_ask(rf->px, &ba)) == NULL) {
-		rf->slotted = 1;	/* no budget: it goes now */
+	if ((rf->rep.entry = near_get(rf->px, rf->key, util_now_ms())) !=
+	    NULL) {
+		STAT_INC(rf->px->stats, rf->route, sibling_fills);
+		rf->rep.result = RFR_CHANGED;
+		rf->step = RF_DONE;
 		return 0;
 	}
-	if (rf->rep.mode == RF_LOCKED && !evtimer_pending(rf->renew_ev, NULL))
-		timer_arm(rf->renew_ev, rf->rt.lock_ttl_ms / RENEW_DIVISOR);
-	return 1;
+	switch (peer_claim(rf->px, rf->key)) {
+	case CLAIM_TAKEN:
+		rf->claimed = 1;
+		return 0;
+	case CLAIM_NONE:
+		return 0;
+	case CLAIM_SIBLING:
+		break;
+	}
+	if (rf->sibling_until_us == 0)
+		rf->sibling_until_us = now + rf->rt.lock_wait_ms * 1000;
+	else if (now >= rf->sibling_until_us)
+		return 0;	/* waited lock_wait: fetch alone */
+	rf->step = RF_LOCK;
+	timer_arm(rf->sibling_ev, SIBLING_POLL_MS);
+	return -1;
 }
 
 static void
@@ -579,7 +622,8 @@ refresh_run(struct refresh *rf)
 				continue;
 			}
 			if (rf->rep.mode == RF_DIRECT) {
-				rf->step = RF_SLOT;
+				if (refresh_claim(rf) == -1)
+					return;		/* a sibling's fetch */
 				continue;
 			}
 			/*
@@ -595,12 +639,6 @@ refresh_run(struct refresh *rf)
 			if (rf->op == NULL) {
 				rf->rep.result = RFR_REDIS_ERROR;
 				rf->step = RF_DONE;
-				continue;
-			}
-			return;
-		case RF_SLOT:
-			if (px->draining || refresh_slot(rf) == 0) {
-				rf->step = RF_FETCH;
 				continue;
 			}
 			return;
@@ -671,11 +709,16 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	rf->authorized = a->authorized;
 	rf->rep.fetch_ms = -1;
 	rf->peer_entry = -1;
+	rf->claim = a->claim && a->mode == RF_DIRECT;
 	rf->cb = cb;
 	rf->cb_arg = arg;
 	rf->stream = a->stream;
-	rf->budget = a->budget;
-	rf->weight = a->weight;
+	rf->waiters = a->waiters;
+	/* Its origin slot's rank: a flight's miss, else a refresh behind a
+	 * stale (or, early, a fresh) entry. */
+	rf->budget = cb != NULL ? BUDGET_MISS : base != NULL &&
+	    entry_state(base, util_now_ms()) == ENTRY_FRESH ? BUDGET_EARLY :
+	    BUDGET_STALE;
 	TAILQ_INIT(&rf->headers);
 	snprintf(rf->key, sizeof(rf->key), "%s", a->key);
 	snprintf(rf->seen_gen, sizeof(rf->seen_gen), "%s", a->seen_gen);
@@ -695,8 +738,10 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	if (util_random_token(rf->token) == -1)
 		goto fail;
 	rf->renew_ev = evtimer_new(px->base, on_renew_tick, rf);
+	rf->sibling_ev = evtimer_new(px->base, on_sibling_poll, rf);
 	rf->done_ev = event_new(px->base, -1, 0, on_refresh_done, rf);
-	if (rf->renew_ev == NULL || rf->done_ev == NULL)
+	if (rf->renew_ev == NULL || rf->sibling_ev == NULL ||
+	    rf->done_ev == NULL)
 		goto fail;
 	if (a->mode == RF_LOCKED && dict_get(px->refreshes, rf->key) == NULL &&
 	    dict_set(px->refreshes, rf->key, rf) == 0)
@@ -708,6 +753,8 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 fail:
 	if (rf->renew_ev != NULL)
 		event_free(rf->renew_ev);
+	if (rf->sibling_ev != NULL)
+		event_free(rf->sibling_ev);
 	if (rf->done_ev != NULL)
 		event_free(rf->done_ev);
 	evhttp_clear_headers(&rf->headers);
@@ -749,7 +796,7 @@ refresh_detach(struct refresh *rf)
 	rf->stream = NULL;
 	peer_withdraw(rf->px, &rf->peer_entry);	/* no flight to ask now */
 	if (rf->fetch != NULL)
-		upstream_resume(rf->fetch);	/* nobody holds it back now */
+		origin_resume(rf->fetch);	/* nobody holds it back now */
 }
 
 void
@@ -757,7 +804,7 @@ refresh_resume(struct refresh *rf)
 {
 	assert(rf->magic == REFRESH_MAGIC);
 	if (rf->fetch != NULL)
-		upstream_resume(rf->fetch);
+		origin_resume(rf->fetch);
 }
 
 /* Releases finish asynchronously. */
@@ -767,10 +814,9 @@ refresh_abandon_all(struct proxy *px)
 	struct refresh *rf;
 
 	TAILQ_FOREACH(rf, &px->refresh_list, link) {
-		if (rf->step != RF_FETCH && rf->step != RF_SLOT)
+		if (rf->step != RF_FETCH)
 			continue;	/* a Redis reply is due within its timeout */
-		upstream_cancel(&rf->fetch);
-		budget_done(&rf->ticket);
+		origin_cancel(&rf->fetch);
 		evtimer_del(rf->renew_ev);
 		cache_op_cancel(&rf->renew_op);
 		rf->rep.result = RFR_UPSTREAM_ERROR;

@@ -6,14 +6,13 @@
  * background refresh of a stale entry). It owns a lock token and a curl
  * handle and never points back at a client request. It reports once,
  * through the callback its starter gave, after it has ended. Its fetch
- * waits for an origin slot (proxy_budget.h) once it holds the lock.
+ * goes through the origin budget (origin_fetch(), proxy_budget.h).
  */
 
 #include <stdint.h>
 
 #include <event2/keyvalq_struct.h>
 
-#include "proxy/proxy_budget.h"
 #include "proxy/proxy_flow.h"
 #include "upstream/upstream.h"
 
@@ -37,7 +36,8 @@ enum refresh_result {
 	RFR_REDIS_ERROR,
 	RFR_STOPPING,		/* the process is stopping: no fetch started */
 	RFR_PASS,		/* the key is uncacheable (hit-for-miss) */
-	RFR_ORIGIN_BUSY,	/* no origin slot within queue_timeout */
+	RFR_ORIGIN_BUSY,	/* no origin slot within queue_timeout: not
+				 * sent (failure says "origin-busy") */
 };
 
 /* A refresh's response as it arrives (upstream_data_cb's contract), for
@@ -57,8 +57,12 @@ struct refresh_args {
 	const char		*seen_gen;	/* the generation it saw */
 	struct cache_entry	*base;		/* to revalidate, or NULL */
 	refresh_stream_cb	*stream;	/* NULL: the body comes whole */
-	enum budget_class	 budget;	/* its place in the origin budget */
-	budget_weight_cb	*weight;	/* with the callback's arg; or NULL */
+	int			 claim;		/* RF_DIRECT: under the instance's
+						 * claim (proxy_peer.h), or with
+						 * the entry a sibling fetched
+						 * under it (RFR_CHANGED) */
+	const struct waiters	*waiters;	/* a flight's: how many wait for
+						 * it (its origin slot's rank) */
 };
 
 /* What a refresh reports once it has ended. The callee may take entry

@@ -23,6 +23,8 @@
 #include "proxy/proxy_reply.h"
 #include "proxy/proxy_status.h"
 
+#define REPLY_RETRY_AFTER	"1"	/* s: a 503 of Corral's own (the queue
+				 * moves as fetches end; a retry waits its turn) */
 #define VIA_TOKEN		"1.1 corral"
 #define VIA_MAX			1024	/* the origin's Via lines, joined */
 #define STATUS_LINE_MAX		128
@@ -303,12 +305,8 @@ reply_error(struct reply *r, int code, const char *phrase, const char *text)
 	evhttp_add_header(out, "Cache-Status", r->cache_status);
 	evhttp_add_header(out, "Content-Type", "text/plain");
 	evhttp_add_header(out, "Connection", "close");
-	if (r->retry_after > 0) {
-		char s[24];
-
-		snprintf(s, sizeof(s), "%d", r->retry_after);
-		evhttp_add_header(out, "Retry-After", s);
-	}
+	if (code == HTTP_SERVUNAVAIL)	/* no origin slot, or stopping */
+		evhttp_add_header(out, "Retry-After", REPLY_RETRY_AFTER);
 	if ((body = evbuffer_new()) != NULL)
 		evbuffer_add_printf(body, "%d %s\n", code, text);
 	sent = body != NULL && !r->head ? evbuffer_get_length(body) : 0;

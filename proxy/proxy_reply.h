@@ -32,7 +32,6 @@ struct reply {
 	int			 closing;	/* stopping: Connection: close */
 	int			 record;	/* the access record names
 						 * Cache-Status */
-	int			 retry_after;	/* > 0: an error's Retry-After, s */
 	int			 not_modified;	/* out: answered 304 */
 };
 

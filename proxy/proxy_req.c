@@ -1,8 +1,7 @@
 /*
  * struct req: one client request, from its head to its one reply.
  *
- *	RECV -> PASS (uncacheable: its own fetch, once it has an origin
- *	              slot; none within queue_timeout: 503) -> DELIVER
+ *	RECV -> PASS (uncacheable: its own fetch)  -> DELIVER
  *	     -> JOIN (its key's flight answers it) -> DELIVER
  *	                                           -> PASS (per-user answer)
  *	                                           -> JOIN (its variant's)
@@ -39,7 +38,6 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
-#include "proxy/proxy_budget.h"
 #include "proxy/proxy_flight.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_forward.h"
@@ -90,10 +88,8 @@ struct req {
 	char			 key[FLOW_KEY_MAX + 1];
 	TAILQ_ENTRY(req)	 link;		/* in px->reqs */
 	struct waiter		 waiter;	/* in a flight, or a stream */
-	struct upstream_fetch	*fetch;		/* PASS only */
+	struct origin_fetch	*fetch;		/* PASS only: origin_fetch() */
 	struct stream		*pass_stream;	/* PASS: its response, streaming */
-	struct budget_ticket	*ticket;	/* PASS: its origin slot */
-	int			 slotted;	/* PASS: it may fetch */
 	const char		*refusal;	/* the door refused it: why */
 	int			 credentials;	/* Authorization or Cookie sent */
 	int			 conditional;	/* If-None-Match or If-Modified-Since */
@@ -114,6 +110,7 @@ struct req {
 	const char		*hand_vary;	/* valid in that run only */
 	int			 fetched;	/* PASS: its response came whole */
 	int			 stream_end;	/* 1 whole, -1 cut short */
+	int			 slow_cut;	/* ... as its client fell behind */
 
 	struct answer		 a;
 };
@@ -149,8 +146,6 @@ req_reply(struct req *req)
 		.cached = req->a.pass_kind == OUT_NONE,
 		.closing = req->px->draining,
 		.record = req->px->access_log != NULL,
-		.retry_after = req->a.outcome == OUT_ORIGIN_BUSY ?
-		    budget_retry_after(req->px) : 0,
 	};
 	uint64_t sent;
 	int code;
@@ -230,15 +225,6 @@ req_free(struct req *req)
 	free(req);
 }
 
-/* The status of the reply req's answer makes (for a client that left,
- * which is sent nothing). */
-static int
-answer_status(const struct req *req)
-{
-	return req->a.entry != NULL ? req->a.entry->status :
-	    status_error_code(&req->a);
-}
-
 /* Counts req and writes its access record; a sibling's request is its
  * sibling's to count. */
 static void
@@ -269,8 +255,7 @@ req_finish(struct req *req, enum req_end why)
 	if (req->step == REQ_DONE)
 		return;
 	req->step = REQ_DONE;
-	upstream_cancel(&req->fetch);
-	budget_done(&req->ticket);
+	origin_cancel(&req->fetch);
 	stream_leave(&req->waiter);
 	flight_leave(&req->waiter);
 	if (why == END_REPLY) {
@@ -282,7 +267,7 @@ req_finish(struct req *req, enum req_end why)
 			/* A client that left: libevent frees ev as it is
 			 * answered, so its record comes first. */
 			if (evcon == NULL)
-				req_account(req, 0, answer_status(req));
+				req_account(req, 0, status_code(&req->a));
 			bytes = req_reply(req);
 			if (evcon != NULL)
 				req_account(req, bytes,
@@ -314,8 +299,8 @@ on_stream_written(struct evhttp_connection *evcon, void *arg)
 	assert(req->magic == REQ_MAGIC && req->streaming);
 	if (req->end_ev != NULL)
 		event_active(req->end_ev, EV_TIMEOUT, 0);
-	else if (req->waiter.stream != NULL)
-		stream_drained(req->waiter.stream);
+	else
+		stream_drained(&req->waiter);
 }
 
 static void
@@ -389,6 +374,19 @@ on_waiter_data(struct waiter *w, struct evbuffer *chunk)
 	return reply_backlog(req->ev);
 }
 
+/* Its client fell behind the others of its stream. */
+static void
+on_waiter_lag(struct waiter *w, int cut)
+{
+	struct req *req = waiter_req(w);
+
+	req->slow_cut = cut;
+	STAT_ADD(req->px->stats, req->route, stream_detached, !cut);
+	STAT_ADD(req->px->stats, req->route, stream_cut_slow, cut);
+	log_info("%s: a client fell behind the others: %s", req->uri,
+	    cut ? "cut, as the body is not kept" : "fed from the body kept");
+}
+
 static void
 on_waiter_end(struct waiter *w, int ok, enum outcome o, int64_t upstream_ms)
 {
@@ -443,6 +441,7 @@ static const struct waiter_ops req_waiter_ops = {
 	.start = on_waiter_start,
 	.data = on_waiter_data,
 	.backlog = on_waiter_backlog,
+	.lag = on_waiter_lag,
 	.end = on_waiter_end,
 };
 
@@ -456,7 +455,7 @@ on_pass_resume(void *arg)
 
 	assert(req->magic == REQ_MAGIC);
 	if (req->fetch != NULL)
-		upstream_resume(req->fetch);
+		origin_resume(req->fetch);
 }
 
 static int
@@ -483,17 +482,25 @@ on_pass_data(const struct upstream_response *resp, struct evbuffer *chunk,
 	return UPSTREAM_STREAM;
 }
 
-/* RFC 9111 4.4: a successful unsafe request invalidates: this process's
- * copy at once, Redis's (queued ahead of any later lookup) and the
- * fleet's by the broadcast. */
+/* What a passed request's answer tells the cache. RFC 9111 4.4: a
+ * successful unsafe request invalidates (this process's copy at once,
+ * Redis's ahead of any later lookup, the fleet's by the broadcast); a GET
+ * passed for hit-for-miss that got a shareable answer ends the mark. */
 static void
-pass_invalidate(struct req *req, int status)
+pass_answered(struct req *req, const struct upstream_response *resp)
 {
-	if (req->key[0] != '\0' && status < 400) {
+	if (req->key[0] == '\0')
+		return;
+	if (forward_unsafe(evhttp_request_get_command(req->ev))) {
+		if (resp->status >= 400)
+			return;
 		near_drop(req->px, req->key);
 		if (cache_invalidate(req->px->cache, req->key, NULL,
 		    NULL) != NULL)
 			STAT_INC(req->px->stats, req->route, invalidations);
+	} else if (req->a.hit_for_miss && resp->status < 500 &&
+	    hdr_shareable(&resp->headers)) {
+		(void)lock_unpass(req->px->cache, req->key, NULL, NULL);
 	}
 }
 
@@ -508,7 +515,6 @@ on_pass_fetched(struct upstream_response *resp, void *arg)
 
 	assert(req->magic == REQ_MAGIC);
 	req->fetch = NULL;
-	budget_done(&req->ticket);	/* the origin is done with it */
 	req->upstream_ms = resp->elapsed_ms;
 	status_count_upstream(req->px->stats, req->route, resp);
 	if (!ok) {
@@ -518,7 +524,7 @@ on_pass_fetched(struct upstream_response *resp, void *arg)
 		req->a.outcome = OUT_UPSTREAM_ERROR;
 		req->a.uerr = resp->result;
 	} else {
-		pass_invalidate(req, resp->status);
+		pass_answered(req, resp);
 	}
 	if (st != NULL) {
 		upstream_response_free(&resp);
@@ -550,6 +556,7 @@ pass_start(struct req *req)
 	struct evkeyvalq headers;
 	size_t urllen = strlen(px->conf->upstream_url) + strlen(req->uri) + 1;
 	char *url;
+	struct origin_args oa = { .cls = BUDGET_PASS, .route = req->route };
 	struct upstream_request ur = {
 		.method = status_method(evhttp_request_get_command(req->ev)),
 		.connect_timeout_ms = px->conf->upstream_connect_timeout_ms,
@@ -570,8 +577,7 @@ pass_start(struct req *req)
 	ur.headers = &headers;
 	ur.body_len = evbuffer_get_length(in);
 	ur.body = ur.body_len > 0 ? evbuffer_pullup(in, -1) : NULL;
-	STAT_INC(px->stats, req->route, upstream_fetches);
-	req->fetch = upstream_fetch(px->upstream, &ur, on_pass_fetched, req);
+	req->fetch = origin_fetch(px, &oa, &ur, on_pass_fetched, req);
 	evhttp_clear_headers(&headers);
 	free(url);
 	return req->fetch != NULL ? 0 : -1;
@@ -585,44 +591,11 @@ stream_ended(struct req *req)
 {
 	if (req->stream_end > 0)
 		return REQ_DRAIN;
-	log_warn("%s: the response was cut short after %" PRIu64 " bytes; "
-	    "closing the client's connection", req->uri, req->streamed);
+	if (!req->slow_cut)	/* else said already */
+		log_warn("%s: the response was cut short after %" PRIu64
+		    " bytes; closing the client's connection", req->uri,
+		    req->streamed);
 	return REQ_CUT;
-}
-
-/* The origin budget's answer for its pass. */
-static void
-on_req_slot(enum budget_answer a, void *arg)
-{
-	struct req *req = arg;
-
-	assert(req->magic == REQ_MAGIC && req->step == REQ_PASS);
-	if (a == BUDGET_GRANTED) {
-		req->slotted = 1;
-	} else {
-		budget_done(&req->ticket);
-		req->a.outcome = OUT_ORIGIN_BUSY;
-	}
-	req_run(req);
-}
-
-/* 0 once the pass may go upstream, 1 to wait for a slot. */
-static int
-pass_slot(struct req *req)
-{
-	struct budget_args ba = {
-		.cls = BUDGET_PASS,
-		.route = req->route,
-		.cb = on_req_slot,
-		.arg = req,
-	};
-
-	if (req->slotted)
-		return 0;
-	if (req->ticket == NULL &&
-	    (req->ticket = budget_ask(req->px, &ba)) == NULL)
-		req->slotted = 1;	/* no budget: it goes now */
-	return !req->slotted;
 }
 
 static enum req_step
@@ -630,31 +603,18 @@ req_pass(struct req *req)
 {
 	if (req->stream_end != 0)
 		return stream_ended(req);
-	if (req->fetched || req->a.outcome == OUT_ORIGIN_BUSY)
+	if (req->fetched)
 		return REQ_DELIVER;
 	if (req->fetch != NULL || req->pass_stream != NULL)
 		return REQ_PARK;
 	if (req->a.pass_kind == OUT_NONE)
 		req->a.pass_kind = OUT_BYPASS;
-	if (!req->px->draining && pass_slot(req) == 1)
-		return REQ_PARK;
 	/* Once a stop begins, nothing new goes upstream. */
 	if (req->px->draining || pass_start(req) == -1) {
 		req->a.outcome = OUT_UNAVAILABLE;
 		return REQ_DELIVER;
 	}
 	return REQ_PARK;
-}
-
-/* req's key varies on spec: it goes on to its own variant. */
-static void
-to_variant(struct req *req, const char *spec)
-{
-	char id[CACHE_VARIANT_MAX];
-	size_t base = strcspn(req->key, "\n");
-
-	vary_id(spec, evhttp_request_get_input_headers(req->ev), id);
-	snprintf(req->key + base, sizeof(req->key) - base, "\n%s", id);
 }
 
 static enum req_step
@@ -670,7 +630,9 @@ req_join(struct req *req)
 			return REQ_DELIVER;
 		if (req->hand_kind == HAND_PASS)
 			return REQ_PASS;
-		to_variant(req, req->hand_vary);
+		/* Its key varies: on to its own variant. */
+		vary_variant(req->key, req->hand_vary,
+		    evhttp_request_get_input_headers(req->ev));
 		req->hand_vary = NULL;
 	}
 	req->t_join_us = util_mono_us();
@@ -906,7 +868,7 @@ req_abandon_all(struct proxy *px)
 
 	for (req = TAILQ_FIRST(&px->reqs); req != NULL; req = next) {
 		next = TAILQ_NEXT(req, link);
-		if (req->fetch == NULL && req->ticket == NULL)
+		if (req->fetch == NULL)
 			continue;
 		req->a.outcome = OUT_UNAVAILABLE;
 		req_finish(req, END_REPLY);

@@ -48,6 +48,9 @@
 	X(lock_wait_timeouts,	"waits that reached lock_wait")	\
 	X(peer_streams,		"responses streamed from a sibling worker's fetch")	\
 	X(peer_fallbacks,	"asks of a sibling worker that got no stream")	\
+	X(sibling_fills,	"answers from a sibling's fetch while Redis could not lock the key")	\
+	X(stream_detached,	"streamed clients that fell behind the others: fed from the body kept")	\
+	X(stream_cut_slow,	"streamed clients that fell behind with no body kept: cut")	\
 	X(slot_grants,		"origin slots granted (max_requests)")	\
 	X(slot_waits,		"of those, after waiting for one")	\
 	X(slot_local,		"of those, from the local share (Redis down)")	\

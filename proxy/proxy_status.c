@@ -26,6 +26,15 @@ seconds_stale(const struct cache_entry *e, int64_t now)
 	return late > 0 ? late : 1;
 }
 
+/* Was the answer made because no origin slot came within queue_timeout
+ * (proxy_budget.h)? Nothing was sent upstream then. */
+static int
+origin_busy(const struct answer *a)
+{
+	return a->uerr == UPSTREAM_NOT_SENT ||
+	    strcmp(a->failure, FAILURE_ORIGIN_BUSY) == 0;
+}
+
 void
 status_value(const struct answer *a, int fwd_status, char *out, size_t outlen)
 {
@@ -70,17 +79,20 @@ status_value(const struct answer *a, int fwd_status, char *out, size_t outlen)
 		    fwd_status);
 		break;
 	case OUT_UPSTREAM_ERROR:
-		snprintf(out, outlen, "corral; fwd=%s; detail=upstream-error",
+		snprintf(out, outlen, "corral; fwd=%s; detail=%s",
 		    a->pass_kind == OUT_METHOD ? "method" :
-		    a->pass_kind == OUT_BYPASS ? "bypass" : "miss");
+		    a->pass_kind == OUT_BYPASS ? "bypass" : "miss",
+		    origin_busy(a) ? "origin-busy" : "upstream-error");
 		break;
 	case OUT_STALE_ERROR: {
 		int st = atoi(a->failure);
 		char fs[32] = "";
 		if (a->not_forwarded) {
-			/* The key backs off: nothing went upstream. */
+			/* The key backs off, or no origin slot came: nothing
+			 * went upstream. */
 			snprintf(out, outlen, "corral; hit; ttl=-%" PRId64
-			    "; detail=stale-if-error", seconds_stale(e, now));
+			    "; detail=%s", seconds_stale(e, now), origin_busy(a) ?
+			    "origin-busy" : "stale-if-error");
 			break;
 		}
 		if (st > 0)
@@ -90,16 +102,8 @@ status_value(const struct answer *a, int fwd_status, char *out, size_t outlen)
 		break;
 	}
 	case OUT_BACKOFF:
-		snprintf(out, outlen, "corral; detail=error-backoff");
-		break;
-	case OUT_ORIGIN_BUSY:	/* nothing went upstream: no fwd-status */
-		snprintf(out, outlen, "corral; fwd=%s; detail=origin-busy",
-		    a->pass_kind == OUT_METHOD ? "method" :
-		    a->pass_kind == OUT_BYPASS ? "bypass" : "miss");
-		break;
-	case OUT_STALE_BUSY:
-		snprintf(out, outlen, "corral; hit; ttl=-%" PRId64
-		    "; detail=origin-busy", seconds_stale(e, now));
+		snprintf(out, outlen, "corral; %s", origin_busy(a) ?
+		    "fwd=miss; detail=origin-busy" : "detail=error-backoff");
 		break;
 	case OUT_REJECTED:
 		snprintf(out, outlen, "corral; detail=rejected");
@@ -120,9 +124,13 @@ status_error_code(const struct answer *a)
 	case OUT_REJECTED:
 		return a->reject_code;
 	case OUT_UPSTREAM_ERROR:
+		if (origin_busy(a))
+			return HTTP_SERVUNAVAIL;
 		return a->uerr == UPSTREAM_ERR_TIMEOUT ?
 		    HTTP_GATEWAY_TIMEOUT : HTTP_BAD_GATEWAY;
 	case OUT_BACKOFF:
+		if (origin_busy(a))
+			return HTTP_SERVUNAVAIL;
 		if (strcmp(a->failure, "timeout") == 0)
 			return HTTP_GATEWAY_TIMEOUT;
 		st = atoi(a->failure);
@@ -130,6 +138,12 @@ status_error_code(const struct answer *a)
 	default:
 		return HTTP_SERVUNAVAIL;
 	}
+}
+
+int
+status_code(const struct answer *a)
+{
+	return a->entry != NULL ? a->entry->status : status_error_code(a);
 }
 
 const char *
@@ -141,12 +155,13 @@ status_error_text(const struct answer *a, int code)
 		    "misdirected request: this host is not served here" :
 		    "bad request";
 	case OUT_UPSTREAM_ERROR:
+	case OUT_BACKOFF:
+		if (origin_busy(a))
+			return "origin busy: no origin slot within queue_timeout";
+		if (a->outcome == OUT_BACKOFF)
+			return "upstream failing; retrying after a backoff";
 		return code == HTTP_GATEWAY_TIMEOUT ? "upstream timed out" :
 		    "upstream unavailable";
-	case OUT_BACKOFF:
-		return "upstream failing; retrying after a backoff";
-	case OUT_ORIGIN_BUSY:
-		return "origin busy: no origin slot within queue_timeout";
 	default:
 		return "service unavailable";
 	}
@@ -166,15 +181,10 @@ status_count(struct stats *st, int r, const struct answer *a, int64_t waited_us)
 		break;
 	case OUT_STALE_ERROR:
 		STAT_INC(st, r, stale_hits);
-		STAT_INC(st, r, stale_if_error);
-		break;
-	case OUT_STALE_BUSY:
-		STAT_INC(st, r, stale_hits);
-		STAT_INC(st, r, shed_stale);
-		break;
-	case OUT_ORIGIN_BUSY:
-		STAT_INC(st, r, errors);
-		STAT_INC(st, r, shed_busy);
+		if (origin_busy(a))
+			STAT_INC(st, r, shed_stale);
+		else
+			STAT_INC(st, r, stale_if_error);
 		break;
 	case OUT_REJECTED:
 		STAT_INC(st, r, rejected);
@@ -203,6 +213,8 @@ status_count(struct stats *st, int r, const struct answer *a, int64_t waited_us)
 	case OUT_UNAVAILABLE:
 	case OUT_NONE:
 		STAT_INC(st, r, errors);
+		if (origin_busy(a))
+			STAT_INC(st, r, shed_busy);
 		break;
 	}
 }
@@ -211,6 +223,8 @@ void
 status_count_upstream(struct stats *st, int route,
     const struct upstream_response *resp)
 {
+	if (resp->result == UPSTREAM_NOT_SENT)
+		return;		/* the origin never saw it */
 	STAT_OBSERVE(st, route, upstream_duration, resp->elapsed_ms / 1000.0);
 	if (resp->result == UPSTREAM_ERR_TIMEOUT) {
 		STAT_INC(st, route, upstream_timeouts);
@@ -252,7 +266,6 @@ status_label(enum outcome o)
 		return "hit";
 	case OUT_STALE:
 	case OUT_STALE_ERROR:
-	case OUT_STALE_BUSY:
 		return "stale";
 	case OUT_STORED:
 	case OUT_FETCHED:
@@ -268,7 +281,6 @@ status_label(enum outcome o)
 	case OUT_BACKOFF:
 	case OUT_REJECTED:
 	case OUT_UNAVAILABLE:
-	case OUT_ORIGIN_BUSY:
 	case OUT_NONE:
 		break;
 	}

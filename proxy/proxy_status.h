@@ -25,6 +25,8 @@ void	status_value(const struct answer *a, int fwd_status, char *out,
 /* The status and text of an answer Corral makes up itself. */
 int	status_error_code(const struct answer *a);
 const char *status_error_text(const struct answer *a, int code);
+/* The status of the reply answer a makes (an entry's, or Corral's own). */
+int	status_code(const struct answer *a);
 /* Counts a finished request under route (-1: none), which waited
  * waited_us for another's fetch, if it did. */
 void	status_count(struct stats *st, int route, const struct answer *a,

@@ -1,10 +1,21 @@
 /*
- * struct stream: one response, its waiters, their window, and what a late
- * waiter is replayed. It calls its waiters' struct waiter_ops and its
- * source's resume callback, and nothing else of the flow.
+ * struct stream: one response, its waiters, their window, and the body
+ * kept for those fed at their own pace. It calls its waiters' struct
+ * waiter_ops and its source's resume callback, and nothing else of the
+ * flow.
+ *
+ * The body goes at the pace of the origin and of the fastest client: the
+ * source pauses only while every waiter that takes the body as it comes
+ * is more than a window behind. A waiter STREAM_LAG_WINDOWS windows
+ * behind while another keeps up holds nobody back: it is detached and
+ * fed from the kept body, a window at a time as its client drains, until
+ * it has caught up and takes the body as it comes again; with nothing
+ * kept (the body is past keep), it is cut alone. A waiter that joins
+ * once the body has begun is fed the same way from the first byte.
  */
 
 #include <assert.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include <event2/buffer.h>
@@ -17,21 +28,110 @@
 
 #define STREAM_MAGIC		0x5354524du	/* "STRM" */
 #define STREAM_RECHECK_MS	50	/* a paused stream, if no client drains */
+#define STREAM_LAG_WINDOWS	2	/* this many windows behind: detached */
+
+/*
+ * The body from its first byte, while all of it fits keep. Pieces of it
+ * go to clients by reference, each holding the body until it is sent,
+ * so that it outlives the stream (and a next response) for them.
+ */
+struct kept {
+	unsigned		 refs;
+	struct evbuffer		*body;
+};
 
 struct stream {
 	uint32_t		 magic;
-	struct waiters		 waiters;	/* replies under way */
+	struct waiters		 waiters;	/* take the body as it comes */
+	struct waiters		 behind;	/* fed from kept, at their pace */
 	size_t			 window;	/* bytes a client may lag */
 	int			 recheck;	/* paused: look again, as a client
 						 * that left drains nothing */
-	int			 paused;	/* a client is behind */
+	int			 paused;	/* the fastest client is behind */
 	struct event		*recheck_ev;
 	stream_resume_cb	*resume;
 	void			*arg;
-	struct upstream_response *head;		/* for late waiters, and */
-	struct evbuffer		*replay;	/* the body while all is kept */
+	struct upstream_response *head;		/* for late waiters */
+	struct kept		*kept;		/* or NULL */
 	size_t			 keep;
+	uint64_t		 body_bytes;	/* of the body so far */
 };
+
+static void check_resume(struct stream *st);
+
+/* ---- the body kept ------------------------------------------------- */
+
+static struct kept *
+kept_new(void)
+{
+	struct kept *k;
+
+	if ((k = calloc(1, sizeof(*k))) == NULL)
+		return NULL;
+	if ((k->body = evbuffer_new()) == NULL) {
+		free(k);
+		return NULL;
+	}
+	k->refs = 1;
+	return k;
+}
+
+static void
+kept_unref(struct kept **kp)
+{
+	struct kept *k = *kp;
+
+	*kp = NULL;
+	if (k == NULL || --k->refs > 0)
+		return;
+	evbuffer_free(k->body);
+	free(k);
+}
+
+static void
+on_piece_sent(const void *data, size_t len, void *arg)
+{
+	struct kept *k = arg;
+
+	kept_unref(&k);
+}
+
+/* len bytes of k's body from off, by reference; NULL on no memory. */
+static struct evbuffer *
+kept_piece(struct kept *k, uint64_t off, size_t len)
+{
+	struct evbuffer_iovec *v = NULL;
+	struct evbuffer_ptr at;
+	struct evbuffer *piece;
+	size_t take;
+	int i, n;
+
+	if ((piece = evbuffer_new()) == NULL)
+		return NULL;
+	if (evbuffer_ptr_set(k->body, &at, (size_t)off, EVBUFFER_PTR_SET) == -1)
+		goto fail;
+	n = evbuffer_peek(k->body, (ev_ssize_t)len, &at, NULL, 0);
+	if (n > 0 && (v = calloc((size_t)n, sizeof(*v))) == NULL)
+		goto fail;
+	n = evbuffer_peek(k->body, (ev_ssize_t)len, &at, v, n);
+	for (i = 0; i < n && len > 0; i++) {
+		take = MIN(v[i].iov_len, len);	/* the last may run on */
+		if (evbuffer_add_reference(piece, v[i].iov_base, take,
+		    on_piece_sent, k) == -1)
+			goto fail;
+		k->refs++;
+		len -= take;
+	}
+	free(v);
+	if (len == 0)
+		return piece;
+fail:
+	free(v);
+	evbuffer_free(piece);	/* lets go of what it referenced */
+	return NULL;
+}
+
+/* ---- the stream ------------------------------------------------------ */
 
 static void
 on_recheck(evutil_socket_t fd, short what, void *arg)
@@ -39,8 +139,7 @@ on_recheck(evutil_socket_t fd, short what, void *arg)
 	struct stream *st = arg;
 
 	assert(st->magic == STREAM_MAGIC);
-	if (st->paused)
-		stream_drained(st);	/* a client that left drains nothing */
+	check_resume(st);	/* a client that left drains nothing */
 }
 
 struct stream *
@@ -57,6 +156,7 @@ stream_new(struct event_base *base, size_t window, int recheck,
 	}
 	st->magic = STREAM_MAGIC;
 	TAILQ_INIT(&st->waiters);
+	TAILQ_INIT(&st->behind);
 	st->window = window;
 	st->recheck = recheck;
 	st->resume = resume;
@@ -71,7 +171,8 @@ stream_free(struct stream **stp)
 
 	if (st == NULL)
 		return;
-	assert(st->magic == STREAM_MAGIC && TAILQ_EMPTY(&st->waiters));
+	assert(st->magic == STREAM_MAGIC && TAILQ_EMPTY(&st->waiters) &&
+	    TAILQ_EMPTY(&st->behind));
 	stream_reset(st);
 	event_free(st->recheck_ev);
 	st->magic = 0;
@@ -99,10 +200,11 @@ stream_begin(struct stream *st, const struct upstream_response *resp,
     size_t keep)
 {
 	assert(st->magic == STREAM_MAGIC && st->head == NULL);
+	st->body_bytes = 0;
 	if (keep == 0)
 		return;
 	if ((st->head = calloc(1, sizeof(*st->head))) == NULL ||
-	    (st->replay = evbuffer_new()) == NULL) {
+	    (st->kept = kept_new()) == NULL) {
 		free(st->head);
 		st->head = NULL;
 		return;		/* a late waiter gets none */
@@ -116,17 +218,11 @@ stream_begin(struct stream *st, const struct upstream_response *resp,
 void
 stream_reset(struct stream *st)
 {
+	assert(TAILQ_EMPTY(&st->behind));
 	upstream_response_free(&st->head);
-	if (st->replay != NULL)
-		evbuffer_free(st->replay);
-	st->replay = NULL;
+	kept_unref(&st->kept);	/* pieces still queued keep it */
 	st->keep = 0;
-}
-
-int
-stream_replayable(const struct stream *st)
-{
-	return st->head != NULL && st->replay != NULL;
+	st->body_bytes = 0;
 }
 
 /* A sibling worker's waiter goes first, so that each piece reaches the
@@ -150,6 +246,8 @@ stream_join(struct stream *st, struct waiter *w,
 	assert(st->magic == STREAM_MAGIC && w->stream == NULL);
 	if (w->ops->start(w, resp, !lead) == -1)
 		return -1;
+	w->fed = st->body_bytes;
+	w->behind = 0;
 	add_waiter(st, w, lead);
 	return 0;
 }
@@ -175,97 +273,162 @@ stream_join_all(struct stream *st, struct waiters *list,
 	return led;
 }
 
-/* A copy of src's bytes (src holds references, which cannot be
- * referenced again), or NULL. */
-static struct evbuffer *
-copy_of(struct evbuffer *src)
+/* w, out of the stream's lists, ends: whole only if ok. */
+static void
+end_waiter(struct waiter *w, int ok, enum outcome lead_o, int64_t lead_ms)
 {
-	int n = evbuffer_peek(src, -1, NULL, NULL, 0);
-	struct evbuffer_iovec *v = NULL;
-	struct evbuffer *dst;
+	w->stream = NULL;
+	w->behind = 0;
+	w->ops->end(w, ok, w->lead ? lead_o : OUT_COLLAPSED,
+	    w->lead ? lead_ms : -1);
+}
 
-	if ((dst = evbuffer_new()) == NULL)
-		return NULL;
-	if (n > 0 && (v = calloc((size_t)n, sizeof(*v))) == NULL)
-		goto fail;
-	n = evbuffer_peek(src, -1, NULL, v, n);
-	for (int i = 0; i < n; i++)
-		if (evbuffer_add(dst, v[i].iov_base, v[i].iov_len) == -1)
-			goto fail;
-	free(v);
-	return dst;
-fail:
-	free(v);
-	evbuffer_free(dst);
-	return NULL;
+/* w, out of the stream's lists, is too far behind to be fed: cut. */
+static void
+cut_off(struct waiter *w)
+{
+	w->ops->lag(w, 1);
+	end_waiter(w, 0, OUT_FETCHED, -1);
+}
+
+/*
+ * w, behind, has taken what it was given (or just joined): the next
+ * window of the kept body, by reference. Once it has all of the body so
+ * far, it takes the body as it comes again.
+ */
+static void
+feed(struct stream *st, struct waiter *w)
+{
+	uint64_t left = st->body_bytes - w->fed;
+	struct evbuffer *piece;
+
+	assert(w->behind && st->kept != NULL);
+	if (left > 0 && (piece = kept_piece(st->kept, w->fed,
+	    (size_t)MIN(left, st->window))) != NULL) {
+		w->fed += evbuffer_get_length(piece);
+		(void)w->ops->data(w, piece);
+		evbuffer_free(piece);
+	}	/* out of memory: it waits for the end */
+	if (w->fed < st->body_bytes)
+		return;
+	TAILQ_REMOVE(&st->behind, w, stream_link);
+	w->behind = 0;
+	add_waiter(st, w, w->lead);
 }
 
 int
 stream_join_late(struct stream *st, struct waiter *w)
 {
-	struct evbuffer *sofar;
-
-	assert(st->magic == STREAM_MAGIC);
-	if (!stream_replayable(st) || (sofar = copy_of(st->replay)) == NULL)
+	assert(st->magic == STREAM_MAGIC && w->stream == NULL);
+	if (st->head == NULL || st->kept == NULL ||
+	    w->ops->start(w, st->head, 1) == -1)
 		return -1;
-	if (stream_join(st, w, st->head, 0) == -1) {
-		evbuffer_free(sofar);
-		return -1;
-	}
-	(void)w->ops->data(w, sofar);
-	evbuffer_free(sofar);
+	w->stream = st;
+	w->lead = 0;
+	w->fed = 0;
+	w->behind = 1;
+	TAILQ_INSERT_TAIL(&st->behind, w, stream_link);
+	feed(st, w);
 	return 0;
 }
 
-/* The body so far, while all of it is kept. */
+/* The body so far, while all of it fits; once it does not, the waiters
+ * fed from it are cut. */
 static void
 keep_body(struct stream *st, struct evbuffer *chunk)
 {
-	if (st->replay == NULL)
+	struct waiter *w;
+
+	if (st->kept == NULL || (evbuffer_get_length(st->kept->body) +
+	    evbuffer_get_length(chunk) <= st->keep &&
+	    evbuffer_add_buffer_reference(st->kept->body, chunk) == 0))
 		return;
-	if (evbuffer_get_length(st->replay) + evbuffer_get_length(chunk) >
-	    st->keep || evbuffer_add_buffer_reference(st->replay, chunk) == -1) {
-		evbuffer_free(st->replay);	/* no longer from the start */
-		st->replay = NULL;
+	kept_unref(&st->kept);	/* no longer from the start */
+	while ((w = TAILQ_FIRST(&st->behind)) != NULL) {
+		TAILQ_REMOVE(&st->behind, w, stream_link);
+		cut_off(w);
 	}
 }
 
+/* The backlog of the fastest waiter that takes the body as it comes. */
+static size_t
+fastest(const struct stream *st)
+{
+	struct waiter *w;
+	size_t low = SIZE_MAX;
+
+	TAILQ_FOREACH(w, &st->waiters, stream_link)
+		low = MIN(low, w->ops->backlog(w));
+	return low;
+}
+
+/* Another keeps up: those that owed more than STREAM_LAG_WINDOWS before
+ * the piece of len bytes just queued leave the live body, to be fed from
+ * the kept one, or are cut with none kept. */
+static void
+detach_laggards(struct stream *st, size_t len)
+{
+	struct waiter *w, *next;
+
+	for (w = TAILQ_FIRST(&st->waiters); w != NULL; w = next) {
+		next = TAILQ_NEXT(w, stream_link);
+		if (w->ops->backlog(w) <= st->window * STREAM_LAG_WINDOWS + len)
+			continue;
+		TAILQ_REMOVE(&st->waiters, w, stream_link);
+		if (st->kept == NULL) {
+			cut_off(w);
+			continue;
+		}
+		TAILQ_INSERT_TAIL(&st->behind, w, stream_link);
+		w->behind = 1;
+		w->ops->lag(w, 0);
+	}
+}
+
+/*
+ * Judged on what each owed before this piece (a piece larger than the
+ * window is owed whole by all at first): a waiter far behind is detached
+ * while another keeps up; the source pauses once the fastest owes more
+ * than the window, this piece included.
+ */
 int
 stream_data(struct stream *st, struct evbuffer *chunk)
 {
+	size_t len = evbuffer_get_length(chunk), low = SIZE_MAX, owed;
 	struct waiter *w;
-	size_t most = 0, queued;
 
 	assert(st->magic == STREAM_MAGIC);
 	keep_body(st, chunk);
+	st->body_bytes += len;
 	TAILQ_FOREACH(w, &st->waiters, stream_link) {
-		queued = w->ops->data(w, chunk);
-		most = MAX(most, queued);
+		owed = w->ops->backlog(w);
+		low = MIN(low, owed);
+		(void)w->ops->data(w, chunk);
+		w->fed += len;
 	}
-	if (most <= st->window)
+	if (low <= st->window)
+		detach_laggards(st, len);
+	if (TAILQ_EMPTY(&st->waiters))
+		return 0;	/* none to pace it: on to the end, kept */
+	if (fastest(st) <= st->window)
 		return 0;
-	st->paused = 1;
+	st->paused = 1;		/* the fastest is behind too */
 	if (st->recheck)
 		timer_arm(st->recheck_ev, STREAM_RECHECK_MS);
 	return UPSTREAM_PAUSE;
 }
 
-/* The source goes on once every client has caught up to half a window. */
-void
-stream_drained(struct stream *st)
+/* The source goes on once the fastest waiter has caught up to half a
+ * window, or none is left to pace it. */
+static void
+check_resume(struct stream *st)
 {
-	size_t low = st->window / 2;
-	struct waiter *w;
-
-	assert(st->magic == STREAM_MAGIC);
 	if (!st->paused)
 		return;
-	TAILQ_FOREACH(w, &st->waiters, stream_link) {
-		if (w->ops->backlog(w) > low) {
-			if (st->recheck)
-				timer_arm(st->recheck_ev, STREAM_RECHECK_MS);
-			return;
-		}
+	if (!TAILQ_EMPTY(&st->waiters) && fastest(st) > st->window / 2) {
+		if (st->recheck)
+			timer_arm(st->recheck_ev, STREAM_RECHECK_MS);
+		return;
 	}
 	st->paused = 0;
 	evtimer_del(st->recheck_ev);
@@ -273,12 +436,49 @@ stream_drained(struct stream *st)
 }
 
 void
+stream_drained(struct waiter *w)
+{
+	struct stream *st = w->stream;
+
+	if (st == NULL)
+		return;
+	assert(st->magic == STREAM_MAGIC);
+	if (w->behind)
+		feed(st, w);
+	check_resume(st);
+}
+
+void
 stream_leave(struct waiter *w)
 {
 	if (w->stream == NULL)
 		return;
-	TAILQ_REMOVE(&w->stream->waiters, w, stream_link);
+	if (w->behind)
+		TAILQ_REMOVE(&w->stream->behind, w, stream_link);
+	else
+		TAILQ_REMOVE(&w->stream->waiters, w, stream_link);
 	w->stream = NULL;
+	w->behind = 0;
+}
+
+/* A waiter behind gets the rest of the kept body at once, by reference,
+ * and ends with the others. */
+static void
+end_behind(struct stream *st, struct waiter *w, int ok, enum outcome lead_o,
+    int64_t lead_ms)
+{
+	struct evbuffer *rest;
+
+	if (ok && w->fed < st->body_bytes) {
+		if ((rest = kept_piece(st->kept, w->fed,
+		    (size_t)(st->body_bytes - w->fed))) == NULL)
+			ok = 0;		/* out of memory: cut short */
+		else
+			(void)w->ops->data(w, rest);
+		if (rest != NULL)
+			evbuffer_free(rest);
+	}
+	end_waiter(w, ok, lead_o, lead_ms);
 }
 
 void
@@ -289,10 +489,12 @@ stream_end(struct stream *st, int ok, enum outcome lead_o, int64_t lead_ms)
 	assert(st->magic == STREAM_MAGIC);
 	evtimer_del(st->recheck_ev);
 	st->paused = 0;
+	while ((w = TAILQ_FIRST(&st->behind)) != NULL) {
+		TAILQ_REMOVE(&st->behind, w, stream_link);
+		end_behind(st, w, ok, lead_o, lead_ms);
+	}
 	while ((w = TAILQ_FIRST(&st->waiters)) != NULL) {
 		TAILQ_REMOVE(&st->waiters, w, stream_link);
-		w->stream = NULL;
-		w->ops->end(w, ok, w->lead ? lead_o : OUT_COLLAPSED,
-		    w->lead ? lead_ms : -1);
+		end_waiter(w, ok, lead_o, lead_ms);
 	}
 }

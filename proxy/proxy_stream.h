@@ -3,11 +3,15 @@
 
 /*
  * struct stream: one response fanned out to N waiters as it arrives, a
- * piece at a time by reference, its source paused while a client is more
- * than a window behind. It keeps the head and the body so far (while all
- * of it fits) for a waiter that joins late. A flight streams its fetch
- * with one; a passed-through request streams its own response with one.
- * It talks to its waiters through their struct waiter_ops only.
+ * piece at a time by reference, at the pace of the origin and of its
+ * fastest client: its source pauses only while every client that takes
+ * it as it comes is more than a window behind. A client that falls
+ * further behind while another keeps up is detached: fed from the body
+ * kept (from the first byte, while all of it fits) at its own pace, or
+ * cut alone when none is kept. A waiter that joins late is fed from the
+ * kept body the same way. A flight streams its fetch with one; a
+ * passed-through request streams its own response with one. It talks to
+ * its waiters through their struct waiter_ops only.
  */
 
 #include <stddef.h>
@@ -34,8 +38,9 @@ void	stream_free(struct stream **stp);
 /* Should a response with this head be streamed as it arrives? A flight
  * (cached) keeps 5xx whole: a stale entry may answer instead. */
 int	stream_wanted(const struct upstream_response *resp, int cached);
-/* The head of a response that streams: kept, with up to keep bytes of
- * its body, for waiters that join once the body has begun (0: none). */
+/* The head of a response that streams: kept, with its body while all
+ * of it fits in keep bytes, for waiters that join once the body has
+ * begun or fall behind (0: none). */
 void	stream_begin(struct stream *st, const struct upstream_response *resp,
 	    size_t keep);
 /* w's reply starts with resp's head and it gets the body from now on;
@@ -48,24 +53,25 @@ int	stream_join(struct stream *st, struct waiter *w,
  * (the lead, or NULL) join? */
 int	stream_join_all(struct stream *st, struct waiters *list,
 	    const struct upstream_response *resp, struct waiter *first);
-/* w joins once the body has begun: the head and the body so far first,
- * then the rest. 0, or -1 when not all of it was kept or w cannot
- * stream. */
+/* w joins once the body has begun: the head, then the body from its
+ * first byte at w's pace, then the rest as it comes. 0, or -1 when not
+ * all of it was kept or w cannot stream. */
 int	stream_join_late(struct stream *st, struct waiter *w);
-/* A piece of the body to every waiter: UPSTREAM_PAUSE when a client is
- * more than the window behind (resume is called once all caught up). */
+/* A piece of the body to every waiter that takes it as it comes:
+ * UPSTREAM_PAUSE when the fastest is more than the window behind (resume
+ * is called once it has caught up). */
 int	stream_data(struct stream *st, struct evbuffer *chunk);
-/* A waiter's client took what was queued for it. */
-void	stream_drained(struct stream *st);
+/* w's client took what was queued for it. */
+void	stream_drained(struct waiter *w);
 /* w leaves the stream unanswered (its client is gone). */
 void	stream_leave(struct waiter *w);
-/* The body ended, whole only if ok: every waiter's reply ends, the lead's
- * as lead_o after lead_ms of fetching, the others' as OUT_COLLAPSED. */
+/* The body ended, whole only if ok: every waiter's reply ends (one fed
+ * at its own pace gets the rest of the kept body first, by reference),
+ * the lead's as lead_o after lead_ms of fetching, the others' as
+ * OUT_COLLAPSED. */
 void	stream_end(struct stream *st, int ok, enum outcome lead_o,
 	    int64_t lead_ms);
 /* Forgets the head and the body kept: the next response starts anew. */
 void	stream_reset(struct stream *st);
-/* Has a head begun the stream, with all of its body kept so far? */
-int	stream_replayable(const struct stream *st);
 
 #endif

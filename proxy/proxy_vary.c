@@ -10,6 +10,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include <event2/http.h>
+
+#include "cache/cache_entry.h"
 #include "common/dict.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_vary.h"
@@ -112,12 +115,26 @@ vary_key(struct proxy *px, char key[FLOW_KEY_MAX + 1],
     const struct evkeyvalq *headers)
 {
 	const char *spec = dict_get(px->vary, key);
-	char id[CACHE_VARIANT_MAX];
 
-	if (spec == NULL || strchr(key, '\n') != NULL)
-		return;
+	if (spec != NULL && strchr(key, '\n') == NULL)
+		vary_variant(key, spec, headers);
+}
+
+int
+vary_is_marker(const struct cache_entry *e)
+{
+	return evhttp_find_header(&e->headers, VARY_MARKER) != NULL;
+}
+
+void
+vary_variant(char key[FLOW_KEY_MAX + 1], const char *spec,
+    const struct evkeyvalq *headers)
+{
+	char id[CACHE_VARIANT_MAX];
+	size_t base = strcspn(key, "\n");
+
 	vary_id(spec, headers, id);
-	snprintf(key + strlen(key), FLOW_KEY_MAX + 1 - strlen(key), "\n%s", id);
+	snprintf(key + base, FLOW_KEY_MAX + 1 - base, "\n%s", id);
 }
 
 static void

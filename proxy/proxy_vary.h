@@ -13,6 +13,7 @@
 #include "cache/cache.h"
 #include "proxy/proxy_flow.h"
 
+struct cache_entry;
 struct proxy;
 
 /* Does spec name any header that tells variants apart? */
@@ -26,6 +27,12 @@ void	vary_learn(struct proxy *px, const char *key, const char *spec);
 /* Appends "\nID" to key for a request with these headers, when key is
  * known to vary. */
 void	vary_key(struct proxy *px, char key[FLOW_KEY_MAX + 1],
+	    const struct evkeyvalq *headers);
+/* Does e only say what its key's responses vary on? */
+int	vary_is_marker(const struct cache_entry *e);
+/* Makes key (K, or a variant of K) the variant of K for a request with
+ * these headers, for a response that varies on spec. */
+void	vary_variant(char key[FLOW_KEY_MAX + 1], const char *spec,
 	    const struct evkeyvalq *headers);
 /* Forgets every key's Vary (px->vary is freed). */
 void	vary_free(struct proxy *px);

@@ -46,6 +46,17 @@ hand(struct waiter *w, const struct verdict *v, enum hand_kind kind,
 }
 
 int
+waitlist_count(const struct waiters *list)
+{
+	const struct waiter *w;
+	int n = 0;
+
+	TAILQ_FOREACH(w, list, flight_link)
+		n++;
+	return n;
+}
+
+int
 waitlist_crowded(const struct waiters *list)
 {
 	return !TAILQ_EMPTY(list) &&
@@ -74,6 +85,28 @@ waitlist_refuse_peers(struct waiters *list, const struct verdict *v)
 		TAILQ_REMOVE(list, w, flight_link);
 		hand(w, v, HAND_ANSWER, OUT_NONE, NULL, 0);
 	}
+}
+
+int
+waitlist_next_round(struct waiters *list, const struct verdict *v)
+{
+	struct waiter *w, *next;
+	int late = 0;
+
+	TAILQ_FOREACH(w, list, flight_link)
+		late |= w->late;
+	if (!late)
+		return 0;
+	for (w = TAILQ_FIRST(list); w != NULL; w = next) {
+		next = TAILQ_NEXT(w, flight_link);
+		if (w->late) {
+			w->late = 0;
+			continue;
+		}
+		TAILQ_REMOVE(list, w, flight_link);
+		hand(w, v, HAND_PASS, OUT_NONE, NULL, 0);
+	}
+	return 1;
 }
 
 /* Would w get the variant the lead got? */

@@ -42,6 +42,9 @@ enum upstream_result {
 	UPSTREAM_ERR_TIMEOUT,	/* connect or total timeout */
 	UPSTREAM_ERR_TOO_BIG,	/* body exceeded max_body_bytes */
 	UPSTREAM_ERR_PROTOCOL,	/* anything else: bad response, reset, ... */
+	UPSTREAM_NOT_SENT,	/* never from upstream_fetch(): a caller that
+				 * holds its fetches back (the origin budget,
+				 * proxy_budget.h) gave this one up unsent */
 };
 
 struct upstream_request {

@@ -242,6 +242,8 @@ upstream_result_name(enum upstream_result r)
 		return "too_big";
 	case UPSTREAM_ERR_PROTOCOL:
 		return "protocol";
+	case UPSTREAM_NOT_SENT:
+		return "not_sent";
 	}
 	return "unknown";
 }

@@ -130,9 +130,9 @@ class RedisCluster:
 
     RANGES = [(0, 5460), (5461, 10922), (10923, 16383)]
 
-    def __init__(self, env):
+    def __init__(self, env, node_timeout_ms=CLUSTER_NODE_TIMEOUT_MS):
         args = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                "--cluster-node-timeout", str(CLUSTER_NODE_TIMEOUT_MS),
+                "--cluster-node-timeout", str(node_timeout_ms),
                 "--cluster-require-full-coverage", "no",
                 "--cluster-replica-validity-factor", "0",
                 "--cluster-allow-replica-migration", "no"]
@@ -150,6 +150,7 @@ class RedisCluster:
         for replica, primary in zip(self.nodes[3:], self.nodes[:3]):
             replica.cmd("CLUSTER", "REPLICATE", primary.cmd("CLUSTER", "MYID"))
         wait_for(self.healthy, timeout=slow(30), what="the cluster to be ok with 3 replicas")
+        self.show_replicas()
         self.address = ", ".join(n.address for n in self.nodes[:3])
 
     @staticmethod
@@ -165,6 +166,18 @@ class RedisCluster:
         replicas = [n for n in self.nodes if n.running() and n.role() == "slave"]
         return len(replicas) == 3 and all(
             r.info("replication").get("master_link_status") == "up" for r in replicas)
+
+    def show_replicas(self):
+        """Writes once to every primary: CLUSTER SLOTS leaves out a replica
+        that has replicated nothing yet, as a fresh cluster's have not."""
+        for primary, (lo, hi) in zip(self.nodes[:3], self.RANGES):
+            n = 0
+            while not lo <= key_slot(f"replicated{n}") <= hi:
+                n += 1
+            primary.cmd("SET", f"replicated{n}", "1")
+        wait_for(lambda: all(len(entry) > 3 for n in self.nodes
+                             for entry in _decode(n.client.command("CLUSTER", "SLOTS"))),
+                 timeout=slow(20), what="every node's CLUSTER SLOTS to name the replicas")
 
     def stop(self):
         pass	# every node is tracked by the Env itself
@@ -227,9 +240,9 @@ class RedisCluster:
                 n.cmd("CLUSTER", "SETSLOT", str(slot), "NODE", tid)
 
 
-def start_cluster(env):
+def start_cluster(env, node_timeout_ms=CLUSTER_NODE_TIMEOUT_MS):
     """A Redis Cluster of 3 primaries and 3 replicas, stopped with env."""
-    return env.track(RedisCluster(env))
+    return env.track(RedisCluster(env, node_timeout_ms))
 
 
 SENTINEL_CONF = """port {port}

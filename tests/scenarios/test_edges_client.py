@@ -2,7 +2,9 @@
 are refused with a 4xx and their connection closed, before anything reaches
 the origin (proxy/proxy_frame.c); bodies libevent would not read are read
 and dropped; and the listener holds at most max_connections clients and
-backs off, quietly, when accept() runs out of descriptors.
+backs off, quietly, when accept() runs out of descriptors; the admin port
+holds at most admin_max_connections, turning the rest away with a 503, so
+that neither port can starve the other.
 """
 
 import os
@@ -189,6 +191,89 @@ def descriptor_exhaustion_backs_off_quietly_and_recovers(env):
     r = wait_for(lambda: (lambda r: r if r.status == 200 else None)(corral.get("/after")),
                  what="a normal request to succeed once the clients left")
     expect_eq(r.status, 200, "a request after the clients left")
+
+
+ADMIN_CAP = 64		# the default admin_max_connections
+
+
+def closed_by_server(socks, got, closed):
+    """Reads what each open socket in socks (non-blocking) has: the bytes
+    into got, and each the server closed into closed. Returns len(closed)."""
+    for s in socks:
+        if s in closed:
+            continue
+        try:
+            data = s.recv(4096)
+        except BlockingIOError:
+            continue
+        except ConnectionResetError:
+            closed.add(s)
+            continue
+        if data:
+            got[s] = got.get(s, b"") + data
+        else:
+            closed.add(s)
+    return len(closed)
+
+
+def admin_stats(corral):
+    r = corral.admin("GET", "/stats")
+    return r.json() if r.status == 200 else None
+
+
+@scenario
+def idle_admin_connections_are_capped_and_never_starve_the_public_port(env):
+    # 400 idle connections to the admin port of a corral with 256
+    # descriptors: before the cap they took every descriptor, and the
+    # public port could accept no client.
+    nofile, idle = 256, 400
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, nofile=nofile)
+    socks, got, closed = [], {}, set()
+    try:
+        for _ in range(idle):
+            socks.append(socket.create_connection((corral.admin_host, corral.admin_port), 10))
+            socks[-1].setblocking(False)
+        wait_for(lambda: closed_by_server(socks, got, closed) >= idle - ADMIN_CAP,
+                 timeout=20, what=f"corral to turn away {idle - ADMIN_CAP} admin connections "
+                 f"(so far {len(closed)})")
+        expect_eq(len(closed), idle - ADMIN_CAP, "admin connections turned away")
+        expect(all(got.get(s, b"").startswith(b"HTTP/1.1 503 ") for s in closed),
+               f"each turned away with a 503: {set(got.get(s, b'')[:40] for s in closed)}")
+        r = corral.get("/public", timeout=10)
+        expect_eq(r.status, 200, f"the public port, with {ADMIN_CAP} idle admin connections open")
+        r = corral.admin("GET", "/stats")
+        expect_eq(r.status, 503, "one more admin connection, at the cap")
+    finally:
+        for s in socks:
+            s.close()
+    stats = wait_for(lambda: admin_stats(corral), what="the admin port once the idle ones left")
+    expect_eq(stats["admin"]["refused"], idle - ADMIN_CAP + 1, "admin.refused in /stats")
+    expect(stats["admin"]["connections"] >= 1, f"admin.connections counts this one: {stats}")
+    expect_eq(stats["connections"], 0, "public connections: admin ones are not among them")
+    metrics = corral.admin("GET", "/metrics").text
+    expect(f"corral_admin_connections_refused_total {idle - ADMIN_CAP + 1}" in metrics,
+           "corral_admin_connections_refused_total in /metrics")
+    expect("admin_max_connections" in corral.log(), "the log names the limit")
+
+
+@scenario
+def a_full_public_port_leaves_the_admin_port_serving(env):
+    limit = 3
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, extra={"server": {"max_connections": str(limit),
+                                                         "admin_max_connections": "2"}})
+    socks = [socket.create_connection((corral.host, corral.port), 10) for _ in range(limit + 5)]
+    try:
+        wait_for(lambda: corral.stats()["connections"] == limit, what=f"{limit} public "
+                 "connections open")
+        for i in range(10):
+            expect_eq(corral.admin("GET", "/stats").status, 200,
+                      f"/stats {i} with the public port full")
+    finally:
+        for s in socks:
+            s.close()
+    expect_eq(corral.get("/after").status, 200, "the public port once the clients left")
 
 
 @scenario

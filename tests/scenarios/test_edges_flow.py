@@ -6,9 +6,12 @@ in (a reload that removes a route mid-fetch, a stop past its deadline)."""
 import http.client
 import re
 import signal
+import socket
+import time
 
 from harness import (Background, CacheStatus, corral_config, expect, expect_eq, free_port,
-                     raw_exchange, scenario, wait_for, wait_until_stale, HOST)
+                     raw_exchange, scenario, slow, wait_for, wait_until_stale, HOST)
+from origin import sized_body
 
 
 def origin_headers(origin, path):
@@ -196,3 +199,78 @@ def no_fetch_starts_once_a_stop_begins(env):
     stopping.result(timeout=15)
     expect_eq(redis.keys("*:lock"), [], "locks left in Redis")
     origin.release("*")
+
+
+@scenario
+def a_body_that_waits_on_a_slow_origin_outlasts_client_timeout(env):
+    # client_timeout counts a client's own silence (bytes Corral has for it
+    # that it does not take), not the origin's pauses in the middle of a
+    # body: each gap here is longer than client_timeout.
+    size, path = 300 * 1024, "/t/trickle"
+    redis, origin = env.redis(), env.origin()
+    origin.script(path, size=size, pieces=3, interval_ms=2500)
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}},
+                        extra={"server": {"client_timeout": "1s"}})
+
+    def fetch(method):
+        conn = http.client.HTTPConnection(corral.host, corral.port, timeout=slow(30))
+        try:
+            conn.request(method, path, body=b"x" if method == "POST" else None,
+                         headers={"Host": HOST})
+            resp = conn.getresponse()
+            body = resp.read()
+            return resp.status, len(body), body == sized_body(size)
+        except (http.client.HTTPException, OSError) as e:
+            return repr(e)
+        finally:
+            conn.close()
+
+    clients = [Background(fetch, "GET") for _ in range(3)] + [Background(fetch, "POST")]
+    for i, c in enumerate(clients):
+        expect_eq(c.result(slow(60)), (200, size, True),
+                  f"client {i} ({'POST, passed' if i == 3 else 'GET, shared'}): "
+                  "status, length, bytes")
+    expect_eq(origin.count(path), 2, "origin requests: one shared GET, one POST")
+
+
+@scenario
+def client_timeout_still_closes_a_client_that_takes_nothing_or_idles(env):
+    # The other side of the scenario above: a client that takes none of
+    # what is queued for it, and a keep-alive connection left idle after
+    # its answer, are each closed once client_timeout passes.
+    size, path = 8 * 1024 * 1024, "/t/big"
+    redis, origin = env.redis(), env.origin()
+    origin.script(path, size=size)
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}},
+                        extra={"server": {"client_timeout": "1s"},
+                               "upstream": {"max_entry_bytes": "16m"}})
+    expect_eq(len(corral.get(path).body), size, "the entry, stored")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.settimeout(slow(30))
+    sock.connect((corral.host, corral.port))
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode())
+    wait_for(lambda: corral.stats()["in_progress"]["requests"] == 1,
+             what="the stalled client's request in progress")
+    stalled_at = time.monotonic()
+    wait_for(lambda: corral.stats()["in_progress"]["requests"] == 0, timeout=slow(10),
+             what="the stalled client's connection closed by client_timeout")
+    expect(time.monotonic() - stalled_at < slow(5),
+           f"closed {time.monotonic() - stalled_at:.1f} s after it stopped taking bytes")
+    got = 0
+    try:
+        while (chunk := sock.recv(1 << 20)):
+            got += len(chunk)
+    except ConnectionResetError:
+        pass
+    sock.close()
+    expect(got < size, f"the stalled client got {got} bytes of {size}: cut short")
+    conn = http.client.HTTPConnection(corral.host, corral.port, timeout=slow(30))
+    conn.request("GET", path, headers={"Host": HOST})
+    expect_eq(len(conn.getresponse().read()), size, "a whole answer on a keep-alive connection")
+    idle_at = time.monotonic()
+    conn.sock.settimeout(slow(10))
+    expect_eq(conn.sock.recv(1), b"", "the idle keep-alive connection closed by Corral")
+    expect(time.monotonic() - idle_at < slow(5),
+           f"closed {time.monotonic() - idle_at:.1f} s into its idleness")
+    conn.close()

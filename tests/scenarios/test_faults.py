@@ -8,6 +8,8 @@ Every request here is answered within REQUEST_BOUND_S (times the harness's
 SLOWNESS) unless a scenario says otherwise.
 """
 
+import os
+import signal
 import time
 
 from harness import (Background, RespClient, backoff_key, entry_key, expect,
@@ -481,6 +483,67 @@ def slow_redis_past_its_timeout_is_bypassed(env):
         return r if r.cache_status.hit else None
     r = wait_for(hit, timeout=pause_s + 3, interval=0.1, what="hits once the pause ends")
     expect_eq(r.text, "v1", "the entry stored before the pause")
+
+
+@scenario
+def redis_stall_past_lock_ttl_leaves_no_lock_behind(env):
+    # Instance A's fetch holds the lock; the other processes (two instances
+    # of two workers) wait and poll it. Redis stops (SIGSTOP) for longer than
+    # the lock has left: the polls sent into the stall time out, and their
+    # processes fetch without the lock. When Redis resumes it runs those
+    # polls, and the first takes the now expired lock for lock_ttl with no
+    # fetch behind it. Corral lets such a lock go when the late reply comes:
+    # no lock is left, and the next request takes it and stores at once with
+    # one origin fetch (not waiting out a stale lock, then fetching unstored).
+    lock_ttl_s, clients = 4, 8
+    redis, origin = env.redis(), env.origin()
+    origin.script(PATH, hold=True, body="v{n}")
+    fleet = env.fleet(2, redis, origin, extra={"server": {"workers": "2"}}, routes={"/": {
+        "lock_ttl": f"{lock_ttl_s}s", "lock_wait": "10s", "lock_poll": "200ms"}})
+    a, b = fleet
+
+    holder = Background(a.get, PATH)
+    wait_for(lambda: origin.held(PATH) == 1 and redis.exists(lock_key(PATH)),
+             what="instance A to hold the lock and reach the origin")
+    waiters = Background(stampede, fleet, clients, PATH)
+    wait_for(lambda: sum(f.stats()["in_progress"]["requests"] for f in fleet) == clients + 1
+             and b.counters()["lock_busy"] >= 1, what="the clients to wait on A's lock")
+
+    left_ms = redis.pttl(lock_key(PATH))
+    barrier = RespClient(redis.host, redis.port, timeout=lock_ttl_s + 30)
+    os.kill(redis.proc.pid, signal.SIGSTOP)
+    t_stop = time.monotonic()
+    try:
+        wait_for(lambda: origin.held(PATH) >= 2, timeout=slow(5),
+                 what="a poll sent into the stall to time out and fetch without the lock")
+        origin.release(PATH)
+        results = waiters.result()
+        expect_eq(sorted({r.status for r in results}), [200], "statuses during the stall")
+        expect_eq(holder.result().status, 200, "the lock holder's answer")
+        # Sent before Redis resumes, this PING is answered only once Redis has
+        # run every command queued before its resume (the polls among them).
+        ping = Background(barrier.command, "PING")
+        wait_for(lambda: time.monotonic() - t_stop > left_ms / 1000 + 0.5,
+                 timeout=lock_ttl_s + 5, what="Redis stopped past the lock's expiry")
+    finally:
+        os.kill(redis.proc.pid, signal.SIGCONT)
+    t_resume = time.monotonic()
+    expect_eq(ping.result(), b"PONG", "the PING queued in the stall")
+    barrier.close()
+
+    wait_for(lambda: not redis.exists(lock_key(PATH)), timeout=lock_ttl_s + 5,
+             what="the lock to go")
+    lingered = time.monotonic() - t_resume
+    expect(lingered < lock_ttl_s / 2,
+           f"a lock lingered {lingered:.2f} s after Redis resumed, with no fetch behind it "
+           f"(lock_ttl {lock_ttl_s} s)")
+    fetched = origin.count(PATH)
+    r = b.get(PATH)
+    cs = r.cache_status
+    expect_eq((r.status, cs.stored), (200, True), f"the next request ({cs.raw!r})")
+    expect(r.elapsed < slow(REQUEST_BOUND_S), f"the next request took {r.elapsed:.2f} s")
+    expect_eq(origin.count(PATH), fetched + 1, "origin requests for the next request")
+    expect_eq(redis.keys("*:lock"), [], "locks left")
 
 
 # -- unreadable data in Redis ---------------------------------------------------------

@@ -8,7 +8,8 @@ import socket
 import threading
 import time
 
-from harness import expect, expect_eq, raw_exchange, scenario, wait_for, HOST
+from harness import (Background, RawReply, expect, expect_eq, get_request, raw_exchange, scenario, slow,
+                     stampede, wait_for, HOST)
 from origin import sized_body
 
 KIB = 1024
@@ -244,3 +245,146 @@ def a_streamed_answer_gets_its_access_log_line(env):
                     what="the access-log line")[0]
     expect(f'" 200 {size} ' in line and " cache=miss " in line,
            f"the line names the status, the bytes sent and the outcome: {line}")
+
+
+def stalled_reader(corral, path):
+    """A client that sends GET path and then reads nothing: a small receive
+    buffer, so that what Corral queues for it stays queued."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.settimeout(slow(30))
+    sock.connect((corral.host, corral.port))
+    sock.sendall(get_request(path))
+    return sock
+
+
+def read_all(sock):
+    """Reads what sock has until the server closes it or its response is
+    whole; a RawReply."""
+    data, end = b"", "eof"
+    while True:
+        reply = RawReply(data, "open")
+        if reply.complete:
+            end = "open"
+            break
+        try:
+            chunk = sock.recv(1 << 20)
+        except ConnectionResetError:
+            end = "reset"
+            break
+        if not chunk:
+            break
+        data += chunk
+    sock.close()
+    return RawReply(data, end)
+
+
+def slow_reader_beside_fast_readers(env, max_entry_bytes):
+    """A client that reads nothing leads a streamed fetch that 20 fast
+    readers share; returns (corral, origin, the slow one's socket, size)
+    once every fast reader has its whole body, at the origin's pace."""
+    size, fast, path = 20 * 1024 * KIB, 20, "/s/wide"
+    redis, origin = env.redis(), env.origin()
+    origin.script(path, size=size, pieces=40, interval_ms=50, hold=True)	# ~2 s
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h", "lock_poll": "5s"}},
+                        extra={"upstream": {"max_entry_bytes": max_entry_bytes}})
+    sock = stalled_reader(corral, path)	# first: its fetch is the one that runs
+    wait_for(lambda: origin.held(path) == 1, what="the slow client's fetch held")
+    results = [None] * fast
+    threads = [threading.Thread(target=timed_get, args=(corral.host, corral.port, path,
+                                                        results, i), daemon=True)
+               for i in range(fast)]
+    for t in threads:
+        t.start()
+    wait_for(lambda: corral.stats()["in_progress"]["requests"] == fast + 1,
+             what="every fast client joined the flight")
+    origin.release(path)
+    for t in threads:
+        t.join(slow(60))
+    want = sized_body(size)
+    for i, r in enumerate(results):
+        expect(r is not None, f"fast client {i} answered")
+        status, body, first, last, cs = r
+        expect_eq((status, len(body), body == want), (200, size, True),
+                  f"fast client {i}: status, length, bytes ({cs})")
+    done_at = origin.path_stats(path)["done_at"][0]
+    for i, (_, _, _, last, _) in enumerate(results):
+        expect(last < done_at + slow(5),
+               f"fast client {i} had its body {last - done_at:.1f} s after the origin "
+               "sent its last byte: the slow client held it back")
+    expect_eq(origin.count(path), 1, "origin requests")
+    return corral, origin, sock, size
+
+
+@scenario
+def a_stalled_reader_is_detached_and_later_served_whole_from_the_kept_body(env):
+    corral, origin, sock, size = slow_reader_beside_fast_readers(env, "32m")
+    c = corral.counters()
+    # A fast client held up for a moment on a loaded machine may be
+    # detached too, and catch up: none is cut while the body is kept.
+    expect(c["stream_detached"] >= 1 and c["stream_cut_slow"] == 0,
+           f"the slow client detached, not cut, as the body is being kept: "
+           f"stream_detached {c['stream_detached']}, stream_cut_slow {c['stream_cut_slow']}")
+    r = read_all(sock)	# it reads at last: the rest from what was kept
+    expect_eq((r.status, len(r.body), r.body == sized_body(size)), (200, size, True),
+              f"the slow client: status, length, bytes ({r.end})")
+    r = corral.get("/s/wide")
+    expect_eq((r.status, r.cache_status.hit, len(r.body)), (200, True, size),
+              "stored once whole")
+    expect_eq(origin.count("/s/wide"), 1, "origin requests")
+
+
+@scenario
+def a_stalled_reader_of_a_body_too_long_to_keep_is_cut_alone(env):
+    corral, origin, sock, size = slow_reader_beside_fast_readers(env, "1m")
+    expect_eq(corral.counters()["stream_cut_slow"], 1, "the slow client cut")
+    r = read_all(sock)
+    expect(r.status == 200 and not r.complete and r.end in ("eof", "reset"),
+           f"the slow client's connection closed short of the body "
+           f"({len(r.body)} of {size} bytes, {r.end})")
+
+
+@scenario
+def late_joiners_of_a_body_too_long_to_keep_share_one_fetch(env):
+    # Past max_entry_bytes the start of the body is no longer kept: those
+    # that come then cannot be replayed it. They wait for the stream to
+    # end and then share the next fetch, rather than each fetching.
+    size, burst, path = 6 * 1024 * KIB, 50, "/s/passing"
+    redis, origin = env.redis(), env.origin()
+    origin.script(path, size=size, pieces=30, interval_ms=200)	# ~6 s
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}},
+                        extra={"upstream": {"max_entry_bytes": "1m"}})
+    first, past = [None], threading.Event()
+
+    def lead():
+        conn = http.client.HTTPConnection(corral.host, corral.port, timeout=slow(60))
+        conn.request("GET", path, headers={"Host": HOST})
+        resp = conn.getresponse()
+        body = b""
+        while True:
+            part = resp.read1(65536)
+            if not part:
+                break
+            body += part
+            if len(body) > 2 * 1024 * KIB:
+                past.set()	# the start is no longer kept
+        first[0] = (resp.status, body)
+        conn.close()
+
+    lead_thread = threading.Thread(target=lead, daemon=True)
+    lead_thread.start()
+    expect(past.wait(slow(30)), "the first client's body passed 2 MiB")
+    late = Background(stampede, corral, burst, path, timeout=slow(60))
+    wait_for(lambda: corral.stats()["in_progress"]["requests"] == burst + 1,
+             timeout=slow(30), what="the burst in progress beside the first client")
+    expect(first[0] is None, "the first client's body still streams: the burst came mid-way")
+    lead_thread.join(slow(60))
+    want = sized_body(size)
+    expect_eq((first[0][0], len(first[0][1]), first[0][1] == want), (200, size, True),
+              "the first client: status, length, bytes")
+    for i, r in enumerate(late.result(slow(90))):
+        expect_eq((r.status, len(r.body), r.body == want), (200, size, True),
+                  f"late client {i}: status, length, bytes ({r.cache_status.raw})")
+    expect(origin.count(path) <= 2,
+           f"origin fetches for the first client and a burst of {burst}: "
+           f"{origin.count(path)}, want at most 2")

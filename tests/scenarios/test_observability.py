@@ -25,6 +25,9 @@ FAMILIES = {
     "corral_build_info": "gauge",
     "corral_start_time_seconds": "gauge",
     "corral_connections": "gauge",
+    "corral_admin_connections": "gauge",
+    "corral_admin_connections_refused_total": "counter",
+    "corral_restart_pending": "gauge",
     "corral_requests_in_progress": "gauge",
     "corral_flights": "gauge",
     "corral_refreshes_in_progress": "gauge",
@@ -44,6 +47,7 @@ FAMILIES = {
     "corral_lock_wait_timeouts_total": "counter",
     "corral_backoff_skips_total": "counter",
     "corral_peer_streams_total": "counter",
+    "corral_stream_laggards_total": "counter",
     "corral_upstream_duration_seconds": "histogram",
     "corral_lock_wait_seconds": "histogram",
     "corral_redis_up": "gauge",
@@ -56,6 +60,8 @@ FAMILIES = {
     "corral_upstream_rejected_total": "counter",
     "corral_redis_fill_notifications_total": "counter",
     "corral_redis_command_duration_seconds": "histogram",
+    "corral_tag_set_members_max": "gauge",
+    "corral_tag_members_pruned_total": "counter",
 }
 
 # One access-log line: the combined log format, then Corral's fields.

@@ -67,6 +67,45 @@ def an_uncacheable_key_skips_the_lock_fleet_wide(env):
     after = fleet_counters([a, b])
     expect_eq(after["waiters"] - before["waiters"], 0, "requests that waited on the lock")
     expect_eq(after["locks_acquired"] - before["locks_acquired"], 0, "locks taken")
+    expect_eq(after["invalidations"] - before["invalidations"], 0,
+              "invalidations: a GET passed upstream drops no entry")
     expect(after["hit_for_miss"] - before["hit_for_miss"] >= 2,
            "both instances saw the fleet-wide hit-for-miss")
     expect_eq(origin.count("/h/me"), 21, "origin requests")
+
+
+@scenario
+def a_shareable_answer_ends_hit_for_miss_and_a_per_user_one_starts_it_again(env):
+    # One Set-Cookie answer marks the key uncacheable fleet-wide. Once the
+    # origin answers it shareably again, the first passed request that gets
+    # such an answer ends the mark: the next request takes the lock and
+    # stores, and the rest are hits on both instances (not 30 s of origin
+    # requests). A per-user answer to a locked fetch marks it again.
+    path, hfm_ms, requests = "/h/now", 30000, 10
+    redis, origin = env.redis(), env.origin()
+    origin.script(path, body="me {n}", headers={"Set-Cookie": "s={n}"})
+    a, b = env.fleet(2, redis, origin, routes={"/": {"hit_for_miss": f"{hfm_ms}ms"}})
+    expect_eq(a.get(path).text, "me 1", "the per-user answer")
+    expect(0 < redis.pttl(hfm_key(path)) <= hfm_ms, "the key is marked uncacheable")
+
+    origin.script(path, body="shared {n}")
+    r = b.get(path)
+    expect_eq((r.text, r.cache_status.fwd, r.cache_status.detail),
+              ("shared 2", "bypass", "hit-for-miss"), "the request passed as hit-for-miss")
+    results = [(a, b)[i % 2].get(path) for i in range(requests)]
+    expect_eq(origin.count(path), 3, "origin requests: the per-user answer, the passed "
+              "shareable one, the stored one")
+    expect_eq([r.text for r in results], ["shared 3"] * requests, "the answers after it")
+    expect(results[0].cache_status.stored and
+           all(r.cache_status.hit for r in results[1:]),
+           f"stored once, then hits: {[r.cache_status.raw for r in results][:3]}")
+    expect(not redis.exists(hfm_key(path)), "the mark is gone")
+
+    origin.script(path, body="me {n}", headers={"Set-Cookie": "s={n}"})
+    expect_eq(a.purge(url=f"http://{HOST}{path}").status, 200, "purge")
+    r = a.get(path)
+    expect_eq((r.text, r.cache_status.fwd), ("me 4", "miss"), "a locked fetch, per user")
+    expect(0 < redis.pttl(hfm_key(path)) <= hfm_ms, "the key is marked uncacheable again")
+    r = b.get(path)
+    expect_eq((r.text, r.cache_status.detail), ("me 5", "hit-for-miss"),
+              "the next request passes as hit-for-miss")

@@ -1,15 +1,22 @@
 """Several worker processes behind one port, and the near cache each keeps:
 the admin listener of any worker reports the sum; a stampede still costs
-one fetch; a worker that dies is restarted; reload and stop reach them all;
+one fetch; a worker that dies is restarted, with the configuration the
+instance runs (a reload's changes to restart-only keys wait for a restart,
+and /stats says so); reload and stop reach them all;
 fresh entries are served from memory, even while Redis is away, until a
 purge or a newer entry replaces them; the workers of one instance share
 what they read or fetched."""
 
+import http.client
+import json
 import os
+import re
 import signal
+import socket
 import urllib.request
 
-from harness import (HOST, children, expect, expect_eq, scenario, stampede, wait_for)
+from harness import (HOST, children, corral_config, entry_key, expect, expect_eq, free_port,
+                     scenario, stampede, wait_for)
 
 PATH = "/users/1"
 TWO = {"server": {"workers": "2"}}
@@ -225,3 +232,186 @@ def purge_and_a_new_entry_reach_the_shared_near_cache(env):
     for i in range(10):
         expect_eq(fresh_connection_get(corral, PATH)[2], b"v2", f"request {i} after the purge")
     expect_eq(origin.count(PATH), 2, "origin requests")
+
+
+# -- a reload, then a worker crash: the respawned worker runs what the instance runs --
+
+MOST_TRIES = 64		# connections opened at most to reach one worker
+
+
+def accepted_by(port, sock, pids):
+    """The pid among pids that accepted sock (a connection to port), or None
+    while none has: the kernel picks a worker's SO_REUSEPORT socket."""
+    inode = None
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            if (int(fields[1].split(":")[1], 16) == port and
+                    int(fields[2].split(":")[1], 16) == sock.getsockname()[1]):
+                inode = int(fields[9])
+    if not inode:
+        return None
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == f"socket:[{inode}]":
+                    return pid
+            except OSError:
+                continue
+    return None
+
+
+def connection_to(host, port, pid, pids):
+    """An HTTPConnection to host:port that worker pid accepted (pids: every
+    worker); fails after MOST_TRIES connections none of which it took."""
+    for _ in range(MOST_TRIES):
+        conn = http.client.HTTPConnection(host, port, timeout=10)
+        conn.connect()
+        owner = wait_for(lambda: accepted_by(port, conn.sock, pids),
+                         what=f"a worker to accept a connection to port {port}")
+        if owner == pid:
+            return conn
+        conn.close()
+    raise AssertionError(f"worker {pid} accepted none of {MOST_TRIES} connections "
+                         f"to port {port}")
+
+
+def get_on(conn, path, host=HOST):
+    """GET path on an open connection: (status, Cache-Status, body)."""
+    conn.request("GET", path, headers={"Host": host})
+    r = conn.getresponse()
+    return r.status, r.getheader("Cache-Status") or "", r.read()
+
+
+def stats_on(conn, corral):
+    conn.request("GET", "/stats", headers={"Host": f"{corral.admin_host}:{corral.admin_port}"})
+    r = conn.getresponse()
+    return json.loads(r.read())
+
+
+def cache_ttl(cache_status):
+    m = re.search(r"ttl=(-?\d+)", cache_status)
+    return int(m.group(1)) if m else None
+
+
+PENDING = ["server.listen", "redis.prefix"]
+
+
+@scenario
+def a_worker_respawned_after_a_reload_runs_what_the_instance_runs(env):
+    # A reload changes listen and [redis] prefix (restart-only) and a
+    # route's ttl (reloadable); then a worker is killed. The one the
+    # master starts in its place must listen where its sibling does,
+    # store and hear purges under the same prefix, and take the new ttl.
+    redis, origin = env.redis(), env.origin()
+    origin.script("/p", body="v{n}")
+    extra = {"server": {"workers": "2", "l2_max_bytes": "0"}}
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}}, extra=extra)
+    before = wait_for(lambda: len(children(corral.proc.pid)) == 2 and
+                      children(corral.proc.pid), what="two workers")
+    env.wait_subscribed(redis, 2)
+
+    new_port = free_port()
+    with open(corral.config_path, "w") as f:
+        f.write(corral_config(redis, origin, new_port, corral.admin_port,
+                              routes={"/": {"ttl": "2m"}},
+                              extra=dict(extra, redis={"prefix": "moved:"})))
+    corral.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: corral.log().count("loaded, 1 route") >= 2,
+             what="both workers to reload")
+    os.kill(before[0], signal.SIGKILL)
+    workers = wait_for(lambda: (lambda kids: len(kids) == 2 and before[0] not in kids and
+                                kids)(children(corral.proc.pid)),
+                       timeout=10, what="the master to start a new worker")
+    born = next(p for p in workers if p not in before)
+    old = before[1]
+    wait_for(lambda: corral.stats()["redis"]["up"] and redis.subscribers() >= 2,
+             what="the new worker's Redis and subscription")
+
+    # Only the running port answers, and the new worker takes its share.
+    try:
+        socket.create_connection((corral.host, new_port), 2).close()
+        expect(False, f"port {new_port} (the file's, pending a restart) answered")
+    except ConnectionRefusedError:
+        pass
+    fresh = connection_to(corral.host, corral.port, born, workers)
+    settled = connection_to(corral.host, corral.port, old, workers)
+
+    # What the new worker stores is under the running prefix, with the new ttl.
+    status, cs, _ = get_on(fresh, "/born")
+    expect_eq((status, "stored" in cs), (200, True), f"the new worker stores: {cs!r}")
+    expect_eq(redis.keys("moved:*"), [], "keys under the file's prefix")
+    expect(redis.exists(entry_key("/born")), "the entry under the running prefix")
+    status, cs, _ = get_on(fresh, "/born")
+    ttl = cache_ttl(cs)
+    expect(status == 200 and "hit" in cs and ttl is not None and 60 < ttl <= 120,
+           f"a hit with the reloaded ttl (2m, not 1h): {cs!r}")
+
+    # A purge reaches both workers' memory copies.
+    for conn, who in ((fresh, "new"), (settled, "old")):
+        get_on(conn, "/p")
+        status, cs, _ = get_on(conn, "/p")
+        expect_eq((status, "hit" in cs), (200, True), f"/p in the {who} worker's memory")
+    heard = corral.stats()["redis"]["purges_received"]
+    expect_eq(corral.purge(url=f"http://{HOST}/p").status, 200, "purge")
+    wait_for(lambda: corral.stats()["redis"]["purges_received"] >= heard + 2,
+             what="both workers to hear the purge")
+    for conn, who in ((fresh, "new"), (settled, "old")):
+        status, cs, body = get_on(conn, "/p")
+        expect_eq((status, body), (200, b"v2"),
+                  f"the {who} worker dropped its memory copy ({cs!r})")
+    expect_eq(origin.count("/p"), 2, "origin requests for /p")
+
+    # Both workers say which changes wait for a restart.
+    admin = [connection_to(corral.admin_host, corral.admin_port, pid, workers)
+             for pid in (born, old)]
+    for conn, who in zip(admin, ("new", "old")):
+        expect_eq(stats_on(conn, corral).get("restart_pending"), PENDING,
+                  f"restart_pending of the {who} worker")
+    expect("corral_restart_pending 2" in corral.admin("GET", "/metrics").text,
+           "corral_restart_pending in /metrics")
+    expect("restart pending: server.listen, redis.prefix" in corral.log(),
+           "the log names the pending keys")
+    for conn in [fresh, settled] + admin:
+        conn.close()
+
+
+@scenario
+def restart_pending_clears_when_the_file_goes_back_and_after_a_restart(env):
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin)
+    expect_eq(corral.stats()["restart_pending"], [], "restart_pending at start")
+    with open(corral.config_path) as f:
+        running = f.read()
+
+    new_port = free_port()
+    changed = corral_config(redis, origin, new_port, corral.admin_port,
+                            extra={"redis": {"prefix": "moved:"},
+                                   "server": {"access_log": "-"}})
+    with open(corral.config_path, "w") as f:
+        f.write(changed)
+    corral.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: corral.stats()["restart_pending"] ==
+             ["server.listen", "server.access_log", "redis.prefix"],
+             what="the pending keys in /stats")
+    expect_eq(corral.get("/one").status, 200, "the running port still answers")
+
+    with open(corral.config_path, "w") as f:
+        f.write(running)
+    corral.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: corral.stats()["restart_pending"] == [],
+             what="nothing pending once the file is back")
+    expect("corral_restart_pending 0" in corral.admin("GET", "/metrics").text,
+           "corral_restart_pending 0 in /metrics")
+
+    corral.stop()
+    restarted = env.corral(redis, origin, config=changed)
+    expect_eq(restarted.stats()["restart_pending"], [], "restart_pending after a restart")
+    expect_eq(restarted.port, new_port, "the restarted instance's port")
+    expect_eq(restarted.get("/two").status, 200, "the new port answers")
+    expect(redis.exists(entry_key("/two", prefix="moved:")), "stored under the new prefix")

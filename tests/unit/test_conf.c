@@ -906,6 +906,7 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 		"forward_targeted_cache_control", "key_host", "hosts",
 		"error_backoff_after", "hit_for_miss", "log_format", "stream_window",
 		"mode", "master_name", "l2_max_bytes", "canonical_host",
+		"admin_max_connections",
 	};
 	char *out = NULL;
 	size_t len;
@@ -918,7 +919,7 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	errs = out;		/* freed with the next load */
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
-	CHECK(count_lines(out) == 1 + 49);	/* timeout is in two sections */
+	CHECK(count_lines(out) == 1 + 50);	/* timeout is in two sections */
 	CHECK(strstr(out, "1ms..1h") != NULL);
 	CHECK(strstr(out, "100ms..1h") != NULL);
 	CHECK(strstr(out, "0.001..100") != NULL);

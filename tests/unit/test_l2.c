@@ -2,10 +2,12 @@
 
 #include <sys/wait.h>
 
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/http.h>
@@ -22,6 +24,8 @@
 #define RACE_PUTS	20000
 #define RACE_KEYS	16	/* overwritten by one another: same length */
 #define RACE_BODY	30000
+#define HOLD_MS		2000	/* a worker stalls inside the lock this long */
+#define BOUND_MS	200	/* what the others may wait for it, at most */
 
 static struct l2 *
 new_l2(int64_t max_bytes)
@@ -352,6 +356,82 @@ t_a_holder_that_dies_leaves_it_empty_and_working(void)
 	l2_free(&l);
 }
 
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Forks a worker that stalls inside the lock until *go (HOLD_MS at most);
+ * returns once it holds it. */
+static pid_t
+fork_stalled_holder(struct l2 *l, int *go)
+{
+	int held[2], wake[2];
+	struct pollfd pfd;
+	char c = 0;
+	pid_t pid;
+
+	if (pipe(held) == -1 || pipe(wake) == -1)
+		abort();
+	if ((pid = fork()) == 0) {
+		l2_hold_lock(l);
+		if (write(held[1], &c, 1) != 1)
+			_exit(1);
+		pfd.fd = wake[0];
+		pfd.events = POLLIN;
+		(void)poll(&pfd, 1, HOLD_MS);
+		l2_unhold_lock(l);
+		_exit(0);
+	}
+	if (pid < 0 || read(held[0], &c, 1) != 1)
+		abort();
+	close(held[0]);
+	close(held[1]);
+	close(wake[0]);
+	*go = wake[1];
+	return pid;
+}
+
+static void
+t_a_holder_that_stalls_makes_the_others_skip_it_not_wait(void)
+{
+	struct l2 *l = new_l2(BIG_L2);
+	struct cache_entry *e;
+	int64_t t0, took;
+	int go, status, taken = 0;
+	pid_t pid;
+
+	put_marked(l, "/a", 'a', BODY_LEN);
+	put_marked(l, "/b", 'b', BODY_LEN);
+	pid = fork_stalled_holder(l, &go);
+	t0 = mono_ms();
+	e = l2_get(l, "/a", NOW);
+	put_marked(l, "/c", 'c', BODY_LEN);
+	l2_drop(l, "/a");
+	took = mono_ms() - t0;
+	if (write(go, "", 1) != 1)
+		abort();
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(took < BOUND_MS);
+	CHECK(e == NULL);	/* it goes to Redis instead */
+	CHECK(counters(l).lock_busy == 3);
+	CHECK(counters(l).stores == 2);
+	/* Once free again (this worker skips it a moment first), the drop
+	 * it could not make has emptied it: nothing dropped is served. */
+	for (t0 = mono_ms(); !taken && mono_ms() - t0 < HOLD_MS; ) {
+		put_marked(l, "/d", 'd', BODY_LEN);
+		taken = holds(l, "/d", 'd');
+	}
+	CHECK(taken);
+	CHECK(!holds(l, "/a", 'a') && !holds(l, "/b", 'b'));
+	CHECK(counters(l).entries == 1);
+	l2_free(&l);
+}
+
 int
 main(void)
 {
@@ -366,5 +446,6 @@ main(void)
 	RUN(t_processes_forked_after_it_share_it);
 	RUN(t_a_copy_overwritten_while_taken_is_a_miss_not_a_mix);
 	RUN(t_a_holder_that_dies_leaves_it_empty_and_working);
+	RUN(t_a_holder_that_stalls_makes_the_others_skip_it_not_wait);
 	return unit_exit();
 }

@@ -1,5 +1,5 @@
 /*
- * The fleet's origin slots (cache_slot.h): their Lua scripts, the ops
+ * The fleet's origin slots (cache_lease.h): their Lua scripts, the ops
  * that run them, and the subscription to the "freed" shard channel, which
  * follows its slot's owner as the fill watches do (cache_watch.c).
  *
@@ -18,8 +18,8 @@
 
 #include "common/log.h"
 
-#define SLOT_TAG		"budget"	/* the hash tag of every key */
-#define SLOT_KEEP_LEASES	4	/* the sets outlive a lease this often */
+#define LEASE_TAG		"budget"	/* the hash tag of every key */
+#define LEASE_KEEP_LEASES	4	/* the sets outlive a lease this often */
 #define REAP_MAX		1000	/* dead tickets one acquire drops */
 #define STRINGIFY(x)		STRINGIFY2(x)
 #define STRINGIFY2(x)		#x
@@ -42,7 +42,7 @@
  * rank ahead of it than there are free slots. {1 granted or 0 queued,
  * leases held, tickets waiting}.
  */
-const char slot_script_acquire[] =
+const char lease_script_acquire[] =
 	LUA_PRELUDE
 	"local lease = tonumber(ARGV[5])\n"
 	"local max = tonumber(ARGV[4])\n"
@@ -70,7 +70,7 @@ const char slot_script_acquire[] =
 	"end\n"
 	"local held = redis.call('ZCARD', KEYS[1])\n"
 	"local queued = redis.call('ZCARD', KEYS[2])\n"
-	"for i = 1, 3 do keep(KEYS[i], lease * " STRINGIFY(SLOT_KEEP_LEASES)
+	"for i = 1, 3 do keep(KEYS[i], lease * " STRINGIFY(LEASE_KEEP_LEASES)
 	") end\n"
 	"if (reaped > 0 or #dead > 0) and held < max and queued > 0 then\n"
 	"  redis.call('SPUBLISH', ARGV[6], 'reaped')\n"
@@ -79,7 +79,7 @@ const char slot_script_acquire[] =
 
 /* renew: KEYS slots; ARGV token, lease ms. 1 renewed, 0 the lease ran
  * out (dropped now if it was still there). */
-const char slot_script_renew[] =
+const char lease_script_renew[] =
 	LUA_PRELUDE
 	"local s = redis.call('ZSCORE', KEYS[1], ARGV[1])\n"
 	"if not s then return 0 end\n"
@@ -88,7 +88,7 @@ const char slot_script_renew[] =
 	"  return 0\n"
 	"end\n"
 	"redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])\n"
-	"keep(KEYS[1], tonumber(ARGV[2]) * " STRINGIFY(SLOT_KEEP_LEASES) ")\n"
+	"keep(KEYS[1], tonumber(ARGV[2]) * " STRINGIFY(LEASE_KEEP_LEASES) ")\n"
 	"return 1\n";
 
 /*
@@ -97,7 +97,7 @@ const char slot_script_renew[] =
  * when a lease went, or when a ticket left while room is free (the
  * tickets behind it may go now). 1 a lease went, 0 none was held.
  */
-const char slot_script_release[] =
+const char lease_script_release[] =
 	"local n = redis.call('ZREM', KEYS[1], ARGV[1])\n"
 	"local q = redis.call('ZREM', KEYS[2], ARGV[2])\n"
 	"redis.call('ZREM', KEYS[3], ARGV[2])\n"
@@ -108,7 +108,7 @@ const char slot_script_release[] =
 	"return n\n";
 
 /* hello: KEYS fleet; ARGV instance, ttl ms. How many are alive. */
-const char slot_script_hello[] =
+const char lease_script_hello[] =
 	LUA_PRELUDE
 	"redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)\n"
 	"redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])\n"
@@ -129,11 +129,11 @@ element_int(const redisReply *reply, size_t i)
 static void
 on_acquire_slot_reply(struct cache_op *op, redisReply *reply)
 {
-	struct slot_figures f = { -1, -1, -1 };
+	struct lease_figures f = { -1, -1, -1 };
 	long long code;
 
 	if (reply == NULL) {
-		op->cb.slot(SLOT_ERROR, &f, op->arg);
+		op->cb.lease(LEASE_ERROR, &f, op->arg);
 		return;
 	}
 	code = element_int(reply, 0);
@@ -141,25 +141,25 @@ on_acquire_slot_reply(struct cache_op *op, redisReply *reply)
 	f.queued = element_int(reply, 2);
 	if (code != 0 && code != 1) {
 		op->cache->counters.errors++;
-		op->cb.slot(SLOT_ERROR, &f, op->arg);
+		op->cb.lease(LEASE_ERROR, &f, op->arg);
 		return;
 	}
-	op->cb.slot(code == 1 ? SLOT_GRANTED : SLOT_QUEUED, &f, op->arg);
+	op->cb.lease(code == 1 ? LEASE_GRANTED : LEASE_QUEUED, &f, op->arg);
 }
 
 static void
 on_hello_reply(struct cache_op *op, redisReply *reply)
 {
-	struct slot_figures f = { -1, -1, -1 };
+	struct lease_figures f = { -1, -1, -1 };
 
 	if (reply == NULL || reply->type != REDIS_REPLY_INTEGER) {
 		if (reply != NULL)
 			op->cache->counters.errors++;
-		op->cb.slot(SLOT_ERROR, &f, op->arg);
+		op->cb.lease(LEASE_ERROR, &f, op->arg);
 		return;
 	}
 	f.instances = reply->integer;
-	op->cb.slot(SLOT_GRANTED, &f, op->arg);
+	op->cb.lease(LEASE_GRANTED, &f, op->arg);
 }
 
 /* A new op on the budget's slot that runs script id with its nkeys keys
@@ -171,13 +171,13 @@ slot_op(struct cache *c, op_reply_cb *on_reply, void *arg, enum script_id id,
 	char name[REDIS_KEY_MAX], n[8];
 	struct cache_op *op;
 
-	if ((op = op_new(c, SLOT_TAG, on_reply, arg)) == NULL)
+	if ((op = op_new(c, LEASE_TAG, on_reply, arg)) == NULL)
 		return NULL;
 	script_use(op, id);
 	snprintf(n, sizeof(n), "%d", nkeys);
 	*failed |= op_argstr(op, n);
 	for (int i = 0; i < nkeys; i++) {
-		op_key_name(name, sizeof(name), c, SLOT_TAG, suffixes[i]);
+		op_key_name(name, sizeof(name), c, LEASE_TAG, suffixes[i]);
 		*failed |= op_argstr(op, name);
 	}
 	return op;
@@ -195,18 +195,18 @@ arg_int(struct cache_op *op, int64_t v)
 }
 
 struct cache_op *
-slot_acquire(struct cache *c, const char *token, const char *ticket,
-    int64_t rank, int max, int64_t lease_ms, slot_cb *cb, void *arg)
+lease_acquire(struct cache *c, const char *token, const char *ticket,
+    int64_t rank, int max, int64_t lease_ms, lease_cb *cb, void *arg)
 {
 	char channel[REDIS_KEY_MAX];
 	struct cache_op *op;
 	int failed = 0;
 
-	if ((op = slot_op(c, on_acquire_slot_reply, arg, SCRIPT_SLOT_ACQUIRE,
+	if ((op = slot_op(c, on_acquire_slot_reply, arg, SCRIPT_LEASE_ACQUIRE,
 	    queue_keys, 3, &failed)) == NULL)
 		return NULL;
-	op->cb.slot = cb;
-	op_key_name(channel, sizeof(channel), c, SLOT_TAG, "freed");
+	op->cb.lease = cb;
+	op_key_name(channel, sizeof(channel), c, LEASE_TAG, "freed");
 	failed |= op_argstr(op, token);
 	failed |= op_argstr(op, ticket);
 	failed |= arg_int(op, rank);
@@ -217,13 +217,13 @@ slot_acquire(struct cache *c, const char *token, const char *ticket,
 }
 
 struct cache_op *
-slot_renew(struct cache *c, const char *token, int64_t lease_ms, fence_cb *cb,
+lease_renew(struct cache *c, const char *token, int64_t lease_ms, fence_cb *cb,
     void *arg)
 {
 	struct cache_op *op;
 	int failed = 0;
 
-	if ((op = slot_op(c, op_fence_reply, arg, SCRIPT_SLOT_RENEW, queue_keys,
+	if ((op = slot_op(c, op_fence_reply, arg, SCRIPT_LEASE_RENEW, queue_keys,
 	    1, &failed)) == NULL)
 		return NULL;
 	op->cb.fence = cb;
@@ -233,18 +233,18 @@ slot_renew(struct cache *c, const char *token, int64_t lease_ms, fence_cb *cb,
 }
 
 struct cache_op *
-slot_release(struct cache *c, const char *token, const char *ticket, int max,
+lease_release(struct cache *c, const char *token, const char *ticket, int max,
     fence_cb *cb, void *arg)
 {
 	char channel[REDIS_KEY_MAX];
 	struct cache_op *op;
 	int failed = 0;
 
-	if ((op = slot_op(c, op_fence_reply, arg, SCRIPT_SLOT_RELEASE,
+	if ((op = slot_op(c, op_fence_reply, arg, SCRIPT_LEASE_RELEASE,
 	    queue_keys, 3, &failed)) == NULL)
 		return NULL;
 	op->cb.fence = cb;
-	op_key_name(channel, sizeof(channel), c, SLOT_TAG, "freed");
+	op_key_name(channel, sizeof(channel), c, LEASE_TAG, "freed");
 	failed |= op_argstr(op, token);
 	failed |= op_argstr(op, ticket);
 	failed |= op_argstr(op, channel);
@@ -253,17 +253,17 @@ slot_release(struct cache *c, const char *token, const char *ticket, int max,
 }
 
 struct cache_op *
-slot_hello(struct cache *c, const char *instance, int64_t ttl_ms, slot_cb *cb,
+lease_hello(struct cache *c, const char *instance, int64_t ttl_ms, lease_cb *cb,
     void *arg)
 {
 	static const char *const fleet[] = { "fleet" };
 	struct cache_op *op;
 	int failed = 0;
 
-	if ((op = slot_op(c, on_hello_reply, arg, SCRIPT_SLOT_HELLO, fleet, 1,
+	if ((op = slot_op(c, on_hello_reply, arg, SCRIPT_LEASE_HELLO, fleet, 1,
 	    &failed)) == NULL)
 		return NULL;
-	op->cb.slot = cb;
+	op->cb.lease = cb;
 	failed |= op_argstr(op, instance);
 	failed |= arg_int(op, ttl_ms);
 	return op_start(op, failed);
@@ -271,11 +271,11 @@ slot_hello(struct cache *c, const char *instance, int64_t ttl_ms, slot_cb *cb,
 
 /* ---- the freed channel ---------------------------------------------- */
 
-struct slot_sub {
+struct lease_sub {
 	char			 channel[REDIS_KEY_MAX];
 	unsigned		 slot;
 	struct node		*node;		/* where it is subscribed */
-	slot_freed_cb		*cb;
+	lease_freed_cb		*cb;
 	void			*arg;
 };
 
@@ -289,7 +289,7 @@ channel_send(struct node *n, const char *verb, const char *channel)
 
 /* The subscription follows its slot's owner. */
 static void
-sub_place(struct cache *c, struct slot_sub *s)
+sub_place(struct cache *c, struct lease_sub *s)
 {
 	struct node *owner = route_node(c->rt, s->slot);
 
@@ -302,18 +302,18 @@ sub_place(struct cache *c, struct slot_sub *s)
 }
 
 void
-slot_on_freed(struct cache *c, slot_freed_cb *cb, void *arg)
+lease_on_freed(struct cache *c, lease_freed_cb *cb, void *arg)
 {
-	struct slot_sub *s = c->freed;
+	struct lease_sub *s = c->freed;
 
 	if (cb == NULL) {
-		slot_free(c);
+		lease_free(c);
 		return;
 	}
 	if (s == NULL) {
 		if ((s = calloc(1, sizeof(*s))) == NULL)
 			return;		/* waiters re-check on their timer */
-		op_key_name(s->channel, sizeof(s->channel), c, SLOT_TAG,
+		op_key_name(s->channel, sizeof(s->channel), c, LEASE_TAG,
 		    "freed");
 		s->slot = cache_key_slot(s->channel);
 		c->freed = s;
@@ -324,18 +324,18 @@ slot_on_freed(struct cache *c, slot_freed_cb *cb, void *arg)
 }
 
 void
-slot_sub_up(struct cache *c, struct node *n)
+lease_sub_up(struct cache *c, struct node *n)
 {
-	struct slot_sub *s = c->freed;
+	struct lease_sub *s = c->freed;
 
 	if (s != NULL && s->node == n && n->sub_up)
 		channel_send(n, "SSUBSCRIBE", s->channel);
 }
 
 int
-slot_sub_reply(struct cache *c, struct node *n, const redisReply *r)
+lease_sub_reply(struct cache *c, struct node *n, const redisReply *r)
 {
-	struct slot_sub *s = c->freed;
+	struct lease_sub *s = c->freed;
 	const char *kind;
 
 	if (s == NULL)
@@ -362,23 +362,23 @@ slot_sub_reply(struct cache *c, struct node *n, const redisReply *r)
 }
 
 void
-slot_node_gone(struct cache *c, struct node *n)
+lease_node_gone(struct cache *c, struct node *n)
 {
 	if (c->freed != NULL && c->freed->node == n)
 		c->freed->node = NULL;
 }
 
 void
-slot_map_changed(struct cache *c)
+lease_map_changed(struct cache *c)
 {
 	if (c->freed != NULL)
 		sub_place(c, c->freed);
 }
 
 void
-slot_free(struct cache *c)
+lease_free(struct cache *c)
 {
-	struct slot_sub *s = c->freed;
+	struct lease_sub *s = c->freed;
 
 	if (s == NULL)
 		return;

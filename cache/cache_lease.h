@@ -1,5 +1,5 @@
-#ifndef CACHE_CACHE_SLOT_H
-#define CACHE_CACHE_SLOT_H
+#ifndef CACHE_CACHE_LEASE_H
+#define CACHE_CACHE_LEASE_H
 
 /*
  * The fleet's origin slots in Redis ([upstream] max_requests): leases
@@ -33,43 +33,43 @@
 
 #include "cache/cache.h"
 
-#define SLOT_TICKET_MAX		64	/* "<13 digits>:<token>" and room */
+#define LEASE_TICKET_MAX		64	/* "<13 digits>:<token>" and room */
 
-enum slot_result {
-	SLOT_GRANTED,
-	SLOT_QUEUED,		/* no free slot for this ticket's rank */
-	SLOT_ERROR,		/* Redis failed or timed out */
+enum lease_result {
+	LEASE_GRANTED,
+	LEASE_QUEUED,		/* no free slot for this ticket's rank */
+	LEASE_ERROR,		/* Redis failed or timed out */
 };
 
 /* What Redis said of the fleet, with each answer (-1: not known). */
-struct slot_figures {
+struct lease_figures {
 	int64_t		held;		/* leases held, fleet-wide */
 	int64_t		queued;		/* tickets waiting, fleet-wide */
 	int64_t		instances;	/* instances alive (hello) */
 };
 
-typedef void slot_cb(enum slot_result r, const struct slot_figures *f,
+typedef void lease_cb(enum lease_result r, const struct lease_figures *f,
     void *arg);
 /* A slot was freed somewhere in the fleet, or this process may have
  * missed such news (it subscribed again). */
-typedef void slot_freed_cb(void *arg);
+typedef void lease_freed_cb(void *arg);
 
 /* Asks for a slot for token, its ticket waiting with rank (lower first)
  * while none is free; max: the fleet's slots. */
-struct cache_op	*slot_acquire(struct cache *c, const char *token,
+struct cache_op	*lease_acquire(struct cache *c, const char *token,
 		    const char *ticket, int64_t rank, int max, int64_t lease_ms,
-		    slot_cb *cb, void *arg);
+		    lease_cb *cb, void *arg);
 /* FENCE_LOST: the lease expired (its slot may be someone else's). */
-struct cache_op	*slot_renew(struct cache *c, const char *token,
+struct cache_op	*lease_renew(struct cache *c, const char *token,
 		    int64_t lease_ms, fence_cb *cb, void *arg);
 /* Drops token's lease and ticket's place in the queue (max: as asked
  * with); cb may be NULL. FENCE_LOST: no lease was held. */
-struct cache_op	*slot_release(struct cache *c, const char *token,
+struct cache_op	*lease_release(struct cache *c, const char *token,
 		    const char *ticket, int max, fence_cb *cb, void *arg);
 /* instance is alive for ttl_ms; cb gets how many are. */
-struct cache_op	*slot_hello(struct cache *c, const char *instance,
-		    int64_t ttl_ms, slot_cb *cb, void *arg);
+struct cache_op	*lease_hello(struct cache *c, const char *instance,
+		    int64_t ttl_ms, lease_cb *cb, void *arg);
 /* Subscribes this process to the freed channel (cb NULL: unsubscribes). */
-void		 slot_on_freed(struct cache *c, slot_freed_cb *cb, void *arg);
+void		 lease_on_freed(struct cache *c, lease_freed_cb *cb, void *arg);
 
 #endif
