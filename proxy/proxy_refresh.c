@@ -47,6 +47,7 @@
 #define RENEW_DIVISOR		3	/* renew the lock every lock_ttl / 3 */
 #define BACKOFF_BASE_MS		1000	/* first pause after a failed refresh */
 #define KEEP_VALIDATORS_MS	60000	/* entries with validators: kept at least */
+#define FAILED_KEEP_POLLS	4	/* a failure waits for its waiters' re-check */
 
 enum refresh_step {
 	RF_LOCK,
@@ -67,6 +68,7 @@ struct refresh {
 	struct evkeyvalq	 headers;
 	char			 token[UTIL_TOKEN_HEX + 1];
 	char			 seen_gen[ENTRY_GEN_LEN + 1];
+	char			 waited[UTIL_TOKEN_HEX + 1];	/* its holder */
 	struct cache_entry	*base;		/* revalidated by a 304, or NULL */
 	int			 authorized;
 	struct cache_op		*op;
@@ -168,8 +170,31 @@ on_renew_tick(evutil_socket_t fd, short what, void *arg)
 	timer_arm(rf->renew_ev, rt->lock_ttl_ms / RENEW_DIVISOR);
 }
 
+/* What a failure names: a result ("timeout", ...), or UPSTREAM_OK for an
+ * upstream status ("503"). */
+static enum upstream_result
+result_named(const char *failure)
+{
+	enum upstream_result r;
+
+	for (r = UPSTREAM_ERR_CONNECT; r <= UPSTREAM_ERR_PROTOCOL; r++)
+		if (strcmp(upstream_result_name(r), failure) == 0)
+			return r;
+	return UPSTREAM_OK;
+}
+
+/* The lock of a holder we waited for is ours: it let the lock go without
+ * an entry or a failure for its waiters (it died, mostly). */
 static void
-on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *backoff,
+took_over(struct refresh *rf)
+{
+	STAT_INC(rf->px->stats, rf->route, lock_takeovers);
+	log_info("%s: took the lock over from a holder that ended without an "
+	    "entry", rf->key);
+}
+
+static void
+on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *text,
     void *arg)
 {
 	struct refresh *rf = arg;
@@ -179,11 +204,21 @@ on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *backoff,
 	switch (r) {
 	case LOCK_ACQUIRED:
 		STAT_INC(rf->px->stats, rf->route, locks_acquired);
+		if (rf->waited[0] != '\0')
+			took_over(rf);
 		rf->step = RF_FETCH;
 		break;
 	case LOCK_BUSY:
 		STAT_INC(rf->px->stats, rf->route, lock_busy);
+		snprintf(rf->rep.holder, sizeof(rf->rep.holder), "%s", text);
 		rf->rep.result = RFR_BUSY;
+		rf->step = RF_DONE;
+		break;
+	case LOCK_FAILED:
+		snprintf(rf->rep.failure, sizeof(rf->rep.failure), "%s", text);
+		rf->rep.entry = e;	/* its error response, or NULL */
+		rf->rep.uerr = result_named(text);
+		rf->rep.result = RFR_FAILED;
 		rf->step = RF_DONE;
 		break;
 	case LOCK_CHANGED:
@@ -193,7 +228,7 @@ on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *backoff,
 		break;
 	case LOCK_BACKOFF:
 		STAT_INC(rf->px->stats, rf->route, backoff_skips);
-		snprintf(rf->rep.failure, sizeof(rf->rep.failure), "%s", backoff);
+		snprintf(rf->rep.failure, sizeof(rf->rep.failure), "%s", text);
 		rf->rep.entry = e;	/* the upstream's last error, or NULL */
 		rf->rep.result = RFR_BACKOFF;
 		rf->step = RF_DONE;
@@ -493,6 +528,8 @@ refresh_release(struct refresh *rf)
 		.backoff_after = rt->error_backoff_after,
 		.hit_for_miss_ms = !failed && rep->result == RFR_FETCHED &&
 		    !rep->shareable ? rt->hit_for_miss_ms : 0,
+		.failed_ms = MAX(rt->lock_ttl_ms,
+		    FAILED_KEEP_POLLS * rt->lock_poll_ms),
 	};
 
 	return lock_release(rf->px->cache, rf->key, rf->token, &ra,
@@ -528,7 +565,8 @@ refresh_run(struct refresh *rf)
 			if (rf->stream != NULL && rf->cb != NULL)
 				rf->peer_entry = peer_publish(px, rf->key);
 			rf->op = lock_acquire(px->cache, rf->key, rf->token,
-			    rt->lock_ttl_ms, rf->seen_gen, on_refresh_lock, rf);
+			    rt->lock_ttl_ms, rf->seen_gen, rf->waited,
+			    on_refresh_lock, rf);
 			if (rf->op == NULL) {
 				rf->rep.result = RFR_REDIS_ERROR;
 				rf->step = RF_DONE;
@@ -608,6 +646,8 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	TAILQ_INIT(&rf->headers);
 	snprintf(rf->key, sizeof(rf->key), "%s", a->key);
 	snprintf(rf->seen_gen, sizeof(rf->seen_gen), "%s", a->seen_gen);
+	snprintf(rf->waited, sizeof(rf->waited), "%s",
+	    a->waited != NULL ? a->waited : "");
 	urllen = strlen(px->conf->upstream_url) + strlen(a->uri) + 1;
 	if ((rf->url = malloc(urllen)) == NULL)
 		goto fail;
