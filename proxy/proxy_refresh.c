@@ -12,9 +12,9 @@
  *	     -> DONE
  *
  * LOCK runs one script: the lock (SET NX PX with a random token), or the
- * entry if it changed from the generation the flight saw, or the backoff
- * of a failing key. DIRECT refreshes (Redis unavailable, lock_wait ran
- * out) skip LOCK, STORE and RELEASE.
+ * entry if it changed from the generation the flight saw, or the failure
+ * of the holder the flight waited for, or the backoff of a failing key.
+ * DIRECT refreshes (Redis unavailable) skip LOCK, STORE and RELEASE.
  */
 
 #include <assert.h>

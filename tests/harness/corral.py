@@ -30,7 +30,7 @@ COUNTERS = ("requests", "hits", "stale_hits", "misses", "collapsed", "bypass",
 # key_host: the scenarios key on HOST, as most were written to (test_keys.py
 # covers the default, keyed on the upstream).
 DEFAULT_ROUTE = {"key_host": "on", "ttl": "10s", "stale_while_revalidate": "60s",
-                 "lock_ttl": "5s", "lock_wait": "3s", "lock_poll": "500ms"}
+                 "lock_ttl": "5s", "lock_poll": "500ms"}
 
 
 def corral_config(redis, origin, listen_port, admin_port, routes=None, extra=None):
