@@ -222,3 +222,36 @@ def waiter_past_lock_wait_gets_the_stale_entry_stale_if_error_keeps(env):
     expect_eq(first.result().text, "v2", "the holder's refresh")
     expect_eq(origin.count(PATH), 2, "origin requests: the prime and one refresh")
     expect_eq(b.counters()["lock_wait_timeouts"], 1, "B's lock_wait_timeouts")
+
+
+@scenario
+def waiter_counts_its_budget_again_for_a_new_holder(env):
+    # lock_wait 0: a waiter waits as long as one holder's fetch may take
+    # (timeout 2 s + lock_ttl 1 s + lock_poll 200 ms = 3.2 s, 16 re-checks),
+    # counted again once another holder has taken the lock over. Holders
+    # that never end (tokens set in Redis) keep it waiting past one budget;
+    # once the lock is gone it takes it over and fetches.
+    budget_checks = 16
+    redis, origin = env.redis(), env.origin()
+    origin.script(PATH, body="v{n}")
+    corral = env.corral(redis, origin, routes={"/": {
+        "lock_ttl": "1s", "lock_wait": None, "lock_poll": "200ms"}},
+        extra={"upstream": {"timeout": "2s"}})
+    busy = lambda: corral.counters()["lock_busy"]	# noqa: E731
+
+    redis.cmd("SET", lock_key(PATH), "1" * 32)
+    client = Background(corral.get, PATH)
+    wait_for(lambda: busy() >= budget_checks // 2, what="the waiter to re-check the first holder")
+    redis.cmd("SET", lock_key(PATH), "2" * 32)	# a second holder took it over
+    wait_for(lambda: client.done() or busy() >= budget_checks + 2, timeout=15,
+             what="the waiter to re-check past the first holder's budget")
+    expect(not client.done(), f"the waiter gave up within its first holder's budget: "
+           f"{client.result().cache_status.raw if client.done() else ''}")
+    redis.cmd("DEL", lock_key(PATH))	# the second holder died, unreleased
+
+    r = client.result()
+    expect_eq((r.status, r.text, r.cache_status.stored), (200, "v1", True),
+              f"the waiter's takeover ({r.cache_status.raw})")
+    c = corral.counters()
+    expect_eq((c["lock_takeovers"], c["lock_wait_timeouts"], origin.count(PATH)), (1, 0, 1),
+              "lock_takeovers, lock_wait_timeouts, origin requests")
