@@ -44,7 +44,9 @@
  *   release  delete the lock only if it holds our token, publish. After an
  *            upstream failure it also starts a fleet-wide backoff for the
  *            key (next to the lock), doubling while failures continue, and
- *            acquire answers LOCK_BACKOFF until it ends.
+ *            acquire answers LOCK_BACKOFF until it ends; and it keeps the
+ *            failure a while for the fetch's waiters: an acquire naming
+ *            the token it waited on answers LOCK_FAILED, not the lock.
  */
 
 #include <stdint.h>
@@ -74,6 +76,7 @@ enum lock_result {
 	LOCK_CHANGED,		/* the entry changed: here it is, no lock taken */
 	LOCK_BACKOFF,		/* refreshes of the key are backing off */
 	LOCK_PASS,		/* the key is uncacheable: fetch, do not lock */
+	LOCK_FAILED,		/* the fetch waited for failed: take its failure */
 	LOCK_ERROR,
 };
 
@@ -116,10 +119,12 @@ struct cache_counters {
 
 /* The callback gets its own reference to e (NULL unless FOUND/CHANGED). */
 typedef void cache_get_cb(enum cache_result r, struct cache_entry *e, void *arg);
-/* backoff: with LOCK_BACKOFF, the failure that started it (else NULL),
- * and e the upstream's last error response, if it sent one. */
+/* text: with LOCK_BACKOFF, the failure that started it, and e the
+ * upstream's last error response, if it sent one; with LOCK_FAILED, the
+ * failure of the fetch waited for, and e its error response, if any; with
+ * LOCK_BUSY, the holder's token. Else NULL. */
 typedef void lock_cb(enum lock_result r, struct cache_entry *e,
-    const char *backoff, void *arg);
+    const char *text, void *arg);
 typedef void fence_cb(enum fence_result r, void *arg);
 /* A "filled" notification for key arrived (from any process), with the
  * entry stored when it was short enough to come along (else NULL; the
@@ -146,10 +151,12 @@ void		 cache_counters_add(struct cache_counters *dst,
 
 struct cache_op	*cache_lookup(struct cache *c, const char *key,
 		    cache_get_cb *cb, void *arg);
-/* seen_gen: the generation the caller saw ("" when it saw no entry). */
+/* seen_gen: the generation the caller saw ("" when it saw no entry);
+ * waited: the holder whose fetch it waited for (a LOCK_BUSY's token), or
+ * "": if that fetch failed, the answer is LOCK_FAILED, not the lock. */
 struct cache_op	*lock_acquire(struct cache *c, const char *key,
 		    const char *token, int64_t px_ms, const char *seen_gen,
-		    lock_cb *cb, void *arg);
+		    const char *waited, lock_cb *cb, void *arg);
 struct cache_op	*lock_renew(struct cache *c, const char *key,
 		    const char *token, int64_t px_ms, fence_cb *cb, void *arg);
 /*
@@ -177,6 +184,10 @@ struct release_args {
 	/* > 0: the key's response is not shareable; for this long every
 	 * acquire answers LOCK_PASS (hit-for-miss, fleet-wide). */
 	int64_t			 hit_for_miss_ms;
+	/* > 0, with a failure: for this long, an acquire that names this
+	 * token as the holder it waited for answers LOCK_FAILED with the
+	 * failure and error (the fetch's waiters are answered, not retry). */
+	int64_t			 failed_ms;
 };
 
 struct cache_op	*lock_release(struct cache *c, const char *key,

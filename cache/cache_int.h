@@ -41,6 +41,7 @@
 #define REDIS_KEY_MAX		(CONF_PREFIX_MAX + 1 + CACHE_KEY_MAX + \
 				 KEY_SUFFIX_MAX + CACHE_VARIANT_MAX)
 #define FILL_SUFFIX		"filled"
+#define FAILED_SUFFIX		"failed"	/* a failed fetch, for its waiters */
 #define PURGE_CHANNEL		"purge"
 
 enum script_id {

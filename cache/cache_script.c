@@ -21,10 +21,13 @@
 #define STRINGIFY2(x)		#x
 
 /*
- * acquire: KEYS entry, lock, backoff; ARGV token, px, seen generation.
- * Returns {2, entry} when the entry is not the one the caller saw (someone
- * refreshed it: no lock needed; an entry without a readable generation
- * is junk for a refresh to replace, never a change), {4} while the key is
+ * acquire: KEYS entry, lock, backoff; ARGV token, px, seen generation,
+ * holder waited for. Returns {2, entry} when the entry is not the one the
+ * caller saw (someone refreshed it: no lock needed; an entry without a
+ * readable generation is junk for a refresh to replace, never a change),
+ * {5, failure, error response or false} when the holder the caller waited
+ * for ("" if none) released the lock after an upstream failure (KEYS[6]:
+ * its waiters take its failure instead of the lock), {4} while the key is
  * remembered as uncacheable (every request goes upstream itself), {3,
  * failure, last error response or false} while the key's refreshes are
  * backing off after upstream failures, {1} when the lock was taken (or
@@ -38,6 +41,10 @@ static const char script_acquire[] =
 	"if g and g ~= ARGV[3] and string.find(g, '^[0-9a-f]+$') and #g == "
 	STRINGIFY(ENTRY_LUA_GEN_END) " then\n"
 	"  return {2, e}\n"
+	"end\n"
+	"if ARGV[4] ~= '' then\n"
+	"  local f = redis.call('HMGET', KEYS[6], 'token', 'failure', 'error')\n"
+	"  if f[1] == ARGV[4] then return {5, f[2], f[3]} end\n"
 	"end\n"
 	"if redis.call('EXISTS', KEYS[5]) == 1 then return {4} end\n"
 	"local b = redis.call('GET', KEYS[3])\n"
@@ -103,10 +110,12 @@ static const char script_invalidate[] =
 	"return n\n";
 
 /*
- * release: KEYS lock, backoff, fails, last error, hit-for-miss; ARGV
- * token, fill channel, key, failure, base ms, max ms, after, error
- * response, hit-for-miss ms. Deletes the lock only if it holds our token.
- * Failures are counted fleet-wide; from the after-th in a row, the key's
+ * release: KEYS lock, backoff, fails, last error, hit-for-miss, failed;
+ * ARGV token, fill channel, key, failure, base ms, max ms, after, error
+ * response, hit-for-miss ms, failed ms. Deletes the lock only if it holds
+ * our token. A failure is kept failed ms for the fetch's waiters (acquire
+ * answers it to those naming our token), and failures are counted
+ * fleet-wide; from the after-th in a row, the key's
  * next refresh waits base * 2^(failures - after) ms, at most max, and
  * acquire answers with the upstream's last error response meanwhile. With
  * hit-for-miss ms, the key is remembered as uncacheable that long.
@@ -115,6 +124,12 @@ static const char script_invalidate[] =
 static const char script_release[] =
 	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
 	"redis.call('DEL', KEYS[1])\n"
+	"if ARGV[4] ~= '' and tonumber(ARGV[10]) > 0 then\n"
+	"  redis.call('DEL', KEYS[6])\n"
+	"  redis.call('HSET', KEYS[6], 'token', ARGV[1], 'failure', ARGV[4])\n"
+	"  if ARGV[8] ~= '' then redis.call('HSET', KEYS[6], 'error', ARGV[8]) end\n"
+	"  redis.call('PEXPIRE', KEYS[6], ARGV[10])\n"
+	"end\n"
 	"local max = tonumber(ARGV[6])\n"
 	"local after = tonumber(ARGV[7])\n"
 	"if ARGV[4] ~= '' and max > 0 then\n"

@@ -96,7 +96,15 @@ on_acquire_reply(struct cache_op *op, redisReply *reply)
 	if (code == 1) {
 		op->cb.lock(LOCK_ACQUIRED, NULL, NULL, op->arg);
 	} else if (code == 0) {
-		op->cb.lock(LOCK_BUSY, NULL, NULL, op->arg);
+		op->cb.lock(LOCK_BUSY, NULL, reply->elements == 2 &&
+		    reply->element[1]->type == REDIS_REPLY_STRING ?
+		    reply->element[1]->str : "", op->arg);
+	} else if (code == 5 && reply->elements == 3 &&
+	    reply->element[1]->type == REDIS_REPLY_STRING) {
+		/* The fetch waited for failed: its error response, if any. */
+		e = reply->element[2]->type == REDIS_REPLY_STRING ?
+		    decode(reply->element[2]) : NULL;
+		op->cb.lock(LOCK_FAILED, e, reply->element[1]->str, op->arg);
 	} else if (code == 2 && reply->elements == 2 &&
 	    reply->element[1]->type == REDIS_REPLY_STRING &&
 	    (e = decode(reply->element[1])) != NULL) {
@@ -139,6 +147,7 @@ release_setup(struct cache_op *op, const char *key, const char *token,
 {
 	char lock[REDIS_KEY_MAX], backoff[REDIS_KEY_MAX], fails[REDIS_KEY_MAX];
 	char lasterr[REDIS_KEY_MAX], hfm[REDIS_KEY_MAX], channel[REDIS_KEY_MAX];
+	char gone[REDIS_KEY_MAX], gone_ms[24];
 	char base[24], max[24], after[24], hfm_ms[24];
 	struct cache *c = op->cache;
 	struct evbuffer *err = NULL;
@@ -151,6 +160,8 @@ release_setup(struct cache_op *op, const char *key, const char *token,
 	op_key_name(lasterr, sizeof(lasterr), c, key, "lasterr");
 	op_key_name(hfm, sizeof(hfm), c, key, "hfm");
 	op_key_name(channel, sizeof(channel), c, key, FILL_SUFFIX);
+	op_key_name(gone, sizeof(gone), c, key, FAILED_SUFFIX);
+	snprintf(gone_ms, sizeof(gone_ms), "%" PRId64, ra->failed_ms);
 	snprintf(base, sizeof(base), "%" PRId64, ra->backoff_base_ms);
 	snprintf(max, sizeof(max), "%" PRId64, ra->backoff_max_ms);
 	snprintf(after, sizeof(after), "%d", ra->backoff_after);
@@ -158,12 +169,13 @@ release_setup(struct cache_op *op, const char *key, const char *token,
 	if (ra->error != NULL && ((err = evbuffer_new()) == NULL ||
 	    entry_encode(ra->error, err) == -1))
 		failed = 1;
-	failed |= op_argstr(op, "5");
+	failed |= op_argstr(op, "6");
 	failed |= op_argstr(op, lock);
 	failed |= op_argstr(op, backoff);
 	failed |= op_argstr(op, fails);
 	failed |= op_argstr(op, lasterr);
 	failed |= op_argstr(op, hfm);
+	failed |= op_argstr(op, gone);
 	failed |= op_argstr(op, token);
 	failed |= op_argstr(op, channel);
 	failed |= op_argstr(op, key);
@@ -174,6 +186,7 @@ release_setup(struct cache_op *op, const char *key, const char *token,
 	failed |= err != NULL ? op_arg(op, evbuffer_pullup(err, -1),
 	    evbuffer_get_length(err)) : op_argstr(op, "");
 	failed |= op_argstr(op, hfm_ms);
+	failed |= op_argstr(op, gone_ms);
 	if (err != NULL)
 		evbuffer_free(err);
 	return failed ? -1 : 0;
@@ -203,10 +216,12 @@ on_acquire_step(struct cache_op *op, const redisReply *reply)
 
 struct cache_op *
 lock_acquire(struct cache *c, const char *key, const char *token,
-    int64_t px_ms, const char *seen_gen, lock_cb *cb, void *arg)
+    int64_t px_ms, const char *seen_gen, const char *waited, lock_cb *cb,
+    void *arg)
 {
 	char entry[REDIS_KEY_MAX], lock[REDIS_KEY_MAX], backoff[REDIS_KEY_MAX];
 	char lasterr[REDIS_KEY_MAX], hfm[REDIS_KEY_MAX], px[24];
+	char gone[REDIS_KEY_MAX];
 	struct cache_op *op;
 	int failed = 0;
 
@@ -223,16 +238,19 @@ lock_acquire(struct cache *c, const char *key, const char *token,
 	op_key_name(backoff, sizeof(backoff), c, key, "backoff");
 	op_key_name(lasterr, sizeof(lasterr), c, key, "lasterr");
 	op_key_name(hfm, sizeof(hfm), c, key, "hfm");
+	op_key_name(gone, sizeof(gone), c, key, FAILED_SUFFIX);
 	snprintf(px, sizeof(px), "%" PRId64, px_ms);
-	failed |= op_argstr(op, "5");
+	failed |= op_argstr(op, "6");
 	failed |= op_argstr(op, entry);
 	failed |= op_argstr(op, lock);
 	failed |= op_argstr(op, backoff);
 	failed |= op_argstr(op, lasterr);
 	failed |= op_argstr(op, hfm);
+	failed |= op_argstr(op, gone);
 	failed |= op_argstr(op, token);
 	failed |= op_argstr(op, px);
 	failed |= op_argstr(op, seen_gen);
+	failed |= op_argstr(op, waited);
 	return op_start(op, failed);
 }
 

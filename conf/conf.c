@@ -214,8 +214,10 @@ static const struct key keys[] = {
 	  "then served stale while one request refreshes it" },
 	{ "lock_ttl", SECT_ROUTE, T_DURATION, "5s", 100, 1 * MS_HOUR,
 	  IN_ROUTE(lock_ttl_ms), "expiry (PX) of the refresh lock" },
-	{ "lock_wait", SECT_ROUTE, T_DURATION, "3s", 0, 1 * MS_HOUR,
-	  IN_ROUTE(lock_wait_ms), "a miss waits this long for another fetch" },
+	{ "lock_wait", SECT_ROUTE, T_DURATION, "0", 0, 1 * MS_HOUR,
+	  IN_ROUTE(lock_wait_ms),
+	  "a miss waits for another fetch, then stale or 504 (0: as long "
+	  "as it may take)" },
 	{ "lock_poll", SECT_ROUTE, T_DURATION, "500ms", 10, 60 * MS_SECOND,
 	  IN_ROUTE(lock_poll_ms), "re-check interval while waiting" },
 	{ "cache_authorized", SECT_ROUTE, T_BOOL, "off", 0, 1,

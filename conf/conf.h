@@ -61,7 +61,7 @@ struct conf_route {
 	int64_t	 ttl_ms;		/* fresh for this long after the fetch */
 	int64_t	 swr_ms;		/* stale_while_revalidate */
 	int64_t	 lock_ttl_ms;		/* PX of the refresh lock */
-	int64_t	 lock_wait_ms;		/* cold-miss wait budget */
+	int64_t	 lock_wait_ms;		/* cold-miss wait budget (0: automatic) */
 	int64_t	 lock_poll_ms;		/* fallback re-check while waiting */
 	int	 cache_authorized;	/* cache requests with Authorization/Cookie */
 	int64_t	 stale_if_error_ms;	/* serve stale this long on upstream errors */

@@ -25,6 +25,7 @@
 
 #include "upstream/upstream.h"
 
+struct conf;
 struct proxy;
 struct budget;
 struct budget_ticket;
@@ -130,5 +131,9 @@ struct origin_fetch *origin_fetch(struct proxy *px, const struct origin_args *oa
 void	origin_resume(struct origin_fetch *f);
 /* Stops it, sent or waiting; cb will not run. Sets *fp to NULL. */
 void	origin_cancel(struct origin_fetch **fp);
+/* The longest a fetch may take from its ask to its end: the upstream
+ * timeout, after queue_timeout with a budget (a lock's waiters wait that
+ * long for its holder). */
+int64_t	origin_fetch_max_ms(const struct conf *c);
 
 #endif

@@ -4,10 +4,12 @@
  * the first waiter leads (its fetch is the one that runs).
  *
  *	LOOKUP -> DONE (fresh, or stale: served at once, refresh started)
- *	       -> LOCK -> DONE (we fetched, or someone else filled the key)
+ *	       -> LOCK -> DONE (we fetched, someone else filled the key, or
+ *	                        the fetch we waited for failed: its error)
  *	               -> WAIT -> LOCK ... (woken by a "filled" notification,
  *	                                    or by a bounded fallback poll)
- *	                       -> DIRECT -> DONE (lock_wait ran out)
+ *	                       -> DONE (lock_wait ran out: stale or 504,
+ *	                                never a fetch of its own)
  *	               -> PEER -> DONE (a sibling worker fetches the key: its
  *	                                response streamed to our waiters)
  *	                       -> WAIT ... (it had no stream for us)
@@ -19,7 +21,8 @@
  * into the flight and re-enter flight_run(): the step decides. It asks
  * proxy_refresh.c, proxy_stream.c (a long shareable response streams to
  * the waiters), proxy_waitlist.c (which hands them their answers),
- * proxy_peer.c, the near caches and cache/.
+ * proxy_hold.c (how long they wait), proxy_peer.c, the near caches and
+ * cache/.
  */
 
 #include <assert.h>
@@ -42,6 +45,7 @@
 #include "proxy/proxy_flight.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_hdr.h"
+#include "proxy/proxy_hold.h"
 #include "proxy/proxy_near.h"
 #include "proxy/proxy_peer.h"
 #include "proxy/proxy_refresh.h"
@@ -87,13 +91,12 @@ struct flight {
 	struct cache_op		*op;
 	struct refresh		*refresh;
 	struct event		*poll_ev;
-	struct event		*deadline_ev;
+	struct hold		 hold;		/* its waiters' lock_wait budget */
 	char			 seen_gen[ENTRY_GEN_LEN + 1];
 	struct cache_entry	*prev;		/* the unusable entry it saw: for
 						 * validators, and stale-if-error */
 	int			 authorized;	/* the lead sends credentials */
 	int			 early_due;	/* a request's XFetch roll said so */
-	int			 waited;	/* its lock_wait budget runs */
 
 	/* What callbacks left for the step they re-enter. */
 	int			 looked;	/* LOOKUP: the lookup answered */
@@ -105,7 +108,6 @@ struct flight {
 	int			 peer_ok;
 	int			 fill_pending;	/* a fill came (or a poll) */
 	struct cache_entry	*fill;		/* ... with this entry */
-	int			 timed_out;	/* lock_wait ran out */
 	int			 degraded;	/* Redis failed */
 
 	struct verdict		 v;		/* the answer, set before DONE */
@@ -133,12 +135,12 @@ flight_refresh(struct flight *fl, enum refresh_mode mode, const char *seen_gen,
 		.authorized = fl->authorized,
 		.headers = &fl->headers,
 		.seen_gen = seen_gen,
+		.waited = own ? fl->hold.holder : "",
 		.base = base,
 		.stream = own ? on_flight_stream : NULL,
 		.waiters = own ? &fl->waiters : NULL,	/* rank its origin slot */
 		/* Redis cannot lock it: once per instance (proxy_peer.h). */
-		.claim = own && mode == RF_DIRECT && fl->degraded &&
-		    !fl->timed_out,
+		.claim = own && mode == RF_DIRECT && fl->degraded,
 	};
 
 	return refresh_start(fl->px, &a, own ? on_flight_report : NULL,
@@ -198,16 +200,6 @@ refresh_early(const struct flight *fl, const struct cache_entry *e)
 		return 0;
 	/* A request drew already, when its near-cache hit was due. */
 	return fl->early_due || refresh_early_due(&fl->rt, e);
-}
-
-/* Starts the lock_wait budget, once per flight. */
-static void
-flight_start_wait(struct flight *fl)
-{
-	if (!fl->waited) {
-		fl->waited = 1;
-		timer_arm(fl->deadline_ev, fl->rt.lock_wait_ms);
-	}
 }
 
 /* ---- streaming: the body to every waiting client as it arrives ------ */
@@ -342,20 +334,21 @@ flight_lookup(struct flight *fl)
 }
 
 /*
- * The upstream failed (e, if not NULL, is its 5xx answer). A stale entry
- * that stale_if_error covers is served instead. Otherwise the waiter
- * whose fetch failed gets the failure, and one of the others, if any and
- * within lock_wait, takes the lock over: they are not all thrown at the
- * upstream at once (and while the key backs off, none is).
+ * The upstream failed (e, if not NULL, is its 5xx answer), for our fetch
+ * or for the one we waited for (RFR_FAILED). A stale entry that
+ * stale_if_error covers is served instead. Otherwise every waiter gets the
+ * failure: none fetches again (the key's backoff decides when the next
+ * request may).
  */
 static enum flight_step
 flight_failed(struct flight *fl, const struct refresh_report *rep,
     struct cache_entry *e)
 {
+	enum outcome rest = e != NULL ? OUT_COLLAPSED : OUT_UPSTREAM_ERROR;
 	enum outcome o = e != NULL ? OUT_FETCHED : OUT_UPSTREAM_ERROR;
-	int retry = rep->mode == RF_LOCKED && !fl->timed_out;
 
 	fl->v.uerr = rep->uerr;
+	fl->v.not_forwarded = rep->result == RFR_FAILED;
 	snprintf(fl->v.failure, sizeof(fl->v.failure), "%s", rep->failure);
 	if (stale_if_error(fl)) {
 		entry_unref(&e);
@@ -363,21 +356,26 @@ flight_failed(struct flight *fl, const struct refresh_report *rep,
 		    entry_ref(fl->prev));
 		return FL_DONE;
 	}
-	if (fl->lead_streamed) {
-		/* Its lead's reply was cut (and its connection closed): the
-		 * others, if any, try again within lock_wait. */
-		fl->lead_streamed = 0;
-		if (retry && !TAILQ_EMPTY(&fl->waiters)) {
-			entry_unref(&e);
-			flight_start_wait(fl);
-			return FL_LOCK;
-		}
-	} else if (retry && waitlist_crowded(&fl->waiters)) {
-		waitlist_answer_first(&fl->waiters, &fl->v, o, e);
-		flight_start_wait(fl);
-		return FL_LOCK;
-	}
-	verdict_set(&fl->v, o, o, e);
+	verdict_set(&fl->v, fl->v.not_forwarded ? rest : o, rest, e);
+	return FL_DONE;
+}
+
+/*
+ * lock_wait ran out while another process still fetches: the waiters get
+ * the entry stale_if_error still serves, or 504. None fetches; the
+ * holder's store answers the next request.
+ */
+static enum flight_step
+flight_give_up(struct flight *fl)
+{
+	evtimer_del(fl->poll_ev);
+	STAT_INC(fl->px->stats, fl->route, lock_wait_timeouts);
+	fl->v.not_forwarded = 1;
+	if (stale_if_error(fl))
+		verdict_set(&fl->v, OUT_STALE_ERROR, OUT_STALE_ERROR,
+		    entry_ref(fl->prev));
+	else
+		verdict_set(&fl->v, OUT_WAIT_TIMEOUT, OUT_WAIT_TIMEOUT, NULL);
 	return FL_DONE;
 }
 
@@ -419,14 +417,11 @@ reported_fetched(struct flight *fl, struct refresh_report *rep)
 		fl->lead_streamed = 0;
 		return direct ? FL_DIRECT : FL_LOCK;
 	}
-	if (direct && fl->timed_out)
-		lead = OUT_WAIT_TIMEOUT;
-	else if (direct && fl->degraded)
+	if (direct && fl->degraded)
 		lead = OUT_DEGRADED;
 	else
 		lead = rep->stored ? OUT_STORED : OUT_FETCHED;
-	verdict_set(&fl->v, lead, direct && fl->timed_out ?
-	    OUT_WAIT_TIMEOUT : OUT_COLLAPSED, entry_ref(rep->entry));
+	verdict_set(&fl->v, lead, OUT_COLLAPSED, entry_ref(rep->entry));
 	fl->v.shareable = rep->shareable;
 	if (rep->vary[0] != '\0' && strchr(fl->key, '\n') == NULL) {
 		/* Only waiters of the lead's variant share it. */
@@ -441,10 +436,10 @@ reported_fetched(struct flight *fl, struct refresh_report *rep)
 static enum flight_step
 after_busy(struct flight *fl)
 {
-	if (fl->timed_out)
-		return FL_DIRECT;
 	if (fl->fill_pending)
 		return FL_LOCK;
+	if (fl->hold.expired)
+		return flight_give_up(fl);
 	return FL_WAIT;
 }
 
@@ -468,7 +463,9 @@ flight_reported(struct flight *fl)
 	}
 	switch (rep->result) {
 	case RFR_BUSY:
-		if (!fl->timed_out && !fl->fill_pending &&
+		hold_busy(&fl->hold, &fl->rt, origin_fetch_max_ms(fl->px->conf),
+		    rep->holder);
+		if (!fl->hold.expired && !fl->fill_pending &&
 		    (fl->peer_slot = peer_find(fl->px, fl->key)) >= 0)
 			return FL_PEER;		/* a sibling fetches it */
 		return after_busy(fl);
@@ -496,6 +493,9 @@ flight_reported(struct flight *fl)
 	case RFR_REDIS_ERROR:
 		fl->degraded = 1;
 		return FL_DIRECT;
+	case RFR_FAILED:	/* the fetch we waited for */
+		return flight_failed(fl, rep, rep->entry != NULL ?
+		    entry_ref(rep->entry) : NULL);
 	case RFR_UPSTREAM_ERROR:
 	case RFR_NONE:
 	case RFR_STOPPING:	/* answered above */
@@ -526,10 +526,6 @@ flight_fetch(struct flight *fl, enum refresh_mode mode)
 	if (locked) {
 		fl->fill_pending = 0;
 		entry_unref(&fl->fill);
-	} else {
-		evtimer_del(fl->deadline_ev);
-		if (fl->timed_out)
-			STAT_INC(fl->px->stats, fl->route, lock_wait_timeouts);
 	}
 	fl->refresh = flight_refresh(fl, mode, locked ? fl->seen_gen : "",
 	    locked ? fl->prev : NULL, 1);
@@ -546,12 +542,9 @@ flight_wait(struct flight *fl)
 {
 	struct cache_entry *e;
 
-	if (fl->timed_out) {
-		evtimer_del(fl->poll_ev);
-		return FL_DIRECT;
-	}
 	if (!fl->fill_pending) {
-		flight_start_wait(fl);
+		if (fl->hold.expired)
+			return flight_give_up(fl);
 		if (!evtimer_pending(fl->poll_ev, NULL))
 			timer_arm(fl->poll_ev, fl->rt.lock_poll_ms);
 		return FL_PARK;
@@ -580,7 +573,6 @@ flight_peer(struct flight *fl)
 		return FL_PARK;
 	if (!fl->peer_ended) {
 		/* Still subscribed: a fill meanwhile is noted. */
-		flight_start_wait(fl);
 		fl->peer = peer_fetch(fl->px, fl->peer_slot, fl->key, fl->uri,
 		    on_flight_stream, on_flight_peer, fl);
 		return fl->peer != NULL ? FL_PARK : FL_WAIT;
@@ -617,7 +609,7 @@ flight_done(struct flight *fl)
 	entry_unref(&fl->fill);
 	evhttp_clear_headers(&fl->headers);
 	event_free(fl->poll_ev);
-	event_free(fl->deadline_ev);
+	hold_free(&fl->hold);
 	free(fl->uri);
 	fl->magic = 0;
 	free(fl);
@@ -717,13 +709,20 @@ on_flight_poll(evutil_socket_t fd, short what, void *arg)
 	flight_run(fl);
 }
 
+/* lock_wait ran out (fl->hold.expired): a sibling asked for a stream
+ * that has not begun is asked no more. */
 static void
-on_flight_deadline(evutil_socket_t fd, short what, void *arg)
+on_flight_held_too_long(void *arg)
 {
 	struct flight *fl = arg;
 
 	assert(fl->magic == FLIGHT_MAGIC);
-	fl->timed_out = 1;
+	if (fl->step == FL_PEER && fl->peer != NULL &&
+	    fl->stream_state == STREAM_NONE) {
+		upstream_cancel(&fl->peer);
+		fl->peer_ended = 1;
+		fl->peer_ok = 0;
+	}
 	flight_run(fl);
 }
 
@@ -791,13 +790,12 @@ flight_new(struct proxy *px, const char *key, const char *uri, int route,
 	snprintf(fl->key, sizeof(fl->key), "%s", key);
 	fl->uri = strdup(uri);
 	fl->poll_ev = evtimer_new(px->base, on_flight_poll, fl);
-	fl->deadline_ev = evtimer_new(px->base, on_flight_deadline, fl);
-	if (fl->uri == NULL || fl->poll_ev == NULL || fl->deadline_ev == NULL ||
+	if (hold_init(&fl->hold, px->base, on_flight_held_too_long, fl) == -1 ||
+	    fl->uri == NULL || fl->poll_ev == NULL ||
 	    dict_set(px->flights, fl->key, fl) == -1) {
 		if (fl->poll_ev != NULL)
 			event_free(fl->poll_ev);
-		if (fl->deadline_ev != NULL)
-			event_free(fl->deadline_ev);
+		hold_free(&fl->hold);
 		free(fl->uri);
 		free(fl);
 		return NULL;

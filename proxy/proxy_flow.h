@@ -60,7 +60,7 @@ enum outcome {
 	OUT_STORED,		/* fetched for this request and stored */
 	OUT_FETCHED,		/* fetched for this request, not stored */
 	OUT_COLLAPSED,		/* answered by another request's fetch */
-	OUT_WAIT_TIMEOUT,	/* waited lock_wait, then fetched directly */
+	OUT_WAIT_TIMEOUT,	/* waited lock_wait: 504, nothing fetched */
 	OUT_DEGRADED,		/* Redis unavailable: fetched directly */
 	OUT_BYPASS,		/* not cacheable: passed through */
 	OUT_METHOD,		/* not GET or HEAD: passed through */

@@ -88,8 +88,11 @@ static const struct counter_row counter_rows[] = {
 	  "(their response was not stored).", NULL, NULL, FIELD(lock_lost),
 	  NO_FIELD },
 	{ "corral_lock_wait_timeouts_total", "Waits for another fetch that "
-	  "reached lock_wait.", NULL, NULL, FIELD(lock_wait_timeouts),
-	  NO_FIELD },
+	  "reached lock_wait (answered stale or 504, never fetched).", NULL,
+	  NULL, FIELD(lock_wait_timeouts), NO_FIELD },
+	{ "corral_lock_takeovers_total", "Locks taken over from a holder that "
+	  "ended without an entry or a failure (it died, mostly).", NULL, NULL,
+	  FIELD(lock_takeovers), NO_FIELD },
 	{ "corral_backoff_skips_total", "Fetches skipped while a key's "
 	  "refreshes back off after upstream failures.", NULL, NULL,
 	  FIELD(backoff_skips), NO_FIELD },

@@ -194,3 +194,10 @@ origin_cancel(struct origin_fetch **fp)
 	*fp = NULL;
 	origin_free(f);
 }
+
+int64_t
+origin_fetch_max_ms(const struct conf *c)
+{
+	return c->upstream_timeout_ms + (c->max_requests > 0 ?
+	    c->queue_timeout_ms : 0);
+}

@@ -12,14 +12,15 @@
  *	     -> DONE
  *
  * LOCK runs one script: the lock (SET NX PX with a random token), or the
- * entry if it changed from the generation the flight saw, or the backoff
- * of a failing key. DIRECT refreshes (Redis unavailable, lock_wait ran
- * out) skip STORE and RELEASE, and LOCK unless Redis could not lock the
- * key: then LOCK takes the instance's claim instead (proxy_peer.h). Its
- * holder fetches, puts what it would have stored in the near caches and
- * lets the claim go as it ends; a sibling's refresh meanwhile polls for
- * that entry (answered RFR_CHANGED), fetching itself if the claim goes
- * with no entry left for it, or after lock_wait.
+ * entry if it changed from the generation the flight saw, or the failure
+ * of the holder the flight waited for, or the backoff of a failing key.
+ * DIRECT refreshes (Redis unavailable) skip STORE and RELEASE, and LOCK
+ * unless Redis could not lock the key: then LOCK takes the instance's
+ * claim instead (proxy_peer.h). Its holder fetches, puts what it would
+ * have stored in the near caches and lets the claim go as it ends; a
+ * sibling's refresh meanwhile polls for that entry (answered
+ * RFR_CHANGED), fetching itself if the claim goes with no entry left for
+ * it, or after the route's wait for a holder (proxy_hold.h).
  */
 
 #include <assert.h>
@@ -41,6 +42,7 @@
 #include "proxy/proxy.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_hdr.h"
+#include "proxy/proxy_hold.h"
 #include "proxy/proxy_near.h"
 #include "proxy/proxy_peer.h"
 #include "proxy/proxy_refresh.h"
@@ -54,6 +56,7 @@
 #define BACKOFF_BASE_MS		1000	/* first pause after a failed refresh */
 #define KEEP_VALIDATORS_MS	60000	/* entries with validators: kept at least */
 #define SIBLING_POLL_MS		20	/* a sibling's claim: let go yet? */
+#define FAILED_KEEP_POLLS	4	/* a failure waits for its waiters' re-check */
 
 enum refresh_step {
 	RF_LOCK,
@@ -74,6 +77,7 @@ struct refresh {
 	struct evkeyvalq	 headers;
 	char			 token[UTIL_TOKEN_HEX + 1];
 	char			 seen_gen[ENTRY_GEN_LEN + 1];
+	char			 waited[UTIL_TOKEN_HEX + 1];	/* its holder */
 	struct cache_entry	*base;		/* revalidated by a 304, or NULL */
 	int			 authorized;
 	struct cache_op		*op;
@@ -86,7 +90,7 @@ struct refresh {
 	int			 claim;		/* DIRECT: under the instance's claim */
 	int			 claimed;	/* ... and it holds the claim */
 	struct event		*sibling_ev;	/* polls a sibling's claim */
-	int64_t			 sibling_until_us;	/* ... for lock_wait */
+	int64_t			 sibling_until_us;	/* ... as for a holder */
 	int			 lost;		/* our token was replaced */
 	int64_t			 fetch_start_us;
 	int64_t			 sie_ms;	/* stale-if-error of the entry */
@@ -187,8 +191,31 @@ on_renew_tick(evutil_socket_t fd, short what, void *arg)
 	timer_arm(rf->renew_ev, rt->lock_ttl_ms / RENEW_DIVISOR);
 }
 
+/* What a failure names: a result ("timeout", ...), or UPSTREAM_OK for an
+ * upstream status ("503"). */
+static enum upstream_result
+result_named(const char *failure)
+{
+	enum upstream_result r;
+
+	for (r = UPSTREAM_ERR_CONNECT; r <= UPSTREAM_ERR_PROTOCOL; r++)
+		if (strcmp(upstream_result_name(r), failure) == 0)
+			return r;
+	return UPSTREAM_OK;
+}
+
+/* The lock of a holder we waited for is ours: it let the lock go without
+ * an entry or a failure for its waiters (it died, mostly). */
 static void
-on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *backoff,
+took_over(struct refresh *rf)
+{
+	STAT_INC(rf->px->stats, rf->route, lock_takeovers);
+	log_info("%s: took the lock over from a holder that ended without an "
+	    "entry", rf->key);
+}
+
+static void
+on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *text,
     void *arg)
 {
 	struct refresh *rf = arg;
@@ -198,11 +225,21 @@ on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *backoff,
 	switch (r) {
 	case LOCK_ACQUIRED:
 		STAT_INC(rf->px->stats, rf->route, locks_acquired);
+		if (rf->waited[0] != '\0')
+			took_over(rf);
 		rf->step = RF_FETCH;
 		break;
 	case LOCK_BUSY:
 		STAT_INC(rf->px->stats, rf->route, lock_busy);
+		snprintf(rf->rep.holder, sizeof(rf->rep.holder), "%s", text);
 		rf->rep.result = RFR_BUSY;
+		rf->step = RF_DONE;
+		break;
+	case LOCK_FAILED:
+		snprintf(rf->rep.failure, sizeof(rf->rep.failure), "%s", text);
+		rf->rep.entry = e;	/* its error response, or NULL */
+		rf->rep.uerr = result_named(text);
+		rf->rep.result = RFR_FAILED;
 		rf->step = RF_DONE;
 		break;
 	case LOCK_CHANGED:
@@ -212,7 +249,7 @@ on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *backoff,
 		break;
 	case LOCK_BACKOFF:
 		STAT_INC(rf->px->stats, rf->route, backoff_skips);
-		snprintf(rf->rep.failure, sizeof(rf->rep.failure), "%s", backoff);
+		snprintf(rf->rep.failure, sizeof(rf->rep.failure), "%s", text);
 		rf->rep.entry = e;	/* the upstream's last error, or NULL */
 		rf->rep.result = RFR_BACKOFF;
 		rf->step = RF_DONE;
@@ -552,6 +589,8 @@ refresh_release(struct refresh *rf)
 		.backoff_after = rt->error_backoff_after,
 		.hit_for_miss_ms = !failed && rep->result == RFR_FETCHED &&
 		    !rep->shareable ? rt->hit_for_miss_ms : 0,
+		.failed_ms = MAX(rt->lock_ttl_ms,
+		    FAILED_KEEP_POLLS * rt->lock_poll_ms),
 	};
 
 	return lock_release(rf->px->cache, rf->key, rf->token, &ra,
@@ -597,9 +636,10 @@ refresh_claim(struct refresh *rf)
 		break;
 	}
 	if (rf->sibling_until_us == 0)
-		rf->sibling_until_us = now + rf->rt.lock_wait_ms * 1000;
+		rf->sibling_until_us = now + hold_budget_ms(&rf->rt,
+		    origin_fetch_max_ms(rf->px->conf)) * 1000;
 	else if (now >= rf->sibling_until_us)
-		return 0;	/* waited lock_wait: fetch alone */
+		return 0;	/* waited as for a holder: fetch alone */
 	rf->step = RF_LOCK;
 	timer_arm(rf->sibling_ev, SIBLING_POLL_MS);
 	return -1;
@@ -635,7 +675,8 @@ refresh_run(struct refresh *rf)
 			if (rf->stream != NULL && rf->cb != NULL)
 				rf->peer_entry = peer_publish(px, rf->key);
 			rf->op = lock_acquire(px->cache, rf->key, rf->token,
-			    rt->lock_ttl_ms, rf->seen_gen, on_refresh_lock, rf);
+			    rt->lock_ttl_ms, rf->seen_gen, rf->waited,
+			    on_refresh_lock, rf);
 			if (rf->op == NULL) {
 				rf->rep.result = RFR_REDIS_ERROR;
 				rf->step = RF_DONE;
@@ -722,6 +763,8 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	TAILQ_INIT(&rf->headers);
 	snprintf(rf->key, sizeof(rf->key), "%s", a->key);
 	snprintf(rf->seen_gen, sizeof(rf->seen_gen), "%s", a->seen_gen);
+	snprintf(rf->waited, sizeof(rf->waited), "%s",
+	    a->waited != NULL ? a->waited : "");
 	urllen = strlen(px->conf->upstream_url) + strlen(a->uri) + 1;
 	if ((rf->url = malloc(urllen)) == NULL)
 		goto fail;

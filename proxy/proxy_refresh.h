@@ -36,6 +36,8 @@ enum refresh_result {
 	RFR_REDIS_ERROR,
 	RFR_STOPPING,		/* the process is stopping: no fetch started */
 	RFR_PASS,		/* the key is uncacheable (hit-for-miss) */
+	RFR_FAILED,		/* the fetch waited for failed: failure holds its
+				 * failure, entry its error response or NULL */
 	RFR_ORIGIN_BUSY,	/* no origin slot within queue_timeout: not
 				 * sent (failure says "origin-busy") */
 };
@@ -55,6 +57,7 @@ struct refresh_args {
 	int			 authorized;
 	const struct evkeyvalq	*headers;	/* sent upstream */
 	const char		*seen_gen;	/* the generation it saw */
+	const char		*waited;	/* the holder it waited for, or "" */
 	struct cache_entry	*base;		/* to revalidate, or NULL */
 	refresh_stream_cb	*stream;	/* NULL: the body comes whole */
 	int			 claim;		/* RF_DIRECT: under the instance's
@@ -81,6 +84,8 @@ struct refresh_report {
 	char			 vary[VARY_SPEC_MAX];	/* the response's Vary */
 	int			 partial;	/* streamed past max_entry_bytes:
 						 * entry's body is not whole */
+	char			 holder[UTIL_TOKEN_HEX + 1];	/* RFR_BUSY: the
+						 * lock's holder, or "" */
 };
 
 typedef void refresh_done_cb(struct refresh_report *rep, void *arg);

@@ -45,7 +45,8 @@
 	X(lock_lost,		"fetches whose lock token was replaced")	\
 	X(waiters,		"requests that waited for another's fetch")	\
 	X(lock_wait_ms,		"total ms those requests waited")	\
-	X(lock_wait_timeouts,	"waits that reached lock_wait")	\
+	X(lock_wait_timeouts,	"waits that reached lock_wait: answered without a fetch")	\
+	X(lock_takeovers,	"locks taken over from a holder that ended without an entry")	\
 	X(peer_streams,		"responses streamed from a sibling worker's fetch")	\
 	X(peer_fallbacks,	"asks of a sibling worker that got no stream")	\
 	X(sibling_fills,	"answers from a sibling's fetch while Redis could not lock the key")	\

@@ -63,8 +63,7 @@ status_value(const struct answer *a, int fwd_status, char *out, size_t outlen)
 		    "corral; fwd=miss; fwd-status=%d; collapsed", fwd_status);
 		break;
 	case OUT_WAIT_TIMEOUT:
-		snprintf(out, outlen, "corral; fwd=miss; fwd-status=%d; "
-		    "detail=lock-wait-timeout", fwd_status);
+		snprintf(out, outlen, "corral; detail=lock-wait-timeout");
 		break;
 	case OUT_DEGRADED:
 		snprintf(out, outlen, "corral; fwd=miss; fwd-status=%d; "
@@ -128,6 +127,8 @@ status_error_code(const struct answer *a)
 			return HTTP_SERVUNAVAIL;
 		return a->uerr == UPSTREAM_ERR_TIMEOUT ?
 		    HTTP_GATEWAY_TIMEOUT : HTTP_BAD_GATEWAY;
+	case OUT_WAIT_TIMEOUT:
+		return HTTP_GATEWAY_TIMEOUT;
 	case OUT_BACKOFF:
 		if (origin_busy(a))
 			return HTTP_SERVUNAVAIL;
@@ -162,6 +163,8 @@ status_error_text(const struct answer *a, int code)
 			return "upstream failing; retrying after a backoff";
 		return code == HTTP_GATEWAY_TIMEOUT ? "upstream timed out" :
 		    "upstream unavailable";
+	case OUT_WAIT_TIMEOUT:
+		return "timed out waiting for another request's fetch";
 	default:
 		return "service unavailable";
 	}
@@ -199,7 +202,7 @@ status_count(struct stats *st, int r, const struct answer *a, int64_t waited_us)
 		if (a->outcome == OUT_COLLAPSED)
 			STAT_INC(st, r, collapsed);
 		else
-			STAT_INC(st, r, misses);
+			STAT_INC(st, r, errors);
 		STAT_INC(st, r, waiters);
 		STAT_ADD(st, r, lock_wait_ms, waited_ms);
 		STAT_OBSERVE(st, r, lock_wait, waited_us / 1e6);
@@ -269,7 +272,6 @@ status_label(enum outcome o)
 		return "stale";
 	case OUT_STORED:
 	case OUT_FETCHED:
-	case OUT_WAIT_TIMEOUT:
 	case OUT_DEGRADED:
 		return "miss";
 	case OUT_COLLAPSED:
@@ -279,6 +281,7 @@ status_label(enum outcome o)
 		return "bypass";
 	case OUT_UPSTREAM_ERROR:
 	case OUT_BACKOFF:
+	case OUT_WAIT_TIMEOUT:
 	case OUT_REJECTED:
 	case OUT_UNAVAILABLE:
 	case OUT_NONE:

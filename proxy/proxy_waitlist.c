@@ -56,23 +56,6 @@ waitlist_count(const struct waiters *list)
 	return n;
 }
 
-int
-waitlist_crowded(const struct waiters *list)
-{
-	return !TAILQ_EMPTY(list) &&
-	    TAILQ_NEXT(TAILQ_FIRST(list), flight_link) != NULL;
-}
-
-void
-waitlist_answer_first(struct waiters *list, const struct verdict *v,
-    enum outcome o, struct cache_entry *e)
-{
-	struct waiter *w = TAILQ_FIRST(list);
-
-	TAILQ_REMOVE(list, w, flight_link);
-	hand(w, v, HAND_ANSWER, o, e, 1);
-}
-
 void
 waitlist_refuse_peers(struct waiters *list, const struct verdict *v)
 {

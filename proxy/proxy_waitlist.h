@@ -36,13 +36,8 @@ struct verdict {
 /* The answer every waiter gets: e (the verdict takes the reference). */
 void	verdict_set(struct verdict *v, enum outcome lead, enum outcome rest,
 	    struct cache_entry *e);
-/* Does more than one waiter wait? */
-int	waitlist_crowded(const struct waiters *list);
 /* How many wait. */
 int	waitlist_count(const struct waiters *list);
-/* The first waiter leaves list with outcome o and entry e (it takes e). */
-void	waitlist_answer_first(struct waiters *list, const struct verdict *v,
-	    enum outcome o, struct cache_entry *e);
 /* The siblings' waiters leave list with no answer (a 204 for them). */
 void	waitlist_refuse_peers(struct waiters *list, const struct verdict *v);
 /* A streamed body was too long to keep: the waiters that came once it

@@ -30,7 +30,7 @@ COUNTERS = ("requests", "hits", "stale_hits", "misses", "collapsed", "bypass",
 # key_host: the scenarios key on HOST, as most were written to (test_keys.py
 # covers the default, keyed on the upstream).
 DEFAULT_ROUTE = {"key_host": "on", "ttl": "10s", "stale_while_revalidate": "60s",
-                 "lock_ttl": "5s", "lock_wait": "3s", "lock_poll": "500ms"}
+                 "lock_ttl": "5s", "lock_poll": "500ms"}
 
 
 def corral_config(redis, origin, listen_port, admin_port, routes=None, extra=None):
@@ -38,7 +38,8 @@ def corral_config(redis, origin, listen_port, admin_port, routes=None, extra=Non
 
     redis: a RedisServer or "host:port"; origin: an Origin or a URL.
     routes: {prefix: {key: value}}, in order; defaults to {"/": DEFAULT_ROUTE}.
-      A route's keys are laid over DEFAULT_ROUTE.
+      A route's keys are laid over DEFAULT_ROUTE; a key whose value is None
+      is left out (corral's own default applies).
     extra: {"server"|"redis"|"upstream": {key: value}} laid over the defaults
       of those sections, or a str appended verbatim."""
     redis_addr = redis if isinstance(redis, str) else redis.address
@@ -67,7 +68,8 @@ def corral_config(redis, origin, listen_port, admin_port, routes=None, extra=Non
         lines.append("")
     for prefix, values in (routes or {"/": {}}).items():
         lines.append(f"[route {prefix}]")
-        lines += [f"{k} = {v}" for k, v in dict(DEFAULT_ROUTE, **values).items()]
+        lines += [f"{k} = {v}" for k, v in dict(DEFAULT_ROUTE, **values).items()
+                  if v is not None]
         lines.append("")
     text = "\n".join(lines)
     if isinstance(extra, str):

@@ -1,6 +1,7 @@
 """Stampede protection across a fleet: one fetch per key, waiters woken by
 Redis pub/sub, stale entries served while one refresh runs, and the refresh
-lock's token fencing (renewal, lost locks, give-up after lock_wait).
+lock's token fencing (renewal, lost locks). Waiting past lock_wait, a
+holder that dies and a fetch that fails: test_holder.py.
 
 Every instance of a fleet shares one Redis and one origin; clients send the
 same Host header (harness.HOST) to all of them, so they share cache keys.
@@ -148,31 +149,3 @@ def replaced_lock_token_is_neither_deleted_nor_overwritten(env):
     c = corral.counters()
     expect_eq(c["lock_lost"], 1, "lock_lost")
     expect_eq(c["stores"], 0, "stores")
-
-
-@scenario
-def waiter_past_lock_wait_fetches_itself(env):
-    redis, origin = env.redis(), env.origin()
-    origin.script(PATH, hold=True, body="v{n}")
-    fleet = env.fleet(2, redis, origin, routes={"/": {
-        "lock_wait": "500ms", "lock_poll": "5s", "lock_ttl": "30s"}})
-
-    first = Background(fleet[0].get, PATH)
-    wait_for(lambda: origin.held(PATH) == 1, what="the first fetch to reach the origin")
-    second = Background(fleet[1].get, PATH)
-    wait_for(lambda: origin.held(PATH) == 2, timeout=5,
-             what="the waiter to give up after lock_wait (500 ms) and fetch itself")
-    origin.release(PATH)
-
-    a, b = first.result(), second.result()
-    expect_eq((a.status, a.text, a.cache_status.stored), (200, "v1", True), "the lock holder")
-    expect_eq((b.status, b.text), (200, "v2"), "the waiter's own fetch")
-    expect_eq((b.cache_status.fwd, b.cache_status.fwd_status, b.cache_status.detail),
-              ("miss", 200, "lock-wait-timeout"), f"waiter's Cache-Status ({b.cache_status.raw})")
-    expect_eq(origin.count(PATH), 2, "origin requests")
-    c = fleet_counters(fleet)
-    expect_eq(c["lock_wait_timeouts"], 1, "lock_wait_timeouts")
-    expect_eq(c["waiters"], 1, "waiters")
-    expect_eq(c["collapsed"], 0, "collapsed")
-    expect_eq(c["upstream_fetches"], 2, "upstream_fetches")
-    expect(c["lock_wait_ms"] >= 450, f"lock_wait_ms: expected about 500, got {c['lock_wait_ms']}")

@@ -144,7 +144,7 @@ t_example_conf_loads_with_its_values(void)
 	CHECK(r->ttl_ms == 10000);
 	CHECK(r->swr_ms == 60000);
 	CHECK(r->lock_ttl_ms == 5000);
-	CHECK(r->lock_wait_ms == 3000);
+	CHECK(r->lock_wait_ms == 0);
 	CHECK(r->lock_poll_ms == 500);
 	CHECK(r->cache_authorized == 0);
 	r = &cf.routes[1];
@@ -152,7 +152,7 @@ t_example_conf_loads_with_its_values(void)
 	CHECK(r->ttl_ms == 5 * 60000);
 	CHECK(r->swr_ms == 3600000);
 	CHECK(r->lock_ttl_ms == 5000);
-	CHECK(r->lock_wait_ms == 3000);
+	CHECK(r->lock_wait_ms == 0);
 	CHECK(r->lock_poll_ms == 500);
 	CHECK(r->cache_authorized == 0);
 	CHECK(conf_route_match(&cf, "/reports/q3.pdf") == &cf.routes[1]);
@@ -212,7 +212,7 @@ t_route_keys_take_builtin_defaults(void)
 	CHECK(r->ttl_ms == 10000);
 	CHECK(r->swr_ms == 60000);
 	CHECK(r->lock_ttl_ms == 5000);
-	CHECK(r->lock_wait_ms == 3000);
+	CHECK(r->lock_wait_ms == 0);
 	CHECK(r->lock_poll_ms == 500);
 	CHECK(r->cache_authorized == 0);
 	CHECK(cf.routes[0].line == 1);
