@@ -137,6 +137,10 @@ t_example_conf_loads_with_its_values(void)
 	CHECK(cf.upstream_timeout_ms == 10000);
 	CHECK(cf.max_entry_bytes == 8 * 1024 * 1024);
 	CHECK(cf.max_upstream_headers == 100);
+	CHECK(cf.max_requests == 0);
+	CHECK(cf.queue_timeout_ms == 5000);
+	CHECK(cf.slot_lease_ms == 5000);
+	CHECK(cf.local_share == 0);
 
 	CHECK(cf.nroutes == 2);
 	r = &cf.routes[0];
@@ -184,6 +188,10 @@ t_defaults_are_the_documented_ones(void)
 	CHECK(cf.upstream_timeout_ms == 10000);
 	CHECK(cf.max_entry_bytes == 8388608);
 	CHECK(cf.max_upstream_headers == 100);
+	CHECK(cf.max_requests == 0);
+	CHECK(cf.queue_timeout_ms == 5000);
+	CHECK(cf.slot_lease_ms == 5000);
+	CHECK(cf.local_share == 0);
 	CHECK(cf.nroutes == 0);
 }
 
@@ -513,6 +521,10 @@ static const struct bound {
 	{ "upstream", "timeout", "1ms", "1h", "0", "3600001ms" },
 	{ "upstream", "max_entry_bytes", "1k", "1g", "1023", "1073741825" },
 	{ "upstream", "max_upstream_headers", "1", "128", "0", "129" },
+	{ "upstream", "max_requests", "0", "1000000", "-1", "1000001" },
+	{ "upstream", "queue_timeout", "0", "1h", NULL, "3600001ms" },
+	{ "upstream", "slot_lease", "100ms", "10m", "99ms", "600001ms" },
+	{ "upstream", "local_share", "0", "1000000", "-1", "1000001" },
 	{ "route /", "ttl", "0", "8760h", NULL, "31536000001ms" },
 	{ "server", "workers", "0", "64", "-1", "65" },
 	{ "route /", "early_refresh_beta", "0.001", "100", "0", "100.001" },
@@ -906,7 +918,8 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 		"forward_targeted_cache_control", "key_host", "hosts",
 		"error_backoff_after", "hit_for_miss", "log_format", "stream_window",
 		"mode", "master_name", "l2_max_bytes", "canonical_host",
-		"admin_max_connections",
+		"admin_max_connections", "max_requests", "queue_timeout",
+		"slot_lease", "local_share",
 	};
 	char *out = NULL;
 	size_t len;
@@ -919,7 +932,7 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	errs = out;		/* freed with the next load */
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
-	CHECK(count_lines(out) == 1 + 50);	/* timeout is in two sections */
+	CHECK(count_lines(out) == 1 + 54);	/* timeout is in two sections */
 	CHECK(strstr(out, "1ms..1h") != NULL);
 	CHECK(strstr(out, "100ms..1h") != NULL);
 	CHECK(strstr(out, "0.001..100") != NULL);
