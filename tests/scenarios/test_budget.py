@@ -316,8 +316,11 @@ def redis_down_each_instance_keeps_to_its_local_share(env):
     for o in origins:
         o.script("*", delay_ms=200, body="v{n}")
         fleet.append(env.corral(redis, o, extra=budget(max_requests, server=TWO_WORKERS)))
-    wait_for(lambda: all(budget_stats(c)["instances"] == 2 for c in fleet), timeout=slow(15),
-             what="each instance to count two instances alive")
+    share = max_requests // 2
+    # The share /stats shows is its workers' largest: each has counted two.
+    wait_for(lambda: all(budget_stats(c)["instances"] == 2 and
+                         budget_stats(c)["local_share"] == share for c in fleet),
+             timeout=slow(15), what="every worker to count two instances alive")
 
     redis.kill()
     wait_for(lambda: not any(c.stats()["redis"]["up"] for c in fleet),
@@ -325,7 +328,6 @@ def redis_down_each_instance_keeps_to_its_local_share(env):
     results = flood(fleet, [f"/down/{i}" for i in range(keys)])
 
     expect_eq(sorted({r[0] for r in results}), [200], "statuses")
-    share = max_requests // 2
     for i, (c, o) in enumerate(zip(fleet, origins)):
         expect_eq(budget_stats(c)["local_share"], share, f"instance {i}'s local share")
         peak = o.stats()["max_active"]
