@@ -23,7 +23,7 @@ them from harness. Each module imports only those above it:
     http     Headers, CacheStatus, Response, http_request, raw_exchange
     redis    RedisServer, RedisProxy, expect_entry and the other entry helpers
     origin   Origin (runs tests/origin.py)
-    corral   corral_config, Corral, fleet_counters, children
+    corral   corral_config, Corral, fleet_counters, children, tcp_socket_owner
     clients  stampede, Background, paced
     env      Env, @scenario and SCENARIOS
     cluster  Redis Cluster and Sentinel (imported as harness.cluster)
@@ -32,7 +32,7 @@ them from harness. Each module imports only those above it:
 from .clients import Background, StampedeResult, paced, stampede
 from .corral import (COUNTERS, DEFAULT_ROUTE, VALGRIND_ERROR_EXIT, WRAPPER, Corral, children,
                      corral_config, fleet_counters, nofile_limit, server_addresses,
-                     split_hostport)
+                     split_hostport, tcp_socket_owner)
 from .env import DEFAULT_SCENARIO_TIMEOUT_S, SCENARIOS, Env, scenario
 from .http import (CacheStatus, Headers, RawReply, Response, get_request, http_request,
                    raw_exchange, send_and_leave)
@@ -58,6 +58,6 @@ __all__ = [
     "find_redis_server", "fleet_counters", "free_port", "get_request", "hfm_key",
     "http_request", "is_token", "lock_key", "nofile_limit", "origin_max_active", "paced",
     "raw_exchange", "read_text", "sanitizer_report", "scenario", "send_and_leave",
-    "server_addresses", "slow", "split_hostport", "stale_fleet", "stampede", "tail",
+    "server_addresses", "slow", "split_hostport", "tcp_socket_owner", "stale_fleet", "stampede", "tail",
     "wait_for", "wait_until_stale",
 ]

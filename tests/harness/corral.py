@@ -242,3 +242,32 @@ def children(pid):
         if int(fields[1]) == pid:
             kids.append(int(entry))
     return sorted(kids)
+
+
+def tcp_socket_owner(pids, local_port=None, remote_port=None, established=False):
+    """The pid among pids holding an IPv4 TCP socket whose local and remote
+    ports are those given (None: any; established: ESTABLISHED only), found
+    through /proc/net/tcp and each process's descriptors; None if none does."""
+    inodes = set()
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            if ((local_port is None or int(fields[1].split(":")[1], 16) == local_port) and
+                    (remote_port is None or int(fields[2].split(":")[1], 16) == remote_port) and
+                    (not established or fields[3] == "01") and fields[9] != "0"):
+                inodes.add(f"socket:[{fields[9]}]")
+    if not inodes:
+        return None
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                    return pid
+            except OSError:
+                continue
+    return None

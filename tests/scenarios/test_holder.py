@@ -13,7 +13,7 @@ import signal
 
 from harness import (Background, children, entry_key, expect, expect_eq, fleet_counters,
                      get_request, lock_key, raw_exchange, scenario, slow, stampede,
-                     wait_for, wait_until_stale)
+                     tcp_socket_owner, wait_for, wait_until_stale)
 
 PATH = "/reports/1"
 ORIGIN_MS = 5000		# a slow query: longer than lock_wait's old default (3 s)
@@ -29,27 +29,9 @@ def two_workers_each(fleet):
 
 
 def worker_fetching_from(corral, port):
-    """The pid of corral's worker with a TCP connection to 127.0.0.1:port
-    (the origin's), found through /proc; None if there is none."""
-    inodes = set()
-    with open("/proc/net/tcp") as f:
-        for line in f.read().splitlines()[1:]:
-            fields = line.split()
-            if int(fields[2].split(":")[1], 16) == port and fields[3] == "01":
-                inodes.add(fields[9])	# ESTABLISHED, to the origin
-    for pid in children(corral.proc.pid):
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                link = os.readlink(f"/proc/{pid}/fd/{fd}")
-            except OSError:
-                continue
-            if link.startswith("socket:[") and link[8:-1] in inodes:
-                return pid
-    return None
+    """The pid of corral's worker with a connection to 127.0.0.1:port (the
+    origin's); None if there is none."""
+    return tcp_socket_owner(children(corral.proc.pid), remote_port=port, established=True)
 
 
 def expect_all(results, status, body, what):

@@ -16,7 +16,7 @@ import socket
 import urllib.request
 
 from harness import (HOST, children, corral_config, entry_key, expect, expect_eq, free_port,
-                     scenario, stampede, wait_for)
+                     scenario, stampede, tcp_socket_owner, wait_for)
 
 PATH = "/users/1"
 TWO = {"server": {"workers": "2"}}
@@ -242,28 +242,7 @@ MOST_TRIES = 64		# connections opened at most to reach one worker
 def accepted_by(port, sock, pids):
     """The pid among pids that accepted sock (a connection to port), or None
     while none has: the kernel picks a worker's SO_REUSEPORT socket."""
-    inode = None
-    with open("/proc/net/tcp") as f:
-        next(f)
-        for line in f:
-            fields = line.split()
-            if (int(fields[1].split(":")[1], 16) == port and
-                    int(fields[2].split(":")[1], 16) == sock.getsockname()[1]):
-                inode = int(fields[9])
-    if not inode:
-        return None
-    for pid in pids:
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(f"/proc/{pid}/fd/{fd}") == f"socket:[{inode}]":
-                    return pid
-            except OSError:
-                continue
-    return None
+    return tcp_socket_owner(pids, local_port=port, remote_port=sock.getsockname()[1])
 
 
 def connection_to(host, port, pid, pids):
