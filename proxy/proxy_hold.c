@@ -37,16 +37,16 @@ hold_free(struct hold *h)
 }
 
 int64_t
-hold_budget_ms(const struct conf_route *rt, int64_t upstream_timeout_ms)
+hold_budget_ms(const struct conf_route *rt, int64_t fetch_max_ms)
 {
 	if (rt->lock_wait_ms > 0)
 		return rt->lock_wait_ms;
-	return upstream_timeout_ms + rt->lock_ttl_ms + rt->lock_poll_ms;
+	return fetch_max_ms + rt->lock_ttl_ms + rt->lock_poll_ms;
 }
 
 void
 hold_busy(struct hold *h, const struct conf_route *rt,
-    int64_t upstream_timeout_ms, const char *holder)
+    int64_t fetch_max_ms, const char *holder)
 {
 	int same = strcmp(h->holder, holder) == 0;
 	struct timeval tv;
@@ -55,6 +55,6 @@ hold_busy(struct hold *h, const struct conf_route *rt,
 	if (h->expired || (h->started && (same || rt->lock_wait_ms > 0)))
 		return;
 	h->started = 1;
-	tv = util_timeval(hold_budget_ms(rt, upstream_timeout_ms));
+	tv = util_timeval(hold_budget_ms(rt, fetch_max_ms));
 	evtimer_add(h->timer, &tv);
 }

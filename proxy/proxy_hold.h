@@ -6,9 +6,10 @@
  * While another process fetches the key (its lock held, and renewed), the
  * waiters wait for its store; past the route's lock_wait they are
  * answered without a fetch of their own (stale, or 504). lock_wait 0, the
- * default, waits as long as the holder's fetch may take: the upstream
- * timeout, plus lock_ttl for a dead holder's lock to expire and lock_poll
- * for one waiter to take it over, counted again from each new holder.
+ * default, waits as long as the holder's fetch may take (fetch_max_ms:
+ * the upstream timeout, and queue_timeout with an origin budget), plus
+ * lock_ttl for a dead holder's lock to expire and lock_poll for one
+ * waiter to take it over, counted again from each new holder.
  */
 
 #include <stdint.h>
@@ -37,9 +38,9 @@ void	hold_free(struct hold *h);
 /* The key's lock was found held by holder (its token; "" if unknown):
  * starts the budget, or (lock_wait 0) starts it again for a new holder. */
 void	hold_busy(struct hold *h, const struct conf_route *rt,
-	    int64_t upstream_timeout_ms, const char *holder);
+	    int64_t fetch_max_ms, const char *holder);
 /* How long the waiters of rt wait for one holder. */
 int64_t	hold_budget_ms(const struct conf_route *rt,
-	    int64_t upstream_timeout_ms);
+	    int64_t fetch_max_ms);
 
 #endif
