@@ -492,7 +492,7 @@ MUTANTS = [
             "waiter_past_lock_wait_gets_the_stale_entry"],
            "a waiter past lock_wait sends the key's second request while the holder fetches"),
     Mutant("lock_wait_default_shorter_than_the_upstream_timeout", "proxy/proxy_hold.c",
-           "return upstream_timeout_ms + rt->lock_ttl_ms + rt->lock_poll_ms;",
+           "return fetch_max_ms + rt->lock_ttl_ms + rt->lock_poll_ms;",
            "return 3000;",
            ["slow_query_over_two_instances_of_two_workers_is_fetched_once"],
            "with the defaults, the waiters of a query slower than 3 s give up"),
