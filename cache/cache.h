@@ -111,6 +111,8 @@ struct cache_counters {
 	uint64_t	map_refreshes;	/* slot maps read, primaries looked up */
 	uint64_t	replica_reads;	/* reads sent to a replica (cluster) */
 	struct hist	command_duration;	/* command sent to reply read */
+	struct hist	fill_delay;	/* a fill's publish (Redis's clock, in
+					 * the message) to its receipt here */
 	uint64_t	tag_members_pruned;	/* dropped: their entries went */
 	int64_t		tag_set_largest;	/* members, in the last minute or two */
 	int		nnodes;

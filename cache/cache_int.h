@@ -41,6 +41,7 @@
 #define REDIS_KEY_MAX		(CONF_PREFIX_MAX + 1 + CACHE_KEY_MAX + \
 				 KEY_SUFFIX_MAX + CACHE_VARIANT_MAX)
 #define FILL_SUFFIX		"filled"
+#define FILL_AT_MARK		"@"	/* after the key: when it was published */
 #define FAILED_SUFFIX		"failed"	/* a failed fetch, for its waiters */
 #define PURGE_CHANNEL		"purge"
 

@@ -56,6 +56,10 @@ scope_json(const struct stats_scope *sc, struct evbuffer *out)
 	metrics_hist_json(&sc->lock_wait, out);
 	evbuffer_add_printf(out, ", \"slot_wait\": ");
 	metrics_hist_json(&sc->slot_wait, out);
+	evbuffer_add_printf(out, ", \"fill_wake\": ");
+	metrics_hist_json(&sc->fill_wake, out);
+	evbuffer_add_printf(out, ", \"rush\": ");
+	metrics_hist_json(&sc->rush, out);
 	evbuffer_add(out, "}", 1);
 }
 
@@ -154,6 +158,8 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	    cc->errors, cc->timeouts, cc->connects, cc->disconnects,
 	    cc->auth_failures, cc->fills_received, cc->purges_received);
 	metrics_hist_json(&cc->command_duration, out);
+	evbuffer_add_printf(out, ", \"fill_delay\": ");
+	metrics_hist_json(&cc->fill_delay, out);
 	evbuffer_add_printf(out, ", \"mode\": \"%s\", \"moved\": %" PRIu64
 	    ", \"ask\": %" PRIu64 ", \"map_refreshes\": %" PRIu64
 	    ", \"replica_reads\": %" PRIu64 ", \"nodes\": [",

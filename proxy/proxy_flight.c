@@ -48,6 +48,7 @@
 #include "proxy/proxy_hold.h"
 #include "proxy/proxy_near.h"
 #include "proxy/proxy_peer.h"
+#include "proxy/proxy_probe.h"
 #include "proxy/proxy_refresh.h"
 #include "proxy/proxy_stream.h"
 #include "proxy/proxy_vary.h"
@@ -599,7 +600,7 @@ flight_done(struct flight *fl)
 	waitlist_refuse_peers(&fl->waiters, &fl->v);
 	dict_del(px->flights, fl->key);
 	TAILQ_REMOVE(&px->flight_list, fl, link);
-	waitlist_rush(&fl->waiters, &fl->v, fl->lead_streamed);
+	probe_rush(px, fl->route, &fl->waiters, &fl->v, fl->lead_streamed);
 	cache_op_cancel(&fl->op);
 	stream_free(&fl->stream);
 	entry_unref(&fl->v.entry);
@@ -733,6 +734,7 @@ static void
 flight_filled(struct flight *fl, struct cache_entry *e)
 {
 	fl->fill_pending = 1;
+	fl->v.woken_us = util_mono_us();
 	entry_unref(&fl->fill);
 	fl->fill = e != NULL ? entry_ref(e) : NULL;
 	if (fl->step == FL_WAIT)

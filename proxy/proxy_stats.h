@@ -72,6 +72,10 @@ struct stats_scope {
 	struct hist		upstream_duration;	/* each upstream fetch */
 	struct hist		lock_wait;		/* each waiter's wait */
 	struct hist		slot_wait;		/* each origin slot's wait */
+	struct hist		fill_wake;		/* a fill's receipt to its
+							 * flight's first answer */
+	struct hist		rush;			/* a flight's answer handed
+							 * to all its waiters */
 };
 
 struct stats {
