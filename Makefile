@@ -64,6 +64,14 @@ build/asan/%.o: %.c $(wildcard */*.h)
 build/release/corral: $(REL_OBJ) build/release/proxy/main.o
 	$(CC) $(REL_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
 
+# The release build with frame pointers, for perf record -g (bench/profile).
+build/profile/%.o: %.c $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(REL_FLAGS) -fno-omit-frame-pointer $(PKG_CFLAGS) -c $< -o $@
+
+build/profile/corral: $(LIB_SRC:%.c=build/profile/%.o) build/profile/proxy/main.o
+	$(CC) $(REL_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
+
 build/asan/corral: $(ASAN_OBJ) build/asan/proxy/main.o
 	$(CC) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
 

@@ -568,6 +568,20 @@ MUTANTS = [
            "if (1)\n\t\treturn 1;",
            ["redis_down_each_instance_keeps_to_its_local_share"],
            "with Redis down, every instance sends the origin all it gets"),
+    # -- the fill path's probes (cache/cache_script.c, proxy/proxy_probe.c) -----
+    Mutant("fill_message_without_publish_time", "cache/cache_script.c",
+           "\t\"redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])\\n\"\n\tFILL_AT(\"ARGV[5]\")\n",
+           "\t\"redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])\\n\"\n",
+           ["fill_probes_time_a_short_entrys_message_and_its_waiters_wake"],
+           "a store's fill message carries no publish time: redis.fill_delay never moves"),
+    Mutant("fill_wake_not_timed", "proxy/proxy_flight.c",
+           "\tfl->v.woken_us = util_mono_us();\n", "",
+           ["fill_probes_time_a_long_entry_named_only_and_read_once"],
+           "a flight woken by a fill is not stamped: fill_wake never moves"),
+    Mutant("rush_of_one_timed", "proxy/proxy_probe.c",
+           "if (n > 1)\n", "if (n > 0)\n",
+           ["fill_probes_time_a_short_entrys_message_and_its_waiters_wake"],
+           "a flight of one request counts as a hand-out to many"),
 ]
 
 
