@@ -1541,24 +1541,26 @@ check_secrets(struct loader *ld)
 	char *base = (char *)ld->c, err[MSG_MAX];
 
 	for (size_t i = 0; i < ARRAY_LEN(sk); i++) {
+		const char *user = base + sk[i].user_off;
+		const char *pass = base + sk[i].pass_off;
+		const char *file = base + sk[i].file_off;
+		const char *named = *user != '\0' ? sk[i].user : *pass != '\0' ?
+		    sk[i].inline_key : *file != '\0' ? sk[i].file_key : NULL;
 		int uline = line_of(ld, SECT_REDIS, sk[i].user);
 		int pline = line_of(ld, SECT_REDIS, sk[i].inline_key);
 		int fline = line_of(ld, SECT_REDIS, sk[i].file_key);
-		int first = uline > 0 ? uline : pline > 0 ? pline : fline;
 
-		if (sk[i].sentinel && first > 0 &&
+		if (sk[i].sentinel && named != NULL &&
 		    ld->c->redis_mode != REDIS_SENTINEL)
-			report(ld, first, "%s: only with mode = sentinel",
-			    uline > 0 ? sk[i].user : pline > 0 ?
-			    sk[i].inline_key : sk[i].file_key);
-		if (pline > 0 && fline > 0)
+			report(ld, line_of(ld, SECT_REDIS, named),
+			    "%s: only with mode = sentinel", named);
+		if (*pass != '\0' && *file != '\0')
 			report(ld, fline, "%s: %s is set too (line %d); keep "
 			    "one", sk[i].file_key, sk[i].inline_key, pline);
-		else if (fline > 0 && secret_read(base + sk[i].file_off,
-		    base + sk[i].pass_off, CONF_SECRET_MAX, err,
-		    sizeof(err)) == -1)
+		else if (*file != '\0' && secret_read(file, base +
+		    sk[i].pass_off, CONF_SECRET_MAX, err, sizeof(err)) == -1)
 			report(ld, fline, "%s: %s", sk[i].file_key, err);
-		else if (uline > 0 && pline == 0 && fline == 0)
+		else if (*user != '\0' && *pass == '\0' && *file == '\0')
 			report(ld, uline, "%s: needs %s or %s", sk[i].user,
 			    sk[i].inline_key, sk[i].file_key);
 	}
