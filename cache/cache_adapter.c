@@ -242,3 +242,10 @@ adapter_auth_refused(const char *err)
 	return strncmp(err, "WRONGPASS", 9) == 0 ||
 	    strncmp(err, "NOAUTH", 6) == 0;
 }
+
+int
+adapter_auth_not_needed(const char *err)
+{
+	return strstr(err, "without any password configured") != NULL ||
+	    strstr(err, "no password is set") != NULL;
+}

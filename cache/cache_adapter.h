@@ -66,5 +66,8 @@ int		 adapter_auth_set(struct adapter_auth *a, const char *user,
 /* Does this error (to AUTH, or to any command) say Redis refused who we
  * are: a wrong password or user (WRONGPASS), or none given (NOAUTH)? */
 int		 adapter_auth_refused(const char *err);
+/* Does this error to AUTH say Redis wants no password? Harmless: it
+ * serves us all the same. */
+int		 adapter_auth_not_needed(const char *err);
 
 #endif

@@ -200,9 +200,7 @@ node_reason(struct node *n, const char *what, const char *detail)
 static int
 auth_not_needed(const char *what, const char *err)
 {
-	return strcmp(what, "AUTH") == 0 &&
-	    (strstr(err, "without any password configured") != NULL ||
-	    strstr(err, "no password is set") != NULL);
+	return strcmp(what, "AUTH") == 0 && adapter_auth_not_needed(err);
 }
 
 /*

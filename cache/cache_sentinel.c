@@ -106,7 +106,8 @@ on_ask_auth(redisAsyncContext *ac, void *r, void *privdata)
 	if (s == NULL || s->closing || reply == NULL)
 		return;		/* a disconnect: its callback handles it */
 	assert(s->magic == SENTINEL_MAGIC);
-	if (reply->type == REDIS_REPLY_ERROR)
+	if (reply->type == REDIS_REPLY_ERROR &&
+	    !adapter_auth_not_needed(reply->str))
 		refused(s, reply->str);
 }
 

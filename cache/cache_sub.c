@@ -4,7 +4,8 @@
  * to its AUTH is its own: the connection is up once it is accepted, and
  * lost when refused.
  *
- * Calls nothing in cache/. Called by cache_route.c and cache_sentinel.c.
+ * Calls cache_adapter.c (what an AUTH error means). Called by
+ * cache_route.c and cache_sentinel.c.
  */
 
 #include "cache/cache_sub.h"
@@ -20,6 +21,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "cache/cache_adapter.h"
 #include "common/log.h"
 
 #define SUB_MAGIC	0x53554253u	/* "SUBS" */
@@ -62,7 +64,8 @@ static void
 on_auth(struct sub *s, const redisReply *reply)
 {
 	s->authing = 0;
-	if (reply->type == REDIS_REPLY_ERROR) {
+	if (reply->type == REDIS_REPLY_ERROR &&
+	    !adapter_auth_not_needed(reply->str)) {
 		/* The command connection says so, once. */
 		log_debug("redis: subscriber: AUTH refused: %s", reply->str);
 		lose(s);

@@ -599,6 +599,11 @@ MUTANTS = [
            ["wrong_password_said_once_served_from_origin_and_back_after_reload"],
            "a subscriber connection Redis refused stays open, unsubscribed, after "
            "the password is fixed: no fills or purges heard"),
+    Mutant("subscriber_unneeded_password_taken_as_refusal", "cache/cache_sub.c",
+           "if (reply->type == REDIS_REPLY_ERROR &&\n\t    !adapter_auth_not_needed(reply->str)) {",
+           "if (reply->type == REDIS_REPLY_ERROR) {",
+           ["password_for_a_redis_that_wants_none_is_only_a_warning"],
+           "a password Redis does not ask for loses every subscriber connection"),
     Mutant("secret_file_readable_by_others_accepted", "conf/conf_secret.c",
            "if (st.st_mode & OTHERS_MAY) {", "if (0) {",
            ["password_file_errors_name_the_file_and_line_never_the_secret",

@@ -15,6 +15,8 @@ import subprocess
 from harness import (RedisServer, RespClient, corral_config, entry_key, expect, expect_eq,
                      free_port, read_text, scenario, stampede, tail, wait_for)
 from harness.cluster import MASTER_NAME, RedisProcess, expect_all_ok
+from harness.redis import find_redis_server
+from harness.resp import _decode
 
 ADMIN = ("admin", "adm1n-Zq8-never-logged")	# the test's own client
 ACL_USER = "corral"
@@ -127,6 +129,21 @@ def acl_user_with_password_file_or_credential_caches_once_for_the_fleet(env):
     expect_eq(users, {ACL_USER}, "the user every corral connection is authenticated as")
     for c in fleet:
         expect_eq(c.stats()["redis"]["auth_failures"], 0, f"{c.name}: auth failures")
+        expect_no_secret(c)
+
+
+@scenario
+def password_for_a_redis_that_wants_none_is_only_a_warning(env):
+    redis, origin = env.redis(), env.origin(delay="300ms")
+    path = secret_file(env.workdir, "redis-password", PW + "\n")
+    fleet = [env.corral(redis, origin, extra={"redis": {"password_file": path}})
+             for _ in range(2)]
+    env.wait_subscribed(redis, 2)	# the subscriber connections too
+    expect_all_ok(stampede(fleet, 40, "/nopass"), "a cold stampede")
+    expect_eq(origin.count("/nopass"), 1, "origin fetches for a cold stampede across two")
+    for c in fleet:
+        expect(said(c, "a password is configured but Redis asks for none"),
+               f"{c.name} warns of the unneeded password")
         expect_no_secret(c)
 
 
@@ -327,7 +344,7 @@ class TlsTunnel:
         return self.procs[-1]
 
     def start_redis(self):
-        proc = self.spawn(["redis-server", "--port", "0", "--tls-port", str(self.tls_port),
+        proc = self.spawn([find_redis_server(), "--port", "0", "--tls-port", str(self.tls_port),
                            "--bind", self.host, "--tls-cert-file", self.cert,
                            "--tls-key-file", self.key, "--tls-ca-cert-file", self.cert,
                            "--tls-auth-clients", "no", "--requirepass", PW, "--save", "",
@@ -365,7 +382,6 @@ class TlsTunnel:
         wait_for(pong, what="PING through the TLS tunnel")
 
     def cmd(self, *args):
-        from harness.resp import _decode
         return _decode(self.client.command(*args))
 
     subscribers = RedisServer.subscribers
