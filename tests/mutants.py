@@ -616,7 +616,8 @@ MUTANTS = [
            ["acl_user_with_password_file_or_credential_caches_once_for_the_fleet"],
            "a password file ending in a newline (as editors write it) is refused"),
     Mutant("secret_credentials_prefix_not_understood", "conf/conf_secret.c",
-           "\tif (strncmp(name, CREDENTIALS_PREFIX, plen) == 0)\n\t\tname += plen;\n", "",
+           "\tif (strncmp(name, CREDENTIALS_PREFIX, plen) == 0)\n\t\tname += plen;\n",
+           "\tif (0)\n\t\tname += plen;\n",
            ["acl_user_with_password_file_or_credential_caches_once_for_the_fleet"],
            "password_file = $CREDENTIALS_DIRECTORY/name, as systemd writes it, "
            "is refused"),
