@@ -124,6 +124,13 @@ cache_free(struct cache **cp)
 	*cp = NULL;
 }
 
+void
+cache_credentials(struct cache *c, const struct conf *conf)
+{
+	assert(c->magic == CACHE_MAGIC);
+	route_credentials(c->rt, conf);
+}
+
 int
 cache_is_up(const struct cache *c)
 {

@@ -139,6 +139,10 @@ struct cache	*cache_new(struct event_base *base, const struct conf *c,
 		    cache_fill_cb *on_fill, void *arg);
 void		 cache_free(struct cache **cp);
 /* Is every node that owns slots connected? */
+/* A reload's [redis] credentials (username, password and the sentinel
+ * ones, files read): used from the next connection on; a node that is down
+ * tries them at once. */
+void		 cache_credentials(struct cache *c, const struct conf *conf);
 int		 cache_is_up(const struct cache *c);
 /* "single", "cluster" or "sentinel". */
 const char	*cache_mode(const struct cache *c);

@@ -35,6 +35,7 @@
 #include <ini.h>
 
 #include "common/util.h"
+#include "conf/conf_secret.h"
 
 #define MS_SECOND	INT64_C(1000)
 #define MS_MINUTE	(60 * MS_SECOND)
@@ -170,8 +171,23 @@ static const struct key keys[] = {
 	  "server; cluster seeds; sentinels" },
 	{ "master_name", SECT_REDIS, T_STRING, "", 0, CONF_NAME_MAX - 1,
 	  IN_CONF(redis_master_name), "sentinel: the primary's name" },
+	{ "username", SECT_REDIS, T_STRING, "", 0, CONF_SECRET_MAX - 1,
+	  IN_CONF(redis_username), "ACL user: AUTH username password" },
 	{ "password", SECT_REDIS, T_STRING, "", 0, CONF_SECRET_MAX - 1,
 	  IN_CONF(redis_password), "AUTH with this when set" },
+	{ "password_file", SECT_REDIS, T_STRING, "", 0, CONF_PATH_MAX - 1,
+	  IN_CONF(redis_password_file),
+	  "the password's file, read at start and reload; a bare name is in "
+	  "$CREDENTIALS_DIRECTORY" },
+	{ "sentinel_username", SECT_REDIS, T_STRING, "", 0,
+	  CONF_SECRET_MAX - 1, IN_CONF(redis_sentinel_username),
+	  "sentinel: the sentinels' ACL user" },
+	{ "sentinel_password", SECT_REDIS, T_STRING, "", 0,
+	  CONF_SECRET_MAX - 1, IN_CONF(redis_sentinel_password),
+	  "sentinel: AUTH to the sentinels with this" },
+	{ "sentinel_password_file", SECT_REDIS, T_STRING, "", 0,
+	  CONF_PATH_MAX - 1, IN_CONF(redis_sentinel_password_file),
+	  "sentinel: as password_file, for the sentinels" },
 	{ "db", SECT_REDIS, T_INT, "0", 0, DB_MAX,
 	  IN_CONF(redis_db), "database number (SELECT)" },
 	{ "prefix", SECT_REDIS, T_PREFIX, "corral:", 1, CONF_PREFIX_MAX - 1,
@@ -1499,6 +1515,57 @@ check_redis(struct loader *ld)
 		report(ld, dline, "db: Redis Cluster has only database 0");
 }
 
+/* One password of [redis], inline or in a file, and its user. */
+struct secret_keys {
+	const char	*user, *inline_key, *file_key;
+	size_t		 user_off, pass_off, file_off;
+	int		 sentinel;	/* only with mode = sentinel */
+};
+
+/* [redis] passwords: a file is read now (at start and at each reload);
+ * a user needs a password; never the password and its file both. */
+static void
+check_secrets(struct loader *ld)
+{
+	static const struct secret_keys sk[] = {
+		{ "username", "password", "password_file",
+		  offsetof(struct conf, redis_username),
+		  offsetof(struct conf, redis_password),
+		  offsetof(struct conf, redis_password_file), 0 },
+		{ "sentinel_username", "sentinel_password",
+		  "sentinel_password_file",
+		  offsetof(struct conf, redis_sentinel_username),
+		  offsetof(struct conf, redis_sentinel_password),
+		  offsetof(struct conf, redis_sentinel_password_file), 1 },
+	};
+	char *base = (char *)ld->c, err[MSG_MAX];
+
+	for (size_t i = 0; i < ARRAY_LEN(sk); i++) {
+		const char *user = base + sk[i].user_off;
+		const char *pass = base + sk[i].pass_off;
+		const char *file = base + sk[i].file_off;
+		const char *named = *user != '\0' ? sk[i].user : *pass != '\0' ?
+		    sk[i].inline_key : *file != '\0' ? sk[i].file_key : NULL;
+		int uline = line_of(ld, SECT_REDIS, sk[i].user);
+		int pline = line_of(ld, SECT_REDIS, sk[i].inline_key);
+		int fline = line_of(ld, SECT_REDIS, sk[i].file_key);
+
+		if (sk[i].sentinel && named != NULL &&
+		    ld->c->redis_mode != REDIS_SENTINEL)
+			report(ld, line_of(ld, SECT_REDIS, named),
+			    "%s: only with mode = sentinel", named);
+		if (*pass != '\0' && *file != '\0')
+			report(ld, fline, "%s: %s is set too (line %d); keep "
+			    "one", sk[i].file_key, sk[i].inline_key, pline);
+		else if (*file != '\0' && secret_read(file, base +
+		    sk[i].pass_off, CONF_SECRET_MAX, err, sizeof(err)) == -1)
+			report(ld, fline, "%s: %s", sk[i].file_key, err);
+		else if (*user != '\0' && *pass == '\0' && *file == '\0')
+			report(ld, uline, "%s: needs %s or %s", sk[i].user,
+			    sk[i].inline_key, sk[i].file_key);
+	}
+}
+
 void
 conf_defaults(struct conf *c)
 {
@@ -1544,6 +1611,7 @@ conf_load(struct conf *c, const char *path, FILE *errs)
 		report(&ld, rc, "syntax error");
 	check_listeners(&ld);
 	check_redis(&ld);
+	check_secrets(&ld);
 	upstream_authority(c);
 	forwarded_host(c);
 

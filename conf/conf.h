@@ -119,7 +119,12 @@ struct conf {
 	int		 redis_naddrs;			/* TCP addresses listed */
 	struct conf_hostport redis_addrs[CONF_REDIS_ADDRS_MAX];
 	char		 redis_master_name[CONF_NAME_MAX];	/* sentinel */
-	char		 redis_password[CONF_SECRET_MAX];
+	char		 redis_username[CONF_SECRET_MAX];	/* ACL user, or "" */
+	char		 redis_password[CONF_SECRET_MAX];	/* or the file's */
+	char		 redis_password_file[CONF_PATH_MAX];
+	char		 redis_sentinel_username[CONF_SECRET_MAX];
+	char		 redis_sentinel_password[CONF_SECRET_MAX];
+	char		 redis_sentinel_password_file[CONF_PATH_MAX];
 	int		 redis_db;
 	char		 redis_prefix[CONF_PREFIX_MAX];
 	int64_t		 redis_timeout_ms;

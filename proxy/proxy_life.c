@@ -128,7 +128,7 @@ enum restart_key {
 	RK_LISTEN, RK_ADMIN_LISTEN, RK_WORKERS, RK_L1_MAX_BYTES,
 	RK_L2_MAX_BYTES, RK_ACCESS_LOG, RK_ERROR_LOG, RK_LOG_FORMAT,
 	RK_REDIS_MODE, RK_REDIS_ADDRESS, RK_REDIS_MASTER_NAME,
-	RK_REDIS_PASSWORD, RK_REDIS_DB, RK_REDIS_PREFIX, RK_REDIS_TIMEOUT,
+	RK_REDIS_DB, RK_REDIS_PREFIX, RK_REDIS_TIMEOUT,
 	RK_COUNT
 };
 
@@ -147,7 +147,6 @@ static const char *const restart_names[RK_COUNT] = {
 	[RK_REDIS_MODE] = "redis.mode",
 	[RK_REDIS_ADDRESS] = "redis.address",
 	[RK_REDIS_MASTER_NAME] = "redis.master_name",
-	[RK_REDIS_PASSWORD] = "redis.password",
 	[RK_REDIS_DB] = "redis.db",
 	[RK_REDIS_PREFIX] = "redis.prefix",
 	[RK_REDIS_TIMEOUT] = "redis.timeout",
@@ -185,7 +184,6 @@ static const struct restart_field restart_fields[] = {
 	RF(RK_REDIS_ADDRESS, FK_NUMBER, redis_naddrs),
 	RF(RK_REDIS_ADDRESS, FK_ADDRESSES, redis_addrs),
 	RF(RK_REDIS_MASTER_NAME, FK_STRING, redis_master_name),
-	RF(RK_REDIS_PASSWORD, FK_STRING, redis_password),
 	RF(RK_REDIS_DB, FK_NUMBER, redis_db),
 	RF(RK_REDIS_PREFIX, FK_STRING, redis_prefix),
 	RF(RK_REDIS_TIMEOUT, FK_NUMBER, redis_timeout_ms),
@@ -338,6 +336,8 @@ proxy_reload(struct proxy *px, struct conf **confp, const char *path)
 	if (px->upstream != NULL)
 		upstream_set_max_headers(px->upstream, new->max_upstream_headers);
 	log_set_level(new->log_level);
+	if (px->cache != NULL)	/* password files were read again */
+		cache_credentials(px->cache, new);
 	*confp = new;
 	free(old);
 	log_info("reload: %s loaded, %d route%s", path, new->nroutes,

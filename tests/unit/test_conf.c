@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "conf/conf.h"
 #include "tests/unit/unit.h"
@@ -919,7 +920,8 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 		"error_backoff_after", "hit_for_miss", "log_format", "stream_window",
 		"mode", "master_name", "l2_max_bytes", "canonical_host",
 		"admin_max_connections", "max_requests", "queue_timeout",
-		"slot_lease", "local_share",
+		"slot_lease", "local_share", "username", "password_file",
+		"sentinel_username", "sentinel_password", "sentinel_password_file",
 	};
 	char *out = NULL;
 	size_t len;
@@ -932,13 +934,46 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	errs = out;		/* freed with the next load */
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
-	CHECK(count_lines(out) == 1 + 54);	/* timeout is in two sections */
+	CHECK(count_lines(out) == 1 + 59);	/* timeout is in two sections */
 	CHECK(strstr(out, "1ms..1h") != NULL);
 	CHECK(strstr(out, "100ms..1h") != NULL);
 	CHECK(strstr(out, "0.001..100") != NULL);
 	CHECK(strstr(out, " 0..8760h ") != NULL);
 	CHECK(strstr(out, "1k..1g") != NULL);
 	CHECK(strstr(out, "127.0.0.1:8081") != NULL);
+}
+
+/* password_file: its one line without the newline (CRLF too), empty
+ * values are unset, and a user needs a password. */
+static void
+t_password_file_is_read_without_its_newline(void)
+{
+	char dir[] = "/tmp/corral-test-secret-XXXXXX", path[64], text[256];
+	FILE *f;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/pw", dir);
+	CHECK((f = fopen(path, "w")) != NULL);
+	fputs("s3cret \r\n", f);
+	fclose(f);
+	CHECK(chmod(path, 0600) == 0);
+	snprintf(text, sizeof(text), "[redis]\nusername = app\npassword =\n"
+	    "password_file = %s\nsentinel_password_file =\n", path);
+	CHECK(load(text) == 0);
+	CHECK_STR(cf.redis_username, "app");
+	CHECK_STR(cf.redis_password, "s3cret ");
+	CHECK(load("[redis]\nusername = app\n") == 1);
+	CHECK(has_error(2, "username: needs password or password_file"));
+	CHECK(chmod(path, 0640) == 0);
+	CHECK(load(text) == 0);		/* the group may read it */
+	CHECK(chmod(path, 0604) == 0);
+	CHECK(load(text) == 1);
+	CHECK(has_error(4, "password_file: "));
+	CHECK(strstr(errs, "may be read or written by others (mode 0604)") !=
+	    NULL);
+	CHECK(strstr(errs, "s3cret") == NULL);
+	unlink(path);
+	rmdir(dir);
 }
 
 /* [redis] mode: what address may list, and master_name only with sentinel. */
@@ -1070,6 +1105,7 @@ int
 main(void)
 {
 	RUN(t_example_conf_loads_with_its_values);
+	RUN(t_password_file_is_read_without_its_newline);
 	RUN(t_defaults_are_the_documented_ones);
 	RUN(t_empty_file_loads_as_defaults_without_routes);
 	RUN(t_route_keys_take_builtin_defaults);
