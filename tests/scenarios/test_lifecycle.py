@@ -8,7 +8,7 @@ import socket
 import time
 
 from harness import (Background, entry_key, expect, expect_eq, lock_key, scenario,
-                     wait_for, HOST)
+                     wait_for, wait_until_stale, HOST)
 
 PATH = "/users/1"
 
@@ -39,6 +39,33 @@ def graceful_stop_finishes_requests_in_progress(env):
     stopping.result(timeout=15)
     expect(redis.exists(entry_key(PATH)), "the entry is in Redis")
     expect_eq(redis.keys("*:lock"), [], "locks left behind")
+
+
+@scenario
+def graceful_stop_with_only_a_refresh_running_waits_for_it(env):
+    # No client in flight: only a stale hit's background refresh holds the
+    # lock. The stop waits for it, so the entry is refreshed and no lock is
+    # left for the fleet to wait out (lock_ttl 30 s).
+    redis, origin = env.redis(), env.origin()
+    routes = {"/": {"ttl": "1s", "stale_while_revalidate": "60s", "lock_ttl": "30s"}}
+    corral = env.corral(redis, origin, routes=routes,
+                        extra={"server": {"shutdown_timeout": "10s"}})
+    expect(corral.get(PATH, {"Host": HOST}).cache_status.stored, "primed")
+    wait_until_stale(redis, PATH, 60_000, by_ms=200)
+    origin.script(PATH, hold=True)
+    r = corral.get(PATH, {"Host": HOST})
+    expect_eq((r.status, r.cache_status.stale), (200, True), "a stale hit")
+    wait_for(lambda: origin.held(PATH) == 1, what="its refresh at the origin")
+    expect_eq(corral.stats()["in_progress"]["requests"], 0, "clients in flight")
+
+    stopping = Background(corral.stop)
+    wait_for(lambda: "stop: no longer accepting" in corral.log(), what="the drain to begin")
+    expect(redis.exists(lock_key(PATH)), "the refresh holds its lock while the stop waits")
+    origin.release(PATH)
+    stopping.result(timeout=15)
+    expect_eq(redis.keys("*:lock"), [], "locks left behind")
+    expect(redis.pttl(entry_key(PATH)) > 60_000, "the entry was refreshed (PTTL back to 61 s)")
+    expect_eq(origin.count(PATH), 2, "origin fetches")
 
 
 @scenario
