@@ -129,6 +129,32 @@ def reload_applies_new_routes_without_dropping_connections(env):
 
 
 @scenario
+def reload_applies_client_limits_to_new_connections(env):
+    # client_timeout 30 s (the default), then 1 s by a reload: a client
+    # that connects after it and sends nothing is closed within seconds.
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin)
+    with open(corral.config_path) as f:
+        text = f.read()
+    with open(corral.config_path, "w") as f:
+        f.write(text.replace("[server]\n", "[server]\nclient_timeout = 1s\n", 1))
+    corral.proc.send_signal(1)	# SIGHUP
+    wait_for(lambda: "reload: " in corral.log() and " loaded" in corral.log(),
+             what="the reload")
+    t0 = time.monotonic()
+    with socket.create_connection((corral.host, corral.port), 10) as s:
+        s.settimeout(10)
+        try:
+            end = s.recv(100)
+        except socket.timeout:
+            end = None
+    took = time.monotonic() - t0
+    expect(end is not None and took < 5,
+           f"an idle client closed after {took:.1f} s (client_timeout 1 s by the reload)")
+    expect_eq(corral.get(PATH, {"Host": HOST}).status, 200, "and a client that asks is served")
+
+
+@scenario
 def reload_with_errors_keeps_the_running_configuration(env):
     redis, origin = env.redis(), env.origin()
     corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}})
