@@ -320,6 +320,8 @@ t_chunked_errors(void)
 		"x\r\nabc\r\n0\r\n\r\n",		/* no size */
 		"\r\nabc\r\n0\r\n\r\n",		/* an empty size line */
 		";a\r\nabc\r\n0\r\n\r\n",		/* an extension, no size */
+		"\r\nX: y\r\n\r\n",			/* no size, then a trailer */
+		";a\r\nX: y\r\n\r\n",
 		"-3\r\nabc\r\n0\r\n\r\n",
 		"3\nabc\r\n0\r\n\r\n",			/* bare LF */
 		"3\r\nabcd\r\n0\r\n\r\n",		/* data longer than its size */
