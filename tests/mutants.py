@@ -598,7 +598,7 @@ MUTANTS = [
            "a stop with only a refresh running leaves its lock for lock_ttl, the entry stale"),
     Mutant("host_wildcard_matches_inside_the_name", "common/host.c",
            "return h->len > sfx && strncasecmp(h->name + h->len - sfx,\n\t\t    p + 1, sfx) == 0;",
-           "return h->len > sfx && strcasestr(h->name, p + 1) != NULL;",
+           "return h->len > sfx && memmem(h->name, h->len, p + 1, sfx) != NULL;",
            ["test_conf", "hosts_allow_list_answers_421_to_other_names"],
            "*.example.com lets a.example.com.evil in"),
     Mutant("host_name_matches_as_a_prefix", "common/host.c",
