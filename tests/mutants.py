@@ -721,7 +721,11 @@ MUTANTS = [
            "\t\t;\n",
            ["bad_requests_are_refused_and_their_connections_closed"],
            "a request the door refused goes on as the stand-in GET"),
-    # -- cache/cache_key.c --
+    Mutant("accept_failures_logged_every_time", "proxy/proxy_http.c",
+           "\tif (now - px->accept_logged_ms >= ACCEPT_LOG_MS) {",
+           "\tif (1) {",
+           ["descriptor_exhaustion_backs_off_quietly_and_recovers"],
+           "a descriptor shortage writes a log line per failed accept(): the log floods"),
     Mutant("key_host_bytes_unescaped", "cache/cache_key.c",
            "\t\tif (safe_class(c) & SAFE_HOST)\n\t\t\temit(s, c);",
            "\t\tif (1)\n\t\t\temit(s, c);",
