@@ -1064,6 +1064,10 @@ t_hosts_allow_listed_names_on_listed_ports(void)
 	CHECK(conf_host_allowed(&cf, "a.b.example.com", 1));
 	CHECK(!conf_host_allowed(&cf, "example.com", 1));
 	CHECK(!conf_host_allowed(&cf, "evilexample.com", 1));
+	CHECK(!conf_host_allowed(&cf, "a.example.com.evil", 1));
+	CHECK(!conf_host_allowed(&cf, "a.example.co", 1));
+	CHECK(!conf_host_allowed(&cf, "xample.com", 1));
+	CHECK(conf_host_allowed(&cf, "A.EXAMPLE.COM", 1));
 	CHECK(!conf_host_allowed(&cf, "a.example.com:1", 1));
 	CHECK(conf_host_allowed(&cf, "api.test:8443", 1));
 	CHECK(!conf_host_allowed(&cf, "api.test", 1));
