@@ -56,6 +56,9 @@ struct refresh_args {
 	const struct conf_route	*rt;
 	int			 authorized;
 	const struct evkeyvalq	*headers;	/* sent upstream */
+	const struct fetch_kept	*fetch;		/* method, body, url tag; a
+						 * revalidated base's stored
+						 * request body goes instead */
 	const char		*seen_gen;	/* the generation it saw */
 	const char		*waited;	/* the holder it waited for, or "" */
 	struct cache_entry	*base;		/* to revalidate, or NULL */

@@ -471,8 +471,8 @@ t_bad_values_reported_per_type(void)
 	CHECK(load("[redis]\ndb = one\n") == 1);
 	CHECK(has_error(2, "db: \"one\" is not a whole number"));
 	CHECK(load("[route /]\ncache_authorized = maybe\n") == 1);
-	CHECK(has_error(2, "cache_authorized: \"maybe\" is not a boolean (use "
-	    "on/off, yes/no, true/false or 1/0)"));
+	CHECK(has_error(2, "cache_authorized: \"maybe\" is not off, on or "
+	    "per-credential"));
 	CHECK(load("[server]\nlog_level = verbose\n") == 1);
 	CHECK(has_error(2, "log_level: \"verbose\" is not a log level (use "
 	    "error, warn, info or debug)"));
@@ -932,7 +932,8 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	errs = out;		/* freed with the next load */
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
-	CHECK(count_lines(out) == 1 + 54);	/* timeout is in two sections */
+	/* timeout and max_body_bytes are in two sections */
+	CHECK(count_lines(out) == 1 + 62);
 	CHECK(strstr(out, "1ms..1h") != NULL);
 	CHECK(strstr(out, "100ms..1h") != NULL);
 	CHECK(strstr(out, "0.001..100") != NULL);
