@@ -168,7 +168,8 @@ put_escaped(char *out, size_t off, size_t cap, unsigned char c)
 }
 
 /* "h=name:value,name:value" of the header values, into out (cap bytes,
- * NUL not counted). The length it takes (more than cap: cut). */
+ * NUL not counted). The length it takes (more than cap: cut, or a value
+ * too long to hold). */
 static size_t
 header_part(const struct key_parts *kp, char *out, size_t cap)
 {
@@ -176,6 +177,8 @@ header_part(const struct key_parts *kp, char *out, size_t cap)
 	size_t off = 0;
 
 	for (int i = 0; i < kp->nheaders; i++) {
+		if (strlen(kp->header_values[i]) >= sizeof(value))
+			return cap + 1;	/* its digest stands for it */
 		const char *p = i == 0 ? "h=" : ",";
 
 		for (; *p != '\0'; p++)
@@ -192,27 +195,45 @@ header_part(const struct key_parts *kp, char *out, size_t cap)
 	return off;
 }
 
-/* The parts after the URL, each after a '|', into out. The length. */
-static size_t
+/* The digest of the header values, whole, normalised: "h#HEX". */
+static int
+header_digest(const struct key_parts *kp, char *out, size_t outlen)
+{
+	char hex[KEYRULE_DIGEST_HEX + 1], *v;
+	struct keyrule_digest d;
+
+	keyrule_digest_init(&d, kp->secret, kp->secret_len, "headers");
+	for (int i = 0; i < kp->nheaders; i++) {
+		size_t len = strlen(kp->header_values[i]) + 1;
+
+		if ((v = malloc(len)) == NULL) {
+			keyrule_digest_hex(&d, hex);	/* wipes it */
+			return -1;
+		}
+		keyrule_digest_part(&d, kp->header_names[i],
+		    strlen(kp->header_names[i]));
+		len = keyrule_header_value(kp->header_values[i], v, len);
+		keyrule_digest_part(&d, v, len);
+		free(v);
+	}
+	keyrule_digest_hex(&d, hex);
+	return snprintf(out, outlen, "h#%s", hex);
+}
+
+/* The parts after the URL, each after a '|', into out: their length, or
+ * -1 on no memory. */
+static int
 key_suffix(const struct key_parts *kp, char out[KEYRULE_PARTS_MAX + 1])
 {
-	char hp[KEYRULE_PARTS_MAX + 1], hex[KEYRULE_DIGEST_HEX + 1];
-	struct keyrule_digest d;
+	char hp[KEYRULE_PARTS_MAX + 1];
 	size_t hlen = header_part(kp, hp, KEYRULE_PARTS_MAX);
-	int n = 0;
+	int n = 0, h;
 
 	if (hlen > KEYRULE_PARTS_MAX / 2) {
 		/* Long values: their digest stands for them. */
-		keyrule_digest_init(&d, kp->secret, kp->secret_len, "headers");
-		for (int i = 0; i < kp->nheaders; i++) {
-			keyrule_digest_part(&d, kp->header_names[i],
-			    strlen(kp->header_names[i]));
-			keyrule_header_value(kp->header_values[i], hp,
-			    sizeof(hp));
-			keyrule_digest_part(&d, hp, strlen(hp));
-		}
-		keyrule_digest_hex(&d, hex);
-		hlen = (size_t)snprintf(hp, sizeof(hp), "h#%s", hex);
+		if ((h = header_digest(kp, hp, sizeof(hp))) < 0)
+			return -1;
+		hlen = (size_t)h;
 	}
 	hp[hlen] = '\0';
 	if (hlen > 0)
@@ -230,7 +251,7 @@ key_suffix(const struct key_parts *kp, char out[KEYRULE_PARTS_MAX + 1])
 	if (kp->credential_digest != NULL)
 		n += snprintf(out + n, KEYRULE_PARTS_MAX + 1 - (size_t)n,
 		    "%cc=%s", KEYRULE_SEP, kp->credential_digest);
-	return (size_t)n;
+	return n;
 }
 
 void
@@ -256,10 +277,11 @@ keyrule_build(const struct key_parts *kp, char key[CACHE_KEY_MAX + 1],
     char tag[KEYRULE_TAG_MAX + 1])
 {
 	char suffix[KEYRULE_PARTS_MAX + 1], url[CACHE_KEY_MAX + 1];
-	size_t slen = key_suffix(kp, suffix);
+	int n = key_suffix(kp, suffix);
+	size_t slen = (size_t)n;
 
 	tag[0] = '\0';
-	if (cache_key_for_within(kp->host, kp->path, kp->query, kp->sort_query,
+	if (n < 0 || cache_key_for_within(kp->host, kp->path, kp->query, kp->sort_query,
 	    CACHE_KEY_MAX - slen, key) == -1)
 		return -1;
 	if (slen == 0)

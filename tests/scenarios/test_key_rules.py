@@ -53,37 +53,43 @@ def origin_total(origin, prefix):
 @scenario
 def cache_busted_requests_for_one_page_cost_one_fetch(env):
     redis, origin = env.redis(), env.origin()
-    origin.script("/page*", delay_ms=300, body="page v{n}")
+    origin.script("/page*", delay_ms=300, body="page {path}")
     fleet = env.fleet(2, redis, origin, routes=BUSTED)
     results = stampede(fleet, 30, lambda i: f"/page?id=7&_={1712345678 + i}&utm_source=s{i}"
                        f"&fbclid=f{i}")
     expect_eq(origin_total(origin, "/page"), 1, "origin requests for 30 cache-busted requests")
-    expect_eq(sorted({r.body for r in results}), [b"page v1"], "every client's body")
+    first = results[0].body
+    expect(first.startswith(b"page /page?id=7&_="), f"the answer: {first!r}")
+    expect_eq({r.body for r in results}, {first}, "every client's body")
     expect(all(r.cache_status.params.get("key") == "query-rules" for r in results),
            f"Cache-Status names the rule: {results[0].cache_status.raw}")
     sent = [p for p in origin.stats()["paths"] if p.startswith("/page")]
     expect(len(sent) == 1 and "_=" in sent[0] and "utm_source=" in sent[0],
            f"the request sent upstream keeps its query as the client sent it: {sent}")
     # Another id is another page; another buster is the same one.
-    expect_eq(fleet[0].get("/page?id=8&_=1").text, "page v2", "another id: its own fetch")
-    r = fleet[1].get("/page?_=99&id=7&utm_medium=m")
-    expect_eq((r.text, r.cache_status.hit), ("page v1", True), "another buster: a hit")
+    expect_eq(fleet[0].get("/page?id=8&_=1").text, "page /page?id=8&_=1", "another id")
+    expect_eq(origin_total(origin, "/page"), 2, "origin requests after another id")
+    r = fleet[1].get("/page?_=99&id=7&fbclid=x")
+    expect_eq((r.body, r.cache_status.hit), (first, True), "another buster: a hit")
     # A purge by URL applies the same rules: any buster names the page.
     p = fleet[0].purge(url=f"http://{HOST}/page?id=7&_=5")
     expect_eq((p.status, p.json()["purged"]), (200, 1), "purge by a busted URL")
     r = fleet[1].get("/page?id=7&_=6")
-    expect_eq((r.text, r.cache_status.fwd), ("page v3", "miss"), "after the purge: fetched")
+    expect_eq((r.text, r.cache_status.fwd), ("page /page?id=7&_=6", "miss"),
+              "after the purge: fetched")
+    expect_eq(origin_total(origin, "/page"), 3, "origin requests after the purge")
 
 
 @scenario
 def key_query_keeps_only_the_names_listed(env):
     redis, origin = env.redis(), env.origin()
-    origin.script("/q*", body="q v{n}")
+    origin.script("/q*", body="q {path}")
     corral = env.corral(redis, origin, routes={"/": {"key_query": "id, page"}})
-    expect_eq(corral.get("/q?id=1&x=1").text, "q v1", "first")
-    expect_eq(corral.get("/q?x=2&id=1&session=z").text, "q v1", "unlisted names are ignored")
-    expect_eq(corral.get("/q?id=1&page=2").text, "q v2", "a listed name counts")
-    expect_eq(corral.get("/q?id=2").text, "q v3", "another id")
+    expect_eq(corral.get("/q?id=1&x=1").text, "q /q?id=1&x=1", "first")
+    expect_eq(corral.get("/q?x=2&id=1&session=z").text, "q /q?id=1&x=1",
+              "unlisted names are ignored")
+    expect_eq(corral.get("/q?id=1&page=2").text, "q /q?id=1&page=2", "a listed name counts")
+    expect_eq(corral.get("/q?id=2").text, "q /q?id=2", "another id")
     expect_eq(origin_total(origin, "/q"), 3, "origin requests")
 
 
@@ -130,7 +136,7 @@ def twenty_clients_per_token_cost_one_fetch_per_token(env):
         expect(not any(s in c.log() for s in secrets), "no token in the log")
         expect(c.counters("/")["key_credential_hits"] >= 1, "per-rule hits in /stats")
         r = c.get("/me", {"Authorization": TOKEN_B})
-        head = "".join(f"{k}: {v}\n" for k, v in r.headers.items())
+        head = "".join(f"{k}: {v}\n" for k, v in r.headers.pairs)
         expect(not any(s in head for s in secrets), f"no token in the reply head: {head}")
     stores = sum(c.counters("/")["key_credential_stores"] for c in fleet)
     expect_eq(stores, 2, "entries stored under per-credential keys")
@@ -182,7 +188,8 @@ def hit_for_miss_is_kept_per_credential(env):
 @scenario
 def a_token_on_a_route_without_per_credential_keeps_todays_behaviour(env):
     redis, origin = env.redis(), env.origin()
-    origin.script("/p/*", body="user={h:Authorization} n={n}")
+    origin.script("/p/*", body="user={h:Authorization} n={n}",
+                  headers={"Cache-Control": "public"})
     corral = env.corral(redis, origin, routes={"/p/shared/": {"cache_authorized": "on"},
                                                "/p/": {}})
     for i in range(3):
@@ -242,8 +249,9 @@ def identical_graphql_queries_cost_one_fetch_and_mutations_always_go(env):
         expect_eq((r.text, r.cache_status.fwd), (f"gql n={3 + i}", "method"),
                   f"mutation {i}: sent every time")
     expect_eq(origin.count("/graphql"), 5, "origin requests after 3 mutations")
-    expect_eq(fleet[0].counters("/graphql")["key_graphql_stores"], 1, "stored queries")
-    expect_eq(sum(c.counters("/graphql")["post_passed"] for c in fleet), 2, "mutations passed")
+    expect_eq(sum(c.counters("/graphql")["key_graphql_stores"] for c in fleet), 2,
+              "stored queries")
+    expect_eq(sum(c.counters("/graphql")["post_passed"] for c in fleet), 3, "mutations passed")
 
 
 @scenario
