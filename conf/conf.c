@@ -1414,9 +1414,11 @@ check_query_rules(struct loader *ld, const struct key *k)
 	const char *other = strcmp(k->name, "key_query") == 0 ?
 	    "key_ignore_query" : strcmp(k->name, "key_ignore_query") == 0 ?
 	    "key_query" : NULL;
+	const struct conf_route *r = &ld->c->routes[ld->route];
 	int line;
 
-	if (other != NULL && k->sect == SECT_ROUTE &&
+	if (other != NULL && k->sect == SECT_ROUTE && r->key_query[0] != '\0' &&
+	    r->key_ignore_query[0] != '\0' &&
 	    (line = line_of(ld, SECT_ROUTE, other)) > 0)
 		report(ld, ld->lineno, "%s: not with %s (line %d): list the "
 		    "names that count, or those that do not", k->name, other,

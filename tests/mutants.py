@@ -355,7 +355,8 @@ MUTANTS = [
            ["a_shareable_answer_ends_hit_for_miss"],
            "one per-user answer sends every request upstream for hit_for_miss"),
     Mutant("passed_get_invalidates", "proxy/proxy_req.c",
-           "\tif (forward_unsafe(evhttp_request_get_command(req->ev))) {",
+           "\tif (req->waiter.spec == NULL &&\n"
+           "\t    forward_unsafe(evhttp_request_get_command(req->ev))) {",
            "\tif (1) {",
            ["an_uncacheable_key_skips_the_lock_fleet_wide"],
            "every GET passed upstream drops its key's entry fleet-wide"),
