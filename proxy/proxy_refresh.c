@@ -265,7 +265,7 @@ on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *text,
 
 struct cache_entry *
 refresh_entry(struct upstream_response *resp, const char *gen,
-    int64_t fetch_ms)
+    int64_t fetch_ms, const struct fetch_kept *sent)
 {
 	struct cache_entry *e;
 	int64_t now = util_now_ms();
@@ -279,7 +279,8 @@ refresh_entry(struct upstream_response *resp, const char *gen,
 	hdr_copy(&resp->headers, &e->headers, HDR_DROP_LENGTH);
 	while (evhttp_remove_header(&e->headers, VARY_MARKER) == 0)
 		;	/* only Corral writes markers */
-	if (entry_set_body(e, resp->body) == -1) {
+	if (entry_set_body(e, resp->body) == -1 || (sent != NULL &&
+	    entry_set_request(e, sent->body, sent->body_len) == -1)) {
 		entry_unref(&e);
 		return NULL;
 	}
@@ -343,7 +344,8 @@ entry_revalidated(const struct cache_entry *base,
 	e->fetch_ms = (uint32_t)(fetch_ms > UINT32_MAX ? UINT32_MAX : fetch_ms);
 	hdr_copy(&base->headers, &e->headers, 0);
 	hdr_merge_304(&e->headers, &resp->headers);
-	if (entry_copy_body(e, base->body, base->body_len) == -1)
+	if (entry_copy_body(e, base->body, base->body_len) == -1 ||
+	    entry_set_request(e, base->request, base->request_len) == -1)
 		entry_unref(&e);
 	return e;
 }
@@ -412,11 +414,9 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 		rf->rep.entry = entry_revalidated(rf->base, resp, rf->token,
 		    rf->rep.fetch_ms);
 	} else {
-		rf->rep.entry = refresh_entry(resp, rf->token, rf->rep.fetch_ms);
+		rf->rep.entry = refresh_entry(resp, rf->token, rf->rep.fetch_ms,
+		    &rf->sent);
 	}
-	if (rf->rep.entry != NULL && entry_set_request(rf->rep.entry,
-	    rf->sent.body, rf->sent.body_len) == -1)
-		entry_unref(&rf->rep.entry);	/* its refresh could not replay */
 	if (rf->rep.entry == NULL) {
 		rf->rep.result = RFR_UPSTREAM_ERROR;
 		rf->rep.uerr = UPSTREAM_ERR_PROTOCOL;

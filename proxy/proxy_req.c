@@ -546,7 +546,7 @@ on_pass_fetched(struct upstream_response *resp, void *arg)
 		if (req->head && cl != NULL)
 			snprintf(req->head_length, sizeof(req->head_length),
 			    "%s", cl);
-		req->a.entry = refresh_entry(resp, "", 0);
+		req->a.entry = refresh_entry(resp, "", 0, NULL);
 		req->a.outcome = req->a.entry != NULL ? req->a.pass_kind :
 		    OUT_UNAVAILABLE;
 	}

@@ -155,6 +155,24 @@ def a_request_without_a_token_is_never_served_a_tokens_answer(env):
 
 
 @scenario
+def a_credential_cookie_is_keyed_and_is_the_only_cookie_sent(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("/me", body="n={n}")
+    routes = {"/": {"cache_authorized": "per-credential", "credential_cookie": "sid"}}
+    corral = env.corral(redis, origin, routes=routes, extra=with_secret(env))
+    for track in ("a", "b"):
+        r = corral.get("/me", {"Cookie": f"track={track}; sid=s1"})
+        expect_eq((r.text, r.cache_status.params.get("key")), ("n=1", "credential"),
+                  f"sid=s1, track={track}")
+    expect_eq(origin.path_stats("/me")["headers"].get("Cookie"), "sid=s1",
+              "the fetch sends only the cookie the key holds")
+    expect_eq(corral.get("/me", {"Cookie": "sid=s2"}).text, "n=2", "another sid: its own")
+    r = corral.get("/me", {"Cookie": "track=c"})
+    expect_eq(r.text, "n=3", "no sid: the URL's own entry")
+    expect("Cookie" not in origin.path_stats("/me")["headers"], "and no cookie sent")
+
+
+@scenario
 def purge_by_url_drops_every_credentials_entry(env):
     redis, origin = env.redis(), env.origin()
     origin.script("/me", body="user={h:Authorization} n={n}")
