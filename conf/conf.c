@@ -36,6 +36,7 @@
 
 #include "common/util.h"
 #include "conf/conf_secret.h"
+#include "conf/conf_key.h"
 
 #define MS_SECOND	INT64_C(1000)
 #define MS_MINUTE	(60 * MS_SECOND)
@@ -94,7 +95,10 @@ enum type {
 	T_URL,			/* T_STRING: http(s)://host[:port][/path] */
 	T_STATUS_TTLS,		/* "404:30s,410:5m" into a conf_route */
 	T_CIDRS,		/* "10.0.0.0/8, ::1" into trusted_proxies */
-	T_FLOAT			/* double; min..max in thousandths */
+	T_FLOAT,		/* double; min..max in thousandths */
+	T_AUTHZ,		/* enum conf_authz (conf_key.c) */
+	T_QUERY_NAMES,		/* T_STRING: names and prefix* patterns */
+	T_COOKIE		/* T_STRING: a cookie name, or "" */
 };
 
 struct key {
@@ -163,6 +167,9 @@ static const struct key keys[] = {
 	  IN_CONF(error_log), "path or - (stderr)" },
 	{ "log_format", SECT_SERVER, T_LOGFORMAT, "text", 0, 0,
 	  IN_CONF(log_format), "text, or json: one object a line" },
+	{ "key_secret_file", SECT_SERVER, T_STRING, "", 0, CONF_PATH_MAX - 1,
+	  IN_CONF(key_secret_file),
+	  "secret of per-credential keys' HMAC; others may not read it" },
 
 	{ "mode", SECT_REDIS, T_MODE, "single", 0, 0,
 	  IN_CONF(redis_mode), "what address names" },
@@ -236,9 +243,27 @@ static const struct key keys[] = {
 	  "as it may take)" },
 	{ "lock_poll", SECT_ROUTE, T_DURATION, "500ms", 10, 60 * MS_SECOND,
 	  IN_ROUTE(lock_poll_ms), "re-check interval while waiting" },
-	{ "cache_authorized", SECT_ROUTE, T_BOOL, "off", 0, 1,
+	{ "cache_authorized", SECT_ROUTE, T_AUTHZ, "off", 0, 0,
 	  IN_ROUTE(cache_authorized),
-	  "cache requests with Authorization or Cookie" },
+	  "cache requests with Authorization or Cookie: shared, or keyed "
+	  "per credential" },
+	{ "credential_cookie", SECT_ROUTE, T_COOKIE, "", 0, CONF_COOKIE_MAX - 1,
+	  IN_ROUTE(credential_cookie),
+	  "per-credential: this cookie is a credential too (others not sent)" },
+	{ "key_ignore_query", SECT_ROUTE, T_QUERY_NAMES, "", 0,
+	  CONF_QUERY_NAMES_MAX - 1, IN_ROUTE(key_ignore_query),
+	  "query parameters left out of the key, e.g. _, utm_*, fbclid" },
+	{ "key_query", SECT_ROUTE, T_QUERY_NAMES, "", 0,
+	  CONF_QUERY_NAMES_MAX - 1, IN_ROUTE(key_query),
+	  "only these query parameters count in the key (empty: all)" },
+	{ "key_headers", SECT_ROUTE, T_FIELDS, "", 0, CONF_FIELDS_MAX - 1,
+	  IN_ROUTE(key_headers), "request headers whose values are keyed" },
+	{ "cache_post", SECT_ROUTE, T_BOOL, "off", 0, 1, IN_ROUTE(cache_post),
+	  "cache POST responses, keyed on a digest of the body" },
+	{ "graphql", SECT_ROUTE, T_BOOL, "off", 0, 1, IN_ROUTE(graphql),
+	  "POSTs are GraphQL: queries cached, mutations never" },
+	{ "max_body_bytes", SECT_ROUTE, T_SIZE, "64k", 0, 1 * GIB,
+	  IN_ROUTE(post_max_body), "cache_post: longer bodies are passed" },
 	{ "stale_if_error", SECT_ROUTE, T_DURATION, "0", 0, 8760 * MS_HOUR,
 	  IN_ROUTE(stale_if_error_ms),
 	  "serve stale this long past stale_while_revalidate on errors" },
@@ -914,7 +939,7 @@ may_be_empty(enum type type)
 {
 	return type == T_STRING || type == T_PREFIX || type == T_FIELDS ||
 	    type == T_HOSTS || type == T_STATUS_TTLS || type == T_CIDRS ||
-	    type == T_AUTHORITY;
+	    type == T_AUTHORITY || type == T_QUERY_NAMES || type == T_COOKIE;
 }
 
 static int
@@ -1076,6 +1101,12 @@ set_value(const struct key *k, char *base, const char *v, char *err,
 		return set_logformat(k, field, v, err, errlen);
 	case T_BOOL:
 		return set_bool(k, field, v, err, errlen);
+	case T_AUTHZ:
+		return conf_key_set_authz(v, (int *)(void *)field, err, errlen);
+	case T_QUERY_NAMES:
+		return conf_key_set_names(v, field, k->size, err, errlen);
+	case T_COOKIE:
+		return conf_key_set_cookie(v, field, k->size, err, errlen);
 	case T_SIZE:
 	case T_DURATION:
 	case T_INT:
@@ -1392,6 +1423,42 @@ read_line(char *buf, int num, void *stream)
 	return buf;
 }
 
+/* key_query and key_ignore_query are two ways to say one thing. */
+static void
+check_query_rules(struct loader *ld, const struct key *k)
+{
+	const char *other = strcmp(k->name, "key_query") == 0 ?
+	    "key_ignore_query" : strcmp(k->name, "key_ignore_query") == 0 ?
+	    "key_query" : NULL;
+	const struct conf_route *r = &ld->c->routes[ld->route];
+	int line;
+
+	if (other != NULL && k->sect == SECT_ROUTE && r->key_query[0] != '\0' &&
+	    r->key_ignore_query[0] != '\0' &&
+	    (line = line_of(ld, SECT_ROUTE, other)) > 0)
+		report(ld, ld->lineno, "%s: not with %s (line %d): list the "
+		    "names that count, or those that do not", k->name, other,
+		    line);
+}
+
+/* The key secret, then what each route's key settings need. */
+static void
+check_keys(struct loader *ld)
+{
+	struct conf *c = ld->c;
+	char err[MSG_MAX];
+	int line = line_of(ld, SECT_SERVER, "key_secret_file");
+
+	if (line > 0 && c->key_secret_file[0] != '\0' &&
+	    conf_key_read_secret(c, err, sizeof(err)) == -1)
+		report(ld, line, "key_secret_file: %s", err);
+	for (int i = 0; i < c->nroutes; i++)
+		if (conf_key_check_route(c, &c->routes[i], err,
+		    sizeof(err)) == -1)
+			report(ld, c->routes[i].line, "[route %s]: %s",
+			    c->routes[i].prefix, err);
+}
+
 /* The ini_handler, for every key line. */
 static int
 on_key(void *user, const char *section, const char *name, const char *value)
@@ -1445,6 +1512,7 @@ on_key(void *user, const char *section, const char *name, const char *value)
 		report(ld, ld->lineno, "%s: %s", k->name, err);
 		ld->refused[k - keys] = 1;
 	}
+	check_query_rules(ld, k);
 	return 1;
 }
 
@@ -1612,6 +1680,7 @@ conf_load(struct conf *c, const char *path, FILE *errs)
 	check_listeners(&ld);
 	check_redis(&ld);
 	check_secrets(&ld);
+	check_keys(&ld);
 	upstream_authority(c);
 	forwarded_host(c);
 
@@ -1663,6 +1732,15 @@ format_range(const struct key *k, char *out, size_t outlen)
 		break;
 	case T_BOOL:
 		snprintf(out, outlen, "on|off");
+		break;
+	case T_AUTHZ:
+		snprintf(out, outlen, "off|on|per-credential");
+		break;
+	case T_QUERY_NAMES:
+		snprintf(out, outlen, "name,prefix*,...");
+		break;
+	case T_COOKIE:
+		snprintf(out, outlen, "cookie name");
 		break;
 	case T_URL:
 		snprintf(out, outlen, "http(s)://host[:port][/path]");

@@ -29,6 +29,18 @@
 #define CONF_CIDRS_MAX		64	/* entries of trusted_proxies */
 #define CONF_REDIS_ADDRS_MAX	16	/* [redis] address: seeds or sentinels */
 #define CONF_NAME_MAX		64	/* [redis] master_name */
+#define CONF_QUERY_NAMES_MAX	256	/* key_query, key_ignore_query */
+#define CONF_KEY_HEADERS_MAX	16	/* names in key_headers */
+#define CONF_COOKIE_MAX		64	/* credential_cookie */
+#define CONF_KEY_SECRET_MIN	16	/* bytes of key_secret_file */
+#define CONF_KEY_SECRET_MAX	1024
+
+/* cache_authorized: what a request with credentials gets. */
+enum conf_authz {
+	CONF_AUTHZ_OFF,		/* passed, uncached */
+	CONF_AUTHZ_ON,		/* one entry for every credential */
+	CONF_AUTHZ_CREDENTIAL,	/* per-credential: an entry per credential */
+};
 
 /* [redis] mode: what address names. */
 enum redis_mode {
@@ -63,7 +75,14 @@ struct conf_route {
 	int64_t	 lock_ttl_ms;		/* PX of the refresh lock */
 	int64_t	 lock_wait_ms;		/* cold-miss wait budget (0: automatic) */
 	int64_t	 lock_poll_ms;		/* fallback re-check while waiting */
-	int	 cache_authorized;	/* cache requests with Authorization/Cookie */
+	int	 cache_authorized;	/* enum conf_authz */
+	char	 credential_cookie[CONF_COOKIE_MAX];	/* "" : Authorization */
+	char	 key_ignore_query[CONF_QUERY_NAMES_MAX];	/* "a, utm_*" */
+	char	 key_query[CONF_QUERY_NAMES_MAX];	/* "" : every name */
+	char	 key_headers[CONF_FIELDS_MAX];	/* field names, ", " between */
+	int	 cache_post;		/* POST responses cached, body keyed */
+	int	 graphql;		/* ... as GraphQL: queries only */
+	int64_t	 post_max_body;		/* [route] max_body_bytes */
 	int64_t	 stale_if_error_ms;	/* serve stale this long on upstream errors */
 	int64_t	 error_backoff_ms;	/* longest wait between failed refreshes */
 	int	 error_backoff_after;	/* failures in a row before it starts */
@@ -109,6 +128,10 @@ struct conf {
 	/* X-Forwarded-Host of routes without key_host: canonical_host, else
 	 * the first name in hosts, else "" (none is sent). */
 	char		 forwarded_host[HOST_TEXT_MAX];
+	char		 key_secret_file[CONF_PATH_MAX];	/* or "" */
+	/* Not a key: what key_secret_file holds, read as the file loads. */
+	unsigned char	 key_secret[CONF_KEY_SECRET_MAX];
+	size_t		 key_secret_len;
 
 	/* [redis] */
 	enum redis_mode	 redis_mode;

@@ -46,6 +46,7 @@
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_hdr.h"
 #include "proxy/proxy_hold.h"
+#include "proxy/proxy_key.h"
 #include "proxy/proxy_near.h"
 #include "proxy/proxy_peer.h"
 #include "proxy/proxy_probe.h"
@@ -82,6 +83,7 @@ struct flight {
 	char			 key[FLOW_KEY_MAX + 1];
 	char			*uri;
 	struct evkeyvalq	 headers;	/* sent upstream */
+	struct fetch_kept	 fetch;		/* method, body, url tag */
 	struct waiters		 waiters;	/* the first one leads */
 	TAILQ_ENTRY(flight)	 link;		/* in px->flight_list */
 	struct stream		*stream;	/* the fetch's body, as it comes */
@@ -135,6 +137,7 @@ flight_refresh(struct flight *fl, enum refresh_mode mode, const char *seen_gen,
 		.rt = &fl->rt,
 		.authorized = fl->authorized,
 		.headers = &fl->headers,
+		.fetch = &fl->fetch,
 		.seen_gen = seen_gen,
 		.waited = own ? fl->hold.holder : "",
 		.base = base,
@@ -168,13 +171,8 @@ flight_keep_prev(struct flight *fl, struct cache_entry **ep)
 static int
 stale_if_error(const struct flight *fl)
 {
-	struct freshness f;
-
-	if (fl->prev == NULL)
-		return 0;
-	hdr_freshness(fl->prev->status, &fl->prev->headers, 0, &fl->rt,
-	    util_now_ms(), &f);
-	return util_now_ms() < fl->prev->fresh_until_ms + f.sie_ms;
+	return fl->prev != NULL && hdr_stale_if_error(fl->prev->status,
+	    &fl->prev->headers, fl->prev->fresh_until_ms, &fl->rt);
 }
 
 /* The key's responses vary (a marker says on what): every waiter of the
@@ -609,6 +607,7 @@ flight_done(struct flight *fl)
 	entry_unref(&fl->rep.entry);
 	entry_unref(&fl->fill);
 	evhttp_clear_headers(&fl->headers);
+	fetch_drop(&fl->fetch);
 	event_free(fl->poll_ev);
 	hold_free(&fl->hold);
 	free(fl->uri);
@@ -775,7 +774,7 @@ flight_enter(struct flight *fl, struct waiter *w)
 
 static struct flight *
 flight_new(struct proxy *px, const char *key, const char *uri, int route,
-    const struct conf_route *rt)
+    const struct conf_route *rt, const struct fetch_spec *spec)
 {
 	struct flight *fl;
 
@@ -793,11 +792,12 @@ flight_new(struct proxy *px, const char *key, const char *uri, int route,
 	fl->uri = strdup(uri);
 	fl->poll_ev = evtimer_new(px->base, on_flight_poll, fl);
 	if (hold_init(&fl->hold, px->base, on_flight_held_too_long, fl) == -1 ||
-	    fl->uri == NULL || fl->poll_ev == NULL ||
-	    dict_set(px->flights, fl->key, fl) == -1) {
+	    fetch_keep(&fl->fetch, spec) == -1 || fl->uri == NULL ||
+	    fl->poll_ev == NULL || dict_set(px->flights, fl->key, fl) == -1) {
 		if (fl->poll_ev != NULL)
 			event_free(fl->poll_ev);
 		hold_free(&fl->hold);
+		fetch_drop(&fl->fetch);
 		free(fl->uri);
 		free(fl);
 		return NULL;
@@ -820,15 +820,17 @@ flight_join(struct proxy *px, struct waiter *w, const char *key,
 			flight_enter(fl, w);
 		return 0;
 	}
-	if ((fl = flight_new(px, key, uri, route, rt)) == NULL)
+	if ((fl = flight_new(px, key, uri, route, rt, w->spec)) == NULL)
 		return -1;
 	fl->early_due = early_due;
-	/* A shared fetch: nothing that would make the answer one client's. */
+	/* A shared fetch: nothing that would make the answer one client's
+	 * (per-credential: the one its key holds). */
 	flags = HDR_DROP_HOST | HDR_DROP_LENGTH | HDR_DROP_CONDITIONAL |
 	    HDR_DROP_ENCODING | (rt->cache_authorized ? 0 : HDR_DROP_CREDENTIALS);
-	fl->authorized = rt->cache_authorized &&
+	fl->authorized = rt->cache_authorized == CONF_AUTHZ_ON &&
 	    evhttp_find_header(w->headers, "Authorization") != NULL;
 	w->ops->forward(w, &fl->headers, flags);
+	fetch_headers(w->spec, &fl->headers);
 	flight_enter(fl, w);
 	flight_run(fl);
 	return 0;

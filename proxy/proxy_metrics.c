@@ -135,6 +135,31 @@ static const struct counter_row counter_rows[] = {
 	  FIELD(shed_busy), NO_FIELD },
 	{ "corral_origin_sheds_total", NULL, "reason", "refresh",
 	  FIELD(shed_refresh), NO_FIELD },
+
+	{ "corral_key_rule_hits_total", "Hits on keys a key rule made, by "
+	  "the rule.", "rule", "query-rules", FIELD(key_query_hits), NO_FIELD },
+	{ "corral_key_rule_hits_total", NULL, "rule", "headers",
+	  FIELD(key_headers_hits), NO_FIELD },
+	{ "corral_key_rule_hits_total", NULL, "rule", "post",
+	  FIELD(key_post_hits), NO_FIELD },
+	{ "corral_key_rule_hits_total", NULL, "rule", "graphql",
+	  FIELD(key_graphql_hits), NO_FIELD },
+	{ "corral_key_rule_hits_total", NULL, "rule", "credential",
+	  FIELD(key_credential_hits), NO_FIELD },
+	{ "corral_key_rule_stores_total", "Entries stored for misses on keys a "
+	  "key rule made, by the rule.", "rule", "query-rules",
+	  FIELD(key_query_stores), NO_FIELD },
+	{ "corral_key_rule_stores_total", NULL, "rule", "headers",
+	  FIELD(key_headers_stores), NO_FIELD },
+	{ "corral_key_rule_stores_total", NULL, "rule", "post",
+	  FIELD(key_post_stores), NO_FIELD },
+	{ "corral_key_rule_stores_total", NULL, "rule", "graphql",
+	  FIELD(key_graphql_stores), NO_FIELD },
+	{ "corral_key_rule_stores_total", NULL, "rule", "credential",
+	  FIELD(key_credential_stores), NO_FIELD },
+	{ "corral_post_passed_total", "POSTs on cache_post routes passed "
+	  "uncached: mutations, long or unreadable bodies.", NULL, NULL,
+	  FIELD(post_passed), NO_FIELD },
 };
 
 /* A per-route histogram family. */

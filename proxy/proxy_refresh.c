@@ -43,6 +43,7 @@
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_hdr.h"
 #include "proxy/proxy_hold.h"
+#include "proxy/proxy_key.h"
 #include "proxy/proxy_near.h"
 #include "proxy/proxy_peer.h"
 #include "proxy/proxy_refresh.h"
@@ -75,6 +76,7 @@ struct refresh {
 	char			 key[FLOW_KEY_MAX + 1];
 	char			*url;
 	struct evkeyvalq	 headers;
+	struct fetch_kept	 sent;		/* method, body, url tag */
 	char			 token[UTIL_TOKEN_HEX + 1];
 	char			 seen_gen[ENTRY_GEN_LEN + 1];
 	char			 waited[UTIL_TOKEN_HEX + 1];	/* its holder */
@@ -133,6 +135,7 @@ on_refresh_done(evutil_socket_t fd, short what, void *arg)
 	entry_unref(&rf->base);
 	entry_unref(&rf->marker);
 	evhttp_clear_headers(&rf->headers);
+	fetch_drop(&rf->sent);
 	event_free(rf->renew_ev);
 	event_free(rf->sibling_ev);
 	event_free(rf->done_ev);
@@ -204,16 +207,6 @@ result_named(const char *failure)
 	return UPSTREAM_OK;
 }
 
-/* The lock of a holder we waited for is ours: it let the lock go without
- * an entry or a failure for its waiters (it died, mostly). */
-static void
-took_over(struct refresh *rf)
-{
-	STAT_INC(rf->px->stats, rf->route, lock_takeovers);
-	log_info("%s: took the lock over from a holder that ended without an "
-	    "entry", rf->key);
-}
-
 static void
 on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *text,
     void *arg)
@@ -225,8 +218,11 @@ on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *text,
 	switch (r) {
 	case LOCK_ACQUIRED:
 		STAT_INC(rf->px->stats, rf->route, locks_acquired);
-		if (rf->waited[0] != '\0')
-			took_over(rf);
+		if (rf->waited[0] != '\0') {	/* its holder died, mostly */
+			STAT_INC(rf->px->stats, rf->route, lock_takeovers);
+			log_info("%s: took over a lock left with no entry",
+			    rf->key);
+		}
 		rf->step = RF_FETCH;
 		break;
 	case LOCK_BUSY:
@@ -269,7 +265,7 @@ on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *text,
 
 struct cache_entry *
 refresh_entry(struct upstream_response *resp, const char *gen,
-    int64_t fetch_ms)
+    int64_t fetch_ms, const struct fetch_kept *sent)
 {
 	struct cache_entry *e;
 	int64_t now = util_now_ms();
@@ -283,7 +279,8 @@ refresh_entry(struct upstream_response *resp, const char *gen,
 	hdr_copy(&resp->headers, &e->headers, HDR_DROP_LENGTH);
 	while (evhttp_remove_header(&e->headers, VARY_MARKER) == 0)
 		;	/* only Corral writes markers */
-	if (entry_set_body(e, resp->body) == -1) {
+	if (entry_set_body(e, resp->body) == -1 || (sent != NULL &&
+	    entry_set_request(e, sent->body, sent->body_len) == -1)) {
 		entry_unref(&e);
 		return NULL;
 	}
@@ -347,7 +344,8 @@ entry_revalidated(const struct cache_entry *base,
 	e->fetch_ms = (uint32_t)(fetch_ms > UINT32_MAX ? UINT32_MAX : fetch_ms);
 	hdr_copy(&base->headers, &e->headers, 0);
 	hdr_merge_304(&e->headers, &resp->headers);
-	if (entry_copy_body(e, base->body, base->body_len) == -1)
+	if (entry_copy_body(e, base->body, base->body_len) == -1 ||
+	    entry_set_request(e, base->request, base->request_len) == -1)
 		entry_unref(&e);
 	return e;
 }
@@ -416,7 +414,8 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 		rf->rep.entry = entry_revalidated(rf->base, resp, rf->token,
 		    rf->rep.fetch_ms);
 	} else {
-		rf->rep.entry = refresh_entry(resp, rf->token, rf->rep.fetch_ms);
+		rf->rep.entry = refresh_entry(resp, rf->token, rf->rep.fetch_ms,
+		    &rf->sent);
 	}
 	if (rf->rep.entry == NULL) {
 		rf->rep.result = RFR_UPSTREAM_ERROR;
@@ -482,6 +481,8 @@ on_refresh_stored(enum fence_result r, void *arg)
 		rf->rep.stored = 1;
 		STAT_INC(rf->px->stats, rf->route, stores);
 		hdr_tags(&rf->rep.entry->headers, tag_stored, rf);
+		if (rf->sent.url_tag[0] != '\0')	/* a purge by URL */
+			tag_stored(rf->sent.url_tag, rf);
 		if (entry_state(rf->rep.entry, util_now_ms()) == ENTRY_FRESH)
 			near_put(rf->px, rf->rep.variant[0] != '\0' ?
 			    rf->rep.variant : rf->key, rf->rep.entry);
@@ -535,9 +536,11 @@ refresh_fetch(struct refresh *rf)
 		.weight_arg = rf,
 	};
 	struct upstream_request ur = {
-		.method = "GET",
+		.method = rf->sent.method,	/* a POST: sent once, not retried */
 		.url = rf->url,
 		.headers = &rf->headers,
+		.body = rf->sent.body,
+		.body_len = rf->sent.body_len,
 		.connect_timeout_ms = conf->upstream_connect_timeout_ms,
 		.timeout_ms = conf->upstream_timeout_ms,
 		.max_body_bytes = PASS_BODY_MAX,	/* larger: not stored */
@@ -770,6 +773,9 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 		goto fail;
 	snprintf(rf->url, urllen, "%s%s", px->conf->upstream_url, a->uri);
 	hdr_copy(a->headers, &rf->headers, 0);
+	if (fetch_keep_again(&rf->sent, a->fetch, base != NULL ? base->request :
+	    NULL, base != NULL ? base->request_len : 0) == -1)
+		goto fail;
 	if (base != NULL && base->status == 200 && a->mode == RF_LOCKED) {
 		rf->base = entry_ref(base);
 		if ((etag = evhttp_find_header(&base->headers, "ETag")) != NULL)
@@ -801,6 +807,7 @@ fail:
 	if (rf->done_ev != NULL)
 		event_free(rf->done_ev);
 	evhttp_clear_headers(&rf->headers);
+	fetch_drop(&rf->sent);
 	entry_unref(&rf->base);
 	free(rf->url);
 	free(rf);

@@ -56,6 +56,9 @@ struct refresh_args {
 	const struct conf_route	*rt;
 	int			 authorized;
 	const struct evkeyvalq	*headers;	/* sent upstream */
+	const struct fetch_kept	*fetch;		/* method, body, url tag; a
+						 * revalidated base's stored
+						 * request body goes instead */
 	const char		*seen_gen;	/* the generation it saw */
 	const char		*waited;	/* the holder it waited for, or "" */
 	struct cache_entry	*base;		/* to revalidate, or NULL */
@@ -104,9 +107,10 @@ void	refresh_detach(struct refresh *rf);
 /* Goes on with a fetch its stream callback paused. */
 void	refresh_resume(struct refresh *rf);
 /* An upstream response as an entry of generation gen, fresh for no time
- * yet. NULL on no memory. */
+ * yet, holding the request body sent has (if not NULL). NULL on no
+ * memory. */
 struct cache_entry *refresh_entry(struct upstream_response *resp,
-	    const char *gen, int64_t fetch_ms);
+	    const char *gen, int64_t fetch_ms, const struct fetch_kept *sent);
 /* Past the stop deadline: every fetch that holds a lock gives it up and
  * releases the lock, so the fleet does not wait out lock_ttl. */
 void	refresh_abandon_all(struct proxy *px);

@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "conf/conf.h"
 #include "tests/unit/unit.h"
@@ -472,8 +472,8 @@ t_bad_values_reported_per_type(void)
 	CHECK(load("[redis]\ndb = one\n") == 1);
 	CHECK(has_error(2, "db: \"one\" is not a whole number"));
 	CHECK(load("[route /]\ncache_authorized = maybe\n") == 1);
-	CHECK(has_error(2, "cache_authorized: \"maybe\" is not a boolean (use "
-	    "on/off, yes/no, true/false or 1/0)"));
+	CHECK(has_error(2, "cache_authorized: \"maybe\" is not off, on or "
+	    "per-credential"));
 	CHECK(load("[server]\nlog_level = verbose\n") == 1);
 	CHECK(has_error(2, "log_level: \"verbose\" is not a log level (use "
 	    "error, warn, info or debug)"));
@@ -934,7 +934,8 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	errs = out;		/* freed with the next load */
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
-	CHECK(count_lines(out) == 1 + 59);	/* timeout is in two sections */
+	/* timeout and max_body_bytes are in two sections */
+	CHECK(count_lines(out) == 1 + 67);
 	CHECK(strstr(out, "1ms..1h") != NULL);
 	CHECK(strstr(out, "100ms..1h") != NULL);
 	CHECK(strstr(out, "0.001..100") != NULL);
@@ -1105,6 +1106,72 @@ t_hosts_allow_listed_names_on_listed_ports(void)
 	}
 }
 
+/* A key secret file with mode mode: its path, in a static buffer. */
+static const char *
+secret_file(const char *text, mode_t mode)
+{
+	static char path[sizeof(TMP_TEMPLATE)];
+	int fd;
+
+	memcpy(path, TMP_TEMPLATE, sizeof(path));
+	if ((fd = mkstemp(path)) == -1 ||
+	    write(fd, text, strlen(text)) != (ssize_t)strlen(text) ||
+	    fchmod(fd, mode) == -1 || close(fd) == -1) {
+		perror("secret file");
+		exit(2);
+	}
+	return path;
+}
+
+static void
+t_key_rule_keys_parse_and_check_each_other(void)
+{
+	char text[TEXT_MAX];
+	const char *sf;
+
+	CHECK(load("[route /]\ncache_authorized = per-credential\n") == 1);
+	CHECK(has_error(1, "[route /]: cache_authorized = per-credential needs "
+	    "key_secret_file"));
+	sf = secret_file("a-secret-of-32-bytes-0123456789a\n", 0600);
+	snprintf(text, sizeof(text), "[server]\nkey_secret_file = %s\n"
+	    "[route /]\ncache_authorized = per-credential\n"
+	    "credential_cookie = session\nkey_ignore_query = _, utm_*\n"
+	    "key_headers = Accept-Language, X-Tenant\ncache_post = on\n"
+	    "graphql = on\nmax_body_bytes = 1k\n", sf);
+	CHECK(load(text) == 0);
+	CHECK(cf.key_secret_len == 32 && memcmp(cf.key_secret, "a-secret", 8) == 0);
+	CHECK(cf.routes[0].cache_authorized == CONF_AUTHZ_CREDENTIAL);
+	CHECK_STR(cf.routes[0].key_ignore_query, "_, utm_*");
+	CHECK_STR(cf.routes[0].credential_cookie, "session");
+	CHECK(cf.routes[0].post_max_body == 1024 && cf.routes[0].graphql);
+	CHECK(cf.max_body_bytes == 10 * 1024 * 1024);	/* [server]'s own */
+	chmod(sf, 0644);
+	CHECK(load(text) == 2);		/* the file, then the route needing it */
+	CHECK(has_error(2, "key_secret_file: is readable by others"));
+	unlink(sf);
+	CHECK(load(text) == 2);
+	CHECK(has_error(2, "key_secret_file: cannot open"));
+	sf = secret_file("short\n", 0600);
+	snprintf(text, sizeof(text), "[server]\nkey_secret_file = %s\n", sf);
+	CHECK(load(text) == 1);
+	CHECK(has_error(2, "key_secret_file: holds 5 bytes"));
+	unlink(sf);
+	CHECK(load("[route /]\nkey_query = id\nkey_ignore_query = _\n") == 1);
+	CHECK(has_error(3, "key_ignore_query: not with key_query (line 2)"));
+	CHECK(load("[route /]\nkey_query = id\nkey_ignore_query =\n") == 0);
+	CHECK(load("[route /]\nkey_ignore_query = a&b, *x, =\n") == 1);
+	CHECK(has_error(2, "key_ignore_query: \"a&b\" is not a query"));
+	CHECK(load("[route /]\nkey_headers = X-A, authorization\n") == 1);
+	CHECK(has_error(1, "[route /]: key_headers must not name Authorization"));
+	CHECK(load("[route /]\ngraphql = on\n") == 1);
+	CHECK(has_error(1, "[route /]: graphql = on needs cache_post = on"));
+	CHECK(load("[route /]\ncredential_cookie = sid\n") == 1);
+	CHECK(has_error(1, "[route /]: credential_cookie needs cache_authorized"));
+	CHECK(load("[route /]\ncredential_cookie = a;b\n") == 1);
+	CHECK(load("[route /]\ncache_authorized = yes\n") == 0);
+	CHECK(cf.routes[0].cache_authorized == CONF_AUTHZ_ON);
+}
+
 int
 main(void)
 {
@@ -1150,6 +1217,7 @@ main(void)
 	RUN(t_trusted_proxies_match_by_prefix);
 	RUN(t_hosts_allow_listed_names_on_listed_ports);
 	RUN(t_redis_mode_checks_addresses_and_master_name);
+	RUN(t_key_rule_keys_parse_and_check_each_other);
 	free(errs);
 	return unit_exit();
 }
