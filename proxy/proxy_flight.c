@@ -42,6 +42,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_control.h"
 #include "proxy/proxy_flight.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_hdr.h"
@@ -169,8 +170,8 @@ stale_if_error(const struct flight *fl)
 {
 	struct freshness f;
 
-	if (fl->prev == NULL)
-		return 0;
+	if (fl->prev == NULL || maint_avoids(fl->px, fl->uri))
+		return fl->prev != NULL;	/* maintenance: however stale */
 	hdr_freshness(fl->prev->status, &fl->prev->headers, 0, &fl->rt,
 	    util_now_ms(), &f);
 	return util_now_ms() < fl->prev->fresh_until_ms + f.sie_ms;

@@ -118,8 +118,9 @@ purge_refused(struct evhttp_request *ev, enum purge_start r)
 
 /* "http://Host:80/a?b" -> the cache key of that URL: 0, or the status to
  * answer with (400 for a URL that is not absolute, 503 on no memory). */
-static int
-url_key(const struct proxy *px, const char *url, char key[CACHE_KEY_MAX + 1])
+int
+admin_url_key(const struct proxy *px, const char *url,
+    char key[CACHE_KEY_MAX + 1], const struct conf_route **rtp)
 {
 	struct evhttp_uri *u = evhttp_uri_parse(url);
 	const char *host, *path;
@@ -141,6 +142,8 @@ url_key(const struct proxy *px, const char *url, char key[CACHE_KEY_MAX + 1])
 	if (path == NULL || *path == '\0')
 		path = "/";
 	rt = conf_route_match(px->conf, path);
+	if (rtp != NULL)
+		*rtp = rt;
 	if (rt == NULL || !rt->key_host)	/* keyed on the upstream */
 		snprintf(hostport, sizeof(hostport), "%s",
 		    px->conf->upstream_authority);
@@ -153,8 +156,8 @@ url_key(const struct proxy *px, const char *url, char key[CACHE_KEY_MAX + 1])
 
 /* "http://Host:80/a" or "Host:80/a" -> "host/a", as keys begin; a path
  * ("/a") is one of the upstream's: "upstream-host/a". */
-static void
-prefix_key(const struct proxy *px, const char *prefix,
+void
+admin_prefix_key(const struct proxy *px, const char *prefix,
     char out[PURGE_PREFIX_MAX + 1])
 {
 	const char *p = prefix, *slash;
@@ -211,7 +214,7 @@ admin_purge(struct proxy *px, struct evhttp_request *ev)
 	soft_arg = evhttp_find_header(&params, "soft");
 	soft = soft_arg != NULL ? strcmp(soft_arg, "0") != 0 : tag != NULL;
 	if (url != NULL) {
-		if ((rc = url_key(px, url, key)) != 0) {
+		if ((rc = admin_url_key(px, url, key, NULL)) != 0) {
 			json_error(ev, rc, rc == HTTP_BADREQUEST ?
 			    "url must be absolute, like http://host/path" :
 			    "out of memory");
@@ -225,7 +228,7 @@ admin_purge(struct proxy *px, struct evhttp_request *ev)
 				log_info("purge %s", key);
 		}
 	} else if (prefix != NULL && *prefix != '\0') {
-		prefix_key(px, prefix, key);
+		admin_prefix_key(px, prefix, key);
 		near_drop_prefix(px, key);	/* the others hear by broadcast */
 		if ((r = cache_purge_prefix(px->cache, key, soft,
 		    on_many_purged, ev)) != PURGE_STARTED)

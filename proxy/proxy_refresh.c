@@ -40,6 +40,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_control.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_hdr.h"
 #include "proxy/proxy_hold.h"
@@ -739,6 +740,8 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	struct refresh *rf;
 	size_t urllen;
 
+	if (cb == NULL && maint_avoids(px, a->uri))
+		return NULL;	/* maintenance: no background refresh */
 	if ((rf = calloc(1, sizeof(*rf))) == NULL)
 		return NULL;
 	rf->magic = REFRESH_MAGIC;
@@ -755,11 +758,11 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	rf->cb_arg = arg;
 	rf->stream = a->stream;
 	rf->waiters = a->waiters;
-	/* Its origin slot's rank: a flight's miss, else a refresh behind a
-	 * stale (or, early, a fresh) entry. */
-	rf->budget = cb != NULL ? BUDGET_MISS : base != NULL &&
-	    entry_state(base, util_now_ms()) == ENTRY_FRESH ? BUDGET_EARLY :
-	    BUDGET_STALE;
+	/* Its origin slot's rank: an operator's last, a flight's miss, else
+	 * a refresh behind a stale (or, early, a fresh) entry. */
+	rf->budget = a->lowest ? BUDGET_PASS : cb != NULL ? BUDGET_MISS :
+	    base != NULL && entry_state(base, util_now_ms()) == ENTRY_FRESH ?
+	    BUDGET_EARLY : BUDGET_STALE;
 	TAILQ_INIT(&rf->headers);
 	snprintf(rf->key, sizeof(rf->key), "%s", a->key);
 	snprintf(rf->seen_gen, sizeof(rf->seen_gen), "%s", a->seen_gen);
