@@ -116,6 +116,20 @@ origin_budget_json(struct proxy *px, const struct budget_gauges *g,
 	    g->queued, g->fleet_held, g->fleet_queued, g->instances);
 }
 
+/* The admin listener's own figures, its jobs, the maintenance modes. */
+static void
+admin_json(struct proxy *px, const struct proxy_figures *fig,
+    struct evbuffer *out)
+{
+	evbuffer_add_printf(out, "\"admin\": {\"connections\": %" PRId64
+	    ", \"refused\": %" PRIu64 ", \"tokens\": %d}, ",
+	    fig->admin_connections, fig->admin_refused, px->conf->nadmin_tokens);
+	evbuffer_add_printf(out, "\"control\": {\"jobs\": %d}, "
+	    "\"maintenance\": ", control_jobs(px));
+	maint_json(px, out);
+	evbuffer_add_printf(out, ", ");
+}
+
 static void
 stats_json(struct proxy *px, struct evbuffer *out)
 {
@@ -134,13 +148,7 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	    fig->connections, fig->l1_bytes, fig->l1_entries,
 	    fig->l1_rejected);
 	pending_json(px->conf, out);
-	evbuffer_add_printf(out, "\"admin\": {\"connections\": %" PRId64
-	    ", \"refused\": %" PRIu64 ", \"tokens\": %d}, ",
-	    fig->admin_connections, fig->admin_refused, px->conf->nadmin_tokens);
-	evbuffer_add_printf(out, "\"control\": {\"jobs\": %d}, "
-	    "\"maintenance\": ", control_jobs(px));
-	maint_json(px, out);
-	evbuffer_add_printf(out, ", ");
+	admin_json(px, fig, out);
 	evbuffer_add_printf(out, "\"shared_cache\": {\"max_bytes\": %" PRId64
 	    ", \"bytes\": %" PRId64 ", \"entries\": %" PRId64
 	    ", \"hits\": %" PRIu64 ", \"misses\": %" PRIu64
