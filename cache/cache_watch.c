@@ -227,9 +227,16 @@ watch_sub_reply(struct cache *c, struct node *n, const redisReply *r)
 		log_info("redis: subscribed to %s on %s", channel, n->name);
 		/* Purges may have been missed while unsubscribed. */
 		c->on_fill(NULL, NULL, c->fill_arg);
+		if (c->on_maint != NULL)
+			c->on_maint(c->fill_arg);
 	} else if (strcmp(kind, "message") == 0 &&
 	    strcmp(channel, c->purge_channel) == 0 &&
 	    r->element[2]->type == REDIS_REPLY_STRING) {
+		if (strcmp(r->element[2]->str, MAINT_MESSAGE) == 0) {
+			if (c->on_maint != NULL)
+				c->on_maint(c->fill_arg);
+			return;
+		}
 		c->counters.purges_received++;
 		if (c->on_purge != NULL)
 			c->on_purge(r->element[2]->str, c->fill_arg);

@@ -121,6 +121,8 @@ struct key {
 #define IN_ROUTE(m)		FIELD(struct conf_route, m), 0, 0
 #define HOSTPORT(h, p)		FIELD(struct conf, h), \
 				offsetof(struct conf, p), 0
+#define CIDRS(list, n)		FIELD(struct conf, list), \
+				offsetof(struct conf, n), 0
 #define ADDRESS(h, p, u)	FIELD(struct conf, h), \
 				offsetof(struct conf, p), \
 				offsetof(struct conf, u)
@@ -145,8 +147,17 @@ static const struct key keys[] = {
 	  IN_CONF(canonical_host),
 	  "X-Forwarded-Host without key_host (empty: first name in hosts)" },
 	{ "trusted_proxies", SECT_SERVER, T_CIDRS, "", 0, CONF_CIDRS_MAX,
-	  IN_CONF(trusted_proxies),
+	  CIDRS(trusted_proxies, ntrusted_proxies),
 	  "peers whose X-Forwarded-For, -Proto and Forwarded are kept" },
+	{ "admin_token_file", SECT_SERVER, T_STRING, "", 0, CONF_PATH_MAX - 1,
+	  IN_CONF(admin_token_file),
+	  "Bearer tokens of the admin API, one a line (empty: open)" },
+	{ "admin_allow", SECT_SERVER, T_CIDRS, "", 0, CONF_CIDRS_MAX,
+	  CIDRS(admin_allow, nadmin_allow),
+	  "peers the admin API answers, but /health (empty: any)" },
+	{ "admin_hosts", SECT_SERVER, T_HOSTS, "", 0, CONF_HOSTS_MAX - 1,
+	  IN_CONF(admin_hosts),
+	  "more Host names an admin change may name (DNS rebinding)" },
 	{ "max_connections", SECT_SERVER, T_INT, "10000", 1, 1000000,
 	  IN_CONF(max_connections), "client connections open at once" },
 	{ "admin_max_connections", SECT_SERVER, T_INT, "64", 1, 10000,
@@ -789,12 +800,13 @@ parse_cidr(const char *item, struct conf_cidr *c)
 	return 0;
 }
 
-/* trusted_proxies: every entry is checked, and every bad one named. */
+/* trusted_proxies, admin_allow: every entry is checked, and every bad one
+ * named. */
 static int
 set_cidrs(const struct key *k, char *base, const char *v, char *err,
     size_t errlen)
 {
-	struct conf *c = (struct conf *)(void *)base;
+	struct conf_cidr *list = (struct conf_cidr *)(void *)(base + k->off);
 	char item[64], shown[SHOW_BUF];
 	size_t used = 0;
 	int n = 0, bad = 0;
@@ -812,7 +824,7 @@ set_cidrs(const struct key *k, char *base, const char *v, char *err,
 			    k->max);
 			return -1;
 		}
-		if (parse_cidr(item, &c->trusted_proxies[n]) == 0) {
+		if (parse_cidr(item, &list[n]) == 0) {
 			n++;
 			continue;
 		}
@@ -827,7 +839,7 @@ set_cidrs(const struct key *k, char *base, const char *v, char *err,
 		    "address/bits", bad == 1 ? "is" : "are");
 		return -1;
 	}
-	c->ntrusted_proxies = n;
+	*(int *)(void *)(base + k->off_port) = n;
 	return 0;
 }
 
@@ -904,12 +916,23 @@ conf_host_allowed(const struct conf *c, const char *host, int keyed)
 int
 conf_trusted_proxy(const struct conf *c, const char *addr)
 {
+	return conf_cidrs_match(c->trusted_proxies, c->ntrusted_proxies, addr);
+}
+
+int
+conf_cidrs_match(const struct conf_cidr *list, int n, const char *addr)
+{
+	static const unsigned char mapped[12] = { [10] = 0xff, [11] = 0xff };
 	struct conf_cidr a;
 
-	if (c->ntrusted_proxies == 0 || parse_cidr(addr, &a) == -1)
+	if (n == 0 || parse_cidr(addr, &a) == -1)
 		return 0;
-	for (int i = 0; i < c->ntrusted_proxies; i++) {
-		const struct conf_cidr *t = &c->trusted_proxies[i];
+	if (a.family == AF_INET6 && memcmp(a.addr, mapped, 12) == 0) {
+		a.family = AF_INET;	/* ::ffff:a.b.c.d: a.b.c.d */
+		memmove(a.addr, a.addr + 12, 4);
+	}
+	for (int i = 0; i < n; i++) {
+		const struct conf_cidr *t = &list[i];
 		int whole = t->bits / 8, rest = t->bits % 8;
 
 		if (t->family != a.family ||
@@ -1681,6 +1704,9 @@ conf_load(struct conf *c, const char *path, FILE *errs)
 	check_redis(&ld);
 	check_secrets(&ld);
 	check_keys(&ld);
+	if (line_of(&ld, SECT_SERVER, "admin_token_file") != -1)
+		ld.nerr += conf_tokens_load(c, path, line_of(&ld, SECT_SERVER,
+		    "admin_token_file"), errs);
 	upstream_authority(c);
 	forwarded_host(c);
 

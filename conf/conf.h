@@ -42,6 +42,10 @@ enum conf_authz {
 	CONF_AUTHZ_CREDENTIAL,	/* per-credential: an entry per credential */
 };
 
+#define CONF_TOKENS_MAX		64	/* admin_token_file: tokens */
+#define CONF_TOKEN_MIN		16	/* bytes of one token, at least */
+#define CONF_TOKEN_MAX		128	/* ... and at most */
+
 /* [redis] mode: what address names. */
 enum redis_mode {
 	REDIS_SINGLE,		/* one redis-server */
@@ -60,6 +64,20 @@ struct conf_cidr {
 	int		 family;	/* AF_INET or AF_INET6 */
 	unsigned char	 addr[16];
 	int		 bits;
+};
+
+/* What an admin token may do (admin_token_file). */
+enum admin_scope {
+	SCOPE_NONE,		/* no token, or not one of the file's */
+	SCOPE_READ,		/* GET /stats, /metrics, /entry ... */
+	SCOPE_ALL,		/* and every change: purge, refresh ... */
+};
+
+/* One token of admin_token_file, NUL-padded to its full size. */
+struct conf_token {
+	char		 text[CONF_TOKEN_MAX + 1];
+	size_t		 len;
+	enum admin_scope scope;
 };
 
 /* One "status:duration" of ttl_status. */
@@ -123,6 +141,12 @@ struct conf {
 	char		 error_log[CONF_PATH_MAX];	/* path or "-" (stderr) */
 	struct conf_cidr trusted_proxies[CONF_CIDRS_MAX];
 	int		 ntrusted_proxies;
+	char		 admin_token_file[CONF_PATH_MAX];	/* "": no tokens */
+	struct conf_token admin_tokens[CONF_TOKENS_MAX];	/* read from it */
+	int		 nadmin_tokens;
+	struct conf_cidr admin_allow[CONF_CIDRS_MAX];	/* none: any peer */
+	int		 nadmin_allow;
+	char		 admin_hosts[CONF_HOSTS_MAX];	/* more admin names */
 	char		 hosts[CONF_HOSTS_MAX];	/* allowed Host names, or "" */
 	char		 canonical_host[HOST_TEXT_MAX];	/* normal form, or "" */
 	/* X-Forwarded-Host of routes without key_host: canonical_host, else
@@ -198,6 +222,23 @@ const struct conf_route *conf_route_match(const struct conf *c, const char *path
 int	conf_host_allowed(const struct conf *c, const char *host, int keyed);
 /* Is addr (a numeric IPv4 or IPv6 address) in trusted_proxies? */
 int	conf_trusted_proxy(const struct conf *c, const char *addr);
+/* Is addr (numeric; an IPv4-mapped IPv6 address counts as its IPv4 one)
+ * in the n blocks of list? */
+int	conf_cidrs_match(const struct conf_cidr *list, int n, const char *addr);
+
+/*
+ * conf_admin.c: admin_token_file, read when the configuration is loaded:
+ * one token a line, alone (every scope) or followed by "read"; blank
+ * lines and '#' comments. A file that group or others may read or write,
+ * or a bad line, is an error ("file:line: what", never the token). line
+ * is where the key was set. Returns the number of errors.
+ */
+int	conf_tokens_load(struct conf *c, const char *conf_path, int line,
+	    FILE *errs);
+/* The scope of the token (len bytes at s), compared with every token of
+ * the file in constant time; SCOPE_NONE if none matches. */
+enum admin_scope conf_token_scope(const struct conf *c, const char *s,
+	    size_t len);
 /* The index of the route with this prefix in c, or -1. */
 int	conf_route_index(const struct conf *c, const char *prefix);
 

@@ -114,6 +114,8 @@ struct proxy_figures {
 	struct budget_gauges	 budget;	/* the origin budget's */
 };
 struct access_log;
+struct control;
+struct maint;
 struct req;
 struct flight;
 struct refresh;
@@ -165,6 +167,8 @@ struct proxy {
 	struct upstream		*peers;		/* ... and it asks them */
 	pid_t			 master_pid;	/* names the peer sockets */
 	struct budget		*budget;	/* the origin's (proxy_budget.c) */
+	struct control		*control;	/* refreshes asked (proxy_control.c) */
+	struct maint		*maint;		/* routes in maintenance */
 };
 
 /* proxy_life.c: slots[slot] is this worker's (nslots 1: the only one);
@@ -211,8 +215,18 @@ void	proxy_figures(struct proxy *px, struct proxy_figures *f);
 
 /* proxy_admin.c */
 void	admin_handle(struct evhttp_request *ev, void *arg);
+/* s as a JSON string, quotes and all. */
+void	admin_json_string(struct evbuffer *out, const char *s);
 
 /* proxy_purge.c: POST /purge?url=URL or ?prefix=PREFIX */
 void	admin_purge(struct proxy *px, struct evhttp_request *ev);
+/* "http://Host:80/a?b" -> the cache key of that URL, as a request's (and
+ * with rtp, its route or NULL): 0, or the status to answer with (400 for
+ * a URL that is not absolute, 503 on no memory). */
+int	admin_url_key(const struct proxy *px, const char *url,
+	    char key[CACHE_KEY_MAX + 1], const struct conf_route **rtp, int *tagged);
+/* "http://Host:80/a" or "/a" -> the start of the keys it names. */
+void	admin_prefix_key(const struct proxy *px, const char *prefix,
+	    char out[CACHE_KEY_MAX + 1]);
 
 #endif

@@ -42,6 +42,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_control.h"
 #include "proxy/proxy_flight.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_hdr.h"
@@ -171,6 +172,8 @@ flight_keep_prev(struct flight *fl, struct cache_entry **ep)
 static int
 stale_if_error(const struct flight *fl)
 {
+	if (fl->prev != NULL && maint_avoids(fl->px, fl->uri))
+		return 1;	/* maintenance: however stale */
 	return fl->prev != NULL && hdr_stale_if_error(fl->prev->status,
 	    &fl->prev->headers, fl->prev->fresh_until_ms, &fl->rt);
 }

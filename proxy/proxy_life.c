@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_control.h"
 #include "proxy/proxy_budget.h"
 #include "proxy/proxy_flight.h"
 #include "proxy/proxy_log.h"
@@ -54,6 +55,7 @@ abandon_all(struct proxy *px)
 static void
 shutdown_all(struct proxy *px)
 {
+	control_shutdown(px);
 	flight_shutdown_all(px);
 	req_shutdown_all(px);
 	refresh_shutdown_all(px);
@@ -393,7 +395,8 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 		goto fail;
 	}
 	cache_on_purge(px->cache, near_on_purge);
-	if (budget_new(px) == -1) {
+	if (budget_new(px) == -1 || control_new(px) == -1 ||
+	    maint_new(px) == -1) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -426,6 +429,7 @@ proxy_stop(struct proxy *px)
 	budget_free(px);
 	http_close(px);
 	upstream_free(&px->upstream);
+	maint_free(px);
 	cache_free(&px->cache);
 	dict_free(&px->flights);
 	dict_free(&px->refreshes);

@@ -4,6 +4,7 @@
  *
  *	SLOT (a ticket waits in the budget's queue) -> SENT -> done
  *	     -> NOT_SENT (no slot within queue_timeout) -> done
+ *	NOT_SENT (its route is in maintenance, proxy_maint.c) -> done
  *
  * It keeps a copy of the request while it waits, starts upstream_fetch()
  * once the budget grants a slot, and gives the slot back when the
@@ -19,6 +20,7 @@
 #include <sys/queue.h>
 
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
@@ -26,6 +28,7 @@
 #include "common/util.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_budget.h"
+#include "proxy/proxy_control.h"
 #include "proxy/proxy_stats.h"
 #include "upstream/upstream.h"
 
@@ -43,6 +46,7 @@ struct origin_fetch {
 	upstream_done_cb	*cb;
 	void			*arg;
 	int64_t			 asked_us;
+	struct event		*refused_ev;	/* maintenance: answers unsent */
 };
 
 static void
@@ -51,6 +55,8 @@ origin_free(struct origin_fetch *f)
 	assert(f->magic == ORIGIN_MAGIC);
 	upstream_cancel(&f->up);
 	budget_done(&f->ticket);
+	if (f->refused_ev != NULL)
+		event_free(f->refused_ev);
 	evhttp_clear_headers(&f->headers);
 	free(f->url);
 	f->magic = 0;
@@ -116,6 +122,16 @@ on_origin_slot(enum budget_answer a, void *arg)
 		origin_unsent(f, UPSTREAM_ERR_PROTOCOL, "out of memory");
 }
 
+/* Its route is in maintenance: answered unsent, from the loop. */
+static void
+on_origin_refused(evutil_socket_t fd, short what, void *arg)
+{
+	struct origin_fetch *f = arg;
+
+	assert(f->magic == ORIGIN_MAGIC);
+	origin_unsent(f, UPSTREAM_NOT_SENT, "route in maintenance");
+}
+
 /* Its own copy of the URL and the headers, for a fetch that waits. */
 static int
 origin_copy(struct origin_fetch *f, const struct upstream_request *ur)
@@ -158,6 +174,13 @@ origin_fetch(struct proxy *px, const struct origin_args *oa,
 	f->arg = arg;
 	f->asked_us = util_mono_us();
 	TAILQ_INIT(&f->headers);
+	if (maint_avoids_url(px, ur->url)) {
+		if ((f->refused_ev = event_new(px->base, -1, 0,
+		    on_origin_refused, f)) == NULL)
+			goto fail;
+		event_active(f->refused_ev, EV_TIMEOUT, 0);
+		return f;
+	}
 	if (px->conf->max_requests == 0) {	/* no budget: it goes now */
 		f->ur = *ur;		/* upstream_fetch() copies what it keeps */
 		if (origin_send(f) == -1)

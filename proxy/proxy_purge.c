@@ -179,12 +179,13 @@ purge_refused(struct evhttp_request *ev, enum purge_start r)
 	}
 }
 
-/* "http://Host:80/a?b" -> the cache key of that URL (*tagged: its route's
- * keys add parts): 0, or the status to answer with (400 for a URL that is
- * not absolute, 503 on no memory). */
-static int
-url_key(const struct proxy *px, const char *url, char key[CACHE_KEY_MAX + 1],
-    int *tagged)
+/* "http://Host:80/a?b" -> the cache key of that URL (*rtp: its route, and
+ * *tagged: its route's keys add parts, so per-credential and POST entries
+ * are filed under a tag of the URL; either may be NULL): 0, or the status
+ * to answer with (400 for a URL that is not absolute, 503 on no memory). */
+int
+admin_url_key(const struct proxy *px, const char *url,
+    char key[CACHE_KEY_MAX + 1], const struct conf_route **rtp, int *tagged)
 {
 	struct evhttp_uri *u = evhttp_uri_parse(url);
 	const char *host, *path;
@@ -206,10 +207,13 @@ url_key(const struct proxy *px, const char *url, char key[CACHE_KEY_MAX + 1],
 	if (path == NULL || *path == '\0')
 		path = "/";
 	rt = conf_route_match(px->conf, path);
+	if (rtp != NULL)
+		*rtp = rt;
 	if (rt == NULL || !rt->key_host)	/* keyed on the upstream */
 		snprintf(hostport, sizeof(hostport), "%s",
 		    px->conf->upstream_authority);
-	*tagged = key_has_parts(rt);
+	if (tagged != NULL)
+		*tagged = key_has_parts(rt);
 	if (key_of_url(rt, hostport, path, evhttp_uri_get_query(u), key) == -1)
 		rc = HTTP_SERVUNAVAIL;
 	evhttp_uri_free(u);
@@ -218,8 +222,8 @@ url_key(const struct proxy *px, const char *url, char key[CACHE_KEY_MAX + 1],
 
 /* "http://Host:80/a" or "Host:80/a" -> "host/a", as keys begin; a path
  * ("/a") is one of the upstream's: "upstream-host/a". */
-static void
-prefix_key(const struct proxy *px, const char *prefix,
+void
+admin_prefix_key(const struct proxy *px, const char *prefix,
     char out[PURGE_PREFIX_MAX + 1])
 {
 	const char *p = prefix, *slash;
@@ -276,14 +280,14 @@ admin_purge(struct proxy *px, struct evhttp_request *ev)
 	soft_arg = evhttp_find_header(&params, "soft");
 	soft = soft_arg != NULL ? strcmp(soft_arg, "0") != 0 : tag != NULL;
 	if (url != NULL) {
-		if ((rc = url_key(px, url, key, &tagged)) != 0)
+		if ((rc = admin_url_key(px, url, key, NULL, &tagged)) != 0)
 			json_error(ev, rc, rc == HTTP_BADREQUEST ?
 			    "url must be absolute, like http://host/path" :
 			    "out of memory");
 		else
 			purge_url(px, ev, key, tagged, soft);
 	} else if (prefix != NULL && *prefix != '\0') {
-		prefix_key(px, prefix, key);
+		admin_prefix_key(px, prefix, key);
 		near_drop_prefix(px, key);	/* the others hear by broadcast */
 		if ((r = cache_purge_prefix(px->cache, key, soft,
 		    on_many_purged, ev)) != PURGE_STARTED)

@@ -40,6 +40,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_control.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_hdr.h"
 #include "proxy/proxy_hold.h"
@@ -728,6 +729,19 @@ refresh_run(struct refresh *rf)
 	}
 }
 
+/* The fetch revalidates base: its ETag and Last-Modified are sent. */
+static void
+revalidate(struct refresh *rf, struct cache_entry *base)
+{
+	const char *etag, *lm;
+
+	rf->base = entry_ref(base);
+	if ((etag = evhttp_find_header(&base->headers, "ETag")) != NULL)
+		evhttp_add_header(&rf->headers, "If-None-Match", etag);
+	if ((lm = evhttp_find_header(&base->headers, "Last-Modified")) != NULL)
+		evhttp_add_header(&rf->headers, "If-Modified-Since", lm);
+}
+
 /*
  * It copies what it needs from a and keeps no pointer to its starter
  * (only cb's arg). a->base, if any, is revalidated: its ETag and
@@ -738,10 +752,11 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
     refresh_done_cb *cb, void *arg)
 {
 	struct cache_entry *base = a->base;
-	const char *etag, *lm;
 	struct refresh *rf;
 	size_t urllen;
 
+	if (cb == NULL && maint_avoids(px, a->uri))
+		return NULL;	/* maintenance: no background refresh */
 	if ((rf = calloc(1, sizeof(*rf))) == NULL)
 		return NULL;
 	rf->magic = REFRESH_MAGIC;
@@ -758,11 +773,11 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	rf->cb_arg = arg;
 	rf->stream = a->stream;
 	rf->waiters = a->waiters;
-	/* Its origin slot's rank: a flight's miss, else a refresh behind a
-	 * stale (or, early, a fresh) entry. */
-	rf->budget = cb != NULL ? BUDGET_MISS : base != NULL &&
-	    entry_state(base, util_now_ms()) == ENTRY_FRESH ? BUDGET_EARLY :
-	    BUDGET_STALE;
+	/* Its origin slot's rank: an operator's last, a flight's miss, else
+	 * a refresh behind a stale (or, early, a fresh) entry. */
+	rf->budget = a->lowest ? BUDGET_PASS : cb != NULL ? BUDGET_MISS :
+	    base != NULL && entry_state(base, util_now_ms()) == ENTRY_FRESH ?
+	    BUDGET_EARLY : BUDGET_STALE;
 	TAILQ_INIT(&rf->headers);
 	snprintf(rf->key, sizeof(rf->key), "%s", a->key);
 	snprintf(rf->seen_gen, sizeof(rf->seen_gen), "%s", a->seen_gen);
@@ -776,14 +791,8 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	if (fetch_keep_again(&rf->sent, a->fetch, base != NULL ? base->request :
 	    NULL, base != NULL ? base->request_len : 0) == -1)
 		goto fail;
-	if (base != NULL && base->status == 200 && a->mode == RF_LOCKED) {
-		rf->base = entry_ref(base);
-		if ((etag = evhttp_find_header(&base->headers, "ETag")) != NULL)
-			evhttp_add_header(&rf->headers, "If-None-Match", etag);
-		if ((lm = evhttp_find_header(&base->headers,
-		    "Last-Modified")) != NULL)
-			evhttp_add_header(&rf->headers, "If-Modified-Since", lm);
-	}
+	if (base != NULL && base->status == 200 && a->mode == RF_LOCKED)
+		revalidate(rf, base);
 	if (util_random_token(rf->token) == -1)
 		goto fail;
 	rf->renew_ev = evtimer_new(px->base, on_renew_tick, rf);

@@ -69,6 +69,8 @@ struct refresh_args {
 						 * under it (RFR_CHANGED) */
 	const struct waiters	*waiters;	/* a flight's: how many wait for
 						 * it (its origin slot's rank) */
+	int			 lowest;	/* an operator's refresh: the
+						 * origin budget's lowest rank */
 };
 
 /* What a refresh reports once it has ended. The callee may take entry

@@ -935,7 +935,7 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
 	/* timeout and max_body_bytes are in two sections */
-	CHECK(count_lines(out) == 1 + 67);
+	CHECK(count_lines(out) == 1 + 70);
 	CHECK(strstr(out, "1ms..1h") != NULL);
 	CHECK(strstr(out, "100ms..1h") != NULL);
 	CHECK(strstr(out, "0.001..100") != NULL);
@@ -1019,6 +1019,32 @@ t_redis_mode_checks_addresses_and_master_name(void)
 	CHECK(load("[redis]\nmode = cluster\naddress = a:1 a:2 a:3 a:4 a:5 a:6 "
 	    "a:7 a:8 a:9 a:10 a:11 a:12 a:13 a:14 a:15 a:16 a:17\n") == 1);
 	CHECK(has_error(3, "address: at most 16 addresses"));
+}
+
+/* admin_allow: its own list, and an IPv4-mapped peer is its IPv4 one;
+ * tokens: found by their whole text, with their scope. */
+static void
+t_admin_allow_and_tokens_match_exactly(void)
+{
+	struct conf c;
+
+	CHECK(load("[server]\nadmin_allow = 127.0.0.0/8, ::1\n") == 0);
+	CHECK(cf.nadmin_allow == 2 && cf.ntrusted_proxies == 0);
+	CHECK(conf_cidrs_match(cf.admin_allow, cf.nadmin_allow, "127.0.0.9"));
+	CHECK(conf_cidrs_match(cf.admin_allow, cf.nadmin_allow,
+	    "::ffff:127.0.0.1"));
+	CHECK(conf_cidrs_match(cf.admin_allow, cf.nadmin_allow, "::1"));
+	CHECK(!conf_cidrs_match(cf.admin_allow, cf.nadmin_allow, "10.0.0.1"));
+	memset(&c, 0, sizeof(c));
+	snprintf(c.admin_tokens[0].text, sizeof(c.admin_tokens[0].text),
+	    "abcdefghijklmnop");
+	c.admin_tokens[0].len = 16;
+	c.admin_tokens[0].scope = SCOPE_READ;
+	c.nadmin_tokens = 1;
+	CHECK(conf_token_scope(&c, "abcdefghijklmnop", 16) == SCOPE_READ);
+	CHECK(conf_token_scope(&c, "abcdefghijklmno", 15) == SCOPE_NONE);
+	CHECK(conf_token_scope(&c, "abcdefghijklmnopq", 17) == SCOPE_NONE);
+	CHECK(conf_token_scope(&c, "abcdefghijklmnoX", 16) == SCOPE_NONE);
 }
 
 /* trusted_proxies: which peers' X-Forwarded-* are kept. */
@@ -1215,6 +1241,7 @@ main(void)
 	RUN(t_float_keys_parse_and_range_check);
 	RUN(t_dump_keys_lists_every_key_with_default_and_range);
 	RUN(t_trusted_proxies_match_by_prefix);
+	RUN(t_admin_allow_and_tokens_match_exactly);
 	RUN(t_hosts_allow_listed_names_on_listed_ports);
 	RUN(t_redis_mode_checks_addresses_and_master_name);
 	RUN(t_key_rule_keys_parse_and_check_each_other);
