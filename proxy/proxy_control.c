@@ -36,6 +36,7 @@
 
 #include "cache/cache.h"
 #include "cache/cache_entry.h"
+#include "cache/cache_keyrule.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
@@ -361,8 +362,10 @@ on_job_lookup(enum cache_result r, struct cache_entry *e, void *arg)
 		job->failed++;
 	} else if (r == CACHE_FOUND && job->kind == JOB_WARM) {
 		job->cached++;
-	} else if (r == CACHE_FOUND && e->stored_ms >= job->since_ms) {
-		job->skipped++;		/* refreshed since the job began */
+	} else if (r == CACHE_FOUND && e->stored_ms > job->since_ms) {
+		job->skipped++;		/* stored after the job began */
+	} else if (strchr(k->key, KEYRULE_SEP) != NULL) {
+		job->skipped++;		/* a credential's or a body's: stale */
 	} else if (r == CACHE_FOUND || k->absent_ok) {
 		snprintf(k->seen_gen, sizeof(k->seen_gen), "%s",
 		    e != NULL ? e->gen : "");

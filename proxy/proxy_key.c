@@ -350,6 +350,8 @@ int
 fetch_keep_again(struct fetch_kept *dst, const struct fetch_kept *src,
     const void *body, size_t len)
 {
+	if (src == NULL)	/* an operator's refresh: a plain GET */
+		return keep(dst, NULL, body, len, "");
 	if (body == NULL) {
 		body = src->body;
 		len = src->body_len;

@@ -66,7 +66,7 @@ void	key_release(struct req_key *k);
  * be NULL (a GET). 0, or -1 on no memory. */
 int	fetch_keep(struct fetch_kept *dst, const struct fetch_spec *spec);
 /* The same from what another keeps, with body in place of its own when
- * body is not NULL (an entry's stored request body). */
+ * body is not NULL (an entry's stored request body); src NULL: a plain GET. */
 int	fetch_keep_again(struct fetch_kept *dst, const struct fetch_kept *src,
 	    const void *body, size_t len);
 void	fetch_drop(struct fetch_kept *k);

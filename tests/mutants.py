@@ -1172,6 +1172,13 @@ MUTANTS = [
            "\t\tmaint_load(px->maint);", "\t\t(void)0;",
            ["maintenance_serves_what_is_stored_and_spares_the_origin"],
            "a process never reads the modes: a new instance ignores them"),
+    # -- the operator's refresh and per-credential keys (proxy/proxy_control.c) ----
+    Mutant("operator_refresh_fetches_credential_entries", "proxy/proxy_control.c",
+           "\t} else if (strchr(k->key, KEYRULE_SEP) != NULL) {",
+           "\t} else if (0) {",
+           ["an_operators_refresh_never_fetches_a_credentials_entry_without_it"],
+           "POST /refresh fetches a credential's entry without the credential and stores "
+           "the anonymous answer under that credential's key"),
 ]
 
 

@@ -189,6 +189,31 @@ def purge_by_url_drops_every_credentials_entry(env):
 
 
 @scenario
+def an_operators_refresh_never_fetches_a_credentials_entry_without_it(env):
+    """POST /refresh reaches per-credential entries by prefix: they are
+    purged softly and left to their own credential's next request, never
+    fetched with no credential and stored under that credential's key."""
+    redis, origin = env.redis(), env.origin()
+    origin.script("/me", body="user={h:Authorization} n={n}")
+    corral = env.corral(redis, origin, routes=PER_CREDENTIAL, extra=with_secret(env))
+    expect_eq(corral.get("/me", {"Authorization": TOKEN_A}).text, f"user={TOKEN_A} n=1", "A")
+    expect_eq(corral.get("/me").text, "user= n=2", "anonymous")
+    r = corral.admin("POST", f"/refresh?prefix={HOST}/me", timeout=30)
+    expect_eq(r.status, 200, f"refresh: {r.text}")
+    answer = r.json()
+    expect_eq((answer["scheduled"], answer["skipped"]), (1, 1),
+              f"the anonymous entry refreshed, A's left stale: {answer}")
+    wait_for(lambda: origin.count("/me") == 3, what="the anonymous entry refreshed")
+    r = corral.get("/me", {"Authorization": TOKEN_A})
+    expect(r.text.startswith(f"user={TOKEN_A} "),
+           f"A is still served A's answer after the refresh: {r.text}")
+    wait_for(lambda: origin.count("/me") == 4, what="A's own stale refresh")
+    expect_eq(corral.get("/me", {"Authorization": TOKEN_A}).text, f"user={TOKEN_A} n=4",
+              "A refreshed by its own request")
+    expect_eq(corral.get("/me").text, "user= n=3", "anonymous: the operator's refresh")
+
+
+@scenario
 def hit_for_miss_is_kept_per_credential(env):
     redis, origin = env.redis(), env.origin()
     origin.script("/me", body="user={h:Authorization} n={n}", headers={"Cache-Control": "private"})

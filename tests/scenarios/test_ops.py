@@ -47,8 +47,9 @@ def log_format_json_writes_one_object_a_line_to_both_logs(env):
     miss, hit = json_lines(access, 2, "the access log")
     fields = ["time", "client", "method", "uri", "proto", "status", "bytes", "referer",
               "user_agent", "cache", "cache_status", "route", "upstream_ms",
-              "lock_wait_ms", "total_ms"]
+              "lock_wait_ms", "total_ms", "key"]
     expect_eq(list(miss), fields, "the access log's fields, in order")
+    expect_eq(miss["key"], None, "no key rule on the route: key is null")
     expect_eq((miss["client"], miss["method"], miss["uri"], miss["proto"], miss["status"],
                miss["bytes"], miss["referer"], miss["user_agent"], miss["route"]),
               ("127.0.0.1", "GET", "/r/a?x=1", "HTTP/1.1", 200, 5, None, agent, "/r/"),
