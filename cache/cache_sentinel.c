@@ -54,6 +54,7 @@ struct sentinel {
 	struct sub		*feed;
 	int			 feed_at;	/* which sentinel it listens to */
 	struct event		*feed_retry;
+	struct event		*feed_timer;	/* its SUBSCRIBE unconfirmed */
 	int64_t			 feed_backoff_ms;
 };
 
@@ -226,6 +227,7 @@ on_feed_reply(const void *r, void *arg)
 
 	assert(s->magic == SENTINEL_MAGIC);
 	if (reply == NULL) {
+		evtimer_del(s->feed_timer);
 		sub_close(&s->feed);
 		retry_feed(s);
 		return;
@@ -234,6 +236,7 @@ on_feed_reply(const void *r, void *arg)
 	    reply->element[0]->type != REDIS_REPLY_STRING)
 		return;
 	if (strcmp(reply->element[0]->str, "subscribe") == 0) {
+		evtimer_del(s->feed_timer);
 		s->feed_backoff_ms = FEED_RETRY_MS;
 		/* A switch may have happened while nobody listened. */
 		s->hooks->listening(s->arg);
@@ -253,13 +256,33 @@ open_feed(struct sentinel *s)
 {
 	const struct conf_hostport *hp = &s->seeds[s->feed_at % s->nseeds];
 	const char *argv[] = { "SUBSCRIBE", SWITCH_CHANNEL };
+	struct timeval tv = util_timeval(s->timeout_ms);
 
 	s->feed = sub_open(s->base, hp->host, hp->port, NULL, s->auth.user,
 	    s->auth.pass, NULL, on_feed_reply, s);
 	if (s->feed == NULL || sub_send(s->feed, 2, argv) == -1) {
 		sub_close(&s->feed);
 		retry_feed(s);
+		return;
 	}
+	evtimer_add(s->feed_timer, &tv);
+}
+
+/* The feed's sentinel took the connection (or not even that) and did not
+ * confirm the subscription within [redis] timeout: it hangs, and would
+ * keep every +switch-master from us. The next one's feed. */
+static void
+on_feed_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct sentinel *s = arg;
+	const struct conf_hostport *hp;
+
+	assert(s->magic == SENTINEL_MAGIC);
+	hp = &s->seeds[s->feed_at % s->nseeds];
+	log_warn("redis: sentinel %s:%d did not confirm the %s subscription",
+	    hp->host, hp->port, SWITCH_CHANNEL);
+	sub_close(&s->feed);
+	retry_feed(s);
 }
 
 static void
@@ -297,7 +320,9 @@ sentinel_new(struct event_base *base, const struct conf *conf,
 	    conf->redis_sentinel_password);
 	s->ask_timer = evtimer_new(base, on_ask_timeout, s);
 	s->feed_retry = evtimer_new(base, on_feed_retry, s);
-	if (s->ask_timer == NULL || s->feed_retry == NULL) {
+	s->feed_timer = evtimer_new(base, on_feed_timeout, s);
+	if (s->ask_timer == NULL || s->feed_retry == NULL ||
+	    s->feed_timer == NULL) {
 		sentinel_free(&s);
 		return NULL;
 	}
@@ -323,6 +348,8 @@ sentinel_free(struct sentinel **sp)
 		event_free(s->ask_timer);
 	if (s->feed_retry != NULL)
 		event_free(s->feed_retry);
+	if (s->feed_timer != NULL)
+		event_free(s->feed_timer);
 	s->magic = 0;
 	free(s);
 	*sp = NULL;

@@ -1179,6 +1179,58 @@ MUTANTS = [
            ["an_operators_refresh_never_fetches_a_credentials_entry_without_it"],
            "POST /refresh fetches a credential's entry without the credential and stores "
            "the anonymous answer under that credential's key"),
+
+    # -- the audit's survivors --
+    # (audit_budget_local_share_rounds_down is budget_local_share_rounds_down above)
+    Mutant("audit_frame_length_at_max_body_refused", "proxy/proxy_frame.c",
+           "\t\tif (h->length > f->body_max)\n",
+           "\t\tif (h->length >= f->body_max)\n",
+           ["test_frame", "bad_requests_are_refused_and_their_connections_closed"],
+           "a body of exactly max_body_bytes (Content-Length) gets 413"),
+    Mutant("audit_life_redis_timeout_reloads_live", "proxy/proxy_life.c",
+           "\tRF(RK_REDIS_TIMEOUT, FK_NUMBER, redis_timeout_ms),\n",
+           "",
+           ["restart_pending_clears_when_the_file_goes_back"],
+           "a reload that changes [redis] timeout is not kept back nor listed "
+           "in restart_pending"),
+    Mutant("audit_hold_new_holder_restarts_lock_wait", "proxy/proxy_hold.c",
+           "if (h->expired || (h->started && (same || rt->lock_wait_ms > 0)))",
+           "if (h->expired || (h->started && same))",
+           ["waiter_with_lock_wait_keeps_its_arrival_budget_across_new_holders"],
+           "a set lock_wait starts again for each new holder: a waiter waits "
+           "past its client-facing budget"),
+    Mutant("audit_origin_queued_fetch_loses_headers", "proxy/proxy_origin.c",
+           "\t\tTAILQ_FOREACH(h, ur->headers, next)\n"
+           "\t\t\tif (evhttp_add_header(&f->headers, h->key,\n"
+           "\t\t\t    h->value) == -1)\n"
+           "\t\t\t\treturn -1;\n",
+           "\t\t(void)h;\n",
+           ["every_kind_of_origin_request_waits_for_a_slot"],
+           "with max_requests set, the request goes upstream without its headers "
+           "(X-Forwarded-*, Accept, credentials)"),
+    Mutant("audit_sentinel_asks_the_same_sentinel_again", "cache/cache_sentinel.c",
+           "\tif (!ok)\n\t\ts->ask_at++;\n\ts->hooks->answered(ok, s->arg);\n",
+           "\ts->hooks->answered(ok, s->arg);\n",
+           ["sentinel_manual_failover_is_followed_at_the_switch"],
+           "a sentinel that does not answer is asked again instead of the next"),
+    Mutant("sentinel_feed_stays_on_a_hung_sentinel", "cache/cache_sentinel.c",
+           "\tevtimer_add(s->feed_timer, &tv);\n",
+           "\t(void)tv;\n",
+           ["sentinel_manual_failover_is_followed_at_the_switch"],
+           "a first sentinel that hangs keeps the +switch-master feed: a manual "
+           "failover is not heard"),
+    Mutant("audit_tag_snapshot_taken_again", "cache/cache_tag.c",
+           "failed |= op_argstr(op, pg->snapped ? \"0\" : \"1\");",
+           "failed |= op_argstr(op, \"1\");",
+           ["hard_purge_of_a_50000_key_tag_deletes_them_all"],
+           "a hard tag purge takes the keys stored during it as a new snapshot "
+           "and purges them too"),
+    Mutant("audit_conf_cidr_masks_the_low_bits", "conf/conf.c",
+           "(0xff << (8 - rest)) & 0xff) == 0)",
+           "(0xff >> (8 - rest)) & 0xff) == 0)",
+           ["test_conf", "trusted_proxies_off_a_byte_boundary_cover_their_prefix_only"],
+           "a trusted_proxies prefix not on a byte boundary (/12, /20) compares "
+           "the wrong bits"),
 ]
 
 

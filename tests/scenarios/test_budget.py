@@ -240,9 +240,9 @@ def every_kind_of_origin_request_waits_for_a_slot(env):
     expect_eq(corral.get("/mine").status, 200, "a response with Set-Cookie: hit-for-miss")
 
     origin.script("/hold", hold=True)
-    held = Background(corral.get, "/hold")
+    held = Background(corral.get, "/hold", {"Accept": "text/x-held"})
     wait_for(lambda: origin.held("/hold") == 1, what="a request to hold the only slot")
-    kinds = [Background(corral.get, "/cold"),
+    kinds = [Background(corral.get, "/cold", {"Accept": "text/x-queued"}),
              Background(corral.get, "/post", method="POST", body=b"x"),
              Background(corral.get, "/cookie", headers={"Cookie": "u=1"}),
              Background(corral.get, "/mine")]
@@ -254,6 +254,12 @@ def every_kind_of_origin_request_waits_for_a_slot(env):
     expect_eq(held.result().status, 200, "the request that held the slot")
     expect_eq(sorted({k.result().status for k in kinds}), [200], "the queued requests")
     expect_eq(origin.stats()["max_active"], 1, "origin peak concurrency")
+    # A fetch granted at once and one that queued both carry the request's
+    # headers and Corral's own.
+    for path, accept in (("/hold", "text/x-held"), ("/cold", "text/x-queued")):
+        seen = {k.lower(): v for k, v in origin.path_stats(path)["headers"].items()}
+        expect_eq((seen.get("accept"), seen.get("x-forwarded-for")), (accept, "127.0.0.1"),
+                  f"Accept and X-Forwarded-For the origin got for {path}")
     c = corral.counters()
     expect_eq(c["slot_grants"], 2 + len(kinds), "slots granted")
     expect_eq(c["slot_waits"], len(kinds), "of those, after waiting")

@@ -70,6 +70,28 @@ def trusted_proxies_keep_and_extend_forwarded_headers(env):
 
 
 @scenario
+def trusted_proxies_off_a_byte_boundary_cover_their_prefix_only(env):
+    # 127.16.0.0/12 is 127.16.0.0 to 127.31.255.255 (the loopback answers
+    # every 127/8 source): a peer inside keeps the client's X-Forwarded-For,
+    # peers just outside (above, below, and sharing the byte's low bits) do not.
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, extra={"server": {"trusted_proxies": "127.16.0.0/12"}})
+    for peer, trusted in (("127.31.0.5", True), ("127.32.0.5", False),
+                          ("127.15.0.5", False), ("127.0.0.1", False)):
+        path = f"/xf/{peer}"
+        conn = http.client.HTTPConnection(corral.host, corral.port, timeout=10,
+                                          source_address=(peer, 0))
+        try:
+            conn.request("GET", path, headers={"Host": HOST, "X-Forwarded-For": "203.0.113.9"})
+            expect_eq(conn.getresponse().status, 200, f"the request from {peer}")
+        finally:
+            conn.close()
+        want = f"203.0.113.9, {peer}" if trusted else peer
+        expect_eq(origin_headers(origin, path).get("x-forwarded-for"), want,
+                  f"X-Forwarded-For from {peer} ({'' if trusted else 'not '}trusted)")
+
+
+@scenario
 def a_bad_trusted_proxies_entry_is_a_config_error(env):
     text = corral_config("127.0.0.1:6379", "http://127.0.0.1:9", free_port(), free_port(),
                          extra={"server": {"trusted_proxies":

@@ -253,3 +253,32 @@ def waiter_counts_its_budget_again_for_a_new_holder(env):
     c = corral.counters()
     expect_eq((c["lock_takeovers"], c["lock_wait_timeouts"], origin.count(PATH)), (1, 0, 1),
               "lock_takeovers, lock_wait_timeouts, origin requests")
+
+
+@scenario
+def waiter_with_lock_wait_keeps_its_arrival_budget_across_new_holders(env):
+    # lock_wait set (1 s, 10 re-checks of 100 ms) is the client's budget,
+    # counted from its arrival: a new holder at every re-check (each a
+    # takeover elsewhere) must not start it again. Past it: 504, no fetch.
+    checks = 10
+    redis, origin = env.redis(), env.origin()
+    origin.script(PATH, body="v{n}")
+    corral = env.corral(redis, origin, routes={"/": {
+        "lock_ttl": "30s", "lock_wait": "1s", "lock_poll": "100ms"}})
+    busy = lambda: corral.counters()["lock_busy"]	# noqa: E731
+
+    redis.cmd("SET", lock_key(PATH), "0" * 32)
+    client = Background(corral.get, PATH)
+    holders = 0
+    while not client.done() and holders < 3 * checks:
+        seen = busy()
+        wait_for(lambda: client.done() or busy() > seen, timeout=slow(10),
+                 what="the waiter to re-check the lock")
+        holders += 1
+        redis.cmd("SET", lock_key(PATH), str(holders % 10) * 32)	# another holder
+    expect(client.done(), f"the waiter still waits after {holders} holders, "
+           f"{busy()} re-checks (lock_wait 1 s is {checks})")
+    r = client.result()
+    expect_eq((r.status, r.cache_status.raw), (504, WAIT_TIMEOUT), "the waiter")
+    expect(0.9 <= r.elapsed < slow(3), f"it waited about lock_wait: {r.elapsed:.2f} s")
+    expect_eq(origin.count(PATH), 0, "origin requests")

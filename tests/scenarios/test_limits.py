@@ -155,6 +155,8 @@ BAD_REQUESTS = [
      400, True),
     ("body over max_body_bytes", b"POST /big-body HTTP/1.1\r\n" + HOST_LINE +
      b"Content-Length: 2048\r\n\r\n" + b"b" * 2048, 413, True),
+    ("body one byte over max_body_bytes", b"POST /over-body HTTP/1.1\r\n" + HOST_LINE +
+     b"Content-Length: 1025\r\n\r\n" + b"b" * 1025, 413, True),
     ("chunked body over max_body_bytes", b"POST /big-chunks HTTP/1.1\r\n" + HOST_LINE +
      b"Transfer-Encoding: chunked\r\n\r\n800\r\n" + b"c" * 2048 + b"\r\n0\r\n\r\n",
      413, True),
@@ -190,12 +192,17 @@ def bad_requests_are_refused_and_their_connections_closed(env):
     expect(r.status == 200 and b"HTTP/1.1 400 " in r.body and r.end == "eof",
            f"pipelined good then bad request: {r}")
 
+    # A body of exactly max_body_bytes is taken, and reaches the origin whole.
+    r = corral.get("/at-limit", method="POST", body=b"a" * 1024)
+    expect_eq(r.status, 200, "a POST of exactly max_body_bytes")
+    expect_eq(origin.path_stats("/at-limit")["bodies"], [1024], "the body the origin read")
+
     paths = sorted(origin.stats()["paths"])
-    expect_eq(paths, ["/ok"], "paths the origin saw")
+    expect_eq(paths, ["/at-limit", "/ok"], "paths the origin saw")
     c = corral.counters()
     made = sum(1 for *_, ours in BAD_REQUESTS if ours)
     expect_eq(c["rejected"], made + 2, "rejected: every refusal")
-    expect_eq(c["upstream_fetches"], 1, "upstream_fetches (the first /ok; the rest hit)")
+    expect_eq(c["upstream_fetches"], 2, "upstream_fetches (the first /ok, the POST; the rest hit)")
     others = [k for k in redis.entry_keys() if k != entry_key("/ok")]
     expect_eq(others, [], "entries other than /ok")
 

@@ -370,13 +370,13 @@ def restart_pending_clears_when_the_file_goes_back_and_after_a_restart(env):
 
     new_port = free_port()
     changed = corral_config(redis, origin, new_port, corral.admin_port,
-                            extra={"redis": {"prefix": "moved:"},
+                            extra={"redis": {"prefix": "moved:", "timeout": "5s"},
                                    "server": {"access_log": "-"}})
     with open(corral.config_path, "w") as f:
         f.write(changed)
     corral.proc.send_signal(signal.SIGHUP)
     wait_for(lambda: corral.stats()["restart_pending"] ==
-             ["server.listen", "server.access_log", "redis.prefix"],
+             ["server.listen", "server.access_log", "redis.prefix", "redis.timeout"],
              what="the pending keys in /stats")
     expect_eq(corral.get("/one").status, 200, "the running port still answers")
 

@@ -1063,6 +1063,15 @@ t_trusted_proxies_match_by_prefix(void)
 	CHECK(conf_trusted_proxy(&cf, "2001:db8:1::5"));
 	CHECK(!conf_trusted_proxy(&cf, "2001:db9::5"));
 	CHECK(!conf_trusted_proxy(&cf, "not an address"));
+	/* Off a byte boundary: the prefix's high bits of the byte, not its low. */
+	CHECK(load("[server]\ntrusted_proxies = 10.16.0.0/12, 172.20.0.0/14\n") == 0);
+	CHECK(conf_trusted_proxy(&cf, "10.16.0.0"));
+	CHECK(conf_trusted_proxy(&cf, "10.31.255.255"));
+	CHECK(!conf_trusted_proxy(&cf, "10.32.0.1"));
+	CHECK(!conf_trusted_proxy(&cf, "10.15.255.255"));
+	CHECK(!conf_trusted_proxy(&cf, "10.0.0.1"));
+	CHECK(conf_trusted_proxy(&cf, "172.23.1.1"));
+	CHECK(!conf_trusted_proxy(&cf, "172.24.0.1"));
 	CHECK(load("[server]\ntrusted_proxies = 0.0.0.0/0\n") == 0);
 	CHECK(conf_trusted_proxy(&cf, "198.51.100.7"));
 	CHECK(!conf_trusted_proxy(&cf, "::1"));

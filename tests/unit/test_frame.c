@@ -264,6 +264,7 @@ t_content_length_rules(void)
 	CHECK(status_of(WITH("Content-Length: \r\n\r\n")) == 400);
 	CHECK(status_of(WITH("Content-Length: 99999999999999999999\r\n\r\n")) == 413);
 	CHECK(status_of(WITH("Content-Length: 4097\r\n\r\n")) == 413);
+	CHECK(status_of(WITH("Content-Length: 4096\r\n\r\n")) == 0);	/* the limit */
 	/* Not even identical values twice: a next hop may not merge them. */
 	CHECK(status_of(WITH("Content-Length: 5\r\nContent-Length: 5\r\n\r\nhello")) == 400);
 	CHECK(status_of(WITH("Content-Length: 5, 5\r\n\r\nhello")) == 400);
