@@ -23,6 +23,7 @@
 #include "proxy/proxy.h"
 #include "proxy/proxy_budget.h"
 #include "proxy/proxy_flight.h"
+#include "proxy/proxy_linger.h"
 #include "proxy/proxy_log.h"
 #include "proxy/proxy_near.h"
 #include "proxy/proxy_refresh.h"
@@ -378,6 +379,7 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 	    (px->refreshes = dict_new()) == NULL ||
 	    (px->vary = dict_new()) == NULL ||
 	    (px->conns = dict_new()) == NULL ||
+	    (px->lingers = linger_new(base)) == NULL ||
 	    (px->l1 = l1_new(conf->l1_max_bytes)) == NULL ||
 	    (px->upstream = upstream_new(base)) == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -431,6 +433,7 @@ proxy_stop(struct proxy *px)
 	dict_free(&px->refreshes);
 	vary_free(px);
 	dict_free(&px->conns);		/* after evhttp_free: it closes them */
+	linger_free(&px->lingers);	/* ... and may leave some lingering */
 	l1_free(&px->l1);
 	if (px->drain_ev != NULL)
 		event_free(px->drain_ev);
