@@ -75,15 +75,18 @@ void	hdr_freshness(int status, const struct evkeyvalq *resp,
  */
 const char *hdr_join(const struct evkeyvalq *headers, const char *name,
 	    char *out, size_t outlen, int *lines);
-/* The Age of a response in seconds: its one Age line, if that is all
- * digits (RFC 9111 5.1); -1 when there is none or it is invalid. */
+/* The Age of a response in seconds: the first member of its first Age
+ * line, a list's others discarded (RFC 9111 5.1); -1 when there is none
+ * or that member is not all digits. */
 int64_t	hdr_age(const struct evkeyvalq *headers);
 /* delta-seconds (1*DIGIT, capped at 2^31), or -1 if s is not one. */
 int64_t	hdr_delta_seconds(const char *s);
 /*
  * Targeted cache control (RFC 9213): the first field of the route's
- * targeted_cache_control list, then CDN-Cache-Control, that resp has,
- * copied into name; NULL if none. In origin_cache_control mode it rules
+ * targeted_cache_control list, then CDN-Cache-Control, that resp has as
+ * a valid Structured Field Dictionary (RFC 8941; its known directives of
+ * the right type), copied into name; NULL if none: an invalid one is
+ * ignored whole. In origin_cache_control mode it rules
  * freshness instead of Cache-Control and Expires.
  */
 const char *hdr_targeted(const struct evkeyvalq *resp,

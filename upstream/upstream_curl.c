@@ -863,8 +863,14 @@ on_header(char *data, size_t size, size_t n, void *arg)
 		f->abort = ABORT_HEADER_LINES;
 		return 0;
 	}
-	if (data[0] == ' ' || data[0] == '\t')
-		return total;			/* obsolete line folding: ignored */
+	if (data[0] == ' ' || data[0] == '\t') {
+		/* obs-fold: RFC 9112 5.2 lets a proxy reject it or unfold
+		 * it; a line dropped would change the header it continues. */
+		copy_text(f->framing, sizeof(f->framing),
+		    "obs-fold (a header line starts with whitespace)");
+		f->abort = ABORT_FRAMING;
+		return 0;
+	}
 	if (check_framing(f, data, len) == -1) {
 		f->abort = ABORT_FRAMING;
 		return 0;

@@ -89,3 +89,157 @@ def client_uploading_past_max_body_bytes_reads_the_413(env):
         expect_eq((status, end), (413, "eof"), f"upload {i + 1}: the answer the client read")
     expect_eq(origin.count(), 0, "nothing reached the origin")
     expect_eq(corral.counters()["rejected"], 3, "rejected")
+
+
+# -- the upstream's responses -----------------------------------------------------------
+
+class RawOrigin:
+    """An origin that answers each request with bytes of its own making:
+    answer(path) -> bytes, sent as they are, then the connection closed.
+    Counts the requests per path."""
+
+    def __init__(self, answer):
+        self.answer = answer
+        self.counts = {}
+        self.lock = threading.Lock()
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return	# stopped
+            threading.Thread(target=self.one, args=(conn,), daemon=True).start()
+
+    def one(self, conn):
+        with conn:
+            conn.settimeout(slow(10))
+            data = b""
+            try:
+                while b"\r\n\r\n" not in data:
+                    got = conn.recv(65536)
+                    if not got:
+                        return
+                    data += got
+                path = data.split(b" ", 2)[1].decode()
+                with self.lock:
+                    self.counts[path] = self.counts.get(path, 0) + 1
+                conn.sendall(self.answer(path))
+            except OSError:
+                pass
+
+    def count(self, path):
+        with self.lock:
+            return self.counts.get(path, 0)
+
+    def stop(self):
+        self.sock.close()
+
+
+def raw_origin(env, answer):
+    return env.track(RawOrigin(answer))
+
+
+def response(status_line, headers, body):
+    head = "".join(f"{line}\r\n" for line in headers)
+    return (f"{status_line}\r\n{head}Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+@scenario
+def folded_response_header_line_is_a_502_never_stored(env):
+    redis = env.redis()
+    origin = raw_origin(env, lambda path: response(
+        "HTTP/1.1 200 OK", ["Cache-Control: max-age=60", "X-Folded: one", " two"], b"ok"))
+    corral = env.corral(redis, origin.url)
+    for i in range(2):
+        r = corral.get("/folded")
+        expect_eq(r.status, 502, f"request {i + 1}: a response with obs-fold ({r})")
+    expect_eq(origin.count("/folded"), 2, "each request went to the origin: nothing stored")
+    expect_eq(corral.stats()["upstream"]["bad_framing"], 2, "counted as a response refused")
+    expect("obs-fold" in corral.log(), "the error log says why")
+
+
+@scenario
+def age_list_or_repeated_age_counts_its_first_value(env):
+    redis, origin = env.redis(), env.origin()
+    # max-age 3600 but 7200 s old already: stale on arrival, and with no
+    # stale_while_revalidate and no validator, not worth storing.
+    origin.script("/one-line", headers={"Cache-Control": "max-age=3600", "Age": "7200, 0"})
+    origin.script("/two-lines", headers=[["Cache-Control", "max-age=3600"], ["Age", "7200"],
+                                         ["Age", "0"]])
+    origin.script("/fresh", headers={"Cache-Control": "max-age=3600", "Age": "10, 9000"})
+    corral = env.corral(redis, origin, routes={"/": {
+        "origin_cache_control": "on", "stale_while_revalidate": "0"}})
+    for path in ("/one-line", "/two-lines", "/fresh"):
+        corral.get(path)
+        corral.get(path)
+    expect_eq((origin.count("/one-line"), origin.count("/two-lines")), (2, 2),
+              "origin fetches of a response whose first Age value says it is stale")
+    expect_eq(origin.count("/fresh"), 1, "Age: 10, 9000 is 10 s old: still fresh, a hit")
+
+
+@scenario
+def targeted_cache_control_that_is_not_a_dictionary_falls_back_to_cache_control(env):
+    redis, origin = env.redis(), env.origin()
+    bad = {"/token": "&&&&", "/string": 'max-age="10000"', "/upper": "Max-Age=10000",
+           "/trailing": "max-age=10000,", "/decimal-age": "max-age=10.5"}
+    for path, value in bad.items():
+        origin.script(path, headers={"CDN-Cache-Control": value, "Cache-Control": "no-store"})
+    # Valid dictionaries still rule over Cache-Control.
+    origin.script("/valid", headers={"CDN-Cache-Control": "max-age=600, stale-if-error=60;x=1",
+                                     "Cache-Control": "no-store"})
+    origin.script("/route-field", headers=[
+        ["Corral-Cache-Control", "&&&&"], ["CDN-Cache-Control", "max-age=600"],
+        ["Cache-Control", "no-store"]])
+    corral = env.corral(redis, origin, routes={"/": {
+        "origin_cache_control": "on", "targeted_cache_control": "Corral-Cache-Control"}})
+    for path in [*bad, "/valid", "/route-field"]:
+        corral.get(path)
+        corral.get(path)
+    got = {path: origin.count(path) for path in bad}
+    expect_eq(got, {path: 2 for path in bad},
+              "origin fetches: an invalid CDN-Cache-Control is ignored, no-store rules")
+    expect_eq(origin.count("/valid"), 1, "a valid CDN-Cache-Control: max-age=600 is a hit")
+    expect_eq(origin.count("/route-field"), 1,
+              "an invalid route field gives way to the next targeted field")
+
+
+EARLY_HINTS = b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
+
+
+@scenario
+def interim_103_is_relayed_before_the_response_and_never_stored(env):
+    redis = env.redis()
+    final = response("HTTP/1.1 200 OK", ["Cache-Control: max-age=60"], b"ok")
+    origin = raw_origin(env, lambda path: EARLY_HINTS + final)
+    corral = env.corral(redis, origin.url, routes={"/": {"origin_cache_control": "on"}})
+
+    def exchange(request):
+        r = raw_exchange(corral.host, corral.port, request, timeout=slow(5))
+        return r.data
+
+    data = exchange(b"GET /hints HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n")
+    expect(data.startswith(b"HTTP/1.1 103 Early Hints\r\n"), f"103 first: {data[:200]!r}")
+    interim, _, rest = data.partition(b"\r\n\r\n")
+    expect(b"\r\nLink: </style.css>; rel=preload" in interim, f"with its Link: {interim!r}")
+    expect(rest.startswith(b"HTTP/1.1 200 OK\r\n") and rest.endswith(b"\r\n\r\nok"),
+           f"then the response: {rest[:200]!r}")
+    expect(b"link:" not in rest.lower(), f"the 103's fields are not the response's: {rest!r}")
+    hit = exchange(b"GET /hints HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n")
+    expect(hit.startswith(b"HTTP/1.1 200 OK\r\n") and b"link:" not in hit.lower(),
+           f"a hit: the stored response has no 103 and no Link: {hit[:200]!r}")
+    expect_eq(origin.count("/hints"), 1, "one fetch")
+    # HTTP/1.0 clients get no 1xx (RFC 9110 15.2); a pass-through gets it.
+    old = exchange(b"GET /old HTTP/1.0\r\n" + H + b"\r\n")
+    expect(old.startswith(b"HTTP/1.1 200 OK\r\n"), f"HTTP/1.0: no 103: {old[:200]!r}")
+    post = exchange(b"POST /form HTTP/1.1\r\n" + H + b"Content-Length: 1\r\n"
+                    b"Connection: close\r\n\r\nx")
+    expect(post.startswith(b"HTTP/1.1 103 Early Hints\r\n") and b"HTTP/1.1 200 OK" in post,
+           f"a POST gets the 103 too: {post[:200]!r}")
