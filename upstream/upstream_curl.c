@@ -855,6 +855,11 @@ on_header(char *data, size_t size, size_t n, void *arg)
 		curl_easy_getinfo(f->easy, CURLINFO_RESPONSE_CODE, &code);
 		if (code >= 200)
 			f->headers_done = 1;
+		else if (code != 100 && code != 101 && f->on_data != NULL) {
+			f->resp->status = (int)code;	/* an interim head */
+			(void)f->on_data(f->resp, NULL, f->data_arg);
+			f->resp->status = 0;
+		}
 		return total;
 	}
 	/* A cache entry holds so many; a longer response is an error, not a
