@@ -206,6 +206,30 @@ auth_not_needed(const char *what, const char *err)
 }
 
 
+/*
+ * Redis refused the set-up (a wrong password, a bad db): said once, at
+ * error, until the node comes up or is refused for another reason; each
+ * retry meanwhile only at debug, and so are the scripts and the
+ * disconnect that follow it.
+ */
+static void
+refused(struct node *n, const char *what, const char *err)
+{
+	char before[sizeof(n->down_reason)];
+
+	memcpy(before, n->down_reason, sizeof(before));
+	n->refused = 1;
+	n->up = 0;
+	node_reason(n, what, err);
+	if (strcmp(before, n->down_reason) != 0)
+		log_error("redis: %s: %s refused: %s; retrying with backoff "
+		    "(said again only if the reason changes)", n->name, what,
+		    err);
+	else
+		log_debug("redis: %s: %s refused again: %s", n->name, what,
+		    err);
+}
+
 /* Its set-up answered: a node is up (a sentinel's primary once ROLE says
  * so). */
 static void
@@ -248,10 +272,7 @@ on_setup_reply(redisAsyncContext *ac, void *r, void *privdata)
 	} else if (reply->type == REDIS_REPLY_ERROR) {
 		if (n->refused)
 			return;		/* what follows a refusal fails too */
-		log_error("redis: %s: %s failed: %s", n->name, what, reply->str);
-		n->refused = 1;
-		n->up = 0;
-		node_reason(n, what, reply->str);
+		refused(n, what, reply->str);
 		if (strcmp(what, "AUTH") == 0 || strncmp(reply->str, "NOAUTH",
 		    6) == 0)
 			n->rt->counters->auth_failures++;
@@ -331,8 +352,11 @@ on_cmd_disconnect(const redisAsyncContext *ac, int status)
 		node_reason(n, "disconnected", status == REDIS_OK ? NULL :
 		    ac->errstr);
 	n->rt->counters->disconnects++;
-	log_warn("redis: lost %s%s%s", n->name, status == REDIS_OK ? "" : ": ",
-	    status == REDIS_OK ? "" : ac->errstr);
+	if (n->refused)		/* dropped after its refusal, said already */
+		log_debug("redis: dropped %s after its refusal", n->name);
+	else
+		log_warn("redis: lost %s%s%s", n->name, status == REDIS_OK ?
+		    "" : ": ", status == REDIS_OK ? "" : ac->errstr);
 	n->quiet = 1;
 	schedule(n->retry, &n->backoff_ms);
 	if (n->rt->mode != REDIS_SINGLE)

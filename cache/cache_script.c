@@ -251,8 +251,8 @@ on_script_loaded(redisAsyncContext *ac, void *r, void *privdata)
 	redisReply *reply = r;
 	intptr_t id = (intptr_t)privdata;
 
-	if (n == NULL || reply == NULL)
-		return;
+	if (n == NULL || reply == NULL || n->refused)
+		return;		/* after a refused set-up: said once there */
 	if (reply->type == REDIS_REPLY_STRING && reply->len == 40)
 		memcpy(n->sha[id], reply->str, 41);
 	else if (reply->type == REDIS_REPLY_ERROR)

@@ -12,7 +12,7 @@ import socket
 import threading
 import time
 
-from harness import (HOST, expect, expect_eq, raw_exchange, scenario, slow, wait_for)
+from harness import (HOST, PREFIX, expect, expect_eq, raw_exchange, scenario, slow, wait_for)
 
 H = f"Host: {HOST}\r\n".encode()
 
@@ -244,3 +244,102 @@ def interim_103_is_relayed_before_the_response_and_never_stored(env):
                     b"Connection: close\r\n\r\nx")
     expect(post.startswith(b"HTTP/1.1 103 Early Hints\r\n") and b"HTTP/1.1 200 OK" in post,
            f"a POST gets the 103 too: {post[:200]!r}")
+
+
+# -- Redis, tags, variants, purges, keys --------------------------------------------------
+
+@scenario
+def refused_redis_password_is_logged_once_not_once_per_script(env):
+    redis, origin = env.redis(), env.origin()
+    redis.cmd("CONFIG", "SET", "requirepass", "right")
+    corral = env.corral(redis, origin, extra={"redis": {"password": "wrong"}},
+                        wait_redis=False)
+    wait_for(lambda: corral.stats()["redis"]["auth_failures"] >= 3, timeout=30,
+             what="three refused connection attempts")
+    lines = [l for l in corral.log().splitlines() if " redis: " in l and
+             (" warn " in l or " error " in l)]
+    scripts = [l for l in lines if "SCRIPT LOAD" in l]
+    expect_eq(len(scripts), 0, f"SCRIPT LOAD warnings after a refused AUTH:\n" +
+              "\n".join(scripts[:10]))
+    refusals = [l for l in lines if "WRONGPASS" in l]
+    expect_eq(len(refusals), 1, "the refusal, said once over three attempts:\n" +
+              "\n".join(lines))
+    expect("AUTH" in refusals[0] and "retrying" in refusals[0],
+           f"and clearly: what was refused, and that it goes on trying: {refusals[0]}")
+    expect_eq(len(lines), 1, "nothing else at warn or above:\n" + "\n".join(lines))
+    # Accepted at last: it connects, and says so.
+    redis.cmd("CONFIG", "SET", "requirepass", "wrong")
+    wait_for(lambda: corral.stats()["redis"]["up"] is True, timeout=15,
+             what="redis up once the password is accepted")
+
+
+@scenario
+def tags_past_the_limit_are_counted_and_logged_once_per_response(env):
+    redis, origin = env.redis(), env.origin()
+    keys = " ".join(f"t{i}" for i in range(40))
+    origin.script("/many", headers={"Surrogate-Key": keys})
+    origin.script("/long", headers={"Cache-Tag": "ok," + "x" * 200})
+    corral = env.corral(redis, origin)
+    corral.get("/many")
+    corral.get("/long")
+    wait_for(lambda: corral.counters()["stores"] == 2, what="both stored")
+    expect_eq(corral.counters()["tags_dropped"], 8 + 1,
+              "tags not filed: 8 past the 32nd, and one over 128 bytes")
+    warned = [l for l in corral.log().splitlines() if "not filed" in l]
+    expect_eq(len(warned), 2, "one line per response:\n" + "\n".join(warned))
+    expect("8 tags" in warned[0] and "32" in warned[0], f"says how many and the limit: {warned}")
+    # The first 32 were filed: a purge of the 32nd reaches it, the 33rd not.
+    expect_eq(corral.purge(tag="t31", soft="0").json()["purged"], 1, "purge tag t31")
+    corral.get("/many")
+    expect_eq(corral.purge(tag="t32", soft="0").json()["purged"], 0, "purge tag t32")
+
+
+@scenario
+def vary_variants_past_max_variants_are_not_stored_and_counted(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("/v", headers={"Vary": "X-Lang"}, body="lang={h:X-Lang}")
+    corral = env.corral(redis, origin, routes={"/": {"max_variants": "3"}})
+    for lang in ("a", "b", "c", "d", "e"):
+        r = corral.get("/v", headers={"X-Lang": lang})
+        expect_eq((r.status, r.text), (200, f"lang={lang}"), f"X-Lang: {lang}")
+    expect_eq(corral.counters()["variants_refused"], 2, "variants past 3 not stored")
+    expect_eq(len(redis.cmd("SMEMBERS", PREFIX + "{" + HOST + "/v}:variants") or []), 3,
+              "the key's variants in Redis")
+    for lang in ("a", "e"):
+        corral.get("/v", headers={"X-Lang": lang})
+    expect_eq(origin.count("/v"), 6, "a stored variant is a hit; one refused is fetched again")
+    expect("max_variants" in corral.log(), "the log names the limit")
+
+
+@scenario
+def purge_by_prefix_names_the_host_as_purge_by_url_does(env):
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, routes={"/": {"key_host": "off"}})
+    for p in ("/users/1", "/users/2", "/users/3"):
+        corral.get(p)
+    # The route is keyed on the upstream: a URL names its path only, and so
+    # does a prefix with a host, whatever host it names.
+    expect_eq(corral.purge(url="http://App.Example:80/users/1").json()["purged"], 1,
+              "url= with a host")
+    expect_eq(corral.purge(prefix="http://app.example/users/").json()["purged"], 2,
+              "prefix= with a host, on the same route")
+    expect_eq(corral.purge(prefix="/users/").json()["purged"], 0, "all gone")
+
+
+@scenario
+def key_host_without_hosts_is_warned_about(env):
+    redis, origin = env.redis(), env.origin()
+    text = (f"[server]\nlisten = 127.0.0.1:1\n[redis]\naddress = {redis.address}\n"
+            f"[upstream]\nurl = {origin.url}\n[route /]\nkey_host = on\n"
+            f"[route /api/]\nkey_host = off\n")
+    path = env.config_file(text)
+    p = env.run_corral("-t", "-c", path)
+    expect_eq(p.stdout.strip(), "configuration OK", "a warning is no error")
+    expect(f"{path}:7: warning: [route /] key_host is on and [server] hosts is empty"
+           in p.stderr, f"corral -t warns, with file and line:\n{p.stderr}")
+    expect("/api/" not in p.stderr, f"only for the route that keys on Host:\n{p.stderr}")
+    ok = env.config_file(text.replace("[server]\n", "[server]\nhosts = app.test\n"), "ok.conf")
+    expect_eq(env.run_corral("-t", "-c", ok).stderr, "", "no warning with hosts set")
+    corral = env.corral(redis, origin, routes={"/": {"key_host": "on"}})
+    expect("key_host is on and [server] hosts is empty" in corral.log(),
+           "and the running corral logs it")
