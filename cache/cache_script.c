@@ -65,16 +65,24 @@ static const char script_renew[] =
 
 /*
  * store: KEYS entry, lock, backoff, fails[, marker, variants]; ARGV token,
- * blob, px, fill channel, key[, marker blob, variant id]. The fence: only
- * the holder of the lock writes. With a marker (a response with Vary), the
- * entry is one variant: the marker goes at the key's own entry and the
- * variant joins the key's set of variants. A success ends any backoff.
+ * blob, px, fill channel, key[, marker blob, variant id, max variants].
+ * The fence: only the holder of the lock writes. With a marker (a response
+ * with Vary), the entry is one variant: the marker goes at the key's own
+ * entry and the variant joins the key's set of variants, unless the set
+ * has max variants already (then 2: nothing stored, the lock released and
+ * the key's waiters told, to fetch their own). A success ends any backoff.
  * The key's waiters hear of it on its shard channel: the key, and after a
  * NUL the entry itself when it is one (no marker) of at most
  * FILL_ENTRY_MAX bytes, so that they need not read it. 1 stored, 0 lost.
  */
 static const char script_store[] =
 	"if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end\n"
+	"if KEYS[5] and redis.call('SISMEMBER', KEYS[6], ARGV[7]) == 0 and\n"
+	"    redis.call('SCARD', KEYS[6]) >= tonumber(ARGV[8]) then\n"
+	"  redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])\n"
+	"  redis.call('SPUBLISH', ARGV[4], ARGV[5])\n"
+	"  return 2\n"
+	"end\n"
 	"redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
 	"if KEYS[5] then\n"
 	"  redis.call('SET', KEYS[5], ARGV[6], 'PX', ARGV[3])\n"

@@ -239,6 +239,9 @@ static const struct key keys[] = {
 	  IN_ROUTE(ttl_404_ms), "store 404 responses this long" },
 	{ "ttl_status", SECT_ROUTE, T_STATUS_TTLS, "", 0, CONF_STATUS_TTLS_MAX,
 	  IN_ROUTE(nstatus_ttls), "store these statuses, e.g. 404:30s,410:5m" },
+	{ "max_variants", SECT_ROUTE, T_INT, "100", 1, 10000,
+	  IN_ROUTE(max_variants),
+	  "variants a key may have (Vary); more are served, not stored" },
 	{ "sort_query", SECT_ROUTE, T_BOOL, "off", 0, 1,
 	  IN_ROUTE(sort_query), "cache key ignores query parameter order" },
 	{ "early_refresh", SECT_ROUTE, T_BOOL, "off", 0, 1,
@@ -1550,6 +1553,23 @@ conf_load(struct conf *c, const char *path, FILE *errs)
 done:
 	fclose(ld.fp);
 	return ld.nerr;
+}
+
+/* A route keyed on the client's Host with no [server] hosts takes any
+ * name a client sends: each makes keys of its own. */
+int
+conf_warning(const struct conf *c, int i, char *out, size_t outlen)
+{
+	for (int r = 0; r < c->nroutes; r++) {
+		if (c->hosts[0] != '\0' || !c->routes[r].key_host || i-- > 0)
+			continue;
+		snprintf(out, outlen, "%s:%d: warning: [route %s] key_host is "
+		    "on and [server] hosts is empty: every Host a client sends "
+		    "gets keys of its own (list the names served in hosts)",
+		    c->file, c->routes[r].line, c->routes[r].prefix);
+		return 0;
+	}
+	return -1;
 }
 
 const struct conf_route *

@@ -399,6 +399,8 @@ main(int argc, char **argv)
 		free(conf);
 		return 1;
 	}
+	for (int i = 0; check && conf_warning(conf, i, err, sizeof(err)) == 0; i++)
+		fprintf(stderr, "%s\n", err);
 	if (check) {
 		printf("configuration OK\n");
 		free(conf);
@@ -410,6 +412,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "%s\n", err);
 		return 1;
 	}
+	for (int i = 0; conf_warning(conf, i, err, sizeof(err)) == 0; i++)
+		log_warn("%s", err);
 	signal(SIGPIPE, SIG_IGN);
 	if ((nworkers = conf->workers) == 0)
 		nworkers = (int)sysconf(_SC_NPROCESSORS_ONLN);

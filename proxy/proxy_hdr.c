@@ -445,13 +445,13 @@ not_storable(struct freshness *f, const char *why)
 	return;								\
 } while (0)
 
-void
+int
 hdr_tags(const struct evkeyvalq *headers, void (*fn)(const char *tag,
     void *arg), void *arg)
 {
 	const struct evkeyval *h;
 	char tag[HDR_TAG_MAX + 1];
-	int n = 0;
+	int n = 0, dropped = 0;
 
 	TAILQ_FOREACH(h, headers, next) {
 		const char *sep, *p = h->value;
@@ -462,18 +462,21 @@ hdr_tags(const struct evkeyvalq *headers, void (*fn)(const char *tag,
 			sep = ", \t";
 		else
 			continue;
-		while (*(p += strspn(p, sep)) != '\0' && n < HDR_TAGS_MAX) {
+		while (*(p += strspn(p, sep)) != '\0') {
 			size_t len = strcspn(p, sep);
 
-			if (len <= HDR_TAG_MAX) {
+			if (len <= HDR_TAG_MAX && n < HDR_TAGS_MAX) {
 				memcpy(tag, p, len);
 				tag[len] = '\0';
 				fn(tag, arg);
 				n++;
+			} else {
+				dropped++;
 			}
 			p += len;
 		}
 	}
+	return dropped;
 }
 
 #define CDN_CC	"CDN-Cache-Control"

@@ -94,12 +94,12 @@ const char *hdr_targeted(const struct evkeyvalq *resp,
 /*
  * Calls fn with each tag the response names, in Surrogate-Key (space-
  * separated) and Cache-Tag (comma-separated): at most HDR_TAGS_MAX of
- * them, each NUL-terminated and at most HDR_TAG_MAX bytes (longer ones
- * are skipped).
+ * them, each NUL-terminated and at most HDR_TAG_MAX bytes. Returns how
+ * many it dropped: past the first HDR_TAGS_MAX, or longer.
  */
 #define HDR_TAGS_MAX	32
 #define HDR_TAG_MAX	128
-void	hdr_tags(const struct evkeyvalq *headers,
+int	hdr_tags(const struct evkeyvalq *headers,
 	    void (*fn)(const char *tag, void *arg), void *arg);
 /* Is name one of the targeted fields the route reads? */
 int	hdr_is_targeted(const char *name, const struct conf_route *rt);

@@ -291,7 +291,7 @@ struct conf *
 proxy_conf_load(const char *path, const struct conf *running, int quiet)
 {
 	struct conf *new;
-	char *errs = NULL, *line, *save;
+	char *errs = NULL, *line, *save, warning[CONF_PATH_MAX + 256];
 	size_t errlen;
 	FILE *mem;
 	int nerr;
@@ -315,6 +315,9 @@ proxy_conf_load(const char *path, const struct conf *running, int quiet)
 		return NULL;
 	}
 	free(errs);
+	for (int i = 0; !quiet && conf_warning(new, i, warning,
+	    sizeof(warning)) == 0; i++)
+		log_warn("reload: %s", warning);
 	keep_running(new, running, quiet);
 	return new;
 }
