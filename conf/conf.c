@@ -225,7 +225,7 @@ static const struct key keys[] = {
 	  "cache requests with Authorization or Cookie" },
 	{ "stale_if_error", SECT_ROUTE, T_DURATION, "0", 0, 8760 * MS_HOUR,
 	  IN_ROUTE(stale_if_error_ms),
-	  "serve stale this long past stale_while_revalidate on errors" },
+	  "past ttl, serve stale this long on upstream errors" },
 	{ "error_backoff_after", SECT_ROUTE, T_INT, "2", 1, 100,
 	  IN_ROUTE(error_backoff_after),
 	  "failed refreshes in a row, fleet-wide, before backing off" },
@@ -1665,6 +1665,18 @@ put_roff(FILE *out, const char *s)
 	}
 }
 
+/* Does k need a restart to change (conf_restart.c)? */
+static int
+needs_restart(const struct key *k)
+{
+	static const char *const names[] = {
+		[SECT_SERVER] = "server", [SECT_REDIS] = "redis",
+		[SECT_UPSTREAM] = "upstream", [SECT_ROUTE] = "route",
+	};
+
+	return conf_needs_restart(names[k->sect], k->name);
+}
+
 static void
 dump_man(FILE *out, const struct key *k, const char *range)
 {
@@ -1677,7 +1689,8 @@ dump_man(FILE *out, const struct key *k, const char *range)
 	put_roff(out, range);
 	fputs("\\fR\n.br\n", out);
 	put_roff(out, k->help);
-	fputs("\n", out);
+	fputs(needs_restart(k) ? "\n.br\nA change needs a restart: a reload "
+	    "keeps the running value.\n" : "\n", out);
 }
 
 void
@@ -1694,10 +1707,10 @@ conf_dump_keys(FILE *out, enum conf_dump how)
 			dump_man(out, &keys[i], range);
 			continue;
 		}
-		fprintf(out, "%-15s %-23s %-22s %-29s %s\n",
+		fprintf(out, "%-15s %-23s %-22s %-29s %s%s\n",
 		    sect_labels[keys[i].sect], keys[i].name,
 		    keys[i].def[0] != '\0' ? keys[i].def : "(empty)", range,
-		    keys[i].help);
+		    keys[i].help, needs_restart(&keys[i]) ? " (restart)" : "");
 	}
 }
 

@@ -162,6 +162,13 @@ int	conf_load(struct conf *c, const char *path, FILE *errs);
  * ttl_status entry (0: not stored), ttl_404, or -1 when not listed. */
 int64_t	conf_status_ttl(const struct conf_route *r, int status);
 
+/* The keys a reload cannot change ("section.key"; conf_restart.c): a
+ * reload keeps their running values until a restart. */
+#define CONF_RESTART_KEYS	15
+extern const char *const conf_restart_keys[CONF_RESTART_KEYS];
+/* Is section's ("server") key name one of them? */
+int	conf_needs_restart(const char *section, const char *name);
+
 /* The i-th warning about a loaded configuration (allowed, but rarely
  * meant) as "file:line: warning: ..." into out: 0, or -1 past the last. */
 int	conf_warning(const struct conf *c, int i, char *out, size_t outlen);

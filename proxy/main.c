@@ -131,7 +131,7 @@ on_stop_signal(evutil_socket_t sig, short what, void *arg)
 	struct proxy *px = arg;
 
 	log_info("%s: stopping", strsignal(sig));
-	service_stopping(service);
+	service_stopping(service, conf->shutdown_timeout_ms);
 	proxy_drain(px);
 }
 
@@ -234,7 +234,7 @@ on_master_signal(evutil_socket_t sig, short what, void *arg)
 	case SIGINT:
 		log_info("%s: stopping %d workers", strsignal(sig), master.n);
 		if (!master.stopping)
-			service_stopping(service);
+			service_stopping(service, conf->shutdown_timeout_ms);
 		master.stopping = 1;
 		tell_workers(sig);
 		break;

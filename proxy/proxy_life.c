@@ -136,23 +136,9 @@ enum restart_key {
 _Static_assert(RK_COUNT <= RESTART_KEYS_MAX, "restart_pending names them all");
 _Static_assert(RK_COUNT <= 32, "restart_pending is 32 bits");
 
-static const char *const restart_names[RK_COUNT] = {
-	[RK_LISTEN] = "server.listen",
-	[RK_ADMIN_LISTEN] = "server.admin_listen",
-	[RK_WORKERS] = "server.workers",
-	[RK_L1_MAX_BYTES] = "server.l1_max_bytes",
-	[RK_L2_MAX_BYTES] = "server.l2_max_bytes",
-	[RK_ACCESS_LOG] = "server.access_log",
-	[RK_ERROR_LOG] = "server.error_log",
-	[RK_LOG_FORMAT] = "server.log_format",
-	[RK_REDIS_MODE] = "redis.mode",
-	[RK_REDIS_ADDRESS] = "redis.address",
-	[RK_REDIS_MASTER_NAME] = "redis.master_name",
-	[RK_REDIS_PASSWORD] = "redis.password",
-	[RK_REDIS_DB] = "redis.db",
-	[RK_REDIS_PREFIX] = "redis.prefix",
-	[RK_REDIS_TIMEOUT] = "redis.timeout",
-};
+/* In the order of enum restart_key: conf_restart_keys names them. */
+_Static_assert(RK_COUNT == CONF_RESTART_KEYS, "one name for each");
+#define restart_names	conf_restart_keys
 
 /* How a field of struct conf is compared. */
 enum field_kind { FK_STRING, FK_NUMBER, FK_ADDRESSES };

@@ -8,11 +8,15 @@ purges by URL and by prefix naming the same keys, and key_host without
 hosts.
 """
 
+import os
+import re
+import signal
 import socket
+import subprocess
 import threading
-import time
 
-from harness import (HOST, PREFIX, expect, expect_eq, raw_exchange, scenario, slow, wait_for)
+from harness import (HOST, PREFIX, expect, expect_eq, free_port, raw_exchange, read_text,
+                     scenario, slow, wait_for)
 
 H = f"Host: {HOST}\r\n".encode()
 
@@ -343,3 +347,114 @@ def key_host_without_hosts_is_warned_about(env):
     corral = env.corral(redis, origin, routes={"/": {"key_host": "on"}})
     expect("key_host is on and [server] hosts is empty" in corral.log(),
            "and the running corral logs it")
+
+
+# -- what the docs say, against what the code does ----------------------------------------
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RESTART_MARK = "(restart)"
+
+
+def restart_keys_of_help(text):
+    """The "section.key" names corral -h marks as needing a restart."""
+    keys = set()
+    for line in text.splitlines():
+        m = re.match(r"\[(server|redis|upstream|route) ?\S*\]\s+(\S+)\s", line)
+        if m and RESTART_MARK in line:
+            keys.add(f"{m.group(1)}.{m.group(2)}")
+    return keys
+
+
+def section_of(text, start, end):
+    i = text.index(start)
+    return text[i:text.index(end, i + len(start))]
+
+
+@scenario(timeout=300)
+def docs_name_the_restart_keys_the_reload_keeps(env):
+    help_keys = restart_keys_of_help(env.run_corral("-h").stdout)
+    expect(len(help_keys) >= 10, f"corral -h marks the restart-only keys: {help_keys}")
+    subprocess.run(["make", "--no-print-directory", "man"], cwd=ROOT, check=True,
+                   capture_output=True, timeout=300)
+    man5 = read_text(os.path.join(ROOT, "build", "man", "corral.conf.5"))
+    man5_keys, section, key, lines = set(), None, None, man5.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith('.SS "['):
+            section = re.match(r'\.SS "\[(\w+)', line).group(1)
+        elif line == ".TP" and i + 1 < len(lines) and lines[i + 1].startswith(".B "):
+            key = f"{section}.{lines[i + 1][3:].strip()}"
+        elif "needs a restart" in line and key is not None:
+            man5_keys.add(key)
+    expect_eq(man5_keys, help_keys, "corral.conf(5) marks the same keys as corral -h")
+    sighup = section_of(read_text(os.path.join(ROOT, "man", "corral.8.in")),
+                        ".B SIGHUP", ".B SIGUSR1")
+    man8_keys = set(re.findall(r"\b((?:server|redis|upstream)\.\w+)", sighup.replace("\\", "")))
+    expect_eq(man8_keys, help_keys, "corral(8), SIGHUP, lists the same keys")
+    readme = read_text(os.path.join(ROOT, "README.md"))
+    listed = section_of(readme, "`restart_pending` names", "after a reload")
+    expect_eq(set(re.findall(r"`((?:server|redis|upstream)\.\w+)`", listed)), help_keys,
+              "README (/stats restart_pending) lists the same keys")
+
+    # The code: a reload that changes every one of them keeps them all
+    # pending, and changes log_level (not among them) at once.
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, extra={"server": {"log_level": "warn"}})
+    corral.purge(url=f"http://{HOST}/before")
+    text = read_text(corral.config_path)
+    changed = {"listen": f"127.0.0.1:{free_port()}", "admin_listen": None,
+               "workers": "2", "l1_max_bytes": "1m", "l2_max_bytes": "1m",
+               "access_log": os.path.join(env.workdir, "a.log"),
+               "error_log": os.path.join(env.workdir, "e.log"), "log_format": "json",
+               "log_level": "info"}
+    lines = []
+    for line in text.splitlines():
+        key = line.split("=")[0].strip()
+        if key in changed and changed[key] is not None:
+            continue
+        lines.append(line)
+        if line == "[server]":
+            lines += [f"{k} = {v}" for k, v in changed.items() if v is not None]
+        if line == "[redis]":
+            lines += ["mode = sentinel", "master_name = m", "password = x", "db = 2"]
+    text = "\n".join(lines) + "\n"
+    text = re.sub(r"address = \S+", "address = 127.0.0.1:1,127.0.0.1:2", text)
+    text = re.sub(r"prefix = \S+", "prefix = other:", text)
+    text = re.sub(r"timeout = (\d+)ms\n", lambda m: f"timeout = {int(m.group(1)) + 1}ms\n",
+                  text, count=1)
+    text = text.replace("admin_listen = 127.0.0.1:", "admin_listen = 127.0.0.2:")
+    with open(corral.config_path, "w") as f:
+        f.write(text)
+    corral.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: corral.stats()["restart_pending"], what="the reload")
+    expect_eq(set(corral.stats()["restart_pending"]), help_keys,
+              f"restart_pending after changing each of them:\n{text}")
+    corral.purge(url=f"http://{HOST}/after")
+    wait_for(lambda: "purge " in corral.log() and "/after" in corral.log(),
+             what="log_level info in effect without a restart")
+    expect("/before" not in corral.log(), "at warn, the first purge was not logged")
+
+
+@scenario
+def docs_say_what_stale_if_error_the_watchdog_and_the_stop_timeout_do(env):
+    help_text = env.run_corral("-h").stdout
+    line = next(l for l in help_text.splitlines() if " stale_if_error " in l)
+    expect("past ttl" in line and "stale_while_revalidate" not in line,
+           f"stale_if_error counts from the end of ttl (proxy_flight.c: fresh_until + "
+           f"stale_if_error), as corral -h says: {line}")
+    man8 = read_text(os.path.join(ROOT, "man", "corral.8.in"))
+    readme = read_text(os.path.join(ROOT, "README.md"))
+    # proxy_service.c: WATCHDOG=1 goes with STATUS= every SERVICE_STATUS_MS,
+    # or at half of WatchdogSec when that is shorter.
+    status_ms = re.search(r"#define SERVICE_STATUS_MS\s+(\d+)",
+                          read_text(os.path.join(ROOT, "proxy", "proxy_service.h"))).group(1)
+    every = f"every {int(status_ms) // 1000} s"
+    for name, text in (("corral(8)", man8.replace("\\fB", "").replace("\\fR", "")),
+                       ("README", readme)):
+        m = re.search(r"WATCHDOG=1[^.]*", text.replace("\n", " ").replace(".B ", ""))
+        expect(m and every in m.group(0) and "half" in m.group(0),
+               f"{name}: WATCHDOG=1 {every}, or at half of WatchdogSec: {m and m.group(0)}")
+    # The stop: shutdown_timeout above the unit's TimeoutStopSec= is asked
+    # for with EXTEND_TIMEOUT_USEC (proxy_service.c); the docs say so.
+    for name, text in (("corral(8)", man8), ("README", readme)):
+        expect("EXTEND_TIMEOUT_USEC" in text.replace("\\", ""),
+               f"{name} says how a long shutdown_timeout gets its time")
