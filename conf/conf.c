@@ -160,6 +160,9 @@ static const struct key keys[] = {
 	  IN_CONF(access_log), "path, - (stdout) or off" },
 	{ "error_log", SECT_SERVER, T_STRING, "-", 1, CONF_PATH_MAX - 1,
 	  IN_CONF(error_log), "path or - (stderr)" },
+	{ "pid_file", SECT_SERVER, T_STRING, "", 0, CONF_PATH_MAX - 1,
+	  IN_CONF(pid_file), "the main process's PID, while it runs (empty: "
+	  "none)" },
 	{ "log_format", SECT_SERVER, T_LOGFORMAT, "text", 0, 0,
 	  IN_CONF(log_format), "text, or json: one object a line" },
 

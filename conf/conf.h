@@ -103,6 +103,7 @@ struct conf {
 	int64_t		 shutdown_timeout_ms;
 	char		 access_log[CONF_PATH_MAX];	/* path, "-" or "off" */
 	char		 error_log[CONF_PATH_MAX];	/* path or "-" (stderr) */
+	char		 pid_file[CONF_PATH_MAX];	/* or "": none */
 	struct conf_cidr trusted_proxies[CONF_CIDRS_MAX];
 	int		 ntrusted_proxies;
 	char		 hosts[CONF_HOSTS_MAX];	/* allowed Host names, or "" */
@@ -164,7 +165,7 @@ int64_t	conf_status_ttl(const struct conf_route *r, int status);
 
 /* The keys a reload cannot change ("section.key"; conf_restart.c): a
  * reload keeps their running values until a restart. */
-#define CONF_RESTART_KEYS	15
+#define CONF_RESTART_KEYS	16
 extern const char *const conf_restart_keys[CONF_RESTART_KEYS];
 /* Is section's ("server") key name one of them? */
 int	conf_needs_restart(const char *section, const char *name);

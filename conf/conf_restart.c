@@ -12,7 +12,7 @@
 const char *const conf_restart_keys[CONF_RESTART_KEYS] = {
 	"server.listen", "server.admin_listen", "server.workers",
 	"server.l1_max_bytes", "server.l2_max_bytes", "server.access_log",
-	"server.error_log", "server.log_format", "redis.mode",
+	"server.error_log", "server.log_format", "server.pid_file", "redis.mode",
 	"redis.address", "redis.master_name", "redis.password", "redis.db",
 	"redis.prefix", "redis.timeout",
 };

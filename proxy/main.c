@@ -16,6 +16,7 @@
 #include <event2/http.h>
 
 #include "common/log.h"
+#include "common/pidfile.h"
 #include "common/util.h"
 #include "conf/conf.h"
 #include "proxy/proxy.h"
@@ -123,6 +124,7 @@ on_reopen_signal(evutil_socket_t sig, short what, void *arg)
 static struct conf	*conf;		/* the running configuration */
 static const char	*conf_file = DEFAULT_CONF;
 static struct service	*service;	/* this process's, for systemd */
+static char		 pid_file[CONF_PATH_MAX];	/* written at start */
 
 /* SIGTERM, SIGINT: finish what is in progress, then exit. */
 static void
@@ -359,7 +361,7 @@ int
 main(int argc, char **argv)
 {
 	char err[512];
-	int ch, check = 0, nerr, nworkers;
+	int ch, check = 0, nerr, nworkers, rc;
 
 	while ((ch = getopt(argc, argv, "c:s:thV")) != -1) {
 		switch (ch) {
@@ -425,11 +427,20 @@ main(int argc, char **argv)
 		log_error("%s", err);
 		return 1;
 	}
+	/* Degrade, never fail: without its PID file corral still serves. */
+	if (conf->pid_file[0] != '\0' && pidfile_write(conf->pid_file, err,
+	    sizeof(err)) == -1)
+		log_warn("%s", err);
+	snprintf(pid_file, sizeof(pid_file), "%s", conf->pid_file);
 	if (nworkers == 1) {
 		static struct worker_slot only;
-		return run_worker(&only, 1, 0);
+		rc = run_worker(&only, 1, 0);
+	} else {
+		rc = run_master(nworkers);
 	}
-	return run_master(nworkers);
+	if (pid_file[0] != '\0')
+		pidfile_remove(pid_file);
+	return rc;
 }
 
 /*

@@ -90,8 +90,9 @@ def make(*args):
 
 
 def deb_path():
-    version = re.search(r"^VERSION\s*:=\s*(\S+)", read_text(os.path.join(ROOT, "Makefile")),
-                        re.M).group(1)
+    makefile = read_text(os.path.join(ROOT, "Makefile"))
+    version = "-".join(re.search(rf"^{name}\s*:=\s*(\S+)", makefile, re.M).group(1)
+                       for name in ("VERSION", "DEB_REVISION"))
     arch = run(["dpkg", "--print-architecture"]).strip()
     make("deb")
     path = os.path.join(ROOT, "build", f"corral_{version}_{arch}.deb")

@@ -10,6 +10,7 @@ hosts.
 
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -405,6 +406,7 @@ def docs_name_the_restart_keys_the_reload_keeps(env):
                "workers": "2", "l1_max_bytes": "1m", "l2_max_bytes": "1m",
                "access_log": os.path.join(env.workdir, "a.log"),
                "error_log": os.path.join(env.workdir, "e.log"), "log_format": "json",
+               "pid_file": os.path.join(env.workdir, "new.pid"),
                "log_level": "info"}
     lines = []
     for line in text.splitlines():
@@ -458,3 +460,160 @@ def docs_say_what_stale_if_error_the_watchdog_and_the_stop_timeout_do(env):
     for name, text in (("corral(8)", man8), ("README", readme)):
         expect("EXTEND_TIMEOUT_USEC" in text.replace("\\", ""),
                f"{name} says how a long shutdown_timeout gets its time")
+
+
+# -- the package and the build ----------------------------------------------------------
+
+def run(cmd, cwd=ROOT, env=None, timeout=900, check=True):
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, errors="replace",
+                       timeout=timeout, stdin=subprocess.DEVNULL,
+                       env=dict(os.environ, **(env or {})))
+    if check and p.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} exited with {p.returncode}:\n"
+                             f"{(p.stdout + p.stderr)[-3000:]}")
+    return p
+
+
+def makefile_version():
+    return re.search(r"^VERSION\s*:=\s*(\S+)", read_text(os.path.join(ROOT, "Makefile")),
+                     re.M).group(1)
+
+
+def built_deb():
+    """make deb; the package's path (its version has a Debian revision)."""
+    out = run(["make", "--no-print-directory", "deb"]).stdout
+    m = re.search(r"make-deb: (\S+\.deb)", out)
+    expect(m is not None, f"make deb names the package it made:\n{out}")
+    return os.path.join(ROOT, m.group(1))
+
+
+@scenario(timeout=900)
+def version_bump_and_build_flags_rebuild_and_the_build_is_hardened(env):
+    copy = os.path.join(env.workdir, "tree")
+    files = run(["git", "ls-files", "-co", "--exclude-standard"]).stdout.split()
+    for name in files:
+        if os.path.isfile(os.path.join(ROOT, name)):
+            os.makedirs(os.path.dirname(os.path.join(copy, name)), exist_ok=True)
+            shutil.copy2(os.path.join(ROOT, name), os.path.join(copy, name))
+    obj = "build/release/proxy/main.o"
+    run(["nice", "make", "--no-print-directory", obj], cwd=copy)
+    up_to_date = lambda *args, **env: run(["make", "-q", obj, *args], cwd=copy, env=env,
+                                           check=False).returncode == 0
+    expect(up_to_date(), "built: up to date")
+    expect(not up_to_date("VERSION=9.9.9"), "VERSION on the command line rebuilds it")
+    expect(not up_to_date(CFLAGS="-O1"), "CFLAGS from the environment rebuilds it")
+    mk = os.path.join(copy, "Makefile")
+    with open(mk) as f:
+        text = f.read()
+    with open(mk, "w") as f:
+        f.write(re.sub(r"^VERSION\s*:=.*$", "VERSION := 9.9.9", text, flags=re.M))
+    run(["make", "--no-print-directory", obj], cwd=copy)	# the old VERSION, rebuilt
+    with open(mk, "w") as f:
+        f.write(text.replace("VERSION := ", "VERSION := 9."))
+    expect(not up_to_date(), "a VERSION bump in the Makefile rebuilds it")
+
+    plan = run(["make", "-n", "-B", "build/release/corral"], cwd=copy).stdout
+    for flag in ("-fstack-protector-strong", "-D_FORTIFY_SOURCE=", "-Wl,-z,relro",
+                 "-Wl,-z,now", "-Werror=format-security"):
+        expect(flag in plan, f"the release build has {flag} (dpkg-buildflags):\n{plan[-600:]}")
+    plan = run(["make", "-n", "-B", obj], cwd=copy,
+               env={"CFLAGS": "-O2 -DSTRICT_MARK", "CPPFLAGS": "-DSTRICT_CPP"}).stdout
+    expect("-DSTRICT_MARK" in plan and "-DSTRICT_CPP" in plan,
+           f"CFLAGS and CPPFLAGS from the environment are used:\n{plan}")
+
+    # The packaged binary: RELRO, bind now, the stack protector and fortify.
+    root = os.path.join(env.workdir, "root")
+    run(["dpkg-deb", "-x", built_deb(), root])
+    binary = os.path.join(root, "usr/sbin/corral")
+    dyn = run(["readelf", "-d", binary]).stdout
+    heads = run(["readelf", "-lW", binary]).stdout
+    syms = run(["readelf", "--dyn-syms", "-W", binary]).stdout
+    expect("BIND_NOW" in dyn or re.search(r"FLAGS_1.*NOW", dyn), f"bind now:\n{dyn}")
+    expect("GNU_RELRO" in heads, "RELRO")
+    expect("__stack_chk_fail" in syms, "the stack protector")
+    expect(re.search(r"__\w+_chk\b", syms.replace("__stack_chk_fail", "")),
+           "fortified functions")
+
+
+def lintian_or_why_not():
+    """lintian's path; None (and why) only when it cannot be installed here."""
+    path = shutil.which("lintian")
+    if path:
+        return path, None
+    p = run(["apt-cache", "policy", "lintian"], check=False)
+    if "Candidate:" in p.stdout and "(none)" not in p.stdout:
+        raise AssertionError("lintian not found: scripts/install-deps test installs it")
+    return None, f"lintian cannot be installed here: {p.stdout.strip() or p.stderr.strip()}"
+
+
+@scenario(timeout=900)
+def deb_has_copyright_changelog_and_a_maintainer_and_lintian_finds_nothing(env):
+    deb = built_deb()
+    listing = run(["dpkg-deb", "-c", deb]).stdout
+    for path in ("./usr/share/doc/corral/copyright", "./usr/share/doc/corral/changelog.Debian.gz"):
+        expect(path in listing, f"the package has {path}:\n{listing}")
+    info = run(["dpkg-deb", "-f", deb, "Maintainer", "Version"]).stdout
+    expect("localhost" not in info and "@" in info, f"a real Maintainer: {info}")
+    root = os.path.join(env.workdir, "root")
+    run(["dpkg-deb", "-x", deb, root])
+    copyright = read_text(os.path.join(root, "usr/share/doc/corral/copyright"))
+    expect(copyright.startswith("Format: https://www.debian.org/doc/packaging-manuals/"
+                                "copyright-format/1.0/"), "machine-readable (DEP-5)")
+    changelog = run(["sh", "-c", "zcat " + os.path.join(
+        root, "usr/share/doc/corral/changelog.Debian.gz")]).stdout
+    version = re.search(r"Version: (\S+)", info).group(1)
+    expect(changelog.startswith(f"corral ({version}) "),
+           f"the changelog's last entry is this version ({version}):\n{changelog[:200]}")
+    lintian, why = lintian_or_why_not()
+    if lintian is None:
+        print(f"NOTE: {why}; lintian's verdict not checked")
+        return
+    p = run([lintian, "--no-tag-display-limit", deb], check=False)
+    tags = [l for l in (p.stdout + p.stderr).splitlines() if re.match(r"[EW]: ", l)]
+    expect_eq(tags, [], "lintian's errors and warnings")
+
+
+@scenario
+def logrotate_fallback_signals_only_the_instance_of_its_pid_file(env):
+    pid_file = os.path.join(env.workdir, "corral.pid")
+    redis, origin = env.redis(), env.origin()
+    mine = env.corral(redis, origin, extra={"server": {"pid_file": pid_file}})
+    other = env.corral(redis, origin)
+    wait_for(lambda: os.path.isfile(pid_file) and read_text(pid_file).strip() ==
+             str(mine.proc.pid), what="the PID file names the instance")
+    snippet = read_text(os.path.join(ROOT, "dist", "corral.logrotate"))
+    script = re.search(r"postrotate\n(.*?)\n\s*endscript", snippet, re.S).group(1)
+    expect("/run/corral/corral.pid" in script and "pkill" not in script,
+           f"the fallback signals the PID file's process, not every corral:\n{script}")
+    # No systemd here: systemctl fails, the fallback runs.
+    fake = os.path.join(env.workdir, "bin")
+    os.makedirs(fake)
+    with open(os.path.join(fake, "systemctl"), "w") as f:
+        f.write("#!/bin/sh\nexit 1\n")
+    os.chmod(os.path.join(fake, "systemctl"), 0o755)
+    run(["sh", "-c", script.replace("/run/corral/corral.pid", pid_file)],
+        env={"PATH": fake + ":" + os.environ["PATH"]})
+    wait_for(lambda: "logs reopened" in mine.log(), what="this instance reopens its logs")
+    expect("logs reopened" not in other.log(), "the other corral was not signalled")
+    mine.stop()
+    expect(not os.path.exists(pid_file), "the PID file goes when it stops")
+
+
+@scenario(timeout=600)
+def upgrade_without_systemd_says_the_old_binary_still_runs(env):
+    control = os.path.join(env.workdir, "control")
+    run(["dpkg-deb", "-e", built_deb(), control])
+    pid_file = os.path.join(env.workdir, "corral.pid")
+    with open(pid_file, "w") as f:
+        f.write(f"{os.getpid()}\n")	# a live process stands in for corral
+    text = read_text(os.path.join(control, "postinst"))
+    expect("/run/corral/corral.pid" in text, "postinst reads the PID file")
+    script = os.path.join(env.workdir, "postinst")
+    with open(script, "w") as f:
+        f.write(text.replace("/run/systemd/system", "/nonexistent/systemd")
+                .replace("/run/corral/corral.pid", pid_file))
+    out = run(["sh", script, "configure", "0.0.1-1"]).stdout
+    expect(f"pid {os.getpid()}" in out and "restart" in out,
+           f"an upgrade without systemd says the running corral is the old one:\n{out!r}")
+    first = run(["sh", script, "configure"]).stdout
+    expect("restart" not in first, f"a first install says nothing of it: {first!r}")
