@@ -88,7 +88,8 @@ struct upstream_response {
 struct upstream_counters {
 	uint64_t	too_many_headers;	/* over upstream_set_max_headers() */
 	uint64_t	bad_framing;	/* two Content-Lengths, one with
-					 * Transfer-Encoding, or not a number */
+					 * Transfer-Encoding, not a number,
+					 * or a folded header line */
 };
 
 /* The callback owns resp and frees it with upstream_response_free(). */
