@@ -919,7 +919,7 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 		"error_backoff_after", "hit_for_miss", "log_format", "stream_window",
 		"mode", "master_name", "l2_max_bytes", "canonical_host",
 		"admin_max_connections", "max_requests", "queue_timeout",
-		"slot_lease", "local_share",
+		"slot_lease", "local_share", "pid_file", "max_variants",
 	};
 	char *out = NULL;
 	size_t len;
@@ -932,7 +932,14 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	errs = out;		/* freed with the next load */
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
-	CHECK(count_lines(out) == 1 + 54);	/* timeout is in two sections */
+	CHECK(count_lines(out) == 1 + 56);	/* timeout is in two sections */
+	{	/* the restart-only keys (conf_restart.c) are each a key */
+		int marked = 0;
+
+		for (const char *p = out; (p = strstr(p, " (restart)\n")); p++)
+			marked++;
+		CHECK(marked == CONF_RESTART_KEYS);
+	}
 	CHECK(strstr(out, "1ms..1h") != NULL);
 	CHECK(strstr(out, "100ms..1h") != NULL);
 	CHECK(strstr(out, "0.001..100") != NULL);
