@@ -124,7 +124,6 @@ on_reopen_signal(evutil_socket_t sig, short what, void *arg)
 static struct conf	*conf;		/* the running configuration */
 static const char	*conf_file = DEFAULT_CONF;
 static struct service	*service;	/* this process's, for systemd */
-static char		 pid_file[CONF_PATH_MAX];	/* written at start */
 
 /* SIGTERM, SIGINT: finish what is in progress, then exit. */
 static void
@@ -165,6 +164,7 @@ static struct {
 } master;
 
 static int run_worker(struct worker_slot *slots, int nslots, int slot);
+static int run(int nworkers);
 static void worker_signals(sigset_t *set);
 
 /* The near cache the workers share, mapped before they are forked. */
@@ -361,7 +361,7 @@ int
 main(int argc, char **argv)
 {
 	char err[512];
-	int ch, check = 0, nerr, nworkers, rc;
+	int ch, check = 0, nerr, nworkers;
 
 	while ((ch = getopt(argc, argv, "c:s:thV")) != -1) {
 		switch (ch) {
@@ -427,18 +427,24 @@ main(int argc, char **argv)
 		log_error("%s", err);
 		return 1;
 	}
+	return run(nworkers);
+}
+
+/* The workers (or the only one), with the PID file while they run. */
+static int
+run(int nworkers)
+{
+	static struct worker_slot only;
+	char err[512], pid_file[CONF_PATH_MAX];
+	int rc;
+
 	/* Degrade, never fail: without its PID file corral still serves. */
 	if (conf->pid_file[0] != '\0' && pidfile_write(conf->pid_file, err,
 	    sizeof(err)) == -1)
 		log_warn("%s", err);
 	snprintf(pid_file, sizeof(pid_file), "%s", conf->pid_file);
-	if (nworkers == 1) {
-		static struct worker_slot only;
-		rc = run_worker(&only, 1, 0);
-	} else {
-		rc = run_master(nworkers);
-	}
-	if (pid_file[0] != '\0')
+	rc = nworkers == 1 ? run_worker(&only, 1, 0) : run_master(nworkers);
+	if (pid_file[0] != '\0')	/* conf is gone with the run */
 		pidfile_remove(pid_file);
 	return rc;
 }
