@@ -4,13 +4,15 @@
 #   make run        build, then start redis-server, the demo origin and corral
 #   make install    the binary, config, manual pages, systemd unit and
 #                   logrotate snippet under DESTDIR and PREFIX (see below)
-#   make deb        build/corral_VERSION_ARCH.deb
+#   make deb        build/corral_VERSION-REVISION_ARCH.deb
 #   make test       unit + scenario tests under AddressSanitizer and UBSan
 #   make test-mutants  mutation tests: every change of the lock protocol is caught
 #   make bench      benchmark against nginx and Varnish (see bench/)
 #   make clean
 
 VERSION := 0.1.0
+DEB_REVISION := 1	# the package's own: corral_VERSION-REVISION_ARCH.deb
+DEB_MAINTAINER ?= Corral maintainers <maintainers@users.noreply.a-seed-d6bbd95e.example>
 PKGS    := libevent hiredis libcurl inih
 
 CC      ?= cc
@@ -28,6 +30,37 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 
 REL_FLAGS  := -O2
 ASAN_FLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+# The release build takes the distribution's flags (dpkg-buildflags, every
+# hardening feature: stack protector, fortify, relro, bind now); CFLAGS,
+# CPPFLAGS and LDFLAGS from the environment or the command line replace
+# them. The ASan build takes none of them (fortify and ASan do not mix).
+DEB_BUILD_MAINT_OPTIONS ?= hardening=+all
+buildflag = $(shell DEB_BUILD_MAINT_OPTIONS='$(DEB_BUILD_MAINT_OPTIONS)' \
+	dpkg-buildflags --get $(1) 2>/dev/null)
+ifeq ($(origin CFLAGS),undefined)
+CFLAGS := $(call buildflag,CFLAGS)
+endif
+ifeq ($(origin CPPFLAGS),undefined)
+CPPFLAGS := $(call buildflag,CPPFLAGS)
+endif
+ifeq ($(origin LDFLAGS),undefined)
+LDFLAGS := $(call buildflag,LDFLAGS)
+endif
+
+REL_CC   = $(CC) $(BASE) $(REL_FLAGS) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS)
+REL_LINK = $(CC) $(REL_FLAGS) $(CFLAGS) $(LDFLAGS)
+ASAN_CC  = $(CC) $(BASE) $(ASAN_FLAGS) $(PKG_CFLAGS)
+
+# Objects depend on the commands that build them, kept in build/*/FLAGS
+# (rewritten only when they change): a new VERSION, CFLAGS or compiler
+# rebuilds everything, as a version bump must.
+flags_stamp = $(shell mkdir -p $(dir $(1)))$(file >$(1).new,$(2))$(shell \
+	cmp -s $(1).new $(1) && rm -f $(1).new || mv -f $(1).new $(1))
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+$(call flags_stamp,build/release/FLAGS,$(REL_CC) | $(REL_LINK))
+$(call flags_stamp,build/asan/FLAGS,$(ASAN_CC))
+endif
 
 REL_OBJ  := $(LIB_SRC:%.c=build/release/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o)
@@ -53,16 +86,16 @@ build/gen/dashboard.c: proxy/dashboard.html
 	  printf '};\nconst size_t dashboard_html_len = sizeof(dashboard_html);\n'; } > $@.tmp
 	@mv $@.tmp $@
 
-build/release/%.o: %.c $(wildcard */*.h)
+build/release/%.o: %.c $(wildcard */*.h) build/release/FLAGS
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(REL_FLAGS) $(PKG_CFLAGS) -c $< -o $@
+	$(REL_CC) -c $< -o $@
 
-build/asan/%.o: %.c $(wildcard */*.h)
+build/asan/%.o: %.c $(wildcard */*.h) build/asan/FLAGS
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(ASAN_FLAGS) $(PKG_CFLAGS) -c $< -o $@
+	$(ASAN_CC) -c $< -o $@
 
-build/release/corral: $(REL_OBJ) build/release/proxy/main.o
-	$(CC) $(REL_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
+build/release/corral: $(REL_OBJ) build/release/proxy/main.o build/release/FLAGS
+	$(REL_LINK) -o $@ $(filter %.o,$^) $(PKG_LIBS) -lm
 
 # The release build with frame pointers, for perf record -g (bench/profile).
 build/profile/%.o: %.c $(wildcard */*.h)
@@ -72,8 +105,8 @@ build/profile/%.o: %.c $(wildcard */*.h)
 build/profile/corral: $(LIB_SRC:%.c=build/profile/%.o) build/profile/proxy/main.o
 	$(CC) $(REL_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
 
-build/asan/corral: $(ASAN_OBJ) build/asan/proxy/main.o
-	$(CC) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
+build/asan/corral: $(ASAN_OBJ) build/asan/proxy/main.o build/asan/FLAGS
+	$(CC) $(ASAN_FLAGS) -o $@ $(filter %.o,$^) $(PKG_LIBS) -lm
 
 build/asan/unit/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(ASAN_OBJ)
 	@mkdir -p $(dir $@)
@@ -112,8 +145,10 @@ clean:
 #     UNITDIR (PREFIX/lib/systemd/system), /etc/logrotate.d/corral, and
 #     /etc/corral/corral.conf unless one is there already.
 #   make deb
-#     build/corral_VERSION_ARCH.deb with dpkg-deb: PREFIX=/usr, the unit in
-#     /lib/systemd/system, the config and logrotate snippet as conffiles.
+#     build/corral_VERSION-REVISION_ARCH.deb with dpkg-deb: PREFIX=/usr, the
+#     unit in /lib/systemd/system, the config and logrotate snippet as
+#     conffiles, the copyright and changelog (dist/debian/) in its doc
+#     directory. DEB_MAINTAINER names its Maintainer.
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -124,7 +159,7 @@ UNITDIR ?= $(PREFIX)/lib/systemd/system
 CONFDIR  = /etc/corral
 MAN_PAGES := build/man/corral.8 build/man/corral.conf.5
 
-build/man/gen_keys: man/gen_keys.c conf/conf.c conf/conf_secret.c conf/conf_key.c conf/conf_admin.c common/host.c common/util.c common/log.c \
+build/man/gen_keys: man/gen_keys.c conf/conf.c conf/conf_secret.c conf/conf_key.c conf/conf_admin.c conf/conf_restart.c common/host.c common/util.c common/log.c \
                     $(wildcard */*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(PKG_CFLAGS) -o $@ $(filter %.c,$^) $(PKG_LIBS) -lm
@@ -166,7 +201,7 @@ install: build/release/corral man
 	fi
 
 deb: deps build/release/corral man
-	scripts/make-deb $(VERSION)
+	scripts/make-deb $(VERSION)-$(DEB_REVISION) "$(DEB_MAINTAINER)"
 
 # ---- fuzzing and valgrind: not part of make test ------------------------------
 #   make fuzz            builds the libFuzzer targets in fuzz/ with clang and runs
@@ -198,14 +233,15 @@ VALGRIND_SLOWNESS ?= 8
 build/fuzz/fuzz_entry: fuzz/fuzz_entry.c cache/cache_entry.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
-build/fuzz/fuzz_conf: fuzz/fuzz_conf.c conf/conf.c conf/conf_secret.c conf/conf_key.c conf/conf_admin.c common/host.c common/util.c common/log.c \
+build/fuzz/fuzz_conf: fuzz/fuzz_conf.c conf/conf.c conf/conf_secret.c conf/conf_key.c conf/conf_admin.c conf/conf_restart.c common/host.c common/util.c common/log.c \
                       $(wildcard */*.h)
 	$(FUZZ_LINK)
 
 build/fuzz/fuzz_key: fuzz/fuzz_key.c cache/cache_key.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
-build/fuzz/fuzz_hdr: fuzz/fuzz_hdr.c proxy/proxy_hdr.c conf/conf.c conf/conf_secret.c conf/conf_key.c conf/conf_admin.c common/host.c common/util.c \
+build/fuzz/fuzz_hdr: fuzz/fuzz_hdr.c proxy/proxy_hdr.c proxy/proxy_sf.c conf/conf.c conf/conf_secret.c \
+                     conf/conf_key.c conf/conf_admin.c conf/conf_restart.c common/host.c common/util.c \
                      common/log.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 

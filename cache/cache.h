@@ -83,6 +83,8 @@ enum lock_result {
 enum fence_result {
 	FENCE_OK,		/* renewed / stored / released */
 	FENCE_LOST,		/* the lock no longer holds our token */
+	FENCE_FULL,		/* a store of a variant: the key has max_variants
+				 * already; not stored, the lock released */
 	FENCE_ERROR,
 };
 
@@ -168,13 +170,14 @@ struct cache_op	*lock_renew(struct cache *c, const char *key,
 /*
  * Stores e (whose gen must equal token) under key's lock; Redis drops it
  * at expire_at_ms. For a response with Vary, variant is "key\nID": e goes
- * there and marker (the Vary it varies on) at key itself. Otherwise both
- * are NULL.
+ * there and marker (the Vary it varies on) at key itself, unless key has
+ * max_variants variants already (FENCE_FULL). Otherwise both are NULL.
  */
 struct cache_op	*cache_store(struct cache *c, const char *key,
 		    const char *token, const struct cache_entry *e,
 		    int64_t expire_at_ms, const char *variant,
-		    const struct cache_entry *marker, fence_cb *cb, void *arg);
+		    const struct cache_entry *marker, int max_variants,
+		    fence_cb *cb, void *arg);
 /* What a release records besides freeing the lock. */
 struct release_args {
 	/* NULL, or what went wrong upstream ("503", "timeout", ...): from

@@ -229,7 +229,6 @@ refused(struct node *n, const char *what, const char *err)
 		n->rt->counters->auth_failures++;
 }
 
-
 /* Its set-up answered: a node is up (a sentinel's primary once ROLE says
  * so). */
 static void

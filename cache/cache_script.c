@@ -75,10 +75,12 @@ static const char script_renew[] =
 
 /*
  * store: KEYS entry, lock, backoff, fails[, marker, variants]; ARGV token,
- * blob, px, fill channel, key[, marker blob, variant id]. The fence: only
- * the holder of the lock writes. With a marker (a response with Vary), the
- * entry is one variant: the marker goes at the key's own entry and the
- * variant joins the key's set of variants. A success ends any backoff.
+ * blob, px, fill channel, key[, marker blob, variant id, max variants].
+ * The fence: only the holder of the lock writes. With a marker (a response
+ * with Vary), the entry is one variant: the marker goes at the key's own
+ * entry and the variant joins the key's set of variants, unless the set
+ * has max variants already (then 2: nothing stored, the lock released and
+ * the key's waiters told, to fetch their own). A success ends any backoff.
  * The key's waiters hear of it on its shard channel: the key, FILL_AT
  * (when Redis published it, for the receiver's fill_delay), and after a
  * NUL the entry itself when it is one (no marker) of at most
@@ -86,6 +88,12 @@ static const char script_renew[] =
  */
 static const char script_store[] =
 	"if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end\n"
+	"if KEYS[5] and redis.call('SISMEMBER', KEYS[6], ARGV[7]) == 0 and\n"
+	"    redis.call('SCARD', KEYS[6]) >= tonumber(ARGV[8]) then\n"
+	"  redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])\n"
+	"  redis.call('SPUBLISH', ARGV[4], ARGV[5])\n"
+	"  return 2\n"
+	"end\n"
 	"redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
 	"if KEYS[5] then\n"
 	"  redis.call('SET', KEYS[5], ARGV[6], 'PX', ARGV[3])\n"
@@ -264,8 +272,8 @@ on_script_loaded(redisAsyncContext *ac, void *r, void *privdata)
 	redisReply *reply = r;
 	intptr_t id = (intptr_t)privdata;
 
-	if (n == NULL || reply == NULL)
-		return;
+	if (n == NULL || reply == NULL || n->refused)
+		return;		/* after a refused set-up: said once there */
 	if (reply->type == REDIS_REPLY_STRING && reply->len == 40)
 		memcpy(n->sha[id], reply->str, 41);
 	else if (reply->type == REDIS_REPLY_ERROR)

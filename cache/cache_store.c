@@ -278,9 +278,10 @@ lock_renew(struct cache *c, const char *key, const char *token,
 struct cache_op *
 cache_store(struct cache *c, const char *key, const char *token,
     const struct cache_entry *e, int64_t expire_at_ms,
-    const char *variant, const struct cache_entry *marker, fence_cb *cb,
-    void *arg)
+    const char *variant, const struct cache_entry *marker, int max_variants,
+    fence_cb *cb, void *arg)
 {
+	char most[16];
 	char entry[REDIS_KEY_MAX], lock[REDIS_KEY_MAX], px[24];
 	char backoff[REDIS_KEY_MAX], fails[REDIS_KEY_MAX];
 	char mkey[REDIS_KEY_MAX], variants[REDIS_KEY_MAX];
@@ -334,6 +335,8 @@ cache_store(struct cache *c, const char *key, const char *token,
 		failed |= op_arg(op, evbuffer_pullup(mblob, -1),
 		    evbuffer_get_length(mblob));
 		failed |= op_argstr(op, vid + 1);
+		snprintf(most, sizeof(most), "%d", max_variants);
+		failed |= op_argstr(op, most);
 		evbuffer_free(mblob);
 	}
 	evbuffer_free(blob);

@@ -208,8 +208,13 @@ watch_sub_reply(struct cache *c, struct node *n, const redisReply *r)
 	struct watch *w;
 
 	if (r->type == REDIS_REPLY_ERROR) {
-		/* A SSUBSCRIBE to a node that no longer owns the slot. */
-		log_warn("redis: %s: %s", n->name, r->str);
+		/* A SSUBSCRIBE to a node that no longer owns the slot; or,
+		 * on a node that is down, its refused AUTH (the command
+		 * connection says that once). */
+		if (n->up)
+			log_warn("redis: %s: %s", n->name, r->str);
+		else
+			log_debug("redis: %s: subscriber: %s", n->name, r->str);
 		TAILQ_FOREACH(w, &c->watch_list, link)
 			if (w->node == n)
 				w->node = NULL;

@@ -176,6 +176,9 @@ static const struct key keys[] = {
 	  IN_CONF(access_log), "path, - (stdout) or off" },
 	{ "error_log", SECT_SERVER, T_STRING, "-", 1, CONF_PATH_MAX - 1,
 	  IN_CONF(error_log), "path or - (stderr)" },
+	{ "pid_file", SECT_SERVER, T_STRING, "", 0, CONF_PATH_MAX - 1,
+	  IN_CONF(pid_file), "the main process's PID, while it runs (empty: "
+	  "none)" },
 	{ "log_format", SECT_SERVER, T_LOGFORMAT, "text", 0, 0,
 	  IN_CONF(log_format), "text, or json: one object a line" },
 	{ "key_secret_file", SECT_SERVER, T_STRING, "", 0, CONF_PATH_MAX - 1,
@@ -277,7 +280,7 @@ static const struct key keys[] = {
 	  IN_ROUTE(post_max_body), "cache_post: longer bodies are passed" },
 	{ "stale_if_error", SECT_ROUTE, T_DURATION, "0", 0, 8760 * MS_HOUR,
 	  IN_ROUTE(stale_if_error_ms),
-	  "serve stale this long past stale_while_revalidate on errors" },
+	  "past ttl, serve stale this long on upstream errors" },
 	{ "error_backoff_after", SECT_ROUTE, T_INT, "2", 1, 100,
 	  IN_ROUTE(error_backoff_after),
 	  "failed refreshes in a row, fleet-wide, before backing off" },
@@ -291,6 +294,9 @@ static const struct key keys[] = {
 	  IN_ROUTE(ttl_404_ms), "store 404 responses this long" },
 	{ "ttl_status", SECT_ROUTE, T_STATUS_TTLS, "", 0, CONF_STATUS_TTLS_MAX,
 	  IN_ROUTE(nstatus_ttls), "store these statuses, e.g. 404:30s,410:5m" },
+	{ "max_variants", SECT_ROUTE, T_INT, "100", 1, 10000,
+	  IN_ROUTE(max_variants),
+	  "variants a key may have (Vary); more are served, not stored" },
 	{ "sort_query", SECT_ROUTE, T_BOOL, "off", 0, 1,
 	  IN_ROUTE(sort_query), "cache key ignores query parameter order" },
 	{ "early_refresh", SECT_ROUTE, T_BOOL, "off", 0, 1,
@@ -1715,6 +1721,23 @@ done:
 	return ld.nerr;
 }
 
+/* A route keyed on the client's Host with no [server] hosts takes any
+ * name a client sends: each makes keys of its own. */
+int
+conf_warning(const struct conf *c, int i, char *out, size_t outlen)
+{
+	for (int r = 0; r < c->nroutes; r++) {
+		if (c->hosts[0] != '\0' || !c->routes[r].key_host || i-- > 0)
+			continue;
+		snprintf(out, outlen, "%s:%d: warning: [route %s] key_host is "
+		    "on and [server] hosts is empty: every Host a client sends "
+		    "gets keys of its own (list the names served in hosts)",
+		    c->file, c->routes[r].line, c->routes[r].prefix);
+		return 0;
+	}
+	return -1;
+}
+
 const struct conf_route *
 conf_route_match(const struct conf *c, const char *path)
 {
@@ -1817,6 +1840,18 @@ put_roff(FILE *out, const char *s)
 	}
 }
 
+/* Does k need a restart to change (conf_restart.c)? */
+static int
+needs_restart(const struct key *k)
+{
+	static const char *const names[] = {
+		[SECT_SERVER] = "server", [SECT_REDIS] = "redis",
+		[SECT_UPSTREAM] = "upstream", [SECT_ROUTE] = "route",
+	};
+
+	return conf_needs_restart(names[k->sect], k->name);
+}
+
 static void
 dump_man(FILE *out, const struct key *k, const char *range)
 {
@@ -1829,7 +1864,8 @@ dump_man(FILE *out, const struct key *k, const char *range)
 	put_roff(out, range);
 	fputs("\\fR\n.br\n", out);
 	put_roff(out, k->help);
-	fputs("\n", out);
+	fputs(needs_restart(k) ? "\n.br\nA change needs a restart: a reload "
+	    "keeps the running value.\n" : "\n", out);
 }
 
 void
@@ -1846,10 +1882,10 @@ conf_dump_keys(FILE *out, enum conf_dump how)
 			dump_man(out, &keys[i], range);
 			continue;
 		}
-		fprintf(out, "%-15s %-23s %-22s %-29s %s\n",
+		fprintf(out, "%-15s %-23s %-22s %-29s %s%s\n",
 		    sect_labels[keys[i].sect], keys[i].name,
 		    keys[i].def[0] != '\0' ? keys[i].def : "(empty)", range,
-		    keys[i].help);
+		    keys[i].help, needs_restart(&keys[i]) ? " (restart)" : "");
 	}
 }
 

@@ -108,6 +108,7 @@ struct conf_route {
 	int64_t	 ttl_404_ms;		/* store 404s this long (0: not at all) */
 	int	 nstatus_ttls;		/* ttl_status */
 	struct conf_status_ttl status_ttls[CONF_STATUS_TTLS_MAX];
+	int	 max_variants;		/* stored variants of a key (Vary) */
 	int	 sort_query;		/* key ignores query parameter order */
 	int	 early_refresh;		/* XFetch: refresh before expiry */
 	double	 early_refresh_beta;
@@ -139,6 +140,7 @@ struct conf {
 	int64_t		 shutdown_timeout_ms;
 	char		 access_log[CONF_PATH_MAX];	/* path, "-" or "off" */
 	char		 error_log[CONF_PATH_MAX];	/* path or "-" (stderr) */
+	char		 pid_file[CONF_PATH_MAX];	/* or "": none */
 	struct conf_cidr trusted_proxies[CONF_CIDRS_MAX];
 	int		 ntrusted_proxies;
 	char		 admin_token_file[CONF_PATH_MAX];	/* "": no tokens */
@@ -212,6 +214,17 @@ int	conf_load(struct conf *c, const char *path, FILE *errs);
 /* How long a response with this status is stored on route r: its
  * ttl_status entry (0: not stored), ttl_404, or -1 when not listed. */
 int64_t	conf_status_ttl(const struct conf_route *r, int status);
+
+/* The keys a reload cannot change ("section.key"; conf_restart.c): a
+ * reload keeps their running values until a restart. */
+#define CONF_RESTART_KEYS	15
+extern const char *const conf_restart_keys[CONF_RESTART_KEYS];
+/* Is section's ("server") key name one of them? */
+int	conf_needs_restart(const char *section, const char *name);
+
+/* The i-th warning about a loaded configuration (allowed, but rarely
+ * meant) as "file:line: warning: ..." into out: 0, or -1 past the last. */
+int	conf_warning(const struct conf *c, int i, char *out, size_t outlen);
 
 /* The route with the longest prefix of path, or NULL. */
 const struct conf_route *conf_route_match(const struct conf *c, const char *path);

@@ -16,6 +16,7 @@
 #include <event2/http.h>
 
 #include "common/log.h"
+#include "common/pidfile.h"
 #include "common/util.h"
 #include "conf/conf.h"
 #include "proxy/proxy.h"
@@ -131,7 +132,7 @@ on_stop_signal(evutil_socket_t sig, short what, void *arg)
 	struct proxy *px = arg;
 
 	log_info("%s: stopping", strsignal(sig));
-	service_stopping(service);
+	service_stopping(service, conf->shutdown_timeout_ms);
 	proxy_drain(px);
 }
 
@@ -163,6 +164,7 @@ static struct {
 } master;
 
 static int run_worker(struct worker_slot *slots, int nslots, int slot);
+static int run(int nworkers);
 static void worker_signals(sigset_t *set);
 
 /* The near cache the workers share, mapped before they are forked. */
@@ -234,7 +236,7 @@ on_master_signal(evutil_socket_t sig, short what, void *arg)
 	case SIGINT:
 		log_info("%s: stopping %d workers", strsignal(sig), master.n);
 		if (!master.stopping)
-			service_stopping(service);
+			service_stopping(service, conf->shutdown_timeout_ms);
 		master.stopping = 1;
 		tell_workers(sig);
 		break;
@@ -399,6 +401,8 @@ main(int argc, char **argv)
 		free(conf);
 		return 1;
 	}
+	for (int i = 0; check && conf_warning(conf, i, err, sizeof(err)) == 0; i++)
+		fprintf(stderr, "%s\n", err);
 	if (check) {
 		printf("configuration OK\n");
 		free(conf);
@@ -410,6 +414,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "%s\n", err);
 		return 1;
 	}
+	for (int i = 0; conf_warning(conf, i, err, sizeof(err)) == 0; i++)
+		log_warn("%s", err);
 	signal(SIGPIPE, SIG_IGN);
 	if ((nworkers = conf->workers) == 0)
 		nworkers = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -421,11 +427,26 @@ main(int argc, char **argv)
 		log_error("%s", err);
 		return 1;
 	}
-	if (nworkers == 1) {
-		static struct worker_slot only;
-		return run_worker(&only, 1, 0);
-	}
-	return run_master(nworkers);
+	return run(nworkers);
+}
+
+/* The workers (or the only one), with the PID file while they run. */
+static int
+run(int nworkers)
+{
+	static struct worker_slot only;
+	char err[512], pid_file[CONF_PATH_MAX];
+	int rc;
+
+	/* Degrade, never fail: without its PID file corral still serves. */
+	if (conf->pid_file[0] != '\0' && pidfile_write(conf->pid_file, err,
+	    sizeof(err)) == -1)
+		log_warn("%s", err);
+	snprintf(pid_file, sizeof(pid_file), "%s", conf->pid_file);
+	rc = nworkers == 1 ? run_worker(&only, 1, 0) : run_master(nworkers);
+	if (pid_file[0] != '\0')	/* conf is gone with the run */
+		pidfile_remove(pid_file);
+	return rc;
 }
 
 /*

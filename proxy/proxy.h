@@ -147,6 +147,7 @@ struct proxy {
 	TAILQ_HEAD(, refresh)	 refresh_list;	/* every live refresh */
 	struct dict		*vary;		/* key -> what its responses vary on */
 	struct dict		*conns;		/* client connections, accept to close */
+	struct lingers		*lingers;	/* refused ones, closing (proxy_linger.h) */
 	struct access_log	*access_log;	/* NULL when off */
 	int			 draining;	/* stopping: finish what is running */
 	int			 abandoned;	/* past the stop deadline */

@@ -251,6 +251,8 @@ on_flight_stream(const struct upstream_response *resp, struct evbuffer *chunk,
 	assert(fl->magic == FLIGHT_MAGIC);
 	if (chunk != NULL)
 		return fl->stream != NULL ? stream_data(fl->stream, chunk) : 0;
+	if (resp->status < 200)		/* a 1xx: to every waiter, not kept */
+		return waitlist_interim(&fl->waiters, resp);
 	if (!stream_wanted(resp, 1) || !hdr_shareable(&resp->headers) ||
 	    evhttp_find_header(&resp->headers, "Vary") != NULL ||
 	    stream_start(fl, resp) == -1) {

@@ -161,6 +161,10 @@ struct waiter_ops {
 	/* The body ended, whole only if ok; w is out of the stream. */
 	void	(*end)(struct waiter *w, int ok, enum outcome o,
 		    int64_t upstream_ms);
+	/* An interim (1xx) response of the fetch w waits for, before its
+	 * answer, with w's interim_arg. 0. */
+	int	(*interim)(int status, const struct evkeyvalq *headers,
+		    void *arg);
 };
 
 /* A request's seat in a flight, then maybe in its stream. */
@@ -173,6 +177,7 @@ struct waiter {
 	const struct evkeyvalq	*headers;	/* the request's */
 	const struct fetch_spec	*spec;		/* how its key's fetch goes, or
 						 * NULL: a GET as it came */
+	void			*interim_arg;	/* for ops->interim */
 	int			 peer;		/* a sibling worker's request */
 	int			 lead;		/* the stream is its own fetch */
 	int			 late;		/* waits as it came once the

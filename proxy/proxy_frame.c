@@ -256,7 +256,9 @@ reads_body(const char *m, size_t n)
 
 /* request-target (RFC 9112 section 3.2): origin-form, absolute-form with
  * an http or https authority, or asterisk-form for OPTIONS. Percent-
- * encoding is the client's job: no CTL, space, '#' or byte over 0x7e. */
+ * encoding is the client's job: no CTL, space, '#' or byte over 0x7e, and
+ * every '%' starts a pct-encoded byte (RFC 3986 2.1): "%zz" is refused,
+ * not kept as "%25zz", so the two never share a cache key. */
 static int
 check_target(struct frame *f, struct head *h, const char *t, size_t n)
 {
@@ -271,6 +273,11 @@ check_target(struct frame *f, struct head *h, const char *t, size_t n)
 			    "control byte or space in the target");
 		if (c == '#')
 			return reject(f, 400, "fragment in the target");
+		if (c == '%' && (i + 2 >= n ||
+		    !is_hex((unsigned char)t[i + 1]) ||
+		    !is_hex((unsigned char)t[i + 2])))
+			return reject(f, 400,
+			    "invalid percent-encoding in the target");
 	}
 	if (t[0] == '/')
 		return 0;
@@ -296,14 +303,22 @@ check_target(struct frame *f, struct head *h, const char *t, size_t n)
 	return reject(f, 400, "target is not origin-form or absolute-form");
 }
 
-/* method SP request-target SP HTTP-version */
+/*
+ * method SP request-target SP HTTP-version. A line of method SP target
+ * alone is HTTP/0.9's, whose client sends nothing after it: it is
+ * answered 505 (RFC 9110 15.6.6, a major version not served) at once.
+ */
 static int
 check_request_line(struct frame *f, struct head *h, const char *p, size_t n)
 {
 	const char *sp1, *sp2, *v;
 	size_t vn;
 
-	if ((sp1 = memchr(p, ' ', n)) == NULL ||
+	if ((sp1 = memchr(p, ' ', n)) != NULL && sp1 > p && sp1 + 1 < p + n &&
+	    sp1[1] == '/' && is_token(p, (size_t)(sp1 - p)) &&
+	    memchr(sp1 + 1, ' ', n - (size_t)(sp1 + 1 - p)) == NULL)
+		return reject(f, 505, "HTTP/0.9 request line");
+	if (sp1 == NULL ||
 	    (sp2 = memchr(sp1 + 1, ' ', n - (size_t)(sp1 + 1 - p))) == NULL)
 		return reject(f, 400, "malformed request line");
 	h->method = p;
@@ -728,6 +743,7 @@ static int
 head_line(struct frame *f, frame_emit_fn emit, void *arg)
 {
 	size_t n = f->head.len - f->line;
+	struct head h;
 
 	if (n == 2 && f->line == 0) {
 		/* RFC 9112 section 2.2: empty lines before a request line
@@ -739,6 +755,13 @@ head_line(struct frame *f, frame_emit_fn emit, void *arg)
 	}
 	if (n == 2)
 		return end_head(f, emit, arg);
+	/* The request line is judged as soon as it ends: a client that
+	 * waits for the answer (HTTP/0.9) sends no more lines. */
+	if (f->line == 0) {
+		memset(&h, 0, sizeof(h));
+		if (check_request_line(f, &h, f->head.p, n - 2) == -1)
+			return -1;
+	}
 	f->line = f->head.len;
 	return 0;
 }

@@ -18,6 +18,7 @@
 
 #include "common/util.h"
 #include "conf/conf.h"
+#include "proxy/proxy_sf.h"
 
 static const char *const hop_by_hop[] = {
 	"Connection", "Keep-Alive", "Proxy-Authenticate",
@@ -215,14 +216,22 @@ hdr_shareable(const struct evkeyvalq *headers)
 	return hdr_storable(headers, &why);
 }
 
+#define TARGETED_MAX	1024	/* a targeted field longer than this is ignored */
+
 /* The Cache-Control directives a shared cache acts on. */
 struct cc {
 	int	no_store, no_cache, private_, public_, must_revalidate;
 	int64_t	s_maxage, max_age, swr, sie;	/* seconds; -1: absent */
 };
 
+static int
+key_is(const struct sf_member *m, const char *name)
+{
+	return m->key_len == strlen(name) && memcmp(m->key, name, m->key_len) == 0;
+}
+
 /* Parses "name" or "name=value" directives of every line of field (a
- * Cache-Control, or a targeted one: RFC 9213 keeps their syntax). */
+ * Cache-Control; a targeted one is a Structured Field: parse_targeted). */
 static void
 parse_cc(const struct evkeyvalq *headers, const char *field, struct cc *cc)
 {
@@ -277,6 +286,58 @@ parse_cc(const struct evkeyvalq *headers, const char *field, struct cc *cc)
 				cc->sie = v;
 		}
 	}
+}
+
+/* A targeted field's directive (RFC 9213 2.1): the deltas are Integers
+ * of at least 0, the flags Booleans (false: absent); a known directive of
+ * another type makes the whole field invalid. Unknown ones are ignored. */
+static int
+on_directive(const struct sf_member *m, void *arg)
+{
+	static const char *const deltas[] = { "s-maxage", "max-age",
+	    "stale-while-revalidate", "stale-if-error" };
+	static const char *const flags[] = { "no-store", "no-cache",
+	    "private", "public", "must-revalidate", "proxy-revalidate" };
+	struct cc *cc = arg;
+	int64_t *delta[] = { &cc->s_maxage, &cc->max_age, &cc->swr, &cc->sie };
+	int *flag[] = { &cc->no_store, &cc->no_cache, &cc->private_,
+	    &cc->public_, &cc->must_revalidate, &cc->must_revalidate };
+
+	for (size_t i = 0; i < ARRAY_LEN(deltas); i++) {
+		if (!key_is(m, deltas[i]))
+			continue;
+		if (m->type != SF_INTEGER || m->integer < 0)
+			return -1;
+		*delta[i] = m->integer;
+		return 0;
+	}
+	for (size_t i = 0; i < ARRAY_LEN(flags); i++) {
+		if (!key_is(m, flags[i]))
+			continue;
+		if (m->type != SF_BOOLEAN)
+			return -1;
+		*flag[i] |= (int)m->integer;
+		return 0;
+	}
+	return 0;
+}
+
+/* Every line of a targeted field as one Dictionary into cc: 0, or -1
+ * when it is not one (then it is ignored as a whole). */
+static int
+parse_targeted(const struct evkeyvalq *headers, const char *field,
+    struct cc *cc)
+{
+	char buf[TARGETED_MAX];
+	const char *v;
+	int lines;
+
+	memset(cc, 0, sizeof(*cc));
+	cc->s_maxage = cc->max_age = cc->swr = cc->sie = -1;
+	if ((v = hdr_join(headers, field, buf, sizeof(buf), &lines)) == NULL ||
+	    lines < 0)
+		return -1;
+	return sf_dict_parse(v, on_directive, cc);
 }
 
 int
@@ -344,17 +405,26 @@ hdr_delta_seconds(const char *s)
 	return v > SECONDS_MAX ? SECONDS_MAX : v;
 }
 
+/* RFC 9111 5.1: Age is a singleton, but a list (on one line or several)
+ * counts by its first member; an invalid one is ignored. */
 int64_t
 hdr_age(const struct evkeyvalq *headers)
 {
 	char buf[32];
-	const char *age;
-	int lines;
+	const char *age = evhttp_find_header(headers, "Age");
+	size_t n;
 
-	if ((age = hdr_join(headers, "Age", buf, sizeof(buf), &lines)) == NULL ||
-	    lines != 1)
+	if (age == NULL)
 		return -1;
-	return hdr_delta_seconds(age);
+	age += strspn(age, " \t");
+	n = strcspn(age, ",");
+	while (n > 0 && (age[n - 1] == ' ' || age[n - 1] == '\t'))
+		n--;
+	if (n >= sizeof(buf))
+		return -1;
+	memcpy(buf, age, n);
+	buf[n] = '\0';
+	return hdr_delta_seconds(buf);
 }
 
 static int64_t
@@ -375,13 +445,13 @@ not_storable(struct freshness *f, const char *why)
 	return;								\
 } while (0)
 
-void
+int
 hdr_tags(const struct evkeyvalq *headers, void (*fn)(const char *tag,
     void *arg), void *arg)
 {
 	const struct evkeyval *h;
 	char tag[HDR_TAG_MAX + 1];
-	int n = 0;
+	int n = 0, dropped = 0;
 
 	TAILQ_FOREACH(h, headers, next) {
 		const char *sep, *p = h->value;
@@ -392,18 +462,21 @@ hdr_tags(const struct evkeyvalq *headers, void (*fn)(const char *tag,
 			sep = ", \t";
 		else
 			continue;
-		while (*(p += strspn(p, sep)) != '\0' && n < HDR_TAGS_MAX) {
+		while (*(p += strspn(p, sep)) != '\0') {
 			size_t len = strcspn(p, sep);
 
-			if (len <= HDR_TAG_MAX) {
+			if (len <= HDR_TAG_MAX && n < HDR_TAGS_MAX) {
 				memcpy(tag, p, len);
 				tag[len] = '\0';
 				fn(tag, arg);
 				n++;
+			} else {
+				dropped++;
 			}
 			p += len;
 		}
 	}
+	return dropped;
 }
 
 #define CDN_CC	"CDN-Cache-Control"
@@ -440,9 +513,12 @@ hdr_targeted(const struct evkeyvalq *resp, const struct conf_route *rt,
 	const char *p = rt->targeted_cc, *t;
 	size_t len;
 
+	struct cc cc;
+
 	while ((t = next_targeted(&p, &len)) != NULL) {
 		snprintf(name, namelen, "%.*s", (int)len, t);
-		if (evhttp_find_header(resp, name) != NULL)
+		if (evhttp_find_header(resp, name) != NULL &&
+		    parse_targeted(resp, name, &cc) == 0)
 			return name;
 	}
 	return NULL;
@@ -484,7 +560,8 @@ hdr_freshness(int status, const struct evkeyvalq *resp, int authorized,
 		REFUSE(f, "set-cookie");
 	if (vary != NULL && (strchr(vary, '*') != NULL || lines < 0))
 		REFUSE(f, "vary");	/* every line counts (RFC 9110 5.3) */
-	parse_cc(resp, target != NULL ? target : "Cache-Control", &cc);
+	if (target == NULL || parse_targeted(resp, target, &cc) == -1)
+		parse_cc(resp, "Cache-Control", &cc);
 	if (cc.no_store)
 		REFUSE(f, "no-store");
 	if (cc.private_)

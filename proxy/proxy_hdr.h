@@ -79,15 +79,18 @@ int	hdr_stale_if_error(int status, const struct evkeyvalq *headers,
  */
 const char *hdr_join(const struct evkeyvalq *headers, const char *name,
 	    char *out, size_t outlen, int *lines);
-/* The Age of a response in seconds: its one Age line, if that is all
- * digits (RFC 9111 5.1); -1 when there is none or it is invalid. */
+/* The Age of a response in seconds: the first member of its first Age
+ * line, a list's others discarded (RFC 9111 5.1); -1 when there is none
+ * or that member is not all digits. */
 int64_t	hdr_age(const struct evkeyvalq *headers);
 /* delta-seconds (1*DIGIT, capped at 2^31), or -1 if s is not one. */
 int64_t	hdr_delta_seconds(const char *s);
 /*
  * Targeted cache control (RFC 9213): the first field of the route's
- * targeted_cache_control list, then CDN-Cache-Control, that resp has,
- * copied into name; NULL if none. In origin_cache_control mode it rules
+ * targeted_cache_control list, then CDN-Cache-Control, that resp has as
+ * a valid Structured Field Dictionary (RFC 8941; its known directives of
+ * the right type), copied into name; NULL if none: an invalid one is
+ * ignored whole. In origin_cache_control mode it rules
  * freshness instead of Cache-Control and Expires.
  */
 const char *hdr_targeted(const struct evkeyvalq *resp,
@@ -95,12 +98,12 @@ const char *hdr_targeted(const struct evkeyvalq *resp,
 /*
  * Calls fn with each tag the response names, in Surrogate-Key (space-
  * separated) and Cache-Tag (comma-separated): at most HDR_TAGS_MAX of
- * them, each NUL-terminated and at most HDR_TAG_MAX bytes (longer ones
- * are skipped).
+ * them, each NUL-terminated and at most HDR_TAG_MAX bytes. Returns how
+ * many it dropped: past the first HDR_TAGS_MAX, or longer.
  */
 #define HDR_TAGS_MAX	32
 #define HDR_TAG_MAX	128
-void	hdr_tags(const struct evkeyvalq *headers,
+int	hdr_tags(const struct evkeyvalq *headers,
 	    void (*fn)(const char *tag, void *arg), void *arg);
 /* Is name one of the targeted fields the route reads? */
 int	hdr_is_targeted(const char *name, const struct conf_route *rt);

@@ -34,6 +34,7 @@
 #include "proxy/proxy.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_frame.h"
+#include "proxy/proxy_linger.h"
 #include "proxy/proxy_peer.h"
 #include "proxy/proxy_req.h"
 #include "upstream/upstream.h"
@@ -384,6 +385,9 @@ conn_free(void *arg)
 		dict_del(px->conns, c->key);
 		accept_limit(px);
 	}
+	/* Refused at the door: the client may still be sending. */
+	if (c->status != 0 && c->sock != NULL)
+		linger_start(px->lingers, bufferevent_getfd(c->sock));
 	c->magic = 0;
 	free(c);
 }

@@ -24,6 +24,7 @@
 #include "proxy/proxy_control.h"
 #include "proxy/proxy_budget.h"
 #include "proxy/proxy_flight.h"
+#include "proxy/proxy_linger.h"
 #include "proxy/proxy_log.h"
 #include "proxy/proxy_near.h"
 #include "proxy/proxy_refresh.h"
@@ -128,7 +129,7 @@ proxy_drain(struct proxy *px)
  */
 enum restart_key {
 	RK_LISTEN, RK_ADMIN_LISTEN, RK_WORKERS, RK_L1_MAX_BYTES,
-	RK_L2_MAX_BYTES, RK_ACCESS_LOG, RK_ERROR_LOG, RK_LOG_FORMAT,
+	RK_L2_MAX_BYTES, RK_ACCESS_LOG, RK_ERROR_LOG, RK_LOG_FORMAT, RK_PID_FILE,
 	RK_REDIS_MODE, RK_REDIS_ADDRESS, RK_REDIS_MASTER_NAME,
 	RK_REDIS_DB, RK_REDIS_PREFIX, RK_REDIS_TIMEOUT,
 	RK_COUNT
@@ -137,22 +138,9 @@ enum restart_key {
 _Static_assert(RK_COUNT <= RESTART_KEYS_MAX, "restart_pending names them all");
 _Static_assert(RK_COUNT <= 32, "restart_pending is 32 bits");
 
-static const char *const restart_names[RK_COUNT] = {
-	[RK_LISTEN] = "server.listen",
-	[RK_ADMIN_LISTEN] = "server.admin_listen",
-	[RK_WORKERS] = "server.workers",
-	[RK_L1_MAX_BYTES] = "server.l1_max_bytes",
-	[RK_L2_MAX_BYTES] = "server.l2_max_bytes",
-	[RK_ACCESS_LOG] = "server.access_log",
-	[RK_ERROR_LOG] = "server.error_log",
-	[RK_LOG_FORMAT] = "server.log_format",
-	[RK_REDIS_MODE] = "redis.mode",
-	[RK_REDIS_ADDRESS] = "redis.address",
-	[RK_REDIS_MASTER_NAME] = "redis.master_name",
-	[RK_REDIS_DB] = "redis.db",
-	[RK_REDIS_PREFIX] = "redis.prefix",
-	[RK_REDIS_TIMEOUT] = "redis.timeout",
-};
+/* In the order of enum restart_key: conf_restart_keys names them. */
+_Static_assert(RK_COUNT == CONF_RESTART_KEYS, "one name for each");
+#define restart_names	conf_restart_keys
 
 /* How a field of struct conf is compared. */
 enum field_kind { FK_STRING, FK_NUMBER, FK_ADDRESSES };
@@ -179,6 +167,7 @@ static const struct restart_field restart_fields[] = {
 	RF(RK_ACCESS_LOG, FK_STRING, access_log),
 	RF(RK_ERROR_LOG, FK_STRING, error_log),
 	RF(RK_LOG_FORMAT, FK_NUMBER, log_format),
+	RF(RK_PID_FILE, FK_STRING, pid_file),
 	RF(RK_REDIS_MODE, FK_NUMBER, redis_mode),
 	RF(RK_REDIS_ADDRESS, FK_STRING, redis_host),
 	RF(RK_REDIS_ADDRESS, FK_NUMBER, redis_port),
@@ -290,7 +279,7 @@ struct conf *
 proxy_conf_load(const char *path, const struct conf *running, int quiet)
 {
 	struct conf *new;
-	char *errs = NULL, *line, *save;
+	char *errs = NULL, *line, *save, warning[CONF_PATH_MAX + 256];
 	size_t errlen;
 	FILE *mem;
 	int nerr;
@@ -314,6 +303,9 @@ proxy_conf_load(const char *path, const struct conf *running, int quiet)
 		return NULL;
 	}
 	free(errs);
+	for (int i = 0; !quiet && conf_warning(new, i, warning,
+	    sizeof(warning)) == 0; i++)
+		log_warn("reload: %s", warning);
 	keep_running(new, running, quiet);
 	return new;
 }
@@ -380,6 +372,7 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 	    (px->refreshes = dict_new()) == NULL ||
 	    (px->vary = dict_new()) == NULL ||
 	    (px->conns = dict_new()) == NULL ||
+	    (px->lingers = linger_new(base)) == NULL ||
 	    (px->l1 = l1_new(conf->l1_max_bytes)) == NULL ||
 	    (px->upstream = upstream_new(base)) == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -435,6 +428,7 @@ proxy_stop(struct proxy *px)
 	dict_free(&px->refreshes);
 	vary_free(px);
 	dict_free(&px->conns);		/* after evhttp_free: it closes them */
+	linger_free(&px->lingers);	/* ... and may leave some lingering */
 	l1_free(&px->l1);
 	if (px->drain_ev != NULL)
 		event_free(px->drain_ev);

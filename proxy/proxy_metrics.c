@@ -66,6 +66,12 @@ static const struct counter_row counter_rows[] = {
 
 	{ "corral_cache_stores_total", "Entries written to Redis.", NULL, NULL,
 	  FIELD(stores), NO_FIELD },
+	{ "corral_tags_dropped_total", "Tags of stored responses not filed "
+	  "for purges: past the 32nd, or longer than 128 bytes.", NULL, NULL,
+	  FIELD(tags_dropped), NO_FIELD },
+	{ "corral_variants_refused_total", "Responses not stored because their "
+	  "key had max_variants variants already.", NULL, NULL,
+	  FIELD(variants_refused), NO_FIELD },
 	{ "corral_not_modified_total", "304 answers to conditional requests, "
 	  "made from the cache.", NULL, NULL, FIELD(not_modified), NO_FIELD },
 	{ "corral_invalidations_total", "Entries dropped after a successful "

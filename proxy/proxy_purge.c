@@ -16,10 +16,10 @@
  * the number so far (a retry finishes it); 503 with Retry-After when too
  * many purges run already.
  *
- * A URL on a route keyed on the upstream (not key_host) names its path
- * only: its host is the upstream's, whatever the URL says. Its query is
- * read by the route's key rules (key_ignore_query, key_query), and on a
- * route whose keys add parts to the URL (key_headers, cache_post,
+ * A URL or a prefix on a route keyed on the upstream (not key_host) names
+ * its path only: its host is the upstream's, whatever it says. A URL's
+ * query is read by the route's key rules (key_ignore_query, key_query), and
+ * on a route whose keys add parts to the URL (key_headers, cache_post,
  * per-credential) every key of that URL goes too: each is filed under the
  * URL's tag (cache_keyrule.h) as it is stored.
  */
@@ -220,32 +220,37 @@ admin_url_key(const struct proxy *px, const char *url,
 	return rc;
 }
 
-/* "http://Host:80/a" or "Host:80/a" -> "host/a", as keys begin; a path
- * ("/a") is one of the upstream's: "upstream-host/a". */
+/*
+ * "http://Host:80/a" or "Host:80/a" -> "host/a", as keys begin; a path
+ * ("/a") is one of the upstream's: "upstream-host/a". As for a URL, the
+ * route of the path decides: keyed on the upstream (not key_host), the
+ * host named is the upstream's, whatever it says.
+ */
 void
 admin_prefix_key(const struct proxy *px, const char *prefix,
     char out[PURGE_PREFIX_MAX + 1])
 {
 	const char *p = prefix, *slash;
-	size_t hl, n;
+	const struct conf_route *rt;
+	size_t hl;
 
-	if (*p == '/') {
-		snprintf(out, PURGE_PREFIX_MAX + 1, "%s%s",
-		    px->conf->upstream_authority, p);
-		return;
-	}
 	if (strncasecmp(p, "http://", 7) == 0)
 		p += 7;
 	else if (strncasecmp(p, "https://", 8) == 0)
 		p += 8;
 	slash = strchr(p, '/');
+	rt = slash != NULL ? conf_route_match(px->conf, slash) : NULL;
+	if (slash != NULL && (slash == p || rt == NULL || !rt->key_host)) {
+		snprintf(out, PURGE_PREFIX_MAX + 1, "%s%s",
+		    px->conf->upstream_authority, slash);
+		return;
+	}
 	hl = slash != NULL ? (size_t)(slash - p) : strlen(p);
 	if (hl >= 3 && strncmp(p + hl - 3, ":80", 3) == 0 && slash != NULL)
-		n = snprintf(out, PURGE_PREFIX_MAX + 1, "%.*s%s", (int)(hl - 3),
+		snprintf(out, PURGE_PREFIX_MAX + 1, "%.*s%s", (int)(hl - 3),
 		    p, slash);
 	else
-		n = snprintf(out, PURGE_PREFIX_MAX + 1, "%s", p);
-	(void)n;
+		snprintf(out, PURGE_PREFIX_MAX + 1, "%s", p);
 	for (size_t i = 0; i < hl && out[i] != '\0'; i++)
 		out[i] = (char)tolower((unsigned char)out[i]);
 }

@@ -481,12 +481,18 @@ on_refresh_stored(enum fence_result r, void *arg)
 	case FENCE_OK:		/* the script also deleted the lock */
 		rf->rep.stored = 1;
 		STAT_INC(rf->px->stats, rf->route, stores);
-		hdr_tags(&rf->rep.entry->headers, tag_stored, rf);
+		status_tags_dropped(rf->px->stats, rf->route, rf->key,
+		    hdr_tags(&rf->rep.entry->headers, tag_stored, rf));
 		if (rf->sent.url_tag[0] != '\0')	/* a purge by URL */
 			tag_stored(rf->sent.url_tag, rf);
 		if (entry_state(rf->rep.entry, util_now_ms()) == ENTRY_FRESH)
 			near_put(rf->px, rf->rep.variant[0] != '\0' ?
 			    rf->rep.variant : rf->key, rf->rep.entry);
+		rf->step = RF_DONE;
+		break;
+	case FENCE_FULL:	/* the script also deleted the lock */
+		status_variants_full(rf->px->stats, rf->route, rf->key,
+		    rf->rt.max_variants);
 		rf->step = RF_DONE;
 		break;
 	case FENCE_LOST:
@@ -705,7 +711,7 @@ refresh_run(struct refresh *rf)
 			rf->op = cache_store(px->cache, rf->key, rf->token,
 			    rf->rep.entry, expire_at(rf),
 			    rf->marker != NULL ? rf->rep.variant : NULL, rf->marker,
-			    on_refresh_stored, rf);
+			    rf->rt.max_variants, on_refresh_stored, rf);
 			if (rf->op == NULL) {
 				rf->step = RF_RELEASE;
 				continue;

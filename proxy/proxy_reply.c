@@ -46,6 +46,41 @@ reply_backlog(struct evhttp_request *ev)
 	return n;
 }
 
+/*
+ * libevent's evhttp sends no 1xx: the interim head goes to the socket's
+ * own buffer, under the connection's filter (proxy_http.c), whose pump
+ * appends the reply after it. Only while nothing of the reply is queued.
+ */
+int
+reply_interim(int status, const struct evkeyvalq *headers, void *arg)
+{
+	struct evhttp_request *ev = arg;
+	struct evhttp_connection *evcon = evhttp_request_get_connection(ev);
+	const char *conn = evhttp_find_header(headers, "Connection");
+	const struct evkeyval *h;
+	struct bufferevent *bev, *wire;
+	struct evbuffer *out;
+
+	if (evcon == NULL || ev->major != 1 || ev->minor < 1)
+		return 0;
+	bev = evhttp_connection_get_bufferevent(evcon);
+	if ((wire = bufferevent_get_underlying(bev)) == NULL ||
+	    evbuffer_get_length(bufferevent_get_output(bev)) > 0 ||
+	    (out = evbuffer_new()) == NULL)
+		return 0;
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status,
+	    status == 103 ? "Early Hints" : "Informational");
+	TAILQ_FOREACH(h, headers, next)
+		if (!hdr_is_hop_by_hop(h->key, conn) &&
+		    strcasecmp(h->key, "Content-Length") != 0)
+			evbuffer_add_printf(out, "%s: %s\r\n", h->key,
+			    h->value);
+	evbuffer_add(out, "\r\n", 2);
+	bufferevent_write_buffer(wire, out);
+	evbuffer_free(out);
+	return 0;
+}
+
 static void
 on_body_sent(const void *data, size_t len, void *arg)
 {

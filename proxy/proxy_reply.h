@@ -48,6 +48,9 @@ void	reply_stream_head(struct reply *r, const struct upstream_response *resp);
  * end-to-end headers as they came, with its length when it had one. */
 void	reply_peer_head(struct evhttp_request *ev,
 	    const struct upstream_response *resp);
+/* Sends an interim (1xx) response with headers' end-to-end fields ahead
+ * of ev's reply, to an HTTP/1.1 client (RFC 9110 15.2: none to 1.0). 0. */
+int	reply_interim(int status, const struct evkeyvalq *headers, void *ev);
 /* The bytes queued for ev's client, not yet sent (0 once it is gone). */
 size_t	reply_backlog(struct evhttp_request *ev);
 /* The reason phrase of a refusal at the door (proxy_frame.c's statuses). */

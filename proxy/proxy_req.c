@@ -204,10 +204,9 @@ req_record(struct req *req, uint64_t bytes, int status)
 		.total_ms = (util_mono_us() - req->t_start_us) / 1000,
 		.key = req->a.key_rule != KEY_RULE_URL ?
 		    keyrule_name(req->a.key_rule) : NULL,
+		.proto_major = ev->major,	/* no accessor in libevent 2.1 */
+		.proto_minor = ev->minor,
 	};
-
-	r.proto_major = ev->major;	/* no accessor in libevent 2.1 */
-	r.proto_minor = ev->minor;
 	access_log_write(req->px, &r);
 }
 
@@ -230,8 +229,7 @@ req_free(struct req *req)
 	free(req);
 }
 
-/* Counts req and writes its access record; a sibling's request is its
- * sibling's to count. */
+/* Counts req and writes its access record (a sibling's: its sibling). */
 static void
 req_account(struct req *req, uint64_t bytes, int status)
 {
@@ -448,6 +446,7 @@ static const struct waiter_ops req_waiter_ops = {
 	.backlog = on_waiter_backlog,
 	.lag = on_waiter_lag,
 	.end = on_waiter_end,
+	.interim = reply_interim,	/* with the waiter's interim_arg */
 };
 
 /* ---- PASS: its own fetch, past the cache --------------------------- */
@@ -474,6 +473,8 @@ on_pass_data(const struct upstream_response *resp, struct evbuffer *chunk,
 	if (chunk != NULL)
 		return req->pass_stream != NULL ?
 		    stream_data(req->pass_stream, chunk) : 0;
+	if (resp->status < 200)		/* a 1xx, before the head */
+		return reply_interim(resp->status, &resp->headers, req->ev);
 	/* The head: a long response is streamed. */
 	if (!stream_wanted(resp, 0) || (st = stream_new(req->px->base,
 	    (size_t)req->px->conf->stream_window, 0, on_pass_resume,
@@ -813,6 +814,7 @@ req_new(struct proxy *px, struct evhttp_request *ev, enum req_step step)
 	req->t_start_us = req->t_join_us = util_mono_us();
 	req->waiter.ops = &req_waiter_ops;
 	req->waiter.headers = evhttp_request_get_input_headers(ev);
+	req->waiter.interim_arg = ev;
 	TAILQ_INSERT_TAIL(&px->reqs, req, link);
 	px->nrequests++;
 	return req;

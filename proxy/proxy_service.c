@@ -242,14 +242,16 @@ service_reloaded(struct service *s)
 }
 
 void
-service_stopping(struct service *s)
+service_stopping(struct service *s, int64_t stop_ms)
 {
 	if (s == NULL)
 		return;
 	assert(s->magic == SERVICE_MAGIC);
 	s->stopping = 1;
 	if (s->reports)
-		sent(notify_send("STOPPING=1\nSTATUS=stopping"), "STOPPING=1");
+		sent(notify_send("STOPPING=1\nEXTEND_TIMEOUT_USEC=%" PRId64
+		    "\nSTATUS=stopping", (stop_ms + SERVICE_STOP_SLACK_MS) *
+		    1000), "STOPPING=1");
 }
 
 void

@@ -22,6 +22,7 @@
 #define SERVICE_CHECK_MS	10	/* readiness checks until ready */
 #define SERVICE_STATUS_MS	5000	/* STATUS= after that */
 #define SERVICE_HEARTBEAT_MS	1000	/* a worker's, once ready */
+#define SERVICE_STOP_SLACK_MS	5000	/* a stop's time past shutdown_timeout */
 
 struct service;
 
@@ -34,7 +35,10 @@ struct service	*service_new(struct event_base *base, struct proxy *px,
 void		 service_reloading(struct service *s);
 /* After a reload, whether it was taken or refused. */
 void		 service_reloaded(struct service *s);
-void		 service_stopping(struct service *s);
+/* The stop may take stop_ms (shutdown_timeout): the manager is asked to
+ * wait that long and SERVICE_STOP_SLACK_MS (EXTEND_TIMEOUT_USEC=), past
+ * a shorter TimeoutStopSec=. */
+void		 service_stopping(struct service *s, int64_t stop_ms);
 /* Sets *sp to NULL. */
 void		 service_free(struct service **sp);
 

@@ -33,6 +33,8 @@
 	X(upstream_timeouts,	"upstream fetches that timed out")	\
 	X(upstream_failures,	"upstream fetches that failed otherwise")	\
 	X(stores,		"entries written to Redis")		\
+	X(tags_dropped,		"tags of stored responses not filed: past the 32nd, or too long")	\
+	X(variants_refused,	"responses not stored: their key had max_variants variants")	\
 	X(early_refreshes,	"refreshes started before expiry (XFetch)")	\
 	X(revalidated,		"refreshes the upstream answered 304")	\
 	X(not_modified,		"304s answered to clients from the cache")	\

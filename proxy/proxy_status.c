@@ -14,10 +14,13 @@
 #include <event2/keyvalq_struct.h>
 
 #include "cache/cache_entry.h"
+#include "common/log.h"
 #include "common/util.h"
+#include "proxy/proxy_hdr.h"
 #include "proxy/proxy_stats.h"
 #include "proxy/proxy_status.h"
 
+#define STATUS_LOG_MS	10000	/* variants not stored: said this often */
 static void status_value_of(const struct answer *a, int fwd_status,
     char *out, size_t outlen);
 
@@ -352,4 +355,33 @@ int
 status_waited(enum outcome o)
 {
 	return o == OUT_COLLAPSED || o == OUT_WAIT_TIMEOUT;
+}
+
+void
+status_tags_dropped(struct stats *st, int route, const char *key, int n)
+{
+	if (n <= 0)
+		return;
+	STAT_ADD(st, route, tags_dropped, (uint64_t)n);
+	log_warn("%s: %d tag%s not filed for purges (a response is filed "
+	    "under its first %d tags of at most %d bytes)", key, n,
+	    n == 1 ? "" : "s", HDR_TAGS_MAX, HDR_TAG_MAX);
+}
+
+void
+status_variants_full(struct stats *st, int route, const char *key, int max)
+{
+	static int64_t logged_ms;
+	static uint64_t unlogged;
+	int64_t now = util_now_ms();
+
+	STAT_INC(st, route, variants_refused);
+	unlogged++;
+	if (logged_ms != 0 && now - logged_ms < STATUS_LOG_MS)
+		return;
+	log_warn("%s: a variant not stored: the key has max_variants (%d) "
+	    "variants already (%" PRIu64 " not stored since the last report)",
+	    key, max, unlogged);
+	logged_ms = now;
+	unlogged = 0;
 }

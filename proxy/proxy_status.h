@@ -36,6 +36,14 @@ void	status_count_upstream(struct stats *st, int route,
 	    const struct upstream_response *resp);
 /* The cache label of an outcome, as metrics and the access log name it. */
 const char *status_label(enum outcome o);
+/* n tags (hdr_tags) of the response stored at key were not filed:
+ * counted, and said once for the response (n 0: nothing). */
+void	status_tags_dropped(struct stats *st, int route, const char *key,
+	    int n);
+/* A variant of key was not stored: key has max variants (counted; said at
+ * most once every STATUS_LOG_MS). */
+void	status_variants_full(struct stats *st, int route, const char *key,
+	    int max);
 /* Did an answer of outcome o wait for another request's fetch? */
 int	status_waited(enum outcome o);
 const char *status_method(enum evhttp_cmd_type cmd);

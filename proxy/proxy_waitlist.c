@@ -129,3 +129,16 @@ waitlist_rush(struct waiters *list, const struct verdict *v, int lead_gone,
 		lead = 0;
 	}
 }
+
+int
+waitlist_interim(const struct waiters *list,
+    const struct upstream_response *resp)
+{
+	struct waiter *w;
+
+	TAILQ_FOREACH(w, list, flight_link)
+		if (w->ops->interim != NULL)
+			(void)w->ops->interim(resp->status, &resp->headers,
+			    w->interim_arg);
+	return 0;
+}

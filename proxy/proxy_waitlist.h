@@ -43,6 +43,10 @@ void	verdict_set(struct verdict *v, enum outcome lead, enum outcome rest,
 int	waitlist_count(const struct waiters *list);
 /* The siblings' waiters leave list with no answer (a 204 for them). */
 void	waitlist_refuse_peers(struct waiters *list, const struct verdict *v);
+/* An interim (1xx) response to every waiter of list, before their
+ * answer. 0. */
+int	waitlist_interim(const struct waiters *list,
+	    const struct upstream_response *resp);
 /* A streamed body was too long to keep: the waiters that came once it
  * had begun (and could not be fed it from its start) stay in list, to
  * share the next fetch; the others (HEADs) leave it to fetch their own.

@@ -23,7 +23,10 @@ struct upstream_response;
 /*
  * Streaming: the response is handed over as it arrives. First with chunk
  * NULL once its status and headers are in (before any body), then with
- * each piece of the body. The callee may take the piece's bytes by
+ * each piece of the body. Before that head, each interim response other
+ * than 100 and 101 (103 Early Hints) as it comes: chunk NULL, a status
+ * below 200 and its own headers, from inside the transfer (the return
+ * value is ignored). The callee may take the piece's bytes by
  * reference (evbuffer_add_buffer_reference) but must not drain it nor
  * cancel the fetch. It returns 0 to go on, or these flags:
  *	UPSTREAM_PAUSE	pause the transfer until upstream_resume()
@@ -85,7 +88,8 @@ struct upstream_response {
 struct upstream_counters {
 	uint64_t	too_many_headers;	/* over upstream_set_max_headers() */
 	uint64_t	bad_framing;	/* two Content-Lengths, one with
-					 * Transfer-Encoding, or not a number */
+					 * Transfer-Encoding, not a number,
+					 * or a folded header line */
 };
 
 /* The callback owns resp and frees it with upstream_response_free(). */

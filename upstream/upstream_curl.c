@@ -855,6 +855,11 @@ on_header(char *data, size_t size, size_t n, void *arg)
 		curl_easy_getinfo(f->easy, CURLINFO_RESPONSE_CODE, &code);
 		if (code >= 200)
 			f->headers_done = 1;
+		else if (code != 100 && code != 101 && f->on_data != NULL) {
+			f->resp->status = (int)code;	/* an interim head */
+			(void)f->on_data(f->resp, NULL, f->data_arg);
+			f->resp->status = 0;
+		}
 		return total;
 	}
 	/* A cache entry holds so many; a longer response is an error, not a
@@ -863,8 +868,14 @@ on_header(char *data, size_t size, size_t n, void *arg)
 		f->abort = ABORT_HEADER_LINES;
 		return 0;
 	}
-	if (data[0] == ' ' || data[0] == '\t')
-		return total;			/* obsolete line folding: ignored */
+	if (data[0] == ' ' || data[0] == '\t') {
+		/* obs-fold: RFC 9112 5.2 lets a proxy reject it or unfold
+		 * it; a line dropped would change the header it continues. */
+		copy_text(f->framing, sizeof(f->framing),
+		    "obs-fold (a header line starts with whitespace)");
+		f->abort = ABORT_FRAMING;
+		return 0;
+	}
 	if (check_framing(f, data, len) == -1) {
 		f->abort = ABORT_FRAMING;
 		return 0;

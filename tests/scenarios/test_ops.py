@@ -91,8 +91,9 @@ def make(*args):
 
 
 def deb_path():
-    version = re.search(r"^VERSION\s*:=\s*(\S+)", read_text(os.path.join(ROOT, "Makefile")),
-                        re.M).group(1)
+    makefile = read_text(os.path.join(ROOT, "Makefile"))
+    version = "-".join(re.search(rf"^{name}\s*:=\s*(\S+)", makefile, re.M).group(1)
+                       for name in ("VERSION", "DEB_REVISION"))
     arch = run(["dpkg", "--print-architecture"]).strip()
     make("deb")
     path = os.path.join(ROOT, "build", f"corral_{version}_{arch}.deb")
@@ -440,7 +441,11 @@ def notify_socket_hears_ready_status_watchdog_reload_and_stopping(env):
                f"the summary counts requests: {again}")
         before = len(sock.read())
         corral.stop()
-        sock.wait("STOPPING", "1", after=before)
+        _, stopping = sock.wait("STOPPING", "1", after=before)
+        # shutdown_timeout (10 s) and 5 s: a longer stop than the unit's
+        # TimeoutStopSec= is asked for, not cut short.
+        expect_eq(stopping.get("EXTEND_TIMEOUT_USEC"), str(15 * 1000 * 1000),
+                  f"EXTEND_TIMEOUT_USEC with STOPPING=1: {stopping}")
 
 
 @scenario

@@ -922,6 +922,7 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 		"admin_max_connections", "max_requests", "queue_timeout",
 		"slot_lease", "local_share", "username", "password_file",
 		"sentinel_username", "sentinel_password", "sentinel_password_file",
+		"slot_lease", "local_share", "pid_file", "max_variants",
 	};
 	char *out = NULL;
 	size_t len;
@@ -935,7 +936,14 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
 	/* timeout and max_body_bytes are in two sections */
-	CHECK(count_lines(out) == 1 + 70);
+	CHECK(count_lines(out) == 1 + 72);
+	{	/* the restart-only keys (conf_restart.c) are each a key */
+		int marked = 0;
+
+		for (const char *p = out; (p = strstr(p, " (restart)\n")); p++)
+			marked++;
+		CHECK(marked == CONF_RESTART_KEYS);
+	}
 	CHECK(strstr(out, "1ms..1h") != NULL);
 	CHECK(strstr(out, "100ms..1h") != NULL);
 	CHECK(strstr(out, "0.001..100") != NULL);

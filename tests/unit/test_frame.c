@@ -131,7 +131,21 @@ t_request_line_must_be_exact(void)
 	CHECK(status_of("GET /a HTTP/1.12\r\nHost: h\r\n\r\n") == 400);
 	CHECK(status_of("G(T /a HTTP/1.1\r\nHost: h\r\n\r\n") == 400);
 	CHECK(status_of("GET /a HTTP/2.0\r\nHost: h\r\n\r\n") == 505);
-	CHECK(status_of("GET /a\r\nHost: h\r\n\r\n") == 400);
+	/* HTTP/0.9: refused by version, as soon as its line ends. */
+	CHECK(status_of("GET /a\r\nHost: h\r\n\r\n") == 505);
+	CHECK(status_of("GET /a\r\n") == 505);
+	CHECK(status_of("GET/a\r\n") == 400);
+	CHECK(status_of("GET /a HTTP/2.0\r\n") == 505);
+}
+
+static void
+t_target_percent_encoding_is_valid(void)
+{
+	CHECK(status_of("GET /a%zz HTTP/1.1\r\nHost: h\r\n\r\n") == 400);
+	CHECK(status_of("GET /a%2 HTTP/1.1\r\nHost: h\r\n\r\n") == 400);
+	CHECK(status_of("GET /a% HTTP/1.1\r\nHost: h\r\n\r\n") == 400);
+	CHECK(status_of("GET /a?b=%g1 HTTP/1.1\r\nHost: h\r\n\r\n") == 400);
+	CHECK(status_of("GET /a%2F%7e?b=%25 HTTP/1.1\r\nHost: h\r\n\r\n") == 0);
 }
 
 static void
@@ -579,6 +593,7 @@ main(void)
 	RUN(t_pipelined_requests_follow_one_another);
 	RUN(t_leading_empty_lines_are_ignored);
 	RUN(t_request_line_must_be_exact);
+	RUN(t_target_percent_encoding_is_valid);
 	RUN(t_target_has_no_control_bytes_spaces_or_fragment);
 	RUN(t_target_forms);
 	RUN(t_field_lines_are_strict);

@@ -912,7 +912,8 @@ t_fields_split_over_lines_form_one_list(void)
 static void
 t_invalid_age_is_ignored(void)
 {
-	static const char *const bad[] = { "7200.0", "-5", "", "10 ", "1e3" };
+	static const char *const bad[] = { "7200.0", "-5", "", "1e3", ", 10",
+	    "x, 10" };
 
 	route_reset(1);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -922,13 +923,75 @@ t_invalid_age_is_ignored(void)
 		fresh(200, 0);
 		CHECK(is(30 * S, ROUTE_SWR, ROUTE_SIE));
 	}
+	CHECK(hdr_delta_seconds("99999999999999999999") == INT64_C(1) << 31);
+}
+
+/* RFC 9111 5.1: a list counts by its first member, on one line or two. */
+static void
+t_age_list_counts_its_first_member(void)
+{
+	static const char *const lists[] = { "10, 0", "10,0", " 10 , 25",
+	    "10, junk" };
+
+	route_reset(1);
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		clear();
+		add("Cache-Control", "max-age=30");
+		add("Age", lists[i]);
+		fresh(200, 0);
+		CHECK(is(20 * S, ROUTE_SWR, ROUTE_SIE));
+	}
 	clear();
 	add("Cache-Control", "max-age=30");
 	add("Age", "10");
-	add("Age", "20");		/* two: neither is believed */
+	add("Age", "20");
 	fresh(200, 0);
-	CHECK(is(30 * S, ROUTE_SWR, ROUTE_SIE));
-	CHECK(hdr_delta_seconds("99999999999999999999") == INT64_C(1) << 31);
+	CHECK(is(20 * S, ROUTE_SWR, ROUTE_SIE));
+	clear();
+	add("Cache-Control", "max-age=3600");
+	add("Age", "7200, 0");		/* stale on arrival */
+	fresh(200, 0);
+	CHECK(f.ttl_ms == 0);
+}
+
+/* RFC 9213 2.1: a targeted field that is not a Structured Field
+ * Dictionary, or whose known directives have the wrong type, is ignored
+ * whole: Cache-Control rules. */
+static void
+t_targeted_field_must_be_a_dictionary(void)
+{
+	static const char *const bad[] = { "&&&&", "max-age=\"600\"",
+	    "Max-Age=600", "max-age=600,", "max-age=6.5", "max-age=-1",
+	    "no-store=1", "max-age=600 x", "max-age=(1 2)",
+	    "max-age=1234567890123456" };
+	static const char *const good[] = { "max-age=600", "max-age=600, x=y",
+	    "max-age=600;p=\"q\", foo=(a b);c", "max-age=600, public=?1",
+	    " max-age=600 ", "max-age=600, no-store=?0" };
+
+	route_reset(1);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		clear();
+		add("Cache-Control", "max-age=30");
+		add("CDN-Cache-Control", bad[i]);
+		fresh(200, 0);
+		if (!is(30 * S, ROUTE_SWR, ROUTE_SIE))
+			printf("# bad: %s\n", bad[i]);
+		CHECK(is(30 * S, ROUTE_SWR, ROUTE_SIE));
+	}
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		clear();
+		add("Cache-Control", "no-store");
+		add("CDN-Cache-Control", good[i]);
+		fresh(200, 0);
+		if (!f.storable || f.ttl_ms != 600 * S)
+			printf("# good: %s\n", good[i]);
+		CHECK(f.storable && f.ttl_ms == 600 * S);
+	}
+	clear();
+	add("Cache-Control", "max-age=30");
+	add("CDN-Cache-Control", "no-store");
+	fresh(200, 0);
+	CHECK(!f.storable);
 }
 
 /* RFC 3986 5.4's examples of resolved dot segments, and %2E. */
@@ -1035,6 +1098,8 @@ main(void)
 	RUN(t_parse_date_is_exact);
 	RUN(t_fields_split_over_lines_form_one_list);
 	RUN(t_invalid_age_is_ignored);
+	RUN(t_age_list_counts_its_first_member);
+	RUN(t_targeted_field_must_be_a_dictionary);
 	RUN(t_normalize_path_removes_dot_segments);
 	clear();
 	return unit_exit();

@@ -1,0 +1,33 @@
+/*
+ * The keys a reload cannot change: the listeners are bound, Redis is
+ * connected, the logs and near caches opened when a process starts.
+ * proxy_life.c keeps their running values until a restart; corral -h and
+ * corral.conf(5) mark them from this one list.
+ */
+
+#include "conf/conf.h"
+
+#include <string.h>
+
+const char *const conf_restart_keys[CONF_RESTART_KEYS] = {
+	"server.listen", "server.admin_listen", "server.workers",
+	"server.l1_max_bytes", "server.l2_max_bytes", "server.access_log",
+	"server.error_log", "server.log_format", "server.pid_file", "redis.mode",
+	"redis.address", "redis.master_name", "redis.db",
+	"redis.prefix", "redis.timeout",
+};
+
+int
+conf_needs_restart(const char *section, const char *name)
+{
+	size_t sl = strlen(section);
+
+	for (int i = 0; i < CONF_RESTART_KEYS; i++) {
+		const char *k = conf_restart_keys[i];
+
+		if (strncmp(k, section, sl) == 0 && k[sl] == '.' &&
+		    strcmp(k + sl + 1, name) == 0)
+			return 1;
+	}
+	return 0;
+}
