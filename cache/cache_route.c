@@ -217,9 +217,9 @@ refused(struct node *n, const char *what, const char *err)
 	snprintf(reason, sizeof(reason), "%s: %s", auth ? "auth failed" : what,
 	    err);
 	if (strcmp(reason, n->down_reason) != 0)
-		log_error("redis: %s: %s%s", n->name, reason, auth ?
-		    " (check [redis] username and password or password_file)" :
-		    "");
+		log_error("redis: %s: %s (%s refused); retrying with backoff%s",
+		    n->name, reason, what, auth ? " (check [redis] username "
+		    "and password or password_file)" : "");
 	else
 		log_debug("redis: %s: still %s", n->name, reason);
 	snprintf(n->down_reason, sizeof(n->down_reason), "%s", reason);
