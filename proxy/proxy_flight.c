@@ -463,7 +463,7 @@ flight_reported(struct flight *fl)
 	}
 	switch (rep->result) {
 	case RFR_BUSY:
-		hold_busy(&fl->hold, &fl->rt, origin_fetch_max_ms(fl->px->conf),
+		hold_busy(&fl->hold, &fl->rt, origin_fetch_max_ms(fl->px->conf, &fl->rt),
 		    rep->holder);
 		if (!fl->hold.expired && !fl->fill_pending &&
 		    (fl->peer_slot = peer_find(fl->px, fl->key)) >= 0)

@@ -539,7 +539,7 @@ budget_metrics(struct evbuffer *out, const struct proxy *px,
 {
 	budget_gauge(out, px, "corral_origin_max_requests", "Origin requests "
 	    "allowed at once across the fleet ([upstream] max_requests; 0: no "
-	    "limit).", 0, px->conf->max_requests, -1);
+	    "limit).", 0, px->conf->pools[0].max_requests, -1);
 	budget_gauge(out, px, "corral_origin_slots_in_use", "Origin slots "
 	    "held: by this instance's fetches, or by the fleet's as Redis last "
 	    "said.", 1, g->held, g->fleet_held);
@@ -669,10 +669,10 @@ metrics_table(struct proxy *px, struct evbuffer *out)
 		proxy_restart_pending_text(px->conf, list, sizeof(list));
 		evbuffer_add_printf(out, "restart pending: %s\n", list);
 	}
-	if (px->conf->max_requests > 0)
+	if (px->conf->pools[0].max_requests > 0)
 		evbuffer_add_printf(out, "origin budget %d: %" PRId64 " slots in "
 		    "use here, %" PRId64 " waiting, wait p99 %.1f ms, %" PRIu64
-		    " shed\n", px->conf->max_requests, fig->budget.held,
+		    " shed\n", px->conf->pools[0].max_requests, fig->budget.held,
 		    fig->budget.queued, hist_quantile(&fig->stats->total.slot_wait,
 		    0.99) * MS_PER_S, fig->stats->total.c.shed_busy +
 		    fig->stats->total.c.shed_stale +

@@ -533,14 +533,14 @@ refresh_fetch(struct refresh *rf)
 		.route = rf->route,
 		.weight = on_refresh_weight,
 		.weight_arg = rf,
+		.pool = rt->upstream,
+		.target = rf->url,
 	};
 	struct upstream_request ur = {
 		.method = "GET",
-		.url = rf->url,
 		.headers = &rf->headers,
-		.connect_timeout_ms = conf->upstream_connect_timeout_ms,
-		.timeout_ms = conf->upstream_timeout_ms,
 		.max_body_bytes = PASS_BODY_MAX,	/* larger: not stored */
+		.replayable = 1,
 	};
 
 	if (rf->stream != NULL) {
@@ -637,7 +637,7 @@ refresh_claim(struct refresh *rf)
 	}
 	if (rf->sibling_until_us == 0)
 		rf->sibling_until_us = now + hold_budget_ms(&rf->rt,
-		    origin_fetch_max_ms(rf->px->conf)) * 1000;
+		    origin_fetch_max_ms(rf->px->conf, &rf->rt)) * 1000;
 	else if (now >= rf->sibling_until_us)
 		return 0;	/* waited as for a holder: fetch alone */
 	rf->step = RF_LOCK;
@@ -737,7 +737,6 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	struct cache_entry *base = a->base;
 	const char *etag, *lm;
 	struct refresh *rf;
-	size_t urllen;
 
 	if ((rf = calloc(1, sizeof(*rf))) == NULL)
 		return NULL;
@@ -765,10 +764,8 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	snprintf(rf->seen_gen, sizeof(rf->seen_gen), "%s", a->seen_gen);
 	snprintf(rf->waited, sizeof(rf->waited), "%s",
 	    a->waited != NULL ? a->waited : "");
-	urllen = strlen(px->conf->upstream_url) + strlen(a->uri) + 1;
-	if ((rf->url = malloc(urllen)) == NULL)
+	if ((rf->url = strdup(a->uri)) == NULL)	/* its target */
 		goto fail;
-	snprintf(rf->url, urllen, "%s%s", px->conf->upstream_url, a->uri);
 	hdr_copy(a->headers, &rf->headers, 0);
 	if (base != NULL && base->status == 200 && a->mode == RF_LOCKED) {
 		rf->base = entry_ref(base);

@@ -32,6 +32,7 @@
 	X(upstream_5xx,		"upstream responses 500-599")		\
 	X(upstream_timeouts,	"upstream fetches that timed out")	\
 	X(upstream_failures,	"upstream fetches that failed otherwise")	\
+	X(upstream_retries,	"failed before any response: sent to another server")	\
 	X(stores,		"entries written to Redis")		\
 	X(early_refreshes,	"refreshes started before expiry (XFetch)")	\
 	X(revalidated,		"refreshes the upstream answered 304")	\
