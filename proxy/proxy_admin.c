@@ -173,6 +173,7 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	    ", \"pruned\": %" PRIu64 "}", cc->tag_set_largest,
 	    cc->tag_members_pruned);
 	origin_budget_json(px, &fig->budget, out);
+	pool_stats_json(&fig->pools, out);
 	evbuffer_add_printf(out, ", \"in_progress\": {\"requests\": %" PRId64
 	    ", \"flights\": %" PRId64 ", \"refreshes\": %" PRId64
 	    ", \"upstream_fetches\": %" PRId64 "}, ", fig->requests,

@@ -566,6 +566,7 @@ metrics_prometheus(struct proxy *px, struct evbuffer *out)
 	redis_topology_metrics(out, px, &v->fig.cache);
 	upstream_rejected_metrics(out, &v->fig);
 	budget_metrics(out, px, &v->fig.budget);
+	pool_metrics(&v->fig.pools, out);
 }
 
 /* ---- JSON ---- */

@@ -130,6 +130,12 @@ struct pool_row {
 	struct pool_figures	 s[POOL_ROW_MAX];
 };
 
+/* proxy_upstreams.c: the summed figures as /stats's "upstreams" list
+ * (", \"upstreams\": [...]"), and as Prometheus families. */
+struct evbuffer;
+void	pool_stats_json(const struct pool_row *sum, struct evbuffer *out);
+void	pool_metrics(const struct pool_row *sum, struct evbuffer *out);
+
 /* This worker's figures into its row. */
 void	pool_publish(struct proxy *px, struct pool_row *row);
 /* Adds a row into sum (by pool and server). */
