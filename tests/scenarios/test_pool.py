@@ -17,9 +17,21 @@ import os
 import signal
 import threading
 
-from harness import (HOST, Background, corral_config, expect, expect_eq, scenario, slow,
-                     wait_for)
+from harness import (HOST, Background, corral_config, expect, expect_eq, scenario,
+                     slow, wait_for)
 from harness.wait import free_port
+
+def metric_samples(text):
+    """{(name, frozenset of label pairs): value} of /metrics."""
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            head, value = line.rsplit(" ", 1)
+            name, _, labels = head.partition("{")
+            pairs = frozenset(tuple(p.split("=", 1)) for p in
+                              labels.rstrip("}").replace('"', "").split(",") if p)
+            samples[(name, pairs)] = float(value)
+    return samples
 
 
 def pool_extra(origins, **keys):
@@ -142,6 +154,15 @@ def hung_server_times_out_its_requests_go_elsewhere_and_it_is_taken_out(env):
     expect_eq(count_prefix(b, "/hung/"), s["failures"], "the hung server's requests")
     expect_eq(s["state"], "down", "the hung server's state")
     expect("first_byte_timeout" in s["why"], f"why: {s['why']!r}")
+    samples = metric_samples(corral.admin("GET", "/metrics").text)
+    for name, want in (("corral_upstream_server_up", 0),
+                       ("corral_upstream_server_failures_total", s["failures"]),
+                       ("corral_upstream_server_retries_total", s["retries"]),
+                       ("corral_upstream_server_taken_out_total", 1)):
+        key = (name, frozenset({("pool", "default"), ("server", b.url)}))
+        expect_eq(samples.get(key), want, f"/metrics {name} of the hung server")
+    key = ("corral_upstream_server_up", frozenset({("pool", "default"), ("server", a.url)}))
+    expect_eq(samples.get(key), 1, "/metrics corral_upstream_server_up of a live one")
     before = count_prefix(b, "/hung/")
     expect_eq(sorted(set(burst(corral, [f"/after/{i}" for i in range(6)]))), [200],
               "statuses once it is out")
@@ -267,3 +288,47 @@ def pool_config_errors_name_file_and_line(env):
     p = env.run_corral("-t", "-c", ok)
     expect_eq(p.returncode, 0, f"a good pool configuration: {p.stderr}")
     os.unlink(ok)
+
+
+@scenario
+def health_check_answering_another_status_takes_a_server_out(env):
+    redis = env.redis()
+    a, b = env.origin(), env.origin()
+    b.script("/ping", status=503)
+    corral = env.corral(redis, a, extra=pool_extra(
+        [a, b], health_path="/ping", health_interval="200ms", health_status=200))
+    wait_for(lambda: servers(corral)[b.url]["state"] == "down", timeout=slow(10),
+             what="the server whose health check answers 503 out")
+    s = servers(corral)[b.url]
+    expect("health check: status 503" in s["why"], f"why: {s['why']!r}")
+    expect(s["health_failed"] >= 1 and s["taken_out"] == 1, f"figures: {s}")
+    expect_eq(servers(corral)[a.url]["state"], "up", "the healthy server")
+    expect_eq(sorted(set(burst(corral, [f"/h/{i}" for i in range(10)]))), [200], "statuses")
+    expect_eq(count_prefix(a, "/h/"), 10, "requests to the healthy server")
+    b.script("/ping", status=200)
+    wait_for(lambda: servers(corral)[b.url]["state"] == "up", timeout=slow(10),
+             what="the server back once its health check answers 200")
+
+
+@scenario
+def origin_budget_and_per_server_cap_apply_to_each_pool(env):
+    redis = env.redis()
+    a, b, r = env.origin(), env.origin(), env.origin()
+    for o in (a, b, r):
+        o.script("*", delay_ms=300)
+    text = corral_config(redis, a, free_port(), free_port(),
+                         extra=pool_extra([a, b], max_requests=4, max_requests_per_server=1,
+                                          queue_timeout="60s"),
+                         routes={"/reports/": {"upstream": "reports"}, "/": {}})
+    text += (f"\n[upstream reports]\nurl = {r.url}\nmax_requests = 1\n"
+             "queue_timeout = 60s\n")
+    corral = env.corral(config=text)
+
+    statuses = burst(corral, [f"/reports/{i}" for i in range(4)] +
+                     [f"/api/{i}" for i in range(8)])
+    expect_eq(sorted(set(statuses)), [200], "statuses")
+    expect_eq(r.stats()["max_active"], 1, "the reports pool's peak (its max_requests 1)")
+    expect_eq((a.stats()["max_active"], b.stats()["max_active"]), (1, 1),
+              "each default server's peak (max_requests_per_server 1)")
+    expect_eq(count_prefix(a, "/api/") + count_prefix(b, "/api/"), 8, "default pool requests")
+    expect_eq(count_prefix(r, "/reports/"), 4, "reports pool requests")
