@@ -238,6 +238,11 @@ def reload_that_removes_a_server_drains_its_requests_in_flight(env):
     wait_for(lambda: servers(corral)[a.url]["state"] == "draining", timeout=slow(10),
              what="the removed server draining")
     expect_eq(servers(corral)[a.url]["in_flight"], held_on_a, "its requests in flight")
+    for i in range(6):
+        expect_eq(get(corral, f"/during/{i}")[0], 200, "a new request while it drains")
+    expect_eq(count_prefix(a, "/during/"), 0, "new requests sent to the draining server")
+    expect_eq(count_prefix(b, "/during/") + count_prefix(c, "/during/"), 6,
+              "new requests to the servers kept")
     for o in (a, b, c):
         o.release("/slow/*")
     expect_eq(sorted({cl.result(slow(30))[0] for cl in clients}), [200],
