@@ -64,6 +64,14 @@ build/asan/%.o: %.c $(wildcard */*.h)
 build/release/corral: $(REL_OBJ) build/release/proxy/main.o
 	$(CC) $(REL_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
 
+# The release build with frame pointers, for perf record -g (bench/profile).
+build/profile/%.o: %.c $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(REL_FLAGS) -fno-omit-frame-pointer $(PKG_CFLAGS) -c $< -o $@
+
+build/profile/corral: $(LIB_SRC:%.c=build/profile/%.o) build/profile/proxy/main.o
+	$(CC) $(REL_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
+
 build/asan/corral: $(ASAN_OBJ) build/asan/proxy/main.o
 	$(CC) $(ASAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
 
@@ -116,7 +124,7 @@ UNITDIR ?= $(PREFIX)/lib/systemd/system
 CONFDIR  = /etc/corral
 MAN_PAGES := build/man/corral.8 build/man/corral.conf.5
 
-build/man/gen_keys: man/gen_keys.c conf/conf.c conf/conf_pool.c common/host.c common/util.c common/log.c \
+build/man/gen_keys: man/gen_keys.c conf/conf.c conf/conf_secret.c conf/conf_key.c conf/conf_admin.c conf/conf_pool.c common/host.c common/util.c common/log.c \
                     $(wildcard */*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(PKG_CFLAGS) -o $@ $(filter %.c,$^) $(PKG_LIBS) -lm
@@ -190,14 +198,14 @@ VALGRIND_SLOWNESS ?= 8
 build/fuzz/fuzz_entry: fuzz/fuzz_entry.c cache/cache_entry.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
-build/fuzz/fuzz_conf: fuzz/fuzz_conf.c conf/conf.c conf/conf_pool.c common/host.c common/util.c common/log.c \
+build/fuzz/fuzz_conf: fuzz/fuzz_conf.c conf/conf.c conf/conf_secret.c conf/conf_key.c conf/conf_admin.c conf/conf_pool.c common/host.c common/util.c common/log.c \
                       $(wildcard */*.h)
 	$(FUZZ_LINK)
 
 build/fuzz/fuzz_key: fuzz/fuzz_key.c cache/cache_key.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
-build/fuzz/fuzz_hdr: fuzz/fuzz_hdr.c proxy/proxy_hdr.c conf/conf.c conf/conf_pool.c common/host.c common/util.c \
+build/fuzz/fuzz_hdr: fuzz/fuzz_hdr.c proxy/proxy_hdr.c conf/conf.c conf/conf_secret.c conf/conf_key.c conf/conf_admin.c conf/conf_pool.c common/host.c common/util.c \
                      common/log.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 

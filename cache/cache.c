@@ -124,6 +124,13 @@ cache_free(struct cache **cp)
 	*cp = NULL;
 }
 
+void
+cache_credentials(struct cache *c, const struct conf *conf)
+{
+	assert(c->magic == CACHE_MAGIC);
+	route_credentials(c->rt, conf);
+}
+
 int
 cache_is_up(const struct cache *c)
 {
@@ -177,6 +184,7 @@ cache_counters_add(struct cache_counters *dst, const struct cache_counters *src)
 		dst->tag_set_largest = src->tag_set_largest;
 	dst->replica_reads += src->replica_reads;
 	hist_merge(&dst->command_duration, &src->command_duration);
+	hist_merge(&dst->fill_delay, &src->fill_delay);
 	for (int i = 0; i < src->nnodes; i++) {
 		const struct cache_node_state *s = &src->nodes[i];
 		int j;

@@ -111,6 +111,8 @@ struct cache_counters {
 	uint64_t	map_refreshes;	/* slot maps read, primaries looked up */
 	uint64_t	replica_reads;	/* reads sent to a replica (cluster) */
 	struct hist	command_duration;	/* command sent to reply read */
+	struct hist	fill_delay;	/* a fill's publish (Redis's clock, in
+					 * the message) to its receipt here */
 	uint64_t	tag_members_pruned;	/* dropped: their entries went */
 	int64_t		tag_set_largest;	/* members, in the last minute or two */
 	int		nnodes;
@@ -137,6 +139,10 @@ struct cache	*cache_new(struct event_base *base, const struct conf *c,
 		    cache_fill_cb *on_fill, void *arg);
 void		 cache_free(struct cache **cp);
 /* Is every node that owns slots connected? */
+/* A reload's [redis] credentials (username, password and the sentinel
+ * ones, files read): used from the next connection on; a node that is down
+ * tries them at once. */
+void		 cache_credentials(struct cache *c, const struct conf *conf);
 int		 cache_is_up(const struct cache *c);
 /* "single", "cluster" or "sentinel". */
 const char	*cache_mode(const struct cache *c);
@@ -233,6 +239,65 @@ enum purge_start cache_purge_prefix(struct cache *c, const char *prefix,
  * rest for a retry. */
 enum purge_start cache_purge_tag(struct cache *c, const char *tag, int soft,
 		    purge_cb *cb, void *arg);
+/*
+ * The same soft purges (cache_purge_prefix, cache_purge_tag with soft)
+ * that also call visit with every key they reached, whether its entry
+ * became stale or was stale or gone already: what a refresh of many keys
+ * lists (purged counts the keys visited).
+ */
+typedef void cache_visit_cb(const char *key, void *arg);
+enum purge_start cache_soften_prefix_each(struct cache *c, const char *prefix,
+		    cache_visit_cb *visit, purge_cb *cb, void *arg);
+enum purge_start cache_soften_tag_each(struct cache *c, const char *tag,
+		    cache_visit_cb *visit, purge_cb *cb, void *arg);
+
+/* cache_control.c: what Redis holds for one key, all read at once. */
+#define CACHE_INSPECT_VARIANTS	32	/* variant ids shown at most */
+#define CACHE_TOKEN_MAX		64	/* a lock's token, as read */
+#define CACHE_FAILURE_MAX	32	/* a backoff's failure, as read */
+struct cache_inspection {
+	struct cache_entry *entry;	/* the key's (the callback's), or NULL */
+	int64_t		 entry_pttl_ms;	/* Redis drops it then; -2: none */
+	char		 lock_token[CACHE_TOKEN_MAX];	/* "": no lock */
+	int64_t		 lock_pttl_ms;
+	char		 backoff[CACHE_FAILURE_MAX];	/* "": none */
+	int64_t		 backoff_pttl_ms;
+	int64_t		 failures;	/* in a row, fleet-wide */
+	int64_t		 hfm_pttl_ms;	/* hit-for-miss left; -2: none */
+	int		 nvariants;	/* of the key, at most the ids below */
+	char		 variants[CACHE_INSPECT_VARIANTS][CACHE_VARIANT_MAX];
+};
+typedef void cache_inspect_cb(enum cache_result r, struct cache_inspection *in,
+    void *arg);
+/* FOUND (an entry or not: in->entry), or ERROR. */
+struct cache_op	*cache_inspect(struct cache *c, const char *key,
+		    cache_inspect_cb *cb, void *arg);
+
+/*
+ * Maintenance modes, fleet-wide: the routes (path prefixes) whose
+ * requests must not reach the origin, kept in one Redis hash (so that a
+ * restarted or new instance finds them) and announced on the purge
+ * channel. Every process hears of a change, and of a resubscription
+ * (when it may have missed one), through the callback it registered; it
+ * then reads them all again.
+ */
+#define CACHE_MAINT_MAX		32	/* routes in maintenance at once */
+struct cache_maint {
+	char		 route[CONF_ROUTE_PREFIX_MAX];
+	int64_t		 since_ms;
+};
+/* The routes in maintenance (n of them), or ok 0 when Redis failed. */
+typedef void cache_maint_cb(const struct cache_maint *list, int n, int ok,
+    void *arg);
+typedef void cache_maint_news_cb(void *arg);
+/* route in maintenance (avoid) or not, from now, everywhere. FENCE_LOST:
+ * CACHE_MAINT_MAX routes are in maintenance already. */
+struct cache_op	*cache_maint_set(struct cache *c, const char *route, int avoid,
+		    fence_cb *cb, void *arg);
+struct cache_op	*cache_maint_load(struct cache *c, cache_maint_cb *cb,
+		    void *arg);
+void		 cache_on_maint(struct cache *c, cache_maint_news_cb *news);
+
 /* Who hears of purges from any process: key, or NULL after resubscribing. */
 void		 cache_on_purge(struct cache *c, cache_purge_cb *on_purge);
 

@@ -9,7 +9,9 @@
 #include "cache/cache_adapter.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <hiredis/sds.h>
@@ -207,4 +209,43 @@ adapter_connect(struct event_base *base, const char *host, int port,
 	redisAsyncSetConnectCallback(ac, on_conn);
 	redisAsyncSetDisconnectCallback(ac, on_disc);
 	return ac;
+}
+
+int
+adapter_auth(redisAsyncContext *ac, const struct adapter_auth *a,
+    redisCallbackFn *cb, void *privdata)
+{
+	const char *argv[] = { "AUTH", a->user, a->pass };
+
+	if (a->pass[0] == '\0')
+		return REDIS_ERR;
+	if (a->user[0] == '\0') {		/* AUTH pass: the default user */
+		argv[1] = a->pass;
+		return redisAsyncCommandArgv(ac, cb, privdata, 2, argv, NULL);
+	}
+	return redisAsyncCommandArgv(ac, cb, privdata, 3, argv, NULL);
+}
+
+int
+adapter_auth_set(struct adapter_auth *a, const char *user, const char *pass)
+{
+	int changed = strcmp(a->user, user) != 0 || strcmp(a->pass, pass) != 0;
+
+	snprintf(a->user, sizeof(a->user), "%s", user);
+	snprintf(a->pass, sizeof(a->pass), "%s", pass);
+	return changed;
+}
+
+int
+adapter_auth_refused(const char *err)
+{
+	return strncmp(err, "WRONGPASS", 9) == 0 ||
+	    strncmp(err, "NOAUTH", 6) == 0;
+}
+
+int
+adapter_auth_not_needed(const char *err)
+{
+	return strstr(err, "without any password configured") != NULL ||
+	    strstr(err, "no password is set") != NULL;
 }

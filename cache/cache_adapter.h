@@ -37,6 +37,15 @@
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
 
+#include "conf/conf.h"
+
+/* What a connection proves who it is with: AUTH [user] pass, when pass is
+ * set ([redis] username and password, or the sentinel_ ones). */
+struct adapter_auth {
+	char	 user[CONF_SECRET_MAX];		/* "": the default user */
+	char	 pass[CONF_SECRET_MAX];		/* "": no AUTH */
+};
+
 /*
  * Connects to host:port (host "": the unix socket at unix_path) on base,
  * with data as the context's data and the two callbacks. NULL when it
@@ -46,5 +55,19 @@ redisAsyncContext *adapter_connect(struct event_base *base, const char *host,
 		    int port, const char *unix_path, void *data,
 		    redisConnectCallback *on_conn,
 		    redisDisconnectCallback *on_disc);
+
+/* Queues AUTH [user] pass on ac, answered to cb. REDIS_OK, or REDIS_ERR
+ * (nothing queued). */
+int		 adapter_auth(redisAsyncContext *ac, const struct adapter_auth *a,
+		    redisCallbackFn *cb, void *privdata);
+/* Fills a from the user and password: 1 if that changed it, else 0. */
+int		 adapter_auth_set(struct adapter_auth *a, const char *user,
+		    const char *pass);
+/* Does this error (to AUTH, or to any command) say Redis refused who we
+ * are: a wrong password or user (WRONGPASS), or none given (NOAUTH)? */
+int		 adapter_auth_refused(const char *err);
+/* Does this error to AUTH say Redis wants no password? Harmless: it
+ * serves us all the same. */
+int		 adapter_auth_not_needed(const char *err);
 
 #endif

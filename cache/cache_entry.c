@@ -31,10 +31,14 @@
  *	nheaders times:	u16 name_len, name, u32 value_len, value
  *	u64 body_len, body
  *
- * Nothing follows the body.
+ * Nothing follows the body in version 1. Version 2, written only for an
+ * entry that holds the request body it answers (a cached POST), ends in
+ *	u64 request_len, request
+ * instead. Both decode.
  */
 
 #define ENTRY_VERSION		1
+#define ENTRY_VERSION_REQUEST	2	/* with the request body */
 #define ENTRY_STATUS_MIN	100
 #define ENTRY_STATUS_MAX	599
 #define ENTRY_NAME_MAX		UINT16_MAX
@@ -196,6 +200,7 @@ entry_unref(struct cache_entry **ep)
 		return;
 	evhttp_clear_headers(&e->headers);
 	body_release(e);
+	free(e->request);
 	free(e->head);
 	e->magic = 0;
 	free(e);
@@ -237,6 +242,23 @@ entry_copy_body(struct cache_entry *e, const void *p, size_t len)
 	body_release(e);
 	e->store = e->body = body;
 	e->body_len = len;
+	return 0;
+}
+
+int
+entry_set_request(struct cache_entry *e, const void *p, size_t len)
+{
+	unsigned char *req = NULL;
+
+	assert(e->magic == ENTRY_MAGIC);
+	if (len > 0) {
+		if ((req = malloc(len)) == NULL)
+			return -1;
+		memcpy(req, p, len);
+	}
+	free(e->request);
+	e->request = req;
+	e->request_len = len;
 	return 0;
 }
 
@@ -294,13 +316,14 @@ entry_encode(const struct cache_entry *e, struct evbuffer *out)
 	if (!valid_gen(e->gen, strlen(e->gen)) || !valid_status(e->status) ||
 	    !valid_times(e->stored_ms, e->fresh_until_ms, e->stale_until_ms) ||
 	    nheaders > ENTRY_MAX_HEADERS ||
-	    (e->body_len > 0 && e->body == NULL))
+	    (e->body_len > 0 && e->body == NULL) ||
+	    (e->request_len > 0 && e->request == NULL))
 		return -1;
 
 	memcpy(fixed, e->gen, ENTRY_GEN_LEN);
 	p = fixed + ENTRY_GEN_LEN;
 	p = put_u32(p, ENTRY_MAGIC);
-	*p++ = ENTRY_VERSION;
+	*p++ = e->request_len > 0 ? ENTRY_VERSION_REQUEST : ENTRY_VERSION;
 	p = put_u64(p, (uint64_t)e->stored_ms);
 	assert(p == fixed + AT_FRESH_UNTIL);
 	p = put_u64(p, (uint64_t)e->fresh_until_ms);
@@ -334,6 +357,10 @@ entry_encode(const struct cache_entry *e, struct evbuffer *out)
 	if (evbuffer_add(tmp, lens, 8) == -1)
 		goto fail;
 	if (e->body_len > 0 && evbuffer_add(tmp, e->body, e->body_len) == -1)
+		goto fail;
+	put_u64(lens, (uint64_t)e->request_len);
+	if (e->request_len > 0 && (evbuffer_add(tmp, lens, 8) == -1 ||
+	    evbuffer_add(tmp, e->request, e->request_len) == -1))
 		goto fail;
 	if (evbuffer_add_buffer(out, tmp) == -1)
 		goto fail;
@@ -496,11 +523,10 @@ entry_decode_take(void *buf, size_t len, char *err, size_t errlen)
 
 /* The generation, the magic and the version. */
 static int
-decode_head(struct reader *r, const unsigned char **gen, char *err,
-    size_t errlen)
+decode_head(struct reader *r, const unsigned char **gen, uint8_t *version,
+    char *err, size_t errlen)
 {
 	uint32_t magic;
-	uint8_t version;
 
 	if (get_bytes(r, ENTRY_GEN_LEN, gen) == -1) {
 		set_err(err, errlen, "truncated generation");
@@ -518,12 +544,12 @@ decode_head(struct reader *r, const unsigned char **gen, char *err,
 		set_err(err, errlen, "bad magic");
 		return -1;
 	}
-	if (get_u8(r, &version) == -1) {
+	if (get_u8(r, version) == -1) {
 		set_err(err, errlen, "truncated version");
 		return -1;
 	}
-	if (version != ENTRY_VERSION) {
-		set_err(err, errlen, "unknown version %u", (unsigned)version);
+	if (*version != ENTRY_VERSION && *version != ENTRY_VERSION_REQUEST) {
+		set_err(err, errlen, "unknown version %u", (unsigned)*version);
 		return -1;
 	}
 	return 0;
@@ -571,11 +597,31 @@ decode_fields(struct reader *r, struct cache_entry *e, char *err,
 	return 0;
 }
 
-/* The body, which ends the record: copied, or with take (buf) left where
- * it is. */
+/* Version 2's request body, which ends the record. */
+static int
+decode_request(struct reader *r, struct cache_entry *e, char *err,
+    size_t errlen)
+{
+	const unsigned char *p;
+	uint64_t len;
+
+	if (get_u64(r, &len) == -1 || len != r->left || len == 0 ||
+	    get_bytes(r, (size_t)len, &p) == -1) {
+		set_err(err, errlen, "bad request body");
+		return -1;
+	}
+	if (entry_set_request(e, p, (size_t)len) == -1) {
+		set_err(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* The body, which ends the record (version 2: the request body follows):
+ * copied, or with take (buf) left where it is. */
 static int
 decode_body(struct reader *r, struct cache_entry *e, const void *buf,
-    void *take, char *err, size_t errlen)
+    void *take, size_t after, char *err, size_t errlen)
 {
 	const unsigned char *body;
 	uint64_t body_len;
@@ -584,11 +630,11 @@ decode_body(struct reader *r, struct cache_entry *e, const void *buf,
 		set_err(err, errlen, "truncated body length");
 		return -1;
 	}
-	if (body_len > r->left) {
+	if (r->left < after || body_len > r->left - after) {
 		set_err(err, errlen, "truncated body");
 		return -1;
 	}
-	if (body_len < r->left) {
+	if (body_len < r->left && after == 0) {
 		set_err(err, errlen, "trailing bytes after body");
 		return -1;
 	}
@@ -619,13 +665,17 @@ decode(const void *buf, size_t len, void *take, char *err, size_t errlen)
 	struct reader r = { buf, len };
 	struct cache_entry *e = NULL;
 	const unsigned char *gen;
+	uint8_t version;
+	size_t after;
 
 	if (buf == NULL && len > 0) {
 		set_err(err, errlen, "no buffer");
 		return NULL;
 	}
-	if (decode_head(&r, &gen, err, errlen) == -1)
+	if (decode_head(&r, &gen, &version, err, errlen) == -1)
 		return NULL;
+	/* Version 2: a request length and at least a byte follow the body. */
+	after = version == ENTRY_VERSION_REQUEST ? 8 + 1 : 0;
 	if ((e = entry_new()) == NULL) {
 		set_err(err, errlen, "out of memory");
 		return NULL;
@@ -633,10 +683,16 @@ decode(const void *buf, size_t len, void *take, char *err, size_t errlen)
 	memcpy(e->gen, gen, ENTRY_GEN_LEN);
 	e->gen[ENTRY_GEN_LEN] = '\0';
 	if (decode_fields(&r, e, err, errlen) == -1 ||
-	    decode_body(&r, e, buf, take, err, errlen) == -1)
+	    decode_body(&r, e, buf, take, after, err, errlen) == -1 ||
+	    (after > 0 && decode_request(&r, e, err, errlen) == -1))
 		goto fail;
 	return e;
 fail:
+	if (take != NULL && e->store == take) {
+		e->store = NULL;	/* buf is still the caller's */
+		e->body = NULL;
+		e->body_len = 0;
+	}
 	entry_unref(&e);
 	return NULL;
 }

@@ -55,6 +55,10 @@ struct cache_entry {
 	/* Where body lives: its own allocation, or a decoded reply taken
 	 * whole. */
 	void			*store;
+	/* The request body it answers (a cached POST), replayed by its
+	 * refreshes; NULL and 0 for others. Its own allocation. */
+	unsigned char		*request;
+	size_t			 request_len;
 	/* A rendering of its reply's head that the deliverer keeps here
 	 * (freed with the entry), what it was rendered for (head_tag), and
 	 * the origin's own Age read while rendering it (-1: none counts). */
@@ -74,6 +78,9 @@ void		 entry_unref(struct cache_entry **ep);
 int		 entry_set_body(struct cache_entry *e, struct evbuffer *buf);
 /* Copies len bytes at p as the body. 0 or -1. */
 int		 entry_copy_body(struct cache_entry *e, const void *p,
+		    size_t len);
+/* Copies len bytes at p as the request body it answers. 0 or -1. */
+int		 entry_set_request(struct cache_entry *e, const void *p,
 		    size_t len);
 /* Appends a header. 0 or -1. */
 int		 entry_add_header(struct cache_entry *e, const char *name,

@@ -41,8 +41,11 @@
 #define REDIS_KEY_MAX		(CONF_PREFIX_MAX + 1 + CACHE_KEY_MAX + \
 				 KEY_SUFFIX_MAX + CACHE_VARIANT_MAX)
 #define FILL_SUFFIX		"filled"
+#define FILL_AT_MARK		"@"	/* after the key: when it was published */
 #define FAILED_SUFFIX		"failed"	/* a failed fetch, for its waiters */
 #define PURGE_CHANNEL		"purge"
+/* On the purge channel, never a key: the maintenance modes changed. */
+#define MAINT_MESSAGE		"\001maintenance"
 
 enum script_id {
 	SCRIPT_ACQUIRE,
@@ -91,6 +94,7 @@ struct cache {
 
 	cache_fill_cb		*on_fill;
 	cache_purge_cb		*on_purge;
+	cache_maint_news_cb	*on_maint;	/* cache_control.c's news */
 	struct lease_sub	*freed;		/* cache_lease.c: NULL when off */
 	void			*fill_arg;
 	int			 closing;
@@ -121,6 +125,8 @@ struct cache_op {
 		lock_cb		*lock;
 		fence_cb	*fence;
 		lease_cb	*lease;
+		cache_inspect_cb *inspect;
+		cache_maint_cb	*maint;
 	} cb;				/* the caller's */
 	void			*arg;
 	int			 finished;	/* caller's callback ran or op cancelled */
@@ -183,6 +189,7 @@ struct purge {
 	TAILQ_ENTRY(purge)	 link;
 	purge_list_fn		*list;
 	int			 soft;		/* mark stale instead of deleting */
+	cache_visit_cb		*visit;		/* soft: told every key reached */
 	int			 failed;
 	int			 last;		/* the lister has named every key */
 	int			 listing;	/* its command is in flight */
@@ -253,6 +260,10 @@ void		 purge_listed(struct purge *pg, int more);
 void		 purge_free_all(struct cache *c);
 
 /* ---- cache_tag.c ---- */
+
+/* A new purge of tag's keys (not yet running); NULL when it cannot be. */
+struct purge	*tag_purge_new(struct cache *c, const char *tag, int soft,
+		    purge_cb *cb, void *arg);
 
 /* Brings the figure of the largest tag set up to date. */
 void		 tag_figures(struct cache *c);

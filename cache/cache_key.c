@@ -25,7 +25,8 @@
 
 #define KEY_HASH_HEX	32
 #define KEY_HASH_MARK	'#'
-#define KEY_PREFIX_LEN	(CACHE_KEY_MAX - 1 - KEY_HASH_HEX)
+/* What a key of cap bytes keeps of its text when it ends in a hash. */
+#define KEY_PREFIX_LEN(cap)	((cap) - 1 - KEY_HASH_HEX)
 #define KEY_PORT_SUFFIX	":80"
 
 /* Two independent 64-bit hashes: FNV-1a, and a multiply-xorshift. */
@@ -110,10 +111,10 @@ fmix64(uint64_t h)
 }
 
 static void
-sink_init(struct sink *s, char *out)
+sink_init(struct sink *s, char *out, size_t cap)
 {
 	s->out = out;
-	s->cap = CACHE_KEY_MAX;
+	s->cap = cap;
 	s->len = 0;
 	s->h1 = FNV_OFFSET;
 	s->h2 = MIX_SEED;
@@ -144,19 +145,19 @@ sink_finish(struct sink *s)
 	uint64_t h[2];
 	char *p;
 
-	if (s->len <= CACHE_KEY_MAX) {
+	if (s->len <= s->cap) {
 		s->out[s->len] = '\0';
 		return;
 	}
 	h[0] = fmix64(s->h1 ^ (uint64_t)s->len);
 	h[1] = fmix64(s->h2 + (uint64_t)s->len);
-	p = s->out + KEY_PREFIX_LEN;
+	p = s->out + KEY_PREFIX_LEN(s->cap);
 	*p++ = KEY_HASH_MARK;
 	for (int i = 0; i < 2; i++)
 		for (int shift = 60; shift >= 0; shift -= 4)
 			*p++ = hex_lower[(h[i] >> shift) & 0xf];
 	*p = '\0';
-	assert(p == s->out + CACHE_KEY_MAX);
+	assert(p == s->out + s->cap);
 }
 
 /*
@@ -221,9 +222,17 @@ void
 cache_key_build(const char *host, const char *path, const char *query,
     char out[CACHE_KEY_MAX + 1])
 {
+	cache_key_build_within(host, path, query, CACHE_KEY_MAX, out);
+}
+
+void
+cache_key_build_within(const char *host, const char *path, const char *query,
+    size_t cap, char *out)
+{
 	struct sink s;
 
-	sink_init(&s, out);
+	assert(cap >= CACHE_KEY_MIN && cap <= CACHE_KEY_MAX);
+	sink_init(&s, out, cap);
 	if (host != NULL)
 		emit_host(&s, host);
 	/* The path always starts with '/': it separates host from path. */
@@ -280,8 +289,7 @@ cache_query_sorted(const char *query)
 		free(params);
 		return NULL;
 	}
-	sink_init(&norm, copy);
-	norm.cap = len * 3;
+	sink_init(&norm, copy, len * 3);
 	emit_normalised(&norm, query, SAFE_QUERY);
 	copy[norm.len] = '\0';
 	for (i = 0, p = copy; i < n; i++) {
@@ -307,14 +315,38 @@ int
 cache_key_for(const char *host, const char *path, const char *query,
     int sort_query, char out[CACHE_KEY_MAX + 1])
 {
+	return cache_key_for_within(host, path, query, sort_query,
+	    CACHE_KEY_MAX, out);
+}
+
+int
+cache_key_for_within(const char *host, const char *path, const char *query,
+    int sort_query, size_t cap, char *out)
+{
 	char *sorted = NULL;
 
 	if (sort_query && query != NULL &&
 	    (sorted = cache_query_sorted(query)) == NULL)
 		return -1;
-	cache_key_build(host, path, sorted != NULL ? sorted : query, out);
+	cache_key_build_within(host, path, sorted != NULL ? sorted : query,
+	    cap, out);
 	free(sorted);
 	return 0;
+}
+
+char *
+cache_query_normalised(const char *query)
+{
+	size_t len = strlen(query);
+	char *out = malloc(len * 3 + 1);
+	struct sink s;
+
+	if (out == NULL)
+		return NULL;
+	sink_init(&s, out, len * 3);
+	emit_normalised(&s, query, SAFE_QUERY);
+	out[s.len] = '\0';
+	return out;
 }
 
 /* CRC16-CCITT (XMODEM), as in the Redis Cluster specification. */

@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #define CACHE_KEY_MAX	512
+/* The least room a key may be built in (cache_key_build_within). */
+#define CACHE_KEY_MIN	128
 /* A variant key is "K\nID": the key K it varies, and a variant id. */
 #define CACHE_VARIANT_SEP	'\n'
 
@@ -21,6 +23,15 @@
 void	cache_key_build(const char *host, const char *path, const char *query,
 	    char out[CACHE_KEY_MAX + 1]);
 
+/* The same in cap bytes (CACHE_KEY_MIN..CACHE_KEY_MAX; out holds cap + 1),
+ * for a key that other parts follow (cache_keyrule.h). */
+void	cache_key_build_within(const char *host, const char *path,
+	    const char *query, size_t cap, char *out);
+
+/* A copy of query in the key's normal form (percent-encoding as the key
+ * writes it). NULL on no memory. */
+char	*cache_query_normalised(const char *query);
+
 /* A copy of query with its '&'-separated parameters in bytewise order, for
  * routes whose key ignores parameter order. NULL on no memory. */
 char	*cache_query_sorted(const char *query);
@@ -29,6 +40,9 @@ char	*cache_query_sorted(const char *query);
  * sort_query is set (a route's sort_query). 0, or -1 on no memory. */
 int	cache_key_for(const char *host, const char *path, const char *query,
 	    int sort_query, char out[CACHE_KEY_MAX + 1]);
+/* The same in cap bytes (see cache_key_build_within). */
+int	cache_key_for_within(const char *host, const char *path,
+	    const char *query, int sort_query, size_t cap, char *out);
 
 /* The Redis Cluster hash slot of a Redis key or shard channel: CRC16 of
  * its {hash tag} (its first non-empty {...}), else of the whole name,

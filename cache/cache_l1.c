@@ -207,6 +207,9 @@ charge_of(const struct l1 *l, size_t len, const struct cache_entry *e,
 	if (e->body_len > limit - c)
 		return -1;
 	c += e->body_len;
+	if (e->request_len > limit - c)
+		return -1;
+	c += e->request_len;
 	TAILQ_FOREACH(kv, &e->headers, next) {
 		size_t hl = strlen(kv->key) + strlen(kv->value);
 

@@ -204,8 +204,12 @@ on_item_done(enum fence_result r, void *arg)
 		pg->failed = 1;
 	} else {
 		it->state = ITEM_DONE;
-		if (r == FENCE_OK)
+		if (pg->visit != NULL) {
+			pg->visit(it->key, pg->arg);	/* reached, as it is */
 			pg->purged++;
+		} else if (r == FENCE_OK) {
+			pg->purged++;
+		}
 	}
 	if (pg->inflight == 0 && (pg->failed || pg->sent == pg->nitems))
 		next_batch(pg);
@@ -405,8 +409,9 @@ list_scan(struct purge *pg)
 	return 1;
 }
 
-enum purge_start
-cache_purge_prefix(struct cache *c, const char *prefix, int soft,
+/* A new purge of every key starting with prefix, not yet running. */
+static struct purge *
+prefix_purge_new(struct cache *c, const char *prefix, int soft,
     purge_cb *cb, void *arg)
 {
 	struct node *nodes[CACHE_NODES_MAX];
@@ -415,9 +420,9 @@ cache_purge_prefix(struct cache *c, const char *prefix, int soft,
 	int count;
 
 	if (c->closing || !route_all_up(c->rt))
-		return PURGE_DOWN;
+		return NULL;
 	if ((pg = purge_new(c, soft, list_scan, cb, arg)) == NULL)
-		return PURGE_DOWN;
+		return NULL;
 	count = route_primaries(c->rt, nodes, CACHE_NODES_MAX);
 	for (int i = 0; i < count; i++)
 		snprintf(pg->nodes[i], sizeof(pg->nodes[i]), "%s",
@@ -434,7 +439,28 @@ cache_purge_prefix(struct cache *c, const char *prefix, int soft,
 		pg->what[n++] = *p;
 	}
 	snprintf(pg->what + n, sizeof(pg->what) - n, "*}:entry");
+	return pg;
+}
+
+enum purge_start
+cache_purge_prefix(struct cache *c, const char *prefix, int soft,
+    purge_cb *cb, void *arg)
+{
+	struct purge *pg = prefix_purge_new(c, prefix, soft, cb, arg);
+
 	/* Reports through the loop, never from inside this call. */
+	return pg != NULL ? purge_run(pg) : PURGE_DOWN;
+}
+
+enum purge_start
+cache_soften_prefix_each(struct cache *c, const char *prefix,
+    cache_visit_cb *visit, purge_cb *cb, void *arg)
+{
+	struct purge *pg = prefix_purge_new(c, prefix, 1, cb, arg);
+
+	if (pg == NULL)
+		return PURGE_DOWN;
+	pg->visit = visit;
 	return purge_run(pg);
 }
 

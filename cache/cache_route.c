@@ -200,9 +200,33 @@ node_reason(struct node *n, const char *what, const char *detail)
 static int
 auth_not_needed(const char *what, const char *err)
 {
-	return strcmp(what, "AUTH") == 0 &&
-	    (strstr(err, "without any password configured") != NULL ||
-	    strstr(err, "no password is set") != NULL);
+	return strcmp(what, "AUTH") == 0 && adapter_auth_not_needed(err);
+}
+
+/*
+ * Redis will not serve this connection: the node is down with the reason
+ * ("auth failed: WRONGPASS ..." when it refused who we are), logged once
+ * while it stays the same however often the reconnects meet it.
+ */
+static void
+refused(struct node *n, const char *what, const char *err)
+{
+	int auth = strcmp(what, "AUTH") == 0 || adapter_auth_refused(err);
+	char reason[CACHE_REASON_MAX];
+
+	snprintf(reason, sizeof(reason), "%s: %s", auth ? "auth failed" : what,
+	    err);
+	if (strcmp(reason, n->down_reason) != 0)
+		log_error("redis: %s: %s%s", n->name, reason, auth ?
+		    " (check [redis] username and password or password_file)" :
+		    "");
+	else
+		log_debug("redis: %s: still %s", n->name, reason);
+	snprintf(n->down_reason, sizeof(n->down_reason), "%s", reason);
+	n->refused = 1;
+	n->up = 0;
+	if (auth)
+		n->rt->counters->auth_failures++;
 }
 
 
@@ -248,13 +272,7 @@ on_setup_reply(redisAsyncContext *ac, void *r, void *privdata)
 	} else if (reply->type == REDIS_REPLY_ERROR) {
 		if (n->refused)
 			return;		/* what follows a refusal fails too */
-		log_error("redis: %s: %s failed: %s", n->name, what, reply->str);
-		n->refused = 1;
-		n->up = 0;
-		node_reason(n, what, reply->str);
-		if (strcmp(what, "AUTH") == 0 || strncmp(reply->str, "NOAUTH",
-		    6) == 0)
-			n->rt->counters->auth_failures++;
+		refused(n, what, reply->str);
 		redisAsyncDisconnect(ac);
 		return;
 	}
@@ -331,8 +349,11 @@ on_cmd_disconnect(const redisAsyncContext *ac, int status)
 		node_reason(n, "disconnected", status == REDIS_OK ? NULL :
 		    ac->errstr);
 	n->rt->counters->disconnects++;
-	log_warn("redis: lost %s%s%s", n->name, status == REDIS_OK ? "" : ": ",
-	    status == REDIS_OK ? "" : ac->errstr);
+	if (n->refused)		/* ours, and said once (refused()) */
+		log_debug("redis: closed %s", n->name);
+	else
+		log_warn("redis: lost %s%s%s", n->name, status == REDIS_OK ?
+		    "" : ": ", status == REDIS_OK ? "" : ac->errstr);
 	n->quiet = 1;
 	schedule(n->retry, &n->backoff_ms);
 	if (n->rt->mode != REDIS_SINGLE)
@@ -355,8 +376,7 @@ node_connect(struct node *n)
 	 * they are answered (on_setup_reply). */
 	n->setup = 0;
 	n->refused = 0;
-	if (rt->password[0] != '\0' && redisAsyncCommand(n->cmd,
-	    on_setup_reply, "AUTH", "AUTH %s", rt->password) == REDIS_OK)
+	if (adapter_auth(n->cmd, &rt->auth, on_setup_reply, "AUTH") == REDIS_OK)
 		n->setup++;
 	if (rt->db != 0) {
 		snprintf(db, sizeof(db), "%d", rt->db);
@@ -426,8 +446,8 @@ static void
 open_sub(struct node *n)
 {
 	n->sub = sub_open(n->rt->base, n->host[0] != '\0' ? n->host : NULL,
-	    n->port, n->rt->unix_path, n->rt->password, on_node_sub_up,
-	    on_node_sub_reply, n);
+	    n->port, n->rt->unix_path, n->rt->auth.user, n->rt->auth.pass,
+	    on_node_sub_up, on_node_sub_reply, n);
 	if (n->sub == NULL)
 		schedule(n->sub_retry, &n->sub_backoff_ms);
 }
@@ -598,8 +618,7 @@ route_new(struct event_base *base, const struct conf *conf,
 	rt->base = base;
 	rt->mode = conf->redis_mode;
 	snprintf(rt->unix_path, sizeof(rt->unix_path), "%s", conf->redis_unix);
-	snprintf(rt->password, sizeof(rt->password), "%s",
-	    conf->redis_password);
+	adapter_auth_set(&rt->auth, conf->redis_username, conf->redis_password);
 	snprintf(rt->master_name, sizeof(rt->master_name), "%s",
 	    conf->redis_master_name);
 	rt->db = conf->redis_db;
@@ -751,5 +770,36 @@ route_down_reason(const struct route *rt)
 			return n->down_reason[0] != '\0' ? n->down_reason :
 			    "connecting";
 	}
-	return route_usable(rt) ? "" : "no primary known";
+	if (route_usable(rt))
+		return "";
+	/* sentinel: why the sentinels did not say (their AUTH refused...) */
+	if (rt->sentinel != NULL && sentinel_reason(rt->sentinel)[0] != '\0')
+		return sentinel_reason(rt->sentinel);
+	return "no primary known";
+}
+
+void
+route_credentials(struct route *rt, const struct conf *conf)
+{
+	if (rt->sentinel != NULL)
+		sentinel_credentials(rt->sentinel, conf);
+	if (!adapter_auth_set(&rt->auth, conf->redis_username,
+	    conf->redis_password))
+		return;
+	log_info("redis: new credentials%s%s", conf->redis_username[0] != '\0' ?
+	    " for user " : "", conf->redis_username);
+	for (int i = 0; i < rt->nnodes; i++) {
+		struct node *n = rt->nodes[i];
+
+		/* A node waiting out its backoff tries them now. */
+		n->backoff_ms = n->sub_backoff_ms = RECONNECT_MIN_MS;
+		if (n->cmd == NULL && evtimer_pending(n->retry, NULL)) {
+			evtimer_del(n->retry);
+			node_connect(n);
+		}
+		if (n->sub == NULL && evtimer_pending(n->sub_retry, NULL)) {
+			evtimer_del(n->sub_retry);
+			open_sub(n);
+		}
+	}
 }

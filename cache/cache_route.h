@@ -31,6 +31,7 @@
 #include <hiredis/async.h>
 
 #include "cache/cache.h"
+#include "cache/cache_adapter.h"
 #include "cache/cache_key.h"
 #include "cache/cache_sub.h"
 #include "conf/conf.h"
@@ -91,7 +92,7 @@ struct route {
 	struct event_base	*base;
 	enum redis_mode		 mode;
 	char			 unix_path[CONF_PATH_MAX];
-	char			 password[CONF_SECRET_MAX];
+	struct adapter_auth	 auth;		/* [redis] username, password */
 	int			 db;
 	char			 master_name[CONF_NAME_MAX];
 	int			 nseeds;
@@ -168,5 +169,9 @@ void		 route_node_states(const struct route *rt,
 
 /* Why a node that owns slots is down ("" when all are up). */
 const char *route_down_reason(const struct route *rt);
+/* A reload's credentials (data nodes and sentinels): connections made
+ * from now on use them, and a node or sentinel feed that is down tries
+ * them at once. Connections up stay as they are. */
+void		 route_credentials(struct route *rt, const struct conf *conf);
 
 #endif

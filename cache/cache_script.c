@@ -64,12 +64,23 @@ static const char script_renew[] =
 	"return 0\n";
 
 /*
+ * A fill message's key (the script's argument k, ARGV[i]) gains, after a
+ * NUL, '@' and the moment of publishing by Redis's clock,
+ * "SECONDS.MICROSECONDS" (a receiver before it takes the message for a
+ * key and an entry that does not decode, and reads the entry).
+ */
+#define FILL_AT(k) \
+	"local t = redis.call('TIME')\n" \
+	k " = " k " .. '\\0" FILL_AT_MARK "' .. t[1] .. '.' .. t[2]\n"
+
+/*
  * store: KEYS entry, lock, backoff, fails[, marker, variants]; ARGV token,
  * blob, px, fill channel, key[, marker blob, variant id]. The fence: only
  * the holder of the lock writes. With a marker (a response with Vary), the
  * entry is one variant: the marker goes at the key's own entry and the
  * variant joins the key's set of variants. A success ends any backoff.
- * The key's waiters hear of it on its shard channel: the key, and after a
+ * The key's waiters hear of it on its shard channel: the key, FILL_AT
+ * (when Redis published it, for the receiver's fill_delay), and after a
  * NUL the entry itself when it is one (no marker) of at most
  * FILL_ENTRY_MAX bytes, so that they need not read it. 1 stored, 0 lost.
  */
@@ -84,6 +95,7 @@ static const char script_store[] =
 	"  end\n"
 	"end\n"
 	"redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])\n"
+	FILL_AT("ARGV[5]")
 	"if not KEYS[5] and #ARGV[2] <= " STRINGIFY(FILL_ENTRY_MAX) " then\n"
 	"  redis.call('SPUBLISH', ARGV[4], ARGV[5] .. '\\0' .. ARGV[2])\n"
 	"else\n"
@@ -118,8 +130,8 @@ static const char script_invalidate[] =
  * fleet-wide; from the after-th in a row, the key's
  * next refresh waits base * 2^(failures - after) ms, at most max, and
  * acquire answers with the upstream's last error response meanwhile. With
- * hit-for-miss ms, the key is remembered as uncacheable that long.
- * 1 released, 0 lost.
+ * hit-for-miss ms, the key is remembered as uncacheable that long. The
+ * fill message is the key and FILL_AT. 1 released, 0 lost.
  */
 static const char script_release[] =
 	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
@@ -150,6 +162,7 @@ static const char script_release[] =
 	"if tonumber(ARGV[9]) > 0 then\n"
 	"  redis.call('SET', KEYS[5], '1', 'PX', ARGV[9])\n"
 	"end\n"
+	FILL_AT("ARGV[3]")
 	"redis.call('SPUBLISH', ARGV[2], ARGV[3])\n"
 	"return 1\n";
 

@@ -22,7 +22,8 @@
 #include "common/util.h"
 
 #define SENTINEL_MAGIC		0x53454e54u	/* "SENT" */
-#define FEED_RETRY_MS		100	/* the next sentinel's feed, after */
+#define FEED_RETRY_MS		100	/* the next sentinel's feed, after, */
+#define FEED_RETRY_MAX_MS	2000	/* doubling to this while none takes */
 #define SWITCH_CHANNEL		"+switch-master"
 #define SWITCH_FORMAT		"%63s %*s %*s %255s %d"	/* name, new host, port */
 
@@ -41,6 +42,9 @@ struct sentinel {
 	void			*arg;
 	struct cache_counters	*counters;
 	int			 closing;
+	struct adapter_auth	 auth;		/* sentinel_username, _password */
+	char			 reason[CACHE_REASON_MAX];	/* the last
+						 * refusal, "" once answered */
 
 	/* The question's connection, and the sentinel it goes to. */
 	redisAsyncContext	*ask;
@@ -50,6 +54,7 @@ struct sentinel {
 	struct sub		*feed;
 	int			 feed_at;	/* which sentinel it listens to */
 	struct event		*feed_retry;
+	int64_t			 feed_backoff_ms;
 };
 
 /* The question is over; the next one goes to the next sentinel unless it
@@ -74,6 +79,38 @@ asked(const struct sentinel *s)
 	return &s->seeds[s->ask_at % s->nseeds];
 }
 
+/* A sentinel refused who we are (AUTH, or NOAUTH): said once while the
+ * refusal stays the same, whichever sentinel is asked. */
+static void
+refused(struct sentinel *s, const char *err)
+{
+	char reason[CACHE_REASON_MAX];
+
+	snprintf(reason, sizeof(reason), "sentinel auth failed: %s", err);
+	if (strcmp(reason, s->reason) != 0)
+		log_error("redis: sentinel %s:%d: %s (check [redis] "
+		    "sentinel_username and sentinel_password or "
+		    "sentinel_password_file)", asked(s)->host, asked(s)->port,
+		    reason);
+	snprintf(s->reason, sizeof(s->reason), "%s", reason);
+	s->counters->auth_failures++;
+	ask_done(s, 0);
+}
+
+static void
+on_ask_auth(redisAsyncContext *ac, void *r, void *privdata)
+{
+	struct sentinel *s = ac->data;
+	redisReply *reply = r;
+
+	if (s == NULL || s->closing || reply == NULL)
+		return;		/* a disconnect: its callback handles it */
+	assert(s->magic == SENTINEL_MAGIC);
+	if (reply->type == REDIS_REPLY_ERROR &&
+	    !adapter_auth_not_needed(reply->str))
+		refused(s, reply->str);
+}
+
 static void
 on_master_addr(redisAsyncContext *ac, void *r, void *privdata)
 {
@@ -83,6 +120,11 @@ on_master_addr(redisAsyncContext *ac, void *r, void *privdata)
 	if (s == NULL || s->closing)
 		return;
 	assert(s->magic == SENTINEL_MAGIC);
+	if (reply != NULL && reply->type == REDIS_REPLY_ERROR &&
+	    adapter_auth_refused(reply->str)) {
+		refused(s, reply->str);
+		return;
+	}
 	if (reply == NULL || reply->type != REDIS_REPLY_ARRAY ||
 	    reply->elements != 2 ||
 	    reply->element[0]->type != REDIS_REPLY_STRING ||
@@ -93,6 +135,10 @@ on_master_addr(redisAsyncContext *ac, void *r, void *privdata)
 		return;
 	}
 	s->counters->map_refreshes++;
+	if (s->reason[0] != '\0')
+		log_info("redis: sentinel %s:%d answers", asked(s)->host,
+		    asked(s)->port);
+	s->reason[0] = '\0';
 	s->hooks->primary(reply->element[0]->str,
 	    atoi(reply->element[1]->str), s->arg);
 	ask_done(s, 1);
@@ -149,18 +195,22 @@ sentinel_ask(struct sentinel *s)
 		return -1;
 	}
 	evtimer_add(s->ask_timer, &tv);
+	(void)adapter_auth(s->ask, &s->auth, on_ask_auth, NULL);
 	redisAsyncCommand(s->ask, on_master_addr, NULL,
 	    "SENTINEL get-master-addr-by-name %s", s->master_name);
 	return 0;
 }
 
-/* The next sentinel's feed, a little later. */
+/* The next sentinel's feed, a little later: later each time until one
+ * listens (a refused password must not become a connect a tick). */
 static void
 retry_feed(struct sentinel *s)
 {
-	struct timeval tv = util_timeval(FEED_RETRY_MS);
+	struct timeval tv = util_timeval(s->feed_backoff_ms);
 
 	s->feed_at++;
+	s->feed_backoff_ms = s->feed_backoff_ms * 2 > FEED_RETRY_MAX_MS ?
+	    FEED_RETRY_MAX_MS : s->feed_backoff_ms * 2;
 	if (!s->closing)
 		evtimer_add(s->feed_retry, &tv);
 }
@@ -184,6 +234,7 @@ on_feed_reply(const void *r, void *arg)
 	    reply->element[0]->type != REDIS_REPLY_STRING)
 		return;
 	if (strcmp(reply->element[0]->str, "subscribe") == 0) {
+		s->feed_backoff_ms = FEED_RETRY_MS;
 		/* A switch may have happened while nobody listened. */
 		s->hooks->listening(s->arg);
 		return;
@@ -203,8 +254,8 @@ open_feed(struct sentinel *s)
 	const struct conf_hostport *hp = &s->seeds[s->feed_at % s->nseeds];
 	const char *argv[] = { "SUBSCRIBE", SWITCH_CHANNEL };
 
-	s->feed = sub_open(s->base, hp->host, hp->port, NULL, NULL, NULL,
-	    on_feed_reply, s);
+	s->feed = sub_open(s->base, hp->host, hp->port, NULL, s->auth.user,
+	    s->auth.pass, NULL, on_feed_reply, s);
 	if (s->feed == NULL || sub_send(s->feed, 2, argv) == -1) {
 		sub_close(&s->feed);
 		retry_feed(s);
@@ -241,6 +292,9 @@ sentinel_new(struct event_base *base, const struct conf *conf,
 	s->hooks = hooks;
 	s->arg = arg;
 	s->counters = counters;
+	s->feed_backoff_ms = FEED_RETRY_MS;
+	adapter_auth_set(&s->auth, conf->redis_sentinel_username,
+	    conf->redis_sentinel_password);
 	s->ask_timer = evtimer_new(base, on_ask_timeout, s);
 	s->feed_retry = evtimer_new(base, on_feed_retry, s);
 	if (s->ask_timer == NULL || s->feed_retry == NULL) {
@@ -272,4 +326,25 @@ sentinel_free(struct sentinel **sp)
 	s->magic = 0;
 	free(s);
 	*sp = NULL;
+}
+
+void
+sentinel_credentials(struct sentinel *s, const struct conf *conf)
+{
+	assert(s->magic == SENTINEL_MAGIC);
+	if (!adapter_auth_set(&s->auth, conf->redis_sentinel_username,
+	    conf->redis_sentinel_password))
+		return;
+	log_info("redis: new credentials for the sentinels");
+	s->feed_backoff_ms = FEED_RETRY_MS;
+	if (s->feed == NULL && evtimer_pending(s->feed_retry, NULL)) {
+		evtimer_del(s->feed_retry);
+		open_feed(s);
+	}
+}
+
+const char *
+sentinel_reason(const struct sentinel *s)
+{
+	return s->reason;
 }

@@ -36,5 +36,11 @@ void		 sentinel_free(struct sentinel **sp);
 /* Asks the next sentinel: 0 while the question is out (answered follows,
  * through the loop), -1 when it could not be put. */
 int		 sentinel_ask(struct sentinel *s);
+/* A reload's sentinel_username and sentinel_password: the next question
+ * and feed use them (a feed that is down tries them at once). */
+void		 sentinel_credentials(struct sentinel *s,
+		    const struct conf *conf);
+/* Why the sentinels did not answer ("sentinel auth failed: ..."), or "". */
+const char	*sentinel_reason(const struct sentinel *s);
 
 #endif

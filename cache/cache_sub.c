@@ -1,8 +1,11 @@
 /*
  * A subscriber connection: a bufferevent, hiredis's RESP reader, and one
- * callback for everything the server sends. See cache_sub.h.
+ * callback for everything the server sends. See cache_sub.h. The answer
+ * to its AUTH is its own: the connection is up once it is accepted, and
+ * lost when refused.
  *
- * Calls nothing in cache/. Called by cache_route.c and cache_sentinel.c.
+ * Calls cache_adapter.c (what an AUTH error means). Called by
+ * cache_route.c and cache_sentinel.c.
  */
 
 #include "cache/cache_sub.h"
@@ -18,6 +21,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "cache/cache_adapter.h"
 #include "common/log.h"
 
 #define SUB_MAGIC	0x53554253u	/* "SUBS" */
@@ -33,6 +37,8 @@ struct sub {
 	int			 in_cb;		/* inside a bufferevent callback */
 	int			 dead;		/* closed from inside one */
 	int			 lost;		/* on_reply(NULL) was called */
+	int			 connected;
+	int			 authing;	/* AUTH sent, not yet answered */
 };
 
 static void
@@ -51,6 +57,21 @@ lose(struct sub *s)
 		return;
 	s->lost = 1;
 	s->on_reply(NULL, s->arg);
+}
+
+/* The AUTH answered: up if it was accepted (and connected), else lost. */
+static void
+on_auth(struct sub *s, const redisReply *reply)
+{
+	s->authing = 0;
+	if (reply->type == REDIS_REPLY_ERROR &&
+	    !adapter_auth_not_needed(reply->str)) {
+		/* The command connection says so, once. */
+		log_debug("redis: subscriber: AUTH refused: %s", reply->str);
+		lose(s);
+	} else if (s->connected && s->on_up != NULL) {
+		s->on_up(s->arg);
+	}
 }
 
 static void
@@ -80,7 +101,10 @@ on_read(struct bufferevent *bev, void *arg)
 			}
 			if (reply == NULL)
 				break;
-			s->on_reply(reply, s->arg);
+			if (s->authing)
+				on_auth(s, reply);
+			else
+				s->on_reply(reply, s->arg);
 			freeReplyObject(reply);
 			if (s->dead)
 				break;
@@ -99,7 +123,8 @@ on_event(struct bufferevent *bev, short what, void *arg)
 	assert(s->magic == SUB_MAGIC);
 	s->in_cb = 1;
 	if (what & BEV_EVENT_CONNECTED) {
-		if (s->on_up != NULL)
+		s->connected = 1;
+		if (s->on_up != NULL && !s->authing)
 			s->on_up(s->arg);
 	} else if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
 		lose(s);
@@ -111,8 +136,8 @@ on_event(struct bufferevent *bev, short what, void *arg)
 
 struct sub *
 sub_open(struct event_base *base, const char *host, int port,
-    const char *unix_path, const char *password, sub_up_cb *on_up,
-    sub_reply_cb *on_reply, void *arg)
+    const char *unix_path, const char *user, const char *password,
+    sub_up_cb *on_up, sub_reply_cb *on_reply, void *arg)
 {
 	struct sub *s;
 	struct sockaddr_un sun;
@@ -144,10 +169,14 @@ sub_open(struct event_base *base, const char *host, int port,
 	if (rc == -1)
 		goto fail;
 	if (password != NULL && password[0] != '\0') {
-		const char *argv[] = { "AUTH", password };
+		const char *argv[] = { "AUTH", user, password };
+		int named = user != NULL && user[0] != '\0';
 
-		if (sub_send(s, 2, argv) == -1)
+		if (!named)
+			argv[1] = password;
+		if (sub_send(s, named ? 3 : 2, argv) == -1)
 			goto fail;
+		s->authing = 1;
 	}
 	return s;
 fail:

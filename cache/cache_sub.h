@@ -16,13 +16,16 @@ struct sub;
 /* reply: one reply or push, valid only during the call; NULL once the
  * connection is lost (the last call: the owner must sub_close() it). */
 typedef void sub_reply_cb(const void *reply, void *arg);
-/* The connection is established (once). */
+/* The connection is established, and its AUTH accepted (once). */
 typedef void sub_up_cb(void *arg);
 
-/* host and port, or a unix path (host NULL). NULL when it cannot start. */
+/* host and port, or a unix path (host NULL). With a password, AUTH
+ * [user] password goes first: on_up follows its acceptance, and a refusal
+ * loses the connection (on_reply(NULL)). NULL when it cannot start. */
 struct sub	*sub_open(struct event_base *base, const char *host, int port,
-		    const char *unix_path, const char *password,
-		    sub_up_cb *on_up, sub_reply_cb *on_reply, void *arg);
+		    const char *unix_path, const char *user,
+		    const char *password, sub_up_cb *on_up,
+		    sub_reply_cb *on_reply, void *arg);
 /* Queues one command (sent once connected). 0 or -1. */
 int		 sub_send(struct sub *s, int argc, const char **argv);
 /* Safe from inside its own callbacks. Sets *sp to NULL. */

@@ -249,8 +249,8 @@ list_scan(struct purge *pg)
 	return op_start(op, failed) != NULL ? 1 : -1;
 }
 
-enum purge_start
-cache_purge_tag(struct cache *c, const char *tag, int soft, purge_cb *cb,
+struct purge *
+tag_purge_new(struct cache *c, const char *tag, int soft, purge_cb *cb,
     void *arg)
 {
 	struct purge *pg;
@@ -258,8 +258,17 @@ cache_purge_tag(struct cache *c, const char *tag, int soft, purge_cb *cb,
 	if (strlen(tag) > CACHE_TAG_MAX ||
 	    (pg = purge_new(c, soft, soft ? list_scan : list_take, cb, arg)) ==
 	    NULL)
-		return PURGE_DOWN;
+		return NULL;
 	snprintf(pg->what, sizeof(pg->what), "%s", tag);
 	snprintf(pg->cursor, sizeof(pg->cursor), "0");
-	return purge_run(pg);
+	return pg;
+}
+
+enum purge_start
+cache_purge_tag(struct cache *c, const char *tag, int soft, purge_cb *cb,
+    void *arg)
+{
+	struct purge *pg = tag_purge_new(c, tag, soft, cb, arg);
+
+	return pg != NULL ? purge_run(pg) : PURGE_DOWN;
 }

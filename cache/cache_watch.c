@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/dict.h"
 #include "common/log.h"
@@ -107,18 +108,46 @@ watch_of_channel(struct cache *c, const char *channel)
 	return dict_get(c->watches, key);
 }
 
-/* A fill: "key", or "key\0entry" (see script_store). An entry that does
- * not decode is as if it had not come: the waiters read it. */
+/*
+ * Times a fill from "@SECONDS.MICROSECONDS" (Redis's clock when it
+ * published: FILL_AT) to now by ours; on two hosts the difference
+ * includes their clocks' offset (below zero counts as 0). Returns how
+ * many bytes of msg the mark took (0: none, from an older publisher).
+ */
+static size_t
+fill_timed(struct cache *c, const char *msg, size_t len)
+{
+	size_t mlen = strnlen(msg, len);
+	long long sec, usec;
+	int64_t at_us, now_us;
+	struct timespec ts;
+
+	if (mlen == 0 || msg[0] != FILL_AT_MARK[0] ||
+	    sscanf(msg + 1, "%lld.%lld", &sec, &usec) != 2 ||
+	    clock_gettime(CLOCK_REALTIME, &ts) == -1)
+		return 0;
+	at_us = (int64_t)sec * 1000000 + usec;
+	now_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	hist_observe(&c->counters.fill_delay,
+	    now_us > at_us ? (double)(now_us - at_us) / 1e6 : 0.0);
+	return mlen < len ? mlen + 1 : mlen;
+}
+
+/* A fill: "key", then FILL_AT's "\0@SECONDS.MICROSECONDS", then
+ * "\0entry" (see script_store); an older publisher sends "key" or
+ * "key\0entry". An entry that does not decode is as if it had not come:
+ * the waiters read it. */
 static void
 fill_received(struct cache *c, const char *msg, size_t len)
 {
-	size_t klen = strnlen(msg, len);
+	size_t klen = strnlen(msg, len), at = klen + 1;
 	struct cache_entry *e = NULL;
 	char err[64];
 
-	if (klen + 1 < len)
-		e = entry_decode(msg + klen + 1, len - klen - 1, err,
-		    sizeof(err));
+	if (at < len)
+		at += fill_timed(c, msg + at, len - at);
+	if (at < len)
+		e = entry_decode(msg + at, len - at, err, sizeof(err));
 	c->on_fill(msg, e, c->fill_arg);
 	entry_unref(&e);
 }
@@ -198,9 +227,16 @@ watch_sub_reply(struct cache *c, struct node *n, const redisReply *r)
 		log_info("redis: subscribed to %s on %s", channel, n->name);
 		/* Purges may have been missed while unsubscribed. */
 		c->on_fill(NULL, NULL, c->fill_arg);
+		if (c->on_maint != NULL)
+			c->on_maint(c->fill_arg);
 	} else if (strcmp(kind, "message") == 0 &&
 	    strcmp(channel, c->purge_channel) == 0 &&
 	    r->element[2]->type == REDIS_REPLY_STRING) {
+		if (strcmp(r->element[2]->str, MAINT_MESSAGE) == 0) {
+			if (c->on_maint != NULL)
+				c->on_maint(c->fill_arg);
+			return;
+		}
 		c->counters.purges_received++;
 		if (c->on_purge != NULL)
 			c->on_purge(r->element[2]->str, c->fill_arg);

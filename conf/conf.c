@@ -36,6 +36,8 @@
 #include <ini.h>
 
 #include "common/util.h"
+#include "conf/conf_secret.h"
+#include "conf/conf_key.h"
 
 #define MS_SECOND	INT64_C(1000)
 #define MS_MINUTE	(60 * MS_SECOND)
@@ -99,7 +101,10 @@ enum type {
 	T_POOL_NAME,		/* T_STRING: a route's [upstream NAME] */
 	T_STATUS_TTLS,		/* "404:30s,410:5m" into a conf_route */
 	T_CIDRS,		/* "10.0.0.0/8, ::1" into trusted_proxies */
-	T_FLOAT			/* double; min..max in thousandths */
+	T_FLOAT,		/* double; min..max in thousandths */
+	T_AUTHZ,		/* enum conf_authz (conf_key.c) */
+	T_QUERY_NAMES,		/* T_STRING: names and prefix* patterns */
+	T_COOKIE		/* T_STRING: a cookie name, or "" */
 };
 
 struct key {
@@ -124,6 +129,8 @@ struct key {
 #define IN_POOL(m)		FIELD(struct conf_pool, m), 0, 0
 #define HOSTPORT(h, p)		FIELD(struct conf, h), \
 				offsetof(struct conf, p), 0
+#define CIDRS(list, n)		FIELD(struct conf, list), \
+				offsetof(struct conf, n), 0
 #define ADDRESS(h, p, u)	FIELD(struct conf, h), \
 				offsetof(struct conf, p), \
 				offsetof(struct conf, u)
@@ -148,8 +155,17 @@ static const struct key keys[] = {
 	  IN_CONF(canonical_host),
 	  "X-Forwarded-Host without key_host (empty: first name in hosts)" },
 	{ "trusted_proxies", SECT_SERVER, T_CIDRS, "", 0, CONF_CIDRS_MAX,
-	  IN_CONF(trusted_proxies),
+	  CIDRS(trusted_proxies, ntrusted_proxies),
 	  "peers whose X-Forwarded-For, -Proto and Forwarded are kept" },
+	{ "admin_token_file", SECT_SERVER, T_STRING, "", 0, CONF_PATH_MAX - 1,
+	  IN_CONF(admin_token_file),
+	  "Bearer tokens of the admin API, one a line (empty: open)" },
+	{ "admin_allow", SECT_SERVER, T_CIDRS, "", 0, CONF_CIDRS_MAX,
+	  CIDRS(admin_allow, nadmin_allow),
+	  "peers the admin API answers, but /health (empty: any)" },
+	{ "admin_hosts", SECT_SERVER, T_HOSTS, "", 0, CONF_HOSTS_MAX - 1,
+	  IN_CONF(admin_hosts),
+	  "more Host names an admin change may name (DNS rebinding)" },
 	{ "max_connections", SECT_SERVER, T_INT, "10000", 1, 1000000,
 	  IN_CONF(max_connections), "client connections open at once" },
 	{ "admin_max_connections", SECT_SERVER, T_INT, "64", 1, 10000,
@@ -170,6 +186,9 @@ static const struct key keys[] = {
 	  IN_CONF(error_log), "path or - (stderr)" },
 	{ "log_format", SECT_SERVER, T_LOGFORMAT, "text", 0, 0,
 	  IN_CONF(log_format), "text, or json: one object a line" },
+	{ "key_secret_file", SECT_SERVER, T_STRING, "", 0, CONF_PATH_MAX - 1,
+	  IN_CONF(key_secret_file),
+	  "secret of per-credential keys' HMAC; others may not read it" },
 
 	{ "mode", SECT_REDIS, T_MODE, "single", 0, 0,
 	  IN_CONF(redis_mode), "what address names" },
@@ -178,8 +197,23 @@ static const struct key keys[] = {
 	  "server; cluster seeds; sentinels" },
 	{ "master_name", SECT_REDIS, T_STRING, "", 0, CONF_NAME_MAX - 1,
 	  IN_CONF(redis_master_name), "sentinel: the primary's name" },
+	{ "username", SECT_REDIS, T_STRING, "", 0, CONF_SECRET_MAX - 1,
+	  IN_CONF(redis_username), "ACL user: AUTH username password" },
 	{ "password", SECT_REDIS, T_STRING, "", 0, CONF_SECRET_MAX - 1,
 	  IN_CONF(redis_password), "AUTH with this when set" },
+	{ "password_file", SECT_REDIS, T_STRING, "", 0, CONF_PATH_MAX - 1,
+	  IN_CONF(redis_password_file),
+	  "the password's file, read at start and reload; a bare name is in "
+	  "$CREDENTIALS_DIRECTORY" },
+	{ "sentinel_username", SECT_REDIS, T_STRING, "", 0,
+	  CONF_SECRET_MAX - 1, IN_CONF(redis_sentinel_username),
+	  "sentinel: the sentinels' ACL user" },
+	{ "sentinel_password", SECT_REDIS, T_STRING, "", 0,
+	  CONF_SECRET_MAX - 1, IN_CONF(redis_sentinel_password),
+	  "sentinel: AUTH to the sentinels with this" },
+	{ "sentinel_password_file", SECT_REDIS, T_STRING, "", 0,
+	  CONF_PATH_MAX - 1, IN_CONF(redis_sentinel_password_file),
+	  "sentinel: as password_file, for the sentinels" },
 	{ "db", SECT_REDIS, T_INT, "0", 0, DB_MAX,
 	  IN_CONF(redis_db), "database number (SELECT)" },
 	{ "prefix", SECT_REDIS, T_PREFIX, "corral:", 1, CONF_PREFIX_MAX - 1,
@@ -253,9 +287,27 @@ static const struct key keys[] = {
 	  "as it may take)" },
 	{ "lock_poll", SECT_ROUTE, T_DURATION, "500ms", 10, 60 * MS_SECOND,
 	  IN_ROUTE(lock_poll_ms), "re-check interval while waiting" },
-	{ "cache_authorized", SECT_ROUTE, T_BOOL, "off", 0, 1,
+	{ "cache_authorized", SECT_ROUTE, T_AUTHZ, "off", 0, 0,
 	  IN_ROUTE(cache_authorized),
-	  "cache requests with Authorization or Cookie" },
+	  "cache requests with Authorization or Cookie: shared, or keyed "
+	  "per credential" },
+	{ "credential_cookie", SECT_ROUTE, T_COOKIE, "", 0, CONF_COOKIE_MAX - 1,
+	  IN_ROUTE(credential_cookie),
+	  "per-credential: this cookie is a credential too (others not sent)" },
+	{ "key_ignore_query", SECT_ROUTE, T_QUERY_NAMES, "", 0,
+	  CONF_QUERY_NAMES_MAX - 1, IN_ROUTE(key_ignore_query),
+	  "query parameters left out of the key, e.g. _, utm_*, fbclid" },
+	{ "key_query", SECT_ROUTE, T_QUERY_NAMES, "", 0,
+	  CONF_QUERY_NAMES_MAX - 1, IN_ROUTE(key_query),
+	  "only these query parameters count in the key (empty: all)" },
+	{ "key_headers", SECT_ROUTE, T_FIELDS, "", 0, CONF_FIELDS_MAX - 1,
+	  IN_ROUTE(key_headers), "request headers whose values are keyed" },
+	{ "cache_post", SECT_ROUTE, T_BOOL, "off", 0, 1, IN_ROUTE(cache_post),
+	  "cache POST responses, keyed on a digest of the body" },
+	{ "graphql", SECT_ROUTE, T_BOOL, "off", 0, 1, IN_ROUTE(graphql),
+	  "POSTs are GraphQL: queries cached, mutations never" },
+	{ "max_body_bytes", SECT_ROUTE, T_SIZE, "64k", 0, 1 * GIB,
+	  IN_ROUTE(post_max_body), "cache_post: longer bodies are passed" },
 	{ "stale_if_error", SECT_ROUTE, T_DURATION, "0", 0, 8760 * MS_HOUR,
 	  IN_ROUTE(stale_if_error_ms),
 	  "serve stale this long past stale_while_revalidate on errors" },
@@ -728,12 +780,13 @@ parse_cidr(const char *item, struct conf_cidr *c)
 	return 0;
 }
 
-/* trusted_proxies: every entry is checked, and every bad one named. */
+/* trusted_proxies, admin_allow: every entry is checked, and every bad one
+ * named. */
 static int
 set_cidrs(const struct key *k, char *base, const char *v, char *err,
     size_t errlen)
 {
-	struct conf *c = (struct conf *)(void *)base;
+	struct conf_cidr *list = (struct conf_cidr *)(void *)(base + k->off);
 	char item[64], shown[SHOW_BUF];
 	size_t used = 0;
 	int n = 0, bad = 0;
@@ -751,7 +804,7 @@ set_cidrs(const struct key *k, char *base, const char *v, char *err,
 			    k->max);
 			return -1;
 		}
-		if (parse_cidr(item, &c->trusted_proxies[n]) == 0) {
+		if (parse_cidr(item, &list[n]) == 0) {
 			n++;
 			continue;
 		}
@@ -766,7 +819,7 @@ set_cidrs(const struct key *k, char *base, const char *v, char *err,
 		    "address/bits", bad == 1 ? "is" : "are");
 		return -1;
 	}
-	c->ntrusted_proxies = n;
+	*(int *)(void *)(base + k->off_port) = n;
 	return 0;
 }
 
@@ -843,12 +896,23 @@ conf_host_allowed(const struct conf *c, const char *host, int keyed)
 int
 conf_trusted_proxy(const struct conf *c, const char *addr)
 {
+	return conf_cidrs_match(c->trusted_proxies, c->ntrusted_proxies, addr);
+}
+
+int
+conf_cidrs_match(const struct conf_cidr *list, int n, const char *addr)
+{
+	static const unsigned char mapped[12] = { [10] = 0xff, [11] = 0xff };
 	struct conf_cidr a;
 
-	if (c->ntrusted_proxies == 0 || parse_cidr(addr, &a) == -1)
+	if (n == 0 || parse_cidr(addr, &a) == -1)
 		return 0;
-	for (int i = 0; i < c->ntrusted_proxies; i++) {
-		const struct conf_cidr *t = &c->trusted_proxies[i];
+	if (a.family == AF_INET6 && memcmp(a.addr, mapped, 12) == 0) {
+		a.family = AF_INET;	/* ::ffff:a.b.c.d: a.b.c.d */
+		memmove(a.addr, a.addr + 12, 4);
+	}
+	for (int i = 0; i < n; i++) {
+		const struct conf_cidr *t = &list[i];
 		int whole = t->bits / 8, rest = t->bits % 8;
 
 		if (t->family != a.family ||
@@ -879,7 +943,7 @@ may_be_empty(enum type type)
 	return type == T_STRING || type == T_PREFIX || type == T_FIELDS ||
 	    type == T_POOL_NAME ||
 	    type == T_HOSTS || type == T_STATUS_TTLS || type == T_CIDRS ||
-	    type == T_AUTHORITY;
+	    type == T_AUTHORITY || type == T_QUERY_NAMES || type == T_COOKIE;
 }
 
 static int
@@ -1047,6 +1111,12 @@ set_value(const struct key *k, char *base, const char *v, char *err,
 		return set_logformat(k, field, v, err, errlen);
 	case T_BOOL:
 		return set_bool(k, field, v, err, errlen);
+	case T_AUTHZ:
+		return conf_key_set_authz(v, (int *)(void *)field, err, errlen);
+	case T_QUERY_NAMES:
+		return conf_key_set_names(v, field, k->size, err, errlen);
+	case T_COOKIE:
+		return conf_key_set_cookie(v, field, k->size, err, errlen);
 	case T_SIZE:
 	case T_DURATION:
 	case T_INT:
@@ -1411,6 +1481,42 @@ read_line(char *buf, int num, void *stream)
 	return buf;
 }
 
+/* key_query and key_ignore_query are two ways to say one thing. */
+static void
+check_query_rules(struct loader *ld, const struct key *k)
+{
+	const char *other = strcmp(k->name, "key_query") == 0 ?
+	    "key_ignore_query" : strcmp(k->name, "key_ignore_query") == 0 ?
+	    "key_query" : NULL;
+	const struct conf_route *r = &ld->c->routes[ld->route];
+	int line;
+
+	if (other != NULL && k->sect == SECT_ROUTE && r->key_query[0] != '\0' &&
+	    r->key_ignore_query[0] != '\0' &&
+	    (line = line_of(ld, SECT_ROUTE, other)) > 0)
+		report(ld, ld->lineno, "%s: not with %s (line %d): list the "
+		    "names that count, or those that do not", k->name, other,
+		    line);
+}
+
+/* The key secret, then what each route's key settings need. */
+static void
+check_keys(struct loader *ld)
+{
+	struct conf *c = ld->c;
+	char err[MSG_MAX];
+	int line = line_of(ld, SECT_SERVER, "key_secret_file");
+
+	if (line > 0 && c->key_secret_file[0] != '\0' &&
+	    conf_key_read_secret(c, err, sizeof(err)) == -1)
+		report(ld, line, "key_secret_file: %s", err);
+	for (int i = 0; i < c->nroutes; i++)
+		if (conf_key_check_route(c, &c->routes[i], err,
+		    sizeof(err)) == -1)
+			report(ld, c->routes[i].line, "[route %s]: %s",
+			    c->routes[i].prefix, err);
+}
+
 /* The ini_handler, for every key line. */
 static int
 on_key(void *user, const char *section, const char *name, const char *value)
@@ -1467,6 +1573,7 @@ on_key(void *user, const char *section, const char *name, const char *value)
 		report(ld, ld->lineno, "%s: %s", k->name, err);
 		ld->refused[k - keys] = 1;
 	}
+	check_query_rules(ld, k);
 	return 1;
 }
 
@@ -1537,6 +1644,57 @@ check_redis(struct loader *ld)
 		report(ld, dline, "db: Redis Cluster has only database 0");
 }
 
+/* One password of [redis], inline or in a file, and its user. */
+struct secret_keys {
+	const char	*user, *inline_key, *file_key;
+	size_t		 user_off, pass_off, file_off;
+	int		 sentinel;	/* only with mode = sentinel */
+};
+
+/* [redis] passwords: a file is read now (at start and at each reload);
+ * a user needs a password; never the password and its file both. */
+static void
+check_secrets(struct loader *ld)
+{
+	static const struct secret_keys sk[] = {
+		{ "username", "password", "password_file",
+		  offsetof(struct conf, redis_username),
+		  offsetof(struct conf, redis_password),
+		  offsetof(struct conf, redis_password_file), 0 },
+		{ "sentinel_username", "sentinel_password",
+		  "sentinel_password_file",
+		  offsetof(struct conf, redis_sentinel_username),
+		  offsetof(struct conf, redis_sentinel_password),
+		  offsetof(struct conf, redis_sentinel_password_file), 1 },
+	};
+	char *base = (char *)ld->c, err[MSG_MAX];
+
+	for (size_t i = 0; i < ARRAY_LEN(sk); i++) {
+		const char *user = base + sk[i].user_off;
+		const char *pass = base + sk[i].pass_off;
+		const char *file = base + sk[i].file_off;
+		const char *named = *user != '\0' ? sk[i].user : *pass != '\0' ?
+		    sk[i].inline_key : *file != '\0' ? sk[i].file_key : NULL;
+		int uline = line_of(ld, SECT_REDIS, sk[i].user);
+		int pline = line_of(ld, SECT_REDIS, sk[i].inline_key);
+		int fline = line_of(ld, SECT_REDIS, sk[i].file_key);
+
+		if (sk[i].sentinel && named != NULL &&
+		    ld->c->redis_mode != REDIS_SENTINEL)
+			report(ld, line_of(ld, SECT_REDIS, named),
+			    "%s: only with mode = sentinel", named);
+		if (*pass != '\0' && *file != '\0')
+			report(ld, fline, "%s: %s is set too (line %d); keep "
+			    "one", sk[i].file_key, sk[i].inline_key, pline);
+		else if (*file != '\0' && secret_read(file, base +
+		    sk[i].pass_off, CONF_SECRET_MAX, err, sizeof(err)) == -1)
+			report(ld, fline, "%s: %s", sk[i].file_key, err);
+		else if (*user != '\0' && *pass == '\0' && *file == '\0')
+			report(ld, uline, "%s: needs %s or %s", sk[i].user,
+			    sk[i].inline_key, sk[i].file_key);
+	}
+}
+
 void
 conf_defaults(struct conf *c)
 {
@@ -1587,6 +1745,11 @@ conf_load(struct conf *c, const char *path, FILE *errs)
 	check_listeners(&ld);
 	check_redis(&ld);
 	ld.nerr += conf_pool_check(c, path, errs);
+	check_secrets(&ld);
+	check_keys(&ld);
+	if (line_of(&ld, SECT_SERVER, "admin_token_file") != -1)
+		ld.nerr += conf_tokens_load(c, path, line_of(&ld, SECT_SERVER,
+		    "admin_token_file"), errs);
 	upstream_authority(c);
 	forwarded_host(c);
 
@@ -1644,6 +1807,16 @@ format_range(const struct key *k, char *out, size_t outlen)
 		break;
 	case T_BALANCE:
 		snprintf(out, outlen, "least_outstanding|round-robin");
+		break;
+	case T_AUTHZ:
+		snprintf(out, outlen, "off|on|per-credential");
+		break;
+	case T_QUERY_NAMES:
+		snprintf(out, outlen, "name,prefix*,...");
+		break;
+	case T_COOKIE:
+		snprintf(out, outlen, "cookie name");
+		break;
 		break;
 	case T_AUTHORITY:
 		snprintf(out, outlen, "host[:port]");

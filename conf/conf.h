@@ -35,6 +35,22 @@
 #define CONF_POOL_NAME_MAX	32	/* [upstream NAME] */
 #define CONF_WEIGHT_MAX		100	/* url = ... weight=N */
 #define CONF_HEALTH_PATH_MAX	256
+#define CONF_QUERY_NAMES_MAX	256	/* key_query, key_ignore_query */
+#define CONF_KEY_HEADERS_MAX	16	/* names in key_headers */
+#define CONF_COOKIE_MAX		64	/* credential_cookie */
+#define CONF_KEY_SECRET_MIN	16	/* bytes of key_secret_file */
+#define CONF_KEY_SECRET_MAX	1024
+
+/* cache_authorized: what a request with credentials gets. */
+enum conf_authz {
+	CONF_AUTHZ_OFF,		/* passed, uncached */
+	CONF_AUTHZ_ON,		/* one entry for every credential */
+	CONF_AUTHZ_CREDENTIAL,	/* per-credential: an entry per credential */
+};
+
+#define CONF_TOKENS_MAX		64	/* admin_token_file: tokens */
+#define CONF_TOKEN_MIN		16	/* bytes of one token, at least */
+#define CONF_TOKEN_MAX		128	/* ... and at most */
 
 /* [redis] mode: what address names. */
 enum redis_mode {
@@ -54,6 +70,20 @@ struct conf_cidr {
 	int		 family;	/* AF_INET or AF_INET6 */
 	unsigned char	 addr[16];
 	int		 bits;
+};
+
+/* What an admin token may do (admin_token_file). */
+enum admin_scope {
+	SCOPE_NONE,		/* no token, or not one of the file's */
+	SCOPE_READ,		/* GET /stats, /metrics, /entry ... */
+	SCOPE_ALL,		/* and every change: purge, refresh ... */
+};
+
+/* One token of admin_token_file, NUL-padded to its full size. */
+struct conf_token {
+	char		 text[CONF_TOKEN_MAX + 1];
+	size_t		 len;
+	enum admin_scope scope;
 };
 
 /* One "status:duration" of ttl_status. */
@@ -111,7 +141,14 @@ struct conf_route {
 	int64_t	 lock_ttl_ms;		/* PX of the refresh lock */
 	int64_t	 lock_wait_ms;		/* cold-miss wait budget (0: automatic) */
 	int64_t	 lock_poll_ms;		/* fallback re-check while waiting */
-	int	 cache_authorized;	/* cache requests with Authorization/Cookie */
+	int	 cache_authorized;	/* enum conf_authz */
+	char	 credential_cookie[CONF_COOKIE_MAX];	/* "" : Authorization */
+	char	 key_ignore_query[CONF_QUERY_NAMES_MAX];	/* "a, utm_*" */
+	char	 key_query[CONF_QUERY_NAMES_MAX];	/* "" : every name */
+	char	 key_headers[CONF_FIELDS_MAX];	/* field names, ", " between */
+	int	 cache_post;		/* POST responses cached, body keyed */
+	int	 graphql;		/* ... as GraphQL: queries only */
+	int64_t	 post_max_body;		/* [route] max_body_bytes */
 	int64_t	 stale_if_error_ms;	/* serve stale this long on upstream errors */
 	int64_t	 error_backoff_ms;	/* longest wait between failed refreshes */
 	int	 error_backoff_after;	/* failures in a row before it starts */
@@ -154,11 +191,21 @@ struct conf {
 	char		 error_log[CONF_PATH_MAX];	/* path or "-" (stderr) */
 	struct conf_cidr trusted_proxies[CONF_CIDRS_MAX];
 	int		 ntrusted_proxies;
+	char		 admin_token_file[CONF_PATH_MAX];	/* "": no tokens */
+	struct conf_token admin_tokens[CONF_TOKENS_MAX];	/* read from it */
+	int		 nadmin_tokens;
+	struct conf_cidr admin_allow[CONF_CIDRS_MAX];	/* none: any peer */
+	int		 nadmin_allow;
+	char		 admin_hosts[CONF_HOSTS_MAX];	/* more admin names */
 	char		 hosts[CONF_HOSTS_MAX];	/* allowed Host names, or "" */
 	char		 canonical_host[HOST_TEXT_MAX];	/* normal form, or "" */
 	/* X-Forwarded-Host of routes without key_host: canonical_host, else
 	 * the first name in hosts, else "" (none is sent). */
 	char		 forwarded_host[HOST_TEXT_MAX];
+	char		 key_secret_file[CONF_PATH_MAX];	/* or "" */
+	/* Not a key: what key_secret_file holds, read as the file loads. */
+	unsigned char	 key_secret[CONF_KEY_SECRET_MAX];
+	size_t		 key_secret_len;
 
 	/* [redis] */
 	enum redis_mode	 redis_mode;
@@ -169,7 +216,12 @@ struct conf {
 	int		 redis_naddrs;			/* TCP addresses listed */
 	struct conf_hostport redis_addrs[CONF_REDIS_ADDRS_MAX];
 	char		 redis_master_name[CONF_NAME_MAX];	/* sentinel */
-	char		 redis_password[CONF_SECRET_MAX];
+	char		 redis_username[CONF_SECRET_MAX];	/* ACL user, or "" */
+	char		 redis_password[CONF_SECRET_MAX];	/* or the file's */
+	char		 redis_password_file[CONF_PATH_MAX];
+	char		 redis_sentinel_username[CONF_SECRET_MAX];
+	char		 redis_sentinel_password[CONF_SECRET_MAX];
+	char		 redis_sentinel_password_file[CONF_PATH_MAX];
 	int		 redis_db;
 	char		 redis_prefix[CONF_PREFIX_MAX];
 	int64_t		 redis_timeout_ms;
@@ -216,6 +268,23 @@ const struct conf_route *conf_route_match(const struct conf *c, const char *path
 int	conf_host_allowed(const struct conf *c, const char *host, int keyed);
 /* Is addr (a numeric IPv4 or IPv6 address) in trusted_proxies? */
 int	conf_trusted_proxy(const struct conf *c, const char *addr);
+/* Is addr (numeric; an IPv4-mapped IPv6 address counts as its IPv4 one)
+ * in the n blocks of list? */
+int	conf_cidrs_match(const struct conf_cidr *list, int n, const char *addr);
+
+/*
+ * conf_admin.c: admin_token_file, read when the configuration is loaded:
+ * one token a line, alone (every scope) or followed by "read"; blank
+ * lines and '#' comments. A file that group or others may read or write,
+ * or a bad line, is an error ("file:line: what", never the token). line
+ * is where the key was set. Returns the number of errors.
+ */
+int	conf_tokens_load(struct conf *c, const char *conf_path, int line,
+	    FILE *errs);
+/* The scope of the token (len bytes at s), compared with every token of
+ * the file in constant time; SCOPE_NONE if none matches. */
+enum admin_scope conf_token_scope(const struct conf *c, const char *s,
+	    size_t len);
 /* The index of the route with this prefix in c, or -1. */
 int	conf_route_index(const struct conf *c, const char *prefix);
 

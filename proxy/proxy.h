@@ -117,6 +117,8 @@ struct proxy_figures {
 	struct pool_row		 pools;		/* by pool and server */
 };
 struct access_log;
+struct control;
+struct maint;
 struct req;
 struct flight;
 struct refresh;
@@ -169,6 +171,8 @@ struct proxy {
 	pid_t			 master_pid;	/* names the peer sockets */
 	struct budget		*budget;	/* the default pool's budget */
 	TAILQ_HEAD(pool_list, pool) pools;	/* proxy_pool.c; default first */
+	struct control		*control;	/* refreshes asked (proxy_control.c) */
+	struct maint		*maint;		/* routes in maintenance */
 };
 
 /* proxy_life.c: slots[slot] is this worker's (nslots 1: the only one);
@@ -215,8 +219,18 @@ void	proxy_figures(struct proxy *px, struct proxy_figures *f);
 
 /* proxy_admin.c */
 void	admin_handle(struct evhttp_request *ev, void *arg);
+/* s as a JSON string, quotes and all. */
+void	admin_json_string(struct evbuffer *out, const char *s);
 
 /* proxy_purge.c: POST /purge?url=URL or ?prefix=PREFIX */
 void	admin_purge(struct proxy *px, struct evhttp_request *ev);
+/* "http://Host:80/a?b" -> the cache key of that URL, as a request's (and
+ * with rtp, its route or NULL): 0, or the status to answer with (400 for
+ * a URL that is not absolute, 503 on no memory). */
+int	admin_url_key(const struct proxy *px, const char *url,
+	    char key[CACHE_KEY_MAX + 1], const struct conf_route **rtp, int *tagged);
+/* "http://Host:80/a" or "/a" -> the start of the keys it names. */
+void	admin_prefix_key(const struct proxy *px, const char *prefix,
+	    char out[CACHE_KEY_MAX + 1]);
 
 #endif

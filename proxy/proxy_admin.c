@@ -1,7 +1,9 @@
 /*
  * The admin listener: GET / (the dashboard), GET /stats (JSON), GET
- * /stats.txt (a table for terminals), GET /metrics (Prometheus) and GET
- * /health.
+ * /stats.txt (a table for terminals), GET /metrics (Prometheus), GET
+ * /health, and the control plane (proxy_control.h): POST /purge,
+ * /refresh, /warm and /maintenance, GET /entry. proxy_auth.c admits each
+ * request first.
  */
 
 #include <assert.h>
@@ -16,11 +18,12 @@
 #include "common/util.h"
 #include "proxy/dashboard.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_control.h"
 #include "proxy/proxy_metrics.h"
 #include "upstream/upstream.h"
 
-static void
-json_string(struct evbuffer *out, const char *s)
+void
+admin_json_string(struct evbuffer *out, const char *s)
 {
 	evbuffer_add(out, "\"", 1);
 	for (; *s != '\0'; s++) {
@@ -56,6 +59,10 @@ scope_json(const struct stats_scope *sc, struct evbuffer *out)
 	metrics_hist_json(&sc->lock_wait, out);
 	evbuffer_add_printf(out, ", \"slot_wait\": ");
 	metrics_hist_json(&sc->slot_wait, out);
+	evbuffer_add_printf(out, ", \"fill_wake\": ");
+	metrics_hist_json(&sc->fill_wake, out);
+	evbuffer_add_printf(out, ", \"rush\": ");
+	metrics_hist_json(&sc->rush, out);
 	evbuffer_add(out, "}", 1);
 }
 
@@ -71,7 +78,7 @@ pending_json(const struct conf *c, struct evbuffer *out)
 	for (int i = 0; i < n; i++) {
 		if (i > 0)
 			evbuffer_add(out, ", ", 2);
-		json_string(out, names[i]);
+		admin_json_string(out, names[i]);
 	}
 	evbuffer_add_printf(out, "], ");
 }
@@ -92,6 +99,7 @@ health(struct proxy *px, struct evbuffer *out)
 	for (int i = 0; i < cc->nnodes; i++)
 		evbuffer_add_printf(out, " %s=%s", cc->nodes[i].name,
 		    cc->nodes[i].up ? "up" : "down");
+	maint_health(px, out);
 	evbuffer_add(out, "\n", 1);
 }
 
@@ -102,7 +110,7 @@ origin_budget_json(struct proxy *px, const struct budget_gauges *g,
     struct evbuffer *out)
 {
 	evbuffer_add_printf(out, ", \"origin_budget\": {\"upstream\": ");
-	json_string(out, px->conf->upstream_authority);
+	admin_json_string(out, px->conf->upstream_authority);
 	evbuffer_add_printf(out, ", \"max_requests\": %d, \"queue_timeout_ms\": %"
 	    PRId64 ", \"local_share\": %" PRId64 ", \"slots_in_use\": %" PRId64
 	    ", \"local_slots_in_use\": %" PRId64 ", \"queue_length\": %" PRId64
@@ -110,6 +118,20 @@ origin_budget_json(struct proxy *px, const struct budget_gauges *g,
 	    PRId64 ", \"instances\": %" PRId64 "}", px->conf->pools[0].max_requests,
 	    px->conf->pools[0].queue_timeout_ms, g->share, g->held, g->local_held,
 	    g->queued, g->fleet_held, g->fleet_queued, g->instances);
+}
+
+/* The admin listener's own figures, its jobs, the maintenance modes. */
+static void
+admin_json(struct proxy *px, const struct proxy_figures *fig,
+    struct evbuffer *out)
+{
+	evbuffer_add_printf(out, "\"admin\": {\"connections\": %" PRId64
+	    ", \"refused\": %" PRIu64 ", \"tokens\": %d}, ",
+	    fig->admin_connections, fig->admin_refused, px->conf->nadmin_tokens);
+	evbuffer_add_printf(out, "\"control\": {\"jobs\": %d}, "
+	    "\"maintenance\": ", control_jobs(px));
+	maint_json(px, out);
+	evbuffer_add_printf(out, ", ");
 }
 
 static void
@@ -130,9 +152,7 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	    fig->connections, fig->l1_bytes, fig->l1_entries,
 	    fig->l1_rejected);
 	pending_json(px->conf, out);
-	evbuffer_add_printf(out, "\"admin\": {\"connections\": %" PRId64
-	    ", \"refused\": %" PRIu64 "}, ", fig->admin_connections,
-	    fig->admin_refused);
+	admin_json(px, fig, out);
 	evbuffer_add_printf(out, "\"shared_cache\": {\"max_bytes\": %" PRId64
 	    ", \"bytes\": %" PRId64 ", \"entries\": %" PRId64
 	    ", \"hits\": %" PRIu64 ", \"misses\": %" PRIu64
@@ -144,7 +164,7 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	    fig->l2.resets, fig->l2.lock_busy);
 	evbuffer_add_printf(out, "\"redis\": {\"up\": %s, \"down_reason\": ",
 	    fig->redis_up == fig->workers ? "true" : "false");
-	json_string(out, fig->redis_down);
+	admin_json_string(out, fig->redis_down);
 	evbuffer_add_printf(out, ", \"commands\": %" PRIu64
 	    ", \"errors\": %" PRIu64 ", \"timeouts\": %" PRIu64
 	    ", \"connects\": %" PRIu64 ", \"disconnects\": %" PRIu64
@@ -154,6 +174,8 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	    cc->errors, cc->timeouts, cc->connects, cc->disconnects,
 	    cc->auth_failures, cc->fills_received, cc->purges_received);
 	metrics_hist_json(&cc->command_duration, out);
+	evbuffer_add_printf(out, ", \"fill_delay\": ");
+	metrics_hist_json(&cc->fill_delay, out);
 	evbuffer_add_printf(out, ", \"mode\": \"%s\", \"moved\": %" PRIu64
 	    ", \"ask\": %" PRIu64 ", \"map_refreshes\": %" PRIu64
 	    ", \"replica_reads\": %" PRIu64 ", \"nodes\": [",
@@ -161,7 +183,7 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	    cc->replica_reads);
 	for (int i = 0; i < cc->nnodes; i++) {
 		evbuffer_add_printf(out, "%s{\"address\": ", i > 0 ? ", " : "");
-		json_string(out, cc->nodes[i].name);
+		admin_json_string(out, cc->nodes[i].name);
 		evbuffer_add_printf(out, ", \"up\": %s, \"slots\": %d}",
 		    cc->nodes[i].up ? "true" : "false", cc->nodes[i].slots);
 	}
@@ -184,7 +206,7 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	for (int i = 0; i < n - 1; i++) {	/* the last is unrouted */
 		if (i > 0)
 			evbuffer_add(out, ", ", 2);
-		json_string(out, scopes[i].route);
+		admin_json_string(out, scopes[i].route);
 		evbuffer_add(out, ": ", 2);
 		scope_json(scopes[i].s, out);
 	}
@@ -219,6 +241,10 @@ admin_handle(struct evhttp_request *ev, void *arg)
 	}
 	if (path == NULL)
 		path = "";
+	if (!auth_admit(px, ev, path)) {
+		evbuffer_free(out);
+		return;		/* answered */
+	}
 	if (strcmp(path, "/stats") == 0) {
 		stats_json(px, out);
 		reply(ev, HTTP_OK, "application/json", out);
@@ -234,12 +260,21 @@ admin_handle(struct evhttp_request *ev, void *arg)
 		reply(ev, HTTP_OK, "text/html; charset=utf-8", out);
 	} else if (strcmp(path, "/purge") == 0) {
 		admin_purge(px, ev);	/* it replies, maybe later */
+	} else if (strcmp(path, "/refresh") == 0) {
+		admin_refresh(px, ev);	/* the same */
+	} else if (strcmp(path, "/warm") == 0) {
+		admin_warm(px, ev);
+	} else if (strcmp(path, "/entry") == 0) {
+		admin_entry(px, ev);
+	} else if (strcmp(path, "/maintenance") == 0) {
+		admin_maintenance(px, ev);
 	} else if (strcmp(path, "/health") == 0) {
 		health(px, out);
 		reply(ev, HTTP_OK, "text/plain", out);
 	} else {
 		evbuffer_add_printf(out, "not found: try / (dashboard), /stats, "
-		    "/stats.txt, /metrics, /health or POST /purge\n");
+		    "/stats.txt, /metrics, /health, /entry?url=, /maintenance "
+		    "or POST /purge, /refresh, /warm, /maintenance\n");
 		reply(ev, HTTP_NOTFOUND, "text/plain", out);
 	}
 	evbuffer_free(out);

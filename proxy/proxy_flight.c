@@ -42,12 +42,15 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_control.h"
 #include "proxy/proxy_flight.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_hdr.h"
 #include "proxy/proxy_hold.h"
+#include "proxy/proxy_key.h"
 #include "proxy/proxy_near.h"
 #include "proxy/proxy_peer.h"
+#include "proxy/proxy_probe.h"
 #include "proxy/proxy_refresh.h"
 #include "proxy/proxy_stream.h"
 #include "proxy/proxy_vary.h"
@@ -81,6 +84,7 @@ struct flight {
 	char			 key[FLOW_KEY_MAX + 1];
 	char			*uri;
 	struct evkeyvalq	 headers;	/* sent upstream */
+	struct fetch_kept	 fetch;		/* method, body, url tag */
 	struct waiters		 waiters;	/* the first one leads */
 	TAILQ_ENTRY(flight)	 link;		/* in px->flight_list */
 	struct stream		*stream;	/* the fetch's body, as it comes */
@@ -134,6 +138,7 @@ flight_refresh(struct flight *fl, enum refresh_mode mode, const char *seen_gen,
 		.rt = &fl->rt,
 		.authorized = fl->authorized,
 		.headers = &fl->headers,
+		.fetch = &fl->fetch,
 		.seen_gen = seen_gen,
 		.waited = own ? fl->hold.holder : "",
 		.base = base,
@@ -167,13 +172,10 @@ flight_keep_prev(struct flight *fl, struct cache_entry **ep)
 static int
 stale_if_error(const struct flight *fl)
 {
-	struct freshness f;
-
-	if (fl->prev == NULL)
-		return 0;
-	hdr_freshness(fl->prev->status, &fl->prev->headers, 0, &fl->rt,
-	    util_now_ms(), &f);
-	return util_now_ms() < fl->prev->fresh_until_ms + f.sie_ms;
+	if (fl->prev != NULL && maint_avoids(fl->px, fl->uri))
+		return 1;	/* maintenance: however stale */
+	return fl->prev != NULL && hdr_stale_if_error(fl->prev->status,
+	    &fl->prev->headers, fl->prev->fresh_until_ms, &fl->rt);
 }
 
 /* The key's responses vary (a marker says on what): every waiter of the
@@ -463,8 +465,8 @@ flight_reported(struct flight *fl)
 	}
 	switch (rep->result) {
 	case RFR_BUSY:
-		hold_busy(&fl->hold, &fl->rt, origin_fetch_max_ms(fl->px->conf, &fl->rt),
-		    rep->holder);
+		hold_busy(&fl->hold, &fl->rt,
+		    origin_fetch_max_ms(fl->px->conf, &fl->rt), rep->holder);
 		if (!fl->hold.expired && !fl->fill_pending &&
 		    (fl->peer_slot = peer_find(fl->px, fl->key)) >= 0)
 			return FL_PEER;		/* a sibling fetches it */
@@ -599,7 +601,7 @@ flight_done(struct flight *fl)
 	waitlist_refuse_peers(&fl->waiters, &fl->v);
 	dict_del(px->flights, fl->key);
 	TAILQ_REMOVE(&px->flight_list, fl, link);
-	waitlist_rush(&fl->waiters, &fl->v, fl->lead_streamed);
+	probe_rush(px, fl->route, &fl->waiters, &fl->v, fl->lead_streamed);
 	cache_op_cancel(&fl->op);
 	stream_free(&fl->stream);
 	entry_unref(&fl->v.entry);
@@ -608,6 +610,7 @@ flight_done(struct flight *fl)
 	entry_unref(&fl->rep.entry);
 	entry_unref(&fl->fill);
 	evhttp_clear_headers(&fl->headers);
+	fetch_drop(&fl->fetch);
 	event_free(fl->poll_ev);
 	hold_free(&fl->hold);
 	free(fl->uri);
@@ -733,6 +736,7 @@ static void
 flight_filled(struct flight *fl, struct cache_entry *e)
 {
 	fl->fill_pending = 1;
+	fl->v.woken_us = util_mono_us();
 	entry_unref(&fl->fill);
 	fl->fill = e != NULL ? entry_ref(e) : NULL;
 	if (fl->step == FL_WAIT)
@@ -773,7 +777,7 @@ flight_enter(struct flight *fl, struct waiter *w)
 
 static struct flight *
 flight_new(struct proxy *px, const char *key, const char *uri, int route,
-    const struct conf_route *rt)
+    const struct conf_route *rt, const struct fetch_spec *spec)
 {
 	struct flight *fl;
 
@@ -791,11 +795,12 @@ flight_new(struct proxy *px, const char *key, const char *uri, int route,
 	fl->uri = strdup(uri);
 	fl->poll_ev = evtimer_new(px->base, on_flight_poll, fl);
 	if (hold_init(&fl->hold, px->base, on_flight_held_too_long, fl) == -1 ||
-	    fl->uri == NULL || fl->poll_ev == NULL ||
-	    dict_set(px->flights, fl->key, fl) == -1) {
+	    fetch_keep(&fl->fetch, spec) == -1 || fl->uri == NULL ||
+	    fl->poll_ev == NULL || dict_set(px->flights, fl->key, fl) == -1) {
 		if (fl->poll_ev != NULL)
 			event_free(fl->poll_ev);
 		hold_free(&fl->hold);
+		fetch_drop(&fl->fetch);
 		free(fl->uri);
 		free(fl);
 		return NULL;
@@ -809,7 +814,6 @@ flight_join(struct proxy *px, struct waiter *w, const char *key,
     const char *uri, int route, const struct conf_route *rt, int early_due)
 {
 	struct flight *fl;
-	int flags;
 
 	if ((fl = dict_get(px->flights, key)) != NULL) {
 		fl->early_due |= early_due;
@@ -818,15 +822,10 @@ flight_join(struct proxy *px, struct waiter *w, const char *key,
 			flight_enter(fl, w);
 		return 0;
 	}
-	if ((fl = flight_new(px, key, uri, route, rt)) == NULL)
+	if ((fl = flight_new(px, key, uri, route, rt, w->spec)) == NULL)
 		return -1;
 	fl->early_due = early_due;
-	/* A shared fetch: nothing that would make the answer one client's. */
-	flags = HDR_DROP_HOST | HDR_DROP_LENGTH | HDR_DROP_CONDITIONAL |
-	    HDR_DROP_ENCODING | (rt->cache_authorized ? 0 : HDR_DROP_CREDENTIALS);
-	fl->authorized = rt->cache_authorized &&
-	    evhttp_find_header(w->headers, "Authorization") != NULL;
-	w->ops->forward(w, &fl->headers, flags);
+	fl->authorized = fetch_shared_headers(w, rt, &fl->headers);
 	flight_enter(fl, w);
 	flight_run(fl);
 	return 0;

@@ -28,6 +28,7 @@
 
 #include "cache/cache.h"
 #include "cache/cache_key.h"
+#include "cache/cache_keyrule.h"
 #include "common/util.h"
 #include "upstream/upstream.h"
 
@@ -82,6 +83,36 @@ struct answer {
 	enum outcome		 pass_kind;	/* OUT_BYPASS, OUT_METHOD or NONE */
 	int			 hit_for_miss;	/* passed: the key is uncacheable */
 	int			 reject_code;	/* OUT_REJECTED */
+	enum key_rule		 key_rule;	/* what made its key */
+};
+
+/*
+ * What a request's key holds besides its URL, that its fetch must send
+ * alike (proxy_key.c): the method and body of a cached POST, and with
+ * per-credential keys the one Cookie the key covers. Its pointers live as
+ * long as the request; a flight and a refresh copy what they keep.
+ */
+struct fetch_spec {
+	const char		*method;	/* "GET" or "POST" */
+	const void		*body;		/* POST: sent, and stored */
+	size_t			 body_len;
+	const char		*cookie;	/* NULL: Cookie as the client
+						 * sent it; else what is sent
+						 * instead ("": none) */
+	int			 per_credential;	/* the key holds the
+						 * credential: not "authorized" */
+	char			 url_tag[KEYRULE_TAG_MAX + 1];	/* "" or the
+						 * tag that files it under its
+						 * URL (a purge by URL) */
+};
+
+/* What a flight or a refresh keeps of a fetch_spec: its own copy
+ * (proxy_key.h: fetch_keep, fetch_drop). */
+struct fetch_kept {
+	const char		*method;	/* "GET" or "POST" */
+	unsigned char		*body;		/* POST: owned */
+	size_t			 body_len;
+	char			 url_tag[KEYRULE_TAG_MAX + 1];
 };
 
 /* What a flight hands a waiter, once. */
@@ -140,6 +171,8 @@ struct waiter {
 	TAILQ_ENTRY(waiter)	 flight_link;
 	TAILQ_ENTRY(waiter)	 stream_link;
 	const struct evkeyvalq	*headers;	/* the request's */
+	const struct fetch_spec	*spec;		/* how its key's fetch goes, or
+						 * NULL: a GET as it came */
 	int			 peer;		/* a sibling worker's request */
 	int			 lead;		/* the stream is its own fetch */
 	int			 late;		/* waits as it came once the

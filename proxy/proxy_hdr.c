@@ -541,6 +541,17 @@ hdr_freshness(int status, const struct evkeyvalq *resp, int authorized,
 	f->storable = 1;
 }
 
+int
+hdr_stale_if_error(int status, const struct evkeyvalq *headers,
+    int64_t fresh_until_ms, const struct conf_route *rt)
+{
+	struct freshness f;
+	int64_t now = util_now_ms();
+
+	hdr_freshness(status, headers, 0, rt, now, &f);
+	return now < fresh_until_ms + f.sie_ms;
+}
+
 static const char *const day_names[] = {
 	"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday",
 	"Saturday",

@@ -67,6 +67,10 @@ struct freshness {
 void	hdr_freshness(int status, const struct evkeyvalq *resp,
 	    int authorized, const struct conf_route *rt, int64_t now_ms,
 	    struct freshness *out);
+/* May a stored response (status, headers, fresh until then) still be
+ * served because the upstream failed (stale-if-error, RFC 5861)? */
+int	hdr_stale_if_error(int status, const struct evkeyvalq *headers,
+	    int64_t fresh_until_ms, const struct conf_route *rt);
 /*
  * Every line of the field name, joined by ", " as one list (RFC 9110
  * 5.3) into out: out, or NULL when there is none. *lines, if not NULL,

@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_control.h"
 #include "proxy/proxy_budget.h"
 #include "proxy/proxy_flight.h"
 #include "proxy/proxy_log.h"
@@ -54,6 +55,7 @@ abandon_all(struct proxy *px)
 static void
 shutdown_all(struct proxy *px)
 {
+	control_shutdown(px);
 	flight_shutdown_all(px);
 	req_shutdown_all(px);
 	refresh_shutdown_all(px);
@@ -128,7 +130,7 @@ enum restart_key {
 	RK_LISTEN, RK_ADMIN_LISTEN, RK_WORKERS, RK_L1_MAX_BYTES,
 	RK_L2_MAX_BYTES, RK_ACCESS_LOG, RK_ERROR_LOG, RK_LOG_FORMAT,
 	RK_REDIS_MODE, RK_REDIS_ADDRESS, RK_REDIS_MASTER_NAME,
-	RK_REDIS_PASSWORD, RK_REDIS_DB, RK_REDIS_PREFIX, RK_REDIS_TIMEOUT,
+	RK_REDIS_DB, RK_REDIS_PREFIX, RK_REDIS_TIMEOUT,
 	RK_COUNT
 };
 
@@ -147,7 +149,6 @@ static const char *const restart_names[RK_COUNT] = {
 	[RK_REDIS_MODE] = "redis.mode",
 	[RK_REDIS_ADDRESS] = "redis.address",
 	[RK_REDIS_MASTER_NAME] = "redis.master_name",
-	[RK_REDIS_PASSWORD] = "redis.password",
 	[RK_REDIS_DB] = "redis.db",
 	[RK_REDIS_PREFIX] = "redis.prefix",
 	[RK_REDIS_TIMEOUT] = "redis.timeout",
@@ -185,7 +186,6 @@ static const struct restart_field restart_fields[] = {
 	RF(RK_REDIS_ADDRESS, FK_NUMBER, redis_naddrs),
 	RF(RK_REDIS_ADDRESS, FK_ADDRESSES, redis_addrs),
 	RF(RK_REDIS_MASTER_NAME, FK_STRING, redis_master_name),
-	RF(RK_REDIS_PASSWORD, FK_STRING, redis_password),
 	RF(RK_REDIS_DB, FK_NUMBER, redis_db),
 	RF(RK_REDIS_PREFIX, FK_STRING, redis_prefix),
 	RF(RK_REDIS_TIMEOUT, FK_NUMBER, redis_timeout_ms),
@@ -341,6 +341,8 @@ proxy_reload(struct proxy *px, struct conf **confp, const char *path)
 	if (px->upstream != NULL)
 		upstream_set_max_headers(px->upstream, new->max_upstream_headers);
 	log_set_level(new->log_level);
+	if (px->cache != NULL)	/* password files were read again */
+		cache_credentials(px->cache, new);
 	*confp = new;
 	free(old);
 	log_info("reload: %s loaded, %d route%s", path, new->nroutes,
@@ -397,7 +399,8 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 		goto fail;
 	}
 	cache_on_purge(px->cache, near_on_purge);
-	if (pools_start(px) == -1) {
+	if (pools_start(px) == -1 || control_new(px) == -1 ||
+	    maint_new(px) == -1) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -432,6 +435,7 @@ proxy_stop(struct proxy *px)
 	pools_stop(px);
 	http_close(px);
 	upstream_free(&px->upstream);
+	maint_free(px);
 	cache_free(&px->cache);
 	dict_free(&px->flights);
 	dict_free(&px->refreshes);

@@ -146,6 +146,8 @@ format_text(const struct access_record *r, const struct tm *tm,
 	add_ms(out, "upstream_ms", r->upstream_ms, 0);
 	add_ms(out, "lock_wait_ms", r->lock_wait_ms, 0);
 	add_ms(out, "total_ms", r->total_ms, 0);
+	if (r->key != NULL)
+		evbuffer_add_printf(out, " key=%s", r->key);
 }
 
 /* ,"name":"s" or ,"name":null when s is NULL. */
@@ -193,6 +195,7 @@ format_json(const struct access_record *r, const struct tm *tm,
 	add_ms(out, "upstream_ms", r->upstream_ms, 1);
 	add_ms(out, "lock_wait_ms", r->lock_wait_ms, 1);
 	add_ms(out, "total_ms", r->total_ms, 1);
+	json_field(out, "key", r->key);
 	evbuffer_add(out, "}", 1);
 }
 

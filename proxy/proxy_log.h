@@ -7,9 +7,9 @@
  *
  *   127.0.0.1 - - [02/Mar/2025:10:00:00 +0000] "GET /users/1 HTTP/1.1" 200
  *   57 "-" "curl/7.88.1" cache=hit route=/ upstream_ms=- lock_wait_ms=-
- *   total_ms=1
+ *   total_ms=1 key=credential
  *
- * (one line). Quoted fields escape '"', '\\' and bytes outside printable
+ * (one line; key= only when a key rule made the key, cache_keyrule.h). Quoted fields escape '"', '\\' and bytes outside printable
  * ASCII as \xHH; "-" stands for a missing value. With log_format = json,
  * one JSON object a line instead, with the same fields (null for a missing
  * value) and the Cache-Status header sent.
@@ -38,6 +38,8 @@ struct access_record {
 	int64_t		 upstream_ms;	/* -1: no upstream fetch for it */
 	int64_t		 lock_wait_ms;	/* -1: did not wait */
 	int64_t		 total_ms;
+	const char	*key;		/* the key rule, if not the URL's
+					 * alone: "credential", ...; or NULL */
 };
 
 /* path: a file (appended to, created 0644), "-" for stdout, or "off",

@@ -135,6 +135,31 @@ static const struct counter_row counter_rows[] = {
 	  FIELD(shed_busy), NO_FIELD },
 	{ "corral_origin_sheds_total", NULL, "reason", "refresh",
 	  FIELD(shed_refresh), NO_FIELD },
+
+	{ "corral_key_rule_hits_total", "Hits on keys a key rule made, by "
+	  "the rule.", "rule", "query-rules", FIELD(key_query_hits), NO_FIELD },
+	{ "corral_key_rule_hits_total", NULL, "rule", "headers",
+	  FIELD(key_headers_hits), NO_FIELD },
+	{ "corral_key_rule_hits_total", NULL, "rule", "post",
+	  FIELD(key_post_hits), NO_FIELD },
+	{ "corral_key_rule_hits_total", NULL, "rule", "graphql",
+	  FIELD(key_graphql_hits), NO_FIELD },
+	{ "corral_key_rule_hits_total", NULL, "rule", "credential",
+	  FIELD(key_credential_hits), NO_FIELD },
+	{ "corral_key_rule_stores_total", "Entries stored for misses on keys a "
+	  "key rule made, by the rule.", "rule", "query-rules",
+	  FIELD(key_query_stores), NO_FIELD },
+	{ "corral_key_rule_stores_total", NULL, "rule", "headers",
+	  FIELD(key_headers_stores), NO_FIELD },
+	{ "corral_key_rule_stores_total", NULL, "rule", "post",
+	  FIELD(key_post_stores), NO_FIELD },
+	{ "corral_key_rule_stores_total", NULL, "rule", "graphql",
+	  FIELD(key_graphql_stores), NO_FIELD },
+	{ "corral_key_rule_stores_total", NULL, "rule", "credential",
+	  FIELD(key_credential_stores), NO_FIELD },
+	{ "corral_post_passed_total", "POSTs on cache_post routes passed "
+	  "uncached: mutations, long or unreadable bodies.", NULL, NULL,
+	  FIELD(post_passed), NO_FIELD },
 };
 
 /* A per-route histogram family. */
@@ -152,6 +177,12 @@ static const struct hist_family hist_families[] = {
 	{ "corral_origin_slot_wait_seconds", "Time each origin request waited "
 	  "for its slot (max_requests).", offsetof(struct stats_scope,
 	  slot_wait) },
+	{ "corral_fill_wake_seconds", "Time from a fill notification's "
+	  "receipt to the answer handed to the first request of the flight it "
+	  "woke.", offsetof(struct stats_scope, fill_wake) },
+	{ "corral_rush_seconds", "Time to hand one flight's answer to all its "
+	  "requests (flights of two or more).", offsetof(struct stats_scope,
+	  rush) },
 };
 
 static uint64_t
@@ -204,6 +235,8 @@ metrics_scopes(const struct proxy *px, const struct stats *st,
 		hist_subtract(&unrouted->upstream_duration, &r->upstream_duration);
 		hist_subtract(&unrouted->lock_wait, &r->lock_wait);
 		hist_subtract(&unrouted->slot_wait, &r->slot_wait);
+		hist_subtract(&unrouted->fill_wake, &r->fill_wake);
+		hist_subtract(&unrouted->rush, &r->rush);
 		out[i].route = px->conf->routes[i].prefix;
 		out[i].s = r;
 	}
@@ -461,6 +494,10 @@ redis_command_metrics(struct evbuffer *out, const struct proxy_figures *fig)
 	    "Time from sending a Redis command to reading its reply.");
 	hist_series(out, "corral_redis_command_duration_seconds", NULL,
 	    &cc->command_duration);
+	family(out, "corral_redis_fill_delay_seconds", "histogram",
+	    "Time from Redis publishing a fill notification to its receipt.");
+	hist_series(out, "corral_redis_fill_delay_seconds", NULL,
+	    &cc->fill_delay);
 	redis_counter(out, "corral_redis_purge_notifications_total",
 	    "Invalidations and purges heard from the fleet.",
 	    cc->purges_received);

@@ -7,6 +7,7 @@
  *	SENT -> (failed before any byte, may be sent again) -> SENT, once,
  *	     to another server, under the same slot
  *	SLOT, ROOM -> NOT_SENT (no slot, or no room, within queue_timeout)
+ *	NOT_SENT (its route is in maintenance, proxy_maint.c) -> done
  *
  * It keeps a copy of the request while it waits, starts upstream_fetch()
  * once the budget grants a slot and the pool gives a server, tells the
@@ -31,6 +32,7 @@
 #include "common/util.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_budget.h"
+#include "proxy/proxy_control.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_pool.h"
 #include "proxy/proxy_stats.h"
@@ -54,7 +56,7 @@ struct origin_fetch {
 	struct pool_server	*server;	/* the try in flight's */
 	char			 tried[CONF_SERVER_URL_MAX];	/* the last */
 	struct upstream_fetch	*up;		/* once sent */
-	struct event		*timer;		/* no room / no first byte */
+	struct event		*timer;		/* no room, no first byte, refused */
 	upstream_done_cb	*cb;
 	void			*arg;
 	int64_t			 asked_us;
@@ -315,6 +317,16 @@ on_origin_slot(enum budget_answer a, void *arg)
 		origin_unsent(f, UPSTREAM_ERR_PROTOCOL, "out of memory");
 }
 
+/* Its route is in maintenance: answered unsent, from the loop. */
+static void
+on_origin_refused(evutil_socket_t fd, short what, void *arg)
+{
+	struct origin_fetch *f = arg;
+
+	assert(f->magic == ORIGIN_MAGIC);
+	origin_unsent(f, UPSTREAM_NOT_SENT, "route in maintenance");
+}
+
 /* Its own copy of the target and the headers: it may wait, and try
  * twice. */
 static int
@@ -367,6 +379,11 @@ origin_fetch(struct proxy *px, const struct origin_args *oa,
 	if ((f->timer = evtimer_new(px->base, on_room_timeout, f)) == NULL ||
 	    origin_copy(f, oa, ur) == -1)
 		goto fail;
+	if (maint_avoids(px, f->target)) {
+		event_assign(f->timer, px->base, -1, 0, on_origin_refused, f);
+		timer_arm(f->timer, 0);
+		return f;
+	}
 	ba.arg = f;
 	/* No budget, or no memory to queue with: it goes now. */
 	if ((f->ticket = budget_ask(pool_budget(f->pool), &ba)) == NULL &&

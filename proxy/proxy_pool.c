@@ -9,8 +9,8 @@
  *	DOWN -(health_rise probes passed in a row)-> UP
  *	any -(a reload removes it)-> DRAINING -(its last request ends)-> freed
  *
- * It asks proxy_budget.c (a budget per pool) and proxy_probe.c (whose
- * answers come back through on_probe); its askers (proxy_origin.c) hear
+ * It asks proxy_budget.c (a budget per pool) and proxy_health.c (whose
+ * answers come back through on_health); its askers (proxy_origin.c) hear
  * of free room through the waiter they gave.
  */
 
@@ -29,7 +29,7 @@
 #include "proxy/proxy.h"
 #include "proxy/proxy_budget.h"
 #include "proxy/proxy_flow.h"
-#include "proxy/proxy_probe.h"
+#include "proxy/proxy_health.h"
 
 #define POOL_MAGIC	0x504f4f4cu	/* "POOL" */
 #define SERVER_MAGIC	0x53525652u	/* "SRVR" */
@@ -51,7 +51,7 @@ struct pool_server {
 	int			 fails;		/* ... this many since */
 	int			 rise;		/* probes passed in a row */
 	char			 why[POOL_WHY_MAX];
-	struct probe		*probe;
+	struct health_check	*check;
 	uint64_t		 requests, failures, retries;
 	uint64_t		 health_ok, health_failed, taken_out;
 };
@@ -110,7 +110,7 @@ bring_back(struct pool_server *s, const char *why)
 }
 
 static void
-on_probe(int ok, const char *why, void *arg)
+on_health(int ok, const char *why, void *arg)
 {
 	struct pool_server *s = arg;
 	const struct conf_pool *c;
@@ -129,26 +129,26 @@ on_probe(int ok, const char *why, void *arg)
 		bring_back(s, "health checks passed");
 }
 
-/* Its probe, as the pool's settings say now. */
+/* Its health checks, as the pool's settings say now. */
 static void
-probe_again(struct pool_server *s)
+check_again(struct pool_server *s)
 {
 	const struct conf_pool *c = &s->pool->conf;
-	struct probe_args a = {
+	struct health_args a = {
 		.url = s->url,
 		.path = c->health_path,
 		.interval_ms = c->health_interval_ms,
 		.timeout_ms = c->health_timeout_ms,
 		.connect_timeout_ms = c->connect_timeout_ms,
 		.status = c->health_status,
-		.cb = on_probe,
+		.cb = on_health,
 		.arg = s,
 	};
 
-	probe_stop(&s->probe);
+	health_stop(&s->check);
 	if (c->health_path[0] == '\0' || s->removed || s->pool->retired)
 		return;
-	if ((s->probe = probe_start(s->pool->px, &a)) == NULL)
+	if ((s->check = health_start(s->pool->px, &a)) == NULL)
 		log_warn("health checks of %s: out of memory", s->url);
 }
 
@@ -375,7 +375,7 @@ server_new(struct pool *p, const struct conf_server *cs)
 	snprintf(s->url, sizeof(s->url), "%s", cs->url);
 	s->weight = cs->weight;
 	TAILQ_INSERT_TAIL(&p->servers, s, link);
-	probe_again(s);
+	check_again(s);
 	return s;
 }
 
@@ -383,7 +383,7 @@ static void
 server_free(struct pool_server *s)
 {
 	assert(s->magic == SERVER_MAGIC && s->in_flight == 0);
-	probe_stop(&s->probe);
+	health_stop(&s->check);
 	TAILQ_REMOVE(&s->pool->servers, s, link);
 	s->magic = 0;
 	free(s);
@@ -396,7 +396,7 @@ server_remove(struct pool_server *s)
 	char l[LABEL_MAX];
 
 	s->removed = 1;
-	probe_stop(&s->probe);
+	health_stop(&s->check);
 	label(s->pool, l);
 	log_info("upstream %s: server %s removed%s", l, s->url,
 	    s->in_flight > 0 ? ", draining its requests in flight" : "");
@@ -435,7 +435,7 @@ pool_apply(struct pool *p, const struct conf_pool *cp)
 	for (int i = 0; i < cp->nservers; i++) {
 		if ((s = server_find(p, cp->servers[i].url)) != NULL) {
 			s->weight = cp->servers[i].weight;
-			probe_again(s);
+			check_again(s);
 		} else if (server_new(p, &cp->servers[i]) == NULL) {
 			rc = -1;
 		}

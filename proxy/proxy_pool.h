@@ -15,7 +15,7 @@
  * (connect, timeout, a reset or bad response, a 5xx) counts against its
  * server; max_fails of them within fail_timeout take it out. Without
  * health_path it is back fail_timeout later; with health_path every
- * server is probed each health_interval (proxy_probe.h), a failed probe
+ * server is probed each health_interval (proxy_health.h), a failed probe
  * takes it out and health_rise passed probes in a row bring it back.
  * While every server is out, requests go to the one that failed least
  * recently. Every change of state is one log line.

@@ -2,35 +2,18 @@
 #define PROXY_PROXY_PROBE_H
 
 /*
- * Active health checks ([upstream] health_path): one probe per server of
- * a pool, in each worker (each keeps its own view of its servers, as it
- * keeps its own connections). A probe GETs the server's base URL and
- * health_path every interval_ms (the first at once) and tells its owner
- * whether the answer came within timeout_ms with the expected status.
+ * Probes on the fill path, each a histogram in the route's figures (and
+ * the total): fill_wake, from the fill notification that woke a flight of
+ * waiters to the answer handed to its first request, and rush, the time
+ * the flight took to hand its answer to all its requests. (The message's
+ * own trip, publish to receipt, is cache/'s redis.fill_delay.)
  */
 
-#include <stdint.h>
+#include "proxy/proxy.h"
+#include "proxy/proxy_waitlist.h"
 
-struct proxy;
-struct probe;
-
-/* ok: the expected status in time; why: else, what went wrong. */
-typedef void probe_cb(int ok, const char *why, void *arg);
-
-struct probe_args {
-	const char	*url;		/* the server's base URL */
-	const char	*path;		/* health_path */
-	int64_t		 interval_ms;
-	int64_t		 timeout_ms;
-	int64_t		 connect_timeout_ms;
-	int		 status;	/* the one expected */
-	probe_cb	*cb;
-	void		*arg;
-};
-
-/* Starts probing (a's strings are copied). NULL: no memory. */
-struct probe	*probe_start(struct proxy *px, const struct probe_args *a);
-/* Stops, a probe in flight included; cb will not run. Sets *pp NULL. */
-void		 probe_stop(struct probe **pp);
+/* waitlist_rush(list, v, lead_gone), timed into px's figures for route. */
+void	probe_rush(struct proxy *px, int route, struct waiters *list,
+	    const struct verdict *v, int lead_gone);
 
 #endif

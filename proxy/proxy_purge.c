@@ -17,7 +17,11 @@
  * many purges run already.
  *
  * A URL on a route keyed on the upstream (not key_host) names its path
- * only: its host is the upstream's, whatever the URL says.
+ * only: its host is the upstream's, whatever the URL says. Its query is
+ * read by the route's key rules (key_ignore_query, key_query), and on a
+ * route whose keys add parts to the URL (key_headers, cache_post,
+ * per-credential) every key of that URL goes too: each is filed under the
+ * URL's tag (cache_keyrule.h) as it is stored.
  */
 
 #include <assert.h>
@@ -35,8 +39,10 @@
 
 #include "cache/cache.h"
 #include "cache/cache_key.h"
+#include "cache/cache_keyrule.h"
 #include "common/log.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_key.h"
 #include "proxy/proxy_near.h"
 
 #define PURGE_PREFIX_MAX	CACHE_KEY_MAX
@@ -73,15 +79,72 @@ reply_purged(struct evhttp_request *ev, int64_t n)
 	send_json(ev, HTTP_OK, out);
 }
 
+/* A purge by URL: its own key, then the keys filed under its tag. */
+struct url_purge {
+	struct evhttp_request	*ev;
+	struct proxy		*px;
+	int			 soft;
+	int64_t			 purged;
+	char			 tag[KEYRULE_TAG_MAX + 1];	/* or "" */
+};
+
+static void purge_refused(struct evhttp_request *ev, enum purge_start r);
+static void on_many_purged(int64_t n, int ok, void *arg);
+
+static void
+on_url_tag_purged(int64_t n, int ok, void *arg)
+{
+	struct url_purge *up = arg;
+
+	on_many_purged(up->purged + n, ok, up->ev);
+	free(up);
+}
+
 static void
 on_url_purged(enum fence_result r, void *arg)
 {
-	struct evhttp_request *ev = arg;
+	struct url_purge *up = arg;
+	enum purge_start ps;
 
-	if (r == FENCE_ERROR)
+	if (r == FENCE_ERROR) {
+		json_error(up->ev, HTTP_SERVUNAVAIL, "redis unavailable");
+	} else if (up->tag[0] != '\0') {
+		up->purged = r == FENCE_OK ? 1 : 0;
+		ps = cache_purge_tag(up->px->cache, up->tag, up->soft,
+		    on_url_tag_purged, up);
+		if (ps == PURGE_STARTED)
+			return;
+		purge_refused(up->ev, ps);
+	} else {
+		reply_purged(up->ev, r == FENCE_OK ? 1 : 0);
+	}
+	free(up);
+}
+
+/* Purges key (of a route whose keys add parts when tagged) for ev. */
+static void
+purge_url(struct proxy *px, struct evhttp_request *ev, const char *key,
+    int tagged, int soft)
+{
+	struct url_purge *up = calloc(1, sizeof(*up));
+
+	if (up == NULL) {
+		json_error(ev, HTTP_SERVUNAVAIL, "out of memory");
+		return;
+	}
+	up->ev = ev;
+	up->px = px;
+	up->soft = soft;
+	if (tagged)
+		keyrule_url_tag(key, up->tag);
+	near_drop(px, key);	/* the others hear by broadcast */
+	if ((soft ? cache_soften : cache_invalidate)(px->cache, key,
+	    on_url_purged, up) == NULL) {
 		json_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");
-	else
-		reply_purged(ev, r == FENCE_OK ? 1 : 0);
+		free(up);
+		return;
+	}
+	log_info("purge %s%s", key, tagged ? " and its keys' parts" : "");
 }
 
 /* A purge of many keys: how many went, and whether it reached them all
@@ -116,10 +179,13 @@ purge_refused(struct evhttp_request *ev, enum purge_start r)
 	}
 }
 
-/* "http://Host:80/a?b" -> the cache key of that URL: 0, or the status to
- * answer with (400 for a URL that is not absolute, 503 on no memory). */
-static int
-url_key(const struct proxy *px, const char *url, char key[CACHE_KEY_MAX + 1])
+/* "http://Host:80/a?b" -> the cache key of that URL (*rtp: its route, and
+ * *tagged: its route's keys add parts, so per-credential and POST entries
+ * are filed under a tag of the URL; either may be NULL): 0, or the status
+ * to answer with (400 for a URL that is not absolute, 503 on no memory). */
+int
+admin_url_key(const struct proxy *px, const char *url,
+    char key[CACHE_KEY_MAX + 1], const struct conf_route **rtp, int *tagged)
 {
 	struct evhttp_uri *u = evhttp_uri_parse(url);
 	const char *host, *path;
@@ -141,11 +207,14 @@ url_key(const struct proxy *px, const char *url, char key[CACHE_KEY_MAX + 1])
 	if (path == NULL || *path == '\0')
 		path = "/";
 	rt = conf_route_match(px->conf, path);
+	if (rtp != NULL)
+		*rtp = rt;
 	if (rt == NULL || !rt->key_host)	/* keyed on the upstream */
 		snprintf(hostport, sizeof(hostport), "%s",
 		    px->conf->upstream_authority);
-	if (cache_key_for(hostport, path, evhttp_uri_get_query(u),
-	    rt != NULL && rt->sort_query, key) == -1)
+	if (tagged != NULL)
+		*tagged = key_has_parts(rt);
+	if (key_of_url(rt, hostport, path, evhttp_uri_get_query(u), key) == -1)
 		rc = HTTP_SERVUNAVAIL;
 	evhttp_uri_free(u);
 	return rc;
@@ -153,8 +222,8 @@ url_key(const struct proxy *px, const char *url, char key[CACHE_KEY_MAX + 1])
 
 /* "http://Host:80/a" or "Host:80/a" -> "host/a", as keys begin; a path
  * ("/a") is one of the upstream's: "upstream-host/a". */
-static void
-prefix_key(const struct proxy *px, const char *prefix,
+void
+admin_prefix_key(const struct proxy *px, const char *prefix,
     char out[PURGE_PREFIX_MAX + 1])
 {
 	const char *p = prefix, *slash;
@@ -189,7 +258,7 @@ admin_purge(struct proxy *px, struct evhttp_request *ev)
 	const char *url, *prefix, *tag, *soft_arg;
 	char key[CACHE_KEY_MAX + 1];
 	enum purge_start r;
-	int rc, soft;
+	int rc, soft, tagged;
 
 	assert(px->magic == PROXY_MAGIC);
 	if (evhttp_request_get_command(ev) != EVHTTP_REQ_POST) {
@@ -211,21 +280,14 @@ admin_purge(struct proxy *px, struct evhttp_request *ev)
 	soft_arg = evhttp_find_header(&params, "soft");
 	soft = soft_arg != NULL ? strcmp(soft_arg, "0") != 0 : tag != NULL;
 	if (url != NULL) {
-		if ((rc = url_key(px, url, key)) != 0) {
+		if ((rc = admin_url_key(px, url, key, NULL, &tagged)) != 0)
 			json_error(ev, rc, rc == HTTP_BADREQUEST ?
 			    "url must be absolute, like http://host/path" :
 			    "out of memory");
-		} else {
-			near_drop(px, key);	/* the others hear by broadcast */
-			if ((soft ? cache_soften : cache_invalidate)(px->cache,
-			    key, on_url_purged, ev) == NULL)
-				json_error(ev, HTTP_SERVUNAVAIL,
-				    "redis unavailable");
-			else
-				log_info("purge %s", key);
-		}
+		else
+			purge_url(px, ev, key, tagged, soft);
 	} else if (prefix != NULL && *prefix != '\0') {
-		prefix_key(px, prefix, key);
+		admin_prefix_key(px, prefix, key);
 		near_drop_prefix(px, key);	/* the others hear by broadcast */
 		if ((r = cache_purge_prefix(px->cache, key, soft,
 		    on_many_purged, ev)) != PURGE_STARTED)

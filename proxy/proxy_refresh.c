@@ -40,9 +40,11 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_control.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_hdr.h"
 #include "proxy/proxy_hold.h"
+#include "proxy/proxy_key.h"
 #include "proxy/proxy_near.h"
 #include "proxy/proxy_peer.h"
 #include "proxy/proxy_refresh.h"
@@ -75,6 +77,7 @@ struct refresh {
 	char			 key[FLOW_KEY_MAX + 1];
 	char			*url;
 	struct evkeyvalq	 headers;
+	struct fetch_kept	 sent;		/* method, body, url tag */
 	char			 token[UTIL_TOKEN_HEX + 1];
 	char			 seen_gen[ENTRY_GEN_LEN + 1];
 	char			 waited[UTIL_TOKEN_HEX + 1];	/* its holder */
@@ -133,6 +136,7 @@ on_refresh_done(evutil_socket_t fd, short what, void *arg)
 	entry_unref(&rf->base);
 	entry_unref(&rf->marker);
 	evhttp_clear_headers(&rf->headers);
+	fetch_drop(&rf->sent);
 	event_free(rf->renew_ev);
 	event_free(rf->sibling_ev);
 	event_free(rf->done_ev);
@@ -204,16 +208,6 @@ result_named(const char *failure)
 	return UPSTREAM_OK;
 }
 
-/* The lock of a holder we waited for is ours: it let the lock go without
- * an entry or a failure for its waiters (it died, mostly). */
-static void
-took_over(struct refresh *rf)
-{
-	STAT_INC(rf->px->stats, rf->route, lock_takeovers);
-	log_info("%s: took the lock over from a holder that ended without an "
-	    "entry", rf->key);
-}
-
 static void
 on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *text,
     void *arg)
@@ -225,8 +219,11 @@ on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *text,
 	switch (r) {
 	case LOCK_ACQUIRED:
 		STAT_INC(rf->px->stats, rf->route, locks_acquired);
-		if (rf->waited[0] != '\0')
-			took_over(rf);
+		if (rf->waited[0] != '\0') {	/* its holder died, mostly */
+			STAT_INC(rf->px->stats, rf->route, lock_takeovers);
+			log_info("%s: took over a lock left with no entry",
+			    rf->key);
+		}
 		rf->step = RF_FETCH;
 		break;
 	case LOCK_BUSY:
@@ -265,29 +262,6 @@ on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *text,
 		break;
 	}
 	refresh_run(rf);
-}
-
-struct cache_entry *
-refresh_entry(struct upstream_response *resp, const char *gen,
-    int64_t fetch_ms)
-{
-	struct cache_entry *e;
-	int64_t now = util_now_ms();
-
-	if ((e = entry_new()) == NULL)
-		return NULL;
-	snprintf(e->gen, sizeof(e->gen), "%s", gen);
-	e->status = resp->status;
-	e->stored_ms = e->fresh_until_ms = e->stale_until_ms = now;
-	e->fetch_ms = (uint32_t)(fetch_ms > UINT32_MAX ? UINT32_MAX : fetch_ms);
-	hdr_copy(&resp->headers, &e->headers, HDR_DROP_LENGTH);
-	while (evhttp_remove_header(&e->headers, VARY_MARKER) == 0)
-		;	/* only Corral writes markers */
-	if (entry_set_body(e, resp->body) == -1) {
-		entry_unref(&e);
-		return NULL;
-	}
-	return e;
 }
 
 /*
@@ -330,26 +304,6 @@ refresh_vary(struct refresh *rf)
 	}
 	rf->marker = m;
 	return 0;
-}
-
-/* base, still valid by a 304: its body, its headers updated by the 304. */
-static struct cache_entry *
-entry_revalidated(const struct cache_entry *base,
-    const struct upstream_response *resp, const char *gen, int64_t fetch_ms)
-{
-	struct cache_entry *e;
-
-	if ((e = entry_new()) == NULL)
-		return NULL;
-	snprintf(e->gen, sizeof(e->gen), "%s", gen);
-	e->status = base->status;
-	e->stored_ms = util_now_ms();
-	e->fetch_ms = (uint32_t)(fetch_ms > UINT32_MAX ? UINT32_MAX : fetch_ms);
-	hdr_copy(&base->headers, &e->headers, 0);
-	hdr_merge_304(&e->headers, &resp->headers);
-	if (entry_copy_body(e, base->body, base->body_len) == -1)
-		entry_unref(&e);
-	return e;
 }
 
 /* No origin slot came within queue_timeout: the lock goes (with no
@@ -413,10 +367,11 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 		/* Still valid: the stored body with the 304's headers. */
 		STAT_INC(px->stats, rf->route, revalidated);
 		rf->rep.upstream_status = 304;
-		rf->rep.entry = entry_revalidated(rf->base, resp, rf->token,
+		rf->rep.entry = refresh_entry_revalidated(rf->base, resp, rf->token,
 		    rf->rep.fetch_ms);
 	} else {
-		rf->rep.entry = refresh_entry(resp, rf->token, rf->rep.fetch_ms);
+		rf->rep.entry = refresh_entry(resp, rf->token, rf->rep.fetch_ms,
+		    &rf->sent);
 	}
 	if (rf->rep.entry == NULL) {
 		rf->rep.result = RFR_UPSTREAM_ERROR;
@@ -482,6 +437,8 @@ on_refresh_stored(enum fence_result r, void *arg)
 		rf->rep.stored = 1;
 		STAT_INC(rf->px->stats, rf->route, stores);
 		hdr_tags(&rf->rep.entry->headers, tag_stored, rf);
+		if (rf->sent.url_tag[0] != '\0')	/* a purge by URL */
+			tag_stored(rf->sent.url_tag, rf);
 		if (entry_state(rf->rep.entry, util_now_ms()) == ENTRY_FRESH)
 			near_put(rf->px, rf->rep.variant[0] != '\0' ?
 			    rf->rep.variant : rf->key, rf->rep.entry);
@@ -537,9 +494,14 @@ refresh_fetch(struct refresh *rf)
 		.target = rf->url,
 	};
 	struct upstream_request ur = {
-		.method = "GET",
+		.method = rf->sent.method,
 		.headers = &rf->headers,
+		.body = rf->sent.body,
+		.body_len = rf->sent.body_len,
 		.max_body_bytes = PASS_BODY_MAX,	/* larger: not stored */
+		/* Only what has a key comes here: a GET, a HEAD or a POST query
+		 * its route caches (a mutation is passed), which may go to a
+		 * second server (RFC 9110 9.2.2). */
 		.replayable = 1,
 	};
 
@@ -725,6 +687,19 @@ refresh_run(struct refresh *rf)
 	}
 }
 
+/* The fetch revalidates base: its ETag and Last-Modified are sent. */
+static void
+revalidate(struct refresh *rf, struct cache_entry *base)
+{
+	const char *etag, *lm;
+
+	rf->base = entry_ref(base);
+	if ((etag = evhttp_find_header(&base->headers, "ETag")) != NULL)
+		evhttp_add_header(&rf->headers, "If-None-Match", etag);
+	if ((lm = evhttp_find_header(&base->headers, "Last-Modified")) != NULL)
+		evhttp_add_header(&rf->headers, "If-Modified-Since", lm);
+}
+
 /*
  * It copies what it needs from a and keeps no pointer to its starter
  * (only cb's arg). a->base, if any, is revalidated: its ETag and
@@ -735,9 +710,10 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
     refresh_done_cb *cb, void *arg)
 {
 	struct cache_entry *base = a->base;
-	const char *etag, *lm;
 	struct refresh *rf;
 
+	if (cb == NULL && maint_avoids(px, a->uri))
+		return NULL;	/* maintenance: no background refresh */
 	if ((rf = calloc(1, sizeof(*rf))) == NULL)
 		return NULL;
 	rf->magic = REFRESH_MAGIC;
@@ -754,11 +730,11 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	rf->cb_arg = arg;
 	rf->stream = a->stream;
 	rf->waiters = a->waiters;
-	/* Its origin slot's rank: a flight's miss, else a refresh behind a
-	 * stale (or, early, a fresh) entry. */
-	rf->budget = cb != NULL ? BUDGET_MISS : base != NULL &&
-	    entry_state(base, util_now_ms()) == ENTRY_FRESH ? BUDGET_EARLY :
-	    BUDGET_STALE;
+	/* Its origin slot's rank: an operator's last, a flight's miss, else
+	 * a refresh behind a stale (or, early, a fresh) entry. */
+	rf->budget = a->lowest ? BUDGET_PASS : cb != NULL ? BUDGET_MISS :
+	    base != NULL && entry_state(base, util_now_ms()) == ENTRY_FRESH ?
+	    BUDGET_EARLY : BUDGET_STALE;
 	TAILQ_INIT(&rf->headers);
 	snprintf(rf->key, sizeof(rf->key), "%s", a->key);
 	snprintf(rf->seen_gen, sizeof(rf->seen_gen), "%s", a->seen_gen);
@@ -767,14 +743,11 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	if ((rf->url = strdup(a->uri)) == NULL)	/* its target */
 		goto fail;
 	hdr_copy(a->headers, &rf->headers, 0);
-	if (base != NULL && base->status == 200 && a->mode == RF_LOCKED) {
-		rf->base = entry_ref(base);
-		if ((etag = evhttp_find_header(&base->headers, "ETag")) != NULL)
-			evhttp_add_header(&rf->headers, "If-None-Match", etag);
-		if ((lm = evhttp_find_header(&base->headers,
-		    "Last-Modified")) != NULL)
-			evhttp_add_header(&rf->headers, "If-Modified-Since", lm);
-	}
+	if (fetch_keep_again(&rf->sent, a->fetch, base != NULL ? base->request :
+	    NULL, base != NULL ? base->request_len : 0) == -1)
+		goto fail;
+	if (base != NULL && base->status == 200 && a->mode == RF_LOCKED)
+		revalidate(rf, base);
 	if (util_random_token(rf->token) == -1)
 		goto fail;
 	rf->renew_ev = evtimer_new(px->base, on_renew_tick, rf);
@@ -798,6 +771,7 @@ fail:
 	if (rf->done_ev != NULL)
 		event_free(rf->done_ev);
 	evhttp_clear_headers(&rf->headers);
+	fetch_drop(&rf->sent);
 	entry_unref(&rf->base);
 	free(rf->url);
 	free(rf);

@@ -56,6 +56,9 @@ struct refresh_args {
 	const struct conf_route	*rt;
 	int			 authorized;
 	const struct evkeyvalq	*headers;	/* sent upstream */
+	const struct fetch_kept	*fetch;		/* method, body, url tag; a
+						 * revalidated base's stored
+						 * request body goes instead */
 	const char		*seen_gen;	/* the generation it saw */
 	const char		*waited;	/* the holder it waited for, or "" */
 	struct cache_entry	*base;		/* to revalidate, or NULL */
@@ -66,6 +69,8 @@ struct refresh_args {
 						 * under it (RFR_CHANGED) */
 	const struct waiters	*waiters;	/* a flight's: how many wait for
 						 * it (its origin slot's rank) */
+	int			 lowest;	/* an operator's refresh: the
+						 * origin budget's lowest rank */
 };
 
 /* What a refresh reports once it has ended. The callee may take entry
@@ -104,9 +109,15 @@ void	refresh_detach(struct refresh *rf);
 /* Goes on with a fetch its stream callback paused. */
 void	refresh_resume(struct refresh *rf);
 /* An upstream response as an entry of generation gen, fresh for no time
- * yet. NULL on no memory. */
+ * yet, holding the request body sent has (if not NULL). NULL on no
+ * memory. */
 struct cache_entry *refresh_entry(struct upstream_response *resp,
-	    const char *gen, int64_t fetch_ms);
+	    const char *gen, int64_t fetch_ms, const struct fetch_kept *sent);
+/* base, still valid by a 304: its body, its headers updated by resp,
+ * as an entry of generation gen. NULL on no memory. */
+struct cache_entry *refresh_entry_revalidated(const struct cache_entry *base,
+	    const struct upstream_response *resp, const char *gen,
+	    int64_t fetch_ms);
 /* Past the stop deadline: every fetch that holds a lock gives it up and
  * releases the lock, so the fleet does not wait out lock_ttl. */
 void	refresh_abandon_all(struct proxy *px);

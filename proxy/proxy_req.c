@@ -42,6 +42,7 @@
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_forward.h"
 #include "proxy/proxy_hdr.h"
+#include "proxy/proxy_key.h"
 #include "proxy/proxy_log.h"
 #include "proxy/proxy_near.h"
 #include "proxy/proxy_refresh.h"
@@ -86,6 +87,7 @@ struct req {
 	char			*uri;		/* path[?query] */
 	char			*host;
 	char			 key[FLOW_KEY_MAX + 1];
+	struct req_key		 rk;		/* how its key was made */
 	TAILQ_ENTRY(req)	 link;		/* in px->reqs */
 	struct waiter		 waiter;	/* in a flight, or a stream */
 	struct origin_fetch	*fetch;		/* PASS only: origin_fetch() */
@@ -200,6 +202,8 @@ req_record(struct req *req, uint64_t bytes, int status)
 		.lock_wait_ms = status_waited(req->a.outcome) ?
 		    req->waited_us / 1000 : -1,
 		.total_ms = (util_mono_us() - req->t_start_us) / 1000,
+		.key = req->a.key_rule != KEY_RULE_URL ?
+		    keyrule_name(req->a.key_rule) : NULL,
 	};
 
 	r.proto_major = ev->major;	/* no accessor in libevent 2.1 */
@@ -219,6 +223,7 @@ req_free(struct req *req)
 	px->nrequests--;
 	px->npeers -= req->waiter.peer;
 	entry_unref(&req->a.entry);
+	key_release(&req->rk);
 	free(req->uri);
 	free(req->host);
 	req->magic = 0;
@@ -491,7 +496,9 @@ pass_answered(struct req *req, const struct upstream_response *resp)
 {
 	if (req->key[0] == '\0')
 		return;
-	if (forward_unsafe(evhttp_request_get_command(req->ev))) {
+	/* A cached POST that passed is a GET's like. */
+	if (req->waiter.spec == NULL &&
+	    forward_unsafe(evhttp_request_get_command(req->ev))) {
 		if (resp->status >= 400)
 			return;
 		near_drop(req->px, req->key);
@@ -539,7 +546,7 @@ on_pass_fetched(struct upstream_response *resp, void *arg)
 		if (req->head && cl != NULL)
 			snprintf(req->head_length, sizeof(req->head_length),
 			    "%s", cl);
-		req->a.entry = refresh_entry(resp, "", 0);
+		req->a.entry = refresh_entry(resp, "", 0, NULL);
 		req->a.outcome = req->a.entry != NULL ? req->a.pass_kind :
 		    OUT_UNAVAILABLE;
 	}
@@ -690,7 +697,6 @@ recv_decide(struct req *req, const char *path)
 {
 	struct proxy *px = req->px;
 	const struct conf_route *rt = req->route >= 0 ? &req->rt : NULL;
-	enum evhttp_cmd_type cmd = evhttp_request_get_command(req->ev);
 	const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req->ev);
 	const char *query = u != NULL ? evhttp_uri_get_query(u) : NULL;
 	/* Only the key_host routes key on the client's Host; the others on
@@ -705,23 +711,17 @@ recv_decide(struct req *req, const char *path)
 		req->a.outcome = OUT_REJECTED;
 		return REQ_DELIVER;
 	}
-	if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
-		/* If it succeeds, the cached entry of its URL is dropped
-		 * (with no memory for the key, it is not). */
-		if (rt != NULL && forward_unsafe(cmd) && cache_key_for(host, path,
-		    query, rt->sort_query, req->key) == -1)
-			req->key[0] = '\0';
-		req->a.pass_kind = OUT_METHOD;
+	switch (key_decide(px, req->route, rt, req->ev, host, path, query,
+	    req->credentials, &req->rk, req->key, &req->a)) {
+	case DECIDE_PASS:
 		return REQ_PASS;
-	}
-	if (rt == NULL || (!rt->cache_authorized && req->credentials)) {
-		req->a.pass_kind = OUT_BYPASS;
-		return REQ_PASS;
-	}
-	if (cache_key_for(host, path, query, rt->sort_query, req->key) == -1) {
+	case DECIDE_FAIL:
 		req->a.outcome = OUT_UNAVAILABLE;
 		return REQ_DELIVER;
+	case DECIDE_CACHE:
+		break;
 	}
+	req->waiter.spec = &req->rk.spec;
 	vary_key(px, req->key, evhttp_request_get_input_headers(req->ev));
 	return near_hit(req, rt) ? REQ_DELIVER : REQ_JOIN;
 }

@@ -31,6 +31,8 @@ scope_add(struct stats_scope *dst, const struct stats_scope *src)
 	hist_merge(&dst->upstream_duration, &src->upstream_duration);
 	hist_merge(&dst->lock_wait, &src->lock_wait);
 	hist_merge(&dst->slot_wait, &src->slot_wait);
+	hist_merge(&dst->fill_wake, &src->fill_wake);
+	hist_merge(&dst->rush, &src->rush);
 }
 
 void

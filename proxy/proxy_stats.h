@@ -59,7 +59,18 @@
 	X(slot_lost,		"slot leases that ran out during their fetch")	\
 	X(shed_stale,		"no origin slot within queue_timeout: stale served")	\
 	X(shed_busy,		"no origin slot within queue_timeout: 503")	\
-	X(shed_refresh,		"refreshes dropped: no origin slot within queue_timeout")
+	X(shed_refresh,		"refreshes dropped: no origin slot within queue_timeout")	\
+	X(key_query_hits,	"hits on keys made by key_query or key_ignore_query")	\
+	X(key_query_stores,	"entries stored for misses on those keys")	\
+	X(key_headers_hits,	"hits on keys holding key_headers values")	\
+	X(key_headers_stores,	"entries stored for misses on those keys")	\
+	X(key_post_hits,	"hits on cached POSTs keyed on their body")	\
+	X(key_post_stores,	"entries stored for misses on those keys")	\
+	X(key_graphql_hits,	"hits on cached GraphQL queries")	\
+	X(key_graphql_stores,	"entries stored for misses on those keys")	\
+	X(key_credential_hits,	"hits on per-credential keys")		\
+	X(key_credential_stores, "entries stored for misses on those keys")	\
+	X(post_passed,		"POSTs on cache_post routes passed: mutations, long or unreadable bodies")
 
 struct stats_counters {
 #define STATS_MEMBER(name, doc)	uint64_t name;
@@ -73,6 +84,10 @@ struct stats_scope {
 	struct hist		upstream_duration;	/* each upstream fetch */
 	struct hist		lock_wait;		/* each waiter's wait */
 	struct hist		slot_wait;		/* each origin slot's wait */
+	struct hist		fill_wake;		/* a fill's receipt to its
+							 * flight's first answer */
+	struct hist		rush;			/* a flight's answer handed
+							 * to all its waiters */
 };
 
 struct stats {

@@ -18,6 +18,9 @@
 #include "proxy/proxy_stats.h"
 #include "proxy/proxy_status.h"
 
+static void status_value_of(const struct answer *a, int fwd_status,
+    char *out, size_t outlen);
+
 static int64_t
 seconds_stale(const struct cache_entry *e, int64_t now)
 {
@@ -35,8 +38,27 @@ origin_busy(const struct answer *a)
 	    strcmp(a->failure, FAILURE_ORIGIN_BUSY) == 0;
 }
 
+/* The rule that made the key, when not the URL alone (key=credential). */
+static void
+add_key_rule(const struct answer *a, char *out, size_t outlen)
+{
+	size_t len = strlen(out);
+
+	if (a->key_rule != KEY_RULE_URL && len < outlen)
+		snprintf(out + len, outlen - len, "; key=%s",
+		    keyrule_name(a->key_rule));
+}
+
 void
 status_value(const struct answer *a, int fwd_status, char *out, size_t outlen)
+{
+	status_value_of(a, fwd_status, out, outlen);
+	add_key_rule(a, out, outlen);
+}
+
+static void
+status_value_of(const struct answer *a, int fwd_status, char *out,
+    size_t outlen)
 {
 	const struct cache_entry *e = a->entry;
 	int64_t now = util_now_ms();
@@ -170,10 +192,46 @@ status_error_text(const struct answer *a, int code)
 	}
 }
 
+/* Hits and stores by the rule that made the key. */
+static void
+count_rule(struct stats *st, int r, const struct answer *a)
+{
+	int hit = a->outcome == OUT_HIT || a->outcome == OUT_STALE ||
+	    a->outcome == OUT_STALE_ERROR;
+	int stored = a->outcome == OUT_STORED;
+
+	switch (a->key_rule) {
+	case KEY_RULE_URL:
+		break;
+	case KEY_RULE_QUERY:
+		STAT_ADD(st, r, key_query_hits, hit);
+		STAT_ADD(st, r, key_query_stores, stored);
+		break;
+	case KEY_RULE_HEADERS:
+		STAT_ADD(st, r, key_headers_hits, hit);
+		STAT_ADD(st, r, key_headers_stores, stored);
+		break;
+	case KEY_RULE_POST:
+		STAT_ADD(st, r, key_post_hits, hit);
+		STAT_ADD(st, r, key_post_stores, stored);
+		break;
+	case KEY_RULE_GRAPHQL:
+		STAT_ADD(st, r, key_graphql_hits, hit);
+		STAT_ADD(st, r, key_graphql_stores, stored);
+		break;
+	case KEY_RULE_CREDENTIAL:
+		STAT_ADD(st, r, key_credential_hits, hit);
+		STAT_ADD(st, r, key_credential_stores, stored);
+		break;
+	}
+}
+
 void
 status_count(struct stats *st, int r, const struct answer *a, int64_t waited_us)
 {
 	uint64_t waited_ms = (uint64_t)waited_us / 1000;
+
+	count_rule(st, r, a);
 
 	switch (a->outcome) {
 	case OUT_HIT:

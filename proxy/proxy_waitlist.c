@@ -9,6 +9,7 @@
 #include <sys/queue.h>
 
 #include "cache/cache_entry.h"
+#include "common/util.h"
 #include "proxy/proxy_vary.h"
 #include "proxy/proxy_waitlist.h"
 
@@ -103,10 +104,11 @@ same_variant(const struct verdict *v, const struct waiter *w)
 }
 
 void
-waitlist_rush(struct waiters *list, const struct verdict *v, int lead_gone)
+waitlist_rush(struct waiters *list, const struct verdict *v, int lead_gone,
+    int64_t *first_us)
 {
 	struct waiter *w;
-	int lead = !lead_gone;
+	int lead = !lead_gone, handed = 0;
 
 	while ((w = TAILQ_FIRST(list)) != NULL) {
 		TAILQ_REMOVE(list, w, flight_link);
@@ -122,6 +124,8 @@ waitlist_rush(struct waiters *list, const struct verdict *v, int lead_gone)
 			hand(w, v, HAND_ANSWER, lead ? v->lead_outcome :
 			    v->rest_outcome, v->entry != NULL ?
 			    entry_ref(v->entry) : NULL, lead);
+		if (handed++ == 0)	/* (w may be gone) */
+			*first_us = util_mono_us();
 		lead = 0;
 	}
 }

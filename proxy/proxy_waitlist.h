@@ -31,6 +31,9 @@ struct verdict {
 	int			 redirect;	/* K varies: every waiter goes
 						 * to its variant instead */
 	int			 pass_all;	/* hit-for-miss: all go upstream */
+	int64_t			 woken_us;	/* the last fill (or resubscription)
+						 * that woke the flight: its
+						 * receipt, monotonic; 0: none */
 };
 
 /* The answer every waiter gets: e (the verdict takes the reference). */
@@ -46,8 +49,9 @@ void	waitlist_refuse_peers(struct waiters *list, const struct verdict *v);
  * Did any stay? */
 int	waitlist_next_round(struct waiters *list, const struct verdict *v);
 /* Every waiter leaves list with its share of v; the first leads, unless
- * the lead had its answer already (lead_gone). */
+ * the lead had its answer already (lead_gone). *first_us: when the first
+ * had been handed its share (monotonic), if any was. */
 void	waitlist_rush(struct waiters *list, const struct verdict *v,
-	    int lead_gone);
+	    int lead_gone, int64_t *first_us);
 
 #endif

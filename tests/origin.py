@@ -43,6 +43,8 @@ control API under /__origin/ (never counted, never delayed):
                              "done_at", "first_byte_mono", "held",
                              "bodies", "headers", "active", "max_active",
                              "statuses", "requests"}}}
+        "texts" are the request bodies received (as text, each cut to
+        TEXT_RECORD_MAX characters, the last MAX_REQUEST_RECORDS);
         "headers" are the last request's headers ("header_lines" the same
         as [name, value] pairs, a repeated name on each of its lines),
         "requests" every
@@ -80,6 +82,7 @@ CONTROL_PREFIX = "/__origin/"
 MAX_HOLD_S = 120		# a held request gives up after this long
 MAX_RECORDS = 10000		# per-path done_at / bodies entries kept
 MAX_REQUEST_RECORDS = 1000	# per-path request header sets kept
+TEXT_RECORD_MAX = 4096		# characters of a request body kept in "texts"
 MAX_BODY_BYTES = 64 << 20	# request bodies larger than this are refused
 IDLE_TIMEOUT_S = 120		# keep-alive connections idle this long are closed
 LISTEN_BACKLOG = 1024		# stampedes open hundreds of connections at once
@@ -149,6 +152,7 @@ class PathStats:
         self.max_active = 0
         self.statuses = {}
         self.requests = []
+        self.texts = []
 
     def as_json(self):
         return {"count": self.count, "methods": dict(self.methods),
@@ -158,7 +162,8 @@ class PathStats:
                 "header_lines": [list(p) for p in self.header_lines],
                 "active": self.active, "max_active": self.max_active,
                 "statuses": dict(self.statuses),
-                "requests": [dict(h) for h in self.requests]}
+                "requests": [dict(h) for h in self.requests],
+                "texts": list(self.texts)}
 
 
 def bounded_append(lst, value):
@@ -270,9 +275,12 @@ class OriginState:
         with self.lock:
             self.paths[path].held -= 1
 
-    def record_body(self, path, length):
+    def record_body(self, path, body):
         with self.lock:
-            bounded_append(self.paths[path].bodies, length)
+            st = self.paths[path]
+            bounded_append(st.bodies, len(body))
+            st.texts.append(body[:TEXT_RECORD_MAX].decode("utf-8", "replace"))
+            del st.texts[:-MAX_REQUEST_RECORDS]
 
     def begin_write(self, path, status=None):
         """The response of one request of path is about to be written."""
@@ -407,7 +415,7 @@ class Handler(BaseHTTPRequestHandler):
             finally:
                 state.end_write(path, None)
             return
-        state.record_body(path, len(body_in))
+        state.record_body(path, body_in)
         if hold is not None:
             hold.wait(MAX_HOLD_S)
             state.unhold(path)

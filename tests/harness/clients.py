@@ -37,12 +37,16 @@ def stampede(targets, n, path, headers=None, method="GET", body=None,
     """n clients, spread round-robin over targets (objects with .host/.port),
     each on its own connection opened up front; all send together once a
     barrier releases them. Returns the n results in client order; raises if
-    any client could not connect, send or read."""
+    any client could not connect, send or read. path, headers and body may
+    each be a function of the client's index i instead (each its own)."""
     if not isinstance(targets, (list, tuple)):
         targets = [targets]
-    headers = dict(headers or {})
-    if not any(k.lower() == "host" for k in headers):
-        headers["Host"] = HOST
+
+    def client_headers(i):
+        h = dict((headers(i) if callable(headers) else headers) or {})
+        if not any(k.lower() == "host" for k in h):
+            h["Host"] = HOST
+        return h
     barrier = threading.Barrier(n)
     results = [None] * n
 
@@ -62,7 +66,9 @@ def stampede(targets, n, path, headers=None, method="GET", body=None,
         if result.error is None:
             t0 = time.monotonic()
             try:
-                conn.request(method, path, body=body, headers=headers)
+                conn.request(method, path(i) if callable(path) else path,
+                             body=body(i) if callable(body) else body,
+                             headers=client_headers(i))
                 resp = conn.getresponse()
                 result.body = resp.read()
                 result.t_done = time.time()

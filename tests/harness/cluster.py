@@ -111,7 +111,7 @@ class RedisProcess(RedisServer):
     def reconnect(self):
         """A new client connection (sentinels kill the old ones on failover)."""
         self.client.close()
-        self.client = RespClient(self.host, self.port)
+        self.client = RespClient(self.host, self.port, auth=self.auth)
         return self
 
     def fields(self, *command):

@@ -114,11 +114,12 @@ class Corral:
     is its RLIMIT_NOFILE."""
 
     def __init__(self, binary, config_text, name, workdir=None, wait_redis=True,
-                 nofile=None, env=None):
+                 nofile=None, env=None, admin_token=None):
         if not binary or not os.access(binary, os.X_OK):
             raise AssertionError(f"corral binary {binary!r} not found or not executable "
                                  "(build it first, e.g. make build/asan/corral)")
         self.name = name
+        self.admin_token = admin_token	# sent to the admin listener, if any
         self.workdir = workdir or tempfile.mkdtemp(prefix="corral-")
         self.config_path = os.path.join(self.workdir, f"{name}.conf")
         self.log_path = os.path.join(self.workdir, f"{name}.log")
@@ -156,11 +157,15 @@ class Corral:
     def get(self, path, headers=None, method="GET", body=None, timeout=CLIENT_TIMEOUT_S):
         return http_request(self.host, self.port, path, headers, method, body, timeout)
 
-    def admin(self, method, target, timeout=10):
-        """One request to the admin listener; the Response."""
+    def admin(self, method, target, timeout=10, headers=None, body=None):
+        """One request to the admin listener (with admin_token as a Bearer
+        token, if set); the Response."""
+        sent = {"Host": f"{self.admin_host}:{self.admin_port}"}
+        if self.admin_token:
+            sent["Authorization"] = f"Bearer {self.admin_token}"
+        sent.update(headers or {})
         return http_request(self.admin_host, self.admin_port, target, method=method,
-                            headers={"Host": f"{self.admin_host}:{self.admin_port}"},
-                            timeout=timeout)
+                            headers=sent, body=body, timeout=timeout)
 
     def purge(self, **params):
         """POST /purge?url=... or ?prefix=... or ?tag=... [&soft=...]."""

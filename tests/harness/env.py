@@ -83,18 +83,19 @@ class Env:
         return self.track(Origin(self.workdir, self.name("origin"), delay, port))
 
     def corral(self, redis=None, origin=None, routes=None, extra=None, config=None,
-               wait_redis=None, nofile=None, env=None):
+               wait_redis=None, nofile=None, env=None, admin_token=None):
         """Starts corral with config (INI text) or with corral_config(redis,
         origin, routes, extra) on free ports. wait_redis (default: True when
         redis is a RedisServer) waits for /stats to report redis up. env:
-        variables laid over this process's environment for it."""
+        variables laid over this process's environment for it. admin_token:
+        the Bearer token its admin requests carry."""
         if config is None:
             config = corral_config(redis, origin, free_port(), free_port(), routes, extra)
         if wait_redis is None:
             wait_redis = isinstance(redis, RedisServer)
         name = self.name("corral")
         c = Corral(self.binary, config, name, self.workdir, wait_redis=wait_redis,
-                   nofile=nofile, env=env)
+                   nofile=nofile, env=env, admin_token=admin_token)
         self.corrals.append(c)
         return self.track(c)
 

@@ -27,7 +27,11 @@ def find_redis_server():
 
 
 class RedisServer:
-    """A private redis-server on a free port, no persistence."""
+    """A private redis-server on a free port, no persistence. A subclass
+    whose server wants a password sets auth = (user, password) for the
+    test's own client."""
+
+    auth = None
 
     def __init__(self, workdir, name="redis", port=None):
         self.name = name
@@ -48,7 +52,7 @@ class RedisServer:
         for attempt in range(3):	# free_port() can race with other processes
             self.port = port or free_port()
             self.address = f"{self.host}:{self.port}"
-            self.client = RespClient(self.host, self.port)
+            self.client = RespClient(self.host, self.port, auth=self.auth)
             with open(self.log_path, "ab") as log:
                 self.proc = subprocess.Popen(self.argv(binary), stdout=log,
                                              stderr=subprocess.STDOUT,

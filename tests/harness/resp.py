@@ -13,8 +13,9 @@ class RespError(Exception):
 class RespClient:
     """A minimal, thread-safe RESP2 client: one connection, one command at a time."""
 
-    def __init__(self, host, port, timeout=5.0):
-        self.host, self.port, self.timeout = host, port, timeout
+    def __init__(self, host, port, timeout=5.0, auth=None):
+        """auth: (user, password) sent with AUTH on each new connection."""
+        self.host, self.port, self.timeout, self.auth = host, port, timeout, auth
         self.sock = None
         self.buf = b""
         self.lock = threading.Lock()
@@ -41,6 +42,9 @@ class RespClient:
             if self.sock is None:
                 self.sock = socket.create_connection((self.host, self.port), self.timeout)
                 self.sock.settimeout(self.timeout)
+                if self.auth:
+                    self.sock.sendall(self.encode(["AUTH", *self.auth]))
+                    self.read_reply()
             try:
                 self.sock.sendall(self.encode(args))
                 return self.read_reply()

@@ -99,6 +99,31 @@ def cluster_slot_migrated_while_refresh_holds_lock_fetches_once(env):
     expect(moved >= 1, f"MOVED followed ({moved})")
     expect(asked >= 1, f"ASK followed ({asked})")
 
+    # A migration completed while the instance was idle: the first MOVED
+    # corrects its slot map, so 20 requests cost a redirect or two, not
+    # one per command, and /stats names the new owner at once. (No near
+    # cache: every request reads Redis.)
+    lo, hi = next(r for n, r in zip(cluster.nodes, RedisCluster.RANGES) if n is source)
+    t_lo, t_hi = next(r for n, r in zip(cluster.nodes, RedisCluster.RANGES) if n is target)
+    later = next(p for p in (f"/m{i}" for i in range(100_000))
+                 if lo <= path_slot(p) <= hi and path_slot(p) != slot)
+    extra = dict(cluster.corral_extra("2s"), server={"l1_max_bytes": "0", "l2_max_bytes": "0"})
+    lone = env.corral(cluster.address, origin, routes=ROUTE, extra=extra, wait_redis=True)
+    expect(lone.get(later).cache_status.stored, f"{later} stored on the source")
+    cluster.migrate_slot(path_slot(later), source, target)
+    before = redis_figures(lone)["moved"]
+    for i in range(20):
+        r = lone.get(later)
+        expect_eq((r.status, r.cache_status.hit), (200, True), f"request {i} after the migration")
+    redirects = redis_figures(lone)["moved"] - before
+    expect(1 <= redirects <= 2, f"MOVED redirects for 20 requests: {redirects}, want 1 or 2")
+
+    def slots_of(node):
+        return next(n["slots"] for n in redis_figures(lone)["nodes"]
+                    if n["address"] == node.address)
+    wait_for(lambda: (slots_of(source), slots_of(target)) == (hi - lo - 1, t_hi - t_lo + 3),
+             timeout=5, what="/stats to count both migrated slots on the target")
+
 
 @scenario(timeout=180)
 def cluster_primary_killed_during_stale_stampede_loses_no_request(env):

@@ -171,6 +171,7 @@ def descriptor_exhaustion_backs_off_quietly_and_recovers(env):
     pid = corral.proc.pid
     expect_eq(corral.get("/before").status, 200, "a request before")
     socks = []
+    started = time.monotonic()
     try:
         for _ in range(clients):
             socks.append(socket.create_connection((corral.host, corral.port), 10))
@@ -182,12 +183,16 @@ def descriptor_exhaustion_backs_off_quietly_and_recovers(env):
     finally:
         for s in socks:
             s.close()
+    exhausted_s = time.monotonic() - started
     expect(cpu < 0.25 * wall, f"corral used {cpu:.2f} s of CPU in {wall:.2f} s while "
            "accept() failed")
     log = corral.log()
     lines = log.splitlines()
     expect(len(lines) < 50, f"error log lines: {len(lines)}; last: {lines[-3:]}")
     expect("accept: " in log, "the failing accepts are reported")
+    reports = sum(1 for line in lines if "accept: " in line)
+    expect(reports <= int(exhausted_s) + 2,	# one a second, and one at the start
+           f"{reports} accept reports in {exhausted_s:.1f} s of failing accepts")
     r = wait_for(lambda: (lambda r: r if r.status == 200 else None)(corral.get("/after")),
                  what="a normal request to succeed once the clients left")
     expect_eq(r.status, 200, "a request after the clients left")

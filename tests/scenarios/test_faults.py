@@ -238,6 +238,42 @@ def stale_if_error_serves_an_expired_entry_when_the_origin_fails(env):
     expect_eq(redis.keys("*:lock"), [], "locks left")
 
 
+@scenario
+def stale_if_error_window_runs_from_the_end_of_freshness_not_of_staleness(env):
+    # ttl 1 s, stale_while_revalidate 2 s, stale_if_error 4 s: served stale
+    # to age 3 s, on errors to age 5 s (RFC 5861: both count from the end
+    # of freshness), never after, though Redis keeps the entry for its ETag.
+    ttl_ms, swr_ms, sie_ms, keep_ms = 1_000, 2_000, 4_000, 60_000
+    route = {"ttl": "1s", "stale_while_revalidate": "2s", "stale_if_error": "4s",
+             "error_backoff": "0"}
+    redis, origin = env.redis(), env.origin()
+    origin.script(PATH, body="v{n}", etag='"e1"')
+    corral = env.corral(redis, origin, routes={"/": route})
+    expect(corral.get(PATH).cache_status.stored, "primed")
+
+    def age_ms():	# the entry is kept keep_ms from its store (validators)
+        return keep_ms - redis.pttl(entry_key(PATH))
+
+    origin.script(PATH, status=503, body="down", etag='"e1"')
+    wait_for(lambda: age_ms() > ttl_ms + swr_ms + 200, timeout=10,
+             what="the entry to leave stale_while_revalidate")
+    r = corral.get(PATH)
+    served_at = age_ms()
+    expect(served_at < ttl_ms + sie_ms, f"too slow to test inside the window ({served_at} ms)")
+    expect_eq((r.status, r.text, r.cache_status.detail), (200, "v1", "stale-if-error"),
+              f"inside stale_if_error, past stale_while_revalidate (age {served_at} ms)")
+
+    wait_for(lambda: age_ms() > ttl_ms + sie_ms + 200, timeout=10,
+             what="stale_if_error to run out")
+    r = corral.get(PATH)
+    served_at = age_ms()
+    expect(served_at < ttl_ms + swr_ms + sie_ms,
+           f"too slow to test the closed window ({served_at} ms)")
+    expect_eq((r.status, r.text), (503, "down"),
+              f"past stale_if_error (age {served_at} ms): the origin's error, not the entry")
+    expect_eq(origin.count(PATH), 3, "origin requests")
+
+
 # -- waiters of a failed fetch ---------------------------------------------------------
 
 def expect_one_fetch_and_its_waiters(results, status, body):

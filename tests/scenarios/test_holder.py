@@ -186,6 +186,22 @@ def waiter_past_lock_wait_is_answered_without_a_fetch_and_takes_the_entry_later(
 
 
 @scenario
+def waiter_of_a_holder_that_never_finishes_gives_up_after_the_default_budget(env):
+    # lock_wait unset: the budget is the longest a fetch may take (upstream
+    # timeout 1 s) + lock_ttl (1 s) + lock_poll (300 ms). A holder that
+    # keeps its lock (here another fetch's token, for 30 s) answers every
+    # poll the same: that must not start the budget again.
+    redis, origin = env.redis(), env.origin()
+    routes = {"/": {"lock_ttl": "1s", "lock_poll": "300ms", "lock_wait": None}}
+    corral = env.corral(redis, origin, routes=routes, extra={"upstream": {"timeout": "1s"}})
+    redis.cmd("SET", lock_key(PATH), "f" * 32, "PX", "30000")
+    r = corral.get(PATH, timeout=20)
+    expect_eq((r.status, r.cache_status.raw), (504, WAIT_TIMEOUT), "the waiter")
+    expect(2.0 <= r.elapsed < slow(6), f"it waited about 2.3 s: {r.elapsed:.2f} s")
+    expect_eq(origin.count(PATH), 0, "origin requests")
+
+
+@scenario
 def waiter_past_lock_wait_gets_the_stale_entry_stale_if_error_keeps(env):
     route = {"ttl": "1s", "stale_while_revalidate": "0", "stale_if_error": "60s",
              "lock_wait": "500ms", "lock_poll": "5s", "lock_ttl": "30s"}

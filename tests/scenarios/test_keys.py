@@ -62,7 +62,8 @@ def hosts_allow_list_answers_421_to_other_names(env):
     for host, want in (("app.test", 200), (f"APP.test:{corral.port}", 200),
                        (f"app.test:{other_port(corral.port)}", 421), ("x.example.com", 200),
                        ("a.b.example.com", 200), ("example.com", 421), ("api.test:8443", 200),
-                       ("api.test", 421), ("evil.test", 421), ("app.test.evil", 421)):
+                       ("api.test", 421), ("evil.test", 421), ("app.test.evil", 421),
+                       ("evilexample.com", 421), ("a.example.com.evil", 421)):
         r = corral.get("/k/h", {"Host": host})
         expect_eq(r.status, want, f"Host {host}")
     r = raw_exchange(corral.host, corral.port,

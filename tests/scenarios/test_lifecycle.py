@@ -8,7 +8,7 @@ import socket
 import time
 
 from harness import (Background, entry_key, expect, expect_eq, lock_key, scenario,
-                     wait_for, HOST)
+                     wait_for, wait_until_stale, HOST)
 
 PATH = "/users/1"
 
@@ -24,7 +24,7 @@ def connect_refused(corral):
 @scenario
 def graceful_stop_finishes_requests_in_progress(env):
     redis, origin = env.redis(), env.origin()
-    origin.script(PATH, delay_ms=800)
+    origin.script(PATH, delay_ms=1500)
     corral = env.corral(redis, origin, extra={"server": {"shutdown_timeout": "10s"}})
 
     client = Background(corral.get, PATH, {"Host": HOST})
@@ -32,6 +32,8 @@ def graceful_stop_finishes_requests_in_progress(env):
     stopping = Background(corral.stop)	# SIGTERM; raises unless it exits 0 cleanly
     wait_for(lambda: connect_refused(corral), timeout=5,
              what="corral to stop accepting connections after SIGTERM")
+    expect(not client.done() and corral.running(),
+           "connections refused while the request is in progress, not only once corral exits")
 
     r = client.result()
     expect_eq(r.status, 200, "the request in progress at SIGTERM")
@@ -39,6 +41,33 @@ def graceful_stop_finishes_requests_in_progress(env):
     stopping.result(timeout=15)
     expect(redis.exists(entry_key(PATH)), "the entry is in Redis")
     expect_eq(redis.keys("*:lock"), [], "locks left behind")
+
+
+@scenario
+def graceful_stop_with_only_a_refresh_running_waits_for_it(env):
+    # No client in flight: only a stale hit's background refresh holds the
+    # lock. The stop waits for it, so the entry is refreshed and no lock is
+    # left for the fleet to wait out (lock_ttl 30 s).
+    redis, origin = env.redis(), env.origin()
+    routes = {"/": {"ttl": "1s", "stale_while_revalidate": "60s", "lock_ttl": "30s"}}
+    corral = env.corral(redis, origin, routes=routes,
+                        extra={"server": {"shutdown_timeout": "10s"}})
+    expect(corral.get(PATH, {"Host": HOST}).cache_status.stored, "primed")
+    wait_until_stale(redis, PATH, 60_000, by_ms=200)
+    origin.script(PATH, hold=True)
+    r = corral.get(PATH, {"Host": HOST})
+    expect_eq((r.status, r.cache_status.stale), (200, True), "a stale hit")
+    wait_for(lambda: origin.held(PATH) == 1, what="its refresh at the origin")
+    expect_eq(corral.stats()["in_progress"]["requests"], 0, "clients in flight")
+
+    stopping = Background(corral.stop)
+    wait_for(lambda: "stop: no longer accepting" in corral.log(), what="the drain to begin")
+    expect(redis.exists(lock_key(PATH)), "the refresh holds its lock while the stop waits")
+    origin.release(PATH)
+    stopping.result(timeout=15)
+    expect_eq(redis.keys("*:lock"), [], "locks left behind")
+    expect(redis.pttl(entry_key(PATH)) > 60_000, "the entry was refreshed (PTTL back to 61 s)")
+    expect_eq(origin.count(PATH), 2, "origin fetches")
 
 
 @scenario
@@ -99,6 +128,32 @@ def reload_applies_new_routes_without_dropping_connections(env):
     expect_eq(corral.counters("/short/")["requests"], 1, "the new route's requests")
     expect_eq(corral.counters("/")["requests"], 2, "the old route kept its figures")
     conn.close()
+
+
+@scenario
+def reload_applies_client_limits_to_new_connections(env):
+    # client_timeout 30 s (the default), then 1 s by a reload: a client
+    # that connects after it and sends nothing is closed within seconds.
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin)
+    with open(corral.config_path) as f:
+        text = f.read()
+    with open(corral.config_path, "w") as f:
+        f.write(text.replace("[server]\n", "[server]\nclient_timeout = 1s\n", 1))
+    corral.proc.send_signal(1)	# SIGHUP
+    wait_for(lambda: "reload: " in corral.log() and " loaded" in corral.log(),
+             what="the reload")
+    t0 = time.monotonic()
+    with socket.create_connection((corral.host, corral.port), 10) as s:
+        s.settimeout(10)
+        try:
+            end = s.recv(100)
+        except socket.timeout:
+            end = None
+    took = time.monotonic() - t0
+    expect(end is not None and took < 5,
+           f"an idle client closed after {took:.1f} s (client_timeout 1 s by the reload)")
+    expect_eq(corral.get(PATH, {"Host": HOST}).status, 200, "and a client that asks is served")
 
 
 @scenario

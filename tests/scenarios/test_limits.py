@@ -139,6 +139,7 @@ BIG_HEADERS = b"".join(b"X-Filler-%02d: %s\r\n" % (i, b"f" * 80) for i in range(
 
 # (what, request bytes, status, made by corral: counted as rejected; since
 # proxy_frame.c reads every byte first, all of them are)
+SMUGGLED_GET = b"GET /smuggled HTTP/1.1\r\n" + HOST_LINE + b"\r\n"
 BAD_REQUESTS = [
     ("malformed request line", b"GET /bad-line HTTP/1.1 trailing-junk\r\n" + HOST_LINE + b"\r\n",
      400, True),
@@ -157,6 +158,11 @@ BAD_REQUESTS = [
     ("chunked body over max_body_bytes", b"POST /big-chunks HTTP/1.1\r\n" + HOST_LINE +
      b"Transfer-Encoding: chunked\r\n\r\n800\r\n" + b"c" * 2048 + b"\r\n0\r\n\r\n",
      413, True),
+    ("obs-fold", b"GET /fold HTTP/1.1\r\n" + HOST_LINE + b"X-A: b\r\n c\r\n\r\n", 400, True),
+    ("bad chunk size", b"POST /bad-chunk HTTP/1.1\r\n" + HOST_LINE +
+     b"Transfer-Encoding: chunked\r\n\r\nz\r\nhello\r\n0\r\n\r\n", 400, True),
+    ("empty chunk size", b"POST /empty-chunk HTTP/1.1\r\n" + HOST_LINE +
+     b"Transfer-Encoding: chunked\r\n\r\n\r\n" + SMUGGLED_GET + b"0\r\n\r\n", 400, True),
 ]
 
 

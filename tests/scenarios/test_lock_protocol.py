@@ -313,3 +313,33 @@ def private_answer_of_a_shared_fetch_goes_to_its_requester_only(env):
               "bodies: each client its own fetch's")
     expect_eq(sum(r.cache_status.stored for r in results), 0, "stored responses")
     expect_eq(origin.count(PATH), clients, "origin requests")
+
+
+@scenario
+def per_user_answer_long_enough_to_stream_goes_to_its_requester_only(env):
+    # As above, with bodies past the streaming threshold (64 KiB): a
+    # per-user answer (Set-Cookie, or Cache-Control: private) is never
+    # streamed to the flight's waiters; each gets its own fetch's answer.
+    clients, pad = 5, "x" * (70 * 1024)
+    per_user = {"/lock/cookie": {"Set-Cookie": "sid=1"},
+                "/lock/private": {"Cache-Control": "private"}}
+    redis, origin = env.redis(), env.origin()
+    for path, headers in per_user.items():
+        origin.script(path, hold=True, body="v{n}-" + pad, headers=headers)
+    corral = env.corral(redis, origin, routes={"/": {"lock_ttl": "30s"}})
+
+    bursts = {p: Background(stampede, corral, clients, p) for p in per_user}
+    wait_for(lambda: all(origin.held(p) == 1 for p in per_user) and
+             corral.stats()["in_progress"]["requests"] == 2 * clients,
+             what=f"{clients} requests on each path waiting for its one fetch")
+    for path, headers in per_user.items():
+        origin.script(path, hold=False, body="v{n}-" + pad, headers=headers)
+        origin.release(path)
+    for path, burst in bursts.items():
+        results = burst.result()
+        expect_eq(sorted(r.body.split(b"-")[0] for r in results),
+                  [f"v{i}".encode() for i in range(1, clients + 1)],
+                  f"{path}: each client its own fetch's answer")
+        expect(all(len(r.body) > 64 * 1024 for r in results), f"{path}: whole bodies")
+        expect_eq(origin.count(path), clients, f"{path}: origin requests")
+    expect_eq(redis.entry_keys(), [], "entries stored")

@@ -63,6 +63,9 @@ FAMILIES = {
     "corral_redis_command_duration_seconds": "histogram",
     "corral_tag_set_members_max": "gauge",
     "corral_tag_members_pruned_total": "counter",
+    "corral_key_rule_hits_total": "counter",
+    "corral_key_rule_stores_total": "counter",
+    "corral_post_passed_total": "counter",
 }
 
 # One access-log line: the combined log format, then Corral's fields.
@@ -71,7 +74,7 @@ ACCESS_RE = re.compile(
     r'"(?P<method>[A-Z]+) (?P<uri>\S+) HTTP/(?P<proto>\d\.\d)" (?P<status>\d{3}) (?P<bytes>\d+) '
     r'"(?P<referer>[^"]*)" "(?P<agent>[^"]*)" cache=(?P<cache>[a-z]+) route=(?P<route>\S+) '
     r'upstream_ms=(?P<upstream_ms>\d+|-) lock_wait_ms=(?P<lock_wait_ms>\d+|-) '
-    r'total_ms=(?P<total_ms>\d+)$')
+    r'total_ms=(?P<total_ms>\d+)(?: key=(?P<key>[a-z-]+))?$')
 
 
 # -- reading the admin listener ---------------------------------------------------

@@ -5,14 +5,15 @@ fail_timeout is taken out, and comes back after fail_timeout, or after
 health_rise passed health checks when health_path is set; a request that
 failed before any byte of its response is sent once more to another
 server only if it never reached the first (could not connect) or may be
-sent twice (GET, HEAD); a reload that removes a server lets its requests
-in flight finish.
+sent twice (GET, HEAD, a POST query its route caches); a reload that
+removes a server lets its requests in flight finish.
 
 Three real origin processes in every scenario; the origins' own request
 counts and Corral's /stats "upstreams" figures are what is asserted.
 """
 
 import http.client
+import json
 import os
 import signal
 import threading
@@ -194,6 +195,46 @@ def post_reset_after_reaching_a_server_is_never_sent_again(env):
     expect_eq(count_prefix(a, "/drop-get/") + count_prefix(c, "/drop-get/"), 3,
               "each GET answered by another server, the reset one retried")
     expect_eq(corral.stats()["total"]["upstream_retries"], 1, "retries")
+
+
+@scenario
+def cached_post_query_reset_is_retried_elsewhere_a_mutation_never(env):
+    redis = env.redis()
+    a, b, c = env.origin(), env.origin(), env.origin()
+    b.script("/gql/*", drop=True)		# counts it, then closes: no byte back
+    for o in (a, c):
+        o.script("/gql/*", body="gql n={n}")
+    routes = {"/gql/": {"cache_post": "on", "graphql": "on"}, "/": {}}
+    # round-robin: the first request goes to the first server, b.
+    corral = env.corral(redis, a, routes=routes,
+                        extra=pool_extra([b, a, c], balance="round-robin"))
+    json_body = {"Content-Type": "application/json"}
+
+    # A query the route caches may be sent twice (RFC 9110 9.2.2): the
+    # reset one goes once more, to another server, and is stored.
+    query = json.dumps({"query": "query { user(id: 7) { name } }"}).encode()
+    r = corral.get("/gql/q", json_body, method="POST", body=query)
+    expect_eq(r.status, 200, "the query's status")
+    expect_eq(b.count("/gql/q"), 1, "the server that reset the query")
+    expect_eq(a.count("/gql/q") + c.count("/gql/q"), 1,
+              "the query sent once more, to another server")
+    expect_eq(servers(corral)[b.url]["retries"], 1, "retries of the reset server")
+    expect_eq(corral.stats()["total"]["upstream_retries"], 1, "retries")
+    r = corral.get("/gql/q", json_body, method="POST", body=query)
+    expect_eq((r.status, r.cache_status.hit), (200, True), "the query again: a hit")
+    expect_eq(sum(o.count("/gql/q") for o in (a, b, c)), 2, "origin requests for the query")
+
+    # A mutation is passed, never resent: until one reaches b (round
+    # robin: within three), each goes to one server once.
+    mutation = json.dumps({"query": "mutation { like(id: 7) { n } }"}).encode()
+    statuses = []
+    while b.count("/gql/m") == 0 and len(statuses) < 6:
+        statuses.append(corral.get("/gql/m", json_body, method="POST", body=mutation).status)
+    expect_eq(b.count("/gql/m"), 1, "mutations that reached the server that resets")
+    expect_eq(statuses[-1], 502, "the client's status for the mutation b reset")
+    expect_eq(a.count("/gql/m") + c.count("/gql/m"), len(statuses) - 1,
+              f"mutations the others got (statuses {statuses}): none sent twice")
+    expect_eq(corral.stats()["total"]["upstream_retries"], 1, "retries: the query's only")
 
 
 @scenario

@@ -1,8 +1,10 @@
 """Corral behind Redis Sentinel (1 primary, 1 replica, 3 sentinels): it
 asks the sentinels for the primary, and follows a failover."""
 
+import time
+
 from harness import entry_key, expect, expect_eq, scenario, stampede, wait_for
-from harness.cluster import expect_all_ok, redis_figures, start_sentinels
+from harness.cluster import MASTER_NAME, expect_all_ok, redis_figures, start_sentinels
 
 ROUTE = {"/": {"lock_poll": "5s"}}
 
@@ -35,3 +37,31 @@ def sentinel_primary_killed_corral_follows_the_promoted_replica(env):
     expect_eq(origin.count("/after"), 1, "origin fetches after the failover")
     expect(group.replica.reconnect().cmd("EXISTS", entry_key("/after")) == 1,
            "the new entry is on the promoted replica")
+
+
+@scenario(timeout=120)
+def sentinel_manual_failover_is_followed_at_the_switch_with_the_old_primary_up(env):
+    # SENTINEL FAILOVER with the old primary still up: nothing drops a
+    # connection, so only +switch-master tells Corral. The sentinels demote
+    # the old primary only at their next look at it (~10 s), and writes it
+    # takes until then are lost: Corral must follow within a second or two.
+    group, origin = start_sentinels(env), env.origin()
+    corral = env.corral(group.address, origin, routes=ROUTE,
+                        extra=group.corral_extra(), wait_redis=True)
+    expect_all_ok(stampede(corral, 10, "/before"), "before the failover")
+    wait_for(lambda: group.replica.cmd("EXISTS", entry_key("/before")) == 1,
+             what="the replica to have the entry (it is in sync)")
+
+    group.sentinels[0].cmd("SENTINEL", "FAILOVER", MASTER_NAME)
+    wait_for(lambda: group.named_primary() == group.replica.address, timeout=20,
+             what="the sentinels to name the replica")
+    t0 = time.monotonic()
+    wait_for(lambda: [n["address"] for n in redis_figures(corral)["nodes"]] ==
+             [group.replica.address] and redis_figures(corral)["up"], timeout=3,
+             what="corral to follow +switch-master to the new primary")
+    took = time.monotonic() - t0
+    expect(group.primary.running(), "the old primary is still up")
+    r = corral.get("/after")
+    expect_eq((r.status, r.cache_status.stored), (200, True), f"a cold miss after the switch: {r}")
+    expect_eq(group.replica.reconnect().cmd("EXISTS", entry_key("/after")), 1,
+              f"the write on the new primary ({took:.1f} s after the switch)")

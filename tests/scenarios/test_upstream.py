@@ -181,11 +181,14 @@ def upstream_header_lines_over_max_upstream_headers_are_502_counted_and_logged(e
 
 # -- Redis authentication ------------------------------------------------------------------
 
+SECRET = "pw-7f3a9c"	# the Redis password corral is given: shown nowhere
+
+
 @scenario
 def wrong_redis_password_reports_down_with_the_reason_until_it_is_accepted(env):
     redis, origin = env.redis(), env.origin()
     redis.cmd("CONFIG", "SET", "requirepass", "right")
-    corral = env.corral(redis, origin, extra={"redis": {"password": "wrong"}},
+    corral = env.corral(redis, origin, extra={"redis": {"password": SECRET}},
                         wait_redis=False)
 
     wait_for(lambda: corral.stats()["redis"]["auth_failures"] >= 1,
@@ -213,9 +216,14 @@ def wrong_redis_password_reports_down_with_the_reason_until_it_is_accepted(env):
     expect(bare.stats()["redis"]["auth_failures"] >= 1, "NOAUTH counted as an auth failure")
 
     # Redis now takes that password: the next reconnect succeeds.
-    redis.cmd("CONFIG", "SET", "requirepass", "wrong")
+    redis.cmd("CONFIG", "SET", "requirepass", SECRET)
     wait_for(lambda: corral.stats()["redis"]["up"] is True, timeout=15,
              what="redis up once the password is accepted")
     expect_eq(corral.stats()["redis"]["down_reason"], "", "down_reason once up")
     health = admin_get(corral, "/health").text.strip()
     expect(health.startswith("ok redis=up mode=single "), f"/health once up: {health!r}")
+    # The password shows nowhere: not in a log, /stats, /health or /metrics.
+    shown = {"the log": corral.log(), "/stats": admin_get(corral, "/stats").text,
+             "/health": health, "/metrics": admin_get(corral, "/metrics").text}
+    expect_eq([where for where, text in shown.items() if SECRET in text], [],
+              "where the Redis password shows")

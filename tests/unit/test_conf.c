@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "conf/conf.h"
@@ -531,8 +532,8 @@ t_bad_values_reported_per_type(void)
 	CHECK(load("[redis]\ndb = one\n") == 1);
 	CHECK(has_error(2, "db: \"one\" is not a whole number"));
 	CHECK(load("[route /]\ncache_authorized = maybe\n") == 1);
-	CHECK(has_error(2, "cache_authorized: \"maybe\" is not a boolean (use "
-	    "on/off, yes/no, true/false or 1/0)"));
+	CHECK(has_error(2, "cache_authorized: \"maybe\" is not off, on or "
+	    "per-credential"));
 	CHECK(load("[server]\nlog_level = verbose\n") == 1);
 	CHECK(has_error(2, "log_level: \"verbose\" is not a log level (use "
 	    "error, warn, info or debug)"));
@@ -979,7 +980,9 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 		"error_backoff_after", "hit_for_miss", "log_format", "stream_window",
 		"mode", "master_name", "l2_max_bytes", "canonical_host",
 		"admin_max_connections", "max_requests", "queue_timeout",
-		"slot_lease", "local_share", "balance", "first_byte_timeout",
+		"slot_lease", "local_share", "username", "password_file",
+		"sentinel_username", "sentinel_password", "sentinel_password_file",
+		"balance", "first_byte_timeout",
 		"max_requests_per_server", "max_fails", "fail_timeout",
 		"health_path", "health_interval", "health_timeout",
 		"health_status", "health_rise", "upstream",
@@ -995,13 +998,47 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	errs = out;		/* freed with the next load */
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
-	CHECK(count_lines(out) == 1 + 65);	/* timeout is in two sections */
+	/* timeout and max_body_bytes are in two sections */
+	CHECK(count_lines(out) == 1 + 81);
 	CHECK(strstr(out, "1ms..1h") != NULL);
 	CHECK(strstr(out, "100ms..1h") != NULL);
 	CHECK(strstr(out, "0.001..100") != NULL);
 	CHECK(strstr(out, " 0..8760h ") != NULL);
 	CHECK(strstr(out, "1k..1g") != NULL);
 	CHECK(strstr(out, "127.0.0.1:8081") != NULL);
+}
+
+/* password_file: its one line without the newline (CRLF too), empty
+ * values are unset, and a user needs a password. */
+static void
+t_password_file_is_read_without_its_newline(void)
+{
+	char dir[] = "/tmp/corral-test-secret-XXXXXX", path[64], text[256];
+	FILE *f;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/pw", dir);
+	CHECK((f = fopen(path, "w")) != NULL);
+	fputs("s3cret \r\n", f);
+	fclose(f);
+	CHECK(chmod(path, 0600) == 0);
+	snprintf(text, sizeof(text), "[redis]\nusername = app\npassword =\n"
+	    "password_file = %s\nsentinel_password_file =\n", path);
+	CHECK(load(text) == 0);
+	CHECK_STR(cf.redis_username, "app");
+	CHECK_STR(cf.redis_password, "s3cret ");
+	CHECK(load("[redis]\nusername = app\n") == 1);
+	CHECK(has_error(2, "username: needs password or password_file"));
+	CHECK(chmod(path, 0640) == 0);
+	CHECK(load(text) == 0);		/* the group may read it */
+	CHECK(chmod(path, 0604) == 0);
+	CHECK(load(text) == 1);
+	CHECK(has_error(4, "password_file: "));
+	CHECK(strstr(errs, "may be read or written by others (mode 0604)") !=
+	    NULL);
+	CHECK(strstr(errs, "s3cret") == NULL);
+	unlink(path);
+	rmdir(dir);
 }
 
 /* [redis] mode: what address may list, and master_name only with sentinel. */
@@ -1048,6 +1085,32 @@ t_redis_mode_checks_addresses_and_master_name(void)
 	CHECK(has_error(3, "address: at most 16 addresses"));
 }
 
+/* admin_allow: its own list, and an IPv4-mapped peer is its IPv4 one;
+ * tokens: found by their whole text, with their scope. */
+static void
+t_admin_allow_and_tokens_match_exactly(void)
+{
+	struct conf c;
+
+	CHECK(load("[server]\nadmin_allow = 127.0.0.0/8, ::1\n") == 0);
+	CHECK(cf.nadmin_allow == 2 && cf.ntrusted_proxies == 0);
+	CHECK(conf_cidrs_match(cf.admin_allow, cf.nadmin_allow, "127.0.0.9"));
+	CHECK(conf_cidrs_match(cf.admin_allow, cf.nadmin_allow,
+	    "::ffff:127.0.0.1"));
+	CHECK(conf_cidrs_match(cf.admin_allow, cf.nadmin_allow, "::1"));
+	CHECK(!conf_cidrs_match(cf.admin_allow, cf.nadmin_allow, "10.0.0.1"));
+	memset(&c, 0, sizeof(c));
+	snprintf(c.admin_tokens[0].text, sizeof(c.admin_tokens[0].text),
+	    "abcdefghijklmnop");
+	c.admin_tokens[0].len = 16;
+	c.admin_tokens[0].scope = SCOPE_READ;
+	c.nadmin_tokens = 1;
+	CHECK(conf_token_scope(&c, "abcdefghijklmnop", 16) == SCOPE_READ);
+	CHECK(conf_token_scope(&c, "abcdefghijklmno", 15) == SCOPE_NONE);
+	CHECK(conf_token_scope(&c, "abcdefghijklmnopq", 17) == SCOPE_NONE);
+	CHECK(conf_token_scope(&c, "abcdefghijklmnoX", 16) == SCOPE_NONE);
+}
+
 /* trusted_proxies: which peers' X-Forwarded-* are kept. */
 static void
 t_trusted_proxies_match_by_prefix(void)
@@ -1092,6 +1155,10 @@ t_hosts_allow_listed_names_on_listed_ports(void)
 	CHECK(conf_host_allowed(&cf, "a.b.example.com", 1));
 	CHECK(!conf_host_allowed(&cf, "example.com", 1));
 	CHECK(!conf_host_allowed(&cf, "evilexample.com", 1));
+	CHECK(!conf_host_allowed(&cf, "a.example.com.evil", 1));
+	CHECK(!conf_host_allowed(&cf, "a.example.co", 1));
+	CHECK(!conf_host_allowed(&cf, "xample.com", 1));
+	CHECK(conf_host_allowed(&cf, "A.EXAMPLE.COM", 1));
 	CHECK(!conf_host_allowed(&cf, "a.example.com:1", 1));
 	CHECK(conf_host_allowed(&cf, "api.test:8443", 1));
 	CHECK(!conf_host_allowed(&cf, "api.test", 1));
@@ -1129,10 +1196,77 @@ t_hosts_allow_listed_names_on_listed_ports(void)
 	}
 }
 
+/* A key secret file with mode mode: its path, in a static buffer. */
+static const char *
+secret_file(const char *text, mode_t mode)
+{
+	static char path[sizeof(TMP_TEMPLATE)];
+	int fd;
+
+	memcpy(path, TMP_TEMPLATE, sizeof(path));
+	if ((fd = mkstemp(path)) == -1 ||
+	    write(fd, text, strlen(text)) != (ssize_t)strlen(text) ||
+	    fchmod(fd, mode) == -1 || close(fd) == -1) {
+		perror("secret file");
+		exit(2);
+	}
+	return path;
+}
+
+static void
+t_key_rule_keys_parse_and_check_each_other(void)
+{
+	char text[TEXT_MAX];
+	const char *sf;
+
+	CHECK(load("[route /]\ncache_authorized = per-credential\n") == 1);
+	CHECK(has_error(1, "[route /]: cache_authorized = per-credential needs "
+	    "key_secret_file"));
+	sf = secret_file("a-secret-of-32-bytes-0123456789a\n", 0600);
+	snprintf(text, sizeof(text), "[server]\nkey_secret_file = %s\n"
+	    "[route /]\ncache_authorized = per-credential\n"
+	    "credential_cookie = session\nkey_ignore_query = _, utm_*\n"
+	    "key_headers = Accept-Language, X-Tenant\ncache_post = on\n"
+	    "graphql = on\nmax_body_bytes = 1k\n", sf);
+	CHECK(load(text) == 0);
+	CHECK(cf.key_secret_len == 32 && memcmp(cf.key_secret, "a-secret", 8) == 0);
+	CHECK(cf.routes[0].cache_authorized == CONF_AUTHZ_CREDENTIAL);
+	CHECK_STR(cf.routes[0].key_ignore_query, "_, utm_*");
+	CHECK_STR(cf.routes[0].credential_cookie, "session");
+	CHECK(cf.routes[0].post_max_body == 1024 && cf.routes[0].graphql);
+	CHECK(cf.max_body_bytes == 10 * 1024 * 1024);	/* [server]'s own */
+	chmod(sf, 0644);
+	CHECK(load(text) == 2);		/* the file, then the route needing it */
+	CHECK(has_error(2, "key_secret_file: is readable by others"));
+	unlink(sf);
+	CHECK(load(text) == 2);
+	CHECK(has_error(2, "key_secret_file: cannot open"));
+	sf = secret_file("short\n", 0600);
+	snprintf(text, sizeof(text), "[server]\nkey_secret_file = %s\n", sf);
+	CHECK(load(text) == 1);
+	CHECK(has_error(2, "key_secret_file: holds 5 bytes"));
+	unlink(sf);
+	CHECK(load("[route /]\nkey_query = id\nkey_ignore_query = _\n") == 1);
+	CHECK(has_error(3, "key_ignore_query: not with key_query (line 2)"));
+	CHECK(load("[route /]\nkey_query = id\nkey_ignore_query =\n") == 0);
+	CHECK(load("[route /]\nkey_ignore_query = a&b, *x, =\n") == 1);
+	CHECK(has_error(2, "key_ignore_query: \"a&b\" is not a query"));
+	CHECK(load("[route /]\nkey_headers = X-A, authorization\n") == 1);
+	CHECK(has_error(1, "[route /]: key_headers must not name Authorization"));
+	CHECK(load("[route /]\ngraphql = on\n") == 1);
+	CHECK(has_error(1, "[route /]: graphql = on needs cache_post = on"));
+	CHECK(load("[route /]\ncredential_cookie = sid\n") == 1);
+	CHECK(has_error(1, "[route /]: credential_cookie needs cache_authorized"));
+	CHECK(load("[route /]\ncredential_cookie = a;b\n") == 1);
+	CHECK(load("[route /]\ncache_authorized = yes\n") == 0);
+	CHECK(cf.routes[0].cache_authorized == CONF_AUTHZ_ON);
+}
+
 int
 main(void)
 {
 	RUN(t_example_conf_loads_with_its_values);
+	RUN(t_password_file_is_read_without_its_newline);
 	RUN(t_defaults_are_the_documented_ones);
 	RUN(t_empty_file_loads_as_defaults_without_routes);
 	RUN(t_route_keys_take_builtin_defaults);
@@ -1173,8 +1307,10 @@ main(void)
 	RUN(t_float_keys_parse_and_range_check);
 	RUN(t_dump_keys_lists_every_key_with_default_and_range);
 	RUN(t_trusted_proxies_match_by_prefix);
+	RUN(t_admin_allow_and_tokens_match_exactly);
 	RUN(t_hosts_allow_listed_names_on_listed_ports);
 	RUN(t_redis_mode_checks_addresses_and_master_name);
+	RUN(t_key_rule_keys_parse_and_check_each_other);
 	free(errs);
 	return unit_exit();
 }

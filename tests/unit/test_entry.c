@@ -251,7 +251,7 @@ decodes_damaged(void (*fn)(unsigned char *), const char *want_err)
 static void damage_gen_upper(unsigned char *p) { p[0] = 'A'; }
 static void damage_gen_nonhex(unsigned char *p) { p[31] = 'g'; }
 static void damage_magic(unsigned char *p) { p[OFF_MAGIC] ^= 0x01; }
-static void damage_version(unsigned char *p) { p[OFF_VERSION] = 2; }
+static void damage_version(unsigned char *p) { p[OFF_VERSION] = 3; }
 static void damage_status_low(unsigned char *p)
 {
 	p[OFF_STATUS] = 99;
@@ -489,6 +489,48 @@ t_decode_take_keeps_the_body_in_the_buffer_it_took(void)
 	entry_unref(&e);
 }
 
+/* A cached POST's entry keeps the request body it answers (version 2);
+ * one without stays version 1, byte for byte as before. */
+static void
+t_request_body_round_trips_and_only_it_makes_version_2(void)
+{
+	static const char req[] = "{\"query\": \"{ a }\"}";
+	struct cache_entry *e = sample_entry(binary_body, sizeof(binary_body));
+	struct cache_entry *d, *t;
+	unsigned char *buf, *cut;
+	size_t len, len1;
+
+	free(encode(e, &len1));
+	CHECK(entry_set_request(e, req, strlen(req)) == 0);
+	buf = encode(e, &len);
+	CHECK(buf[OFF_VERSION] == 2 && len == len1 + 8 + strlen(req));
+	d = entry_decode(buf, len, NULL, 0);
+	CHECK(d != NULL && d->request_len == strlen(req) &&
+	    memcmp(d->request, req, strlen(req)) == 0);
+	CHECK(d->body_len == sizeof(binary_body) &&
+	    memcmp(d->body, binary_body, sizeof(binary_body)) == 0);
+	entry_unref(&d);
+	/* Taken in place: the body stays, the request is its own copy. */
+	cut = malloc(len);
+	memcpy(cut, buf, len);
+	CHECK((t = entry_decode_take(cut, len, NULL, 0)) != NULL);
+	CHECK(t->request_len == strlen(req) && t->store == cut);
+	entry_unref(&t);
+	/* Every truncation fails, the buffer still the caller's. */
+	for (size_t n = 0; n < len; n++) {
+		cut = malloc(len);
+		memcpy(cut, buf, len);
+		CHECK(entry_decode_take(cut, n, NULL, 0) == NULL);
+		free(cut);
+	}
+	CHECK(entry_set_request(e, NULL, 0) == 0);
+	free(buf);
+	buf = encode(e, &len);
+	CHECK(buf[OFF_VERSION] == 1 && len == len1);
+	free(buf);
+	entry_unref(&e);
+}
+
 int
 main(void)
 {
@@ -506,6 +548,7 @@ main(void)
 	RUN(t_freshness_states_at_exact_boundaries);
 	RUN(t_ref_then_two_unrefs_frees_and_nulls);
 	RUN(t_set_body_replaces_and_drains);
+	RUN(t_request_body_round_trips_and_only_it_makes_version_2);
 	RUN(t_decode_take_keeps_the_body_in_the_buffer_it_took);
 	return unit_exit();
 }

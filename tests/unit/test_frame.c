@@ -318,6 +318,10 @@ t_chunked_errors(void)
 		"3;a=\"x\r\nabc\r\n0\r\n\r\n",		/* unterminated quote */
 		"3 \r\nabc\r\n0\r\n\r\n",		/* whitespace, no extension */
 		"x\r\nabc\r\n0\r\n\r\n",		/* no size */
+		"\r\nabc\r\n0\r\n\r\n",		/* an empty size line */
+		";a\r\nabc\r\n0\r\n\r\n",		/* an extension, no size */
+		"\r\nX: y\r\n\r\n",			/* no size, then a trailer */
+		";a\r\nX: y\r\n\r\n",
 		"-3\r\nabc\r\n0\r\n\r\n",
 		"3\nabc\r\n0\r\n\r\n",			/* bare LF */
 		"3\r\nabcd\r\n0\r\n\r\n",		/* data longer than its size */
@@ -340,6 +344,11 @@ t_chunked_errors(void)
 	CHECK(status_of(s) == 0);
 	snprintf(s, sizeof(s), "%sFFFFFFFFFFFFFFFFFFFFFFFF\r\n", head);
 	CHECK(status_of(s) == 413);
+	/* 17 digits would wrap a 64-bit size to 3: too large, not 3 bytes. */
+	snprintf(s, sizeof(s), "%s10000000000000003\r\nabc\r\n0\r\n\r\n", head);
+	CHECK(status_of(s) == 413);
+	snprintf(s, sizeof(s), "%s0000000000000000000003\r\nabc\r\n0\r\n\r\n", head);
+	CHECK(status_of(s) == 0);
 }
 
 static void

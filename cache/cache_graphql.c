@@ -1,0 +1,492 @@
+/*
+ * GraphQL POST bodies: a strict JSON scan of the top-level object (RFC
+ * 8259), the query text decoded, and its operations told apart by the
+ * first word of each top-level definition (GraphQL spec, "Document"). See
+ * cache_graphql.h.
+ *
+ * Calls cache_keyrule.c's digest. Called from outside cache/.
+ */
+
+#include "cache/cache_graphql.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A run of body text: [p, end). */
+struct span {
+	const char	*p;
+	const char	*end;
+};
+
+/* The members of the body that count, and whether each was seen. */
+struct members {
+	struct span	 query, opname, vars;
+	int		 has_query, has_opname, has_vars;
+};
+
+static int
+is_ws(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static void
+skip_ws(struct span *s)
+{
+	while (s->p < s->end && is_ws(*s->p))
+		s->p++;
+}
+
+static int
+hex4(const char *p, const char *end, unsigned *v)
+{
+	*v = 0;
+	if (end - p < 4)
+		return -1;
+	for (int i = 0; i < 4; i++) {
+		char c = p[i];
+		unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0') :
+		    c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) :
+		    c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10) : 16;
+
+		if (d == 16)
+			return -1;
+		*v = *v << 4 | d;
+	}
+	return 0;
+}
+
+/* Writes code point cp as UTF-8 at out (room for 4). Its length. */
+static size_t
+put_utf8(char *out, unsigned cp)
+{
+	if (cp < 0x80) {
+		out[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = (char)(0xc0 | cp >> 6);
+		out[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (char)(0xe0 | cp >> 12);
+		out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		out[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	out[0] = (char)(0xf0 | cp >> 18);
+	out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+	out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+	out[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/* One escape after a '\\' at *pp: decoded into out (if not NULL). The
+ * bytes written, or -1 when it is not a JSON escape. */
+static int
+escape(const char **pp, const char *end, char *out)
+{
+	static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+	const char *p = *pp, *at;
+	unsigned cp, lo;
+	char buf[4];
+
+	if (p >= end)
+		return -1;
+	if (*p != 'u') {
+		if (*p == '\0' || (at = strchr(from, *p)) == NULL)
+			return -1;
+		if (out != NULL)
+			*out = to[at - from];
+		*pp = p + 1;
+		return 1;
+	}
+	if (hex4(p + 1, end, &cp) == -1)
+		return -1;
+	p += 5;
+	if (cp >= 0xdc00 && cp <= 0xdfff)
+		return -1;	/* a lone low surrogate */
+	if (cp >= 0xd800 && cp <= 0xdbff) {
+		if (end - p < 6 || p[0] != '\\' || p[1] != 'u' ||
+		    hex4(p + 2, end, &lo) == -1 || lo < 0xdc00 || lo > 0xdfff)
+			return -1;
+		cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+		p += 6;
+	}
+	*pp = p;
+	return (int)put_utf8(out != NULL ? out : buf, cp);
+}
+
+/*
+ * A JSON string at s->p (its opening quote), moved past; decoded into out
+ * (if not NULL, room for its length) with *outlen set. 0 or -1.
+ */
+static int
+string_at(struct span *s, char *out, size_t *outlen)
+{
+	const char *p = s->p + 1;
+	size_t n = 0;
+	int w;
+
+	if (s->p >= s->end || *s->p != '"')
+		return -1;
+	while (p < s->end && *p != '"') {
+		if ((unsigned char)*p < 0x20)
+			return -1;	/* a raw control character */
+		if (*p != '\\') {
+			if (out != NULL)
+				out[n] = *p;
+			n++;
+			p++;
+			continue;
+		}
+		p++;
+		if ((w = escape(&p, s->end, out != NULL ? out + n : NULL)) < 0)
+			return -1;
+		n += (size_t)w;
+	}
+	if (p >= s->end)
+		return -1;
+	s->p = p + 1;
+	if (outlen != NULL)
+		*outlen = n;
+	return 0;
+}
+
+static int
+literal(struct span *s, const char *word)
+{
+	size_t n = strlen(word);
+
+	if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0)
+		return -1;
+	s->p += n;
+	return 0;
+}
+
+static int
+number(struct span *s)
+{
+	const char *p = s->p;
+
+	if (p < s->end && *p == '-')
+		p++;
+	if (p >= s->end || *p < '0' || *p > '9')
+		return -1;
+	if (*p == '0')
+		p++;
+	else
+		while (p < s->end && *p >= '0' && *p <= '9')
+			p++;
+	if (p < s->end && *p == '.') {
+		if (++p >= s->end || *p < '0' || *p > '9')
+			return -1;
+		while (p < s->end && *p >= '0' && *p <= '9')
+			p++;
+	}
+	if (p < s->end && (*p == 'e' || *p == 'E')) {
+		p++;
+		if (p < s->end && (*p == '+' || *p == '-'))
+			p++;
+		if (p >= s->end || *p < '0' || *p > '9')
+			return -1;
+		while (p < s->end && *p >= '0' && *p <= '9')
+			p++;
+	}
+	s->p = p;
+	return 0;
+}
+
+static int skip_value(struct span *s, int depth);
+
+/* An array or an object at s->p, moved past. 0 or -1. */
+static int
+skip_container(struct span *s, int depth)
+{
+	char close = *s->p == '{' ? '}' : ']';
+	int object = close == '}', first = 1;
+
+	s->p++;
+	for (;;) {
+		skip_ws(s);
+		if (s->p < s->end && *s->p == close && first) {
+			s->p++;
+			return 0;
+		}
+		if (object) {
+			if (string_at(s, NULL, NULL) == -1)
+				return -1;
+			skip_ws(s);
+			if (s->p >= s->end || *s->p++ != ':')
+				return -1;
+		}
+		if (skip_value(s, depth + 1) == -1)
+			return -1;
+		skip_ws(s);
+		first = 0;
+		if (s->p < s->end && *s->p == ',') {
+			s->p++;
+			continue;
+		}
+		if (s->p < s->end && *s->p == close) {
+			s->p++;
+			return 0;
+		}
+		return -1;
+	}
+}
+
+static int
+skip_value(struct span *s, int depth)
+{
+	skip_ws(s);
+	if (s->p >= s->end || depth > GRAPHQL_DEPTH_MAX)
+		return -1;
+	switch (*s->p) {
+	case '{':
+	case '[':
+		return skip_container(s, depth);
+	case '"':
+		return string_at(s, NULL, NULL);
+	case 't':
+		return literal(s, "true");
+	case 'f':
+		return literal(s, "false");
+	case 'n':
+		return literal(s, "null");
+	default:
+		return number(s);
+	}
+}
+
+/* Notes the value span v of a member named name (raw, quotes and all). */
+static int
+note_member(struct members *m, const struct span *name, const struct span *v)
+{
+	static const struct { const char *name; size_t off, seen; } known[] = {
+		{ "\"query\"", offsetof(struct members, query),
+		  offsetof(struct members, has_query) },
+		{ "\"operationName\"", offsetof(struct members, opname),
+		  offsetof(struct members, has_opname) },
+		{ "\"variables\"", offsetof(struct members, vars),
+		  offsetof(struct members, has_vars) },
+	};
+	size_t n = (size_t)(name->end - name->p);
+
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		int *seen = (int *)(void *)((char *)m + known[i].seen);
+
+		if (strlen(known[i].name) != n ||
+		    memcmp(known[i].name, name->p, n) != 0)
+			continue;
+		if (*seen)
+			return -1;	/* named twice: which one counts? */
+		*seen = 1;
+		*(struct span *)(void *)((char *)m + known[i].off) = *v;
+	}
+	return 0;
+}
+
+/* The body's one object, its members noted. 0 or -1. */
+static int
+read_members(const char *body, size_t len, struct members *m)
+{
+	struct span s = { body, body + len }, name, v;
+
+	memset(m, 0, sizeof(*m));
+	skip_ws(&s);
+	if (s.p >= s.end || *s.p != '{')
+		return -1;
+	s.p++;
+	skip_ws(&s);
+	if (s.p < s.end && *s.p == '}')
+		return -1;	/* {}: no query */
+	for (;;) {
+		skip_ws(&s);
+		name.p = s.p;
+		if (string_at(&s, NULL, NULL) == -1)
+			return -1;
+		name.end = s.p;
+		skip_ws(&s);
+		if (s.p >= s.end || *s.p++ != ':')
+			return -1;
+		skip_ws(&s);
+		v.p = s.p;
+		if (skip_value(&s, 1) == -1)
+			return -1;
+		v.end = s.p;
+		if (note_member(m, &name, &v) == -1)
+			return -1;
+		skip_ws(&s);
+		if (s.p < s.end && *s.p == ',') {
+			s.p++;
+			continue;
+		}
+		if (s.p >= s.end || *s.p++ != '}')
+			return -1;
+		skip_ws(&s);
+		return s.p == s.end ? 0 : -1;
+	}
+}
+
+/* Past a GraphQL string at q[i] ('"' or '"""'): the index after it, or
+ * 0 when it does not end. */
+static size_t
+skip_gql_string(const char *q, size_t len, size_t i)
+{
+	if (len - i >= 3 && memcmp(q + i, "\"\"\"", 3) == 0) {
+		for (i += 3; i + 3 <= len; i++) {
+			if (q[i] == '\\' && len - i >= 4 &&
+			    memcmp(q + i + 1, "\"\"\"", 3) == 0)
+				i += 3;
+			else if (memcmp(q + i, "\"\"\"", 3) == 0)
+				return i + 3;
+		}
+		return 0;
+	}
+	for (i++; i < len && q[i] != '\n' && q[i] != '\r'; i++) {
+		if (q[i] == '\\')
+			i++;
+		else if (q[i] == '"')
+			return i + 1;
+	}
+	return 0;
+}
+
+static int
+is_name_start(char c)
+{
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static int
+is_name_char(char c)
+{
+	return is_name_start(c) || (c >= '0' && c <= '9');
+}
+
+static int
+word_is(const char *w, size_t n, const char *word)
+{
+	return n == strlen(word) && memcmp(w, word, n) == 0;
+}
+
+/*
+ * What the document q defines: the names outside any braces, brackets and
+ * parentheses are the definitions' keywords and names; a '{' there opens
+ * an operation (a shorthand query, or the one a keyword began) unless a
+ * fragment's.
+ */
+static enum graphql_kind
+classify(const char *q, size_t len)
+{
+	size_t i = 0, n;
+	int depth = 0, ops = 0, fragment = 0;
+
+	while (i < len) {
+		char c = q[i];
+
+		if (c == '#') {
+			while (i < len && q[i] != '\n' && q[i] != '\r')
+				i++;
+		} else if (c == '"') {
+			if ((i = skip_gql_string(q, len, i)) == 0)
+				return GRAPHQL_INVALID;
+		} else if (c == '{' || c == '(' || c == '[') {
+			if (depth == 0 && c == '{') {
+				ops += !fragment;
+				fragment = 0;
+			}
+			depth++;
+			i++;
+		} else if (c == '}' || c == ')' || c == ']') {
+			if (--depth < 0)
+				return GRAPHQL_INVALID;
+			i++;
+		} else if (is_name_start(c)) {
+			for (n = 1; i + n < len && is_name_char(q[i + n]); n++)
+				;
+			if (depth == 0 && (word_is(q + i, n, "mutation") ||
+			    word_is(q + i, n, "subscription")))
+				return GRAPHQL_MUTATION;
+			if (depth == 0 && word_is(q + i, n, "fragment"))
+				fragment = 1;
+			i += n;
+		} else {
+			i++;
+		}
+	}
+	return depth == 0 && ops > 0 ? GRAPHQL_QUERY : GRAPHQL_INVALID;
+}
+
+/* A JSON value's text without the whitespace between its tokens. */
+static size_t
+compact(const struct span *v, char *out)
+{
+	size_t n = 0;
+	int in_string = 0;
+
+	for (const char *p = v->p; p < v->end; p++) {
+		if (in_string) {
+			out[n++] = *p;
+			if (*p == '\\' && p + 1 < v->end)
+				out[n++] = *++p;
+			else if (*p == '"')
+				in_string = 0;
+		} else if (!is_ws(*p)) {
+			out[n++] = *p;
+			in_string = *p == '"';
+		}
+	}
+	return n;
+}
+
+/* A member that must be a string or null (or absent): decoded into out
+ * (room for its span), "" for null. 0 or -1. */
+static int
+string_or_null(const struct span *v, int has, char *out, size_t *outlen)
+{
+	struct span s = *v;
+
+	*outlen = 0;
+	if (!has || (v->end - v->p == 4 && memcmp(v->p, "null", 4) == 0))
+		return 0;
+	return string_at(&s, out, outlen);
+}
+
+enum graphql_kind
+graphql_read(const char *body, size_t len, struct keyrule_digest *d)
+{
+	struct members m;
+	enum graphql_kind kind = GRAPHQL_INVALID;
+	size_t qlen, olen, vlen = 0;
+	char *buf = NULL;
+	int null_vars;
+
+	if (read_members(body, len, &m) == -1 || !m.has_query ||
+	    *m.query.p != '"')
+		return GRAPHQL_INVALID;
+	null_vars = !m.has_vars || (m.vars.end - m.vars.p == 4 &&
+	    memcmp(m.vars.p, "null", 4) == 0);
+	if (!null_vars && *m.vars.p != '{')
+		return GRAPHQL_INVALID;
+	/* Decoded, nothing is longer than its JSON text. */
+	if ((buf = malloc(3 * len + 1)) == NULL)
+		return GRAPHQL_INVALID;
+	if (string_or_null(&m.query, 1, buf, &qlen) == -1 ||
+	    string_or_null(&m.opname, m.has_opname, buf + len, &olen) == -1)
+		goto out;
+	if (!null_vars)
+		vlen = compact(&m.vars, buf + 2 * len);
+	if ((kind = classify(buf, qlen)) == GRAPHQL_QUERY) {
+		keyrule_digest_part(d, buf, qlen);
+		keyrule_digest_part(d, buf + len, olen);
+		keyrule_digest_part(d, buf + 2 * len, vlen);
+	}
+out:
+	free(buf);
+	return kind;
+}

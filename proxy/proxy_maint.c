@@ -1,0 +1,344 @@
+/*
+ * Maintenance modes: POST /maintenance?route=PREFIX&mode=avoid|normal.
+ * A route (a path prefix) in "avoid" never reaches the origin: what is
+ * stored is served however stale, nothing is refreshed, and what is not
+ * stored gets 503 with Retry-After (origin_fetch() refuses every fetch
+ * of it; proxy_refresh.c starts no background refresh of it; a flight
+ * serves the entry it saw). The modes live in Redis (cache_maint_set), so
+ * that they hold fleet-wide, across restarts, and for instances started
+ * later: each process reads them all when it subscribes and whenever one
+ * changes, and keeps its copy here. While Redis is unreachable a process
+ * keeps the modes it read last; one that never read them runs normally.
+ *
+ *	GET  /maintenance                    the routes in maintenance (JSON)
+ *	POST /maintenance?route=/api/&mode=avoid
+ *	POST /maintenance?route=/api/&mode=normal
+ */
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "cache/cache.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "proxy/proxy.h"
+#include "proxy/proxy_control.h"
+#include "proxy/proxy_flow.h"
+
+#define MAINT_MAGIC		0x4d41494eu	/* "MAIN" */
+#define MAINT_RETRY_MS		1000	/* a failed read is tried again */
+#define MODE_AVOID		"avoid"
+#define MODE_NORMAL		"normal"
+
+struct maint {
+	uint32_t		 magic;
+	struct proxy		*px;
+	struct cache_maint	 list[CACHE_MAINT_MAX];
+	int			 n;
+	struct cache_op		*load_op;
+	int			 again;		/* news came while reading */
+	struct event		*retry_ev;
+};
+
+/* What the POST that set a mode waits for. */
+struct maint_set {
+	struct maint		*m;
+	struct evhttp_request	*ev;
+	char			 route[CONF_ROUTE_PREFIX_MAX];
+	int			 avoid;
+};
+
+static void maint_load(struct maint *m);
+
+static void
+send_json(struct evhttp_request *ev, int code, struct evbuffer *out)
+{
+	evhttp_add_header(evhttp_request_get_output_headers(ev), "Content-Type",
+	    "application/json");
+	evhttp_add_header(evhttp_request_get_output_headers(ev),
+	    "Cache-Control", "no-store");
+	evhttp_send_reply(ev, code, NULL, out);
+}
+
+static void
+json_error(struct evhttp_request *ev, int code, const char *msg)
+{
+	struct evbuffer *out = evbuffer_new();
+
+	if (out != NULL)
+		evbuffer_add_printf(out, "{\"error\": \"%s\"}\n", msg);
+	send_json(ev, code, out);
+	if (out != NULL)
+		evbuffer_free(out);
+}
+
+/* Applies one change at once (the news that follows reads them all). */
+static void
+apply(struct maint *m, const char *route, int avoid)
+{
+	int i;
+
+	for (i = 0; i < m->n; i++)
+		if (strcmp(m->list[i].route, route) == 0)
+			break;
+	if (!avoid && i < m->n)
+		m->list[i] = m->list[--m->n];
+	else if (avoid && i == m->n && m->n < CACHE_MAINT_MAX) {
+		snprintf(m->list[m->n].route, sizeof(m->list[m->n].route), "%s",
+		    route);
+		m->list[m->n++].since_ms = util_now_ms();
+	}
+}
+
+static void
+on_maint_loaded(const struct cache_maint *list, int n, int ok, void *arg)
+{
+	struct maint *m = arg;
+	struct timeval tv = util_timeval(MAINT_RETRY_MS);
+
+	assert(m->magic == MAINT_MAGIC);
+	m->load_op = NULL;
+	if (!ok) {
+		evtimer_add(m->retry_ev, &tv);
+	} else {
+		for (int i = 0; i < n; i++) {
+			int j;
+
+			for (j = 0; j < m->n; j++)
+				if (strcmp(m->list[j].route, list[i].route) == 0)
+					break;
+			if (j == m->n)
+				log_warn("maintenance: %s avoids the origin",
+				    list[i].route);
+		}
+		for (int j = 0; j < m->n; j++) {
+			int i;
+
+			for (i = 0; i < n; i++)
+				if (strcmp(m->list[j].route, list[i].route) == 0)
+					break;
+			if (i == n)
+				log_warn("maintenance: %s back to normal",
+				    m->list[j].route);
+		}
+		memcpy(m->list, list, (size_t)n * sizeof(*list));
+		m->n = n;
+	}
+	if (m->again) {
+		m->again = 0;
+		maint_load(m);
+	}
+}
+
+static void
+maint_load(struct maint *m)
+{
+	struct timeval tv = util_timeval(MAINT_RETRY_MS);
+
+	if (m->load_op != NULL) {
+		m->again = 1;
+		return;
+	}
+	if ((m->load_op = cache_maint_load(m->px->cache, on_maint_loaded,
+	    m)) == NULL)
+		evtimer_add(m->retry_ev, &tv);	/* Redis is down */
+}
+
+/* The modes changed somewhere, or this process (re)subscribed. */
+static void
+on_maint_news(void *arg)
+{
+	struct proxy *px = arg;
+
+	assert(px->magic == PROXY_MAGIC);
+	if (px->maint != NULL)
+		maint_load(px->maint);
+}
+
+static void
+on_maint_retry(evutil_socket_t fd, short what, void *arg)
+{
+	struct maint *m = arg;
+
+	assert(m->magic == MAINT_MAGIC);
+	maint_load(m);
+}
+
+int
+maint_new(struct proxy *px)
+{
+	struct maint *m;
+
+	if ((m = calloc(1, sizeof(*m))) == NULL)
+		return -1;
+	m->magic = MAINT_MAGIC;
+	m->px = px;
+	if ((m->retry_ev = evtimer_new(px->base, on_maint_retry, m)) == NULL) {
+		free(m);
+		return -1;
+	}
+	px->maint = m;
+	cache_on_maint(px->cache, on_maint_news);
+	return 0;
+}
+
+void
+maint_free(struct proxy *px)
+{
+	struct maint *m = px->maint;
+
+	if (m == NULL)
+		return;
+	assert(m->magic == MAINT_MAGIC);
+	cache_op_cancel(&m->load_op);
+	event_free(m->retry_ev);
+	m->magic = 0;
+	free(m);
+	px->maint = NULL;
+}
+
+int
+maint_avoids(const struct proxy *px, const char *uri)
+{
+	const struct maint *m = px->maint;
+
+	if (m == NULL)
+		return 0;
+	for (int i = 0; i < m->n; i++)
+		if (strncmp(uri, m->list[i].route, strlen(m->list[i].route)) == 0)
+			return 1;
+	return 0;
+}
+
+void
+maint_json(const struct proxy *px, struct evbuffer *out)
+{
+	const struct maint *m = px->maint;
+
+	evbuffer_add(out, "[", 1);
+	for (int i = 0; m != NULL && i < m->n; i++) {
+		evbuffer_add_printf(out, "%s{\"route\": ", i > 0 ? ", " : "");
+		admin_json_string(out, m->list[i].route);
+		evbuffer_add_printf(out, ", \"mode\": \"%s\", \"since_ms\": %"
+		    PRId64 "}", MODE_AVOID, m->list[i].since_ms);
+	}
+	evbuffer_add(out, "]", 1);
+}
+
+void
+maint_health(const struct proxy *px, struct evbuffer *out)
+{
+	const struct maint *m = px->maint;
+
+	for (int i = 0; m != NULL && i < m->n; i++)
+		evbuffer_add_printf(out, "%s%s", i == 0 ? " maintenance=" : ",",
+		    m->list[i].route);
+}
+
+static void
+on_maint_set(enum fence_result r, void *arg)
+{
+	struct maint_set *ms = arg;
+	struct evbuffer *out;
+
+	assert(ms->m->magic == MAINT_MAGIC);
+	if (r == FENCE_ERROR) {
+		json_error(ms->ev, HTTP_SERVUNAVAIL, "redis unavailable");
+	} else if (r == FENCE_LOST) {
+		json_error(ms->ev, HTTP_SERVUNAVAIL, "too many routes in "
+		    "maintenance already");
+	} else {
+		apply(ms->m, ms->route, ms->avoid);
+		log_warn("maintenance: %s set to %s", ms->route,
+		    ms->avoid ? MODE_AVOID : MODE_NORMAL);
+		if ((out = evbuffer_new()) != NULL) {
+			evbuffer_add_printf(out, "{\"route\": ");
+			admin_json_string(out, ms->route);
+			evbuffer_add_printf(out, ", \"mode\": \"%s\"}\n",
+			    ms->avoid ? MODE_AVOID : MODE_NORMAL);
+		}
+		send_json(ms->ev, HTTP_OK, out);
+		if (out != NULL)
+			evbuffer_free(out);
+	}
+	free(ms);
+}
+
+/* A route is a path prefix: '/' first, no spaces or control bytes. */
+static int
+route_valid(const char *route)
+{
+	if (route == NULL || route[0] != '/' ||
+	    strlen(route) >= CONF_ROUTE_PREFIX_MAX)
+		return 0;
+	for (const char *p = route; *p != '\0'; p++)
+		if ((unsigned char)*p <= ' ' || *p == 0x7f)
+			return 0;
+	return 1;
+}
+
+/* Starts the change; it answers later (or now, when it cannot start). */
+static void
+maint_set(struct proxy *px, struct evhttp_request *ev, const char *route,
+    int avoid)
+{
+	struct maint_set *ms;
+
+	if ((ms = calloc(1, sizeof(*ms))) == NULL) {
+		json_error(ev, HTTP_SERVUNAVAIL, "out of memory");
+		return;
+	}
+	ms->m = px->maint;
+	ms->ev = ev;
+	ms->avoid = avoid;
+	snprintf(ms->route, sizeof(ms->route), "%s", route);
+	if (cache_maint_set(px->cache, route, avoid, on_maint_set, ms) == NULL) {
+		free(ms);
+		json_error(ev, HTTP_SERVUNAVAIL, "redis unavailable: the mode "
+		    "is kept in Redis for the whole fleet");
+	}
+}
+
+void
+admin_maintenance(struct proxy *px, struct evhttp_request *ev)
+{
+	const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(ev));
+	struct evkeyvalq params;
+	const char *route, *mode;
+	struct evbuffer *out;
+
+	assert(px->magic == PROXY_MAGIC && px->maint != NULL);
+	if (evhttp_request_get_command(ev) != EVHTTP_REQ_POST) {
+		if ((out = evbuffer_new()) != NULL) {
+			maint_json(px, out);
+			evbuffer_add(out, "\n", 1);
+		}
+		send_json(ev, HTTP_OK, out);
+		if (out != NULL)
+			evbuffer_free(out);
+		return;
+	}
+	TAILQ_INIT(&params);
+	if (query != NULL)
+		(void)evhttp_parse_query_str(query, &params);
+	route = evhttp_find_header(&params, "route");
+	mode = evhttp_find_header(&params, "mode");
+	if (!route_valid(route))
+		json_error(ev, HTTP_BADREQUEST, "need route=PREFIX (a path "
+		    "prefix, like /api/)");
+	else if (mode == NULL || (strcmp(mode, MODE_AVOID) != 0 &&
+	    strcmp(mode, MODE_NORMAL) != 0))
+		json_error(ev, HTTP_BADREQUEST, "need mode=avoid or mode=normal");
+	else
+		maint_set(px, ev, route, strcmp(mode, MODE_AVOID) == 0);
+	evhttp_clear_headers(&params);
+}

@@ -1,0 +1,398 @@
+"""The control plane: the admin API's tokens and gates, refresh and warm-up
+through the lock, entry inspection, and maintenance mode.
+
+With [server] admin_token_file, every admin request but /health and the
+dashboard's page carries "Authorization: Bearer TOKEN": a missing or wrong
+token gets 401, a read token asking for a change 403. With or without
+tokens, a change asked by another site (Origin, Referer) or through a name
+that is not the admin listener's (DNS rebinding) is refused. POST /refresh
+refreshes entries through the lock (one fetch per key in the fleet, stale
+served meanwhile), POST /warm fetches what is not cached, GET /entry shows
+what Redis holds for a URL, and POST /maintenance switches a route to
+"avoid": stored entries served however stale, nothing sent to the origin,
+503 for the rest, fleet-wide.
+"""
+
+import os
+import signal
+import socket
+import threading
+import urllib.parse
+
+from harness import (HOST, Background, entry_key, expect, expect_eq, http_request, lock_key,
+                     scenario, wait_for)
+
+FULL = "full-0123456789abcdef0123456789abcdef"
+READ = "read-0123456789abcdef0123456789abcdef"
+OTHER = "other-0123456789abcdef0123456789abcde"
+
+
+def token_file(env, text, mode=0o600, name="tokens"):
+    path = os.path.join(env.workdir, name)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, mode)
+    return path
+
+
+def ask(corral, method, target, token=None, headers=None, body=None):
+    """One admin request with token (None: none) and headers."""
+    sent = {"Host": f"{corral.admin_host}:{corral.admin_port}"}
+    if token is not None:
+        sent["Authorization"] = f"Bearer {token}"
+    sent.update(headers or {})
+    return http_request(corral.admin_host, corral.admin_port, target, sent, method, body,
+                        timeout=30)
+
+
+def q(**params):
+    return urllib.parse.urlencode(params)
+
+
+def tokens_corral(env, redis, origin, routes=None, server=None):
+    path = token_file(env, f"# operators\n{FULL}\n\n{READ} read\n")
+    extra = {"server": dict({"admin_token_file": path}, **(server or {}))}
+    return env.corral(redis, origin, routes=routes, extra=extra, admin_token=FULL), path
+
+
+@scenario
+def purge_needs_a_token_with_its_scope(env):
+    redis, origin = env.redis(), env.origin()
+    corral, _ = tokens_corral(env, redis, origin, routes={"/": {"ttl": "1h"}})
+    expect_eq(corral.get("/t/1", {"Host": HOST}).status, 200, "filling /t/1")
+    purge = "/purge?" + q(url=f"http://{HOST}/t/1")
+
+    r = ask(corral, "POST", purge)
+    expect_eq(r.status, 401, f"purge without a token: {r.text!r}")
+    expect_eq(r.headers.get("WWW-Authenticate", "").split()[0], "Bearer",
+              "401's WWW-Authenticate")
+    expect(redis.exists(entry_key("/t/1")), "the entry survives a purge without a token")
+    expect_eq(ask(corral, "POST", purge, token=OTHER).status, 401, "purge, a wrong token")
+    r = ask(corral, "POST", purge, token=READ)
+    expect_eq(r.status, 403, f"purge with a read token: {r.text!r}")
+    expect(redis.exists(entry_key("/t/1")), "the entry survives a purge with a read token")
+    r = ask(corral, "POST", purge, token=FULL)
+    expect_eq((r.status, r.json().get("purged")), (200, 1), f"purge with a full token")
+    expect(not redis.exists(entry_key("/t/1")), "the entry went with the full token")
+
+    expect_eq(ask(corral, "GET", "/health").status, 200, "/health without a token")
+    expect_eq(ask(corral, "GET", "/").status, 200, "the dashboard's page without a token")
+    for path in ("/stats", "/metrics", "/stats.txt", "/entry?" + q(url=f"http://{HOST}/t/1")):
+        expect_eq(ask(corral, "GET", path).status, 401, f"{path} without a token")
+        expect_eq(ask(corral, "GET", path, token=READ).status, 200, f"{path}, read token")
+    expect_eq(ask(corral, "POST", "/maintenance?" + q(route="/", mode="avoid"),
+                  token=READ).status, 403, "maintenance with a read token")
+    expect_eq(ask(corral, "GET", "/stats", headers={"Authorization": f"Basic {FULL}"}).status,
+              401, "a token not sent as Bearer")
+    log = corral.log()
+    expect("admin: 401" in log and "admin: 403" in log, "refusals are logged")
+    expect(FULL not in log and READ not in log and OTHER not in log,
+           "no token in the log")
+
+
+@scenario
+def admin_connections_stay_capped_with_tokens(env):
+    redis, origin = env.redis(), env.origin()
+    corral, _ = tokens_corral(env, redis, origin, server={"admin_max_connections": "2"})
+    idle = [socket.create_connection((corral.admin_host, corral.admin_port)) for _ in range(2)]
+    try:
+        wait_for(lambda: ask(corral, "GET", "/health").status == 503, timeout=10,
+                 what="a third admin connection turned away")
+    finally:
+        for s in idle:
+            s.close()
+    wait_for(lambda: ask(corral, "GET", "/stats", token=READ).status == 200, timeout=10,
+             what="admin connections accepted again once the idle ones closed")
+    expect(corral.stats()["admin"]["refused"] >= 1, "refusals counted in /stats")
+
+
+@scenario
+def bad_token_files_refuse_to_start_and_keep_the_old_tokens(env):
+    redis, origin = env.redis(), env.origin()
+    loose = token_file(env, f"{FULL}\n", mode=0o644, name="loose")
+    conf = env.config_file(f"[server]\nadmin_token_file = {loose}\n"
+                           f"[redis]\naddress = {redis.address}\n"
+                           f"[upstream]\nurl = {origin.url}\n", "loose.conf")
+    p = env.run_corral("-t", "-c", conf)
+    expect(p.returncode != 0, "a token file readable by others refuses to start")
+    expect(loose in p.stderr and "group or others" in p.stderr and f"{conf}:2:" in p.stderr,
+           f"the reason, with file:line: {p.stderr!r}")
+    bad = token_file(env, f"{FULL}\nshort\n{READ} write\n", name="bad")
+    conf = env.config_file(f"[server]\nadmin_token_file = {bad}\n"
+                           f"[redis]\naddress = {redis.address}\n"
+                           f"[upstream]\nurl = {origin.url}\n", "bad.conf")
+    p = env.run_corral("-t", "-c", conf)
+    expect(p.returncode != 0, "bad token lines refuse to start")
+    expect(f"{bad}:2:" in p.stderr and f"{bad}:3:" in p.stderr,
+           f"every bad line named as file:line: {p.stderr!r}")
+    expect(FULL not in p.stderr and READ not in p.stderr, "no token in the messages")
+
+    corral, path = tokens_corral(env, redis, origin)
+    token_file(env, f"{OTHER}\n", mode=0o644, name="tokens")	# loose again
+    corral.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: "keeping the running configuration" in corral.log(), timeout=10,
+             what="the reload refused")
+    expect_eq(ask(corral, "GET", "/stats", token=FULL).status, 200, "the old token still works")
+    expect_eq(ask(corral, "GET", "/stats", token=OTHER).status, 401,
+              "the new token is not taken from a loose file")
+    os.chmod(path, 0o600)
+    corral.admin_token = OTHER
+    corral.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: ask(corral, "GET", "/stats", token=OTHER).status == 200, timeout=10,
+             what="the new token after a reload")
+    expect_eq(ask(corral, "GET", "/stats", token=FULL).status, 401, "the old token is gone")
+
+
+@scenario
+def cross_site_and_rebinding_changes_are_refused(env):
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}})
+    corral.get("/x/1", {"Host": HOST})
+    purge = "/purge?" + q(url=f"http://{HOST}/x/1")
+    own = f"http://{corral.admin_host}:{corral.admin_port}"
+    for headers, what in (({"Origin": "http://evil.example"}, "a cross-site Origin"),
+                          ({"Origin": "null"}, "an opaque Origin"),
+                          ({"Referer": "http://evil.example/page"}, "a cross-site Referer"),
+                          ({"Host": f"evil.example:{corral.admin_port}"}, "a rebinding Host"),
+                          ({"Host": f"evil.example:{corral.admin_port}", "Origin":
+                            f"http://evil.example:{corral.admin_port}"}, "a rebound page")):
+        r = ask(corral, "POST", purge, headers=headers)
+        expect_eq(r.status, 403, f"purge with {what}: {r.text!r}")
+        expect(redis.exists(entry_key("/x/1")), f"the entry survives {what}")
+    expect_eq(ask(corral, "GET", "/stats", headers={"Origin": "http://evil.example"}).status,
+              200, "reads are not changes")
+    r = ask(corral, "POST", purge, headers={"Origin": own, "Referer": own + "/"})
+    expect_eq(r.status, 200, f"purge from the dashboard's own origin: {r.text!r}")
+    r = ask(corral, "POST", "/purge?" + q(prefix=f"{HOST}/x/"), headers={"Host": "localhost"})
+    expect_eq(r.status, 200, "Host: localhost is the listener's")
+
+    allowed = env.corral(redis, origin, extra={"server": {"admin_allow": "::1, 127.0.0.0/8"}})
+    expect_eq(ask(allowed, "GET", "/stats").status, 200, "admin_allow lets its addresses in")
+    with open(allowed.config_path) as f:
+        text = f.read()
+    with open(allowed.config_path, "w") as f:
+        f.write(text.replace("::1, 127.0.0.0/8", "192.0.2.0/24, 2001:db8::/32"))
+    allowed.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: ask(allowed, "GET", "/stats").status == 403, timeout=10,
+             what="admin_allow refusing another address after a reload")
+    expect_eq(ask(allowed, "GET", "/health").status, 200, "/health stays open")
+    expect("not in admin_allow" in allowed.log(), "the refusal logged")
+    with open(allowed.config_path, "w") as f:
+        f.write(text)
+    allowed.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: ask(allowed, "GET", "/stats").status == 200, timeout=10,
+             what="admin_allow letting 127.0.0.1 in again")
+
+
+@scenario(timeout=240)
+def soft_prefix_purge_by_a_token_under_load_is_served_from_cache(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("*", delay_ms=20, body="{path} v{n}")
+    corral, _ = tokens_corral(env, redis, origin,
+                              routes={"/": {"ttl": "1h", "stale_while_revalidate": "1h"}})
+    paths = [f"/sp/{i}" for i in range(100)]
+    for p in paths:
+        expect_eq(corral.get(p, {"Host": HOST}).status, 200, f"filling {p}")
+    barrier = threading.Barrier(501)
+    results = [None] * 500
+
+    def client(i):
+        barrier.wait()
+        results[i] = corral.get(paths[i % 100], {"Host": HOST})
+
+    threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(500)]
+    for t in threads:
+        t.start()
+    r = ask(corral, "POST", "/purge?" + q(prefix=f"http://{HOST}/sp/", soft="1"), token=FULL)
+    expect_eq((r.status, r.json().get("purged")), (200, 100), f"soft prefix purge: {r.text!r}")
+    barrier.wait()
+    for t in threads:
+        t.join(60)
+    expect(all(r is not None for r in results), "every request answered")
+    expect_eq([r.cache_status.raw for r in results if not r.cache_status.hit], [],
+              "requests not served from the cache")
+    wait_for(lambda: all(origin.count(p) == 2 for p in paths), timeout=60,
+             what="each entry refreshed once")
+    expect_eq(max(origin.count(p) for p in paths), 2, "origin requests per entry")
+
+
+def refresh_done(corral):
+    c = corral.stats()["control"]
+    return c["jobs"] == 0 and corral.stats()["in_progress"]["refreshes"] == 0
+
+
+@scenario(timeout=240)
+def refresh_of_100_entries_under_load_across_two_instances(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("*", delay_ms=300, body="{path} v{n}")
+    routes = {"/": {"ttl": "1h", "stale_while_revalidate": "1h"}}
+    a = env.corral(redis, origin, routes=routes)
+    b = env.corral(redis, origin, routes=routes)
+    env.wait_subscribed(redis, 2)
+    paths = [f"/rf/{i}" for i in range(100)]
+    for i, p in enumerate(paths):
+        expect_eq((a, b)[i % 2].get(p, {"Host": HOST}).status, 200, f"filling {p}")
+    for c in (a, b):	# both near caches hold every entry
+        for p in paths:
+            c.get(p, {"Host": HOST})
+    stop = threading.Event()
+    answers = []
+
+    def load(c):
+        i = 0
+        while not stop.is_set():
+            answers.append(c.get(paths[i % 100], {"Host": HOST}))
+            i += 7
+
+    loaders = [Background(load, c) for c in (a, b, a, b)]
+    r = a.admin("POST", "/refresh?" + q(prefix=f"{HOST}/rf/"), timeout=60)
+    expect_eq((r.status, r.json().get("scheduled")), (200, 100), f"refresh: {r.text!r}")
+    wait_for(lambda: all(origin.count(p) >= 2 for p in paths), timeout=90,
+             what="every entry refreshed")
+    wait_for(lambda: refresh_done(a), timeout=30, what="the refresh job to end")
+    stop.set()
+    for l in loaders:
+        l.result()
+    expect(len(answers) > 100, f"requests during the refresh: {len(answers)}")
+    expect_eq([r.cache_status.raw for r in answers if not r.cache_status.hit], [],
+              "requests not answered from the cache during the refresh")
+    expect_eq(max(origin.count(p) for p in paths), 2, "origin fetches per key: fill + refresh")
+    for c in (a, b):
+        r = c.get(paths[3], {"Host": HOST})
+        expect_eq((r.text, r.cache_status.hit, r.cache_status.stale),
+                  (f"{paths[3]} v2", True, False), f"{c.name} serves the refreshed entry")
+    r = b.admin("POST", "/refresh?" + q(url=f"http://{HOST}{paths[5]}"))
+    expect_eq((r.status, r.json().get("scheduled")), (200, 1), f"refresh of one URL: {r.text!r}")
+    wait_for(lambda: origin.count(paths[5]) == 3, timeout=30, what="the URL refreshed")
+
+
+@scenario
+def warm_fetches_what_is_not_cached(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("*", body="{path} v{n}")
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}})
+    for p in ("/w/0", "/w/1"):
+        corral.get(p, {"Host": HOST})
+    urls = "".join(f"http://{HOST}/w/{i}\n" for i in range(6)) + "\n# a comment\nnot-a-url\n"
+    r = corral.admin("POST", "/warm", body=urls.encode())
+    expect_eq(r.status, 200, f"warm: {r.text!r}")
+    expect_eq({k: r.json()[k] for k in ("urls", "cached", "scheduled", "invalid")},
+              {"urls": 7, "cached": 2, "scheduled": 4, "invalid": 1}, "warm's answer")
+    wait_for(lambda: all(redis.exists(entry_key(f"/w/{i}")) for i in range(6)), timeout=30,
+             what="the URLs not cached stored")
+    expect_eq([origin.count(f"/w/{i}") for i in range(6)], [1] * 6, "one fetch each")
+    big = "".join(f"http://{HOST}/many/{i}\n" for i in range(1001)).encode()
+    expect_eq(corral.admin("POST", "/warm", body=big).status, 413, "over 1000 URLs")
+
+
+@scenario
+def entry_shows_what_redis_holds_field_by_field(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("/e/stored", body="stored body", headers={"Cache-Tag": "red, blue"})
+    origin.script("/e/stale", body="stale")
+    origin.script("/e/locked", hold=True)
+    routes = {"/": {"ttl": "1h", "stale_while_revalidate": "1h", "lock_ttl": "30s"}}
+    corral = env.corral(redis, origin, routes=routes)
+
+    def entry(path):
+        r = corral.admin("GET", "/entry?" + q(url=f"http://{HOST}{path}"))
+        expect_eq(r.status, 200, f"/entry {path}: {r.text!r}")
+        return r.json()
+
+    corral.get("/e/stored", {"Host": HOST})
+    e = entry("/e/stored")
+    expect_eq((e["key"], e["stored"], e["status"], e["state"], e["size"]),
+              (f"{HOST}/e/stored", True, 200, "fresh", len("stored body")), "a stored entry")
+    expect_eq(sorted(e["tags"]), ["blue", "red"], "its tags")
+    expect(e["stored_at_ms"] <= e["fresh_until_ms"] <= e["stale_until_ms"], f"its times: {e}")
+    expect_eq(e["fresh_until_ms"] - e["stored_at_ms"], 3600 * 1000, "fresh for the route's ttl")
+    expect_eq((e["lock"], e["backoff"], e["hit_for_miss"], e["variants"]),
+              (None, None, None, []), "no lock, backoff, hit-for-miss or variants")
+
+    corral.get("/e/stale", {"Host": HOST})
+    corral.admin("POST", "/purge?" + q(url=f"http://{HOST}/e/stale", soft="1"))
+    e = entry("/e/stale")
+    expect_eq((e["stored"], e["state"]), (True, "stale"), "a softly purged entry")
+    expect(e["fresh_until_ms"] < e["stale_until_ms"], f"stale until later: {e}")
+
+    slow = Background(corral.get, "/e/locked", {"Host": HOST})
+    wait_for(lambda: origin.held("/e/locked") == 1, timeout=10, what="the fetch held")
+    e = entry("/e/locked")
+    expect_eq(e["stored"], False, "a key being fetched is not stored yet")
+    lock = e["lock"]
+    expect(lock is not None and lock["holder"] == "this process", f"the lock: {e}")
+    expect(0 <= lock["age_ms"] < 30000 and 0 < lock["expires_in_ms"] <= 30000,
+           f"its age and expiry: {lock}")
+    token = redis.get(lock_key("/e/locked"))
+    expect(token and str(token) not in str(e), "never the lock's token")
+    origin.release("/e/locked")
+    slow.result()
+
+    e = entry("/e/missing")
+    expect_eq((e["stored"], e["lock"], e["status"]), (False, None, None), "a missing key")
+    redis.cmd("SET", f"corral:{{{HOST}/e/missing}}:backoff", "503", "PX", "60000")
+    redis.cmd("SET", f"corral:{{{HOST}/e/missing}}:hfm", "1", "PX", "60000")
+    e = entry("/e/missing")
+    expect_eq(e["backoff"]["failure"], "503", f"the backoff: {e}")
+    expect(0 < e["hit_for_miss"]["remaining_ms"] <= 60000, f"hit-for-miss: {e}")
+    expect_eq(corral.admin("GET", "/entry?url=relative").status, 400, "a relative URL")
+
+
+def maint(corral, route, mode):
+    r = corral.admin("POST", "/maintenance?" + q(route=route, mode=mode))
+    expect_eq(r.status, 200, f"maintenance {route} {mode}: {r.text!r}")
+    return r.json()
+
+
+@scenario(timeout=180)
+def maintenance_serves_what_is_stored_and_spares_the_origin(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("*", body="{path} v{n}", etag="\"v1\"")	# validators: kept a minute
+    routes = {"/": {"ttl": "1s", "stale_while_revalidate": "1s"}}
+    a = env.corral(redis, origin, routes=routes)
+    for p in ("/m/1", "/m/2", "/other/1"):
+        a.get(p, {"Host": HOST})
+    maint(a, "/m/", "avoid")
+    wait_for(lambda: a.stats()["maintenance"] == [{"route": "/m/", "mode": "avoid",
+                                                   "since_ms": a.stats()["maintenance"][0]
+                                                   ["since_ms"]}],
+             timeout=10, what="the mode in /stats")
+    expect("maintenance=/m/" in a.admin("GET", "/health").text, "the mode in /health")
+    wait_for(lambda: not redis.exists(lock_key("/m/1")) and
+             a.admin("GET", "/entry?" + q(url=f"http://{HOST}/m/1")).json()["state"] ==
+             "expired", timeout=30, what="/m/1 past stale (still kept)")
+    before = origin.count()
+    fetches = a.stats()["total"]["upstream_fetches"]
+    for _ in range(5):
+        r = a.get("/m/1", {"Host": HOST})
+        expect_eq((r.status, r.text), (200, "/m/1 v1"), "a stored entry however stale")
+        r = a.get("/m/new", {"Host": HOST})
+        expect_eq(r.status, 503, "a key not stored")
+        expect(r.headers.get("Retry-After"), "with Retry-After")
+        r = a.get("/m/post", {"Host": HOST}, method="POST", body=b"x")
+        expect_eq(r.status, 503, "a POST under the route")
+    expect_eq(origin.count(), before, "nothing reached the origin")
+    expect_eq(a.stats()["total"]["upstream_fetches"], fetches, "no upstream fetch counted")
+    r = a.get("/other/1", {"Host": HOST})
+    wait_for(lambda: origin.count("/other/1") >= 2, timeout=30,
+             what="another route refreshed as usual")
+
+    b = env.corral(redis, origin, routes=routes)
+    wait_for(lambda: [m["route"] for m in b.stats()["maintenance"]] == ["/m/"], timeout=10,
+             what="a new instance picking the mode up")
+    expect_eq(b.get("/m/new2", {"Host": HOST}).status, 503, "the new instance avoids too")
+    maint(b, "/m/", "normal")
+    wait_for(lambda: a.stats()["maintenance"] == [], timeout=10, what="the mode off on a")
+    r = a.get("/m/new", {"Host": HOST})
+    expect_eq((r.status, r.cache_status.stored), (200, True), "fetched again once normal")
+    r = a.get("/m/1", {"Host": HOST})
+    expect_eq((r.status, r.cache_status.hit, origin.count("/m/1")), (200, False, 2),
+              "an expired entry fetched again once normal")
+
+    maint(a, "/", "avoid")
+    origin.stop()
+    r = b.get("/m/new", {"Host": HOST})
+    expect_eq(r.status, 200, "stored, with the origin stopped")
+    expect_eq(b.get("/nothing", {"Host": HOST}).status, 503, "not stored, origin stopped")
+    expect_eq(b.stats()["total"]["upstream_errors"], 0, "no upstream error: nothing was sent")
+    maint(a, "/", "normal")

@@ -1,0 +1,317 @@
+"""What a cache key is made of, beyond the URL: query rules that drop
+cache-busters (key_ignore_query) or keep only some names (key_query),
+request headers (key_headers), the credential (cache_authorized =
+per-credential, keyed on an HMAC of the token), and POST queries
+(cache_post, graphql). Each still costs the fleet one origin fetch per key,
+and no answer is ever served to another credential."""
+
+import json
+import os
+
+from harness import HOST, expect, expect_eq, scenario, stampede, wait_for
+
+SECRET = "k3y-rules-test-secret-0123456789abcdef"
+TOKEN_A = "Bearer tokenAAAA.aaaa.1111"
+TOKEN_B = "Bearer tokenBBBB.bbbb.2222"
+
+BUSTED = {"/": {"key_ignore_query": "_, utm_*, fbclid", "lock_poll": "5s"}}
+PER_CREDENTIAL = {"/": {"cache_authorized": "per-credential", "lock_poll": "5s"}}
+GRAPHQL = {"/graphql": {"cache_post": "on", "graphql": "on", "lock_poll": "5s"},
+           "/": {}}
+QUERY = {"query": "query Me($id: ID!) { user(id: $id) { name } }",
+         "operationName": "Me", "variables": {"id": "7"}}
+
+
+def secret_file(env, text=SECRET, mode=0o600):
+    path = os.path.join(env.workdir, "key.secret")
+    with open(path, "w") as f:
+        f.write(text + "\n")
+    os.chmod(path, mode)
+    return path
+
+
+def with_secret(env):
+    return {"server": {"key_secret_file": secret_file(env)}}
+
+
+def gql(doc, **more):
+    return json.dumps(dict(doc, **more)).encode()
+
+
+def post(c, path, body, headers=None):
+    h = {"Content-Type": "application/json"}
+    h.update(headers or {})
+    return c.get(path, h, method="POST", body=body)
+
+
+def origin_total(origin, prefix):
+    return sum(s["count"] for p, s in origin.stats()["paths"].items() if p.startswith(prefix))
+
+
+# -- query rules ------------------------------------------------------------------------
+
+@scenario
+def cache_busted_requests_for_one_page_cost_one_fetch(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("/page*", delay_ms=300, body="page {path}")
+    fleet = env.fleet(2, redis, origin, routes=BUSTED)
+    results = stampede(fleet, 30, lambda i: f"/page?id=7&_={1712345678 + i}&utm_source=s{i}"
+                       f"&fbclid=f{i}")
+    expect_eq(origin_total(origin, "/page"), 1, "origin requests for 30 cache-busted requests")
+    first = results[0].body
+    expect(first.startswith(b"page /page?id=7&_="), f"the answer: {first!r}")
+    expect_eq({r.body for r in results}, {first}, "every client's body")
+    expect(all(r.cache_status.params.get("key") == "query-rules" for r in results),
+           f"Cache-Status names the rule: {results[0].cache_status.raw}")
+    sent = [p for p in origin.stats()["paths"] if p.startswith("/page")]
+    expect(len(sent) == 1 and "_=" in sent[0] and "utm_source=" in sent[0],
+           f"the request sent upstream keeps its query as the client sent it: {sent}")
+    # Another id is another page; another buster is the same one.
+    expect_eq(fleet[0].get("/page?id=8&_=1").text, "page /page?id=8&_=1", "another id")
+    expect_eq(origin_total(origin, "/page"), 2, "origin requests after another id")
+    r = fleet[1].get("/page?_=99&id=7&fbclid=x")
+    expect_eq((r.body, r.cache_status.hit), (first, True), "another buster: a hit")
+    # A purge by URL applies the same rules: any buster names the page.
+    p = fleet[0].purge(url=f"http://{HOST}/page?id=7&_=5")
+    expect_eq((p.status, p.json()["purged"]), (200, 1), "purge by a busted URL")
+    r = fleet[1].get("/page?id=7&_=6")
+    expect_eq((r.text, r.cache_status.fwd), ("page /page?id=7&_=6", "miss"),
+              "after the purge: fetched")
+    expect_eq(origin_total(origin, "/page"), 3, "origin requests after the purge")
+
+
+@scenario
+def key_query_keeps_only_the_names_listed(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("/q*", body="q {path}")
+    corral = env.corral(redis, origin, routes={"/": {"key_query": "id, page"}})
+    expect_eq(corral.get("/q?id=1&x=1").text, "q /q?id=1&x=1", "first")
+    expect_eq(corral.get("/q?x=2&id=1&session=z").text, "q /q?id=1&x=1",
+              "unlisted names are ignored")
+    expect_eq(corral.get("/q?id=1&page=2").text, "q /q?id=1&page=2", "a listed name counts")
+    expect_eq(corral.get("/q?id=2").text, "q /q?id=2", "another id")
+    expect_eq(origin_total(origin, "/q"), 3, "origin requests")
+
+
+@scenario
+def key_headers_key_on_normalised_header_values(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("/h", body="lang={h:Accept-Language} v{n}")
+    corral = env.corral(redis, origin, routes={"/": {"key_headers": "Accept-Language, X-Tenant"}})
+    expect_eq(corral.get("/h", {"Accept-Language": "en-US"}).text, "lang=en-US v1", "en")
+    r = corral.get("/h", {"accept-language": "  en-US  "})
+    expect_eq((r.text, r.cache_status.hit, r.cache_status.params.get("key")),
+              ("lang=en-US v1", True, "headers"), "the same value, padded: a hit")
+    expect_eq(corral.get("/h", {"Accept-Language": "fr"}).text, "lang=fr v2", "fr: its own")
+    expect_eq(corral.get("/h", {"Accept-Language": "en-US", "X-Tenant": "t1"}).text,
+              "lang=en-US v3", "a tenant: its own")
+    expect_eq(origin.count("/h"), 3, "origin requests")
+
+
+# -- per-credential caching -------------------------------------------------------------
+
+@scenario
+def twenty_clients_per_token_cost_one_fetch_per_token(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("/me", delay_ms=400, body="user={h:Authorization} n={n}")
+    fleet = env.fleet(2, redis, origin, routes=PER_CREDENTIAL, extra=with_secret(env))
+    token = [TOKEN_A if i % 4 < 2 else TOKEN_B for i in range(40)]
+    results = stampede(fleet, 40, "/me", headers=lambda i: {"Authorization": token[i]})
+    expect_eq(origin.count("/me"), 2, "origin requests for 20 clients with A, 20 with B")
+    for i, r in enumerate(results):
+        expect(r.status == 200 and r.body.startswith(f"user={token[i]} ".encode()),
+               f"client {i} ({token[i]}) got its own token's answer: {r.body!r}")
+        expect_eq(r.cache_status.params.get("key"), "credential", f"client {i}'s key rule")
+    for c in fleet:
+        r = c.get("/me", {"Authorization": TOKEN_A})
+        expect(r.cache_status.hit and r.text.startswith(f"user={TOKEN_A} "),
+               f"a later request with A is a hit with A's answer: {r.cache_status.raw} {r.text}")
+    # No token in a Redis key, /stats, a log line or a response head.
+    secrets = ("tokenAAAA", "tokenBBBB")
+    keys = redis.keys("*")
+    expect(keys and not any(s in k for k in keys for s in secrets), f"Redis keys: {keys}")
+    for c in fleet:
+        stats = json.dumps(c.stats())
+        expect(not any(s in stats for s in secrets), "no token in /stats")
+        expect(not any(s in c.log() for s in secrets), "no token in the log")
+        expect(c.counters("/")["key_credential_hits"] >= 1, "per-rule hits in /stats")
+        r = c.get("/me", {"Authorization": TOKEN_B})
+        head = "".join(f"{k}: {v}\n" for k, v in r.headers.pairs)
+        expect(not any(s in head for s in secrets), f"no token in the reply head: {head}")
+    stores = sum(c.counters("/")["key_credential_stores"] for c in fleet)
+    expect_eq(stores, 2, "entries stored under per-credential keys")
+
+
+@scenario
+def a_request_without_a_token_is_never_served_a_tokens_answer(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("/me", body="user={h:Authorization} n={n}")
+    corral = env.corral(redis, origin, routes=PER_CREDENTIAL, extra=with_secret(env))
+    expect_eq(corral.get("/me", {"Authorization": TOKEN_A}).text, f"user={TOKEN_A} n=1", "A")
+    expect_eq(corral.get("/me").text, "user= n=2", "anonymous: its own entry")
+    expect_eq(corral.get("/me", {"Authorization": TOKEN_A + "x"}).text,
+              f"user={TOKEN_A}x n=3", "a changed token: a new key")
+    expect_eq(corral.get("/me").text, "user= n=2", "anonymous again: a hit")
+
+
+@scenario
+def a_credential_cookie_is_keyed_and_is_the_only_cookie_sent(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("/me", body="n={n}")
+    routes = {"/": {"cache_authorized": "per-credential", "credential_cookie": "sid"}}
+    corral = env.corral(redis, origin, routes=routes, extra=with_secret(env))
+    for track in ("a", "b"):
+        r = corral.get("/me", {"Cookie": f"track={track}; sid=s1"})
+        expect_eq((r.text, r.cache_status.params.get("key")), ("n=1", "credential"),
+                  f"sid=s1, track={track}")
+    expect_eq(origin.path_stats("/me")["headers"].get("Cookie"), "sid=s1",
+              "the fetch sends only the cookie the key holds")
+    expect_eq(corral.get("/me", {"Cookie": "sid=s2"}).text, "n=2", "another sid: its own")
+    r = corral.get("/me", {"Cookie": "track=c"})
+    expect_eq(r.text, "n=3", "no sid: the URL's own entry")
+    expect("Cookie" not in origin.path_stats("/me")["headers"], "and no cookie sent")
+
+
+@scenario
+def purge_by_url_drops_every_credentials_entry(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("/me", body="user={h:Authorization} n={n}")
+    corral = env.corral(redis, origin, routes=PER_CREDENTIAL, extra=with_secret(env))
+    for t in (TOKEN_A, TOKEN_B):
+        corral.get("/me", {"Authorization": t})
+    expect_eq(origin.count("/me"), 2, "one fetch per token")
+    p = corral.purge(url=f"http://{HOST}/me")
+    expect_eq((p.status, p.json()["purged"]), (200, 2), "purge by URL: both credentials")
+    for t in (TOKEN_A, TOKEN_B):
+        r = corral.get("/me", {"Authorization": t})
+        expect_eq(r.cache_status.fwd, "miss", f"{t[:12]} after the purge")
+    expect_eq(origin.count("/me"), 4, "fetched again per token")
+
+
+@scenario
+def hit_for_miss_is_kept_per_credential(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("/me", body="user={h:Authorization} n={n}", headers={"Cache-Control": "private"})
+    corral = env.corral(redis, origin, routes=PER_CREDENTIAL, extra=with_secret(env))
+    for i in range(3):
+        r = corral.get("/me", {"Authorization": TOKEN_A})
+        expect_eq(r.text, f"user={TOKEN_A} n={i + 1}", f"A's request {i}: never stored")
+    expect_eq(corral.counters("/")["hit_for_miss"], 2, "A's key remembered as uncacheable")
+    origin.script("/me", body="user={h:Authorization} n={n}", headers={})
+    r = corral.get("/me", {"Authorization": TOKEN_B})
+    expect_eq((r.text, r.cache_status.stored), (f"user={TOKEN_B} n=4", True),
+              "B's key is its own: stored")
+
+
+@scenario
+def a_token_on_a_route_without_per_credential_keeps_todays_behaviour(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("/p/*", body="user={h:Authorization} n={n}",
+                  headers={"Cache-Control": "public"})
+    corral = env.corral(redis, origin, routes={"/p/shared/": {"cache_authorized": "on"},
+                                               "/p/": {}})
+    for i in range(3):
+        r = corral.get("/p/off", {"Authorization": TOKEN_A})
+        expect_eq((r.cache_status.fwd, r.cache_status.params.get("key")), ("bypass", None),
+                  f"cache_authorized = off: passed {i}")
+    expect_eq(origin.count("/p/off"), 3, "off: every request fetched")
+    for t in (TOKEN_A, TOKEN_B):
+        corral.get("/p/shared/x", {"Authorization": t})
+    expect_eq(origin.count("/p/shared/x"), 1, "on: one entry for every token, as before")
+
+
+@scenario
+def per_credential_needs_a_private_secret_file(env):
+    routes = {"/": {"cache_authorized": "per-credential"}}
+    cfg = env.config_file(
+        f"[server]\nlisten = 127.0.0.1:1\nadmin_listen = 127.0.0.1:2\n[route /]\n"
+        f"cache_authorized = per-credential\n", "nosecret.conf")
+    p = env.run_corral("-t", "-c", cfg)
+    expect(p.returncode != 0 and "key_secret_file" in p.stderr,
+           f"per-credential without a secret is refused: {p.stderr}")
+    loose = secret_file(env, mode=0o644)
+    cfg = env.config_file(
+        f"[server]\nlisten = 127.0.0.1:1\nadmin_listen = 127.0.0.1:2\n"
+        f"key_secret_file = {loose}\n[route /]\ncache_authorized = per-credential\n",
+        "loose.conf")
+    p = env.run_corral("-t", "-c", cfg)
+    expect(p.returncode != 0 and "readable by others" in p.stderr,
+           f"a secret others may read is refused: {p.stderr}")
+    del routes
+
+
+# -- POST queries -----------------------------------------------------------------------
+
+@scenario
+def identical_graphql_queries_cost_one_fetch_and_mutations_always_go(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("/graphql", delay_ms=300, body="gql n={n}")
+    fleet = env.fleet(2, redis, origin, routes=GRAPHQL)
+    body = gql(QUERY)
+    results = stampede(fleet, 30, "/graphql", method="POST", body=body,
+                       headers={"Content-Type": "application/json"})
+    expect_eq(origin.count("/graphql"), 1, "origin requests for 30 identical queries")
+    expect_eq(sorted({r.body for r in results}), [b"gql n=1"], "every client's body")
+    expect_eq(results[0].cache_status.params.get("key"), "graphql", "the key rule")
+    expect_eq(origin.path_stats("/graphql")["texts"], [body.decode()], "the body sent, once")
+    # The same query written otherwise (spacing, extensions) is the same key.
+    r = post(fleet[1], "/graphql", json.dumps(dict(QUERY, extensions={"trace": 1}),
+                                              indent=2).encode())
+    expect_eq((r.text, r.cache_status.hit), ("gql n=1", True), "same query, other JSON text")
+    r = post(fleet[0], "/graphql", gql(QUERY, variables={"id": "8"}))
+    expect_eq(r.text, "gql n=2", "other variables: another fetch")
+    expect_eq(origin.count("/graphql"), 2, "origin requests after another query")
+    mutation = gql({"query": "mutation { like(id: 7) { n } }"})
+    for i in range(3):
+        r = post(fleet[i % 2], "/graphql", mutation)
+        expect_eq((r.text, r.cache_status.fwd), (f"gql n={3 + i}", "method"),
+                  f"mutation {i}: sent every time")
+    expect_eq(origin.count("/graphql"), 5, "origin requests after 3 mutations")
+    expect_eq(sum(c.counters("/graphql")["key_graphql_stores"] for c in fleet), 2,
+              "stored queries")
+    expect_eq(sum(c.counters("/graphql")["post_passed"] for c in fleet), 3, "mutations passed")
+
+
+@scenario
+def plain_post_is_keyed_on_a_hash_of_its_body(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("/rpc/report", body="report n={n}")
+    corral = env.corral(redis, origin, routes={"/rpc/": {"cache_post": "on",
+                                                         "max_body_bytes": "1k"}})
+    for i in range(3):
+        r = post(corral, "/rpc/report", b'{"from": 1, "to": 2}')
+        expect_eq(r.text, "report n=1", f"identical POST {i}")
+    expect_eq(r.cache_status.params.get("key"), "post", "the key rule")
+    expect_eq(post(corral, "/rpc/report", b'{"to": 2, "from": 1}').text, "report n=2",
+              "another body: another key (no normalisation)")
+    expect_eq(corral.get("/rpc/report").text, "report n=3", "a GET is not the POST's entry")
+    big = b'{"pad": "' + b"x" * 2000 + b'"}'
+    for i in range(2):
+        r = post(corral, "/rpc/report", big)
+        expect_eq(r.cache_status.fwd, "method", f"a body over max_body_bytes passes {i}")
+    expect_eq(origin.count("/rpc/report"), 5, "origin requests")
+    keys = [k for k in redis.keys("*") if "rpc/report" in k]
+    expect(not any("from" in k for k in keys), f"no body in a Redis key: {keys}")
+
+
+@scenario
+def a_stale_post_entry_refreshes_in_the_background_with_its_stored_body(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("/graphql", body="gql n={n}")
+    corral = env.corral(redis, origin, routes={
+        "/graphql": {"cache_post": "on", "graphql": "on", "ttl": "1s",
+                     "stale_while_revalidate": "60s"}})
+    stored = gql(QUERY)
+    expect_eq(post(corral, "/graphql", stored).text, "gql n=1", "priming query")
+    # The same query in other words: served stale, the refresh sends the
+    # body stored with the entry.
+    other = json.dumps(dict(QUERY, extensions={"client": "other"}), indent=1).encode()
+    r = wait_for(lambda: (lambda x: x if x.cache_status.stale else None)(
+        post(corral, "/graphql", other)), 30, what="a stale hit")
+    expect_eq(r.text, "gql n=1", "the stale answer")
+    wait_for(lambda: origin.count("/graphql") == 2, 30, what="the background refresh")
+    expect_eq(origin.path_stats("/graphql")["texts"], [stored.decode()] * 2,
+              "the origin got the stored body both times")
+    expect_eq(origin.path_stats("/graphql")["methods"], {"POST": 2}, "methods")
+    wait_for(lambda: post(corral, "/graphql", stored).text == "gql n=2", 30,
+             what="the refreshed entry")

@@ -1,0 +1,363 @@
+/*
+ * Key rules (cache/cache_keyrule.c), GraphQL bodies (cache/cache_graphql.c)
+ * and their digests (common/sha256.c): pure, so the same inputs make the
+ * same key, and a key never holds a credential or a body in clear.
+ */
+
+#include "cache/cache_graphql.h"
+#include "cache/cache_keyrule.h"
+#include "common/sha256.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/unit/unit.h"
+
+static const char secret[] = "0123456789abcdef-test-secret";
+
+static void
+hex_of(const unsigned char *p, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", p[i]);
+}
+
+static const char *
+sha_hex(const char *msg, size_t n, char out[2 * SHA256_LEN + 1])
+{
+	struct sha256 s;
+	unsigned char d[SHA256_LEN];
+
+	sha256_init(&s);
+	sha256_update(&s, msg, n);
+	sha256_final(&s, d);
+	hex_of(d, sizeof(d), out);
+	return out;
+}
+
+/* FIPS 180-4 examples (NIST CSRC), and a message across blocks. */
+static void
+t_sha256_matches_the_published_vectors(void)
+{
+	char hex[2 * SHA256_LEN + 1], *million;
+	struct sha256 s;
+	unsigned char d[SHA256_LEN];
+
+	CHECK_STR(sha_hex("abc", 3, hex), "ba7816bf8f01cfea414140de5dae2223"
+	    "b00361a396177a9cb410ff61f20015ad");
+	CHECK_STR(sha_hex("", 0, hex), "e3b0c44298fc1c149afbf4c8996fb924"
+	    "27ae41e4649b934ca495991b7852b855");
+	CHECK_STR(sha_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnop"
+	    "nopq", 56, hex), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167"
+	    "f6ecedd419db06c1");
+	million = malloc(1000000);
+	CHECK(million != NULL);
+	memset(million, 'a', 1000000);
+	sha256_init(&s);
+	for (size_t i = 0; i < 1000000; i += 999)	/* uneven pieces */
+		sha256_update(&s, million + i, i + 999 > 1000000 ?
+		    1000000 - i : 999);
+	sha256_final(&s, d);
+	free(million);
+	hex_of(d, sizeof(d), hex);
+	CHECK_STR(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d"
+	    "39ccc7112cd0");
+}
+
+/* RFC 4231 test cases 1, 2 and 6 (a key longer than a block). */
+static void
+t_hmac_sha256_matches_rfc_4231(void)
+{
+	unsigned char key[131], d[SHA256_LEN];
+	char hex[2 * SHA256_LEN + 1];
+	struct hmac256 m;
+
+	memset(key, 0x0b, 20);
+	hmac256_init(&m, key, 20);
+	hmac256_update(&m, "Hi There", 8);
+	hmac256_final(&m, d);
+	hex_of(d, sizeof(d), hex);
+	CHECK_STR(hex, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9"
+	    "376c2e32cff7");
+	hmac256_init(&m, "Jefe", 4);
+	hmac256_update(&m, "what do ya want for nothing?", 28);
+	hmac256_final(&m, d);
+	hex_of(d, sizeof(d), hex);
+	CHECK_STR(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec"
+	    "58b964ec3843");
+	memset(key, 0xaa, sizeof(key));
+	hmac256_init(&m, key, sizeof(key));
+	hmac256_update(&m, "Test Using Larger Than Block-Size Key - Hash Key "
+	    "First", 54);
+	hmac256_final(&m, d);
+	hex_of(d, sizeof(d), hex);
+	CHECK_STR(hex, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546"
+	    "040f0ee37f54");
+}
+
+static char *
+filtered(const char *q, const char *ignore, const char *only)
+{
+	static char out[256];
+	char *f = keyrule_query(q, ignore, only);
+
+	snprintf(out, sizeof(out), "%s", f != NULL ? f : "(null)");
+	free(f);
+	return out;
+}
+
+static void
+t_ignored_parameters_are_dropped_and_the_rest_keep_their_order(void)
+{
+	const char *ign = "_, utm_*, fbclid";
+
+	CHECK_STR(filtered("id=7&_=123&utm_source=x&b=2", ign, NULL), "id=7&b=2");
+	CHECK_STR(filtered("utm_=1&utm=2&fbclid&fbclidx=1", ign, NULL),
+	    "utm=2&fbclidx=1");
+	CHECK_STR(filtered("_=1&utm_a=2", ign, NULL), "");
+	CHECK_STR(filtered("", ign, NULL), "");
+	/* Compared in the key's normal form: %5F is '_'. */
+	CHECK_STR(filtered("utm%5Fsource=x&id=1", ign, NULL), "id=1");
+	CHECK_STR(filtered("a=1&&b=2", "", NULL), "a=1&b=2");
+	/* key_query: only the names listed count. */
+	CHECK_STR(filtered("x=1&id=7&page=2&session=z", NULL, "id, page"),
+	    "id=7&page=2");
+	CHECK_STR(filtered("x=1", NULL, "id"), "");
+	CHECK(keyrule_listed("a, b*", "bcd", 3) && !keyrule_listed("a, b*",
+	    "ab", 2) && keyrule_listed("a, b*", "a", 1) &&
+	    !keyrule_listed("a, b*", "aa", 2));
+}
+
+static void
+build(const struct key_parts *kp, char *key, char *tag)
+{
+	if (keyrule_build(kp, key, tag) == -1)
+		abort();
+}
+
+static void
+t_same_inputs_make_the_same_key_and_the_url_part_comes_first(void)
+{
+	struct key_parts kp = { .host = "app.test", .path = "/a", .query = "x=1",
+	    .nheaders = 1, .header_names = { "Accept-Language" },
+	    .header_values = { "  en-US,\t fr  " }, .post = 1,
+	    .body_digest = "0123456789abcdef0123456789abcdef" };
+	char k1[CACHE_KEY_MAX + 1], k2[CACHE_KEY_MAX + 1];
+	char t1[KEYRULE_TAG_MAX + 1], t2[KEYRULE_TAG_MAX + 1];
+	char url[CACHE_KEY_MAX + 1];
+
+	build(&kp, k1, t1);
+	build(&kp, k2, t2);
+	CHECK_STR(k1, k2);
+	CHECK_STR(t1, t2);
+	CHECK_STR(k1, "app.test/a?x=1|h=accept-language:en-US%2C%20fr|m=POST"
+	    "|b=0123456789abcdef0123456789abcdef");
+	/* The tag is the URL key's, as a purge by URL builds it. */
+	cache_key_build("app.test", "/a", "x=1", url);
+	keyrule_url_tag(url, t2);
+	CHECK_STR(t1, t2);
+	CHECK(strncmp(t1, KEYRULE_TAG_PREFIX, strlen(KEYRULE_TAG_PREFIX)) == 0);
+	/* No parts: the URL key itself, and no tag. */
+	memset(&kp, 0, sizeof(kp));
+	kp.host = "app.test";
+	kp.path = "/a";
+	build(&kp, k1, t1);
+	CHECK_STR(k1, "app.test/a");
+	CHECK_STR(t1, "");
+}
+
+static void
+t_header_values_are_normalised_and_escaped(void)
+{
+	char v[64], k[CACHE_KEY_MAX + 1], t[KEYRULE_TAG_MAX + 1];
+	struct key_parts kp = { .host = "h", .path = "/", .nheaders = 1,
+	    .header_names = { "X-Tenant" }, .header_values = { "a|b,c%d" } };
+
+	CHECK(keyrule_header_value("  a \t b  ", v, sizeof(v)) == 3);
+	CHECK_STR(v, "a b");
+	CHECK(keyrule_header_value("\t", v, sizeof(v)) == 0);
+	CHECK(keyrule_header_value("abcdef", v, 4) == 3);
+	build(&kp, k, t);
+	CHECK_STR(k, "h/|h=x-tenant:a%7Cb%2Cc%25d");
+	/* The URL part never holds a raw '|': a value cannot pose as one. */
+	cache_key_build("h", "/a|h=x", "q=|", k);
+	CHECK(strchr(k, KEYRULE_SEP) == NULL);
+}
+
+static void
+t_long_parts_keep_the_key_bounded_and_distinct(void)
+{
+	char big[2000], big2[2000], path[3000];
+	char k1[CACHE_KEY_MAX + 1], k2[CACHE_KEY_MAX + 1], t[KEYRULE_TAG_MAX + 1];
+	struct key_parts kp = { .host = "h", .path = "/", .nheaders = 1,
+	    .header_names = { "X-Big" }, .header_values = { big },
+	    .credential_digest = "ffffffffffffffffffffffffffffffff" };
+
+	memset(big, 'v', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	memcpy(big2, big, sizeof(big));
+	big2[1500] = 'w';
+	build(&kp, k1, t);
+	kp.header_values[0] = big2;
+	build(&kp, k2, t);
+	CHECK(strlen(k1) <= CACHE_KEY_MAX && strstr(k1, "|h#") != NULL);
+	CHECK(strcmp(k1, k2) != 0);
+	/* A long URL ends in its hash before the parts, which stay whole. */
+	memset(path, 'p', sizeof(path) - 1);
+	path[0] = '/';
+	path[sizeof(path) - 1] = '\0';
+	kp.path = path;
+	kp.nheaders = 0;
+	build(&kp, k1, t);
+	CHECK(strlen(k1) <= CACHE_KEY_MAX);
+	CHECK(strstr(k1, "|c=ffffffffffffffffffffffffffffffff") != NULL);
+	CHECK(strchr(k1, '#') != NULL);
+}
+
+/* The credential's digest as proxy_key.c makes it. */
+static void
+cred_digest(const char *token, char hex[KEYRULE_DIGEST_HEX + 1])
+{
+	struct keyrule_digest d;
+
+	keyrule_digest_init(&d, secret, strlen(secret), "credential");
+	keyrule_digest_part(&d, "a", 1);
+	keyrule_digest_part(&d, token, strlen(token));
+	keyrule_digest_hex(&d, hex);
+}
+
+static void
+t_the_credential_is_keyed_only_as_a_digest(void)
+{
+	const char *a = "Bearer eyJhbGciOiJIUzI1NiJ9.alice", *b =
+	    "Bearer eyJhbGciOiJIUzI1NiJ9.bob";
+	char ha[KEYRULE_DIGEST_HEX + 1], hb[KEYRULE_DIGEST_HEX + 1];
+	char ka[CACHE_KEY_MAX + 1], kb[CACHE_KEY_MAX + 1], t[KEYRULE_TAG_MAX + 1];
+	struct key_parts kp = { .host = "h", .path = "/me" };
+	struct keyrule_digest d;
+
+	cred_digest(a, ha);
+	cred_digest(b, hb);
+	CHECK(strcmp(ha, hb) != 0);
+	kp.credential_digest = ha;
+	build(&kp, ka, t);
+	kp.credential_digest = hb;
+	build(&kp, kb, t);
+	CHECK(strcmp(ka, kb) != 0);
+	CHECK(strstr(ka, "alice") == NULL && strstr(ka, "eyJ") == NULL &&
+	    strstr(ka, "Bearer") == NULL);
+	CHECK(strlen(ha) == KEYRULE_DIGEST_HEX);
+	cred_digest(a, hb);
+	CHECK_STR(ha, hb);	/* the same token: the same key */
+	/* Another secret: another digest. */
+	keyrule_digest_init(&d, "another secret!!", 16, "credential");
+	keyrule_digest_part(&d, "a", 1);
+	keyrule_digest_part(&d, a, strlen(a));
+	keyrule_digest_hex(&d, hb);
+	CHECK(strcmp(ha, hb) != 0);
+	/* Parts are length-prefixed: "ab"+"c" is not "a"+"bc". */
+	keyrule_digest_init(&d, secret, strlen(secret), "x");
+	keyrule_digest_part(&d, "ab", 2);
+	keyrule_digest_part(&d, "c", 1);
+	keyrule_digest_hex(&d, ha);
+	keyrule_digest_init(&d, secret, strlen(secret), "x");
+	keyrule_digest_part(&d, "a", 1);
+	keyrule_digest_part(&d, "bc", 2);
+	keyrule_digest_hex(&d, hb);
+	CHECK(strcmp(ha, hb) != 0);
+}
+
+static enum graphql_kind
+gql(const char *body, char hex[KEYRULE_DIGEST_HEX + 1])
+{
+	struct keyrule_digest d;
+	enum graphql_kind k;
+
+	keyrule_digest_init(&d, secret, strlen(secret), "graphql");
+	k = graphql_read(body, strlen(body), &d);
+	keyrule_digest_hex(&d, hex);
+	return k;
+}
+
+static void
+t_graphql_tells_queries_from_mutations_and_subscriptions(void)
+{
+	char h[KEYRULE_DIGEST_HEX + 1];
+
+	CHECK(gql("{\"query\": \"{ me { id } }\"}", h) == GRAPHQL_QUERY);
+	CHECK(gql("{\"query\": \"query Q { a }\", \"operationName\": \"Q\"}",
+	    h) == GRAPHQL_QUERY);
+	CHECK(gql("{\"query\": \"# mutation in a comment\\n{ a }\"}", h) ==
+	    GRAPHQL_QUERY);
+	CHECK(gql("{\"query\": \"{ a(s: \\\"mutation\\\") { b } }\"}", h) ==
+	    GRAPHQL_QUERY);
+	CHECK(gql("{\"query\": \"{ mutation subscription }\"}", h) ==
+	    GRAPHQL_QUERY);	/* field names, inside a selection */
+	CHECK(gql("{\"query\": \"mutation { like(id: 7) }\"}", h) ==
+	    GRAPHQL_MUTATION);
+	CHECK(gql("{\"query\": \"  mutation M($a: Int) { like(id: $a) }\"}",
+	    h) == GRAPHQL_MUTATION);
+	CHECK(gql("{\"query\": \"subscription { tick }\"}", h) ==
+	    GRAPHQL_MUTATION);
+	CHECK(gql("{\"query\": \"query A { a } mutation B { b }\", "
+	    "\"operationName\": \"A\"}", h) == GRAPHQL_MUTATION);
+	CHECK(gql("{\"query\": \"\\u006dutation { x }\"}", h) ==
+	    GRAPHQL_MUTATION);	/* escaped in JSON: still one */
+	CHECK(gql("{\"query\": \"fragment F on Q { a }\"}", h) ==
+	    GRAPHQL_INVALID);
+	CHECK(gql("{\"query\": \"{ a \"}", h) == GRAPHQL_INVALID);
+	CHECK(gql("[{\"query\": \"{ a }\"}]", h) == GRAPHQL_INVALID);
+	CHECK(gql("{\"query\": \"{ a }\", \"query\": \"mutation { b }\"}", h) ==
+	    GRAPHQL_INVALID);
+	CHECK(gql("{\"query\": \"{ a }\"} x", h) == GRAPHQL_INVALID);
+	CHECK(gql("{\"query\": 1}", h) == GRAPHQL_INVALID);
+	CHECK(gql("{\"query\": \"{ a }\", \"variables\": [1]}", h) ==
+	    GRAPHQL_INVALID);
+	CHECK(gql("{\"extensions\": {\"persistedQuery\": {}}}", h) ==
+	    GRAPHQL_INVALID);
+	CHECK(gql("{\"query\": \"{ a }\", \"x\": tru}", h) == GRAPHQL_INVALID);
+}
+
+static void
+t_graphql_keys_on_query_operation_and_variables_only(void)
+{
+	char a[KEYRULE_DIGEST_HEX + 1], b[KEYRULE_DIGEST_HEX + 1];
+
+	CHECK(gql("{\"query\":\"{ a }\",\"variables\":{\"id\":\"7\"}}", a) ==
+	    GRAPHQL_QUERY);
+	CHECK(gql(" { \"variables\" : { \"id\" : \"7\" } , \"query\" : "
+	    "\"{ a }\", \"extensions\": {\"t\": 1} } ", b) == GRAPHQL_QUERY);
+	CHECK_STR(a, b);	/* spacing, order, extensions: the same key */
+	CHECK(gql("{\"query\":\"{ a }\",\"variables\":{\"id\":\"8\"}}", b) ==
+	    GRAPHQL_QUERY);
+	CHECK(strcmp(a, b) != 0);
+	CHECK(gql("{\"query\":\"{ a }\",\"variables\":{\"id\":\"7 \"}}", b) ==
+	    GRAPHQL_QUERY);
+	CHECK(strcmp(a, b) != 0);	/* spaces inside strings count */
+	CHECK(gql("{\"query\":\"{ a }\",\"variables\":{\"id\":\"7\"},"
+	    "\"operationName\":\"X\"}", b) == GRAPHQL_QUERY);
+	CHECK(strcmp(a, b) != 0);
+	CHECK(gql("{\"query\":\"{ b }\",\"variables\":{\"id\":\"7\"}}", b) ==
+	    GRAPHQL_QUERY);
+	CHECK(strcmp(a, b) != 0);
+	CHECK(gql("{\"query\":\"{ a }\",\"variables\":null}", a) ==
+	    GRAPHQL_QUERY);
+	CHECK(gql("{\"query\":\"{ a }\"}", b) == GRAPHQL_QUERY);
+	CHECK_STR(a, b);
+}
+
+int
+main(void)
+{
+	RUN(t_sha256_matches_the_published_vectors);
+	RUN(t_hmac_sha256_matches_rfc_4231);
+	RUN(t_ignored_parameters_are_dropped_and_the_rest_keep_their_order);
+	RUN(t_same_inputs_make_the_same_key_and_the_url_part_comes_first);
+	RUN(t_header_values_are_normalised_and_escaped);
+	RUN(t_long_parts_keep_the_key_bounded_and_distinct);
+	RUN(t_the_credential_is_keyed_only_as_a_digest);
+	RUN(t_graphql_tells_queries_from_mutations_and_subscriptions);
+	RUN(t_graphql_keys_on_query_operation_and_variables_only);
+	return unit_exit();
+}
