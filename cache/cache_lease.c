@@ -163,12 +163,13 @@ on_hello_reply(struct cache_op *op, redisReply *reply)
 }
 
 /* A new op on the budget's slot that runs script id with its nkeys keys
- * (the names of suffixes), or NULL; *failed says if an argument failed. */
+ * (the names of suffixes, after "POOL:" for a named pool), or NULL;
+ * *failed says if an argument failed. */
 static struct cache_op *
 slot_op(struct cache *c, op_reply_cb *on_reply, void *arg, enum script_id id,
-    const char *const *suffixes, int nkeys, int *failed)
+    const char *pool, const char *const *suffixes, int nkeys, int *failed)
 {
-	char name[REDIS_KEY_MAX], n[8];
+	char name[REDIS_KEY_MAX], n[8], suffix[REDIS_KEY_MAX];
 	struct cache_op *op;
 
 	if ((op = op_new(c, LEASE_TAG, on_reply, arg)) == NULL)
@@ -177,7 +178,9 @@ slot_op(struct cache *c, op_reply_cb *on_reply, void *arg, enum script_id id,
 	snprintf(n, sizeof(n), "%d", nkeys);
 	*failed |= op_argstr(op, n);
 	for (int i = 0; i < nkeys; i++) {
-		op_key_name(name, sizeof(name), c, LEASE_TAG, suffixes[i]);
+		snprintf(suffix, sizeof(suffix), "%s%s%s", pool, pool[0] != '\0' ?
+		    ":" : "", suffixes[i]);
+		op_key_name(name, sizeof(name), c, LEASE_TAG, suffix);
 		*failed |= op_argstr(op, name);
 	}
 	return op;
@@ -195,15 +198,16 @@ arg_int(struct cache_op *op, int64_t v)
 }
 
 struct cache_op *
-lease_acquire(struct cache *c, const char *token, const char *ticket,
-    int64_t rank, int max, int64_t lease_ms, lease_cb *cb, void *arg)
+lease_acquire(struct cache *c, const char *pool, const char *token,
+    const char *ticket, int64_t rank, int max, int64_t lease_ms, lease_cb *cb,
+    void *arg)
 {
 	char channel[REDIS_KEY_MAX];
 	struct cache_op *op;
 	int failed = 0;
 
 	if ((op = slot_op(c, on_acquire_slot_reply, arg, SCRIPT_LEASE_ACQUIRE,
-	    queue_keys, 3, &failed)) == NULL)
+	    pool, queue_keys, 3, &failed)) == NULL)
 		return NULL;
 	op->cb.lease = cb;
 	op_key_name(channel, sizeof(channel), c, LEASE_TAG, "freed");
@@ -217,14 +221,14 @@ lease_acquire(struct cache *c, const char *token, const char *ticket,
 }
 
 struct cache_op *
-lease_renew(struct cache *c, const char *token, int64_t lease_ms, fence_cb *cb,
-    void *arg)
+lease_renew(struct cache *c, const char *pool, const char *token,
+    int64_t lease_ms, fence_cb *cb, void *arg)
 {
 	struct cache_op *op;
 	int failed = 0;
 
-	if ((op = slot_op(c, op_fence_reply, arg, SCRIPT_LEASE_RENEW, queue_keys,
-	    1, &failed)) == NULL)
+	if ((op = slot_op(c, op_fence_reply, arg, SCRIPT_LEASE_RENEW, pool,
+	    queue_keys, 1, &failed)) == NULL)
 		return NULL;
 	op->cb.fence = cb;
 	failed |= op_argstr(op, token);
@@ -233,14 +237,14 @@ lease_renew(struct cache *c, const char *token, int64_t lease_ms, fence_cb *cb,
 }
 
 struct cache_op *
-lease_release(struct cache *c, const char *token, const char *ticket, int max,
-    fence_cb *cb, void *arg)
+lease_release(struct cache *c, const char *pool, const char *token,
+    const char *ticket, int max, fence_cb *cb, void *arg)
 {
 	char channel[REDIS_KEY_MAX];
 	struct cache_op *op;
 	int failed = 0;
 
-	if ((op = slot_op(c, op_fence_reply, arg, SCRIPT_LEASE_RELEASE,
+	if ((op = slot_op(c, op_fence_reply, arg, SCRIPT_LEASE_RELEASE, pool,
 	    queue_keys, 3, &failed)) == NULL)
 		return NULL;
 	op->cb.fence = cb;
@@ -260,8 +264,8 @@ lease_hello(struct cache *c, const char *instance, int64_t ttl_ms, lease_cb *cb,
 	struct cache_op *op;
 	int failed = 0;
 
-	if ((op = slot_op(c, on_hello_reply, arg, SCRIPT_LEASE_HELLO, fleet, 1,
-	    &failed)) == NULL)
+	if ((op = slot_op(c, on_hello_reply, arg, SCRIPT_LEASE_HELLO, "", fleet,
+	    1, &failed)) == NULL)
 		return NULL;
 	op->cb.lease = cb;
 	failed |= op_argstr(op, instance);

@@ -17,6 +17,9 @@
  *                             leaves the queue after one lease
  *   <prefix>{budget}:fleet    ZSET instance -> expiry: who is alive
  *   <prefix>{budget}:freed    the shard channel a release publishes on
+ * A named pool ([upstream NAME]) has its own slots, queue and tickets,
+ * <prefix>{budget}:NAME:slots and so on (pool "" names the default's);
+ * the channel and the fleet are shared.
  *
  * acquire  atomically: drops expired leases and tickets (and says so on
  *          the channel), queues the ticket (or refreshes its rank and
@@ -56,16 +59,17 @@ typedef void lease_freed_cb(void *arg);
 
 /* Asks for a slot for token, its ticket waiting with rank (lower first)
  * while none is free; max: the fleet's slots. */
-struct cache_op	*lease_acquire(struct cache *c, const char *token,
-		    const char *ticket, int64_t rank, int max, int64_t lease_ms,
-		    lease_cb *cb, void *arg);
+struct cache_op	*lease_acquire(struct cache *c, const char *pool,
+		    const char *token, const char *ticket, int64_t rank, int max,
+		    int64_t lease_ms, lease_cb *cb, void *arg);
 /* FENCE_LOST: the lease expired (its slot may be someone else's). */
-struct cache_op	*lease_renew(struct cache *c, const char *token,
-		    int64_t lease_ms, fence_cb *cb, void *arg);
+struct cache_op	*lease_renew(struct cache *c, const char *pool,
+		    const char *token, int64_t lease_ms, fence_cb *cb, void *arg);
 /* Drops token's lease and ticket's place in the queue (max: as asked
  * with); cb may be NULL. FENCE_LOST: no lease was held. */
-struct cache_op	*lease_release(struct cache *c, const char *token,
-		    const char *ticket, int max, fence_cb *cb, void *arg);
+struct cache_op	*lease_release(struct cache *c, const char *pool,
+		    const char *token, const char *ticket, int max, fence_cb *cb,
+		    void *arg);
 /* instance is alive for ttl_ms; cb gets how many are. */
 struct cache_op	*lease_hello(struct cache *c, const char *instance,
 		    int64_t ttl_ms, lease_cb *cb, void *arg);

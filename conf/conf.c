@@ -18,6 +18,7 @@
  */
 
 #include "conf/conf.h"
+#include "conf/conf_pool.h"
 
 #include <arpa/inet.h>
 #include <assert.h>
@@ -58,12 +59,14 @@
 #define UNIX_PATH_LIMIT	(sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
 
 _Static_assert(UNIX_PATH_LIMIT < CONF_PATH_MAX, "redis_unix holds sun_path");
+_Static_assert(SHOW_MAX == CONF_SHOW_MAX, "conf_pool.c quotes alike");
 
 enum sect {
 	SECT_NONE,		/* before the first section header */
 	SECT_SERVER,
 	SECT_REDIS,
-	SECT_UPSTREAM,
+	SECT_UPSTREAM,		/* [upstream] alone */
+	SECT_POOL,		/* [upstream] and [upstream NAME] */
 	SECT_ROUTE,
 	SECT_SKIP		/* after a bad header: its keys are ignored */
 };
@@ -72,6 +75,7 @@ static const char *const sect_labels[] = {
 	[SECT_SERVER] = "[server]",
 	[SECT_REDIS] = "[redis]",
 	[SECT_UPSTREAM] = "[upstream]",
+	[SECT_POOL] = "[upstream]",
 	[SECT_ROUTE] = "[route PREFIX]",
 };
 
@@ -92,7 +96,9 @@ enum type {
 	T_FIELDS,		/* T_STRING: field names, comma-separated */
 	T_HOSTS,		/* T_STRING: host patterns, comma-separated */
 	T_AUTHORITY,		/* T_STRING: one host[:port], in normal form */
-	T_URL,			/* T_STRING: http(s)://host[:port][/path] */
+	T_SERVERS,		/* url: base URLs into a conf_pool */
+	T_BALANCE,		/* enum conf_balance */
+	T_POOL_NAME,		/* T_STRING: a route's [upstream NAME] */
 	T_STATUS_TTLS,		/* "404:30s,410:5m" into a conf_route */
 	T_CIDRS,		/* "10.0.0.0/8, ::1" into trusted_proxies */
 	T_FLOAT,		/* double; min..max in thousandths */
@@ -108,7 +114,8 @@ struct key {
 	const char	*def;		/* the default, in the file's syntax */
 	int64_t		 min;		/* value range, or length for strings */
 	int64_t		 max;
-	size_t		 off;		/* in struct conf or conf_route */
+	size_t		 off;		/* in struct conf, conf_pool or
+					 * conf_route */
 	size_t		 size;
 	size_t		 off_port;	/* T_HOSTPORT, T_ADDRESS */
 	size_t		 off_path;	/* T_ADDRESS: the unix socket path */
@@ -119,6 +126,7 @@ struct key {
 #define FIELD(type, m)		offsetof(type, m), sizeof(((type *)0)->m)
 #define IN_CONF(m)		FIELD(struct conf, m), 0, 0
 #define IN_ROUTE(m)		FIELD(struct conf_route, m), 0, 0
+#define IN_POOL(m)		FIELD(struct conf_pool, m), 0, 0
 #define HOSTPORT(h, p)		FIELD(struct conf, h), \
 				offsetof(struct conf, p), 0
 #define CIDRS(list, n)		FIELD(struct conf, list), \
@@ -216,13 +224,19 @@ static const struct key keys[] = {
 	{ "timeout", SECT_REDIS, T_DURATION, "250ms", 1, 60 * MS_SECOND,
 	  IN_CONF(redis_timeout_ms), "per command" },
 
-	{ "url", SECT_UPSTREAM, T_URL, "http://127.0.0.1:9000", 0,
-	  CONF_URL_MAX - 1, IN_CONF(upstream_url), "base URL requests go to" },
-	{ "connect_timeout", SECT_UPSTREAM, T_DURATION, "1s", 1,
-	  60 * MS_SECOND, IN_CONF(upstream_connect_timeout_ms),
+	{ "url", SECT_POOL, T_SERVERS, "http://127.0.0.1:9000", 0,
+	  CONF_SERVERS_MAX, IN_POOL(nservers),
+	  "base URLs requests go to, each may end in weight=N" },
+	{ "balance", SECT_POOL, T_BALANCE, "least_outstanding", 0, 0,
+	  IN_POOL(balance), "least_outstanding or round-robin, by weight" },
+	{ "connect_timeout", SECT_POOL, T_DURATION, "1s", 1,
+	  60 * MS_SECOND, IN_POOL(connect_timeout_ms),
 	  "TCP and TLS connect" },
-	{ "timeout", SECT_UPSTREAM, T_DURATION, "10s", 1, 1 * MS_HOUR,
-	  IN_CONF(upstream_timeout_ms), "whole fetch" },
+	{ "timeout", SECT_POOL, T_DURATION, "10s", 1, 1 * MS_HOUR,
+	  IN_POOL(timeout_ms), "whole fetch, a retry included" },
+	{ "first_byte_timeout", SECT_POOL, T_DURATION, "0", 0, 1 * MS_HOUR,
+	  IN_POOL(first_byte_timeout_ms),
+	  "a try's wait for its response to begin (0: timeout alone)" },
 	{ "stream_window", SECT_UPSTREAM, T_SIZE, "1m", 16 * KIB, 1 * GIB,
 	  IN_CONF(stream_window),
 	  "a streamed response waits when its fastest client has this queued" },
@@ -231,18 +245,37 @@ static const struct key keys[] = {
 	{ "max_upstream_headers", SECT_UPSTREAM, T_INT, "100", 1,
 	  CONF_UPSTREAM_HEADERS_MAX, IN_CONF(max_upstream_headers),
 	  "header lines of a response; more: 502" },
-	{ "max_requests", SECT_UPSTREAM, T_INT, "0", 0, 1000000,
-	  IN_CONF(max_requests),
+	{ "max_requests", SECT_POOL, T_INT, "0", 0, 1000000,
+	  IN_POOL(max_requests),
 	  "origin requests at once across the fleet (0: no limit)" },
-	{ "queue_timeout", SECT_UPSTREAM, T_DURATION, "5s", 0, 1 * MS_HOUR,
-	  IN_CONF(queue_timeout_ms),
+	{ "queue_timeout", SECT_POOL, T_DURATION, "5s", 0, 1 * MS_HOUR,
+	  IN_POOL(queue_timeout_ms),
 	  "a request waits this long for an origin slot" },
-	{ "slot_lease", SECT_UPSTREAM, T_DURATION, "5s", 100, 10 * MS_MINUTE,
-	  IN_CONF(slot_lease_ms),
+	{ "slot_lease", SECT_POOL, T_DURATION, "5s", 100, 10 * MS_MINUTE,
+	  IN_POOL(slot_lease_ms),
 	  "an origin slot's lease in Redis, renewed while its fetch runs" },
-	{ "local_share", SECT_UPSTREAM, T_INT, "0", 0, 1000000,
-	  IN_CONF(local_share),
+	{ "local_share", SECT_POOL, T_INT, "0", 0, 1000000,
+	  IN_POOL(local_share),
 	  "Redis down: one instance's slots (0: max_requests / instances)" },
+	{ "max_requests_per_server", SECT_POOL, T_INT, "0", 0, 1000000,
+	  IN_POOL(max_requests_per_server),
+	  "requests at once to one server, per worker (0: no limit)" },
+	{ "max_fails", SECT_POOL, T_INT, "3", 0, 1000,
+	  IN_POOL(max_fails),
+	  "failures within fail_timeout that take a server out (0: never)" },
+	{ "fail_timeout", SECT_POOL, T_DURATION, "10s", 1, 1 * MS_HOUR,
+	  IN_POOL(fail_timeout_ms),
+	  "the failures' window, and how long a server stays out" },
+	{ "health_path", SECT_POOL, T_STRING, "", 0, CONF_HEALTH_PATH_MAX - 1,
+	  IN_POOL(health_path), "GET this on every server (empty: no probes)" },
+	{ "health_interval", SECT_POOL, T_DURATION, "5s", 100, 1 * MS_HOUR,
+	  IN_POOL(health_interval_ms), "time between probes of a server" },
+	{ "health_timeout", SECT_POOL, T_DURATION, "2s", 10, 1 * MS_MINUTE,
+	  IN_POOL(health_timeout_ms), "a probe fails past this" },
+	{ "health_status", SECT_POOL, T_INT, "200", 100, 599,
+	  IN_POOL(health_status), "the status a probe must answer" },
+	{ "health_rise", SECT_POOL, T_INT, "2", 1, 100, IN_POOL(health_rise),
+	  "passed probes in a row that bring a server back" },
 
 	{ "ttl", SECT_ROUTE, T_DURATION, "10s", 0, 8760 * MS_HOUR,
 	  IN_ROUTE(ttl_ms), "fresh for this long after the fetch" },
@@ -314,6 +347,8 @@ static const struct key keys[] = {
 	{ "forward_targeted_cache_control", SECT_ROUTE, T_BOOL, "off", 0, 1,
 	  IN_ROUTE(forward_targeted_cc),
 	  "pass the targeted fields Corral read on to clients" },
+	{ "upstream", SECT_ROUTE, T_POOL_NAME, "", 0, CONF_POOL_NAME_MAX - 1,
+	  IN_ROUTE(upstream), "the [upstream NAME] pool (empty: [upstream])" },
 };
 
 #define NKEYS	ARRAY_LEN(keys)
@@ -329,6 +364,7 @@ struct loader {
 	enum sect	 sect;			/* the current section */
 	char		 section[SECTION_MAX];	/* its header, for messages */
 	int		 route;			/* its index, for SECT_ROUTE */
+	int		 pool;			/* its pool, in [upstream ...] */
 	int		 set_line[NKEYS];	/* where each key was set */
 	char		 refused[NKEYS];	/* its value was bad */
 	char		 line[LINE_BUF];
@@ -371,6 +407,12 @@ show(const char *s, size_t len, char out[SHOW_BUF])
 	}
 	out[i] = '\0';
 	return out;
+}
+
+const char *
+conf_show(const char *s, size_t len, char out[CONF_SHOW_BUF])
+{
+	return show(s, len, out);
 }
 
 static void
@@ -545,68 +587,6 @@ set_prefix(const struct key *k, char *field, const char *v, char *err,
 		}
 	}
 	return set_string(k, field, v, err, errlen);
-}
-
-/* http(s)://host[:port][/path], stored without trailing '/'. */
-static int
-set_url(const struct key *k, char *field, const char *v, char *err,
-    size_t errlen)
-{
-	char shown[SHOW_BUF], host[CONF_HOST_MAX], auth[CONF_URL_MAX];
-	const char *start, *slash, *after;
-	size_t alen, len;
-	int port;
-
-	show(v, SIZE_MAX, shown);
-	if (strncasecmp(v, "http://", strlen("http://")) == 0)
-		start = v + strlen("http://");
-	else if (strncasecmp(v, "https://", strlen("https://")) == 0)
-		start = v + strlen("https://");
-	else {
-		snprintf(err, errlen, "\"%s\" must start with http:// or "
-		    "https://", shown);
-		return -1;
-	}
-	for (const char *p = v; *p != '\0'; p++) {
-		if (isspace((unsigned char)*p) || iscntrl((unsigned char)*p) ||
-		    *p == '?' || *p == '#') {
-			snprintf(err, errlen, "\"%s\" must not contain spaces, "
-			    "control characters, a query or a fragment", shown);
-			return -1;
-		}
-	}
-
-	/* The authority: host, [v6 host], host:port or [v6 host]:port. */
-	slash = strchr(start, '/');
-	alen = slash != NULL ? (size_t)(slash - start) : strlen(start);
-	if (alen == 0 || alen >= sizeof(auth)) {
-		snprintf(err, errlen, "\"%s\" has no host", shown);
-		return -1;
-	}
-	memcpy(auth, start, alen);
-	auth[alen] = '\0';
-	after = auth[0] == '[' ? strchr(auth, ']') : auth;
-	if (after != NULL && strchr(after, ':') != NULL) {
-		if (util_parse_hostport(auth, host, sizeof(host), &port) == -1)
-			after = NULL;
-	} else if (after != NULL && auth[0] == '[' && after[1] != '\0')
-		after = NULL;
-	if (after == NULL) {
-		snprintf(err, errlen, "\"%s\" has a bad host or port", shown);
-		return -1;
-	}
-
-	len = strlen(v);
-	while (len > 0 && v[len - 1] == '/')
-		len--;
-	if ((int64_t)len > k->max) {
-		snprintf(err, errlen, "must be at most %" PRId64
-		    " characters long", k->max);
-		return -1;
-	}
-	memcpy(field, v, len);
-	field[len] = '\0';
-	return 0;
 }
 
 static int
@@ -967,6 +947,7 @@ static int
 may_be_empty(enum type type)
 {
 	return type == T_STRING || type == T_PREFIX || type == T_FIELDS ||
+	    type == T_POOL_NAME ||
 	    type == T_HOSTS || type == T_STATUS_TTLS || type == T_CIDRS ||
 	    type == T_AUTHORITY || type == T_QUERY_NAMES || type == T_COOKIE;
 }
@@ -1116,8 +1097,14 @@ set_value(const struct key *k, char *base, const char *v, char *err,
 		return set_fields(k, field, v, err, errlen);
 	case T_AUTHORITY:
 		return set_authority(k, field, v, err, errlen);
-	case T_URL:
-		return set_url(k, field, v, err, errlen);
+	case T_SERVERS:
+		return conf_pool_servers((struct conf_pool *)(void *)base, v,
+		    err, errlen);
+	case T_BALANCE:
+		return conf_pool_balance((enum conf_balance *)(void *)field, v,
+		    err, errlen);
+	case T_POOL_NAME:
+		return set_string(k, field, v, err, errlen);
 	case T_STATUS_TTLS:
 		return set_status_ttls(k, base, v, err, errlen);
 	case T_CIDRS:
@@ -1164,11 +1151,23 @@ route_defaults(struct conf_route *r)
 			set_default(&keys[i], (char *)r);
 }
 
+/* A pool's keys: the defaults (a named pool's url has none). */
+static void
+pool_defaults(struct conf_pool *p)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (keys[i].sect == SECT_POOL)
+			set_default(&keys[i], (char *)p);
+}
+
+/* [upstream] has the keys of every pool too. */
 static const struct key *
 find_key(enum sect sect, const char *name)
 {
 	for (size_t i = 0; i < NKEYS; i++)
-		if (keys[i].sect == sect && strcmp(keys[i].name, name) == 0)
+		if ((keys[i].sect == sect || (sect == SECT_UPSTREAM &&
+		    keys[i].sect == SECT_POOL)) &&
+		    strcmp(keys[i].name, name) == 0)
 			return &keys[i];
 	return NULL;
 }
@@ -1180,7 +1179,8 @@ home_of(enum sect sect, const char *name)
 	enum sect home = SECT_NONE;
 
 	for (size_t i = 0; i < NKEYS; i++) {
-		if (keys[i].sect == sect || strcmp(keys[i].name, name) != 0)
+		if (keys[i].sect == sect || strcmp(keys[i].name, name) != 0 ||
+		    (sect == SECT_UPSTREAM && keys[i].sect == SECT_POOL))
 			continue;
 		if (home != SECT_NONE && home != keys[i].sect)
 			return SECT_NONE;
@@ -1291,6 +1291,34 @@ begin_route(struct loader *ld, const char *prefix, size_t len)
 	ld->sect = SECT_ROUTE;
 }
 
+/* [upstream] (name "") or [upstream NAME]: its keys go in its pool. */
+static void
+begin_pool(struct loader *ld, const char *name, size_t len)
+{
+	char err[MSG_MAX];
+	int i = 0;
+
+	if (len > 0 && (i = conf_pool_begin(ld->c, name, len, ld->lineno, err,
+	    sizeof(err))) == -1) {
+		report(ld, ld->lineno, "%s", err);
+		return;
+	}
+	if (i > 0) {
+		pool_defaults(&ld->c->pools[i]);
+		ld->c->pools[i].nservers = 0;	/* url is a must */
+	} else if (ld->c->pools[0].line == 0) {
+		ld->c->pools[0].line = ld->lineno;
+	}
+	for (size_t k = 0; k < NKEYS; k++) {
+		if (keys[k].sect == SECT_POOL) {
+			ld->set_line[k] = 0;
+			ld->refused[k] = 0;
+		}
+	}
+	ld->pool = i;
+	ld->sect = i > 0 ? SECT_POOL : SECT_UPSTREAM;
+}
+
 /* A "[...]" line: s has no surrounding whitespace. */
 static void
 begin_section(struct loader *ld, const char *s)
@@ -1298,7 +1326,6 @@ begin_section(struct loader *ld, const char *s)
 	static const struct { const char *name; enum sect sect; } plain[] = {
 		{ "server", SECT_SERVER },
 		{ "redis", SECT_REDIS },
-		{ "upstream", SECT_UPSTREAM },
 	};
 	char shown[SHOW_BUF];
 	const char *in, *end, *rest, *word_end, *arg;
@@ -1337,6 +1364,13 @@ begin_section(struct loader *ld, const char *s)
 		begin_route(ld, arg, (size_t)(end - arg));
 		return;
 	}
+	if (wlen == strlen("upstream") && memcmp(in, "upstream", wlen) == 0) {
+		for (arg = word_end; arg < end && isspace((unsigned char)*arg);
+		    arg++)
+			;
+		begin_pool(ld, arg, (size_t)(end - arg));
+		return;
+	}
 	for (size_t i = 0; i < ARRAY_LEN(plain); i++) {
 		if (strlen(plain[i].name) == len &&
 		    memcmp(plain[i].name, in, len) == 0) {
@@ -1345,7 +1379,8 @@ begin_section(struct loader *ld, const char *s)
 		}
 	}
 	report(ld, ld->lineno, "unknown section [%s] (expected [server], "
-	    "[redis], [upstream] or [route PREFIX])", show(in, len, shown));
+	    "[redis], [upstream], [upstream NAME] or [route PREFIX])",
+	    show(in, len, shown));
 }
 
 /*
@@ -1536,7 +1571,10 @@ on_key(void *user, const char *section, const char *name, const char *value)
 	ld->set_line[k - keys] = ld->lineno;
 
 	base = k->sect == SECT_ROUTE ? (char *)&ld->c->routes[ld->route] :
+	    k->sect == SECT_POOL ? (char *)&ld->c->pools[ld->pool] :
 	    (char *)ld->c;
+	if (k->type == T_POOL_NAME)
+		ld->c->routes[ld->route].upstream_line = ld->lineno;
 	if (set_value(k, base, value, err, sizeof(err)) == -1) {
 		report(ld, ld->lineno, "%s: %s", k->name, err);
 		ld->refused[k - keys] = 1;
@@ -1668,8 +1706,12 @@ conf_defaults(struct conf *c)
 {
 	memset(c, 0, sizeof(*c));
 	for (size_t i = 0; i < NKEYS; i++)
-		if (keys[i].sect != SECT_ROUTE)
+		if (keys[i].sect != SECT_ROUTE && keys[i].sect != SECT_POOL)
 			set_default(&keys[i], (char *)c);
+	pool_defaults(&c->pools[0]);
+	c->npools = 1;
+	snprintf(c->upstream_url, sizeof(c->upstream_url), "%s",
+	    c->pools[0].servers[0].url);
 }
 
 int
@@ -1708,6 +1750,7 @@ conf_load(struct conf *c, const char *path, FILE *errs)
 		report(&ld, rc, "syntax error");
 	check_listeners(&ld);
 	check_redis(&ld);
+	ld.nerr += conf_pool_check(c, path, errs);
 	check_secrets(&ld);
 	check_keys(&ld);
 	if (line_of(&ld, SECT_SERVER, "admin_token_file") != -1)
@@ -1782,6 +1825,12 @@ format_range(const struct key *k, char *out, size_t outlen)
 	case T_BOOL:
 		snprintf(out, outlen, "on|off");
 		break;
+	case T_SERVERS:
+		snprintf(out, outlen, "http(s)://host[:port][/path],...");
+		break;
+	case T_BALANCE:
+		snprintf(out, outlen, "least_outstanding|round-robin");
+		break;
 	case T_AUTHZ:
 		snprintf(out, outlen, "off|on|per-credential");
 		break;
@@ -1791,8 +1840,6 @@ format_range(const struct key *k, char *out, size_t outlen)
 	case T_COOKIE:
 		snprintf(out, outlen, "cookie name");
 		break;
-	case T_URL:
-		snprintf(out, outlen, "http(s)://host[:port][/path]");
 		break;
 	case T_AUTHORITY:
 		snprintf(out, outlen, "host[:port]");
@@ -1811,6 +1858,7 @@ format_range(const struct key *k, char *out, size_t outlen)
 		break;
 	case T_STRING:
 	case T_PREFIX:
+	case T_POOL_NAME:
 		snprintf(out, outlen, "%" PRId64 "..%" PRId64 " chars%s",
 		    k->min, k->max, k->type == T_PREFIX ? ", no {} or spaces" :
 		    "");
@@ -1846,7 +1894,8 @@ needs_restart(const struct key *k)
 {
 	static const char *const names[] = {
 		[SECT_SERVER] = "server", [SECT_REDIS] = "redis",
-		[SECT_UPSTREAM] = "upstream", [SECT_ROUTE] = "route",
+		[SECT_UPSTREAM] = "upstream", [SECT_POOL] = "upstream",
+		[SECT_ROUTE] = "route",
 	};
 
 	return conf_needs_restart(names[k->sect], k->name);
@@ -1855,7 +1904,8 @@ needs_restart(const struct key *k)
 static void
 dump_man(FILE *out, const struct key *k, const char *range)
 {
-	if (k == keys || k[-1].sect != k->sect)
+	if (k == keys || strcmp(sect_labels[k[-1].sect],
+	    sect_labels[k->sect]) != 0)
 		fprintf(out, ".SS \"%s\"\n", sect_labels[k->sect]);
 	fprintf(out, ".TP\n.B %s\n", k->name);
 	fputs("default \\fB", out);

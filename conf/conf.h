@@ -29,6 +29,12 @@
 #define CONF_CIDRS_MAX		64	/* entries of trusted_proxies */
 #define CONF_REDIS_ADDRS_MAX	16	/* [redis] address: seeds or sentinels */
 #define CONF_NAME_MAX		64	/* [redis] master_name */
+#define CONF_POOLS_MAX		16	/* [upstream] and [upstream NAME] */
+#define CONF_SERVERS_MAX	16	/* servers of one pool */
+#define CONF_SERVER_URL_MAX	256	/* one server's base URL */
+#define CONF_POOL_NAME_MAX	32	/* [upstream NAME] */
+#define CONF_WEIGHT_MAX		100	/* url = ... weight=N */
+#define CONF_HEALTH_PATH_MAX	256
 #define CONF_QUERY_NAMES_MAX	256	/* key_query, key_ignore_query */
 #define CONF_KEY_HEADERS_MAX	16	/* names in key_headers */
 #define CONF_COOKIE_MAX		64	/* credential_cookie */
@@ -86,6 +92,48 @@ struct conf_status_ttl {
 	int64_t	 ttl_ms;
 };
 
+/* [upstream] balance: how a pool picks a server. */
+enum conf_balance {
+	BALANCE_LEAST,		/* fewest requests in flight per weight */
+	BALANCE_ROUND_ROBIN,	/* smooth weighted round robin */
+};
+
+/* One server of a pool: "http://a:8080 weight=3" in url. */
+struct conf_server {
+	char	 url[CONF_SERVER_URL_MAX];	/* no trailing '/' */
+	int	 weight;			/* 1..CONF_WEIGHT_MAX */
+};
+
+/* A pool of servers: [upstream] (the default, name "") or
+ * [upstream NAME]; conf_pool.c reads its url and balance. */
+struct conf_pool {
+	char	 name[CONF_POOL_NAME_MAX];
+	int	 nservers;
+	struct conf_server servers[CONF_SERVERS_MAX];
+	enum conf_balance balance;
+	int64_t	 connect_timeout_ms;
+	int64_t	 timeout_ms;		/* a request's whole fetch, retry
+					 * included */
+	int64_t	 first_byte_timeout_ms;	/* one try's wait for its response
+					 * to begin (0: timeout alone) */
+	int	 max_requests;		/* origin requests at once, fleet-wide
+					 * (0: no limit) */
+	int64_t	 queue_timeout_ms;	/* a request waits for a slot */
+	int64_t	 slot_lease_ms;		/* a slot's lease in Redis */
+	int	 local_share;		/* Redis down: one instance's (0:
+					 * max_requests / instances seen) */
+	int	 max_requests_per_server;	/* each worker's (0: no limit) */
+	int	 max_fails;		/* failures within fail_timeout ... */
+	int64_t	 fail_timeout_ms;	/* ... take a server out this long */
+	char	 health_path[CONF_HEALTH_PATH_MAX];	/* "": no probes */
+	int64_t	 health_interval_ms;
+	int64_t	 health_timeout_ms;
+	int	 health_status;		/* what a probe must answer */
+	int	 health_rise;		/* passed probes in a row: back in */
+	int	 line;			/* where its section starts (0: the
+					 * default pool's defaults) */
+};
+
 struct conf_route {
 	char	 prefix[CONF_ROUTE_PREFIX_MAX];	/* path prefix, starts with '/' */
 	int64_t	 ttl_ms;		/* fresh for this long after the fetch */
@@ -116,6 +164,8 @@ struct conf_route {
 	char	 targeted_cc[CONF_FIELDS_MAX];	/* field names, ", " between */
 	int	 key_host;		/* key on the client's Host, and send it */
 	int	 forward_targeted_cc;	/* pass consumed targeted fields on */
+	char	 upstream[CONF_POOL_NAME_MAX];	/* its pool ("": the default) */
+	int	 upstream_line;		/* where upstream was set */
 	int	 line;			/* where the section starts */
 };
 
@@ -178,20 +228,16 @@ struct conf {
 	char		 redis_prefix[CONF_PREFIX_MAX];
 	int64_t		 redis_timeout_ms;
 
-	/* [upstream] */
+	/* [upstream]: pools[0] is the default pool, [upstream NAME] the
+	 * others. */
+	int		 npools;
+	struct conf_pool pools[CONF_POOLS_MAX];
+	/* The default pool's first server: the host part of cache keys. */
 	char		 upstream_url[CONF_URL_MAX];	/* no trailing '/' */
 	char		 upstream_authority[CONF_HOST_MAX + 8];	/* keys' host */
 	int64_t		 stream_window;	/* bytes queued for a streamed client */
-	int64_t		 upstream_connect_timeout_ms;
-	int64_t		 upstream_timeout_ms;
 	int64_t		 max_entry_bytes;
 	int		 max_upstream_headers;	/* more: the fetch fails */
-	int		 max_requests;	/* origin requests at once, fleet-wide
-					 * (0: no limit) */
-	int64_t		 queue_timeout_ms;	/* a request waits for a slot */
-	int64_t		 slot_lease_ms;	/* a slot's lease in Redis */
-	int		 local_share;	/* Redis down: one instance's (0:
-					 * max_requests / instances seen) */
 
 	int		 nroutes;
 	struct conf_route routes[CONF_ROUTES_MAX];
@@ -254,6 +300,14 @@ enum admin_scope conf_token_scope(const struct conf *c, const char *s,
 	    size_t len);
 /* The index of the route with this prefix in c, or -1. */
 int	conf_route_index(const struct conf *c, const char *prefix);
+
+/* conf_pool.c: the pool named name ("" or NULL: the default), or NULL. */
+const struct conf_pool *conf_pool_find(const struct conf *c, const char *name);
+/* The longest timeout of any pool. */
+int64_t	conf_timeout_max(const struct conf *c);
+/* The pool a route's requests go to (the default if its name is gone). */
+const struct conf_pool *conf_route_pool(const struct conf *c,
+	    const struct conf_route *r);
 
 /* A reference of every key, its default, range and meaning: a table for
  * corral -h, or man(7) paragraphs for corral.conf(5), one .SS a section. */

@@ -20,6 +20,7 @@
 #include "cache/cache_l2.h"
 #include "conf/conf.h"
 #include "proxy/proxy_budget.h"
+#include "proxy/proxy_pool.h"
 #include "proxy/proxy_stats.h"
 #include "upstream/upstream.h"
 
@@ -90,6 +91,7 @@ struct worker_slot {
 	uint64_t		 l1_rejected;
 	struct peer_row		 peer;
 	struct budget_slot	 budget;	/* the origin budget's */
+	struct pool_row		 pools;		/* its upstream servers */
 };
 
 /* Everything the admin listener reports, summed over the workers. */
@@ -112,6 +114,7 @@ struct proxy_figures {
 	uint64_t		 l1_rejected;
 	struct l2_counters	 l2;		/* the instance's, not summed */
 	struct budget_gauges	 budget;	/* the origin budget's */
+	struct pool_row		 pools;		/* by pool and server */
 };
 struct access_log;
 struct control;
@@ -167,7 +170,8 @@ struct proxy {
 	struct evhttp		*peer;		/* workers > 1: its siblings ask */
 	struct upstream		*peers;		/* ... and it asks them */
 	pid_t			 master_pid;	/* names the peer sockets */
-	struct budget		*budget;	/* the origin's (proxy_budget.c) */
+	struct budget		*budget;	/* the default pool's budget */
+	TAILQ_HEAD(pool_list, pool) pools;	/* proxy_pool.c; default first */
 	struct control		*control;	/* refreshes asked (proxy_control.c) */
 	struct maint		*maint;		/* routes in maintenance */
 };

@@ -115,8 +115,8 @@ origin_budget_json(struct proxy *px, const struct budget_gauges *g,
 	    PRId64 ", \"local_share\": %" PRId64 ", \"slots_in_use\": %" PRId64
 	    ", \"local_slots_in_use\": %" PRId64 ", \"queue_length\": %" PRId64
 	    ", \"fleet_slots_in_use\": %" PRId64 ", \"fleet_queue_length\": %"
-	    PRId64 ", \"instances\": %" PRId64 "}", px->conf->max_requests,
-	    px->conf->queue_timeout_ms, g->share, g->held, g->local_held,
+	    PRId64 ", \"instances\": %" PRId64 "}", px->conf->pools[0].max_requests,
+	    px->conf->pools[0].queue_timeout_ms, g->share, g->held, g->local_held,
 	    g->queued, g->fleet_held, g->fleet_queued, g->instances);
 }
 
@@ -195,6 +195,7 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	    ", \"pruned\": %" PRIu64 "}", cc->tag_set_largest,
 	    cc->tag_members_pruned);
 	origin_budget_json(px, &fig->budget, out);
+	pool_stats_json(&fig->pools, out);
 	evbuffer_add_printf(out, ", \"in_progress\": {\"requests\": %" PRId64
 	    ", \"flights\": %" PRId64 ", \"refreshes\": %" PRId64
 	    ", \"upstream_fetches\": %" PRId64 "}, ", fig->requests,

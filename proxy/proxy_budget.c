@@ -16,6 +16,10 @@
  * instance count theirs in shared memory, and a waiting worker looks
  * again every LOCAL_POLL_MS.
  *
+ * Each pool has its own budget; the main one (the default pool's) says
+ * the instance is alive and hears the fleet's freed slots for all of
+ * them (its others list).
+ *
  * It asks cache/ and reports through the callback its asker gave; it
  * counts into proxy_stats.h.
  */
@@ -85,6 +89,11 @@ struct budget_ticket {
 struct budget {
 	uint32_t		 magic;
 	struct proxy		*px;
+	const struct conf_pool	*cp;		/* its pool's settings */
+	int			 index;		/* its local share's column */
+	struct budget		*main;		/* the default pool's (or itself) */
+	LIST_HEAD(, budget)	 others;	/* main: the other pools' */
+	LIST_ENTRY(budget)	 other;
 	TAILQ_HEAD(, budget_ticket) queue;
 	int			 nqueued;
 	int			 nheld;
@@ -109,21 +118,27 @@ static void pump(struct budget *b);
 static int
 max_requests(const struct budget *b)
 {
-	return b->px->conf->max_requests;
+	return b->cp->max_requests;
 }
 
 static int64_t
 lease_ms(const struct budget *b)
 {
-	return b->px->conf->slot_lease_ms;
+	return b->cp->slot_lease_ms;
+}
+
+static int64_t
+queue_timeout_ms(const struct budget *b)
+{
+	return b->cp->queue_timeout_ms;
 }
 
 /* The local share of this instance. */
 static int64_t
 local_share(const struct budget *b)
 {
-	const struct conf *c = b->px->conf;
-	int64_t n = b->instances > 0 ? b->instances : 1;
+	const struct conf_pool *c = b->cp;
+	int64_t n = b->main->instances > 0 ? b->main->instances : 1;
 
 	if (c->local_share > 0)
 		return c->local_share;
@@ -165,7 +180,7 @@ best(struct budget *b)
 static _Atomic int64_t *
 my_local(struct budget *b)
 {
-	return &b->px->slots[b->px->slot].budget.local;
+	return &b->px->slots[b->px->slot].budget.local[b->index];
 }
 
 /* One slot of the instance's local share, if one is free. Every worker
@@ -178,7 +193,7 @@ take_local(struct budget *b)
 
 	atomic_fetch_add(my_local(b), 1);
 	for (int i = 0; i < b->px->nslots; i++)
-		sum += atomic_load(&b->px->slots[i].budget.local);
+		sum += atomic_load(&b->px->slots[i].budget.local[b->index]);
 	if (sum <= local_share(b))
 		return 1;
 	atomic_fetch_sub(my_local(b), 1);
@@ -260,7 +275,7 @@ ask_local(struct budget_ticket *t)
 	b->degraded = 1;
 	if (take_local(b))
 		grant(t, FROM_LOCAL);
-	else if (b->px->conf->queue_timeout_ms == 0)
+	else if (queue_timeout_ms(b) == 0)
 		shed(t);
 	else
 		recheck_arm(b);
@@ -283,7 +298,7 @@ on_acquired(enum lease_result r, const struct lease_figures *f, void *arg)
 	b->fleet.queued = f->queued;
 	if (r == LEASE_QUEUED) {
 		t->waited = 1;
-		if (b->px->conf->queue_timeout_ms == 0)
+		if (queue_timeout_ms(b) == 0)
 			shed(t);
 		/* Its answer may predate a release heard meanwhile. */
 		if (b->rewake) {
@@ -312,7 +327,7 @@ ask(struct budget_ticket *t)
 		grant(t, FROM_NOWHERE);
 		return;
 	}
-	t->op = lease_acquire(px->cache, t->token, t->name, rank(t),
+	t->op = lease_acquire(px->cache, b->cp->name, t->token, t->name, rank(t),
 	    max_requests(b), lease_ms(b), on_acquired, t);
 	if (t->op == NULL) {
 		ask_local(t);
@@ -371,8 +386,8 @@ on_renew_tick(evutil_socket_t fd, short what, void *arg)
 	if (t->lost)
 		return;
 	if (t->op == NULL)
-		t->op = lease_renew(b->px->cache, t->token, lease_ms(b),
-		    on_renewed, t);
+		t->op = lease_renew(b->px->cache, b->cp->name, t->token,
+		    lease_ms(b), on_renewed, t);
 	timer_arm(t->timer, lease_ms(b) / RENEW_DIVISOR);
 }
 
@@ -402,8 +417,8 @@ release(struct budget_ticket *t)
 
 	if (!t->in_redis)
 		return;
-	if (lease_release(b->px->cache, t->token, t->name, max_requests(b),
-	    on_released, b) != NULL)
+	if (lease_release(b->px->cache, b->cp->name, t->token, t->name,
+	    max_requests(b), on_released, b) != NULL)
 		b->releasing++;
 }
 
@@ -439,13 +454,14 @@ budget_done(struct budget_ticket **tp)
 }
 
 struct budget_ticket *
-budget_ask(struct proxy *px, const struct budget_args *a)
+budget_ask(struct budget *b, const struct budget_args *a)
 {
-	struct budget *b = px->budget;
+	struct proxy *px;
 	struct budget_ticket *t;
 
 	if (b == NULL || max_requests(b) == 0)
 		return NULL;
+	px = b->px;
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		return NULL;
 	t->magic = TICKET_MAGIC;
@@ -467,8 +483,8 @@ budget_ask(struct proxy *px, const struct budget_args *a)
 	    t->token);
 	TAILQ_INSERT_TAIL(&b->queue, t, link);
 	b->nqueued++;
-	if (px->conf->queue_timeout_ms > 0)
-		timer_arm(t->timer, px->conf->queue_timeout_ms);
+	if (queue_timeout_ms(b) > 0)
+		timer_arm(t->timer, queue_timeout_ms(b));
 	ask(t);
 	if (t->state == T_WAITING)
 		recheck_arm(b);
@@ -500,13 +516,32 @@ on_recheck(evutil_socket_t fd, short what, void *arg)
 	recheck_arm(b);
 }
 
+/* A slot was freed in the fleet, in one of the pools: each asks. */
 static void
 on_freed(void *arg)
 {
-	struct budget *b = arg;
+	struct budget *b = arg, *o, *next;
 
-	assert(b->magic == BUDGET_MAGIC);
+	assert(b->magic == BUDGET_MAGIC && b->main == b);
 	pump(b);
+	for (o = LIST_FIRST(&b->others); o != NULL; o = next) {
+		next = LIST_NEXT(o, other);
+		pump(o);
+	}
+}
+
+/* Does any pool have a budget? */
+static int
+any_budget(const struct budget *b)
+{
+	const struct budget *o;
+
+	if (max_requests(b) > 0)
+		return 1;
+	LIST_FOREACH(o, &b->others, other)
+		if (max_requests(o) > 0)
+			return 1;
+	return 0;
 }
 
 static void
@@ -530,7 +565,7 @@ on_hello_tick(evutil_socket_t fd, short what, void *arg)
 
 	assert(b->magic == BUDGET_MAGIC);
 	timer_arm(b->hello_ev, HELLO_MS);
-	if (max_requests(b) == 0) {
+	if (!any_budget(b)) {
 		if (b->listening)
 			lease_on_freed(px->cache, NULL, NULL);
 		b->listening = 0;
@@ -544,53 +579,75 @@ on_hello_tick(evutil_socket_t fd, short what, void *arg)
 		    HELLO_MS * HELLO_MISSES, on_hello, b);
 }
 
-int
-budget_new(struct proxy *px)
+struct budget *
+budget_new(struct proxy *px, struct budget *main, const struct conf_pool *cp,
+    int index)
 {
 	struct budget *b;
 	char host[HOST_NAME_MAX + 1] = "";
 
+	assert(index >= 0 && index < BUDGET_POOLS_MAX);
 	if ((b = calloc(1, sizeof(*b))) == NULL)
-		return -1;
+		return NULL;
 	b->magic = BUDGET_MAGIC;
 	b->px = px;
+	b->cp = cp;
+	b->index = index;
+	b->main = main != NULL ? main : b;
 	b->fleet.held = b->fleet.queued = -1;
 	TAILQ_INIT(&b->queue);
+	LIST_INIT(&b->others);
+	b->recheck_ev = evtimer_new(px->base, on_recheck, b);
+	if (b->recheck_ev == NULL)
+		goto fail;
+	atomic_store(my_local(b), 0);	/* a dead predecessor's are free */
+	if (main != NULL) {
+		LIST_INSERT_HEAD(&main->others, b, other);
+		return b;
+	}
 	(void)gethostname(host, sizeof(host) - 1);
 	/* The workers of one instance are one instance. */
 	snprintf(b->instance, sizeof(b->instance), "%s:%d:%d", host,
 	    (int)(px->nslots > 1 ? getppid() : getpid()), px->conf->listen_port);
-	b->recheck_ev = evtimer_new(px->base, on_recheck, b);
-	b->hello_ev = evtimer_new(px->base, on_hello_tick, b);
-	if (b->recheck_ev == NULL || b->hello_ev == NULL) {
-		px->budget = b;
-		budget_free(px);
-		return -1;
-	}
-	atomic_store(my_local(b), 0);	/* a dead predecessor's are free */
-	px->budget = b;
+	if ((b->hello_ev = evtimer_new(px->base, on_hello_tick, b)) == NULL)
+		goto fail;
 	on_hello_tick(-1, 0, b);
-	return 0;
+	return b;
+fail:
+	if (b->recheck_ev != NULL)
+		event_free(b->recheck_ev);
+	free(b);
+	return NULL;
 }
 
 void
-budget_free(struct proxy *px)
+budget_free(struct budget **bp)
 {
-	struct budget *b = px->budget;
+	struct budget *b = *bp;
+	struct proxy *px;
 
 	if (b == NULL)
 		return;
-	assert(b->nqueued == 0 && b->nheld == 0);
+	*bp = NULL;
+	assert(b->magic == BUDGET_MAGIC);
+	assert(b->nqueued == 0 && b->nheld == 0 && LIST_EMPTY(&b->others));
+	px = b->px;
+	if (b->main != b)
+		LIST_REMOVE(b, other);
 	cache_op_cancel(&b->hello_op);
 	if (b->listening && px->cache != NULL)
 		lease_on_freed(px->cache, NULL, NULL);
-	if (b->recheck_ev != NULL)
-		event_free(b->recheck_ev);
+	event_free(b->recheck_ev);
 	if (b->hello_ev != NULL)
 		event_free(b->hello_ev);
 	b->magic = 0;
 	free(b);
-	px->budget = NULL;
+}
+
+int
+budget_idle(const struct budget *b)
+{
+	return b->nqueued == 0 && b->nheld == 0 && b->releasing == 0;
 }
 
 /* ---- figures -------------------------------------------------------- */
@@ -598,14 +655,20 @@ budget_free(struct proxy *px)
 int
 budget_pending(const struct proxy *px)
 {
-	return px->budget != NULL ? px->budget->releasing : 0;
+	const struct budget *b = px->budget, *o;
+	int n;
+
+	if (b == NULL)
+		return 0;
+	n = b->releasing;
+	LIST_FOREACH(o, &b->others, other)
+		n += o->releasing;
+	return n;
 }
 
 void
-budget_publish(struct proxy *px, struct budget_gauges *g)
+budget_publish(const struct budget *b, struct budget_gauges *g)
 {
-	const struct budget *b = px->budget;
-
 	memset(g, 0, sizeof(*g));
 	g->fleet_held = g->fleet_queued = g->instances = -1;
 	if (b == NULL)
@@ -616,7 +679,7 @@ budget_publish(struct proxy *px, struct budget_gauges *g)
 	g->share = max_requests(b) > 0 ? local_share(b) : 0;
 	g->fleet_held = b->fleet.held;
 	g->fleet_queued = b->fleet.queued;
-	g->instances = b->instances > 0 ? b->instances : -1;
+	g->instances = b->main->instances > 0 ? b->main->instances : -1;
 }
 
 void
@@ -634,5 +697,6 @@ budget_gauges_add(struct budget_gauges *dst, const struct budget_gauges *src)
 void
 budget_forget(struct budget_slot *bs)
 {
-	atomic_store(&bs->local, 0);
+	for (int i = 0; i < BUDGET_POOLS_MAX; i++)
+		atomic_store(&bs->local[i], 0);
 }

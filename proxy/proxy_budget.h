@@ -19,11 +19,21 @@
  *
  * With max_requests 0 there is no budget: budget_ask() answers NULL and
  * the fetch goes at once.
+ *
+ * Each upstream pool ([upstream], [upstream NAME]) has its own budget:
+ * its max_requests, queue and leases (proxy_pool.c makes them). The
+ * default pool's is px->budget, the main one: it says this instance is
+ * alive and hears of freed slots for all of them.
  */
 
 #include <stdint.h>
 
+#include "conf/conf.h"
 #include "upstream/upstream.h"
+
+/* Pools a worker's budgets may have at once: those of the running
+ * configuration and those a reload removed while they drain. */
+#define BUDGET_POOLS_MAX	(2 * CONF_POOLS_MAX)
 
 struct conf;
 struct proxy;
@@ -71,14 +81,22 @@ struct budget_gauges {
 
 /* A worker's row in the memory the workers share. */
 struct budget_slot {
-	_Atomic int64_t		local;	/* local-share slots it holds */
+	_Atomic int64_t		local[BUDGET_POOLS_MAX];	/* local-share
+						 * slots it holds, by pool */
 	struct budget_gauges	g;	/* copied every PUBLISH_MS */
 };
 
-/* px->budget; 0 or -1 (no memory). */
-int	budget_new(struct proxy *px);
-/* After every ticket is done. */
-void	budget_free(struct proxy *px);
+/* A pool's budget, its settings read from *cp (which must outlive it),
+ * its local share counted at index (< BUDGET_POOLS_MAX) of the shared
+ * rows. main: the default pool's budget, or NULL for that one itself.
+ * NULL: no memory. */
+struct budget *budget_new(struct proxy *px, struct budget *main,
+	    const struct conf_pool *cp, int index);
+/* After every ticket is done (budget_idle); the main one last. Sets *bp
+ * to NULL. */
+void	budget_free(struct budget **bp);
+/* No ticket waits or holds a slot, and no release is under way. */
+int	budget_idle(const struct budget *b);
 
 /*
  * Asks for a slot. NULL: go ahead now (no budget, or no memory to queue
@@ -86,14 +104,15 @@ void	budget_free(struct proxy *px);
  * GRANTED or TIMEOUT; the caller then (or before: it gives up) ends it
  * with budget_done(), which gives the slot back.
  */
-struct budget_ticket *budget_ask(struct proxy *px, const struct budget_args *a);
+struct budget_ticket *budget_ask(struct budget *b, const struct budget_args *a);
 /* Gives the slot back, or leaves the queue; cb will not run. Sets *tp to
  * NULL. */
 void	budget_done(struct budget_ticket **tp);
-/* Slot releases still on their way to Redis (a stop waits for them). */
+/* Slot releases still on their way to Redis, every pool's (a stop waits
+ * for them). */
 int	budget_pending(const struct proxy *px);
-/* This worker's figures, for its row. */
-void	budget_publish(struct proxy *px, struct budget_gauges *g);
+/* This worker's figures of one budget (px->budget: for its row). */
+void	budget_publish(const struct budget *b, struct budget_gauges *g);
 /* Adds src into dst (workers summed; the fleet's: the largest seen). */
 void	budget_gauges_add(struct budget_gauges *dst,
 	    const struct budget_gauges *src);
@@ -111,19 +130,30 @@ void	budget_forget(struct budget_slot *bs);
  */
 struct origin_fetch;
 
-/* What the fetch is, for its place in the budget's queue. */
+/* What the fetch is, for its place in the budget's queue, and where it
+ * goes. */
 struct origin_args {
 	enum budget_class	 cls;
 	int			 route;		/* for counters, or -1 */
 	budget_weight_cb	*weight;	/* NULL: 1 */
 	void			*weight_arg;
+	const char		*pool;		/* its [upstream NAME] ("" or
+						 * NULL: the default) */
+	const char		*target;	/* path and query, after the
+						 * server's base URL */
 };
 
 /*
- * Starts a fetch of ur: it copies the URL and the headers; the body, if
- * any, must stay valid until the fetch ends or is cancelled. It ends in
- * exactly one call of cb, never from inside this call, unless cancelled.
- * NULL if it could not be started (out of memory).
+ * Starts a fetch of ur through a server of its pool (proxy_pool.h): ur's
+ * url is ignored (the server's base URL and oa's target make it), its
+ * timeouts are the pool's. It copies the headers; the body, if any, must
+ * stay valid until the fetch ends or is cancelled. A fetch that fails to
+ * connect, or (ur.replayable) is refused, reset or timed out before any
+ * byte of its response, is sent once more to another server of the pool
+ * within the pool's timeout, under the same slot; nothing else is ever
+ * sent twice. It ends in exactly one call of cb, never from inside this
+ * call, unless cancelled. NULL if it could not be started (out of
+ * memory).
  */
 struct origin_fetch *origin_fetch(struct proxy *px, const struct origin_args *oa,
 	    const struct upstream_request *ur, upstream_done_cb *cb, void *arg);
@@ -131,9 +161,9 @@ struct origin_fetch *origin_fetch(struct proxy *px, const struct origin_args *oa
 void	origin_resume(struct origin_fetch *f);
 /* Stops it, sent or waiting; cb will not run. Sets *fp to NULL. */
 void	origin_cancel(struct origin_fetch **fp);
-/* The longest a fetch may take from its ask to its end: the upstream
- * timeout, after queue_timeout with a budget (a lock's waiters wait that
- * long for its holder). */
-int64_t	origin_fetch_max_ms(const struct conf *c);
+/* The longest a fetch of route rt (NULL: the default pool's) may take
+ * from its ask to its end: its pool's timeout, after queue_timeout with a
+ * budget (a lock's waiters wait that long for its holder). */
+int64_t	origin_fetch_max_ms(const struct conf *c, const struct conf_route *rt);
 
 #endif

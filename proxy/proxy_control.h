@@ -46,8 +46,6 @@ void	maint_free(struct proxy *px);
 /* Does a route in maintenance cover uri (path[?query])? Then nothing of
  * it goes to the origin: no refresh, no fetch. */
 int	maint_avoids(const struct proxy *px, const char *uri);
-/* The same for an upstream URL (the upstream's URL, then the uri). */
-int	maint_avoids_url(const struct proxy *px, const char *url);
 /* "[{"route": "/api/", "mode": "avoid", "since_ms": N}, ...]" */
 void	maint_json(const struct proxy *px, struct evbuffer *out);
 /* " maintenance=/api/,/b/" for /health, or nothing. */

@@ -37,7 +37,8 @@ proxy_publish(struct proxy *px)
 	ws->l1_bytes = l1_counters(px->l1)->bytes;
 	ws->l1_entries = l1_counters(px->l1)->entries;
 	ws->l1_rejected = l1_counters(px->l1)->rejected;
-	budget_publish(px, &ws->budget.g);
+	budget_publish(px->budget, &ws->budget.g);
+	pool_publish(px, &ws->pools);
 }
 
 void
@@ -75,6 +76,7 @@ proxy_figures(struct proxy *px, struct proxy_figures *f)
 		f->l1_entries += ws->l1_entries;
 		f->l1_rejected += ws->l1_rejected;
 		budget_gauges_add(&f->budget, &ws->budget.g);
+		pool_rows_add(&f->pools, &ws->pools);
 	}
 	l2_counters(px->l2, &f->l2);
 	f->stats = px->nslots > 1 ? &sum : px->stats;

@@ -467,8 +467,8 @@ flight_reported(struct flight *fl)
 	}
 	switch (rep->result) {
 	case RFR_BUSY:
-		hold_busy(&fl->hold, &fl->rt, origin_fetch_max_ms(fl->px->conf),
-		    rep->holder);
+		hold_busy(&fl->hold, &fl->rt,
+		    origin_fetch_max_ms(fl->px->conf, &fl->rt), rep->holder);
 		if (!fl->hold.expired && !fl->fill_pending &&
 		    (fl->peer_slot = peer_find(fl->px, fl->key)) >= 0)
 			return FL_PEER;		/* a sibling fetches it */
@@ -816,7 +816,6 @@ flight_join(struct proxy *px, struct waiter *w, const char *key,
     const char *uri, int route, const struct conf_route *rt, int early_due)
 {
 	struct flight *fl;
-	int flags;
 
 	if ((fl = dict_get(px->flights, key)) != NULL) {
 		fl->early_due |= early_due;
@@ -828,14 +827,7 @@ flight_join(struct proxy *px, struct waiter *w, const char *key,
 	if ((fl = flight_new(px, key, uri, route, rt, w->spec)) == NULL)
 		return -1;
 	fl->early_due = early_due;
-	/* A shared fetch: nothing that would make the answer one client's
-	 * (per-credential: the one its key holds). */
-	flags = HDR_DROP_HOST | HDR_DROP_LENGTH | HDR_DROP_CONDITIONAL |
-	    HDR_DROP_ENCODING | (rt->cache_authorized ? 0 : HDR_DROP_CREDENTIALS);
-	fl->authorized = rt->cache_authorized == CONF_AUTHZ_ON &&
-	    evhttp_find_header(w->headers, "Authorization") != NULL;
-	w->ops->forward(w, &fl->headers, flags);
-	fetch_headers(w->spec, &fl->headers);
+	fl->authorized = fetch_shared_headers(w, rt, &fl->headers);
 	flight_enter(fl, w);
 	flight_run(fl);
 	return 0;

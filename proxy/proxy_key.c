@@ -367,7 +367,8 @@ fetch_drop(struct fetch_kept *k)
 	k->body_len = 0;
 }
 
-void
+/* With per-credential keys, only the Cookie the key holds (or none). */
+static void
 fetch_headers(const struct fetch_spec *spec, struct evkeyvalq *dst)
 {
 	if (spec == NULL || spec->cookie == NULL)
@@ -376,4 +377,17 @@ fetch_headers(const struct fetch_spec *spec, struct evkeyvalq *dst)
 		;
 	if (spec->cookie[0] != '\0')
 		evhttp_add_header(dst, "Cookie", spec->cookie);
+}
+
+int
+fetch_shared_headers(struct waiter *w, const struct conf_route *rt,
+    struct evkeyvalq *dst)
+{
+	int flags = HDR_DROP_HOST | HDR_DROP_LENGTH | HDR_DROP_CONDITIONAL |
+	    HDR_DROP_ENCODING | (rt->cache_authorized ? 0 : HDR_DROP_CREDENTIALS);
+
+	w->ops->forward(w, dst, flags);
+	fetch_headers(w->spec, dst);
+	return rt->cache_authorized == CONF_AUTHZ_ON &&
+	    evhttp_find_header(w->headers, "Authorization") != NULL;
 }

@@ -70,8 +70,11 @@ int	fetch_keep(struct fetch_kept *dst, const struct fetch_spec *spec);
 int	fetch_keep_again(struct fetch_kept *dst, const struct fetch_kept *src,
 	    const void *body, size_t len);
 void	fetch_drop(struct fetch_kept *k);
-/* A shared fetch's headers as spec's key covers them: with per-credential
- * keys, only the Cookie the key holds (or none). */
-void	fetch_headers(const struct fetch_spec *spec, struct evkeyvalq *dst);
+/* The headers of a fetch a flight shares, from its lead w on route rt:
+ * nothing that would make the answer one client's (per-credential: only
+ * the Cookie its key holds, or none). 1 when the lead's credentials go
+ * along (cache_authorized = on), else 0. */
+int	fetch_shared_headers(struct waiter *w, const struct conf_route *rt,
+	    struct evkeyvalq *dst);
 
 #endif

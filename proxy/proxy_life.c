@@ -325,6 +325,9 @@ proxy_reload(struct proxy *px, struct conf **confp, const char *path)
 	refresh_remap(px, new);
 	remap_stats(px->stats, old, new);
 	px->conf = new;
+	if (pools_reload(px, new) == -1)
+		log_error("reload: out of memory; some upstream pools keep "
+		    "their old servers");
 	if (px->http != NULL)
 		http_limits(px->http, new);
 	if (px->upstream != NULL)
@@ -368,6 +371,7 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 	TAILQ_INIT(&px->reqs);
 	TAILQ_INIT(&px->flight_list);
 	TAILQ_INIT(&px->refresh_list);
+	TAILQ_INIT(&px->pools);
 	if ((px->flights = dict_new()) == NULL ||
 	    (px->refreshes = dict_new()) == NULL ||
 	    (px->vary = dict_new()) == NULL ||
@@ -388,7 +392,7 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 		goto fail;
 	}
 	cache_on_purge(px->cache, near_on_purge);
-	if (budget_new(px) == -1 || control_new(px) == -1 ||
+	if (pools_start(px) == -1 || control_new(px) == -1 ||
 	    maint_new(px) == -1) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -401,10 +405,12 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 		}
 		evtimer_add(px->publish_ev, &tv);
 	}
-	log_info("corral %s listening on %s:%d (admin %s:%d), upstream %s, "
-	    "%d route%s", CORRAL_VERSION, conf->listen_host, conf->listen_port,
-	    conf->admin_host, conf->admin_port, conf->upstream_url,
-	    conf->nroutes, conf->nroutes == 1 ? "" : "s");
+	log_info("corral %s listening on %s:%d (admin %s:%d), upstream %s%s, "
+	    "%d pool%s, %d route%s", CORRAL_VERSION, conf->listen_host,
+	    conf->listen_port, conf->admin_host, conf->admin_port,
+	    conf->upstream_url, conf->pools[0].nservers > 1 ? " and more" : "",
+	    conf->npools, conf->npools == 1 ? "" : "s", conf->nroutes,
+	    conf->nroutes == 1 ? "" : "s");
 	return 0;
 fail:
 	proxy_stop(px);
@@ -419,7 +425,7 @@ proxy_stop(struct proxy *px)
 		event_free(px->publish_ev);
 	px->publish_ev = NULL;
 	shutdown_all(px);
-	budget_free(px);
+	pools_stop(px);
 	http_close(px);
 	upstream_free(&px->upstream);
 	maint_free(px);

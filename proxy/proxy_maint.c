@@ -219,17 +219,6 @@ maint_avoids(const struct proxy *px, const char *uri)
 	return 0;
 }
 
-int
-maint_avoids_url(const struct proxy *px, const char *url)
-{
-	size_t n = strlen(px->conf->upstream_url);
-
-	if (px->maint == NULL || px->maint->n == 0)
-		return 0;
-	return maint_avoids(px, strncmp(url, px->conf->upstream_url, n) == 0 ?
-	    url + n : url);
-}
-
 void
 maint_json(const struct proxy *px, struct evbuffer *out)
 {

@@ -582,7 +582,7 @@ budget_metrics(struct evbuffer *out, const struct proxy *px,
 {
 	budget_gauge(out, px, "corral_origin_max_requests", "Origin requests "
 	    "allowed at once across the fleet ([upstream] max_requests; 0: no "
-	    "limit).", 0, px->conf->max_requests, -1);
+	    "limit).", 0, px->conf->pools[0].max_requests, -1);
 	budget_gauge(out, px, "corral_origin_slots_in_use", "Origin slots "
 	    "held: by this instance's fetches, or by the fleet's as Redis last "
 	    "said.", 1, g->held, g->fleet_held);
@@ -609,6 +609,7 @@ metrics_prometheus(struct proxy *px, struct evbuffer *out)
 	redis_topology_metrics(out, px, &v->fig.cache);
 	upstream_rejected_metrics(out, &v->fig);
 	budget_metrics(out, px, &v->fig.budget);
+	pool_metrics(&v->fig.pools, out);
 }
 
 /* ---- JSON ---- */
@@ -712,10 +713,10 @@ metrics_table(struct proxy *px, struct evbuffer *out)
 		proxy_restart_pending_text(px->conf, list, sizeof(list));
 		evbuffer_add_printf(out, "restart pending: %s\n", list);
 	}
-	if (px->conf->max_requests > 0)
+	if (px->conf->pools[0].max_requests > 0)
 		evbuffer_add_printf(out, "origin budget %d: %" PRId64 " slots in "
 		    "use here, %" PRId64 " waiting, wait p99 %.1f ms, %" PRIu64
-		    " shed\n", px->conf->max_requests, fig->budget.held,
+		    " shed\n", px->conf->pools[0].max_requests, fig->budget.held,
 		    fig->budget.queued, hist_quantile(&fig->stats->total.slot_wait,
 		    0.99) * MS_PER_S, fig->stats->total.c.shed_busy +
 		    fig->stats->total.c.shed_stale +

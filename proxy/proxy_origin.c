@@ -1,16 +1,20 @@
 /*
- * A fetch from the origin through the origin budget (origin_fetch(),
- * proxy_budget.h).
+ * A fetch from the origin through its pool's budget and a server of the
+ * pool (origin_fetch(), proxy_budget.h).
  *
- *	SLOT (a ticket waits in the budget's queue) -> SENT -> done
- *	     -> NOT_SENT (no slot within queue_timeout) -> done
+ *	SLOT (a ticket waits in the pool's budget) -> ROOM (a server with
+ *	room, max_requests_per_server) -> SENT -> done
+ *	SENT -> (failed before any byte, may be sent again) -> SENT, once,
+ *	     to another server, under the same slot
+ *	SLOT, ROOM -> NOT_SENT (no slot, or no room, within queue_timeout)
  *	NOT_SENT (its route is in maintenance, proxy_maint.c) -> done
  *
  * It keeps a copy of the request while it waits, starts upstream_fetch()
- * once the budget grants a slot, and gives the slot back when the
- * response has ended, before its asker hears of it. It asks
- * proxy_budget.c and upstream/; its asker hears back through the
- * callback it gave.
+ * once the budget grants a slot and the pool gives a server, tells the
+ * pool how each try ended (its server's health), and gives the slot back
+ * when the response has ended, before its asker hears of it. It asks
+ * proxy_budget.c, proxy_pool.c and upstream/; its asker hears back
+ * through the callback it gave, once, whatever the tries.
  */
 
 #include <assert.h>
@@ -29,52 +33,55 @@
 #include "proxy/proxy.h"
 #include "proxy/proxy_budget.h"
 #include "proxy/proxy_control.h"
+#include "proxy/proxy_flow.h"
+#include "proxy/proxy_pool.h"
 #include "proxy/proxy_stats.h"
 #include "upstream/upstream.h"
 
 #define ORIGIN_MAGIC		0x4f524947u	/* "ORIG" */
+#define TRIES_MAX		2	/* a request goes to two servers at most */
+#define STATUS_SERVER_ERROR	500
 
 struct origin_fetch {
 	uint32_t		 magic;
 	struct proxy		*px;
 	int			 route;
+	struct pool		*pool;		/* held while it lives */
 	struct upstream_request	 ur;		/* its url and headers are ours */
-	char			*url;
+	char			*target;
+	char			*url;		/* the server's URL and target */
 	struct evkeyvalq	 headers;
 	struct budget_ticket	*ticket;	/* its slot, or its place in line */
+	struct pool_waiter	 waiter;	/* for a server with room */
+	struct pool_server	*server;	/* the try in flight's */
+	char			 tried[CONF_SERVER_URL_MAX];	/* the last */
 	struct upstream_fetch	*up;		/* once sent */
+	struct event		*timer;		/* no room, no first byte, refused */
 	upstream_done_cb	*cb;
 	void			*arg;
 	int64_t			 asked_us;
-	struct event		*refused_ev;	/* maintenance: answers unsent */
+	int64_t			 sent_us;	/* its first try's start */
+	int			 tries;
 };
 
 static void
 origin_free(struct origin_fetch *f)
 {
 	assert(f->magic == ORIGIN_MAGIC);
-	upstream_cancel(&f->up);
+	if (f->up != NULL) {
+		upstream_cancel(&f->up);
+		pool_end(f->server, POOL_NEUTRAL, "cancelled");
+	}
+	pool_unwait(f->pool, &f->waiter);
 	budget_done(&f->ticket);
-	if (f->refused_ev != NULL)
-		event_free(f->refused_ev);
+	if (f->timer != NULL)
+		event_free(f->timer);
+	pool_release(f->pool);
 	evhttp_clear_headers(&f->headers);
 	free(f->url);
+	free(f->target);
 	f->magic = 0;
 	free(f);
-}
-
-/* The response has ended: the slot goes back before the asker hears. */
-static void
-on_origin_done(struct upstream_response *resp, void *arg)
-{
-	struct origin_fetch *f = arg;
-	upstream_done_cb *cb = f->cb;
-	void *cb_arg = f->arg;
-
-	assert(f->magic == ORIGIN_MAGIC);
-	f->up = NULL;
-	origin_free(f);
-	cb(resp, cb_arg);
 }
 
 /* An answer made here for a fetch that was not sent (or could not be). */
@@ -99,14 +106,202 @@ origin_unsent(struct origin_fetch *f, enum upstream_result r, const char *why)
 	cb(resp, cb_arg);
 }
 
-static int
-origin_send(struct origin_fetch *f)
+/* How a try ended, for its server's health. */
+static enum pool_outcome
+outcome(const struct upstream_response *resp)
 {
-	struct proxy *px = f->px;
+	switch (resp->result) {
+	case UPSTREAM_OK:
+		return resp->status >= STATUS_SERVER_ERROR ? POOL_5XX : POOL_OK;
+	case UPSTREAM_ERR_CONNECT:
+		return POOL_CONNECT;
+	case UPSTREAM_ERR_TIMEOUT:
+		return POOL_TIMEOUT;
+	case UPSTREAM_ERR_PROTOCOL:
+		return POOL_BROKEN;
+	case UPSTREAM_ERR_TOO_BIG:
+	case UPSTREAM_NOT_SENT:
+		break;
+	}
+	return POOL_NEUTRAL;
+}
 
-	STAT_INC(px->stats, f->route, upstream_fetches);
-	f->up = upstream_fetch(px->upstream, &f->ur, on_origin_done, f);
-	return f->up != NULL ? 0 : -1;
+/*
+ * May the request go to another server? Only if nothing of a response
+ * came, and only if it never reached the server (it could not connect)
+ * or its caller says it may be sent twice (RFC 9110 9.2.2): a reset or a
+ * timeout may come after the server acted on it.
+ */
+static int
+may_retry(const struct origin_fetch *f, const struct upstream_response *resp)
+{
+	if (f->tries >= TRIES_MAX || resp->received)
+		return 0;
+	switch (resp->result) {
+	case UPSTREAM_ERR_CONNECT:
+		return 1;
+	case UPSTREAM_ERR_TIMEOUT:
+	case UPSTREAM_ERR_PROTOCOL:
+		return f->ur.replayable;
+	default:
+		return 0;
+	}
+}
+
+static int64_t
+left_ms(const struct origin_fetch *f)
+{
+	return pool_conf(f->pool)->timeout_ms -
+	    (util_mono_us() - f->sent_us) / 1000;
+}
+
+static int send_to(struct origin_fetch *f, struct pool_server *s);
+
+/* The try ended: its server hears how, then maybe another try. */
+static void
+on_origin_done(struct upstream_response *resp, void *arg)
+{
+	struct origin_fetch *f = arg;
+	upstream_done_cb *cb = f->cb;
+	void *cb_arg = f->arg;
+	struct pool_server *next;
+	char why[sizeof(resp->error) + 16];
+
+	assert(f->magic == ORIGIN_MAGIC);
+	f->up = NULL;
+	evtimer_del(f->timer);
+	if (resp->result == UPSTREAM_OK)
+		snprintf(why, sizeof(why), "status %d", resp->status);
+	else
+		snprintf(why, sizeof(why), "%s", resp->error);
+	snprintf(f->tried, sizeof(f->tried), "%s", pool_server_url(f->server));
+	if (may_retry(f, resp)) {
+		pool_count_retry(f->server);
+		pool_end(f->server, outcome(resp), why);
+		f->server = NULL;
+		if (left_ms(f) > 0 &&
+		    (next = pool_pick(f->pool, f->tried)) != NULL) {
+			STAT_INC(f->px->stats, f->route, upstream_retries);
+			log_info("origin: %s%s failed before any response (%s); "
+			    "sent again to %s", f->tried, f->target, why,
+			    pool_server_url(next));
+			if (send_to(f, next) == 0) {
+				upstream_response_free(&resp);
+				return;
+			}
+		}
+	} else {
+		pool_end(f->server, outcome(resp), why);
+		f->server = NULL;
+	}
+	origin_free(f);
+	cb(resp, cb_arg);
+}
+
+/* first_byte_timeout: a try whose response has not begun fails as a
+ * timeout (and may go to another server). */
+static void
+on_first_byte_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct origin_fetch *f = arg;
+	struct upstream_response *resp;
+
+	assert(f->magic == ORIGIN_MAGIC && f->up != NULL);
+	if (upstream_received(f->up))
+		return;		/* begun: the whole timeout applies */
+	if ((resp = calloc(1, sizeof(*resp))) == NULL ||
+	    (resp->body = evbuffer_new()) == NULL) {
+		free(resp);
+		return;		/* the whole timeout ends it */
+	}
+	TAILQ_INIT(&resp->headers);
+	upstream_cancel(&f->up);
+	resp->result = UPSTREAM_ERR_TIMEOUT;
+	resp->elapsed_ms = pool_conf(f->pool)->first_byte_timeout_ms;
+	snprintf(resp->error, sizeof(resp->error), "no response within "
+	    "first_byte_timeout (%lld ms)", (long long)resp->elapsed_ms);
+	on_origin_done(resp, f);
+}
+
+/* One try, to s. 0, or -1 (no memory: s has heard it ended). */
+static int
+send_to(struct origin_fetch *f, struct pool_server *s)
+{
+	const struct conf_pool *c = pool_conf(f->pool);
+	const char *base = pool_server_url(s);
+	size_t len = strlen(base) + strlen(f->target) + 1;
+	char *url;
+	int64_t left;
+
+	if ((url = malloc(len)) == NULL)
+		return -1;
+	snprintf(url, len, "%s%s", base, f->target);
+	free(f->url);
+	f->url = url;
+	if (f->tries++ == 0)
+		f->sent_us = util_mono_us();
+	left = MAX(left_ms(f), 1);
+	f->ur.url = url;
+	f->ur.connect_timeout_ms = MIN(c->connect_timeout_ms, left);
+	f->ur.timeout_ms = left;
+	f->server = s;
+	evtimer_del(f->timer);
+	pool_begin(s);
+	STAT_INC(f->px->stats, f->route, upstream_fetches);
+	if ((f->up = upstream_fetch(f->px->upstream, &f->ur, on_origin_done,
+	    f)) == NULL) {
+		pool_end(s, POOL_NEUTRAL, "out of memory");
+		f->server = NULL;
+		return -1;
+	}
+	if (c->first_byte_timeout_ms > 0 && c->first_byte_timeout_ms < left) {
+		event_assign(f->timer, f->px->base, -1, 0,
+		    on_first_byte_timeout, f);
+		timer_arm(f->timer, c->first_byte_timeout_ms);
+	}
+	return 0;
+}
+
+static void on_room_timeout(evutil_socket_t fd, short what, void *arg);
+
+/* Its slot is granted (or there is no budget): a server, or a wait for
+ * one with room (it never answers from in here). -1: no memory. */
+static int
+go(struct origin_fetch *f, int again)
+{
+	struct pool_server *s = pool_pick(f->pool, NULL);
+	int64_t wait_ms;
+
+	if (s != NULL)
+		return send_to(f, s);
+	pool_wait(f->pool, &f->waiter, again);
+	if (again)
+		return 0;	/* its deadline runs already */
+	wait_ms = pool_conf(f->pool)->queue_timeout_ms -
+	    (util_mono_us() - f->asked_us) / 1000;
+	event_assign(f->timer, f->px->base, -1, 0, on_room_timeout, f);
+	timer_arm(f->timer, MAX(wait_ms, 0));
+	return 0;
+}
+
+static void
+on_room(void *arg)
+{
+	struct origin_fetch *f = arg;
+
+	assert(f->magic == ORIGIN_MAGIC && f->up == NULL);
+	if (go(f, 1) == -1)
+		origin_unsent(f, UPSTREAM_ERR_PROTOCOL, "out of memory");
+}
+
+static void
+on_room_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct origin_fetch *f = arg;
+
+	assert(f->magic == ORIGIN_MAGIC && f->up == NULL);
+	origin_unsent(f, UPSTREAM_NOT_SENT, "every server of the pool at "
+	    "max_requests_per_server for queue_timeout");
 }
 
 static void
@@ -118,7 +313,7 @@ on_origin_slot(enum budget_answer a, void *arg)
 	if (a != BUDGET_GRANTED)
 		origin_unsent(f, UPSTREAM_NOT_SENT,
 		    "no origin slot within queue_timeout");
-	else if (origin_send(f) == -1)
+	else if (go(f, 0) == -1)
 		origin_unsent(f, UPSTREAM_ERR_PROTOCOL, "out of memory");
 }
 
@@ -132,16 +327,19 @@ on_origin_refused(evutil_socket_t fd, short what, void *arg)
 	origin_unsent(f, UPSTREAM_NOT_SENT, "route in maintenance");
 }
 
-/* Its own copy of the URL and the headers, for a fetch that waits. */
+/* Its own copy of the target and the headers: it may wait, and try
+ * twice. */
 static int
-origin_copy(struct origin_fetch *f, const struct upstream_request *ur)
+origin_copy(struct origin_fetch *f, const struct origin_args *oa,
+    const struct upstream_request *ur)
 {
 	const struct evkeyval *h;
 
 	f->ur = *ur;
-	if ((f->url = strdup(ur->url)) == NULL)
+	f->ur.url = NULL;
+	if ((f->target = strdup(oa->target != NULL ? oa->target : "/")) ==
+	    NULL)
 		return -1;
-	f->ur.url = f->url;
 	if (ur->headers != NULL) {
 		TAILQ_FOREACH(h, ur->headers, next)
 			if (evhttp_add_header(&f->headers, h->key,
@@ -173,25 +371,23 @@ origin_fetch(struct proxy *px, const struct origin_args *oa,
 	f->cb = cb;
 	f->arg = arg;
 	f->asked_us = util_mono_us();
+	f->pool = pool_get(px, oa->pool);
+	pool_hold(f->pool);
+	f->waiter.cb = on_room;
+	f->waiter.arg = f;
 	TAILQ_INIT(&f->headers);
-	if (maint_avoids_url(px, ur->url)) {
-		if ((f->refused_ev = event_new(px->base, -1, 0,
-		    on_origin_refused, f)) == NULL)
-			goto fail;
-		event_active(f->refused_ev, EV_TIMEOUT, 0);
-		return f;
-	}
-	if (px->conf->max_requests == 0) {	/* no budget: it goes now */
-		f->ur = *ur;		/* upstream_fetch() copies what it keeps */
-		if (origin_send(f) == -1)
-			goto fail;
-		return f;
-	}
-	if (origin_copy(f, ur) == -1)
+	if ((f->timer = evtimer_new(px->base, on_room_timeout, f)) == NULL ||
+	    origin_copy(f, oa, ur) == -1)
 		goto fail;
+	if (maint_avoids(px, f->target)) {
+		event_assign(f->timer, px->base, -1, 0, on_origin_refused, f);
+		timer_arm(f->timer, 0);
+		return f;
+	}
 	ba.arg = f;
-	/* No memory to queue with: it goes now. */
-	if ((f->ticket = budget_ask(px, &ba)) == NULL && origin_send(f) == -1)
+	/* No budget, or no memory to queue with: it goes now. */
+	if ((f->ticket = budget_ask(pool_budget(f->pool), &ba)) == NULL &&
+	    go(f, 0) == -1)
 		goto fail;
 	return f;
 fail:
@@ -219,8 +415,10 @@ origin_cancel(struct origin_fetch **fp)
 }
 
 int64_t
-origin_fetch_max_ms(const struct conf *c)
+origin_fetch_max_ms(const struct conf *c, const struct conf_route *rt)
 {
-	return c->upstream_timeout_ms + (c->max_requests > 0 ?
-	    c->queue_timeout_ms : 0);
+	const struct conf_pool *p = conf_route_pool(c, rt);
+
+	return p->timeout_ms + (p->max_requests > 0 ||
+	    p->max_requests_per_server > 0 ? p->queue_timeout_ms : 0);
 }

@@ -146,8 +146,9 @@ peer_fetch(struct proxy *px, int slot, const char *key, const char *uri,
 	struct upstream_fetch *f;
 	struct upstream_request ur = {
 		.method = "GET",
-		.connect_timeout_ms = conf->upstream_connect_timeout_ms,
-		.timeout_ms = conf->upstream_timeout_ms,
+		.connect_timeout_ms = conf->pools[0].connect_timeout_ms,
+		.timeout_ms = conf_timeout_max(conf),	/* the sibling's fetch's,
+							 * whatever its pool */
 		/* As a refresh's: a body the flight takes whole (none, from
 		 * a sibling) is bounded; a streamed one is its clients'. */
 		.max_body_bytes = PASS_BODY_MAX,

@@ -264,30 +264,6 @@ on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *text,
 	refresh_run(rf);
 }
 
-struct cache_entry *
-refresh_entry(struct upstream_response *resp, const char *gen,
-    int64_t fetch_ms, const struct fetch_kept *sent)
-{
-	struct cache_entry *e;
-	int64_t now = util_now_ms();
-
-	if ((e = entry_new()) == NULL)
-		return NULL;
-	snprintf(e->gen, sizeof(e->gen), "%s", gen);
-	e->status = resp->status;
-	e->stored_ms = e->fresh_until_ms = e->stale_until_ms = now;
-	e->fetch_ms = (uint32_t)(fetch_ms > UINT32_MAX ? UINT32_MAX : fetch_ms);
-	hdr_copy(&resp->headers, &e->headers, HDR_DROP_LENGTH);
-	while (evhttp_remove_header(&e->headers, VARY_MARKER) == 0)
-		;	/* only Corral writes markers */
-	if (entry_set_body(e, resp->body) == -1 || (sent != NULL &&
-	    entry_set_request(e, sent->body, sent->body_len) == -1)) {
-		entry_unref(&e);
-		return NULL;
-	}
-	return e;
-}
-
 /*
  * A response that varies is stored as a variant ("K\nID": the flight's
  * own key if it already is one, else K with the lead's variant) with a
@@ -328,27 +304,6 @@ refresh_vary(struct refresh *rf)
 	}
 	rf->marker = m;
 	return 0;
-}
-
-/* base, still valid by a 304: its body, its headers updated by the 304. */
-static struct cache_entry *
-entry_revalidated(const struct cache_entry *base,
-    const struct upstream_response *resp, const char *gen, int64_t fetch_ms)
-{
-	struct cache_entry *e;
-
-	if ((e = entry_new()) == NULL)
-		return NULL;
-	snprintf(e->gen, sizeof(e->gen), "%s", gen);
-	e->status = base->status;
-	e->stored_ms = util_now_ms();
-	e->fetch_ms = (uint32_t)(fetch_ms > UINT32_MAX ? UINT32_MAX : fetch_ms);
-	hdr_copy(&base->headers, &e->headers, 0);
-	hdr_merge_304(&e->headers, &resp->headers);
-	if (entry_copy_body(e, base->body, base->body_len) == -1 ||
-	    entry_set_request(e, base->request, base->request_len) == -1)
-		entry_unref(&e);
-	return e;
 }
 
 /* No origin slot came within queue_timeout: the lock goes (with no
@@ -412,7 +367,7 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 		/* Still valid: the stored body with the 304's headers. */
 		STAT_INC(px->stats, rf->route, revalidated);
 		rf->rep.upstream_status = 304;
-		rf->rep.entry = entry_revalidated(rf->base, resp, rf->token,
+		rf->rep.entry = refresh_entry_revalidated(rf->base, resp, rf->token,
 		    rf->rep.fetch_ms);
 	} else {
 		rf->rep.entry = refresh_entry(resp, rf->token, rf->rep.fetch_ms,
@@ -541,16 +496,19 @@ refresh_fetch(struct refresh *rf)
 		.route = rf->route,
 		.weight = on_refresh_weight,
 		.weight_arg = rf,
+		.pool = rt->upstream,
+		.target = rf->url,
 	};
 	struct upstream_request ur = {
-		.method = rf->sent.method,	/* a POST: sent once, not retried */
-		.url = rf->url,
+		.method = rf->sent.method,
 		.headers = &rf->headers,
 		.body = rf->sent.body,
 		.body_len = rf->sent.body_len,
-		.connect_timeout_ms = conf->upstream_connect_timeout_ms,
-		.timeout_ms = conf->upstream_timeout_ms,
 		.max_body_bytes = PASS_BODY_MAX,	/* larger: not stored */
+		/* Only what has a key comes here: a GET, a HEAD or a POST query
+		 * its route caches (a mutation is passed), which may go to a
+		 * second server (RFC 9110 9.2.2). */
+		.replayable = 1,
 	};
 
 	if (rf->stream != NULL) {
@@ -647,7 +605,7 @@ refresh_claim(struct refresh *rf)
 	}
 	if (rf->sibling_until_us == 0)
 		rf->sibling_until_us = now + hold_budget_ms(&rf->rt,
-		    origin_fetch_max_ms(rf->px->conf)) * 1000;
+		    origin_fetch_max_ms(rf->px->conf, &rf->rt)) * 1000;
 	else if (now >= rf->sibling_until_us)
 		return 0;	/* waited as for a holder: fetch alone */
 	rf->step = RF_LOCK;
@@ -759,7 +717,6 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 {
 	struct cache_entry *base = a->base;
 	struct refresh *rf;
-	size_t urllen;
 
 	if (cb == NULL && maint_avoids(px, a->uri))
 		return NULL;	/* maintenance: no background refresh */
@@ -789,10 +746,8 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	snprintf(rf->seen_gen, sizeof(rf->seen_gen), "%s", a->seen_gen);
 	snprintf(rf->waited, sizeof(rf->waited), "%s",
 	    a->waited != NULL ? a->waited : "");
-	urllen = strlen(px->conf->upstream_url) + strlen(a->uri) + 1;
-	if ((rf->url = malloc(urllen)) == NULL)
+	if ((rf->url = strdup(a->uri)) == NULL)	/* its target */
 		goto fail;
-	snprintf(rf->url, urllen, "%s%s", px->conf->upstream_url, a->uri);
 	hdr_copy(a->headers, &rf->headers, 0);
 	if (fetch_keep_again(&rf->sent, a->fetch, base != NULL ? base->request :
 	    NULL, base != NULL ? base->request_len : 0) == -1)

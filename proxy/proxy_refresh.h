@@ -113,6 +113,11 @@ void	refresh_resume(struct refresh *rf);
  * memory. */
 struct cache_entry *refresh_entry(struct upstream_response *resp,
 	    const char *gen, int64_t fetch_ms, const struct fetch_kept *sent);
+/* base, still valid by a 304: its body, its headers updated by resp,
+ * as an entry of generation gen. NULL on no memory. */
+struct cache_entry *refresh_entry_revalidated(const struct cache_entry *base,
+	    const struct upstream_response *resp, const char *gen,
+	    int64_t fetch_ms);
 /* Past the stop deadline: every fetch that holds a lock gives it up and
  * releases the lock, so the fleet does not wait out lock_ttl. */
 void	refresh_abandon_all(struct proxy *px);

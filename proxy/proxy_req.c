@@ -562,32 +562,31 @@ pass_start(struct req *req)
 	struct proxy *px = req->px;
 	struct evbuffer *in = evhttp_request_get_input_buffer(req->ev);
 	struct evkeyvalq headers;
-	size_t urllen = strlen(px->conf->upstream_url) + strlen(req->uri) + 1;
-	char *url;
-	struct origin_args oa = { .cls = BUDGET_PASS, .route = req->route };
+	struct origin_args oa = {
+		.cls = BUDGET_PASS,
+		.route = req->route,
+		.pool = req->rt.upstream,
+		.target = req->uri,
+	};
 	struct upstream_request ur = {
 		.method = status_method(evhttp_request_get_command(req->ev)),
-		.connect_timeout_ms = px->conf->upstream_connect_timeout_ms,
-		.timeout_ms = px->conf->upstream_timeout_ms,
 		.max_body_bytes = PASS_BODY_MAX,
 		.on_data = on_pass_data,
 		.data_arg = req,
 		.keep_body = 0,	/* a streamed body goes to its client only */
 	};
 
-	if ((url = malloc(urllen)) == NULL)
-		return -1;
-	snprintf(url, urllen, "%s%s", px->conf->upstream_url, req->uri);
+	/* RFC 9110 9.2.2: only these may go to a second server. */
+	ur.replayable = strcmp(ur.method, "GET") == 0 ||
+	    strcmp(ur.method, "HEAD") == 0;
 	TAILQ_INIT(&headers);
 	forward_headers(req->ev, px->conf, req->host, req->rt.key_host,
 	    &headers, HDR_DROP_HOST | HDR_DROP_LENGTH);
-	ur.url = url;
 	ur.headers = &headers;
 	ur.body_len = evbuffer_get_length(in);
 	ur.body = ur.body_len > 0 ? evbuffer_pullup(in, -1) : NULL;
 	req->fetch = origin_fetch(px, &oa, &ur, on_pass_fetched, req);
 	evhttp_clear_headers(&headers);
-	free(url);
 	return req->fetch != NULL ? 0 : -1;
 }
 

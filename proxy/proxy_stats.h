@@ -32,6 +32,7 @@
 	X(upstream_5xx,		"upstream responses 500-599")		\
 	X(upstream_timeouts,	"upstream fetches that timed out")	\
 	X(upstream_failures,	"upstream fetches that failed otherwise")	\
+	X(upstream_retries,	"failed before any response: sent to another server")	\
 	X(stores,		"entries written to Redis")		\
 	X(tags_dropped,		"tags of stored responses not filed: past the 32nd, or too long")	\
 	X(variants_refused,	"responses not stored: their key had max_variants variants")	\

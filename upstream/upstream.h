@@ -71,6 +71,10 @@ struct upstream_request {
 	 * UPSTREAM_ERR_CONNECT. url still names the Host and the target. */
 	const char		*abstract_socket;
 	pid_t			 listen_pid;
+	/* The caller's word that sending it twice does no harm (GET, HEAD,
+	 * a cacheable query): origin_fetch() may send it to another server
+	 * when the first failed before any byte of its response. */
+	int			 replayable;
 };
 
 struct upstream_response {
@@ -81,6 +85,7 @@ struct upstream_response {
 	int			 body_partial;	/* streamed past keep_body */
 	uint64_t		 body_bytes;	/* received, kept or not */
 	int64_t			 elapsed_ms;
+	int			 received;	/* any byte of a response came */
 	char			 error[160];	/* human-readable, when not OK */
 };
 
@@ -105,6 +110,8 @@ struct upstream_fetch *upstream_fetch(struct upstream *up,
 		    void *arg);
 /* Goes on with a fetch its on_data paused. */
 void		 upstream_resume(struct upstream_fetch *f);
+/* Has any byte of its response come (a status line at least)? */
+int		 upstream_received(const struct upstream_fetch *f);
 /* Stops a fetch in flight; its callback will not run. Sets *f to NULL. */
 void		 upstream_cancel(struct upstream_fetch **f);
 /* Number of fetches in flight. */

@@ -827,7 +827,7 @@ on_header(char *data, size_t size, size_t n, void *arg)
 	long code = 0;
 
 	assert(f->magic == FETCH_MAGIC);
-
+	f->resp->received = 1;
 	if (len >= 5 && memcmp(data, "HTTP/", 5) == 0) {
 		if (!listener_ok(f)) {
 			f->abort = ABORT_LISTENER;
@@ -1187,6 +1187,12 @@ upstream_cancel(struct upstream_fetch **fp)
 		return;
 	assert((*fp)->magic == FETCH_MAGIC);
 	fetch_free(fp);
+}
+
+int
+upstream_received(const struct upstream_fetch *f)
+{
+	return f->resp != NULL && f->resp->received;
 }
 
 int

@@ -77,8 +77,10 @@ class Env:
         """A RedisProxy in front of redis; give its .address to a corral."""
         return self.track(RedisProxy(redis, self.name("redisproxy")))
 
-    def origin(self, delay=None):
-        return self.track(Origin(self.workdir, self.name("origin"), delay))
+    def origin(self, delay=None, port=None):
+        """A new origin; on port if given (e.g. to restart one that was
+        stopped, where a corral expects it)."""
+        return self.track(Origin(self.workdir, self.name("origin"), delay, port))
 
     def corral(self, redis=None, origin=None, routes=None, extra=None, config=None,
                wait_redis=None, nofile=None, env=None, admin_token=None):

@@ -16,12 +16,13 @@ ORIGIN_PY = os.path.join(TESTS_DIR, "origin.py")
 
 
 class Origin:
-    """tests/origin.py in a subprocess on a free port."""
+    """tests/origin.py in a subprocess on a free port (or on port, e.g. to
+    restart one that was stopped)."""
 
-    def __init__(self, workdir, name="origin", delay=None):
+    def __init__(self, workdir, name="origin", delay=None, port=None):
         self.name = name
         self.log_path = os.path.join(workdir, f"{name}.log")
-        cmd = [sys.executable, ORIGIN_PY, "--port", "0", "--host", "127.0.0.1"]
+        cmd = [sys.executable, ORIGIN_PY, "--port", str(port or 0), "--host", "127.0.0.1"]
         if delay is not None:
             cmd += ["--delay", str(delay)]
         with open(self.log_path, "ab") as log:

@@ -134,14 +134,14 @@ t_example_conf_loads_with_its_values(void)
 	CHECK_STR(cf.redis_prefix, "corral:");
 	CHECK(cf.redis_timeout_ms == 250);
 	CHECK_STR(cf.upstream_url, "http://127.0.0.1:9000");
-	CHECK(cf.upstream_connect_timeout_ms == 1000);
-	CHECK(cf.upstream_timeout_ms == 10000);
+	CHECK(cf.pools[0].connect_timeout_ms == 1000);
+	CHECK(cf.pools[0].timeout_ms == 10000);
 	CHECK(cf.max_entry_bytes == 8 * 1024 * 1024);
 	CHECK(cf.max_upstream_headers == 100);
-	CHECK(cf.max_requests == 0);
-	CHECK(cf.queue_timeout_ms == 5000);
-	CHECK(cf.slot_lease_ms == 5000);
-	CHECK(cf.local_share == 0);
+	CHECK(cf.pools[0].max_requests == 0);
+	CHECK(cf.pools[0].queue_timeout_ms == 5000);
+	CHECK(cf.pools[0].slot_lease_ms == 5000);
+	CHECK(cf.pools[0].local_share == 0);
 
 	CHECK(cf.nroutes == 2);
 	r = &cf.routes[0];
@@ -185,14 +185,14 @@ t_defaults_are_the_documented_ones(void)
 	CHECK_STR(cf.redis_prefix, "corral:");
 	CHECK(cf.redis_timeout_ms == 250);
 	CHECK_STR(cf.upstream_url, "http://127.0.0.1:9000");
-	CHECK(cf.upstream_connect_timeout_ms == 1000);
-	CHECK(cf.upstream_timeout_ms == 10000);
+	CHECK(cf.pools[0].connect_timeout_ms == 1000);
+	CHECK(cf.pools[0].timeout_ms == 10000);
 	CHECK(cf.max_entry_bytes == 8388608);
 	CHECK(cf.max_upstream_headers == 100);
-	CHECK(cf.max_requests == 0);
-	CHECK(cf.queue_timeout_ms == 5000);
-	CHECK(cf.slot_lease_ms == 5000);
-	CHECK(cf.local_share == 0);
+	CHECK(cf.pools[0].max_requests == 0);
+	CHECK(cf.pools[0].queue_timeout_ms == 5000);
+	CHECK(cf.pools[0].slot_lease_ms == 5000);
+	CHECK(cf.pools[0].local_share == 0);
 	CHECK(cf.nroutes == 0);
 }
 
@@ -276,8 +276,8 @@ t_every_key_is_stored_in_its_field(void)
 	CHECK_STR(cf.redis_prefix, "app:");
 	CHECK(cf.redis_timeout_ms == 1000);
 	CHECK_STR(cf.upstream_url, "https://origin.example:8443/base");
-	CHECK(cf.upstream_connect_timeout_ms == 2000);
-	CHECK(cf.upstream_timeout_ms == 20000);
+	CHECK(cf.pools[0].connect_timeout_ms == 2000);
+	CHECK(cf.pools[0].timeout_ms == 20000);
 	CHECK(cf.max_entry_bytes == 1048576);
 	CHECK(cf.max_upstream_headers == 64);
 	CHECK(cf.nroutes == 1);
@@ -408,13 +408,73 @@ t_redis_prefix_rejects_hash_tags_and_spaces(void)
 	CHECK(has_error(2, "prefix: must be 1 to 63 characters long"));
 }
 
+/* url lists servers with weights; [upstream NAME] pools, chosen by a
+ * route's upstream. */
+static void
+t_pools_and_their_servers(void)
+{
+	const struct conf_pool *p;
+
+	CHECK(load("[upstream]\nurl = http://a:81 weight=3, http://b:82/x/ ,"
+	    "https://c\nbalance = round-robin\nmax_fails = 5\n"
+	    "[upstream reports]\nurl = http://r:90\ntimeout = 60s\n"
+	    "health_path = /health\n[route /reports/]\nupstream = reports\n"
+	    "[route /]\n") == 0);
+	CHECK(cf.npools == 2);
+	p = &cf.pools[0];
+	CHECK(p->nservers == 3);
+	CHECK_STR(p->servers[0].url, "http://a:81");
+	CHECK(p->servers[0].weight == 3);
+	CHECK_STR(p->servers[1].url, "http://b:82/x");
+	CHECK(p->servers[1].weight == 1);
+	CHECK_STR(p->servers[2].url, "https://c");
+	CHECK(p->balance == BALANCE_ROUND_ROBIN && p->max_fails == 5);
+	CHECK_STR(cf.upstream_url, "http://a:81");
+	CHECK_STR(cf.upstream_authority, "a:81");
+	p = conf_route_pool(&cf, conf_route_match(&cf, "/reports/1"));
+	CHECK_STR(p->name, "reports");
+	CHECK(p->nservers == 1 && p->timeout_ms == 60000);
+	CHECK(p->max_fails == 3 && p->balance == BALANCE_LEAST);
+	CHECK_STR(p->health_path, "/health");
+	CHECK(conf_route_pool(&cf, conf_route_match(&cf, "/a")) ==
+	    &cf.pools[0]);
+	CHECK(cf.pools[0].timeout_ms == 10000);
+}
+
+/* Every pool error in one run, each at its line. */
+static void
+t_pool_errors_name_their_lines(void)
+{
+	CHECK(load("[upstream]\nurl = http://a weight=0\n"
+	    "[upstream r]\ntimeout = 5s\nstream_window = 1m\n"
+	    "[upstream r]\n[upstream bad name!]\n[route /x/]\n"
+	    "upstream = nowhere\n") == 6);
+	CHECK(has_error(2, "url: \"weight=0\": a weight is 1 to 100"));
+	CHECK(has_error(3, "[upstream r] needs url (its servers)"));
+	CHECK(has_error(5, "unknown key \"stream_window\" in [upstream r] "
+	    "(it belongs in [upstream])"));
+	CHECK(has_error(6, "duplicate pool [upstream r] (first on line 3)"));
+	CHECK(has_error(7, "pool name \"bad name!\" may have only letters"));
+	CHECK(has_error(9, "upstream: no pool [upstream nowhere] in the file"));
+	CHECK(load("[upstream]\nurl = http://a, http://A\n") == 1);
+	CHECK(has_error(2, "url: http://A is listed twice"));
+	CHECK(load("[upstream]\nurl = http://a,\nbalance = random\n"
+	    "health_path = health\n") == 3);
+	CHECK(has_error(2, "url: an empty server in the list"));
+	CHECK(has_error(3, "balance: \"random\" is not a balance"));
+	CHECK(has_error(1, "[upstream]: health_path \"health\" must start "
+	    "with '/'"));
+	CHECK(load("[upstream]\nurl = ftp://a\n") == 1);
+	CHECK(has_error(2, "url: \"ftp://a\" must start with http://"));
+}
+
 static void
 t_unknown_section_reported_and_its_keys_skipped(void)
 {
 	CHECK(load("[serve]\nfo = 1\nlisten = nonsense\n[server]\n"
 	    "log_level = debug\n") == 1);
 	CHECK(has_error(1, "unknown section [serve] (expected [server], "
-	    "[redis], [upstream] or [route PREFIX])"));
+	    "[redis], [upstream], [upstream NAME] or [route PREFIX])"));
 	CHECK(cf.log_level == LOGL_DEBUG);
 	CHECK(load("[server extra]\n") == 1);
 	CHECK(has_error(1, "unknown section [server extra]"));
@@ -923,6 +983,10 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 		"slot_lease", "local_share", "username", "password_file",
 		"sentinel_username", "sentinel_password", "sentinel_password_file",
 		"slot_lease", "local_share", "pid_file", "max_variants",
+		"balance", "first_byte_timeout",
+		"max_requests_per_server", "max_fails", "fail_timeout",
+		"health_path", "health_interval", "health_timeout",
+		"health_status", "health_rise", "upstream",
 	};
 	char *out = NULL;
 	size_t len;
@@ -936,7 +1000,7 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
 	/* timeout and max_body_bytes are in two sections */
-	CHECK(count_lines(out) == 1 + 72);
+	CHECK(count_lines(out) == 1 + 83);
 	{	/* the restart-only keys (conf_restart.c) are each a key */
 		int marked = 0;
 
@@ -1232,6 +1296,8 @@ main(void)
 	RUN(t_upstream_url_is_checked_and_loses_trailing_slash);
 	RUN(t_redis_prefix_rejects_hash_tags_and_spaces);
 	RUN(t_unknown_section_reported_and_its_keys_skipped);
+	RUN(t_pools_and_their_servers);
+	RUN(t_pool_errors_name_their_lines);
 	RUN(t_unknown_key_reported_with_its_section);
 	RUN(t_key_outside_any_section_reported);
 	RUN(t_duplicate_key_reports_first_line);

@@ -1,0 +1,38 @@
+#ifndef CONF_CONF_POOL_H
+#define CONF_CONF_POOL_H
+
+/*
+ * Inside conf/: the upstream pools' part of reading a configuration
+ * (conf_pool.c). conf.c keeps the key table and the loader; it hands this
+ * file the values of url and balance, the [upstream NAME] headers, and
+ * the pools once the whole file is read.
+ */
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "conf/conf.h"
+
+#define CONF_SHOW_MAX	60	/* characters of the file quoted */
+#define CONF_SHOW_BUF	(CONF_SHOW_MAX + 4)
+
+/* conf.c: at most len bytes of s, printable, cut with "..." when long. */
+const char *conf_show(const char *s, size_t len, char out[CONF_SHOW_BUF]);
+
+/* "http://a:8080 weight=3, http://b:8080": every server into p. 0, or -1
+ * with the reason in err. */
+int	conf_pool_servers(struct conf_pool *p, const char *v, char *err,
+	    size_t errlen);
+/* "least_outstanding" or "round-robin". */
+int	conf_pool_balance(enum conf_balance *b, const char *v, char *err,
+	    size_t errlen);
+/* A "[upstream NAME]" header: the new pool's index (its keys then go in
+ * c->pools[index], which the caller fills with the defaults), or -1 with
+ * the reason in err. */
+int	conf_pool_begin(struct conf *c, const char *name, size_t len, int line,
+	    char *err, size_t errlen);
+/* After the whole file: what the pools and the routes' upstream need of
+ * each other. Writes "path:line: what" for each error; their number. */
+int	conf_pool_check(struct conf *c, const char *path, FILE *errs);
+
+#endif
