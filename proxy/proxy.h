@@ -220,8 +220,6 @@ void	proxy_figures(struct proxy *px, struct proxy_figures *f);
 
 /* proxy_admin.c */
 void	admin_handle(struct evhttp_request *ev, void *arg);
-/* s as a JSON string, quotes and all. */
-void	admin_json_string(struct evbuffer *out, const char *s);
 
 /* proxy_purge.c: POST /purge?url=URL or ?prefix=PREFIX */
 void	admin_purge(struct proxy *px, struct evhttp_request *ev);

@@ -19,24 +19,9 @@
 #include "proxy/dashboard.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_control.h"
+#include "proxy/proxy_json.h"
 #include "proxy/proxy_metrics.h"
 #include "upstream/upstream.h"
-
-void
-admin_json_string(struct evbuffer *out, const char *s)
-{
-	evbuffer_add(out, "\"", 1);
-	for (; *s != '\0'; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			evbuffer_add_printf(out, "\\%c", ch);
-		else if (ch < 0x20)
-			evbuffer_add_printf(out, "\\u%04x", ch);
-		else
-			evbuffer_add(out, s, 1);
-	}
-	evbuffer_add(out, "\"", 1);
-}
 
 /* One scope: its counters, then its histograms, in one object. */
 static void
@@ -78,7 +63,7 @@ pending_json(const struct conf *c, struct evbuffer *out)
 	for (int i = 0; i < n; i++) {
 		if (i > 0)
 			evbuffer_add(out, ", ", 2);
-		admin_json_string(out, names[i]);
+		json_string(out, names[i]);
 	}
 	evbuffer_add_printf(out, "], ");
 }
@@ -110,7 +95,7 @@ origin_budget_json(struct proxy *px, const struct budget_gauges *g,
     struct evbuffer *out)
 {
 	evbuffer_add_printf(out, ", \"origin_budget\": {\"upstream\": ");
-	admin_json_string(out, px->conf->upstream_authority);
+	json_string(out, px->conf->upstream_authority);
 	evbuffer_add_printf(out, ", \"max_requests\": %d, \"queue_timeout_ms\": %"
 	    PRId64 ", \"local_share\": %" PRId64 ", \"slots_in_use\": %" PRId64
 	    ", \"local_slots_in_use\": %" PRId64 ", \"queue_length\": %" PRId64
@@ -164,7 +149,7 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	    fig->l2.resets, fig->l2.lock_busy);
 	evbuffer_add_printf(out, "\"redis\": {\"up\": %s, \"down_reason\": ",
 	    fig->redis_up == fig->workers ? "true" : "false");
-	admin_json_string(out, fig->redis_down);
+	json_string(out, fig->redis_down);
 	evbuffer_add_printf(out, ", \"commands\": %" PRIu64
 	    ", \"errors\": %" PRIu64 ", \"timeouts\": %" PRIu64
 	    ", \"connects\": %" PRIu64 ", \"disconnects\": %" PRIu64
@@ -183,7 +168,7 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	    cc->replica_reads);
 	for (int i = 0; i < cc->nnodes; i++) {
 		evbuffer_add_printf(out, "%s{\"address\": ", i > 0 ? ", " : "");
-		admin_json_string(out, cc->nodes[i].name);
+		json_string(out, cc->nodes[i].name);
 		evbuffer_add_printf(out, ", \"up\": %s, \"slots\": %d}",
 		    cc->nodes[i].up ? "true" : "false", cc->nodes[i].slots);
 	}
@@ -206,25 +191,13 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	for (int i = 0; i < n - 1; i++) {	/* the last is unrouted */
 		if (i > 0)
 			evbuffer_add(out, ", ", 2);
-		admin_json_string(out, scopes[i].route);
+		json_string(out, scopes[i].route);
 		evbuffer_add(out, ": ", 2);
 		scope_json(scopes[i].s, out);
 	}
 	evbuffer_add_printf(out, "}, \"unrouted\": ");
 	scope_json(scopes[n - 1].s, out);
 	evbuffer_add_printf(out, "}\n");
-}
-
-/* Sends out with the content type and no caching. */
-static void
-reply(struct evhttp_request *ev, int code, const char *type,
-    struct evbuffer *out)
-{
-	struct evkeyvalq *headers = evhttp_request_get_output_headers(ev);
-
-	evhttp_add_header(headers, "Content-Type", type);
-	evhttp_add_header(headers, "Cache-Control", "no-store");
-	evhttp_send_reply(ev, code, NULL, out);
 }
 
 void
@@ -247,17 +220,17 @@ admin_handle(struct evhttp_request *ev, void *arg)
 	}
 	if (strcmp(path, "/stats") == 0) {
 		stats_json(px, out);
-		reply(ev, HTTP_OK, "application/json", out);
+		json_reply(ev, HTTP_OK, "application/json", out);
 	} else if (strcmp(path, "/metrics") == 0) {
 		metrics_prometheus(px, out);
-		reply(ev, HTTP_OK, METRICS_CONTENT_TYPE, out);
+		json_reply(ev, HTTP_OK, METRICS_CONTENT_TYPE, out);
 	} else if (strcmp(path, "/stats.txt") == 0) {
 		metrics_table(px, out);
-		reply(ev, HTTP_OK, "text/plain; charset=utf-8", out);
+		json_reply(ev, HTTP_OK, "text/plain; charset=utf-8", out);
 	} else if (strcmp(path, "/") == 0 || strcmp(path, "/index.html") == 0) {
 		evbuffer_add_reference(out, dashboard_html, dashboard_html_len,
 		    NULL, NULL);
-		reply(ev, HTTP_OK, "text/html; charset=utf-8", out);
+		json_reply(ev, HTTP_OK, "text/html; charset=utf-8", out);
 	} else if (strcmp(path, "/purge") == 0) {
 		admin_purge(px, ev);	/* it replies, maybe later */
 	} else if (strcmp(path, "/refresh") == 0) {
@@ -270,12 +243,12 @@ admin_handle(struct evhttp_request *ev, void *arg)
 		admin_maintenance(px, ev);
 	} else if (strcmp(path, "/health") == 0) {
 		health(px, out);
-		reply(ev, HTTP_OK, "text/plain", out);
+		json_reply(ev, HTTP_OK, "text/plain", out);
 	} else {
 		evbuffer_add_printf(out, "not found: try / (dashboard), /stats, "
 		    "/stats.txt, /metrics, /health, /entry?url=, /maintenance "
 		    "or POST /purge, /refresh, /warm, /maintenance\n");
-		reply(ev, HTTP_NOTFOUND, "text/plain", out);
+		json_reply(ev, HTTP_NOTFOUND, "text/plain", out);
 	}
 	evbuffer_free(out);
 }

@@ -42,6 +42,7 @@
 #include "proxy/proxy.h"
 #include "proxy/proxy_control.h"
 #include "proxy/proxy_flow.h"
+#include "proxy/proxy_json.h"
 #include "proxy/proxy_near.h"
 #include "proxy/proxy_refresh.h"
 
@@ -104,29 +105,14 @@ struct control {
 
 static void job_pump(struct job *job);
 
+/* A 503 says when to try again. */
 static void
-send_json(struct evhttp_request *ev, int code, struct evbuffer *out)
+job_error(struct evhttp_request *ev, int code, const char *msg)
 {
-	evhttp_add_header(evhttp_request_get_output_headers(ev), "Content-Type",
-	    "application/json");
-	evhttp_add_header(evhttp_request_get_output_headers(ev),
-	    "Cache-Control", "no-store");
-	evhttp_send_reply(ev, code, NULL, out);
-	if (out != NULL)
-		evbuffer_free(out);
-}
-
-static void
-json_error(struct evhttp_request *ev, int code, const char *msg)
-{
-	struct evbuffer *out = evbuffer_new();
-
 	if (code == HTTP_SERVUNAVAIL)
 		evhttp_add_header(evhttp_request_get_output_headers(ev),
 		    "Retry-After", JOB_RETRY_AFTER);
-	if (out != NULL)
-		evbuffer_add_printf(out, "{\"error\": \"%s\"}\n", msg);
-	send_json(ev, code, out);
+	json_error(ev, code, msg);
 }
 
 int
@@ -195,7 +181,7 @@ control_shutdown(struct proxy *px)
 	assert(ctl->magic == CONTROL_MAGIC);
 	while ((job = TAILQ_FIRST(&ctl->jobs)) != NULL) {
 		if (job->ev != NULL)
-			json_error(job->ev, HTTP_SERVUNAVAIL, "stopping");
+			job_error(job->ev, HTTP_SERVUNAVAIL, "stopping");
 		job_free(job);
 	}
 	ctl->magic = 0;
@@ -211,11 +197,11 @@ job_new(struct proxy *px, struct evhttp_request *ev, enum job_kind kind)
 
 	assert(ctl->magic == CONTROL_MAGIC);
 	if (ctl->njobs >= CONTROL_JOBS_MAX) {
-		json_error(ev, HTTP_SERVUNAVAIL, "too many refreshes running");
+		job_error(ev, HTTP_SERVUNAVAIL, "too many refreshes running");
 		return NULL;
 	}
 	if ((job = calloc(1, sizeof(*job))) == NULL) {
-		json_error(ev, HTTP_SERVUNAVAIL, "out of memory");
+		job_error(ev, HTTP_SERVUNAVAIL, "out of memory");
 		return NULL;
 	}
 	job->magic = JOB_MAGIC;
@@ -277,7 +263,7 @@ job_answer(struct job *job)
 	if (code != HTTP_OK)
 		evhttp_add_header(evhttp_request_get_output_headers(job->ev),
 		    "Retry-After", JOB_RETRY_AFTER);
-	send_json(job->ev, code, out);
+	json_send(job->ev, code, out);
 	job->ev = NULL;
 }
 
@@ -534,7 +520,7 @@ admin_refresh(struct proxy *px, struct evhttp_request *ev)
 
 	assert(px->magic == PROXY_MAGIC);
 	if (evhttp_request_get_command(ev) != EVHTTP_REQ_POST) {
-		json_error(ev, HTTP_BADMETHOD, "use POST /refresh?url=URL, "
+		job_error(ev, HTTP_BADMETHOD, "use POST /refresh?url=URL, "
 		    "?prefix=PREFIX or ?tag=TAG");
 		return;
 	}
@@ -546,7 +532,7 @@ admin_refresh(struct proxy *px, struct evhttp_request *ev)
 		    evhttp_find_header(&params, "prefix"),
 		    evhttp_find_header(&params, "tag"), &why);
 		if (rc != 0) {
-			json_error(ev, rc, why);
+			job_error(ev, rc, why);
 			job->ev = NULL;
 			job_free(job);
 		} else {
@@ -590,14 +576,14 @@ admin_warm(struct proxy *px, struct evhttp_request *ev)
 
 	assert(px->magic == PROXY_MAGIC);
 	if (evhttp_request_get_command(ev) != EVHTTP_REQ_POST) {
-		json_error(ev, HTTP_BADMETHOD, "use POST /warm with URLs, one "
+		job_error(ev, HTTP_BADMETHOD, "use POST /warm with URLs, one "
 		    "a line");
 		return;
 	}
 	if ((job = job_new(px, ev, JOB_WARM)) == NULL)
 		return;
 	if (warm_urls(job, evhttp_request_get_input_buffer(ev)) == -1) {
-		json_error(ev, ENTITY_TOO_LARGE, "at most 1000 URLs a warm-up");
+		job_error(ev, ENTITY_TOO_LARGE, "at most 1000 URLs a warm-up");
 		job->ev = NULL;
 		job_free(job);
 		return;

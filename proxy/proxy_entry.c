@@ -38,6 +38,7 @@
 #include "proxy/proxy.h"
 #include "proxy/proxy_control.h"
 #include "proxy/proxy_hdr.h"
+#include "proxy/proxy_json.h"
 #include "proxy/proxy_refresh.h"
 #include "proxy/proxy_vary.h"
 
@@ -55,49 +56,13 @@ struct entry_ask {
 };
 
 static void
-send_json(struct evhttp_request *ev, int code, struct evbuffer *out)
-{
-	evhttp_add_header(evhttp_request_get_output_headers(ev), "Content-Type",
-	    "application/json");
-	evhttp_add_header(evhttp_request_get_output_headers(ev),
-	    "Cache-Control", "no-store");
-	evhttp_send_reply(ev, code, NULL, out);
-	if (out != NULL)
-		evbuffer_free(out);
-}
-
-static void
-json_error(struct evhttp_request *ev, int code, const char *msg)
-{
-	struct evbuffer *out = evbuffer_new();
-
-	if (out != NULL)
-		evbuffer_add_printf(out, "{\"error\": \"%s\"}\n", msg);
-	send_json(ev, code, out);
-}
-
-static void
 add_tag(const char *tag, void *arg)
 {
 	struct evbuffer *out = arg;
 
 	if (evbuffer_get_length(out) > 0)
 		evbuffer_add(out, ", ", 2);
-	admin_json_string(out, tag);
-}
-
-static const char *
-state_name(enum entry_state s)
-{
-	switch (s) {
-	case ENTRY_FRESH:
-		return "fresh";
-	case ENTRY_STALE:
-		return "stale";
-	case ENTRY_EXPIRED:
-		break;
-	}
-	return "expired";
+	json_string(out, tag);
 }
 
 /* The stored entry's own fields. */
@@ -113,11 +78,12 @@ entry_json(const struct cache_inspection *in, struct evbuffer *out)
 	    "\"state\": \"%s\", \"stored_at_ms\": %" PRId64 ", "
 	    "\"fresh_until_ms\": %" PRId64 ", \"stale_until_ms\": %" PRId64
 	    ", \"redis_ttl_ms\": %" PRId64 ", \"size\": %zu, \"vary\": ",
-	    marker ? 0 : e->status, state_name(entry_state(e, util_now_ms())),
+	    marker ? 0 : e->status,
+	    entry_state_name(entry_state(e, util_now_ms())),
 	    e->stored_ms, e->fresh_until_ms, e->stale_until_ms,
 	    in->entry_pttl_ms, marker ? (size_t)0 : e->body_len);
 	if (marker && (vary = evhttp_find_header(&e->headers, "Vary")) != NULL)
-		admin_json_string(out, vary);
+		json_string(out, vary);
 	else
 		evbuffer_add_printf(out, "null");
 	evbuffer_add_printf(out, ", \"tags\": [");
@@ -153,7 +119,7 @@ marks_json(const struct entry_ask *a, const struct cache_inspection *in,
 	evbuffer_add_printf(out, ", \"backoff\": ");
 	if (in->backoff[0] != '\0') {
 		evbuffer_add_printf(out, "{\"failure\": ");
-		admin_json_string(out, in->backoff);
+		json_string(out, in->backoff);
 		evbuffer_add_printf(out, ", \"remaining_ms\": %" PRId64
 		    ", \"failures_in_a_row\": %" PRId64 "}",
 		    in->backoff_pttl_ms, in->failures);
@@ -179,12 +145,12 @@ on_inspected(enum cache_result r, struct cache_inspection *in, void *arg)
 		goto done;
 	}
 	evbuffer_add_printf(out, "{\"url\": ");
-	admin_json_string(out, a->url);
+	json_string(out, a->url);
 	evbuffer_add_printf(out, ", \"key\": ");
-	admin_json_string(out, a->key);
+	json_string(out, a->key);
 	evbuffer_add_printf(out, ", \"route\": ");
 	if (a->routed)
-		admin_json_string(out, a->rt.prefix);
+		json_string(out, a->rt.prefix);
 	else
 		evbuffer_add_printf(out, "null");
 	evbuffer_add_printf(out, ", \"maintenance\": \"%s\"",
@@ -199,12 +165,12 @@ on_inspected(enum cache_result r, struct cache_inspection *in, void *arg)
 	for (int i = 0; i < in->nvariants && i < CACHE_INSPECT_VARIANTS; i++) {
 		if (i > 0)
 			evbuffer_add(out, ", ", 2);
-		admin_json_string(out, in->variants[i]);
+		json_string(out, in->variants[i]);
 	}
 	evbuffer_add_printf(out, "], \"variants_total\": %d", in->nvariants);
 	marks_json(a, in, out);
 	evbuffer_add_printf(out, "}\n");
-	send_json(a->ev, HTTP_OK, out);
+	json_send(a->ev, HTTP_OK, out);
 done:
 	free(a->url);
 	free(a);

@@ -33,6 +33,7 @@
 #include "proxy/proxy.h"
 #include "proxy/proxy_control.h"
 #include "proxy/proxy_flow.h"
+#include "proxy/proxy_json.h"
 
 #define MAINT_MAGIC		0x4d41494eu	/* "MAIN" */
 #define MAINT_RETRY_MS		1000	/* a failed read is tried again */
@@ -58,28 +59,6 @@ struct maint_set {
 };
 
 static void maint_load(struct maint *m);
-
-static void
-send_json(struct evhttp_request *ev, int code, struct evbuffer *out)
-{
-	evhttp_add_header(evhttp_request_get_output_headers(ev), "Content-Type",
-	    "application/json");
-	evhttp_add_header(evhttp_request_get_output_headers(ev),
-	    "Cache-Control", "no-store");
-	evhttp_send_reply(ev, code, NULL, out);
-}
-
-static void
-json_error(struct evhttp_request *ev, int code, const char *msg)
-{
-	struct evbuffer *out = evbuffer_new();
-
-	if (out != NULL)
-		evbuffer_add_printf(out, "{\"error\": \"%s\"}\n", msg);
-	send_json(ev, code, out);
-	if (out != NULL)
-		evbuffer_free(out);
-}
 
 /* Applies one change at once (the news that follows reads them all). */
 static void
@@ -227,7 +206,7 @@ maint_json(const struct proxy *px, struct evbuffer *out)
 	evbuffer_add(out, "[", 1);
 	for (int i = 0; m != NULL && i < m->n; i++) {
 		evbuffer_add_printf(out, "%s{\"route\": ", i > 0 ? ", " : "");
-		admin_json_string(out, m->list[i].route);
+		json_string(out, m->list[i].route);
 		evbuffer_add_printf(out, ", \"mode\": \"%s\", \"since_ms\": %"
 		    PRId64 "}", MODE_AVOID, m->list[i].since_ms);
 	}
@@ -262,13 +241,11 @@ on_maint_set(enum fence_result r, void *arg)
 		    ms->avoid ? MODE_AVOID : MODE_NORMAL);
 		if ((out = evbuffer_new()) != NULL) {
 			evbuffer_add_printf(out, "{\"route\": ");
-			admin_json_string(out, ms->route);
+			json_string(out, ms->route);
 			evbuffer_add_printf(out, ", \"mode\": \"%s\"}\n",
 			    ms->avoid ? MODE_AVOID : MODE_NORMAL);
 		}
-		send_json(ms->ev, HTTP_OK, out);
-		if (out != NULL)
-			evbuffer_free(out);
+		json_send(ms->ev, HTTP_OK, out);
 	}
 	free(ms);
 }
@@ -322,9 +299,7 @@ admin_maintenance(struct proxy *px, struct evhttp_request *ev)
 			maint_json(px, out);
 			evbuffer_add(out, "\n", 1);
 		}
-		send_json(ev, HTTP_OK, out);
-		if (out != NULL)
-			evbuffer_free(out);
+		json_send(ev, HTTP_OK, out);
 		return;
 	}
 	TAILQ_INIT(&params);

@@ -42,6 +42,7 @@
 #include "cache/cache_keyrule.h"
 #include "common/log.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_json.h"
 #include "proxy/proxy_key.h"
 #include "proxy/proxy_near.h"
 
@@ -50,33 +51,13 @@
 #define NEED_WHAT		"need url=URL, prefix=PREFIX or tag=TAG"
 
 static void
-send_json(struct evhttp_request *ev, int code, struct evbuffer *out)
-{
-	evhttp_add_header(evhttp_request_get_output_headers(ev), "Content-Type",
-	    "application/json");
-	evhttp_send_reply(ev, code, NULL, out);
-	if (out != NULL)
-		evbuffer_free(out);
-}
-
-static void
-json_error(struct evhttp_request *ev, int code, const char *msg)
-{
-	struct evbuffer *out = evbuffer_new();
-
-	if (out != NULL)
-		evbuffer_add_printf(out, "{\"error\": \"%s\"}\n", msg);
-	send_json(ev, code, out);
-}
-
-static void
 reply_purged(struct evhttp_request *ev, int64_t n)
 {
 	struct evbuffer *out = evbuffer_new();
 
 	if (out != NULL)
 		evbuffer_add_printf(out, "{\"purged\": %" PRId64 "}\n", n);
-	send_json(ev, HTTP_OK, out);
+	json_send(ev, HTTP_OK, out);
 }
 
 /* A purge by URL: its own key, then the keys filed under its tag. */
@@ -163,7 +144,7 @@ on_many_purged(int64_t n, int ok, void *arg)
 		evbuffer_add_printf(out, "{\"error\": \"redis unavailable: "
 		    "purge incomplete, retry it\", \"purged\": %" PRId64 "}\n",
 		    n);
-	send_json(ev, HTTP_SERVUNAVAIL, out);
+	json_send(ev, HTTP_SERVUNAVAIL, out);
 }
 
 /* A purge that could not start: Redis is down, or too many run. */

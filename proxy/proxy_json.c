@@ -1,0 +1,55 @@
+/*
+ * JSON answers of the admin listener (proxy_json.h).
+ */
+
+#include "proxy/proxy_json.h"
+
+#include <stddef.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+
+void
+json_string(struct evbuffer *out, const char *s)
+{
+	evbuffer_add(out, "\"", 1);
+	for (; *s != '\0'; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			evbuffer_add_printf(out, "\\%c", ch);
+		else if (ch < 0x20)
+			evbuffer_add_printf(out, "\\u%04x", ch);
+		else
+			evbuffer_add(out, s, 1);
+	}
+	evbuffer_add(out, "\"", 1);
+}
+
+void
+json_reply(struct evhttp_request *ev, int code, const char *type,
+    struct evbuffer *out)
+{
+	struct evkeyvalq *headers = evhttp_request_get_output_headers(ev);
+
+	evhttp_add_header(headers, "Content-Type", type);
+	evhttp_add_header(headers, "Cache-Control", "no-store");
+	evhttp_send_reply(ev, code, NULL, out);
+}
+
+void
+json_send(struct evhttp_request *ev, int code, struct evbuffer *out)
+{
+	json_reply(ev, code, "application/json", out);
+	if (out != NULL)
+		evbuffer_free(out);
+}
+
+void
+json_error(struct evhttp_request *ev, int code, const char *msg)
+{
+	struct evbuffer *out = evbuffer_new();
+
+	if (out != NULL)
+		evbuffer_add_printf(out, "{\"error\": \"%s\"}\n", msg);
+	json_send(ev, code, out);
+}
