@@ -36,8 +36,9 @@
 #include <ini.h>
 
 #include "common/util.h"
-#include "conf/conf_secret.h"
 #include "conf/conf_key.h"
+#include "conf/conf_secret.h"
+#include "conf/conf_show.h"
 
 #define MS_SECOND	INT64_C(1000)
 #define MS_MINUTE	(60 * MS_SECOND)
@@ -48,8 +49,6 @@
 #define GIB		(1024 * MIB)
 
 #define LINE_BUF	1024	/* bytes of a line kept (inih takes fewer) */
-#define SHOW_MAX	60	/* characters of the file quoted in a message */
-#define SHOW_BUF	(SHOW_MAX + 4)
 #define MSG_MAX		256	/* one error message, before "file:line: " */
 #define TEXT_MAX	32	/* a formatted number */
 #define RANGE_MAX	(2 * TEXT_MAX + 32)	/* "min..max" and the like */
@@ -59,7 +58,6 @@
 #define UNIX_PATH_LIMIT	(sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
 
 _Static_assert(UNIX_PATH_LIMIT < CONF_PATH_MAX, "redis_unix holds sun_path");
-_Static_assert(SHOW_MAX == CONF_SHOW_MAX, "conf_pool.c quotes alike");
 
 enum sect {
 	SECT_NONE,		/* before the first section header */
@@ -392,29 +390,6 @@ report(struct loader *ld, int line, const char *fmt, ...)
 	fputc('\n', ld->errs);
 }
 
-/* Copies at most len bytes of s for a message: unprintable bytes become
- * '?', and text past SHOW_MAX is cut and ends in "...". */
-static const char *
-show(const char *s, size_t len, char out[SHOW_BUF])
-{
-	size_t i;
-
-	for (i = 0; i < len && s[i] != '\0' && i < SHOW_MAX; i++)
-		out[i] = isprint((unsigned char)s[i]) ? s[i] : '?';
-	if (i < len && s[i] != '\0') {
-		memcpy(out + i, "...", 3);
-		i += 3;
-	}
-	out[i] = '\0';
-	return out;
-}
-
-const char *
-conf_show(const char *s, size_t len, char out[CONF_SHOW_BUF])
-{
-	return show(s, len, out);
-}
-
 static void
 format_size(int64_t v, char *out, size_t outlen)
 {
@@ -456,18 +431,18 @@ static int
 check_range(const struct key *k, int64_t v, const char *text, char *err,
     size_t errlen)
 {
-	char shown[SHOW_BUF], limit[TEXT_MAX];
+	char shown[CONF_SHOW_BUF], limit[TEXT_MAX];
 
 	if (v < k->min) {
 		format_number(k, k->min, limit, sizeof(limit));
 		snprintf(err, errlen, "%s is below the minimum %s",
-		    show(text, SIZE_MAX, shown), limit);
+		    conf_show(text, SIZE_MAX, shown), limit);
 		return -1;
 	}
 	if (v > k->max) {
 		format_number(k, k->max, limit, sizeof(limit));
 		snprintf(err, errlen, "%s is above the maximum %s",
-		    show(text, SIZE_MAX, shown), limit);
+		    conf_show(text, SIZE_MAX, shown), limit);
 		return -1;
 	}
 	return 0;
@@ -515,7 +490,7 @@ set_fields(const struct key *k, char *field, const char *v, char *err,
 {
 	const char *tchar = k->type == T_HOSTS ? "-.:[]*" :
 	    "!#$%&'*+-.^_`|~";
-	char norm[CONF_FIELDS_MAX * 2], shown[SHOW_BUF];
+	char norm[CONF_FIELDS_MAX * 2], shown[CONF_SHOW_BUF];
 	size_t used = 0;
 
 	norm[0] = '\0';
@@ -528,7 +503,7 @@ set_fields(const struct key *k, char *field, const char *v, char *err,
 			if (!isalnum((unsigned char)p[i]) &&
 			    strchr(tchar, p[i]) == NULL) {
 				snprintf(err, errlen, "\"%s\" is not a %s name",
-				    show(p, len, shown), k->type == T_HOSTS ?
+				    conf_show(p, len, shown), k->type == T_HOSTS ?
 				    "host" : "field");
 				return -1;
 			}
@@ -536,7 +511,7 @@ set_fields(const struct key *k, char *field, const char *v, char *err,
 		if (k->type == T_HOSTS && !host_pattern_valid(p, len)) {
 			snprintf(err, errlen, "\"%s\" is not a host pattern "
 			    "(name, *.name or *; then :port, :* or nothing)",
-			    show(p, len, shown));
+			    conf_show(p, len, shown));
 			return -1;
 		}
 		used += (size_t)snprintf(norm + used, sizeof(norm) - used,
@@ -553,7 +528,7 @@ static int
 set_authority(const struct key *k, char *field, const char *v, char *err,
     size_t errlen)
 {
-	char shown[SHOW_BUF];
+	char shown[CONF_SHOW_BUF];
 	struct host h;
 
 	assert(k->size >= HOST_TEXT_MAX);
@@ -564,7 +539,7 @@ set_authority(const struct key *k, char *field, const char *v, char *err,
 	if (host_parse(v, strlen(v), &h) == -1) {
 		snprintf(err, errlen, "\"%s\" is not host[:port] (a name or "
 		    "[IPv6], then a port 1..65535 or nothing)",
-		    show(v, SIZE_MAX, shown));
+		    conf_show(v, SIZE_MAX, shown));
 		return -1;
 	}
 	host_format(&h, field);
@@ -575,14 +550,14 @@ static int
 set_prefix(const struct key *k, char *field, const char *v, char *err,
     size_t errlen)
 {
-	char shown[SHOW_BUF];
+	char shown[CONF_SHOW_BUF];
 
 	for (const char *p = v; *p != '\0'; p++) {
 		if (*p == '{' || *p == '}' || isspace((unsigned char)*p) ||
 		    iscntrl((unsigned char)*p)) {
 			snprintf(err, errlen, "\"%s\" must not contain '{', "
 			    "'}', spaces or control characters",
-			    show(v, SIZE_MAX, shown));
+			    conf_show(v, SIZE_MAX, shown));
 			return -1;
 		}
 	}
@@ -593,13 +568,13 @@ static int
 set_hostport(const struct key *k, char *base, const char *v, char *err,
     size_t errlen)
 {
-	char shown[SHOW_BUF];
+	char shown[CONF_SHOW_BUF];
 	int port;
 
 	if (util_parse_hostport(v, base + k->off, k->size, &port) == -1) {
 		snprintf(err, errlen, "\"%s\" is not host:port (such as "
 		    "127.0.0.1:8080 or [::1]:8080, port 1 to 65535)",
-		    show(v, SIZE_MAX, shown));
+		    conf_show(v, SIZE_MAX, shown));
 		return -1;
 	}
 	*(int *)(void *)(base + k->off_port) = port;
@@ -610,7 +585,7 @@ static int
 set_address(const struct key *k, char *base, const char *v, char *err,
     size_t errlen)
 {
-	char shown[SHOW_BUF];
+	char shown[CONF_SHOW_BUF];
 	const char *path;
 	char *host = base + k->off;
 	int *port = (int *)(void *)(base + k->off_port);
@@ -619,7 +594,7 @@ set_address(const struct key *k, char *base, const char *v, char *err,
 	if (strncmp(v, UNIX_PREFIX, strlen(UNIX_PREFIX)) != 0) {
 		if (util_parse_hostport(v, host, k->size, port) == -1) {
 			snprintf(err, errlen, "\"%s\" is not host:port or "
-			    "unix:/path", show(v, SIZE_MAX, shown));
+			    "unix:/path", conf_show(v, SIZE_MAX, shown));
 			return -1;
 		}
 		unix_path[0] = '\0';
@@ -629,7 +604,7 @@ set_address(const struct key *k, char *base, const char *v, char *err,
 	if (path[0] != '/') {
 		snprintf(err, errlen, "\"%s\" needs an absolute socket path, "
 		    "such as unix:/run/redis/redis.sock",
-		    show(v, SIZE_MAX, shown));
+		    conf_show(v, SIZE_MAX, shown));
 		return -1;
 	}
 	if (strlen(path) > UNIX_PATH_LIMIT) {
@@ -653,7 +628,7 @@ set_addresses(const struct key *k, char *base, const char *v, char *err,
     size_t errlen)
 {
 	struct conf *c = (struct conf *)(void *)base;
-	char item[CONF_HOST_MAX + TEXT_MAX], shown[SHOW_BUF];
+	char item[CONF_HOST_MAX + TEXT_MAX], shown[CONF_SHOW_BUF];
 	int n = 0;
 
 	for (const char *p = v; *p != '\0'; p += strspn(p, ", \t")) {
@@ -683,7 +658,7 @@ set_addresses(const struct key *k, char *base, const char *v, char *err,
 		    sizeof(c->redis_addrs[n].host),
 		    &c->redis_addrs[n].port) == -1) {
 			snprintf(err, errlen, "\"%s\" is not host:port",
-			    show(item, SIZE_MAX, shown));
+			    conf_show(item, SIZE_MAX, shown));
 			return -1;
 		}
 		n++;
@@ -702,7 +677,7 @@ set_status_ttls(const struct key *k, char *base, const char *v, char *err,
     size_t errlen)
 {
 	struct conf_route *r = (struct conf_route *)(void *)base;
-	char item[TEXT_MAX * 2], shown[SHOW_BUF];
+	char item[TEXT_MAX * 2], shown[CONF_SHOW_BUF];
 	const char *p = v;
 	int n = 0;
 
@@ -731,7 +706,7 @@ set_status_ttls(const struct key *k, char *base, const char *v, char *err,
 			goto bad;
 		if (ms > STATUS_TTL_MAX) {
 			snprintf(err, errlen, "%s is above the maximum 8760h",
-			    show(colon + 1, SIZE_MAX, shown));
+			    conf_show(colon + 1, SIZE_MAX, shown));
 			return -1;
 		}
 		if (n >= k->max) {
@@ -750,7 +725,7 @@ set_status_ttls(const struct key *k, char *base, const char *v, char *err,
 	return 0;
 bad:
 	snprintf(err, errlen, "\"%s\" is not a list of status:duration "
-	    "(like 404:30s,410:5m)", show(v, SIZE_MAX, shown));
+	    "(like 404:30s,410:5m)", conf_show(v, SIZE_MAX, shown));
 	return -1;
 }
 
@@ -793,7 +768,7 @@ set_cidrs(const struct key *k, char *base, const char *v, char *err,
     size_t errlen)
 {
 	struct conf_cidr *list = (struct conf_cidr *)(void *)(base + k->off);
-	char item[64], shown[SHOW_BUF];
+	char item[64], shown[CONF_SHOW_BUF];
 	size_t used = 0;
 	int n = 0, bad = 0;
 
@@ -814,7 +789,7 @@ set_cidrs(const struct key *k, char *base, const char *v, char *err,
 			n++;
 			continue;
 		}
-		show(item, SIZE_MAX, shown);
+		conf_show(item, SIZE_MAX, shown);
 		used += (size_t)snprintf(err + used, used < errlen ?
 		    errlen - used : 0, "%s\"%s\"", bad++ > 0 ? ", " : "", shown);
 		if (used >= errlen)
@@ -935,9 +910,9 @@ conf_cidrs_match(const struct conf_cidr *list, int n, const char *addr)
 static int
 refuse(const char *v, const char *what, char *err, size_t errlen)
 {
-	char shown[SHOW_BUF];
+	char shown[CONF_SHOW_BUF];
 
-	snprintf(err, errlen, "\"%s\" is not %s", show(v, SIZE_MAX, shown),
+	snprintf(err, errlen, "\"%s\" is not %s", conf_show(v, SIZE_MAX, shown),
 	    what);
 	return -1;
 }
@@ -1236,9 +1211,9 @@ begin_route(struct loader *ld, const char *prefix, size_t len)
 {
 	struct conf *c = ld->c;
 	struct conf_route *r;
-	char shown[SHOW_BUF];
+	char shown[CONF_SHOW_BUF];
 
-	show(prefix, len, shown);
+	conf_show(prefix, len, shown);
 	if (len == 0) {
 		report(ld, ld->lineno, "[route] needs a path prefix, such as "
 		    "[route /api/]");
@@ -1327,7 +1302,7 @@ begin_section(struct loader *ld, const char *s)
 		{ "server", SECT_SERVER },
 		{ "redis", SECT_REDIS },
 	};
-	char shown[SHOW_BUF];
+	char shown[CONF_SHOW_BUF];
 	const char *in, *end, *rest, *word_end, *arg;
 	size_t len, wlen;
 
@@ -1335,14 +1310,14 @@ begin_section(struct loader *ld, const char *s)
 	end = find_sep(s + 1, "]");
 	if (*end != ']') {
 		report(ld, ld->lineno, "syntax error: section header \"%s\" "
-		    "has no closing ']'", show(s, text_len(s), shown));
+		    "has no closing ']'", conf_show(s, text_len(s), shown));
 		return;
 	}
 	for (rest = end + 1; isspace((unsigned char)*rest); rest++)
 		;
 	if (*rest != '\0' && *rest != ';' && *rest != '#') {
 		report(ld, ld->lineno, "syntax error: unexpected \"%s\" after "
-		    "the section header", show(rest, text_len(rest), shown));
+		    "the section header", conf_show(rest, text_len(rest), shown));
 		return;
 	}
 
@@ -1380,7 +1355,7 @@ begin_section(struct loader *ld, const char *s)
 	}
 	report(ld, ld->lineno, "unknown section [%s] (expected [server], "
 	    "[redis], [upstream], [upstream NAME] or [route PREFIX])",
-	    show(in, len, shown));
+	    conf_show(in, len, shown));
 }
 
 /*
@@ -1439,7 +1414,7 @@ static char *
 read_line(char *buf, int num, void *stream)
 {
 	struct loader *ld = stream;
-	char shown[SHOW_BUF];
+	char shown[CONF_SHOW_BUF];
 	const char *s = ld->line, *sep, *p;
 	size_t len, limit;
 
@@ -1479,7 +1454,7 @@ read_line(char *buf, int num, void *stream)
 	if ((*sep != '=' && *sep != ':') || sep == s || p != sep) {
 		report(ld, ld->lineno, "syntax error: expected \"[section]\" "
 		    "or \"key = value\", not \"%s\"",
-		    show(s, text_len(s), shown));
+		    conf_show(s, text_len(s), shown));
 		return buf;
 	}
 	memcpy(buf, s, len);

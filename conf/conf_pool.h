@@ -12,12 +12,7 @@
 #include <stdio.h>
 
 #include "conf/conf.h"
-
-#define CONF_SHOW_MAX	60	/* characters of the file quoted */
-#define CONF_SHOW_BUF	(CONF_SHOW_MAX + 4)
-
-/* conf.c: at most len bytes of s, printable, cut with "..." when long. */
-const char *conf_show(const char *s, size_t len, char out[CONF_SHOW_BUF]);
+#include "conf/conf_show.h"
 
 /* "http://a:8080 weight=3, http://b:8080": every server into p. 0, or -1
  * with the reason in err. */
