@@ -17,6 +17,7 @@
 #include <hiredis/sds.h>
 
 #include "common/log.h"
+#include "common/prio.h"
 
 #define HEV_READ_BYTES	(256 * 1024)	/* room made for one read */
 #define HEV_READS_MAX	64		/* reads per wakeup */
@@ -31,7 +32,8 @@ struct hev {
 	redisAsyncContext	*ac;
 	struct event		*rev, *wev;
 	int			 reading;
-	int			 gone;	/* hiredis let go of it while reading */
+	int			 writing;	/* in on_hev_write */
+	int			 gone;	/* hiredis let go of it in a callback */
 };
 
 static void
@@ -102,7 +104,11 @@ on_hev_write(evutil_socket_t fd, short what, void *arg)
 {
 	struct hev *h = arg;
 
+	h->writing = 1;
 	redisAsyncHandleWrite(h->ac);
+	h->writing = 0;
+	if (h->gone)
+		hev_free(h);
 }
 
 static void
@@ -121,12 +127,22 @@ hev_del_read(void *arg)
 	event_del(h->rev);
 }
 
+/*
+ * A command was queued: it is written as soon as the callback that queued
+ * it returns, in this pass of the loop, rather than after the next wait
+ * for the socket to be writable (which a connected socket nearly always
+ * is). While connecting, or when a write could not take everything, it
+ * waits for the socket as usual.
+ */
 static void
 hev_add_write(void *arg)
 {
 	struct hev *h = arg;
 
-	event_add(h->wev, NULL);
+	if (h->writing || !(h->ac->c.flags & REDIS_CONNECTED))
+		event_add(h->wev, NULL);
+	else
+		event_active(h->wev, EV_WRITE, 1);
 }
 
 static void
@@ -144,7 +160,7 @@ hev_cleanup(void *arg)
 
 	event_del(h->rev);
 	event_del(h->wev);
-	if (h->reading)
+	if (h->reading || h->writing)
 		h->gone = 1;
 	else
 		hev_free(h);
@@ -161,7 +177,9 @@ hev_attach(redisAsyncContext *ac, struct event_base *base)
 	h->rev = event_new(base, ac->c.fd, EV_READ | EV_PERSIST, on_hev_read,
 	    h);
 	h->wev = event_new(base, ac->c.fd, EV_WRITE, on_hev_write, h);
-	if (h->rev == NULL || h->wev == NULL) {
+	if (h->rev == NULL || h->wev == NULL ||
+	    event_priority_set(h->rev, PRIO_BACKEND) == -1 ||
+	    event_priority_set(h->wev, PRIO_BACKEND) == -1) {
 		if (h->rev != NULL)
 			event_free(h->rev);
 		if (h->wev != NULL)

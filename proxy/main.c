@@ -17,6 +17,7 @@
 
 #include "common/log.h"
 #include "common/pidfile.h"
+#include "common/prio.h"
 #include "common/util.h"
 #include "conf/conf.h"
 #include "proxy/proxy.h"
@@ -450,7 +451,7 @@ run(int nworkers)
 }
 
 /*
- * A worker's loop. With epoll's changelist, a descriptor's interest
+ * A worker's loop, with the priorities of common/prio.h. With epoll's changelist, a descriptor's interest
  * switched off and on again within one loop pass (evhttp pauses reading
  * while it answers) costs no epoll_ctl. Corral never dup()s a
  * descriptor, which is the case the changelist cannot handle.
@@ -464,8 +465,17 @@ worker_base(void)
 	if ((cfg = event_config_new()) == NULL)
 		return NULL;
 	event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+	if (event_config_set_max_dispatch_interval(cfg, NULL, PRIO_CLIENT_RUN,
+	    PRIO_CLIENT) == -1) {
+		event_config_free(cfg);
+		return NULL;
+	}
 	base = event_base_new_with_config(cfg);
 	event_config_free(cfg);
+	if (base != NULL && event_base_priority_init(base, PRIO_LEVELS) == -1) {
+		event_base_free(base);
+		return NULL;
+	}
 	return base;
 }
 

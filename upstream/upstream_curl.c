@@ -36,6 +36,7 @@
 #include <event2/http.h>
 
 #include "common/log.h"
+#include "common/prio.h"
 #include "common/util.h"
 
 #define UPSTREAM_MAGIC		0x55505354u	/* "UPST" */
@@ -334,7 +335,11 @@ on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *arg,
 	if (what & CURL_POLL_OUT)
 		kind |= EV_WRITE;
 	event_assign(sk->ev, up->base, fd, kind, on_socket, up);
-	if (event_add(sk->ev, NULL) == -1)
+	/* Connecting and sending the request go before clients' events;
+	 * the response is read at their pace (its streams' back-pressure
+	 * runs in their callbacks). */
+	if (event_priority_set(sk->ev, (what & CURL_POLL_OUT) ? PRIO_BACKEND :
+	    PRIO_CLIENT) == -1 || event_add(sk->ev, NULL) == -1)
 		fail_unwatched(up, easy);
 	return 0;
 }
@@ -1266,7 +1271,8 @@ upstream_new(struct event_base *base)
 	TAILQ_INIT(&up->ready);
 	TAILQ_INIT(&up->later);
 	TAILQ_INIT(&up->socks);
-	if ((up->timer = evtimer_new(base, on_timer, up)) == NULL)
+	if ((up->timer = evtimer_new(base, on_timer, up)) == NULL ||
+	    event_priority_set(up->timer, PRIO_BACKEND) == -1)
 		goto fail;
 	if ((up->reap = event_new(base, -1, 0, on_reap, up)) == NULL)
 		goto fail;
