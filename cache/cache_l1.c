@@ -326,10 +326,11 @@ l1_free(struct l1 **lp)
 }
 
 struct cache_entry *
-l1_get(struct l1 *l, const char *key, int64_t now_ms)
+l1_get(struct l1 *l, const char *key, int64_t now_ms, int stale_ok)
 {
 	struct cache_key_hash ki;
 	struct l1_node *n;
+	enum entry_state st;
 
 	assert(l->magic == L1_MAGIC);
 	if (!enabled(l))
@@ -340,10 +341,14 @@ l1_get(struct l1 *l, const char *key, int64_t now_ms)
 		l->counters.misses++;
 		return NULL;
 	}
-	if (entry_state(n->e, now_ms) != ENTRY_FRESH) {
+	if ((st = entry_state(n->e, now_ms)) == ENTRY_EXPIRED) {
 		unlink_node(l, &n);
 		l->counters.drops++;
 		l->counters.misses++;
+		return NULL;
+	}
+	if (st == ENTRY_STALE && !stale_ok) {
+		l->counters.misses++;	/* kept for those who take it stale */
 		return NULL;
 	}
 	touch(l, n);

@@ -46,11 +46,13 @@ void		 l1_free(struct l1 **lp);
 
 /*
  * A new reference to key's entry if it is present and fresh at now_ms
- * (entry_state() == ENTRY_FRESH), counted as a hit; otherwise NULL, a
- * miss. A present entry that is no longer fresh is dropped. Never
- * allocates.
+ * (entry_state() == ENTRY_FRESH), or stale and stale_ok, counted as a
+ * hit; otherwise NULL, a miss. A present entry past its stale window
+ * (ENTRY_EXPIRED) is dropped; a stale one stays for the callers that
+ * take it stale. Never allocates.
  */
-struct cache_entry *l1_get(struct l1 *l, const char *key, int64_t now_ms);
+struct cache_entry *l1_get(struct l1 *l, const char *key, int64_t now_ms,
+    int stale_ok);
 /*
  * Keeps a reference to e under key, replacing any older copy. If the copy
  * held is e itself or has the same (non-empty) generation, it only becomes

@@ -58,6 +58,7 @@ struct block {
 	uint64_t	next;		/* position + 1 of the next in its chain */
 	uint64_t	base_hash;
 	int64_t		fresh_until_ms;
+	int64_t		stale_until_ms;
 	uint32_t	size;		/* the whole block, aligned */
 	uint32_t	key_len;
 	uint32_t	blob_len;
@@ -351,7 +352,7 @@ make_room(struct l2 *l, uint64_t n)
 }
 
 struct cache_entry *
-l2_get(struct l2 *l, const char *key, int64_t now_ms)
+l2_get(struct l2 *l, const char *key, int64_t now_ms, int stale_ok)
 {
 	struct shared *sh;
 	struct cache_entry *e;
@@ -374,10 +375,14 @@ l2_get(struct l2 *l, const char *key, int64_t now_ms)
 		goto miss;
 	}
 	b = at(l, --p);
-	if (b->fresh_until_ms <= now_ms) {
+	if (b->stale_until_ms <= now_ms) {
 		unlink_block(l, p);
 		count(&sh->drops);
 		unlock(l);
+		goto miss;
+	}
+	if (b->fresh_until_ms <= now_ms && !stale_ok) {
+		unlock(l);	/* kept for those who take it stale */
 		goto miss;
 	}
 	blob_len = b->blob_len;
@@ -396,7 +401,8 @@ l2_get(struct l2 *l, const char *key, int64_t now_ms)
 		free(buf);
 		goto miss;
 	}
-	if (entry_state(e, now_ms) != ENTRY_FRESH) {
+	if (entry_state(e, now_ms) != ENTRY_FRESH &&
+	    (!stale_ok || entry_state(e, now_ms) != ENTRY_STALE)) {
 		entry_unref(&e);
 		goto miss;
 	}
@@ -430,7 +436,7 @@ l2_put(struct l2 *l, const char *key, const struct cache_entry *e,
 	uint64_t p, n;
 	size_t blob_len;
 
-	if (!enabled(l) || e->fresh_until_ms <= now_ms)
+	if (!enabled(l) || e->stale_until_ms <= now_ms)
 		return;
 	sh = l->sh;
 	cache_key_hash(key, &kh);
@@ -466,6 +472,7 @@ l2_put(struct l2 *l, const char *key, const struct cache_entry *e,
 	b = at(l, p);
 	b->base_hash = kh.base_hash;
 	b->fresh_until_ms = e->fresh_until_ms;
+	b->stale_until_ms = e->stale_until_ms;
 	b->size = (uint32_t)n;
 	b->key_len = (uint32_t)kh.len;
 	b->blob_len = (uint32_t)blob_len;

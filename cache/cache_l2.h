@@ -57,9 +57,12 @@ struct l2	*l2_new(int64_t max_bytes, char *err, size_t errlen);
 void		 l2_free(struct l2 **lp);
 
 /* A new entry decoded from key's copy if that is present and fresh at
- * now_ms; else NULL. A present copy no longer fresh is dropped. */
-struct cache_entry *l2_get(struct l2 *l, const char *key, int64_t now_ms);
-/* Keeps a copy of e, fresh at now_ms, under key, replacing any other
+ * now_ms, or stale and stale_ok; else NULL. A present copy past its stale
+ * window is dropped; a stale one stays for the callers that take it
+ * stale. */
+struct cache_entry *l2_get(struct l2 *l, const char *key, int64_t now_ms,
+    int stale_ok);
+/* Keeps a copy of e, fresh or stale at now_ms, under key, replacing any other
  * copy (one of the same generation is kept as it is). An entry larger
  * than an eighth of the budget is not kept (and an older copy goes).
  * Without memory it keeps nothing. */

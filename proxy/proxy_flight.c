@@ -288,8 +288,8 @@ looked_usable(struct flight *fl, struct cache_entry *e)
 {
 	struct proxy *px = fl->px;
 
+	near_put(px, fl->key, e);	/* stale too: its next hits skip Redis */
 	if (entry_state(e, util_now_ms()) == ENTRY_FRESH) {
-		near_put(px, fl->key, e);
 		if (refresh_early(fl, e)) {
 			STAT_INC(px->stats, fl->route, early_refreshes);
 			(void)flight_refresh(fl, RF_LOCKED, e->gen, e, 0);

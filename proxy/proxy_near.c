@@ -18,13 +18,13 @@
 #include "proxy/proxy_near.h"
 
 struct cache_entry *
-near_get(struct proxy *px, const char *key, int64_t now_ms)
+near_get(struct proxy *px, const char *key, int64_t now_ms, int stale_ok)
 {
 	struct cache_entry *e;
 
-	if ((e = l1_get(px->l1, key, now_ms)) != NULL)
+	if ((e = l1_get(px->l1, key, now_ms, stale_ok)) != NULL)
 		return e;
-	if ((e = l2_get(px->l2, key, now_ms)) != NULL)
+	if ((e = l2_get(px->l2, key, now_ms, stale_ok)) != NULL)
 		l1_put(px->l1, key, e);
 	return e;
 }

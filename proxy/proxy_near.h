@@ -12,10 +12,13 @@
 struct cache_entry;
 struct proxy;
 
-/* A fresh copy of key (the caller takes the reference), or NULL. */
+/* A fresh copy of key, or with stale_ok a stale one (in its
+ * stale_while_revalidate window): the caller takes the reference. NULL
+ * when neither holds one. */
 struct cache_entry *near_get(struct proxy *px, const char *key,
-	    int64_t now_ms);
-/* e is fresh: both keep it. */
+	    int64_t now_ms, int stale_ok);
+/* e is fresh, or stale (in its stale_while_revalidate window): both keep
+ * it. */
 void	near_put(struct proxy *px, const char *key, struct cache_entry *e);
 /* Drops key and its variants from both. */
 void	near_drop(struct proxy *px, const char *key);

@@ -95,6 +95,7 @@ struct refresh {
 	struct event		*sibling_ev;	/* polls a sibling's claim */
 	int64_t			 sibling_until_us;	/* ... as for a holder */
 	int			 lost;		/* our token was replaced */
+	int			 stale_copy;	/* refresh_args' */
 	int64_t			 fetch_start_us;
 	int64_t			 sie_ms;	/* stale-if-error of the entry */
 	struct cache_entry	*marker;	/* stored at K when it varies */
@@ -122,6 +123,23 @@ mark_lost(struct refresh *rf)
 	    rf->key);
 }
 
+/*
+ * What a background refresh leaves in the near caches: the newer entry
+ * the lock found (while fresh), and no stale copy that only Redis could
+ * have refreshed (the next request takes the usual path, which fetches
+ * without Redis).
+ */
+static void
+background_ended(struct refresh *rf)
+{
+	if (rf->rep.mode != RF_LOCKED)
+		return;
+	if (rf->rep.result == RFR_CHANGED)
+		(void)near_fill(rf->px, rf->key, rf->rep.entry);
+	else if (rf->rep.result == RFR_REDIS_ERROR && rf->stale_copy)
+		near_drop(rf->px, rf->key);
+}
+
 static void
 on_refresh_done(evutil_socket_t fd, short what, void *arg)
 {
@@ -130,6 +148,8 @@ on_refresh_done(evutil_socket_t fd, short what, void *arg)
 	assert(rf->magic == REFRESH_MAGIC);
 	if (rf->cb != NULL)
 		rf->cb(&rf->rep, rf->cb_arg);
+	else
+		background_ended(rf);
 	TAILQ_REMOVE(&rf->px->refresh_list, rf, link);
 	rf->px->nrefreshes--;
 	entry_unref(&rf->rep.entry);
@@ -587,7 +607,7 @@ refresh_claim(struct refresh *rf)
 	rf->step = RF_FETCH;
 	if (!rf->claim)
 		return 0;
-	if ((rf->rep.entry = near_get(rf->px, rf->key, util_now_ms())) !=
+	if ((rf->rep.entry = near_get(rf->px, rf->key, util_now_ms(), 0)) !=
 	    NULL) {
 		STAT_INC(rf->px->stats, rf->route, sibling_fills);
 		rf->rep.result = RFR_CHANGED;
@@ -732,6 +752,7 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	rf->rep.fetch_ms = -1;
 	rf->peer_entry = -1;
 	rf->claim = a->claim && a->mode == RF_DIRECT;
+	rf->stale_copy = a->stale_copy;
 	rf->cb = cb;
 	rf->cb_arg = arg;
 	rf->stream = a->stream;
@@ -754,6 +775,8 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 		goto fail;
 	if (base != NULL && base->status == 200 && a->mode == RF_LOCKED)
 		revalidate(rf, base);
+	if (base != NULL && cb == NULL)	/* see proxy_hit.h */
+		base->refresh_asked_ms = util_mono_us() / 1000;
 	if (util_random_token(rf->token) == -1)
 		goto fail;
 	rf->renew_ev = evtimer_new(px->base, on_renew_tick, rf);

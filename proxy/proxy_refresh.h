@@ -71,6 +71,9 @@ struct refresh_args {
 						 * it (its origin slot's rank) */
 	int			 lowest;	/* an operator's refresh: the
 						 * origin budget's lowest rank */
+	int			 stale_copy;	/* base is a near cache's stale
+						 * copy, served meanwhile: dropped
+						 * if Redis cannot be asked */
 };
 
 /* What a refresh reports once it has ended. The callee may take entry

@@ -42,6 +42,7 @@
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_forward.h"
 #include "proxy/proxy_hdr.h"
+#include "proxy/proxy_hit.h"
 #include "proxy/proxy_key.h"
 #include "proxy/proxy_log.h"
 #include "proxy/proxy_near.h"
@@ -669,25 +670,20 @@ req_drain(struct req *req)
 }
 
 /*
- * A fresh entry in this process's memory answers without a Redis round
- * trip. When early refresh may be due, the request takes the usual path
- * instead, so that the refresh can start.
+ * A copy in this process's memory answers without a Redis round trip:
+ * fresh, or stale while its refresh runs (proxy_hit.h). When early
+ * refresh may be due, the flight refreshes without drawing again.
  */
 static int
 near_hit(struct req *req, const struct conf_route *rt)
 {
-	struct cache_entry *e = near_get(req->px, req->key, util_now_ms());
+	enum hit_kind k = hit_near(req->px, &req->waiter, req->key, req->uri,
+	    req->route, rt, &req->a.entry);
 
-	if (e == NULL)
+	req->early_due = k == HIT_EARLY;
+	if (k != HIT_FRESH && k != HIT_STALE)
 		return 0;
-	if (refresh_early_due(rt, e)) {
-		/* Due: the flight refreshes without drawing again. */
-		req->early_due = 1;
-		entry_unref(&e);
-		return 0;
-	}
-	req->a.entry = e;
-	req->a.outcome = OUT_HIT;
+	req->a.outcome = k == HIT_STALE ? OUT_STALE : OUT_HIT;
 	STAT_INC(req->px->stats, req->route, near_hits);
 	return 1;
 }

@@ -1388,6 +1388,41 @@ MUTANTS = [
            "if (0 &&\n\t\t    conf_pool_find",
            ["test_conf", "pool_config_errors_name_file_and_line"],
            "a route naming no pool is accepted (its requests go to the default)"),
+
+    # -- stale copies in the near caches (proxy_hit.c, cache_l1.c, cache_l2.c) --
+    Mutant("near_hit_never_stale", "proxy/proxy_hit.c",
+           "if ((e = near_get(px, key, now_ms, 1)) == NULL)",
+           "if ((e = near_get(px, key, now_ms, 0)) == NULL)",
+           ["a_stale_copy_in_memory_is_served_without_redis_while_its_refresh_runs"],
+           "every stale hit reads the entry from Redis again"),
+    Mutant("l1_drops_stale_copies", "cache/cache_l1.c",
+           "if ((st = entry_state(n->e, now_ms)) == ENTRY_EXPIRED) {",
+           "if ((st = entry_state(n->e, now_ms)) != ENTRY_FRESH) {",
+           ["test_l1", "a_stale_copy_in_memory_is_served_without_redis_while_its_refresh_runs"],
+           "a worker's copy goes as soon as it is stale: its stale hits read Redis"),
+    Mutant("l2_keeps_no_stale_copy", "cache/cache_l2.c",
+           "if (!enabled(l) || e->stale_until_ms <= now_ms)",
+           "if (!enabled(l) || e->fresh_until_ms <= now_ms)",
+           ["test_l2"],
+           "the shared cache refuses a stale entry read from Redis"),
+    Mutant("stale_copy_asks_for_the_lock_every_hit", "proxy/proxy_hit.c",
+           "if (refresh_running(px, key) || (e->refresh_asked_ms != 0 &&",
+           "if (refresh_running(px, key) || (e->refresh_asked_ms != 0 && 0 &&",
+           ["stale_hits_while_another_instance_refreshes_ask_redis_once_per_lock_poll"],
+           "while another instance refreshes, every stale hit runs the lock script"),
+    Mutant("stale_copy_kept_when_redis_is_gone", "proxy/proxy_refresh.c",
+           "\telse if (rf->rep.result == RFR_REDIS_ERROR && rf->stale_copy)\n"
+           "\t\tnear_drop(rf->px, rf->key);",
+           "\telse if (rf->rep.result == RFR_REDIS_ERROR && rf->stale_copy)\n"
+           "\t\t(void)0;",
+           ["a_stale_copy_whose_refresh_cannot_reach_redis_gives_way_to_a_direct_fetch"],
+           "while Redis is down a stale copy is served until it expires, never refetched"),
+    Mutant("stale_read_from_redis_not_kept", "proxy/proxy_flight.c",
+           "\tnear_put(px, fl->key, e);\t/* stale too: its next hits skip Redis */",
+           "\tif (entry_state(e, util_now_ms()) == ENTRY_FRESH)\n"
+           "\t\tnear_put(px, fl->key, e);",
+           ["stale_hits_while_another_instance_refreshes_ask_redis_once_per_lock_poll"],
+           "a stale entry read from Redis is not kept: each stale hit reads it again"),
 ]
 
 

@@ -4,8 +4,8 @@ one fetch; a worker that dies is restarted, with the configuration the
 instance runs (a reload's changes to restart-only keys wait for a restart,
 and /stats says so); reload and stop reach them all;
 fresh entries are served from memory, even while Redis is away, until a
-purge or a newer entry replaces them; the workers of one instance share
-what they read or fetched."""
+purge or a newer entry replaces them; stale ones too while their refresh
+runs; the workers of one instance share what they read or fetched."""
 
 import http.client
 import json
@@ -16,7 +16,8 @@ import socket
 import urllib.request
 
 from harness import (HOST, children, corral_config, entry_key, expect, expect_eq, free_port,
-                     scenario, stampede, tcp_socket_owner, wait_for)
+                     scenario, stale_fleet, stampede, tcp_socket_owner, wait_for,
+                     wait_until_stale)
 
 PATH = "/users/1"
 TWO = {"server": {"workers": "2"}}
@@ -125,6 +126,87 @@ def fresh_entries_are_served_from_memory_even_without_redis(env):
     expect_eq((r.status, r.cache_status.hit), (200, True),
               "a fresh entry served from memory while Redis is down")
     expect_eq(origin.count(PATH), 1, "origin requests")
+
+
+def redis_commands(corral):
+    return corral.stats()["redis"]["commands"]
+
+
+@scenario
+def a_stale_copy_in_memory_is_served_without_redis_while_its_refresh_runs(env):
+    # The instance that stored the entry holds it in memory; once stale,
+    # its hits are answered from there: one lock attempt starts the
+    # refresh, and no hit reads Redis. The refreshed entry replaces it.
+    hits = 20
+    redis, origin, fleet = stale_fleet(env, 1, PATH)
+    corral = fleet[0]
+    origin.script(PATH, hold=True, body="v{n}")
+    before = redis_commands(corral)
+    for i in range(hits):
+        r = corral.get(PATH)
+        expect_eq((r.status, r.text, r.cache_status.stale), (200, "v1", True),
+                  f"stale hit {i + 1} ({r.cache_status.raw})")
+    wait_for(lambda: origin.held(PATH) == 1, what="the one refresh to reach the origin")
+    c = corral.counters()
+    expect_eq((c["stale_hits"], c["near_hits"] >= hits, c["locks_acquired"]),
+              (hits, True, 2), "stale_hits, all from memory, locks (prime and refresh)")
+    # The lock attempt, and perhaps a renewal; without the copy in memory
+    # every hit would read the entry (20 GETs).
+    expect(redis_commands(corral) - before <= 3,
+           f"{redis_commands(corral) - before} Redis commands for {hits} stale hits")
+    origin.release(PATH)
+    wait_for(lambda: corral.counters()["stores"] == 2, what="the refresh to be stored")
+    r = corral.get(PATH)
+    expect_eq((r.text, r.cache_status.hit, r.cache_status.stale), ("v2", True, False),
+              f"the refreshed entry replaced the copy ({r.cache_status.raw})")
+    expect_eq(origin.count(PATH), 2, "origin requests")
+
+
+@scenario
+def stale_hits_while_another_instance_refreshes_ask_redis_once_per_lock_poll(env):
+    # b reads the stale entry once from Redis and keeps it in memory; its
+    # lock attempt finds a's refresh and waits for its fill. Until then,
+    # within lock_poll, b's hits ask Redis nothing; the fill replaces b's
+    # copy.
+    redis, origin = env.redis(), env.origin()
+    origin.script(PATH, body="v{n}")
+    a, b = env.fleet(2, redis, origin, routes={"/": {
+        "ttl": "1s", "stale_while_revalidate": "60s", "lock_poll": "5s"}})
+    expect_eq(a.get(PATH).text, "v1", "primed through a")
+    wait_until_stale(redis, PATH, swr_ms=60_000)
+    origin.script(PATH, hold=True, body="v{n}")
+    expect(a.get(PATH).cache_status.stale, "a serves stale and refreshes")
+    wait_for(lambda: origin.held(PATH) == 1, what="a's refresh to reach the origin")
+    before = redis_commands(b)
+    for i in range(20):
+        r = b.get(PATH)
+        expect_eq((r.text, r.cache_status.stale), ("v1", True), f"b's stale hit {i + 1}")
+    c = b.counters()
+    expect_eq((c["lock_busy"], c["locks_acquired"]), (1, 0), "b's lock attempts: one, busy")
+    # A GET, the lock attempt and the watch of the fill (a subscription and
+    # a look at the lock); one GET a hit would be 20 more.
+    expect(redis_commands(b) - before <= 6,
+           f"b sent {redis_commands(b) - before} Redis commands for 20 stale hits")
+    origin.release(PATH)
+    wait_for(lambda: b.get(PATH).text == "v2", what="a's fill to reach b's memory")
+    expect_eq(origin.count(PATH), 2, "origin requests")
+
+
+@scenario
+def a_stale_copy_whose_refresh_cannot_reach_redis_gives_way_to_a_direct_fetch(env):
+    # With Redis gone, the copy in memory answers once while its refresh
+    # tries; that refresh cannot lock, so the copy is dropped and the next
+    # request fetches as any request does while Redis is down.
+    redis, origin, fleet = stale_fleet(env, 1, PATH)
+    corral = fleet[0]
+    redis.kill()
+    wait_for(lambda: not corral.stats()["redis"]["up"], what="corral to notice Redis died")
+    r = corral.get(PATH)
+    expect_eq((r.status, r.text, r.cache_status.stale), (200, "v1", True),
+              f"the stale copy answers ({r.cache_status.raw})")
+    wait_for(lambda: corral.get(PATH).text == "v2", timeout=10,
+             what="a request to fetch without Redis")
+    expect_eq(origin.count(PATH), 2, "origin requests")
 
 
 @scenario

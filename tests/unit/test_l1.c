@@ -33,7 +33,7 @@ charge(const char *key, struct cache_entry *e)
 static void
 put_new(struct l1 *l, const char *key, char digit, size_t body_len)
 {
-	struct cache_entry *e = l1_get(l, key, NOW);	/* as the proxy does */
+	struct cache_entry *e = l1_get(l, key, NOW, 0);	/* as the proxy does */
 
 	entry_unref(&e);
 	e = make_entry(digit, body_len);
@@ -46,7 +46,7 @@ put_new(struct l1 *l, const char *key, char digit, size_t body_len)
 static void
 put_wanted(struct l1 *l, const char *key, char digit, size_t body_len)
 {
-	struct cache_entry *e = l1_get(l, key, NOW);
+	struct cache_entry *e = l1_get(l, key, NOW, 0);
 
 	entry_unref(&e);
 	put_new(l, key, digit, body_len);
@@ -56,7 +56,7 @@ put_wanted(struct l1 *l, const char *key, char digit, size_t body_len)
 static int
 has(struct l1 *l, const char *key)
 {
-	struct cache_entry *e = l1_get(l, key, NOW);
+	struct cache_entry *e = l1_get(l, key, NOW, 0);
 	int found = e != NULL;
 
 	entry_unref(&e);
@@ -95,14 +95,14 @@ t_hit_returns_the_same_entry_with_a_new_reference(void)
 	CHECK(l != NULL);
 	l1_put(l, "host/a", e);
 	CHECK(e->refcnt == 2);
-	got = l1_get(l, "host/a", NOW);
+	got = l1_get(l, "host/a", NOW, 0);
 	CHECK(got == e);
 	CHECK(e->refcnt == 3);
 	entry_unref(&got);
 	CHECK(got == NULL && e->refcnt == 2);
-	CHECK(l1_get(l, "host/b", NOW) == NULL);
-	CHECK(l1_get(l, "host/", NOW) == NULL);
-	CHECK(l1_get(l, "host/a\nv", NOW) == NULL);
+	CHECK(l1_get(l, "host/b", NOW, 0) == NULL);
+	CHECK(l1_get(l, "host/", NOW, 0) == NULL);
+	CHECK(l1_get(l, "host/a\nv", NOW, 0) == NULL);
 	CHECK(l1_counters(l)->hits == 1);
 	CHECK(l1_counters(l)->misses == 3);
 	l1_free(&l);
@@ -112,32 +112,37 @@ t_hit_returns_the_same_entry_with_a_new_reference(void)
 }
 
 static void
-t_entry_no_longer_fresh_is_a_miss_and_is_dropped(void)
+t_stale_entry_is_kept_for_stale_lookups_and_dropped_once_expired(void)
 {
 	struct l1 *l = l1_new(BIG_L1);
 	struct cache_entry *e = make_entry('1', BODY_LEN), *got;
 
 	CHECK(l != NULL);
 	l1_put(l, "k", e);
-	got = l1_get(l, "k", NOW + FRESH_MS - 1);
+	got = l1_get(l, "k", NOW + FRESH_MS - 1, 0);
 	CHECK(got == e);
 	entry_unref(&got);
-	/* Stale: Redis must be asked, so the copy here goes. */
-	CHECK(l1_get(l, "k", NOW + FRESH_MS) == NULL);
+	/* Stale: a lookup for fresh entries misses, and the copy stays. */
+	CHECK(l1_get(l, "k", NOW + FRESH_MS, 0) == NULL);
+	CHECK(l1_counters(l)->entries == 1);
+	CHECK(l1_counters(l)->drops == 0);
+	CHECK(l1_counters(l)->misses == 1);
+	/* ... for a lookup that takes it stale. */
+	got = l1_get(l, "k", NOW + FRESH_MS, 1);
+	CHECK(got == e);
+	entry_unref(&got);
+	CHECK(l1_counters(l)->hits == 2);
+	/* Past its stale window: a miss either way, and dropped. */
+	CHECK(l1_get(l, "k", NOW + FRESH_MS + STALE_MS, 1) == NULL);
 	CHECK(e->refcnt == 1);
 	CHECK(l1_counters(l)->entries == 0);
 	CHECK(l1_counters(l)->bytes == 0);
 	CHECK(l1_counters(l)->drops == 1);
-	CHECK(l1_counters(l)->misses == 1);
-	/* Gone: a second look is a plain miss. */
-	CHECK(l1_get(l, "k", NOW) == NULL);
-	CHECK(l1_counters(l)->drops == 1);
 	CHECK(l1_counters(l)->misses == 2);
-	/* Expired is a miss too. */
-	l1_put(l, "k", e);
-	CHECK(l1_get(l, "k", NOW + FRESH_MS + STALE_MS) == NULL);
-	CHECK(l1_counters(l)->entries == 0);
-	CHECK(e->refcnt == 1);
+	/* Gone: a second look is a plain miss. */
+	CHECK(l1_get(l, "k", NOW, 1) == NULL);
+	CHECK(l1_counters(l)->drops == 1);
+	CHECK(l1_counters(l)->misses == 3);
 	l1_free(&l);
 	entry_unref(&e);
 }
@@ -157,7 +162,7 @@ t_put_replaces_an_older_copy_and_releases_it(void)
 	l1_put(l, "k", newer);
 	CHECK(old->refcnt == 1);
 	CHECK(newer->refcnt == 2);
-	got = l1_get(l, "k", NOW);
+	got = l1_get(l, "k", NOW, 0);
 	CHECK(got == newer);
 	entry_unref(&got);
 	CHECK(l1_counters(l)->stores == 2);
@@ -198,7 +203,7 @@ t_put_of_the_same_generation_keeps_the_held_copy_and_bumps_it(void)
 	put_wanted(l, "k8", '1', BODY_LEN);
 	CHECK(l1_counters(l)->evictions == 1);
 	CHECK(!has(l, "k1"));
-	got = l1_get(l, "k0", NOW);
+	got = l1_get(l, "k0", NOW, 0);
 	CHECK(got == first);
 	entry_unref(&got);
 	l1_free(&l);
@@ -258,7 +263,7 @@ t_entry_over_an_eighth_of_the_budget_is_not_kept(void)
 	CHECK(l1_counters(l)->entries == 0);
 	CHECK(l1_counters(l)->bytes == 0);
 	CHECK(l1_counters(l)->stores == 0);
-	CHECK(l1_get(l, "k0", NOW) == NULL);
+	CHECK(l1_get(l, "k0", NOW, 0) == NULL);
 	l1_free(&l);
 	/* A budget smaller than the overhead of one entry keeps nothing. */
 	CHECK((l = l1_new(1)) != NULL);
@@ -273,7 +278,7 @@ t_entry_over_an_eighth_of_the_budget_is_not_kept(void)
 	l1_put(l, "k0", big);
 	CHECK(big->refcnt == 1);
 	CHECK(e->refcnt == 1);
-	CHECK(l1_get(l, "k0", NOW) == NULL);
+	CHECK(l1_get(l, "k0", NOW, 0) == NULL);
 	CHECK(l1_counters(l)->entries == 0);
 	CHECK(l1_counters(l)->drops == 1);
 	l1_free(&l);
@@ -418,7 +423,7 @@ t_disabled_l1_keeps_nothing_and_counts_nothing(void)
 		CHECK((l = l1_new(max)) != NULL);
 		l1_put(l, "k", e);
 		CHECK(e->refcnt == 1);
-		CHECK(l1_get(l, "k", NOW) == NULL);
+		CHECK(l1_get(l, "k", NOW, 0) == NULL);
 		l1_drop(l, "k");
 		l1_drop_prefix(l, "");
 		k = l1_counters(l);
@@ -445,7 +450,7 @@ t_counters_follow_a_short_story(void)
 	CHECK(k->stores == 2 && k->entries == 2 && k->bytes > 0);
 	CHECK(has(l, "a"));			/* hit */
 	CHECK(!has(l, "c"));			/* miss */
-	e = l1_get(l, "b", NOW + FRESH_MS);	/* stale: miss and drop */
+	e = l1_get(l, "b", NOW + FRESH_MS + STALE_MS, 0); /* expired: drop */
 	CHECK(e == NULL);
 	l1_drop(l, "a");			/* drop */
 	CHECK(k->hits == 1);
@@ -506,7 +511,7 @@ t_a_loop_over_more_keys_than_fit_still_hits(void)
 		for (int i = 0; i < 300; i++) {
 			snprintf(key, sizeof(key), "k%04d", i);
 			lookups++;
-			if ((got = l1_get(l, key, NOW)) != NULL) {
+			if ((got = l1_get(l, key, NOW, 0)) != NULL) {
 				hits++;
 				entry_unref(&got);
 				continue;
@@ -537,7 +542,7 @@ t_a_key_asked_for_more_often_gets_in(void)
 	/* Asked for again (that has() too): now more often, so it is let in
 	 * and the least recently used entry (k0) goes. */
 	put_new(l, "kn", '1', BODY_LEN);
-	CHECK((got = l1_get(l, "kn", NOW)) != NULL);
+	CHECK((got = l1_get(l, "kn", NOW, 0)) != NULL);
 	entry_unref(&got);
 	CHECK(l1_counters(l)->evictions == 1);
 	CHECK(!has(l, "k0"));
@@ -548,7 +553,7 @@ int
 main(void)
 {
 	RUN(t_hit_returns_the_same_entry_with_a_new_reference);
-	RUN(t_entry_no_longer_fresh_is_a_miss_and_is_dropped);
+	RUN(t_stale_entry_is_kept_for_stale_lookups_and_dropped_once_expired);
 	RUN(t_put_replaces_an_older_copy_and_releases_it);
 	RUN(t_put_of_the_same_generation_keeps_the_held_copy_and_bumps_it);
 	RUN(t_lru_eviction_under_the_byte_bound_spares_touched_entries);
