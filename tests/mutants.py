@@ -1276,6 +1276,18 @@ MUTANTS = [
            "redis.call('SCARD', KEYS[6]) >= tonumber(ARGV[8]) + 1000000",
            ["vary_variants_past_max_variants_are_not_stored"],
            "a key gets as many stored variants as clients can invent"),
+    Mutant("fence_count_of_two_read_as_variants_full", "cache/cache_op.c",
+           "op->cb.fence(reply->integer >= 1 ? FENCE_OK :",
+           "op->cb.fence(reply->integer == 2 ? FENCE_FULL :\n"
+           "\t\t\t    reply->integer >= 1 ? FENCE_OK :",
+           ["purges_of_keys_with_one_vary_variant_count_each_key"],
+           "a purge of a key with one Vary variant (two entries) answers purged 0"),
+    Mutant("store_full_reply_not_read", "cache/cache_store.c",
+           "strcmp(reply->str, STORE_FULL) == 0)",
+           "strcmp(reply->str, STORE_FULL) == 0 && 0)",
+           ["vary_variants_past_max_variants_are_not_stored"],
+           "a variant refused for max_variants is taken for a Redis error, "
+           "neither counted nor logged"),
     Mutant("scripts_warn_after_refused_auth", "cache/cache_script.c",
            "if (n == NULL || reply == NULL || n->refused)",
            "if (n == NULL || reply == NULL)",

@@ -317,6 +317,46 @@ def vary_variants_past_max_variants_are_not_stored_and_counted(env):
 
 
 @scenario
+def purges_of_keys_with_one_vary_variant_count_each_key(env):
+    redis, origin = env.redis(), env.origin()
+    # Each key has its marker and one variant: a purge changes two entries
+    # of it, and counts one key.
+    for path in ("/u/one", "/p/1", "/p/2", "/t/1"):
+        tag = "tag" + path.replace("/", "-")	# /t/1: tag-t-1
+        origin.script(path, headers={"Vary": "X-Lang", "Surrogate-Key": tag},
+                      body="{path} {h:X-Lang}")
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}})
+
+    def fill(*paths):
+        for p in paths:
+            r = corral.get(p, headers={"X-Lang": "en"})
+            expect_eq((r.status, r.text), (200, f"{p} en"), f"GET {p}")
+        wait_for(lambda: all(len(redis.cmd("SMEMBERS", PREFIX + "{" + HOST + p +
+                                           "}:variants") or []) == 1 for p in paths),
+                 what=f"one variant stored for each of {paths}")
+
+    def purged(**params):
+        r = corral.purge(**params)
+        expect_eq(r.status, 200, f"purge {params}: {r.text!r}")
+        return r.json()["purged"]
+
+    fill("/u/one")
+    expect_eq(purged(url=f"http://{HOST}/u/one", soft="1"), 1, "a soft URL purge")
+    expect_eq(purged(url=f"http://{HOST}/u/one", soft="0"), 1, "a URL purge")
+    fill("/p/1", "/p/2")
+    expect_eq(purged(prefix=f"{HOST}/p/", soft="1"), 2, "a soft prefix purge")
+    expect_eq(purged(prefix=f"{HOST}/p/", soft="0"), 2, "a prefix purge")
+    expect_eq(redis.entry_keys(), [], "the URL's and the prefix's keys are gone")
+    # A variant files its tags under its own key: a tag purge takes the
+    # variant, and leaves the marker for the next variant stored.
+    fill("/t/1")
+    expect_eq(purged(tag="tag-t-1", soft="1"), 1, "a soft tag purge")
+    expect_eq(purged(tag="tag-t-1", soft="0"), 1, "a tag purge")
+    expect_eq(redis.keys("*:entry:*"), [], "no variant left")
+    expect_eq(corral.counters()["variants_refused"], 0, "no variant refused")
+
+
+@scenario
 def purge_by_prefix_names_the_host_as_purge_by_url_does(env):
     redis, origin = env.redis(), env.origin()
     corral = env.corral(redis, origin, routes={"/": {"key_host": "off"}})
