@@ -1288,6 +1288,12 @@ MUTANTS = [
            ["vary_variants_past_max_variants_are_not_stored"],
            "a variant refused for max_variants is taken for a Redis error, "
            "neither counted nor logged"),
+    Mutant("tags_warning_unpaced", "proxy/proxy_status.c",
+           "if (!pace_due(&pace, (uint64_t)n, &since))",
+           "if (!pace_due(&pace, (uint64_t)n, &since) && 0)",
+           ["tags_past_the_limit_in_a_burst_are_all_counted",
+            "tags_past_the_limit_are_counted_and_logged"],
+           "every response with too many tags writes a log line: a flood of them"),
     Mutant("scripts_warn_after_refused_auth", "cache/cache_script.c",
            "if (n == NULL || reply == NULL || n->refused)",
            "if (n == NULL || reply == NULL)",

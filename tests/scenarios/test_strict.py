@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 
 from harness import (HOST, PREFIX, expect, expect_eq, free_port, raw_exchange, read_text,
                      scenario, slow, wait_for)
@@ -279,7 +280,7 @@ def refused_redis_password_is_logged_once_not_once_per_script(env):
 
 
 @scenario
-def tags_past_the_limit_are_counted_and_logged_once_per_response(env):
+def tags_past_the_limit_are_counted_and_logged(env):
     redis, origin = env.redis(), env.origin()
     keys = " ".join(f"t{i}" for i in range(40))
     origin.script("/many", headers={"Surrogate-Key": keys})
@@ -291,12 +292,29 @@ def tags_past_the_limit_are_counted_and_logged_once_per_response(env):
     expect_eq(corral.counters()["tags_dropped"], 8 + 1,
               "tags not filed: 8 past the 32nd, and one over 128 bytes")
     warned = [l for l in corral.log().splitlines() if "not filed" in l]
-    expect_eq(len(warned), 2, "one line per response:\n" + "\n".join(warned))
+    expect_eq(len(warned), 1, "one line for both, within 10 s:\n" + "\n".join(warned))
     expect("8 tags" in warned[0] and "32" in warned[0], f"says how many and the limit: {warned}")
     # The first 32 were filed: a purge of the 32nd reaches it, the 33rd not.
     expect_eq(corral.purge(tag="t31", soft="0").json()["purged"], 1, "purge tag t31")
     corral.get("/many")
     expect_eq(corral.purge(tag="t32", soft="0").json()["purged"], 0, "purge tag t32")
+
+
+@scenario
+def tags_past_the_limit_in_a_burst_are_all_counted_and_logged_at_most_every_10_s(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("*", headers={"Surrogate-Key": " ".join(f"t{i}" for i in range(40))})
+    corral = env.corral(redis, origin)
+    started = time.monotonic()
+    for i in range(50):
+        expect_eq(corral.get(f"/burst/{i}").status, 200, f"GET /burst/{i}")
+    wait_for(lambda: corral.counters()["stores"] == 50, what="the 50 responses stored")
+    took = time.monotonic() - started
+    expect_eq(corral.counters()["tags_dropped"], 50 * 8, "every tag past the 32nd counted")
+    warned = [l for l in corral.log().splitlines() if "not filed" in l]
+    expect(1 <= len(warned) <= 1 + int(took / 10),
+           f"{len(warned)} lines in {took:.1f} s, at most one every 10 s:\n" +
+           "\n".join(warned[:5]))
 
 
 @scenario
