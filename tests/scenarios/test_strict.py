@@ -97,6 +97,93 @@ def client_uploading_past_max_body_bytes_reads_the_413(env):
     expect_eq(corral.counters()["rejected"], 3, "rejected")
 
 
+def linger_bounds():
+    """(bytes, ms, connections): proxy_linger.h's bounds on a lingering close."""
+    text = read_text(os.path.join(ROOT, "proxy", "proxy_linger.h"))
+    shift = re.search(r"#define LINGER_BYTES_MAX\s+\(\(size_t\)(\d+) << (\d+)\)", text)
+    return (int(shift.group(1)) << int(shift.group(2)),
+            int(re.search(r"#define LINGER_MS\s+(\d+)", text).group(1)),
+            int(re.search(r"#define LINGER_MAX\s+(\d+)", text).group(1)))
+
+
+def refused_at_the_head(corral, length):
+    """A connection whose head announces length bytes, answered 413 and
+    ended by Corral (EOF) before the client sent any of them."""
+    s = socket.create_connection((corral.host, corral.port), slow(10))
+    s.settimeout(slow(10))
+    s.sendall(f"POST /upload HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: {length}\r\n"
+              f"\r\n".encode())
+    data = b""
+    while (got := s.recv(65536)):
+        data += got
+    expect(data.startswith(b"HTTP/1.1 413 "), f"413 at the head: {data[:80]!r}")
+    return s
+
+
+def send_refused(s, data):
+    """Sends data on s: False once Corral has closed it (a reset)."""
+    try:
+        s.sendall(data)
+        return True
+    except (BrokenPipeError, ConnectionResetError):
+        return False
+
+
+@scenario(timeout=120)
+def lingering_413_is_closed_once_its_drain_bound_is_reached(env):
+    most_bytes, most_ms, _ = linger_bounds()
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, extra={"server": {"max_body_bytes": "64k"}})
+    # Bytes: the client uploads as fast as it can; Corral drops what it
+    # reads and closes once most_bytes are dropped, long before most_ms.
+    s = refused_at_the_head(corral, 4 * most_bytes)
+    chunk, sent, started = b"x" * 65536, 0, time.monotonic()
+    with s:
+        while sent < 4 * most_bytes and send_refused(s, chunk):
+            sent += len(chunk)
+    took = time.monotonic() - started
+    expect(sent < 4 * most_bytes, f"the upload was cut: {sent} bytes sent")
+    # What Corral dropped, then what the two sockets' buffers held.
+    expect(most_bytes <= sent + len(chunk) and sent <= most_bytes + (16 << 20),
+           f"cut once {most_bytes} bytes were dropped: {sent} bytes sent")
+    expect(took < most_ms / 1000, f"by the bytes, not the time: after {took:.1f} s")
+    # Time: a client that trickles is cut after most_ms.
+    s = refused_at_the_head(corral, 4 * most_bytes)
+    started = time.monotonic()
+    with s:
+        wait_for(lambda: not send_refused(s, b"x" * 1024), timeout=most_ms / 1000 + 5,
+                 what="the trickling upload cut", interval=0.1)
+    took = time.monotonic() - started
+    expect(most_ms / 1000 - 0.5 <= took <= slow(most_ms / 1000 + 2),
+           f"cut after {most_ms} ms: after {took:.1f} s")
+    expect_eq(corral.counters()["rejected"], 2, "rejected")
+
+
+@scenario(timeout=120)
+def refused_connections_past_the_lingering_bound_are_closed_at_once(env):
+    _, most_ms, most = linger_bounds()
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, extra={"server": {"max_body_bytes": "64k"}})
+    started = time.monotonic()
+    lingering = [refused_at_the_head(corral, 1 << 20) for _ in range(most)]
+    one_more = refused_at_the_head(corral, 1 << 20)
+    first_last = (lingering[0], lingering[-1])
+    # Lingering, a connection takes what the client sends (read and
+    # dropped); closed, the kernel answers it with a reset.
+    expect(all(send_refused(s, b"x" * 1024) for s in first_last), "the first and last linger")
+    with one_more:
+        wait_for(lambda: not send_refused(one_more, b"x" * 1024), timeout=2,
+                 what=f"connection {most + 1} closed at once", interval=0.05)
+    expect(all(send_refused(s, b"x" * 1024) for s in first_last),
+           "the first and last still linger")
+    took = time.monotonic() - started
+    expect(took < most_ms / 1000, f"all within {most_ms} ms, while the first ones linger: "
+           f"{took:.1f} s")
+    for s in lingering:
+        s.close()
+    expect_eq(corral.counters()["rejected"], most + 1, "rejected")
+
+
 # -- the upstream's responses -----------------------------------------------------------
 
 class RawOrigin:
