@@ -493,6 +493,11 @@ def key_host_without_hosts_is_warned_about(env):
     corral = env.corral(redis, origin, routes={"/": {"key_host": "on"}})
     expect("key_host is on and [server] hosts is empty" in corral.log(),
            "and the running corral logs it")
+    # Every reload too: the file may have been changed since the start.
+    corral.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: any("reload: " in l and "key_host is on and [server] hosts is empty" in l
+                         for l in corral.log().splitlines()),
+             what="the reload's warning")
 
 
 # -- what the docs say, against what the code does ----------------------------------------
