@@ -545,6 +545,13 @@ def docs_name_the_restart_keys_the_reload_keeps(env):
     listed = section_of(readme, "`restart_pending` names", "after a reload")
     expect_eq(set(re.findall(r"`((?:server|redis|upstream)\.\w+)`", listed)), help_keys,
               "README (/stats restart_pending) lists the same keys")
+    code = section_of(read_text(os.path.join(ROOT, "conf", "conf_restart.c")),
+                      "conf_restart_keys[", "};")
+    code_keys = set(re.findall(r'"((?:server|redis|upstream)\.\w+)"', code))
+    expect_eq(help_keys, code_keys, "corral -h marks the keys of conf_restart.c")
+    row = next(l for l in readme.splitlines() if l.startswith("| `SIGHUP` |"))
+    expect_eq(set(re.findall(r"`((?:server|redis|upstream)\.\w+)`", row)), code_keys,
+              f"README (Failure modes, SIGHUP) lists the keys of conf_restart.c:\n{row}")
 
     # The code: a reload that changes every one of them keeps them all
     # pending, and changes log_level (not among them) at once.
@@ -610,6 +617,50 @@ def docs_say_what_stale_if_error_the_watchdog_and_the_stop_timeout_do(env):
     for name, text in (("corral(8)", man8), ("README", readme)):
         expect("EXTEND_TIMEOUT_USEC" in text.replace("\\", ""),
                f"{name} says how a long shutdown_timeout gets its time")
+
+
+def markdown_tables_cut(text):
+    """The table rows of a markdown text that follow neither a row nor, as a
+    header, precede the |---| line: a table cut by a paragraph."""
+    lines, cut = text.splitlines(), []
+    for i, line in enumerate(lines):
+        if not line.startswith("|") or (i > 0 and lines[i - 1].startswith("|")):
+            continue
+        if i + 1 >= len(lines) or not re.match(r"\|[-:| ]+\|$", lines[i + 1]):
+            cut.append(f"line {i + 1}: {line[:80]}")
+    return cut
+
+
+@scenario
+def docs_say_what_the_drain_the_pid_file_and_key_host_without_hosts_do(env):
+    readme = read_text(os.path.join(ROOT, "README.md"))
+    expect_eq(markdown_tables_cut(readme), [], "README: rows after a paragraph, not a header")
+    # proxy_linger.h: the drain of a refused connection, in both places the
+    # README says it.
+    most_bytes, most_ms, most = linger_bounds()
+    bounds = (f"{most_bytes >> 20} MiB", f"{most_ms // 1000} s", f"{most} ")
+    security = section_of(readme, "A refused connection is not closed at once", "\n\n")
+    failure = next(l for l in readme.splitlines() if l.startswith("| Body over `max_body"))
+    for name, text in (("Security", security.replace("\n", " ")), ("Failure modes", failure)):
+        expect(all(b in text for b in bounds), f"README ({name}) says {bounds}: {text}")
+    # The packaged pid_file is in corral(8) FILES.
+    pid_file = re.search(r"^pid_file\s*=\s*(\S+)",
+                         read_text(os.path.join(ROOT, "conf", "corral.conf")), re.M).group(1)
+    files = section_of(read_text(os.path.join(ROOT, "man", "corral.8.in")), ".SH FILES", ".SH ")
+    expect(f".I {pid_file}\n" in files, f"corral(8) FILES names {pid_file}:\n{files}")
+    # The unit's comment says when SIGKILL comes.
+    unit = read_text(os.path.join(ROOT, "dist", "corral.service.in"))
+    expect("EXTEND_TIMEOUT_USEC" in unit and "shutdown_timeout" in unit,
+           "corral.service says STOPPING=1 asks for shutdown_timeout + 5 s")
+    # conf.c's warning for key_host without hosts, quoted in both docs.
+    code = read_text(os.path.join(ROOT, "conf", "conf.c"))
+    call = section_of(code, 'snprintf(out, outlen, "%s:%d: warning: [route', "c->file")
+    warning = "".join(re.findall(r'"([^"]*)"', call)).split("] ", 1)[1]
+    man5 = read_text(os.path.join(ROOT, "man", "corral.conf.5.in"))
+    for name, text, said in (("README", readme, warning),
+                             ("corral.conf(5)", man5, warning.split(":")[0])):
+        text = " ".join(text.replace("\\", "").split())
+        expect(said in text, f"{name} quotes the warning: {said!r}")
 
 
 # -- the package and the build ----------------------------------------------------------
