@@ -46,6 +46,9 @@
 #define PURGE_CHANNEL		"purge"
 /* On the purge channel, never a key: the maintenance modes changed. */
 #define MAINT_MESSAGE		"\001maintenance"
+/* The store script's status reply when a key has max_variants variants:
+ * no count an invalidation or a fence returns can be mistaken for it. */
+#define STORE_FULL		"FULL"
 
 enum script_id {
 	SCRIPT_ACQUIRE,
@@ -232,7 +235,8 @@ int		 op_send(struct cache_op *op);
  * building it went wrong already). */
 struct cache_op	*op_start(struct cache_op *op, int failed);
 /* The on_reply of an op whose caller waits with a fence_cb (cb.fence,
- * which may be NULL): an integer, 1 or more for FENCE_OK. */
+ * which may be NULL): an integer, 1 or more (a count) for FENCE_OK, less
+ * for FENCE_LOST. FENCE_FULL is the store's alone (cache_store.c). */
 void		 op_fence_reply(struct cache_op *op, redisReply *reply);
 /* The parked ops' queue and its timer. 0 or -1. */
 int		 op_park_init(struct cache *c);

@@ -436,9 +436,8 @@ op_fence_reply(struct cache_op *op, redisReply *reply)
 {
 	if (reply != NULL && reply->type == REDIS_REPLY_INTEGER) {
 		if (op->cb.fence != NULL)
-			op->cb.fence(reply->integer == 2 ? FENCE_FULL :
-			    reply->integer >= 1 ? FENCE_OK : FENCE_LOST,
-			    op->arg);
+			op->cb.fence(reply->integer >= 1 ? FENCE_OK :
+			    FENCE_LOST, op->arg);
 		return;
 	}
 	if (reply != NULL)

@@ -79,8 +79,8 @@ static const char script_renew[] =
  * The fence: only the holder of the lock writes. With a marker (a response
  * with Vary), the entry is one variant: the marker goes at the key's own
  * entry and the variant joins the key's set of variants, unless the set
- * has max variants already (then 2: nothing stored, the lock released and
- * the key's waiters told, to fetch their own). A success ends any backoff.
+ * has max variants already (then the status STORE_FULL: nothing stored,
+ * the lock released and the key's waiters told, to fetch their own). A success ends any backoff.
  * The key's waiters hear of it on its shard channel: the key, FILL_AT
  * (when Redis published it, for the receiver's fill_delay), and after a
  * NUL the entry itself when it is one (no marker) of at most
@@ -92,7 +92,7 @@ static const char script_store[] =
 	"    redis.call('SCARD', KEYS[6]) >= tonumber(ARGV[8]) then\n"
 	"  redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])\n"
 	"  redis.call('SPUBLISH', ARGV[4], ARGV[5])\n"
-	"  return 2\n"
+	"  return redis.status_reply('" STORE_FULL "')\n"
 	"end\n"
 	"redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
 	"if KEYS[5] then\n"

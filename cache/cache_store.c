@@ -275,6 +275,20 @@ lock_renew(struct cache *c, const char *key, const char *token,
 	return op_start(op, failed);
 }
 
+/* A store's reply: the fence's, or the status STORE_FULL (a variant the
+ * key has no room for). */
+static void
+on_store_reply(struct cache_op *op, redisReply *reply)
+{
+	if (reply != NULL && reply->type == REDIS_REPLY_STATUS &&
+	    strcmp(reply->str, STORE_FULL) == 0) {
+		if (op->cb.fence != NULL)
+			op->cb.fence(FENCE_FULL, op->arg);
+		return;
+	}
+	op_fence_reply(op, reply);
+}
+
 struct cache_op *
 cache_store(struct cache *c, const char *key, const char *token,
     const struct cache_entry *e, int64_t expire_at_ms,
@@ -301,7 +315,7 @@ cache_store(struct cache *c, const char *key, const char *token,
 	    entry_encode(marker, mblob) == -1))
 		goto fail;
 	if (entry_encode(e, blob) == -1 ||
-	    (op = op_new(c, key, op_fence_reply, arg)) == NULL)
+	    (op = op_new(c, key, on_store_reply, arg)) == NULL)
 		goto fail;
 	op->cb.fence = cb;
 	script_use(op, SCRIPT_STORE);

@@ -20,7 +20,16 @@
 #include "proxy/proxy_stats.h"
 #include "proxy/proxy_status.h"
 
-#define STATUS_LOG_MS	10000	/* variants not stored: said this often */
+#define STATUS_LOG_MS	10000	/* a response's warning: said at most this
+					 * often */
+
+/* A warning a response may bring: said at most once every STATUS_LOG_MS,
+ * with how many times it was due since it was said last. */
+struct pace {
+	int64_t		logged_ms;
+	uint64_t	unsaid;
+};
+
 static void status_value_of(const struct answer *a, int fwd_status,
     char *out, size_t outlen);
 
@@ -357,31 +366,49 @@ status_waited(enum outcome o)
 	return o == OUT_COLLAPSED || o == OUT_WAIT_TIMEOUT;
 }
 
+/* n more are due: 1 when the warning is to be said now, with *since of
+ * them since it was said last (n among them). */
+static int
+pace_due(struct pace *p, uint64_t n, uint64_t *since)
+{
+	int64_t now = util_now_ms();
+
+	p->unsaid += n;
+	if (p->logged_ms != 0 && now - p->logged_ms < STATUS_LOG_MS)
+		return 0;
+	*since = p->unsaid;
+	p->logged_ms = now;
+	p->unsaid = 0;
+	return 1;
+}
+
 void
 status_tags_dropped(struct stats *st, int route, const char *key, int n)
 {
+	static struct pace pace;
+	uint64_t since;
+
 	if (n <= 0)
 		return;
 	STAT_ADD(st, route, tags_dropped, (uint64_t)n);
+	if (!pace_due(&pace, (uint64_t)n, &since))
+		return;
 	log_warn("%s: %d tag%s not filed for purges (a response is filed "
-	    "under its first %d tags of at most %d bytes)", key, n,
-	    n == 1 ? "" : "s", HDR_TAGS_MAX, HDR_TAG_MAX);
+	    "under its first %d tags of at most %d bytes; %" PRIu64 " not "
+	    "filed since the last report)", key, n, n == 1 ? "" : "s",
+	    HDR_TAGS_MAX, HDR_TAG_MAX, since);
 }
 
 void
 status_variants_full(struct stats *st, int route, const char *key, int max)
 {
-	static int64_t logged_ms;
-	static uint64_t unlogged;
-	int64_t now = util_now_ms();
+	static struct pace pace;
+	uint64_t since;
 
 	STAT_INC(st, route, variants_refused);
-	unlogged++;
-	if (logged_ms != 0 && now - logged_ms < STATUS_LOG_MS)
+	if (!pace_due(&pace, 1, &since))
 		return;
 	log_warn("%s: a variant not stored: the key has max_variants (%d) "
 	    "variants already (%" PRIu64 " not stored since the last report)",
-	    key, max, unlogged);
-	logged_ms = now;
-	unlogged = 0;
+	    key, max, since);
 }

@@ -37,7 +37,7 @@ void	status_count_upstream(struct stats *st, int route,
 /* The cache label of an outcome, as metrics and the access log name it. */
 const char *status_label(enum outcome o);
 /* n tags (hdr_tags) of the response stored at key were not filed:
- * counted, and said once for the response (n 0: nothing). */
+ * counted (n 0: nothing), and said at most once every STATUS_LOG_MS. */
 void	status_tags_dropped(struct stats *st, int route, const char *key,
 	    int n);
 /* A variant of key was not stored: key has max variants (counted; said at

@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 
 from harness import (HOST, PREFIX, expect, expect_eq, free_port, raw_exchange, read_text,
                      scenario, slow, wait_for)
@@ -94,6 +95,93 @@ def client_uploading_past_max_body_bytes_reads_the_413(env):
         expect_eq((status, end), (413, "eof"), f"upload {i + 1}: the answer the client read")
     expect_eq(origin.count(), 0, "nothing reached the origin")
     expect_eq(corral.counters()["rejected"], 3, "rejected")
+
+
+def linger_bounds():
+    """(bytes, ms, connections): proxy_linger.h's bounds on a lingering close."""
+    text = read_text(os.path.join(ROOT, "proxy", "proxy_linger.h"))
+    shift = re.search(r"#define LINGER_BYTES_MAX\s+\(\(size_t\)(\d+) << (\d+)\)", text)
+    return (int(shift.group(1)) << int(shift.group(2)),
+            int(re.search(r"#define LINGER_MS\s+(\d+)", text).group(1)),
+            int(re.search(r"#define LINGER_MAX\s+(\d+)", text).group(1)))
+
+
+def refused_at_the_head(corral, length):
+    """A connection whose head announces length bytes, answered 413 and
+    ended by Corral (EOF) before the client sent any of them."""
+    s = socket.create_connection((corral.host, corral.port), slow(10))
+    s.settimeout(slow(10))
+    s.sendall(f"POST /upload HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: {length}\r\n"
+              f"\r\n".encode())
+    data = b""
+    while (got := s.recv(65536)):
+        data += got
+    expect(data.startswith(b"HTTP/1.1 413 "), f"413 at the head: {data[:80]!r}")
+    return s
+
+
+def send_refused(s, data):
+    """Sends data on s: False once Corral has closed it (a reset)."""
+    try:
+        s.sendall(data)
+        return True
+    except (BrokenPipeError, ConnectionResetError):
+        return False
+
+
+@scenario(timeout=120)
+def lingering_413_is_closed_once_its_drain_bound_is_reached(env):
+    most_bytes, most_ms, _ = linger_bounds()
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, extra={"server": {"max_body_bytes": "64k"}})
+    # Bytes: the client uploads as fast as it can; Corral drops what it
+    # reads and closes once most_bytes are dropped, long before most_ms.
+    s = refused_at_the_head(corral, 4 * most_bytes)
+    chunk, sent, started = b"x" * 65536, 0, time.monotonic()
+    with s:
+        while sent < 4 * most_bytes and send_refused(s, chunk):
+            sent += len(chunk)
+    took = time.monotonic() - started
+    expect(sent < 4 * most_bytes, f"the upload was cut: {sent} bytes sent")
+    # What Corral dropped, then what the two sockets' buffers held.
+    expect(most_bytes <= sent + len(chunk) and sent <= most_bytes + (16 << 20),
+           f"cut once {most_bytes} bytes were dropped: {sent} bytes sent")
+    expect(took < most_ms / 1000, f"by the bytes, not the time: after {took:.1f} s")
+    # Time: a client that trickles is cut after most_ms.
+    s = refused_at_the_head(corral, 4 * most_bytes)
+    started = time.monotonic()
+    with s:
+        wait_for(lambda: not send_refused(s, b"x" * 1024), timeout=most_ms / 1000 + 5,
+                 what="the trickling upload cut", interval=0.1)
+    took = time.monotonic() - started
+    expect(most_ms / 1000 - 0.5 <= took <= slow(most_ms / 1000 + 2),
+           f"cut after {most_ms} ms: after {took:.1f} s")
+    expect_eq(corral.counters()["rejected"], 2, "rejected")
+
+
+@scenario(timeout=120)
+def refused_connections_past_the_lingering_bound_are_closed_at_once(env):
+    _, most_ms, most = linger_bounds()
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, extra={"server": {"max_body_bytes": "64k"}})
+    started = time.monotonic()
+    lingering = [refused_at_the_head(corral, 1 << 20) for _ in range(most)]
+    one_more = refused_at_the_head(corral, 1 << 20)
+    first_last = (lingering[0], lingering[-1])
+    # Lingering, a connection takes what the client sends (read and
+    # dropped); closed, the kernel answers it with a reset.
+    expect(all(send_refused(s, b"x" * 1024) for s in first_last), "the first and last linger")
+    with one_more:
+        wait_for(lambda: not send_refused(one_more, b"x" * 1024), timeout=2,
+                 what=f"connection {most + 1} closed at once", interval=0.05)
+    expect(all(send_refused(s, b"x" * 1024) for s in first_last),
+           "the first and last still linger")
+    took = time.monotonic() - started
+    expect(took < most_ms / 1000, f"all within {most_ms} ms, while the first ones linger: "
+           f"{took:.1f} s")
+    for s in lingering:
+        s.close()
+    expect_eq(corral.counters()["rejected"], most + 1, "rejected")
 
 
 # -- the upstream's responses -----------------------------------------------------------
@@ -279,7 +367,7 @@ def refused_redis_password_is_logged_once_not_once_per_script(env):
 
 
 @scenario
-def tags_past_the_limit_are_counted_and_logged_once_per_response(env):
+def tags_past_the_limit_are_counted_and_logged(env):
     redis, origin = env.redis(), env.origin()
     keys = " ".join(f"t{i}" for i in range(40))
     origin.script("/many", headers={"Surrogate-Key": keys})
@@ -291,12 +379,29 @@ def tags_past_the_limit_are_counted_and_logged_once_per_response(env):
     expect_eq(corral.counters()["tags_dropped"], 8 + 1,
               "tags not filed: 8 past the 32nd, and one over 128 bytes")
     warned = [l for l in corral.log().splitlines() if "not filed" in l]
-    expect_eq(len(warned), 2, "one line per response:\n" + "\n".join(warned))
+    expect_eq(len(warned), 1, "one line for both, within 10 s:\n" + "\n".join(warned))
     expect("8 tags" in warned[0] and "32" in warned[0], f"says how many and the limit: {warned}")
     # The first 32 were filed: a purge of the 32nd reaches it, the 33rd not.
     expect_eq(corral.purge(tag="t31", soft="0").json()["purged"], 1, "purge tag t31")
     corral.get("/many")
     expect_eq(corral.purge(tag="t32", soft="0").json()["purged"], 0, "purge tag t32")
+
+
+@scenario
+def tags_past_the_limit_in_a_burst_are_all_counted_and_logged_at_most_every_10_s(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("*", headers={"Surrogate-Key": " ".join(f"t{i}" for i in range(40))})
+    corral = env.corral(redis, origin)
+    started = time.monotonic()
+    for i in range(50):
+        expect_eq(corral.get(f"/burst/{i}").status, 200, f"GET /burst/{i}")
+    wait_for(lambda: corral.counters()["stores"] == 50, what="the 50 responses stored")
+    took = time.monotonic() - started
+    expect_eq(corral.counters()["tags_dropped"], 50 * 8, "every tag past the 32nd counted")
+    warned = [l for l in corral.log().splitlines() if "not filed" in l]
+    expect(1 <= len(warned) <= 1 + int(took / 10),
+           f"{len(warned)} lines in {took:.1f} s, at most one every 10 s:\n" +
+           "\n".join(warned[:5]))
 
 
 @scenario
@@ -314,6 +419,46 @@ def vary_variants_past_max_variants_are_not_stored_and_counted(env):
         corral.get("/v", headers={"X-Lang": lang})
     expect_eq(origin.count("/v"), 6, "a stored variant is a hit; one refused is fetched again")
     expect("max_variants" in corral.log(), "the log names the limit")
+
+
+@scenario
+def purges_of_keys_with_one_vary_variant_count_each_key(env):
+    redis, origin = env.redis(), env.origin()
+    # Each key has its marker and one variant: a purge changes two entries
+    # of it, and counts one key.
+    for path in ("/u/one", "/p/1", "/p/2", "/t/1"):
+        tag = "tag" + path.replace("/", "-")	# /t/1: tag-t-1
+        origin.script(path, headers={"Vary": "X-Lang", "Surrogate-Key": tag},
+                      body="{path} {h:X-Lang}")
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}})
+
+    def fill(*paths):
+        for p in paths:
+            r = corral.get(p, headers={"X-Lang": "en"})
+            expect_eq((r.status, r.text), (200, f"{p} en"), f"GET {p}")
+        wait_for(lambda: all(len(redis.cmd("SMEMBERS", PREFIX + "{" + HOST + p +
+                                           "}:variants") or []) == 1 for p in paths),
+                 what=f"one variant stored for each of {paths}")
+
+    def purged(**params):
+        r = corral.purge(**params)
+        expect_eq(r.status, 200, f"purge {params}: {r.text!r}")
+        return r.json()["purged"]
+
+    fill("/u/one")
+    expect_eq(purged(url=f"http://{HOST}/u/one", soft="1"), 1, "a soft URL purge")
+    expect_eq(purged(url=f"http://{HOST}/u/one", soft="0"), 1, "a URL purge")
+    fill("/p/1", "/p/2")
+    expect_eq(purged(prefix=f"{HOST}/p/", soft="1"), 2, "a soft prefix purge")
+    expect_eq(purged(prefix=f"{HOST}/p/", soft="0"), 2, "a prefix purge")
+    expect_eq(redis.entry_keys(), [], "the URL's and the prefix's keys are gone")
+    # A variant files its tags under its own key: a tag purge takes the
+    # variant, and leaves the marker for the next variant stored.
+    fill("/t/1")
+    expect_eq(purged(tag="tag-t-1", soft="1"), 1, "a soft tag purge")
+    expect_eq(purged(tag="tag-t-1", soft="0"), 1, "a tag purge")
+    expect_eq(redis.keys("*:entry:*"), [], "no variant left")
+    expect_eq(corral.counters()["variants_refused"], 0, "no variant refused")
 
 
 @scenario
@@ -348,6 +493,11 @@ def key_host_without_hosts_is_warned_about(env):
     corral = env.corral(redis, origin, routes={"/": {"key_host": "on"}})
     expect("key_host is on and [server] hosts is empty" in corral.log(),
            "and the running corral logs it")
+    # Every reload too: the file may have been changed since the start.
+    corral.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: any("reload: " in l and "key_host is on and [server] hosts is empty" in l
+                         for l in corral.log().splitlines()),
+             what="the reload's warning")
 
 
 # -- what the docs say, against what the code does ----------------------------------------
@@ -395,6 +545,13 @@ def docs_name_the_restart_keys_the_reload_keeps(env):
     listed = section_of(readme, "`restart_pending` names", "after a reload")
     expect_eq(set(re.findall(r"`((?:server|redis|upstream)\.\w+)`", listed)), help_keys,
               "README (/stats restart_pending) lists the same keys")
+    code = section_of(read_text(os.path.join(ROOT, "conf", "conf_restart.c")),
+                      "conf_restart_keys[", "};")
+    code_keys = set(re.findall(r'"((?:server|redis|upstream)\.\w+)"', code))
+    expect_eq(help_keys, code_keys, "corral -h marks the keys of conf_restart.c")
+    row = next(l for l in readme.splitlines() if l.startswith("| `SIGHUP` |"))
+    expect_eq(set(re.findall(r"`((?:server|redis|upstream)\.\w+)`", row)), code_keys,
+              f"README (Failure modes, SIGHUP) lists the keys of conf_restart.c:\n{row}")
 
     # The code: a reload that changes every one of them keeps them all
     # pending, and changes log_level (not among them) at once.
@@ -460,6 +617,50 @@ def docs_say_what_stale_if_error_the_watchdog_and_the_stop_timeout_do(env):
     for name, text in (("corral(8)", man8), ("README", readme)):
         expect("EXTEND_TIMEOUT_USEC" in text.replace("\\", ""),
                f"{name} says how a long shutdown_timeout gets its time")
+
+
+def markdown_tables_cut(text):
+    """The table rows of a markdown text that follow neither a row nor, as a
+    header, precede the |---| line: a table cut by a paragraph."""
+    lines, cut = text.splitlines(), []
+    for i, line in enumerate(lines):
+        if not line.startswith("|") or (i > 0 and lines[i - 1].startswith("|")):
+            continue
+        if i + 1 >= len(lines) or not re.match(r"\|[-:| ]+\|$", lines[i + 1]):
+            cut.append(f"line {i + 1}: {line[:80]}")
+    return cut
+
+
+@scenario
+def docs_say_what_the_drain_the_pid_file_and_key_host_without_hosts_do(env):
+    readme = read_text(os.path.join(ROOT, "README.md"))
+    expect_eq(markdown_tables_cut(readme), [], "README: rows after a paragraph, not a header")
+    # proxy_linger.h: the drain of a refused connection, in both places the
+    # README says it.
+    most_bytes, most_ms, most = linger_bounds()
+    bounds = (f"{most_bytes >> 20} MiB", f"{most_ms // 1000} s", f"{most} ")
+    security = section_of(readme, "A refused connection is not closed at once", "\n\n")
+    failure = next(l for l in readme.splitlines() if l.startswith("| Body over `max_body"))
+    for name, text in (("Security", security.replace("\n", " ")), ("Failure modes", failure)):
+        expect(all(b in text for b in bounds), f"README ({name}) says {bounds}: {text}")
+    # The packaged pid_file is in corral(8) FILES.
+    pid_file = re.search(r"^pid_file\s*=\s*(\S+)",
+                         read_text(os.path.join(ROOT, "conf", "corral.conf")), re.M).group(1)
+    files = section_of(read_text(os.path.join(ROOT, "man", "corral.8.in")), ".SH FILES", ".SH ")
+    expect(f".I {pid_file}\n" in files, f"corral(8) FILES names {pid_file}:\n{files}")
+    # The unit's comment says when SIGKILL comes.
+    unit = read_text(os.path.join(ROOT, "dist", "corral.service.in"))
+    expect("EXTEND_TIMEOUT_USEC" in unit and "shutdown_timeout" in unit,
+           "corral.service says STOPPING=1 asks for shutdown_timeout + 5 s")
+    # conf.c's warning for key_host without hosts, quoted in both docs.
+    code = read_text(os.path.join(ROOT, "conf", "conf.c"))
+    call = section_of(code, 'snprintf(out, outlen, "%s:%d: warning: [route', "c->file")
+    warning = "".join(re.findall(r'"([^"]*)"', call)).split("] ", 1)[1]
+    man5 = read_text(os.path.join(ROOT, "man", "corral.conf.5.in"))
+    for name, text, said in (("README", readme, warning),
+                             ("corral.conf(5)", man5, warning.split(":")[0])):
+        text = " ".join(text.replace("\\", "").split())
+        expect(said in text, f"{name} quotes the warning: {said!r}")
 
 
 # -- the package and the build ----------------------------------------------------------
