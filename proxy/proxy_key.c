@@ -99,21 +99,40 @@ key_headers(const struct conf_route *rt, const struct evkeyvalq *in,
 	return 0;
 }
 
+/*
+ * Is a POST on a graphql route read as its body says? Not when its target
+ * has a query (express-graphql reads ?query= before the body) or its one
+ * Content-Type is not JSON's (the server may read it otherwise).
+ */
+static int
+graphql_request(const struct evkeyvalq *in, const char *query)
+{
+	char buf[CONF_FIELDS_MAX];
+	int lines;
+	const char *ctype = hdr_join(in, "Content-Type", buf, sizeof(buf),
+	    &lines);
+
+	return query == NULL && lines == 1 && graphql_media_type(ctype);
+}
+
 /* The body's digest (b=, or g= for a GraphQL query) into hex: 0, or -1
  * when it is not cached (too long, not a query). */
 static int
 body_digest(const struct conf *c, const struct conf_route *rt,
-    struct evhttp_request *ev, struct req_key *k, char *hex)
+    struct evhttp_request *ev, const char *query, struct req_key *k,
+    char *hex)
 {
 	struct evbuffer *in = evhttp_request_get_input_buffer(ev);
-	const char *ctype = evhttp_find_header(
-	    evhttp_request_get_input_headers(ev), "Content-Type");
+	const struct evkeyvalq *hdrs = evhttp_request_get_input_headers(ev);
+	const char *ctype = evhttp_find_header(hdrs, "Content-Type");
 	size_t len = evbuffer_get_length(in);
 	const char *body = len > 0 ? (const char *)evbuffer_pullup(in, -1) : "";
 	struct keyrule_digest d;
 	char norm[CONF_FIELDS_MAX];
 
 	if ((int64_t)len > rt->post_max_body || (len > 0 && body == NULL))
+		return -1;
+	if (rt->graphql && !graphql_request(hdrs, query))
 		return -1;
 	k->spec.method = "POST";
 	k->spec.body = body;
@@ -240,7 +259,7 @@ key_of_request(const struct conf *c, const struct conf_route *rt,
 	if (rule_query(rt, query, &q) == -1)
 		return KEY_NOMEM;
 	kp.query = q != NULL ? q : query;
-	if (post && (!rt->cache_post || body_digest(c, rt, ev, k,
+	if (post && (!rt->cache_post || body_digest(c, rt, ev, query, k,
 	    body_hex) == -1)) {
 		v = cache_key_for(host, path, kp.query, rt->sort_query,
 		    k->key) == 0 ? KEY_METHOD : KEY_NOMEM;

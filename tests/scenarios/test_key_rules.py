@@ -8,7 +8,7 @@ and no answer is ever served to another credential."""
 import json
 import os
 
-from harness import HOST, expect, expect_eq, scenario, stampede, wait_for
+from harness import HOST, expect, expect_eq, raw_exchange, scenario, stampede, wait_for
 
 SECRET = "k3y-rules-test-secret-0123456789abcdef"
 TOKEN_A = "Bearer tokenAAAA.aaaa.1111"
@@ -340,3 +340,60 @@ def a_stale_post_entry_refreshes_in_the_background_with_its_stored_body(env):
     expect_eq(origin.path_stats("/graphql")["methods"], {"POST": 2}, "methods")
     wait_for(lambda: post(corral, "/graphql", stored).text == "gql n=2", 30,
              what="the refreshed entry")
+@scenario
+def graphql_member_names_that_parsers_read_otherwise_are_passed(env):
+    """A member name escaped ("qu\\u0065ry") or in another case ("QUERY")
+    is the query to some servers, whichever comes last: such a body is
+    passed every time, never stored or coalesced."""
+    redis, origin = env.redis(), env.origin()
+    origin.script("/graphql", body="gql n={n}")
+    corral = env.corral(redis, origin, routes=GRAPHQL)
+    bodies = [b'{"query":"{ a }","qu\\u0065ry":"mutation { x }"}',
+              b'{"query":"{ a }","QUERY":"mutation { x }"}',
+              b'{"query":"{ a }","v\\u0061riables":{"id":"7"}}']
+    n = 0
+    for body in bodies:
+        for i in range(2):
+            n += 1
+            r = post(corral, "/graphql", body)
+            expect_eq((r.text, r.cache_status.fwd), (f"gql n={n}", "method"),
+                      f"{body!r} {i}: sent, not cached")
+    expect_eq(origin.path_stats("/graphql")["texts"],
+              [b.decode() for b in bodies for _ in range(2)], "each body sent as it came")
+    counters = corral.counters("/graphql")
+    expect_eq((counters["key_graphql_stores"], counters["post_passed"]), (0, n),
+              "nothing stored, every one passed")
+    expect(not [k for k in redis.keys("*") if "graphql" in k],
+           f"nothing in Redis for them: {redis.keys('*')}")
+
+
+@scenario
+def graphql_post_with_a_query_string_or_another_type_is_passed(env):
+    """express-graphql reads ?query= ahead of the body, and a body sent as
+    another type may be read otherwise: only application/json (charset
+    utf-8) without a query string is keyed on its body."""
+    redis, origin = env.redis(), env.origin()
+    origin.script("/graphql*", body="gql n={n}")
+    corral = env.corral(redis, origin, routes=GRAPHQL)
+    body = gql(QUERY)
+    for i in range(2):
+        r = post(corral, "/graphql?query=mutation%7Bx%7D", body)
+        expect_eq(r.cache_status.fwd, "method", f"with a query string {i}: passed")
+    for ctype in ("text/plain", "application/graphql", "application/json; charset=utf-16",
+                  "application/x-www-form-urlencoded", "application/json, text/plain"):
+        r = post(corral, "/graphql", body, {"Content-Type": ctype})
+        expect_eq(r.cache_status.fwd, "method", f"as {ctype}: passed")
+    r = corral.get("/graphql", {}, method="POST", body=body)
+    expect_eq(r.cache_status.fwd, "method", "no Content-Type: passed")
+    twice = (f"POST /graphql HTTP/1.1\r\nHost: {HOST}\r\nConnection: close\r\n"
+             f"Content-Type: application/json\r\nContent-Type: text/plain\r\n"
+             f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+    r = raw_exchange(corral.host, corral.port, twice)
+    expect_eq((r.status, r.cache_status.fwd), (200, "method"), "two Content-Types: passed")
+    expect_eq(origin_total(origin, "/graphql"), 9, "every one sent")
+    for i in range(2):
+        r = post(corral, "/graphql", body, {"Content-Type": "Application/JSON; charset=UTF-8"})
+        expect_eq((r.text, r.cache_status.hit), ("gql n=8", i == 1),
+                  f"application/json with a charset {i}: cached")
+    expect_eq(origin_total(origin, "/graphql"), 10, "one fetch for those")
+    expect_eq(corral.counters("/graphql")["post_passed"], 9, "the others passed")

@@ -319,6 +319,79 @@ t_graphql_tells_queries_from_mutations_and_subscriptions(void)
 	CHECK(gql("{\"query\": \"{ a }\", \"x\": tru}", h) == GRAPHQL_INVALID);
 }
 
+/*
+ * Parsers that let the last of two members win read the member names
+ * decoded, and some (Go's encoding/json, .NET's web defaults) regardless
+ * of case: a top-level name that is not plain, or that is a known name in
+ * another case, leaves the body uncached, whichever member comes first.
+ */
+static void
+t_graphql_member_names_cannot_hide_a_second_query(void)
+{
+	char h[KEYRULE_DIGEST_HEX + 1];
+
+	CHECK(gql("{\"query\":\"{ a }\",\"qu\\u0065ry\":\"mutation { x }\"}",
+	    h) == GRAPHQL_INVALID);
+	CHECK(gql("{\"qu\\u0065ry\":\"mutation { x }\",\"query\":\"{ a }\"}",
+	    h) == GRAPHQL_INVALID);
+	CHECK(gql("{\"query\":\"{ a }\",\"QUERY\":\"mutation { x }\"}", h) ==
+	    GRAPHQL_INVALID);
+	CHECK(gql("{\"Query\":\"mutation { x }\"}", h) == GRAPHQL_INVALID);
+	CHECK(gql("{\"query\":\"{ a }\",\"v\\u0061riables\":{\"id\":1}}", h) ==
+	    GRAPHQL_INVALID);
+	CHECK(gql("{\"query\":\"query A { a } query B { b }\","
+	    "\"operationName\":\"A\",\"operation\\u004eame\":\"B\"}", h) ==
+	    GRAPHQL_INVALID);
+	CHECK(gql("{\"query\":\"{ a }\",\"operationname\":\"B\"}", h) ==
+	    GRAPHQL_INVALID);
+	CHECK(gql("{\"query\":\"{ a }\",\"ext\xc3\xa9\":1}", h) ==
+	    GRAPHQL_INVALID);
+	/* Escapes in values are decoded, and other members still pass. */
+	CHECK(gql("{\"query\":\"{ \\u0061 }\",\"extensions\":{\"p\\u0071\":1}}",
+	    h) == GRAPHQL_QUERY);
+}
+
+/* graphql-js runs a document's only operation for an absent or null
+ * operationName, and none for "": "" is another key. */
+static void
+t_graphql_empty_operation_name_is_not_an_absent_one(void)
+{
+	char a[KEYRULE_DIGEST_HEX + 1], b[KEYRULE_DIGEST_HEX + 1];
+	char c[KEYRULE_DIGEST_HEX + 1];
+
+	CHECK(gql("{\"query\":\"{ a }\"}", a) == GRAPHQL_QUERY);
+	CHECK(gql("{\"query\":\"{ a }\",\"operationName\":null}", b) ==
+	    GRAPHQL_QUERY);
+	CHECK_STR(a, b);
+	CHECK(gql("{\"query\":\"{ a }\",\"operationName\":\"\"}", c) ==
+	    GRAPHQL_QUERY);
+	CHECK(strcmp(a, c) != 0);
+	CHECK(gql("{\"query\":\"{ a }\",\"operationName\":\"Q\"}", b) ==
+	    GRAPHQL_QUERY);
+	CHECK(strcmp(b, c) != 0 && strcmp(a, b) != 0);
+}
+
+/* GraphQL over HTTP: requests are application/json (charset utf-8). */
+static void
+t_graphql_bodies_are_read_only_as_json(void)
+{
+	CHECK(graphql_media_type("application/json"));
+	CHECK(graphql_media_type("Application/JSON"));
+	CHECK(graphql_media_type("application/json; charset=utf-8"));
+	CHECK(graphql_media_type(" application/json ;charset=\"UTF-8\" "));
+	CHECK(!graphql_media_type(NULL));
+	CHECK(!graphql_media_type(""));
+	CHECK(!graphql_media_type("application/graphql"));
+	CHECK(!graphql_media_type("application/graphql-response+json"));
+	CHECK(!graphql_media_type("application/jsonx"));
+	CHECK(!graphql_media_type("application/x-www-form-urlencoded"));
+	CHECK(!graphql_media_type("text/plain"));
+	CHECK(!graphql_media_type("application/json; charset=utf-16"));
+	CHECK(!graphql_media_type("application/json; charset=utf-8; a=b"));
+	CHECK(!graphql_media_type("application/json; boundary=x"));
+	CHECK(!graphql_media_type("application/json, text/plain"));
+}
+
 static void
 t_graphql_keys_on_query_operation_and_variables_only(void)
 {
@@ -359,5 +432,8 @@ main(void)
 	RUN(t_the_credential_is_keyed_only_as_a_digest);
 	RUN(t_graphql_tells_queries_from_mutations_and_subscriptions);
 	RUN(t_graphql_keys_on_query_operation_and_variables_only);
+	RUN(t_graphql_member_names_cannot_hide_a_second_query);
+	RUN(t_graphql_empty_operation_name_is_not_an_absent_one);
+	RUN(t_graphql_bodies_are_read_only_as_json);
 	return unit_exit();
 }
