@@ -40,14 +40,15 @@ conf_key_set_authz(const char *v, int *out, char *err, size_t errlen)
 }
 
 /* A query parameter name: printable, and none of what separates or
- * frames parameters; '*' only last (a prefix). */
+ * frames parameters (';' too: some origins split on it); '*' only last
+ * (a prefix). */
 static int
 name_ok(const char *p, size_t len)
 {
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)p[i];
 
-		if (!isgraph(c) || strchr("&=#|%{}", c) != NULL ||
+		if (!isgraph(c) || strchr("&;=#|%{}", c) != NULL ||
 		    (c == '*' && i + 1 != len))
 			return 0;
 	}
@@ -68,7 +69,7 @@ conf_key_set_names(const char *v, char *field, size_t size, char *err,
 			continue;
 		if (!name_ok(p, len)) {
 			snprintf(err, errlen, "\"%.*s\" is not a query "
-			    "parameter name or prefix* (no & = # | %% { }, "
+			    "parameter name or prefix* (no & ; = # | %% { }, "
 			    "'*' only last)", (int)(len < NAME_SHOW_MAX ? len :
 			    NAME_SHOW_MAX), p);
 			return -1;

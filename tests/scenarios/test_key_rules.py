@@ -81,6 +81,23 @@ def cache_busted_requests_for_one_page_cost_one_fetch(env):
 
 
 @scenario
+def a_semicolon_cannot_cloak_a_parameter_the_key_ignores(env):
+    """Origins that split on ';' read ?id=1&utm_x=a;id=666 as id=666: the
+    piece is kept in the key, so that answer is never served for id=1."""
+    redis, origin = env.redis(), env.origin()
+    origin.script("/page*", body="page {path}")
+    corral = env.corral(redis, origin, routes=BUSTED)
+    expect_eq(corral.get("/page?id=1").text, "page /page?id=1", "id=1")
+    r = corral.get("/page?id=1&utm_x=a;id=666")
+    expect_eq((r.text, r.cache_status.hit), ("page /page?id=1&utm_x=a;id=666", False),
+              "a ';' piece that is not all ignored: its own key")
+    r = corral.get("/page?id=1&utm_x=b;_=5")
+    expect_eq((r.text, r.cache_status.hit), ("page /page?id=1", True),
+              "a ';' piece all ignored: id=1's entry")
+    expect_eq(origin_total(origin, "/page"), 2, "origin requests")
+
+
+@scenario
 def key_query_keeps_only_the_names_listed(env):
     redis, origin = env.redis(), env.origin()
     origin.script("/q*", body="q {path}")

@@ -1277,6 +1277,8 @@ t_key_rule_keys_parse_and_check_each_other(void)
 	CHECK(load("[route /]\ncredential_cookie = a;b\n") == 1);
 	CHECK(load("[route /]\ncache_authorized = yes\n") == 0);
 	CHECK(cf.routes[0].cache_authorized == CONF_AUTHZ_ON);
+	CHECK(load("[route /]\nkey_ignore_query = a;b\n") == 1);
+	CHECK(has_error(2, "key_ignore_query: \"a;b\" is not a query"));
 }
 
 int

@@ -129,6 +129,29 @@ t_ignored_parameters_are_dropped_and_the_rest_keep_their_order(void)
 	    !keyrule_listed("a, b*", "aa", 2));
 }
 
+/*
+ * Origins that split on ';' as well as '&' read "utm_x=a;id=666" as two
+ * parameters: a piece is dropped only when all of its ';' parts are, and
+ * kept whole otherwise (an origin that splits on '&' alone reads it as
+ * one).
+ */
+static void
+t_semicolons_cannot_cloak_a_parameter_the_key_drops(void)
+{
+	const char *ign = "_, utm_*";
+
+	CHECK_STR(filtered("id=1&utm_x=a;id=666", ign, NULL),
+	    "id=1&utm_x=a;id=666");
+	CHECK_STR(filtered("id=1&utm_x=a;_=2", ign, NULL), "id=1");
+	CHECK_STR(filtered("id=1;utm_x=a&_=3", ign, NULL), "id=1;utm_x=a");
+	CHECK_STR(filtered("id=1&utm_x=a;", ign, NULL), "id=1");
+	CHECK_STR(filtered("id=1&;utm_x=a", ign, NULL), "id=1&;utm_x=a");
+	/* key_query: a piece with a listed part counts, whole. */
+	CHECK_STR(filtered("x=2;id=5&y=1", NULL, "id"), "x=2;id=5");
+	CHECK_STR(filtered("x=2;y=5&id=1", NULL, "id"), "id=1");
+	CHECK_STR(filtered("a=1;b=2", "", NULL), "a=1;b=2");
+}
+
 static void
 build(const struct key_parts *kp, char *key, char *tag)
 {
@@ -426,6 +449,7 @@ main(void)
 	RUN(t_sha256_matches_the_published_vectors);
 	RUN(t_hmac_sha256_matches_rfc_4231);
 	RUN(t_ignored_parameters_are_dropped_and_the_rest_keep_their_order);
+	RUN(t_semicolons_cannot_cloak_a_parameter_the_key_drops);
 	RUN(t_same_inputs_make_the_same_key_and_the_url_part_comes_first);
 	RUN(t_header_values_are_normalised_and_escaped);
 	RUN(t_long_parts_keep_the_key_bounded_and_distinct);
