@@ -5,13 +5,15 @@
  * and writes a struct req_key; cache_keyrule.c builds the key itself.
  * Calls cache/ (pure key code), proxy_hdr.c and conf/.
  *
- * Per-credential keys hold an HMAC of every Authorization line and of the
+ * Per-credential keys hold an HMAC of every line of the route's
+ * credential_header (Authorization by default) and of the
  * credential_cookie's values, keyed with the key secret. What the fetch
- * sends must not vary with what the key ignores: it carries those
- * Authorization lines and, of the cookies, only that one (none without
- * credential_cookie).
+ * sends must not vary with what the key ignores: it carries those lines,
+ * of the cookies only that one (none without credential_cookie), and no
+ * Authorization unless it is the credential header.
  */
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +187,13 @@ cookie_values(const char *line, const char *name, struct keyrule_digest *d,
 	}
 }
 
+/* Is the route's credential header Authorization (the default)? */
+static int
+authorization_keyed(const struct conf_route *rt)
+{
+	return strcasecmp(rt->credential_header, CONF_CREDENTIAL_HEADER) == 0;
+}
+
 /* The credential's digest into hex, if the request has one (else hex is
  * ""), and the Cookie its fetch sends. 0, or -1 on no memory. */
 static int
@@ -195,12 +204,21 @@ credential_digest(const struct conf *c, const struct conf_route *rt,
 	const struct evkeyval *h;
 	struct evbuffer *cookie = evbuffer_new();
 	int parts = 0, ncookies = 0;
+	char name[CONF_HEADER_NAME_MAX];
 
 	if (cookie == NULL)
 		return -1;
 	keyrule_digest_init(&d, c->key_secret, c->key_secret_len, "credential");
+	if (!authorization_keyed(rt)) {
+		/* The same value in another header is another credential
+		 * (Authorization's digests stay as they were). */
+		for (size_t i = 0; i < sizeof(name); i++)
+			name[i] = (char)tolower((unsigned char)
+			    rt->credential_header[i]);
+		keyrule_digest_part(&d, name, strlen(name));
+	}
 	TAILQ_FOREACH(h, in, next) {
-		if (strcasecmp(h->key, "Authorization") == 0) {
+		if (strcasecmp(h->key, rt->credential_header) == 0) {
 			keyrule_digest_part(&d, "a", 1);
 			keyrule_digest_part(&d, h->value, strlen(h->value));
 			parts++;
@@ -386,9 +404,11 @@ fetch_drop(struct fetch_kept *k)
 	k->body_len = 0;
 }
 
-/* With per-credential keys, only the Cookie the key holds (or none). */
+/* With per-credential keys, only the Cookie the key holds (or none),
+ * and Authorization only when it is the credential keyed. */
 static void
-fetch_headers(const struct fetch_spec *spec, struct evkeyvalq *dst)
+fetch_headers(const struct fetch_spec *spec, const struct conf_route *rt,
+    struct evkeyvalq *dst)
 {
 	if (spec == NULL || spec->cookie == NULL)
 		return;
@@ -396,6 +416,9 @@ fetch_headers(const struct fetch_spec *spec, struct evkeyvalq *dst)
 		;
 	if (spec->cookie[0] != '\0')
 		evhttp_add_header(dst, "Cookie", spec->cookie);
+	while (!authorization_keyed(rt) &&
+	    evhttp_remove_header(dst, "Authorization") == 0)
+		;
 }
 
 int
@@ -406,7 +429,7 @@ fetch_shared_headers(struct waiter *w, const struct conf_route *rt,
 	    HDR_DROP_ENCODING | (rt->cache_authorized ? 0 : HDR_DROP_CREDENTIALS);
 
 	w->ops->forward(w, dst, flags);
-	fetch_headers(w->spec, dst);
+	fetch_headers(w->spec, rt, dst);
 	return rt->cache_authorized == CONF_AUTHZ_ON &&
 	    evhttp_find_header(w->headers, "Authorization") != NULL;
 }

@@ -263,6 +263,39 @@ def a_token_on_a_route_without_per_credential_keeps_todays_behaviour(env):
 
 
 @scenario
+def twenty_clients_per_api_key_cost_one_fetch_per_key(env):
+    """credential_header = X-API-Key: the key holds that header's digest,
+    and an Authorization the key does not hold is never sent upstream."""
+    redis, origin = env.redis(), env.origin()
+    origin.script("/me", delay_ms=400,
+                  body="key={h:X-API-Key} auth={h:Authorization} n={n}")
+    routes = {"/": {"cache_authorized": "per-credential", "credential_header": "X-API-Key",
+                    "lock_poll": "5s"}}
+    fleet = env.fleet(2, redis, origin, routes=routes, extra=with_secret(env))
+    key = ["key-AAAA-1111" if i % 4 < 2 else "key-BBBB-2222" for i in range(40)]
+    results = stampede(fleet, 40, "/me", headers=lambda i: {
+        "X-API-Key": key[i], "Authorization": f"Bearer other-{i}"})
+    expect_eq(origin.count("/me"), 2, "origin requests for 20 clients with A, 20 with B")
+    for i, r in enumerate(results):
+        expect(r.status == 200 and r.body.startswith(f"key={key[i]} auth= ".encode()),
+               f"client {i} ({key[i]}) got its own key's answer, fetched without "
+               f"Authorization: {r.body!r}")
+        expect_eq(r.cache_status.params.get("key"), "credential", f"client {i}'s key rule")
+    r = fleet[1].get("/me", {"X-API-Key": "key-AAAA-1111"})
+    expect(r.cache_status.hit and r.text.startswith("key=key-AAAA-1111 "),
+           f"a later request with A is a hit with A's answer: {r.cache_status.raw} {r.text}")
+    # Without the key: the URL's own entry, and no Authorization sent.
+    r = fleet[0].get("/me", {"Authorization": "Bearer tokenAAAA"})
+    expect_eq((r.text, r.cache_status.params.get("key")), ("key= auth= n=3", None),
+              "Authorization alone: the URL's entry, fetched without it")
+    r = fleet[1].get("/me", {"Authorization": "Bearer tokenBBBB"})
+    expect_eq(r.text, "key= auth= n=3", "another Authorization: the same URL entry")
+    keys = redis.keys("*")
+    expect(not any(s in k for k in keys for s in ("key-AAAA", "key-BBBB", "token")),
+           f"no credential in a Redis key: {keys}")
+
+
+@scenario
 def per_credential_needs_a_private_secret_file(env):
     routes = {"/": {"cache_authorized": "per-credential"}}
     cfg = env.config_file(
