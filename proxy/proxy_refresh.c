@@ -277,8 +277,10 @@ refresh_vary(struct refresh *rf)
 	const char *spec = hdr_join(&rf->rep.entry->headers, "Vary", buf,
 	    sizeof(buf), &lines);
 	struct cache_entry *m;
+	struct vary_keying vk;
 
-	if (spec == NULL || lines < 0 || !vary_relevant(spec))
+	vary_keying(rf->px->conf, &rf->rt, &vk);
+	if (spec == NULL || lines < 0 || !vary_relevant(spec, &vk))
 		return 0;
 	snprintf(rf->rep.vary, sizeof(rf->rep.vary), "%s", spec);
 	snprintf(base, sizeof(base), "%.*s", (int)strcspn(rf->key, "\n"),
@@ -286,7 +288,7 @@ refresh_vary(struct refresh *rf)
 	if (strchr(rf->key, '\n') != NULL) {
 		snprintf(rf->rep.variant, sizeof(rf->rep.variant), "%s", rf->key);
 	} else {
-		vary_id(spec, &rf->headers, id);
+		vary_id(spec, &rf->headers, &vk, id);
 		snprintf(rf->rep.variant, sizeof(rf->rep.variant), "%s\n%s", base, id);
 	}
 	vary_learn(rf->px, base, spec);

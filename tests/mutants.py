@@ -1122,6 +1122,17 @@ MUTANTS = [
            "if (strcasecmp(r->credential_header, CONF_CREDENTIAL_HEADER) != 0 &&",
            "if (0 &&",
            ["test_conf"], "credential_header on a shared route keys nothing"),
+    Mutant("vary_credential_hashed_unkeyed", "proxy/proxy_vary.c",
+           "int keyed = vk->secret != NULL && credential_field(name, n);",
+           "int keyed = 0;",
+           ["vary_on_a_credential_keeps_no_unkeyed_hash_of_it_in_redis"],
+           "a Redis key holds an unkeyed hash of the token: guesses can be "
+           "tested against it"),
+    Mutant("vary_credential_kept_per_credential", "proxy/proxy_vary.c",
+           "if (vk->keyed_header != NULL && (credential_field(name, *n) ||",
+           "if (0 && (credential_field(name, *n) ||",
+           ["vary_on_a_credential_keeps_no_unkeyed_hash_of_it_in_redis"],
+           "a per-credential key gets a variant named by the token's unkeyed hash"),
     # -- the control plane: admin tokens and gates, refresh, warm-up, /entry,
     #    maintenance (proxy_auth.c, conf_admin.c, proxy_control.c,
     #    proxy_entry.c, proxy_maint.c, cache_control.c) ------------------------

@@ -8,7 +8,7 @@ and no answer is ever served to another credential."""
 import json
 import os
 
-from harness import HOST, expect, expect_eq, raw_exchange, scenario, stampede, wait_for
+from harness import HOST, PREFIX, expect, expect_eq, raw_exchange, scenario, stampede, wait_for
 
 SECRET = "k3y-rules-test-secret-0123456789abcdef"
 TOKEN_A = "Bearer tokenAAAA.aaaa.1111"
@@ -313,6 +313,60 @@ def per_credential_needs_a_private_secret_file(env):
     expect(p.returncode != 0 and "readable by others" in p.stderr,
            f"a secret others may read is refused: {p.stderr}")
     del routes
+
+
+# -- Vary on a credential ---------------------------------------------------------------
+
+def unkeyed_variant_id(spec, headers):
+    """The variant id a request once had: FNV-1a (proxy_vary.c's start) of
+    the Vary names and the raw values, a credential's included."""
+    h = 1469598103934665603
+
+    def fnv(h, data):
+        for b in data:
+            h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+        return h
+    for name in (n.strip() for n in spec.split(",")):
+        if not name or name.lower() == "accept-encoding":
+            continue
+        h = fnv(fnv(h, name.lower().encode()), b"\0")
+        for k, v in headers.items():
+            if k.lower() == name.lower():
+                h = fnv(fnv(h, v.encode()), b",")
+        h = fnv(h, b"\1")
+    return "%016x" % h
+
+
+@scenario
+def vary_on_a_credential_keeps_no_unkeyed_hash_of_it_in_redis(env):
+    """Vary: Authorization makes a variant per token. With a key secret its
+    id holds the token's HMAC, never a hash anyone can test guesses
+    against; on a per-credential route the key holds the token's digest
+    already, and no variant is made."""
+    redis, origin = env.redis(), env.origin()
+    origin.script("/v/*", body="user={h:Authorization} n={n}",
+                  headers={"Vary": "Authorization", "Cache-Control": "public"})
+    routes = {"/v/on/": {"cache_authorized": "on"},
+              "/v/pc/": {"cache_authorized": "per-credential"}}
+    corral = env.corral(redis, origin, routes=routes, extra=with_secret(env))
+    for path in ("/v/on/x", "/v/pc/x"):
+        for i, t in enumerate((TOKEN_A, TOKEN_B)):
+            r = corral.get(path, {"Authorization": t})
+            expect_eq(r.text, f"user={t} n={i + 1}", f"{path}: {t[:12]}'s own answer")
+        for i, t in enumerate((TOKEN_A, TOKEN_B)):
+            r = corral.get(path, {"Authorization": t})
+            expect_eq((r.text, r.cache_status.hit), (f"user={t} n={i + 1}", True),
+                      f"{path}: {t[:12]} again: a hit on its own")
+        expect_eq(origin.count(path), 2, f"{path}: one fetch per token")
+    keys = redis.keys("*")
+    ids = [unkeyed_variant_id("Authorization", {"Authorization": t}) for t in (TOKEN_A, TOKEN_B)]
+    expect(not any(i in k for k in keys for i in ids),
+           f"no unkeyed hash of a token in a Redis key: {ids} in {keys}")
+    on = [k.rpartition(":")[2] for k in keys if k.startswith(f"{PREFIX}{{{HOST}/v/on/x}}:entry:")]
+    expect(len(on) == 2 and all(len(i) == 16 for i in on),
+           f"the shared route stores a variant per token: {keys}")
+    expect(not any("/v/pc/x" in k and not k.endswith("}:entry") for k in keys),
+           f"the per-credential route makes no variants: {keys}")
 
 
 # -- POST queries -----------------------------------------------------------------------
