@@ -711,7 +711,7 @@ revalidate(struct refresh *rf, struct cache_entry *base)
 /*
  * It copies what it needs from a and keeps no pointer to its starter
  * (only cb's arg). a->base, if any, is revalidated: its ETag and
- * Last-Modified are sent.
+ * Last-Modified are sent (not with a POST: its refresh is unconditional).
  */
 struct refresh *
 refresh_start(struct proxy *px, const struct refresh_args *a,
@@ -754,7 +754,9 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	if (fetch_keep_again(&rf->sent, a->fetch, base != NULL ? base->request :
 	    NULL, base != NULL ? base->request_len : 0) == -1)
 		goto fail;
-	if (base != NULL && base->status == 200 && a->mode == RF_LOCKED)
+	/* A POST's validators mean nothing (RFC 9110 13.1: 412, not 304). */
+	if (base != NULL && base->status == 200 && a->mode == RF_LOCKED &&
+	    strcmp(rf->sent.method, "POST") != 0)
 		revalidate(rf, base);
 	if (util_random_token(rf->token) == -1)
 		goto fail;

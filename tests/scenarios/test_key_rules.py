@@ -444,6 +444,90 @@ def a_stale_post_entry_refreshes_in_the_background_with_its_stored_body(env):
     expect_eq(origin.path_stats("/graphql")["methods"], {"POST": 2}, "methods")
     wait_for(lambda: post(corral, "/graphql", stored).text == "gql n=2", 30,
              what="the refreshed entry")
+
+
+@scenario
+def a_post_entry_is_refreshed_without_validators(env):
+    """If-None-Match and If-Modified-Since mean nothing to a POST (RFC 9110
+    13.1: the origin answers 412, not 304): its refresh is unconditional,
+    even when the stored response has an ETag and a Last-Modified."""
+    redis, origin = env.redis(), env.origin()
+    origin.script("/graphql", body="gql n={n}", etag='"v1"',
+                  last_modified="Wed, 01 Jan 2025 00:00:00 GMT")
+    corral = env.corral(redis, origin, routes={
+        "/graphql": {"cache_post": "on", "graphql": "on", "ttl": "1s",
+                     "stale_while_revalidate": "60s"}})
+    body = gql(QUERY)
+    expect_eq(post(corral, "/graphql", body).text, "gql n=1", "priming query")
+    wait_for(lambda: post(corral, "/graphql", body).cache_status.stale, 30,
+             what="a stale hit")
+    wait_for(lambda: origin.count("/graphql") == 2, 30, what="the background refresh")
+    sent = origin.path_stats("/graphql")["requests"][-1]
+    expect(not any(k.lower() in ("if-none-match", "if-modified-since") for k in sent),
+           f"the refresh carries no validators: {sent}")
+    expect_eq(origin.path_stats("/graphql")["statuses"], {"200": 2}, "both answered whole")
+    wait_for(lambda: post(corral, "/graphql", body).text == "gql n=2", 30,
+             what="the refreshed entry")
+
+
+@scenario
+def an_early_refresh_of_a_post_entry_sends_its_stored_body(env):
+    """XFetch refreshes a hot entry before it goes stale: for a cached POST
+    with the body stored with the entry, not the body of the hit that
+    drew the refresh."""
+    redis, origin = env.redis(), env.origin()
+    origin.script("/graphql", delay_ms=200, body="gql n={n}")
+    corral = env.corral(redis, origin, routes={
+        "/graphql": {"cache_post": "on", "graphql": "on", "ttl": "10s",
+                     "early_refresh": "on", "early_refresh_beta": "100"}})
+    stored = gql(QUERY)
+    expect_eq(post(corral, "/graphql", stored).text, "gql n=1", "priming query")
+    other = json.dumps(dict(QUERY, extensions={"client": "other"}), indent=1).encode()
+
+    def drew():
+        r = post(corral, "/graphql", other)
+        expect((r.text, r.cache_status.hit, r.cache_status.stale) == ("gql n=1", True, False),
+               f"a fresh hit on the stored answer: {r.cache_status.raw} {r.text}")
+        return corral.counters("/graphql")["early_refreshes"] >= 1
+    wait_for(drew, 8, what="a hit that draws an early refresh")
+    wait_for(lambda: origin.count("/graphql") == 2, 30, what="the early refresh")
+    expect_eq(origin.path_stats("/graphql")["texts"], [stored.decode()] * 2,
+              "the origin got the stored body both times")
+    expect_eq(origin.path_stats("/graphql")["methods"], {"POST": 2}, "methods")
+    wait_for(lambda: post(corral, "/graphql", stored).text == "gql n=2", 30,
+             what="the refreshed entry")
+
+
+@scenario
+def the_access_log_names_the_rule_that_made_the_key(env):
+    log = os.path.join(env.workdir, "access.log")
+    redis, origin = env.redis(), env.origin()
+    origin.script("/*", body="n={n}")
+    routes = {"/me": {"cache_authorized": "per-credential"},
+              "/graphql": {"cache_post": "on", "graphql": "on"},
+              "/page": {"key_ignore_query": "_"}, "/": {}}
+    corral = env.corral(redis, origin, routes=routes,
+                        extra={"server": {"access_log": log, "key_secret_file": secret_file(env)}})
+    corral.get("/me", {"Authorization": TOKEN_A})
+    post(corral, "/graphql", gql(QUERY))
+    corral.get("/page?_=1")
+    corral.get("/plain")
+
+    def lines():
+        with open(log) as f:
+            got = f.read().splitlines()
+        return got if len(got) >= 4 else None
+    got = wait_for(lines, what="four access log lines")
+    want = [("/me", "key=credential"), ("/graphql", "key=graphql"),
+            ("/page?_=1", "key=query-rules")]
+    for (uri, key), line in zip(want, got):
+        expect(f" {uri} HTTP/1.1" in line and line.endswith(f" {key}"),
+               f"{uri}: the line ends in {key}: {line}")
+    expect(" /plain HTTP/1.1" in got[3] and " key=" not in got[3],
+           f"the URL's own key: no key= field: {got[3]}")
+    expect(not any("tokenAAAA" in line for line in got), "no token in the log")
+
+
 @scenario
 def graphql_member_names_that_parsers_read_otherwise_are_passed(env):
     """A member name escaped ("qu\\u0065ry") or in another case ("QUERY")
