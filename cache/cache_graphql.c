@@ -13,6 +13,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+#define OPNAME_EMPTY	"operationName=\"\""	/* a digest part */
 
 /* A run of body text: [p, end). */
 struct span {
@@ -262,6 +265,22 @@ skip_value(struct span *s, int depth)
 	}
 }
 
+/*
+ * A top-level member's name must be plain: printable ASCII without an
+ * escape, so that its raw text is what every parser reads. Another
+ * parser may decode "qu\u0065ry" to "query", or (Go's encoding/json,
+ * .NET's web defaults) take "QUERY" for it, and let the last of two
+ * win: a body with such a name is not one we can vouch for.
+ */
+static int
+plain_name(const struct span *name)
+{
+	for (const char *p = name->p + 1; p < name->end - 1; p++)
+		if (*p == '\\' || (unsigned char)*p >= 0x7f)
+			return 0;
+	return 1;
+}
+
 /* Notes the value span v of a member named name (raw, quotes and all). */
 static int
 note_member(struct members *m, const struct span *name, const struct span *v)
@@ -276,12 +295,16 @@ note_member(struct members *m, const struct span *name, const struct span *v)
 	};
 	size_t n = (size_t)(name->end - name->p);
 
+	if (!plain_name(name))
+		return -1;
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
 		int *seen = (int *)(void *)((char *)m + known[i].seen);
 
 		if (strlen(known[i].name) != n ||
-		    memcmp(known[i].name, name->p, n) != 0)
+		    strncasecmp(known[i].name, name->p, n) != 0)
 			continue;
+		if (memcmp(known[i].name, name->p, n) != 0)
+			return -1;	/* "Query": the query to some */
 		if (*seen)
 			return -1;	/* named twice: which one counts? */
 		*seen = 1;
@@ -457,6 +480,45 @@ string_or_null(const struct span *v, int has, char *out, size_t *outlen)
 	return string_at(&s, out, outlen);
 }
 
+/* Past optional whitespace (RFC 9110 OWS) at p. */
+static const char *
+ows(const char *p)
+{
+	while (*p == ' ' || *p == '\t')
+		p++;
+	return p;
+}
+
+/* Does p begin with word, case-insensitively? Past it, or NULL. */
+static const char *
+word_at(const char *p, const char *word)
+{
+	size_t n = strlen(word);
+
+	return strncasecmp(p, word, n) == 0 ? p + n : NULL;
+}
+
+int
+graphql_media_type(const char *ctype)
+{
+	const char *p;
+
+	if (ctype == NULL || (p = word_at(ows(ctype), GRAPHQL_MEDIA_TYPE)) ==
+	    NULL)
+		return 0;
+	p = ows(p);
+	if (*p == ';') {
+		p = ows(p + 1);
+		if ((p = word_at(p, "charset=")) == NULL)
+			return 0;
+		if ((p = word_at(p, *p == '"' ? "\"utf-8\"" : "utf-8")) ==
+		    NULL)
+			return 0;
+		p = ows(p);
+	}
+	return *p == '\0';
+}
+
 enum graphql_kind
 graphql_read(const char *body, size_t len, struct keyrule_digest *d)
 {
@@ -485,6 +547,12 @@ graphql_read(const char *body, size_t len, struct keyrule_digest *d)
 		keyrule_digest_part(d, buf, qlen);
 		keyrule_digest_part(d, buf + len, olen);
 		keyrule_digest_part(d, buf + 2 * len, vlen);
+		/* "" names no operation (graphql-js: an error); absent or
+		 * null, the document's only one. A fourth part keeps them
+		 * apart (and the others' digests as they were). */
+		if (m.has_opname && *m.opname.p == '"' && olen == 0)
+			keyrule_digest_part(d, OPNAME_EMPTY,
+			    strlen(OPNAME_EMPTY));
 	}
 out:
 	free(buf);

@@ -16,6 +16,7 @@
 
 #define PREFIX_WILDCARD	'*'	/* "utm_*": every name it begins */
 #define LIST_SEPS	", \t"
+#define PARAM_SEPS	"&;"	/* between query parameters, to some */
 
 static const char *const rule_names[] = {
 	[KEY_RULE_URL] = "url",
@@ -53,6 +54,34 @@ keyrule_listed(const char *list, const char *name, size_t len)
 }
 
 /*
+ * Does the key keep the parameter p (len bytes, split on '&')? Some
+ * origins split on ';' too, so each of its ';' pieces is weighed: it is
+ * dropped only when every piece is ignored (an empty one is not), or with
+ * only, kept when any piece is listed. Kept, it is kept whole: an origin
+ * that splits on '&' alone reads it as one parameter, and "utm_x=a;id=6"
+ * keys on id=6 for the others.
+ */
+static int
+param_kept(const char *p, size_t len, const char *ignore, const char *only)
+{
+	const char *list = only != NULL ? only : ignore != NULL ? ignore : "";
+	int any = 0, all = 1;
+
+	for (const char *end = p + len; p < end; p++) {
+		size_t piece = strcspn(p, PARAM_SEPS);
+		size_t name = strcspn(p, "=" PARAM_SEPS);
+		int listed = piece > 0 && keyrule_listed(list, p, name);
+
+		any |= listed;
+		all &= listed;
+		p += piece;
+		if (*p != ';')
+			break;
+	}
+	return only != NULL ? any : !all;
+}
+
+/*
  * The parameters are compared by name in the key's normal form, so that
  * "utm%5Fsource" is "utm_source"; what is kept keeps its order.
  */
@@ -70,11 +99,8 @@ keyrule_query(const char *query, const char *ignore, const char *only)
 	}
 	for (p = norm; *p != '\0' || p == norm; p++) {
 		size_t len = strcspn(p, "&");
-		size_t name = strcspn(p, "=&");
-		int listed = len > 0 && keyrule_listed(only != NULL ? only :
-		    ignore != NULL ? ignore : "", p, name);
 
-		if (len > 0 && (only != NULL ? listed : !listed)) {
+		if (len > 0 && param_kept(p, len, ignore, only)) {
 			if (off > 0)
 				out[off++] = '&';
 			memcpy(out + off, p, len);

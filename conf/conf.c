@@ -102,7 +102,8 @@ enum type {
 	T_FLOAT,		/* double; min..max in thousandths */
 	T_AUTHZ,		/* enum conf_authz (conf_key.c) */
 	T_QUERY_NAMES,		/* T_STRING: names and prefix* patterns */
-	T_COOKIE		/* T_STRING: a cookie name, or "" */
+	T_COOKIE,		/* T_STRING: a cookie name, or "" */
+	T_HEADER		/* T_STRING: a field name a credential is in */
 };
 
 struct key {
@@ -292,6 +293,9 @@ static const struct key keys[] = {
 	  IN_ROUTE(cache_authorized),
 	  "cache requests with Authorization or Cookie: shared, or keyed "
 	  "per credential" },
+	{ "credential_header", SECT_ROUTE, T_HEADER, CONF_CREDENTIAL_HEADER, 1,
+	  CONF_HEADER_NAME_MAX - 1, IN_ROUTE(credential_header),
+	  "per-credential: the request header that holds the credential" },
 	{ "credential_cookie", SECT_ROUTE, T_COOKIE, "", 0, CONF_COOKIE_MAX - 1,
 	  IN_ROUTE(credential_cookie),
 	  "per-credential: this cookie is a credential too (others not sent)" },
@@ -1098,6 +1102,8 @@ set_value(const struct key *k, char *base, const char *v, char *err,
 		return conf_key_set_names(v, field, k->size, err, errlen);
 	case T_COOKIE:
 		return conf_key_set_cookie(v, field, k->size, err, errlen);
+	case T_HEADER:
+		return conf_key_set_header(v, field, k->size, err, errlen);
 	case T_SIZE:
 	case T_DURATION:
 	case T_INT:
@@ -1814,6 +1820,9 @@ format_range(const struct key *k, char *out, size_t outlen)
 		break;
 	case T_COOKIE:
 		snprintf(out, outlen, "cookie name");
+		break;
+	case T_HEADER:
+		snprintf(out, outlen, "Field-Name");
 		break;
 		break;
 	case T_AUTHORITY:

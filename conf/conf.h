@@ -38,6 +38,8 @@
 #define CONF_QUERY_NAMES_MAX	256	/* key_query, key_ignore_query */
 #define CONF_KEY_HEADERS_MAX	16	/* names in key_headers */
 #define CONF_COOKIE_MAX		64	/* credential_cookie */
+#define CONF_HEADER_NAME_MAX	64	/* credential_header */
+#define CONF_CREDENTIAL_HEADER	"Authorization"	/* its default */
 #define CONF_KEY_SECRET_MIN	16	/* bytes of key_secret_file */
 #define CONF_KEY_SECRET_MAX	1024
 
@@ -142,7 +144,9 @@ struct conf_route {
 	int64_t	 lock_wait_ms;		/* cold-miss wait budget (0: automatic) */
 	int64_t	 lock_poll_ms;		/* fallback re-check while waiting */
 	int	 cache_authorized;	/* enum conf_authz */
-	char	 credential_cookie[CONF_COOKIE_MAX];	/* "" : Authorization */
+	/* per-credential: the header keyed, and a cookie ("": none) */
+	char	 credential_header[CONF_HEADER_NAME_MAX];
+	char	 credential_cookie[CONF_COOKIE_MAX];
 	char	 key_ignore_query[CONF_QUERY_NAMES_MAX];	/* "a, utm_*" */
 	char	 key_query[CONF_QUERY_NAMES_MAX];	/* "" : every name */
 	char	 key_headers[CONF_FIELDS_MAX];	/* field names, ", " between */

@@ -19,6 +19,7 @@
 
 #define PER_CREDENTIAL	"per-credential"
 #define NAME_SHOW_MAX	40	/* characters of a bad name quoted */
+#define HOP_BY_HOP	"a hop-by-hop field never reaches the origin"
 #define SECRET_READ_MAX	(CONF_KEY_SECRET_MAX + 2)	/* to see "too long" */
 
 int
@@ -40,14 +41,15 @@ conf_key_set_authz(const char *v, int *out, char *err, size_t errlen)
 }
 
 /* A query parameter name: printable, and none of what separates or
- * frames parameters; '*' only last (a prefix). */
+ * frames parameters (';' too: some origins split on it); '*' only last
+ * (a prefix). */
 static int
 name_ok(const char *p, size_t len)
 {
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)p[i];
 
-		if (!isgraph(c) || strchr("&=#|%{}", c) != NULL ||
+		if (!isgraph(c) || strchr("&;=#|%{}", c) != NULL ||
 		    (c == '*' && i + 1 != len))
 			return 0;
 	}
@@ -68,7 +70,7 @@ conf_key_set_names(const char *v, char *field, size_t size, char *err,
 			continue;
 		if (!name_ok(p, len)) {
 			snprintf(err, errlen, "\"%.*s\" is not a query "
-			    "parameter name or prefix* (no & = # | %% { }, "
+			    "parameter name or prefix* (no & ; = # | %% { }, "
 			    "'*' only last)", (int)(len < NAME_SHOW_MAX ? len :
 			    NAME_SHOW_MAX), p);
 			return -1;
@@ -97,6 +99,48 @@ conf_key_set_cookie(const char *v, char *field, size_t size, char *err,
 		if (!isgraph(c) || strchr("()<>@,;:\\\"/[]?={}", c) != NULL) {
 			snprintf(err, errlen, "\"%.*s\" is not a cookie name",
 			    NAME_SHOW_MAX, v);
+			return -1;
+		}
+	}
+	if (len >= size) {
+		snprintf(err, errlen, "must be at most %zu characters long",
+		    size - 1);
+		return -1;
+	}
+	memcpy(field, v, len + 1);
+	return 0;
+}
+
+int
+conf_key_set_header(const char *v, char *field, size_t size, char *err,
+    size_t errlen)
+{
+	/* Hop-by-hop fields never reach the origin (RFC 9110 7.6.1). */
+	static const struct { const char *name, *why; } refused[] = {
+		{ "Connection", HOP_BY_HOP }, { "Keep-Alive", HOP_BY_HOP },
+		{ "Proxy-Authenticate", HOP_BY_HOP },
+		{ "Proxy-Authorization", HOP_BY_HOP },
+		{ "Proxy-Connection", HOP_BY_HOP }, { "TE", HOP_BY_HOP },
+		{ "Trailer", HOP_BY_HOP }, { "Transfer-Encoding", HOP_BY_HOP },
+		{ "Upgrade", HOP_BY_HOP },
+		{ "Host", "the fetch sends its own" },
+		{ "Cookie", "name the cookie in credential_cookie" },
+	};
+	size_t len = strlen(v);
+
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)v[i];
+
+		if (!isalnum(c) && strchr("!#$%&'*+-.^_`|~", c) == NULL) {
+			snprintf(err, errlen, "\"%.*s\" is not a field name",
+			    NAME_SHOW_MAX, v);
+			return -1;
+		}
+	}
+	for (size_t i = 0; i < ARRAY_LEN(refused); i++) {
+		if (strcasecmp(v, refused[i].name) == 0) {
+			snprintf(err, errlen, "must not be %s: %s",
+			    refused[i].name, refused[i].why);
 			return -1;
 		}
 	}
@@ -205,11 +249,14 @@ conf_key_check_route(const struct conf *c, const struct conf_route *r,
 	};
 	int n = 0;
 
-	for (size_t i = 0; i < ARRAY_LEN(credentials); i++) {
-		if (fields_name(r->key_headers, credentials[i])) {
+	for (size_t i = 0; i <= ARRAY_LEN(credentials); i++) {
+		const char *name = i < ARRAY_LEN(credentials) ?
+		    credentials[i] : r->credential_header;
+
+		if (fields_name(r->key_headers, name)) {
 			snprintf(err, errlen, "key_headers must not name %s: a "
 			    "credential is keyed only as a digest (cache_"
-			    "authorized = per-credential)", credentials[i]);
+			    "authorized = per-credential)", name);
 			return -1;
 		}
 	}
@@ -224,6 +271,12 @@ conf_key_check_route(const struct conf *c, const struct conf_route *r,
 	}
 	if (r->graphql && !r->cache_post) {
 		snprintf(err, errlen, "graphql = on needs cache_post = on");
+		return -1;
+	}
+	if (strcasecmp(r->credential_header, CONF_CREDENTIAL_HEADER) != 0 &&
+	    r->cache_authorized != CONF_AUTHZ_CREDENTIAL) {
+		snprintf(err, errlen, "credential_header needs "
+		    "cache_authorized = " PER_CREDENTIAL);
 		return -1;
 	}
 	if (r->credential_cookie[0] != '\0' &&

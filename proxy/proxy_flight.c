@@ -26,7 +26,6 @@
  */
 
 #include <assert.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -603,7 +602,8 @@ flight_done(struct flight *fl)
 	waitlist_refuse_peers(&fl->waiters, &fl->v);
 	dict_del(px->flights, fl->key);
 	TAILQ_REMOVE(&px->flight_list, fl, link);
-	probe_rush(px, fl->route, &fl->waiters, &fl->v, fl->lead_streamed);
+	probe_rush(px, fl->route, &fl->rt, &fl->waiters, &fl->v,
+	    fl->lead_streamed);
 	cache_op_cancel(&fl->op);
 	stream_free(&fl->stream);
 	entry_unref(&fl->v.entry);

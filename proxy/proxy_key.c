@@ -5,13 +5,15 @@
  * and writes a struct req_key; cache_keyrule.c builds the key itself.
  * Calls cache/ (pure key code), proxy_hdr.c and conf/.
  *
- * Per-credential keys hold an HMAC of every Authorization line and of the
+ * Per-credential keys hold an HMAC of every line of the route's
+ * credential_header (Authorization by default) and of the
  * credential_cookie's values, keyed with the key secret. What the fetch
- * sends must not vary with what the key ignores: it carries those
- * Authorization lines and, of the cookies, only that one (none without
- * credential_cookie).
+ * sends must not vary with what the key ignores: it carries those lines,
+ * of the cookies only that one (none without credential_cookie), and no
+ * Authorization unless it is the credential header.
  */
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,21 +101,40 @@ key_headers(const struct conf_route *rt, const struct evkeyvalq *in,
 	return 0;
 }
 
+/*
+ * Is a POST on a graphql route read as its body says? Not when its target
+ * has a query (express-graphql reads ?query= before the body) or its one
+ * Content-Type is not JSON's (the server may read it otherwise).
+ */
+static int
+graphql_request(const struct evkeyvalq *in, const char *query)
+{
+	char buf[CONF_FIELDS_MAX];
+	int lines;
+	const char *ctype = hdr_join(in, "Content-Type", buf, sizeof(buf),
+	    &lines);
+
+	return query == NULL && lines == 1 && graphql_media_type(ctype);
+}
+
 /* The body's digest (b=, or g= for a GraphQL query) into hex: 0, or -1
  * when it is not cached (too long, not a query). */
 static int
 body_digest(const struct conf *c, const struct conf_route *rt,
-    struct evhttp_request *ev, struct req_key *k, char *hex)
+    struct evhttp_request *ev, const char *query, struct req_key *k,
+    char *hex)
 {
 	struct evbuffer *in = evhttp_request_get_input_buffer(ev);
-	const char *ctype = evhttp_find_header(
-	    evhttp_request_get_input_headers(ev), "Content-Type");
+	const struct evkeyvalq *hdrs = evhttp_request_get_input_headers(ev);
+	const char *ctype = evhttp_find_header(hdrs, "Content-Type");
 	size_t len = evbuffer_get_length(in);
 	const char *body = len > 0 ? (const char *)evbuffer_pullup(in, -1) : "";
 	struct keyrule_digest d;
 	char norm[CONF_FIELDS_MAX];
 
 	if ((int64_t)len > rt->post_max_body || (len > 0 && body == NULL))
+		return -1;
+	if (rt->graphql && !graphql_request(hdrs, query))
 		return -1;
 	k->spec.method = "POST";
 	k->spec.body = body;
@@ -166,6 +187,13 @@ cookie_values(const char *line, const char *name, struct keyrule_digest *d,
 	}
 }
 
+/* Is the route's credential header Authorization (the default)? */
+static int
+authorization_keyed(const struct conf_route *rt)
+{
+	return strcasecmp(rt->credential_header, CONF_CREDENTIAL_HEADER) == 0;
+}
+
 /* The credential's digest into hex, if the request has one (else hex is
  * ""), and the Cookie its fetch sends. 0, or -1 on no memory. */
 static int
@@ -176,12 +204,21 @@ credential_digest(const struct conf *c, const struct conf_route *rt,
 	const struct evkeyval *h;
 	struct evbuffer *cookie = evbuffer_new();
 	int parts = 0, ncookies = 0;
+	char name[CONF_HEADER_NAME_MAX];
 
 	if (cookie == NULL)
 		return -1;
 	keyrule_digest_init(&d, c->key_secret, c->key_secret_len, "credential");
+	if (!authorization_keyed(rt)) {
+		/* The same value in another header is another credential
+		 * (Authorization's digests stay as they were). */
+		for (size_t i = 0; i < sizeof(name); i++)
+			name[i] = (char)tolower((unsigned char)
+			    rt->credential_header[i]);
+		keyrule_digest_part(&d, name, strlen(name));
+	}
 	TAILQ_FOREACH(h, in, next) {
-		if (strcasecmp(h->key, "Authorization") == 0) {
+		if (strcasecmp(h->key, rt->credential_header) == 0) {
 			keyrule_digest_part(&d, "a", 1);
 			keyrule_digest_part(&d, h->value, strlen(h->value));
 			parts++;
@@ -240,7 +277,7 @@ key_of_request(const struct conf *c, const struct conf_route *rt,
 	if (rule_query(rt, query, &q) == -1)
 		return KEY_NOMEM;
 	kp.query = q != NULL ? q : query;
-	if (post && (!rt->cache_post || body_digest(c, rt, ev, k,
+	if (post && (!rt->cache_post || body_digest(c, rt, ev, query, k,
 	    body_hex) == -1)) {
 		v = cache_key_for(host, path, kp.query, rt->sort_query,
 		    k->key) == 0 ? KEY_METHOD : KEY_NOMEM;
@@ -367,9 +404,11 @@ fetch_drop(struct fetch_kept *k)
 	k->body_len = 0;
 }
 
-/* With per-credential keys, only the Cookie the key holds (or none). */
+/* With per-credential keys, only the Cookie the key holds (or none),
+ * and Authorization only when it is the credential keyed. */
 static void
-fetch_headers(const struct fetch_spec *spec, struct evkeyvalq *dst)
+fetch_headers(const struct fetch_spec *spec, const struct conf_route *rt,
+    struct evkeyvalq *dst)
 {
 	if (spec == NULL || spec->cookie == NULL)
 		return;
@@ -377,6 +416,9 @@ fetch_headers(const struct fetch_spec *spec, struct evkeyvalq *dst)
 		;
 	if (spec->cookie[0] != '\0')
 		evhttp_add_header(dst, "Cookie", spec->cookie);
+	while (!authorization_keyed(rt) &&
+	    evhttp_remove_header(dst, "Authorization") == 0)
+		;
 }
 
 int
@@ -387,7 +429,7 @@ fetch_shared_headers(struct waiter *w, const struct conf_route *rt,
 	    HDR_DROP_ENCODING | (rt->cache_authorized ? 0 : HDR_DROP_CREDENTIALS);
 
 	w->ops->forward(w, dst, flags);
-	fetch_headers(w->spec, dst);
+	fetch_headers(w->spec, rt, dst);
 	return rt->cache_authorized == CONF_AUTHZ_ON &&
 	    evhttp_find_header(w->headers, "Authorization") != NULL;
 }

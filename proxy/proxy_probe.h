@@ -12,8 +12,9 @@
 #include "proxy/proxy.h"
 #include "proxy/proxy_waitlist.h"
 
-/* waitlist_rush(list, v, lead_gone), timed into px's figures for route. */
-void	probe_rush(struct proxy *px, int route, struct waiters *list,
-	    const struct verdict *v, int lead_gone);
+/* waitlist_rush(list, v, ..., lead_gone) with the variant ids of route
+ * rt's keying (proxy_vary.h), timed into px's figures for route. */
+void	probe_rush(struct proxy *px, int route, const struct conf_route *rt,
+	    struct waiters *list, const struct verdict *v, int lead_gone);
 
 #endif

@@ -297,8 +297,10 @@ refresh_vary(struct refresh *rf)
 	const char *spec = hdr_join(&rf->rep.entry->headers, "Vary", buf,
 	    sizeof(buf), &lines);
 	struct cache_entry *m;
+	struct vary_keying vk;
 
-	if (spec == NULL || lines < 0 || !vary_relevant(spec))
+	vary_keying(rf->px->conf, &rf->rt, &vk);
+	if (spec == NULL || lines < 0 || !vary_relevant(spec, &vk))
 		return 0;
 	snprintf(rf->rep.vary, sizeof(rf->rep.vary), "%s", spec);
 	snprintf(base, sizeof(base), "%.*s", (int)strcspn(rf->key, "\n"),
@@ -306,7 +308,7 @@ refresh_vary(struct refresh *rf)
 	if (strchr(rf->key, '\n') != NULL) {
 		snprintf(rf->rep.variant, sizeof(rf->rep.variant), "%s", rf->key);
 	} else {
-		vary_id(spec, &rf->headers, id);
+		vary_id(spec, &rf->headers, &vk, id);
 		snprintf(rf->rep.variant, sizeof(rf->rep.variant), "%s\n%s", base, id);
 	}
 	vary_learn(rf->px, base, spec);
@@ -729,7 +731,7 @@ revalidate(struct refresh *rf, struct cache_entry *base)
 /*
  * It copies what it needs from a and keeps no pointer to its starter
  * (only cb's arg). a->base, if any, is revalidated: its ETag and
- * Last-Modified are sent.
+ * Last-Modified are sent (not with a POST: its refresh is unconditional).
  */
 struct refresh *
 refresh_start(struct proxy *px, const struct refresh_args *a,
@@ -773,7 +775,9 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	if (fetch_keep_again(&rf->sent, a->fetch, base != NULL ? base->request :
 	    NULL, base != NULL ? base->request_len : 0) == -1)
 		goto fail;
-	if (base != NULL && base->status == 200 && a->mode == RF_LOCKED)
+	/* A POST's validators mean nothing (RFC 9110 13.1: 412, not 304). */
+	if (base != NULL && base->status == 200 && a->mode == RF_LOCKED &&
+	    strcmp(rf->sent.method, "POST") != 0)
 		revalidate(rf, base);
 	if (base != NULL && cb == NULL)	/* see proxy_hit.h */
 		base->refresh_asked_ms = util_mono_us() / 1000;

@@ -639,7 +639,7 @@ req_join(struct req *req)
 		if (req->hand_kind == HAND_PASS)
 			return REQ_PASS;
 		/* Its key varies: on to its own variant. */
-		vary_variant(req->key, req->hand_vary,
+		vary_variant(req->px, &req->rt, req->key, req->hand_vary,
 		    evhttp_request_get_input_headers(req->ev));
 		req->hand_vary = NULL;
 	}
@@ -719,7 +719,7 @@ recv_decide(struct req *req, const char *path)
 		break;
 	}
 	req->waiter.spec = &req->rk.spec;
-	vary_key(px, req->key, evhttp_request_get_input_headers(req->ev));
+	vary_key(px, rt, req->key, evhttp_request_get_input_headers(req->ev));
 	return near_hit(req, rt) ? REQ_DELIVER : REQ_JOIN;
 }
 

@@ -1,6 +1,7 @@
 /*
  * Vary: the variant id of a request, and what each key of this process is
- * known to vary on (px->vary). Calls common/dict.c only.
+ * known to vary on (px->vary). Calls common/dict.c, and cache/ for the
+ * digest of a credential's value.
  */
 
 #include <ctype.h>
@@ -13,7 +14,10 @@
 #include <event2/http.h>
 
 #include "cache/cache_entry.h"
+#include "cache/cache_keyrule.h"
 #include "common/dict.h"
+#include "common/util.h"
+#include "conf/conf.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_vary.h"
 
@@ -26,14 +30,46 @@
 #define VARIANT_HASH_INIT	1469598103934665603ULL
 #define VARIANT_HASH_PRIME	1099511628211ULL
 
+/* The fields whose values are credentials. */
+static const char *const credential_fields[] = {
+	"Authorization", "Proxy-Authorization", "Cookie",
+};
+
+static int
+name_is(const char *name, size_t n, const char *word)
+{
+	return strlen(word) == n && strncasecmp(name, word, n) == 0;
+}
+
+static int
+credential_field(const char *name, size_t n)
+{
+	for (size_t i = 0; i < ARRAY_LEN(credential_fields); i++)
+		if (name_is(name, n, credential_fields[i]))
+			return 1;
+	return 0;
+}
+
+void
+vary_keying(const struct conf *c, const struct conf_route *rt,
+    struct vary_keying *vk)
+{
+	vk->secret = c->key_secret_len > 0 ? c->key_secret : NULL;
+	vk->secret_len = c->key_secret_len;
+	vk->keyed_header = rt != NULL &&
+	    rt->cache_authorized == CONF_AUTHZ_CREDENTIAL ?
+	    rt->credential_header : NULL;
+}
+
 /*
  * The next header name of a Vary list at *p that tells variants apart,
  * with its length in *n, or NULL at the end; *p moves past it.
  * Accept-Encoding never does: Corral asks the upstream for identity and
- * stores only that.
+ * stores only that. Nor does, on a per-credential route, a credential:
+ * the key holds the one the fetch sends.
  */
 static const char *
-vary_next(const char **p, size_t *n)
+vary_next(const char **p, size_t *n, const struct vary_keying *vk)
 {
 	const char *name;
 
@@ -43,19 +79,22 @@ vary_next(const char **p, size_t *n)
 		name = *p;
 		*n = strcspn(name, ", \t");
 		*p += *n;
-		if (*n > 0 && !(*n == 15 &&
-		    strncasecmp(name, "accept-encoding", 15) == 0))
-			return name;
+		if (*n == 0 || name_is(name, *n, "Accept-Encoding"))
+			continue;
+		if (vk->keyed_header != NULL && (credential_field(name, *n) ||
+		    name_is(name, *n, vk->keyed_header)))
+			continue;
+		return name;
 	}
 	return NULL;
 }
 
 int
-vary_relevant(const char *spec)
+vary_relevant(const char *spec, const struct vary_keying *vk)
 {
 	size_t n;
 
-	return vary_next(&spec, &n) != NULL;
+	return vary_next(&spec, &n, vk) != NULL;
 }
 
 static uint64_t
@@ -68,24 +107,43 @@ fnv(uint64_t h, const char *s, size_t n, int fold)
 	return h;
 }
 
+/* A credential's value as ID holds it: its HMAC's hex digits. */
+static void
+keyed_value(const struct vary_keying *vk, const char *v,
+    char hex[KEYRULE_DIGEST_HEX + 1])
+{
+	struct keyrule_digest d;
+
+	keyrule_digest_init(&d, vk->secret, vk->secret_len, "vary");
+	keyrule_digest_part(&d, v, strlen(v));
+	keyrule_digest_hex(&d, hex);
+}
+
 void
 vary_id(const char *spec, const struct evkeyvalq *headers,
-    char out[CACHE_VARIANT_MAX])
+    const struct vary_keying *vk, char out[CACHE_VARIANT_MAX])
 {
 	uint64_t h = VARIANT_HASH_INIT;
 	const struct evkeyval *kv;
 	const char *name;
+	char hex[KEYRULE_DIGEST_HEX + 1];
 	size_t n;
 
-	while ((name = vary_next(&spec, &n)) != NULL) {
+	while ((name = vary_next(&spec, &n, vk)) != NULL) {
+		int keyed = vk->secret != NULL && credential_field(name, n);
+
 		h = fnv(h, name, n, 1);
 		h = fnv(h, "\0", 1, 0);
 		TAILQ_FOREACH(kv, headers, next) {
-			if (strlen(kv->key) == n &&
-			    strncasecmp(kv->key, name, n) == 0) {
+			if (!name_is(name, n, kv->key))
+				continue;
+			if (keyed) {
+				keyed_value(vk, kv->value, hex);
+				h = fnv(h, hex, strlen(hex), 0);
+			} else {
 				h = fnv(h, kv->value, strlen(kv->value), 0);
-				h = fnv(h, ",", 1, 0);
 			}
+			h = fnv(h, ",", 1, 0);
 		}
 		h = fnv(h, "\1", 1, 0);
 	}
@@ -111,13 +169,13 @@ vary_learn(struct proxy *px, const char *key, const char *spec)
 }
 
 void
-vary_key(struct proxy *px, char key[FLOW_KEY_MAX + 1],
-    const struct evkeyvalq *headers)
+vary_key(struct proxy *px, const struct conf_route *rt,
+    char key[FLOW_KEY_MAX + 1], const struct evkeyvalq *headers)
 {
 	const char *spec = dict_get(px->vary, key);
 
 	if (spec != NULL && strchr(key, '\n') == NULL)
-		vary_variant(key, spec, headers);
+		vary_variant(px, rt, key, spec, headers);
 }
 
 int
@@ -127,13 +185,16 @@ vary_is_marker(const struct cache_entry *e)
 }
 
 void
-vary_variant(char key[FLOW_KEY_MAX + 1], const char *spec,
+vary_variant(struct proxy *px, const struct conf_route *rt,
+    char key[FLOW_KEY_MAX + 1], const char *spec,
     const struct evkeyvalq *headers)
 {
 	char id[CACHE_VARIANT_MAX];
 	size_t base = strcspn(key, "\n");
+	struct vary_keying vk;
 
-	vary_id(spec, headers, id);
+	vary_keying(px->conf, rt, &vk);
+	vary_id(spec, headers, &vk, id);
 	snprintf(key + base, FLOW_KEY_MAX + 1 - base, "\n%s", id);
 }
 

@@ -6,6 +6,13 @@
  * where ID hashes the request's values of the headers it varies on; a
  * marker at K names them. Each process remembers K's Vary (px->vary) so
  * that later requests go straight to their variant.
+ *
+ * A credential's value (Authorization, Proxy-Authorization, Cookie) goes
+ * into ID as its HMAC keyed with the key secret, when there is one, so
+ * that a key in Redis cannot be tested against a guessed token; without
+ * a secret, as it is. On a per-credential route the key holds the
+ * credential already, and the fetch sends no other: those fields are left
+ * out of ID (a Vary on them alone makes no variants).
  */
 
 #include <event2/keyvalq_struct.h>
@@ -14,25 +21,43 @@
 #include "proxy/proxy_flow.h"
 
 struct cache_entry;
+struct conf;
+struct conf_route;
 struct proxy;
 
+/* How a route's variant ids hold credentials. Its pointers are c's and
+ * rt's: made afresh for each use. */
+struct vary_keying {
+	const void	*secret;	/* credentials' values as their HMAC;
+					 * NULL: as they are */
+	size_t		 secret_len;
+	const char	*keyed_header;	/* per-credential: its credential
+					 * header (with Authorization,
+					 * Proxy-Authorization and Cookie)
+					 * left out; NULL: none */
+};
+
+/* The keying of route rt (NULL: none) under configuration c. */
+void	vary_keying(const struct conf *c, const struct conf_route *rt,
+	    struct vary_keying *vk);
 /* Does spec name any header that tells variants apart? */
-int	vary_relevant(const char *spec);
+int	vary_relevant(const char *spec, const struct vary_keying *vk);
 /* The variant id of a request with these headers for a response that
  * varies on spec. */
 void	vary_id(const char *spec, const struct evkeyvalq *headers,
-	    char out[CACHE_VARIANT_MAX]);
+	    const struct vary_keying *vk, char out[CACHE_VARIANT_MAX]);
 /* Remembers what key's responses vary on (bounded). */
 void	vary_learn(struct proxy *px, const char *key, const char *spec);
-/* Appends "\nID" to key for a request with these headers, when key is
- * known to vary. */
-void	vary_key(struct proxy *px, char key[FLOW_KEY_MAX + 1],
-	    const struct evkeyvalq *headers);
+/* Appends "\nID" to key for a request with these headers on route rt,
+ * when key is known to vary. */
+void	vary_key(struct proxy *px, const struct conf_route *rt,
+	    char key[FLOW_KEY_MAX + 1], const struct evkeyvalq *headers);
 /* Does e only say what its key's responses vary on? */
 int	vary_is_marker(const struct cache_entry *e);
 /* Makes key (K, or a variant of K) the variant of K for a request with
- * these headers, for a response that varies on spec. */
-void	vary_variant(char key[FLOW_KEY_MAX + 1], const char *spec,
+ * these headers on route rt, for a response that varies on spec. */
+void	vary_variant(struct proxy *px, const struct conf_route *rt,
+	    char key[FLOW_KEY_MAX + 1], const char *spec,
 	    const struct evkeyvalq *headers);
 /* Forgets every key's Vary (px->vary is freed). */
 void	vary_free(struct proxy *px);

@@ -95,17 +95,18 @@ waitlist_next_round(struct waiters *list, const struct verdict *v)
 
 /* Would w get the variant the lead got? */
 static int
-same_variant(const struct verdict *v, const struct waiter *w)
+same_variant(const struct verdict *v, const struct waiter *w,
+    const struct vary_keying *vk)
 {
 	char id[CACHE_VARIANT_MAX];
 
-	vary_id(v->vary, w->headers, id);
+	vary_id(v->vary, w->headers, vk, id);
 	return strcmp(id, v->variant) == 0;
 }
 
 void
-waitlist_rush(struct waiters *list, const struct verdict *v, int lead_gone,
-    int64_t *first_us)
+waitlist_rush(struct waiters *list, const struct verdict *v,
+    const struct vary_keying *vk, int lead_gone, int64_t *first_us)
 {
 	struct waiter *w;
 	int lead = !lead_gone, handed = 0;
@@ -113,7 +114,7 @@ waitlist_rush(struct waiters *list, const struct verdict *v, int lead_gone,
 	while ((w = TAILQ_FIRST(list)) != NULL) {
 		TAILQ_REMOVE(list, w, flight_link);
 		if (v->redirect || (!lead && v->vary[0] != '\0' &&
-		    !same_variant(v, w)))
+		    !same_variant(v, w, vk)))
 			hand(w, v, HAND_VARIANT, OUT_NONE, NULL, 0);
 		else if (v->pass_all || (v->partial && v->entry != NULL) ||
 		    (!lead && !v->shareable))

@@ -13,6 +13,8 @@
 #include "cache/cache.h"
 #include "proxy/proxy_flow.h"
 
+struct vary_keying;
+
 /* A flight's answer, and how it applies to each waiter. */
 struct verdict {
 	enum outcome		 lead_outcome;
@@ -52,10 +54,11 @@ int	waitlist_interim(const struct waiters *list,
  * share the next fetch; the others (HEADs) leave it to fetch their own.
  * Did any stay? */
 int	waitlist_next_round(struct waiters *list, const struct verdict *v);
-/* Every waiter leaves list with its share of v; the first leads, unless
- * the lead had its answer already (lead_gone). *first_us: when the first
- * had been handed its share (monotonic), if any was. */
+/* Every waiter leaves list with its share of v (its variant's by vk);
+ * the first leads, unless the lead had its answer already (lead_gone).
+ * *first_us: when the first had been handed its share (monotonic), if
+ * any was. */
 void	waitlist_rush(struct waiters *list, const struct verdict *v,
-	    int lead_gone, int64_t *first_us);
+	    const struct vary_keying *vk, int lead_gone, int64_t *first_us);
 
 #endif

@@ -324,9 +324,8 @@ AUDIT = [
 
     # -- Vary (proxy/proxy_vary.c) ---------------------------------------------
     Mutant("audit_vary_accept_encoding_splits_variants", "proxy/proxy_vary.c",
-           "\t\tif (*n > 0 && !(*n == 15 &&\n"
-           "\t\t    strncasecmp(name, \"accept-encoding\", 15) == 0))\n",
-           "\t\tif (*n > 0)\n",
+           "\t\tif (*n == 0 || name_is(name, *n, \"Accept-Encoding\"))\n",
+           "\t\tif (*n == 0)\n",
            HTTP_SEMANTICS,
            "Vary: Accept-Encoding splits the cache per client encoding"),
 

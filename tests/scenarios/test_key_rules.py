@@ -8,7 +8,7 @@ and no answer is ever served to another credential."""
 import json
 import os
 
-from harness import HOST, expect, expect_eq, scenario, stampede, wait_for
+from harness import HOST, PREFIX, expect, expect_eq, raw_exchange, scenario, stampede, wait_for
 
 SECRET = "k3y-rules-test-secret-0123456789abcdef"
 TOKEN_A = "Bearer tokenAAAA.aaaa.1111"
@@ -78,6 +78,23 @@ def cache_busted_requests_for_one_page_cost_one_fetch(env):
     expect_eq((r.text, r.cache_status.fwd), ("page /page?id=7&_=6", "miss"),
               "after the purge: fetched")
     expect_eq(origin_total(origin, "/page"), 3, "origin requests after the purge")
+
+
+@scenario
+def a_semicolon_cannot_cloak_a_parameter_the_key_ignores(env):
+    """Origins that split on ';' read ?id=1&utm_x=a;id=666 as id=666: the
+    piece is kept in the key, so that answer is never served for id=1."""
+    redis, origin = env.redis(), env.origin()
+    origin.script("/page*", body="page {path}")
+    corral = env.corral(redis, origin, routes=BUSTED)
+    expect_eq(corral.get("/page?id=1").text, "page /page?id=1", "id=1")
+    r = corral.get("/page?id=1&utm_x=a;id=666")
+    expect_eq((r.text, r.cache_status.hit), ("page /page?id=1&utm_x=a;id=666", False),
+              "a ';' piece that is not all ignored: its own key")
+    r = corral.get("/page?id=1&utm_x=b;_=5")
+    expect_eq((r.text, r.cache_status.hit), ("page /page?id=1", True),
+              "a ';' piece all ignored: id=1's entry")
+    expect_eq(origin_total(origin, "/page"), 2, "origin requests")
 
 
 @scenario
@@ -246,6 +263,39 @@ def a_token_on_a_route_without_per_credential_keeps_todays_behaviour(env):
 
 
 @scenario
+def twenty_clients_per_api_key_cost_one_fetch_per_key(env):
+    """credential_header = X-API-Key: the key holds that header's digest,
+    and an Authorization the key does not hold is never sent upstream."""
+    redis, origin = env.redis(), env.origin()
+    origin.script("/me", delay_ms=400,
+                  body="key={h:X-API-Key} auth={h:Authorization} n={n}")
+    routes = {"/": {"cache_authorized": "per-credential", "credential_header": "X-API-Key",
+                    "lock_poll": "5s"}}
+    fleet = env.fleet(2, redis, origin, routes=routes, extra=with_secret(env))
+    key = ["key-AAAA-1111" if i % 4 < 2 else "key-BBBB-2222" for i in range(40)]
+    results = stampede(fleet, 40, "/me", headers=lambda i: {
+        "X-API-Key": key[i], "Authorization": f"Bearer other-{i}"})
+    expect_eq(origin.count("/me"), 2, "origin requests for 20 clients with A, 20 with B")
+    for i, r in enumerate(results):
+        expect(r.status == 200 and r.body.startswith(f"key={key[i]} auth= ".encode()),
+               f"client {i} ({key[i]}) got its own key's answer, fetched without "
+               f"Authorization: {r.body!r}")
+        expect_eq(r.cache_status.params.get("key"), "credential", f"client {i}'s key rule")
+    r = fleet[1].get("/me", {"X-API-Key": "key-AAAA-1111"})
+    expect(r.cache_status.hit and r.text.startswith("key=key-AAAA-1111 "),
+           f"a later request with A is a hit with A's answer: {r.cache_status.raw} {r.text}")
+    # Without the key: the URL's own entry, and no Authorization sent.
+    r = fleet[0].get("/me", {"Authorization": "Bearer tokenAAAA"})
+    expect_eq((r.text, r.cache_status.params.get("key")), ("key= auth= n=3", None),
+              "Authorization alone: the URL's entry, fetched without it")
+    r = fleet[1].get("/me", {"Authorization": "Bearer tokenBBBB"})
+    expect_eq(r.text, "key= auth= n=3", "another Authorization: the same URL entry")
+    keys = redis.keys("*")
+    expect(not any(s in k for k in keys for s in ("key-AAAA", "key-BBBB", "token")),
+           f"no credential in a Redis key: {keys}")
+
+
+@scenario
 def per_credential_needs_a_private_secret_file(env):
     routes = {"/": {"cache_authorized": "per-credential"}}
     cfg = env.config_file(
@@ -263,6 +313,60 @@ def per_credential_needs_a_private_secret_file(env):
     expect(p.returncode != 0 and "readable by others" in p.stderr,
            f"a secret others may read is refused: {p.stderr}")
     del routes
+
+
+# -- Vary on a credential ---------------------------------------------------------------
+
+def unkeyed_variant_id(spec, headers):
+    """The variant id a request once had: FNV-1a (proxy_vary.c's start) of
+    the Vary names and the raw values, a credential's included."""
+    h = 1469598103934665603
+
+    def fnv(h, data):
+        for b in data:
+            h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+        return h
+    for name in (n.strip() for n in spec.split(",")):
+        if not name or name.lower() == "accept-encoding":
+            continue
+        h = fnv(fnv(h, name.lower().encode()), b"\0")
+        for k, v in headers.items():
+            if k.lower() == name.lower():
+                h = fnv(fnv(h, v.encode()), b",")
+        h = fnv(h, b"\1")
+    return "%016x" % h
+
+
+@scenario
+def vary_on_a_credential_keeps_no_unkeyed_hash_of_it_in_redis(env):
+    """Vary: Authorization makes a variant per token. With a key secret its
+    id holds the token's HMAC, never a hash anyone can test guesses
+    against; on a per-credential route the key holds the token's digest
+    already, and no variant is made."""
+    redis, origin = env.redis(), env.origin()
+    origin.script("/v/*", body="user={h:Authorization} n={n}",
+                  headers={"Vary": "Authorization", "Cache-Control": "public"})
+    routes = {"/v/on/": {"cache_authorized": "on"},
+              "/v/pc/": {"cache_authorized": "per-credential"}}
+    corral = env.corral(redis, origin, routes=routes, extra=with_secret(env))
+    for path in ("/v/on/x", "/v/pc/x"):
+        for i, t in enumerate((TOKEN_A, TOKEN_B)):
+            r = corral.get(path, {"Authorization": t})
+            expect_eq(r.text, f"user={t} n={i + 1}", f"{path}: {t[:12]}'s own answer")
+        for i, t in enumerate((TOKEN_A, TOKEN_B)):
+            r = corral.get(path, {"Authorization": t})
+            expect_eq((r.text, r.cache_status.hit), (f"user={t} n={i + 1}", True),
+                      f"{path}: {t[:12]} again: a hit on its own")
+        expect_eq(origin.count(path), 2, f"{path}: one fetch per token")
+    keys = redis.keys("*")
+    ids = [unkeyed_variant_id("Authorization", {"Authorization": t}) for t in (TOKEN_A, TOKEN_B)]
+    expect(not any(i in k for k in keys for i in ids),
+           f"no unkeyed hash of a token in a Redis key: {ids} in {keys}")
+    on = [k.rpartition(":")[2] for k in keys if k.startswith(f"{PREFIX}{{{HOST}/v/on/x}}:entry:")]
+    expect(len(on) == 2 and all(len(i) == 16 for i in on),
+           f"the shared route stores a variant per token: {keys}")
+    expect(not any("/v/pc/x" in k and not k.endswith("}:entry") for k in keys),
+           f"the per-credential route makes no variants: {keys}")
 
 
 # -- POST queries -----------------------------------------------------------------------
@@ -340,3 +444,144 @@ def a_stale_post_entry_refreshes_in_the_background_with_its_stored_body(env):
     expect_eq(origin.path_stats("/graphql")["methods"], {"POST": 2}, "methods")
     wait_for(lambda: post(corral, "/graphql", stored).text == "gql n=2", 30,
              what="the refreshed entry")
+
+
+@scenario
+def a_post_entry_is_refreshed_without_validators(env):
+    """If-None-Match and If-Modified-Since mean nothing to a POST (RFC 9110
+    13.1: the origin answers 412, not 304): its refresh is unconditional,
+    even when the stored response has an ETag and a Last-Modified."""
+    redis, origin = env.redis(), env.origin()
+    origin.script("/graphql", body="gql n={n}", etag='"v1"',
+                  last_modified="Wed, 01 Jan 2025 00:00:00 GMT")
+    corral = env.corral(redis, origin, routes={
+        "/graphql": {"cache_post": "on", "graphql": "on", "ttl": "1s",
+                     "stale_while_revalidate": "60s"}})
+    body = gql(QUERY)
+    expect_eq(post(corral, "/graphql", body).text, "gql n=1", "priming query")
+    wait_for(lambda: post(corral, "/graphql", body).cache_status.stale, 30,
+             what="a stale hit")
+    wait_for(lambda: origin.count("/graphql") == 2, 30, what="the background refresh")
+    sent = origin.path_stats("/graphql")["requests"][-1]
+    expect(not any(k.lower() in ("if-none-match", "if-modified-since") for k in sent),
+           f"the refresh carries no validators: {sent}")
+    expect_eq(origin.path_stats("/graphql")["statuses"], {"200": 2}, "both answered whole")
+    wait_for(lambda: post(corral, "/graphql", body).text == "gql n=2", 30,
+             what="the refreshed entry")
+
+
+@scenario
+def an_early_refresh_of_a_post_entry_sends_its_stored_body(env):
+    """XFetch refreshes a hot entry before it goes stale: for a cached POST
+    with the body stored with the entry, not the body of the hit that
+    drew the refresh."""
+    redis, origin = env.redis(), env.origin()
+    origin.script("/graphql", delay_ms=200, body="gql n={n}")
+    corral = env.corral(redis, origin, routes={
+        "/graphql": {"cache_post": "on", "graphql": "on", "ttl": "10s",
+                     "early_refresh": "on", "early_refresh_beta": "100"}})
+    stored = gql(QUERY)
+    expect_eq(post(corral, "/graphql", stored).text, "gql n=1", "priming query")
+    other = json.dumps(dict(QUERY, extensions={"client": "other"}), indent=1).encode()
+
+    def drew():
+        r = post(corral, "/graphql", other)
+        expect((r.text, r.cache_status.hit, r.cache_status.stale) == ("gql n=1", True, False),
+               f"a fresh hit on the stored answer: {r.cache_status.raw} {r.text}")
+        return corral.counters("/graphql")["early_refreshes"] >= 1
+    wait_for(drew, 8, what="a hit that draws an early refresh")
+    wait_for(lambda: origin.count("/graphql") == 2, 30, what="the early refresh")
+    expect_eq(origin.path_stats("/graphql")["texts"], [stored.decode()] * 2,
+              "the origin got the stored body both times")
+    expect_eq(origin.path_stats("/graphql")["methods"], {"POST": 2}, "methods")
+    wait_for(lambda: post(corral, "/graphql", stored).text == "gql n=2", 30,
+             what="the refreshed entry")
+
+
+@scenario
+def the_access_log_names_the_rule_that_made_the_key(env):
+    log = os.path.join(env.workdir, "access.log")
+    redis, origin = env.redis(), env.origin()
+    origin.script("/*", body="n={n}")
+    routes = {"/me": {"cache_authorized": "per-credential"},
+              "/graphql": {"cache_post": "on", "graphql": "on"},
+              "/page": {"key_ignore_query": "_"}, "/": {}}
+    corral = env.corral(redis, origin, routes=routes,
+                        extra={"server": {"access_log": log, "key_secret_file": secret_file(env)}})
+    corral.get("/me", {"Authorization": TOKEN_A})
+    post(corral, "/graphql", gql(QUERY))
+    corral.get("/page?_=1")
+    corral.get("/plain")
+
+    def lines():
+        with open(log) as f:
+            got = f.read().splitlines()
+        return got if len(got) >= 4 else None
+    got = wait_for(lines, what="four access log lines")
+    want = [("/me", "key=credential"), ("/graphql", "key=graphql"),
+            ("/page?_=1", "key=query-rules")]
+    for (uri, key), line in zip(want, got):
+        expect(f" {uri} HTTP/1.1" in line and line.endswith(f" {key}"),
+               f"{uri}: the line ends in {key}: {line}")
+    expect(" /plain HTTP/1.1" in got[3] and " key=" not in got[3],
+           f"the URL's own key: no key= field: {got[3]}")
+    expect(not any("tokenAAAA" in line for line in got), "no token in the log")
+
+
+@scenario
+def graphql_member_names_that_parsers_read_otherwise_are_passed(env):
+    """A member name escaped ("qu\\u0065ry") or in another case ("QUERY")
+    is the query to some servers, whichever comes last: such a body is
+    passed every time, never stored or coalesced."""
+    redis, origin = env.redis(), env.origin()
+    origin.script("/graphql", body="gql n={n}")
+    corral = env.corral(redis, origin, routes=GRAPHQL)
+    bodies = [b'{"query":"{ a }","qu\\u0065ry":"mutation { x }"}',
+              b'{"query":"{ a }","QUERY":"mutation { x }"}',
+              b'{"query":"{ a }","v\\u0061riables":{"id":"7"}}']
+    n = 0
+    for body in bodies:
+        for i in range(2):
+            n += 1
+            r = post(corral, "/graphql", body)
+            expect_eq((r.text, r.cache_status.fwd), (f"gql n={n}", "method"),
+                      f"{body!r} {i}: sent, not cached")
+    expect_eq(origin.path_stats("/graphql")["texts"],
+              [b.decode() for b in bodies for _ in range(2)], "each body sent as it came")
+    counters = corral.counters("/graphql")
+    expect_eq((counters["key_graphql_stores"], counters["post_passed"]), (0, n),
+              "nothing stored, every one passed")
+    expect(not [k for k in redis.keys("*") if "graphql" in k],
+           f"nothing in Redis for them: {redis.keys('*')}")
+
+
+@scenario
+def graphql_post_with_a_query_string_or_another_type_is_passed(env):
+    """express-graphql reads ?query= ahead of the body, and a body sent as
+    another type may be read otherwise: only application/json (charset
+    utf-8) without a query string is keyed on its body."""
+    redis, origin = env.redis(), env.origin()
+    origin.script("/graphql*", body="gql n={n}")
+    corral = env.corral(redis, origin, routes=GRAPHQL)
+    body = gql(QUERY)
+    for i in range(2):
+        r = post(corral, "/graphql?query=mutation%7Bx%7D", body)
+        expect_eq(r.cache_status.fwd, "method", f"with a query string {i}: passed")
+    for ctype in ("text/plain", "application/graphql", "application/json; charset=utf-16",
+                  "application/x-www-form-urlencoded", "application/json, text/plain"):
+        r = post(corral, "/graphql", body, {"Content-Type": ctype})
+        expect_eq(r.cache_status.fwd, "method", f"as {ctype}: passed")
+    r = corral.get("/graphql", {}, method="POST", body=body)
+    expect_eq(r.cache_status.fwd, "method", "no Content-Type: passed")
+    twice = (f"POST /graphql HTTP/1.1\r\nHost: {HOST}\r\nConnection: close\r\n"
+             f"Content-Type: application/json\r\nContent-Type: text/plain\r\n"
+             f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+    r = raw_exchange(corral.host, corral.port, twice)
+    expect_eq((r.status, r.cache_status.fwd), (200, "method"), "two Content-Types: passed")
+    expect_eq(origin_total(origin, "/graphql"), 9, "every one sent")
+    for i in range(2):
+        r = post(corral, "/graphql", body, {"Content-Type": "Application/JSON; charset=UTF-8"})
+        expect_eq((r.text, r.cache_status.hit), ("gql n=8", i == 1),
+                  f"application/json with a charset {i}: cached")
+    expect_eq(origin_total(origin, "/graphql"), 10, "one fetch for those")
+    expect_eq(corral.counters("/graphql")["post_passed"], 9, "the others passed")

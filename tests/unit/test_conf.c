@@ -986,7 +986,7 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 		"balance", "first_byte_timeout",
 		"max_requests_per_server", "max_fails", "fail_timeout",
 		"health_path", "health_interval", "health_timeout",
-		"health_status", "health_rise", "upstream",
+		"health_status", "health_rise", "upstream", "credential_header",
 	};
 	char *out = NULL;
 	size_t len;
@@ -1000,7 +1000,7 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
 	/* timeout and max_body_bytes are in two sections */
-	CHECK(count_lines(out) == 1 + 83);
+	CHECK(count_lines(out) == 1 + 84);
 	{	/* the restart-only keys (conf_restart.c) are each a key */
 		int marked = 0;
 
@@ -1277,6 +1277,52 @@ t_key_rule_keys_parse_and_check_each_other(void)
 	CHECK(load("[route /]\ncredential_cookie = a;b\n") == 1);
 	CHECK(load("[route /]\ncache_authorized = yes\n") == 0);
 	CHECK(cf.routes[0].cache_authorized == CONF_AUTHZ_ON);
+	CHECK_STR(cf.routes[0].credential_header, "Authorization");
+	CHECK(load("[route /]\nkey_ignore_query = a;b\n") == 1);
+	CHECK(has_error(2, "key_ignore_query: \"a;b\" is not a query"));
+}
+
+/* credential_header: one field name that reaches the origin, only where
+ * the key holds it, and never keyed in clear. */
+static void
+t_credential_header_is_a_field_the_origin_sees(void)
+{
+	static const char *const refused[] = {
+		"Connection", "keep-alive", "Proxy-Authorization", "TE",
+		"Trailer", "Transfer-Encoding", "Upgrade", "Proxy-Connection",
+		"Proxy-Authenticate", "host", "Cookie",
+	};
+	char text[TEXT_MAX];
+	const char *sf;
+
+	sf = secret_file("a-secret-of-32-bytes-0123456789a\n", 0600);
+	snprintf(text, sizeof(text), "[server]\nkey_secret_file = %s\n"
+	    "[route /]\ncache_authorized = per-credential\n"
+	    "credential_header = X-API-Key\ncredential_cookie = sid\n", sf);
+	CHECK(load(text) == 0);
+	CHECK_STR(cf.routes[0].credential_header, "X-API-Key");
+	CHECK(load("[route /]\ncredential_header = X-API-Key\n") == 1);
+	CHECK(has_error(1, "[route /]: credential_header needs "
+	    "cache_authorized = per-credential"));
+	CHECK(load("[route /]\ncredential_header = authorization\n") == 0);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		snprintf(text, sizeof(text), "[route /]\ncredential_header = "
+		    "%s\n", refused[i]);
+		CHECK(load(text) == 1);
+		CHECK(has_error(2, "credential_header: must not be "));
+	}
+	CHECK(has_error(2, "credential_header: must not be Cookie: name the "
+	    "cookie in credential_cookie"));
+	CHECK(load("[route /]\ncredential_header = X API\n") == 1);
+	CHECK(has_error(2, "credential_header: \"X API\" is not a field name"));
+	CHECK(load("[route /]\ncredential_header =\n") == 1);
+	CHECK(has_error(2, "credential_header: missing value"));
+	snprintf(text, sizeof(text), "[server]\nkey_secret_file = %s\n"
+	    "[route /]\ncache_authorized = per-credential\n"
+	    "credential_header = X-API-Key\nkey_headers = x-api-key\n", sf);
+	CHECK(load(text) == 1);
+	CHECK(has_error(3, "[route /]: key_headers must not name X-API-Key"));
+	unlink(sf);
 }
 
 int
@@ -1328,6 +1374,7 @@ main(void)
 	RUN(t_hosts_allow_listed_names_on_listed_ports);
 	RUN(t_redis_mode_checks_addresses_and_master_name);
 	RUN(t_key_rule_keys_parse_and_check_each_other);
+	RUN(t_credential_header_is_a_field_the_origin_sees);
 	free(errs);
 	return unit_exit();
 }

@@ -129,6 +129,29 @@ t_ignored_parameters_are_dropped_and_the_rest_keep_their_order(void)
 	    !keyrule_listed("a, b*", "aa", 2));
 }
 
+/*
+ * Origins that split on ';' as well as '&' read "utm_x=a;id=666" as two
+ * parameters: a piece is dropped only when all of its ';' parts are, and
+ * kept whole otherwise (an origin that splits on '&' alone reads it as
+ * one).
+ */
+static void
+t_semicolons_cannot_cloak_a_parameter_the_key_drops(void)
+{
+	const char *ign = "_, utm_*";
+
+	CHECK_STR(filtered("id=1&utm_x=a;id=666", ign, NULL),
+	    "id=1&utm_x=a;id=666");
+	CHECK_STR(filtered("id=1&utm_x=a;_=2", ign, NULL), "id=1");
+	CHECK_STR(filtered("id=1;utm_x=a&_=3", ign, NULL), "id=1;utm_x=a");
+	CHECK_STR(filtered("id=1&utm_x=a;", ign, NULL), "id=1");
+	CHECK_STR(filtered("id=1&;utm_x=a", ign, NULL), "id=1&;utm_x=a");
+	/* key_query: a piece with a listed part counts, whole. */
+	CHECK_STR(filtered("x=2;id=5&y=1", NULL, "id"), "x=2;id=5");
+	CHECK_STR(filtered("x=2;y=5&id=1", NULL, "id"), "id=1");
+	CHECK_STR(filtered("a=1;b=2", "", NULL), "a=1;b=2");
+}
+
 static void
 build(const struct key_parts *kp, char *key, char *tag)
 {
@@ -319,6 +342,79 @@ t_graphql_tells_queries_from_mutations_and_subscriptions(void)
 	CHECK(gql("{\"query\": \"{ a }\", \"x\": tru}", h) == GRAPHQL_INVALID);
 }
 
+/*
+ * Parsers that let the last of two members win read the member names
+ * decoded, and some (Go's encoding/json, .NET's web defaults) regardless
+ * of case: a top-level name that is not plain, or that is a known name in
+ * another case, leaves the body uncached, whichever member comes first.
+ */
+static void
+t_graphql_member_names_cannot_hide_a_second_query(void)
+{
+	char h[KEYRULE_DIGEST_HEX + 1];
+
+	CHECK(gql("{\"query\":\"{ a }\",\"qu\\u0065ry\":\"mutation { x }\"}",
+	    h) == GRAPHQL_INVALID);
+	CHECK(gql("{\"qu\\u0065ry\":\"mutation { x }\",\"query\":\"{ a }\"}",
+	    h) == GRAPHQL_INVALID);
+	CHECK(gql("{\"query\":\"{ a }\",\"QUERY\":\"mutation { x }\"}", h) ==
+	    GRAPHQL_INVALID);
+	CHECK(gql("{\"Query\":\"mutation { x }\"}", h) == GRAPHQL_INVALID);
+	CHECK(gql("{\"query\":\"{ a }\",\"v\\u0061riables\":{\"id\":1}}", h) ==
+	    GRAPHQL_INVALID);
+	CHECK(gql("{\"query\":\"query A { a } query B { b }\","
+	    "\"operationName\":\"A\",\"operation\\u004eame\":\"B\"}", h) ==
+	    GRAPHQL_INVALID);
+	CHECK(gql("{\"query\":\"{ a }\",\"operationname\":\"B\"}", h) ==
+	    GRAPHQL_INVALID);
+	CHECK(gql("{\"query\":\"{ a }\",\"ext\xc3\xa9\":1}", h) ==
+	    GRAPHQL_INVALID);
+	/* Escapes in values are decoded, and other members still pass. */
+	CHECK(gql("{\"query\":\"{ \\u0061 }\",\"extensions\":{\"p\\u0071\":1}}",
+	    h) == GRAPHQL_QUERY);
+}
+
+/* graphql-js runs a document's only operation for an absent or null
+ * operationName, and none for "": "" is another key. */
+static void
+t_graphql_empty_operation_name_is_not_an_absent_one(void)
+{
+	char a[KEYRULE_DIGEST_HEX + 1], b[KEYRULE_DIGEST_HEX + 1];
+	char c[KEYRULE_DIGEST_HEX + 1];
+
+	CHECK(gql("{\"query\":\"{ a }\"}", a) == GRAPHQL_QUERY);
+	CHECK(gql("{\"query\":\"{ a }\",\"operationName\":null}", b) ==
+	    GRAPHQL_QUERY);
+	CHECK_STR(a, b);
+	CHECK(gql("{\"query\":\"{ a }\",\"operationName\":\"\"}", c) ==
+	    GRAPHQL_QUERY);
+	CHECK(strcmp(a, c) != 0);
+	CHECK(gql("{\"query\":\"{ a }\",\"operationName\":\"Q\"}", b) ==
+	    GRAPHQL_QUERY);
+	CHECK(strcmp(b, c) != 0 && strcmp(a, b) != 0);
+}
+
+/* GraphQL over HTTP: requests are application/json (charset utf-8). */
+static void
+t_graphql_bodies_are_read_only_as_json(void)
+{
+	CHECK(graphql_media_type("application/json"));
+	CHECK(graphql_media_type("Application/JSON"));
+	CHECK(graphql_media_type("application/json; charset=utf-8"));
+	CHECK(graphql_media_type(" application/json ;charset=\"UTF-8\" "));
+	CHECK(!graphql_media_type(NULL));
+	CHECK(!graphql_media_type(""));
+	CHECK(!graphql_media_type("application/graphql"));
+	CHECK(!graphql_media_type("application/graphql-response+json"));
+	CHECK(!graphql_media_type("application/jsonx"));
+	CHECK(!graphql_media_type("application/x-www-form-urlencoded"));
+	CHECK(!graphql_media_type("text/plain"));
+	CHECK(!graphql_media_type("application/json; charset=utf-16"));
+	CHECK(!graphql_media_type("application/json; charset=utf-8; a=b"));
+	CHECK(!graphql_media_type("application/json; boundary=x"));
+	CHECK(!graphql_media_type("application/json, text/plain"));
+}
+
 static void
 t_graphql_keys_on_query_operation_and_variables_only(void)
 {
@@ -353,11 +449,15 @@ main(void)
 	RUN(t_sha256_matches_the_published_vectors);
 	RUN(t_hmac_sha256_matches_rfc_4231);
 	RUN(t_ignored_parameters_are_dropped_and_the_rest_keep_their_order);
+	RUN(t_semicolons_cannot_cloak_a_parameter_the_key_drops);
 	RUN(t_same_inputs_make_the_same_key_and_the_url_part_comes_first);
 	RUN(t_header_values_are_normalised_and_escaped);
 	RUN(t_long_parts_keep_the_key_bounded_and_distinct);
 	RUN(t_the_credential_is_keyed_only_as_a_digest);
 	RUN(t_graphql_tells_queries_from_mutations_and_subscriptions);
 	RUN(t_graphql_keys_on_query_operation_and_variables_only);
+	RUN(t_graphql_member_names_cannot_hide_a_second_query);
+	RUN(t_graphql_empty_operation_name_is_not_an_absent_one);
+	RUN(t_graphql_bodies_are_read_only_as_json);
 	return unit_exit();
 }
