@@ -396,3 +396,32 @@ def maintenance_serves_what_is_stored_and_spares_the_origin(env):
     expect_eq(b.get("/nothing", {"Host": HOST}).status, 503, "not stored, origin stopped")
     expect_eq(b.stats()["total"]["upstream_errors"], 0, "no upstream error: nothing was sent")
     maint(a, "/", "normal")
+
+
+@scenario
+def maintenance_covers_every_spelling_of_its_route(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("*", body="{path} v{n}")
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}})
+    # Kept plain, like the paths it is matched against.
+    expect_eq(maint(corral, "/%6D//", "avoid")["route"], "/m/", "the route, kept plain")
+    wait_for(lambda: [m["route"] for m in corral.stats()["maintenance"]] == ["/m/"],
+             timeout=10, what="the mode in /stats")
+    # Each is /m/new to an origin that decodes %XX, or merges slashes, or both.
+    for target in ("/m/new", "/%6D/new", "/%6d/new", "//m/new", "/%2Fm/new", "/x/..%2Fm/new",
+                   "/%2E/m/new", "/m%2Fnew"):
+        r = corral.get(target, {"Host": HOST})
+        expect_eq(r.status, 503, f"GET {target} under maintenance of /m/")
+        r = corral.get(target, {"Host": HOST}, method="POST", body=b"x")
+        expect_eq(r.status, 503, f"POST {target} under maintenance of /m/")
+    expect_eq(origin.stats()["paths"], {}, "what reached the origin")
+    expect_eq(corral.get("/mm/new", {"Host": HOST}).status, 200, "another route")
+    maint(corral, "/m/", "normal")
+    wait_for(lambda: corral.stats()["maintenance"] == [], timeout=10, what="the mode off")
+    expect_eq(corral.get("/%6D/new", {"Host": HOST}).status, 200, "/%6D/new once normal")
+    # "//m/new" is a path, not the authority "m" and the path "/new" (the
+    # origin, Python's http.server, reads it as /m/new, as nginx does).
+    r = corral.get("//m/new", {"Host": HOST})
+    expect(r.status == 200 and r.text in ("//m/new v1", "/m/new v1"),
+           f"//m/new once normal: {r!r}")
+    expect_eq(origin.count("/new"), 0, "/new asked for //m/new")
