@@ -163,7 +163,7 @@ static const struct key keys[] = {
 	  "peers the admin API answers, but /health (empty: any)" },
 	{ "admin_hosts", SECT_SERVER, T_HOSTS, "", 0, CONF_HOSTS_MAX - 1,
 	  IN_CONF(admin_hosts),
-	  "more Host names an admin change may name (DNS rebinding)" },
+	  "more Host names the admin API answers (DNS rebinding)" },
 	{ "max_connections", SECT_SERVER, T_INT, "10000", 1, 1000000,
 	  IN_CONF(max_connections), "client connections open at once" },
 	{ "admin_max_connections", SECT_SERVER, T_INT, "64", 1, 10000,

@@ -20,7 +20,7 @@ import threading
 import urllib.parse
 
 from harness import (HOST, Background, entry_key, expect, expect_eq, http_request, lock_key,
-                     scenario, wait_for)
+                     raw_exchange, scenario, wait_for)
 
 FULL = "full-0123456789abcdef0123456789abcdef"
 READ = "read-0123456789abcdef0123456789abcdef"
@@ -425,3 +425,74 @@ def maintenance_covers_every_spelling_of_its_route(env):
     expect(r.status == 200 and r.text in ("//m/new v1", "/m/new v1"),
            f"//m/new once normal: {r!r}")
     expect_eq(origin.count("/new"), 0, "/new asked for //m/new")
+
+
+@scenario
+def changes_from_another_port_or_scheme_of_this_host_are_refused(env):
+    # A page the public listener serves (origin HTML) is another origin
+    # than the admin listener's, on the same host name.
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}})
+    corral.get("/o/1", {"Host": HOST})
+    purge = "/purge?" + q(url=f"http://{HOST}/o/1")
+    name, port = corral.admin_host, corral.admin_port
+    for headers, what in (({"Origin": f"http://{name}:{corral.port}"}, "the public port's page"),
+                          ({"Referer": f"http://{name}:{corral.port}/page.html"},
+                           "the public port's page (Referer)"),
+                          ({"Origin": f"https://{name}:{port}"}, "https on the admin port"),
+                          ({"Origin": f"http://{name}"}, "port 80 of this host"),
+                          ({"Host": f"localhost:{port}", "Origin": f"http://localhost:{port + 1}"},
+                           "another port of localhost")):
+        r = ask(corral, "POST", purge, headers=headers)
+        expect_eq(r.status, 403, f"purge from {what}: {r.text!r}")
+        expect(redis.exists(entry_key("/o/1")), f"the entry survives a purge from {what}")
+    expect("another origin" in corral.log(), "the refusal logged")
+    r = ask(corral, "POST", purge, headers={"Origin": f"HTTP://{name}:{port}",
+                                            "Referer": f"http://{name}:{port}/"})
+    expect_eq(r.status, 200, f"purge from the listener's own origin: {r.text!r}")
+
+
+@scenario
+def reads_through_a_name_that_is_not_the_listeners_are_refused(env):
+    # DNS rebinding: a page whose name now points at the admin address
+    # reads /stats, /metrics and /entry as its own, without a token.
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}},
+                        extra={"server": {"admin_hosts": "admin.example"}})
+    corral.get("/r/1", {"Host": HOST})
+    port = corral.admin_port
+    reads = ("/stats", "/stats.txt", "/metrics", "/maintenance", "/",
+             "/entry?" + q(url=f"http://{HOST}/r/1"))
+    for path in reads:
+        for method in ("GET", "HEAD"):
+            r = ask(corral, method, path, headers={"Host": f"evil.example:{port}"})
+            expect_eq(r.status, 403, f"{method} {path} through a rebound name")
+        expect_eq(ask(corral, "GET", path, headers={"Host": f"admin.example:{port}"}).status,
+                  200, f"{path} through a name of admin_hosts")
+        expect_eq(ask(corral, "GET", path, headers={"Host": "localhost"}).status, 200,
+                  f"{path} through localhost")
+    r = raw_exchange(corral.admin_host, port, b"GET /stats HTTP/1.0\r\n\r\n")
+    expect_eq(r.status, 403, f"/stats without a Host: {r!r}")
+    r = ask(corral, "GET", "/health", headers={"Host": f"evil.example:{port}"})
+    expect_eq(r.status, 200, "/health stays open to any name, for load balancers")
+    expect("Host must name this listener" in corral.log(), "the refusal logged")
+
+
+@scenario
+def bearer_token_must_stand_alone_in_one_authorization_field(env):
+    redis, origin = env.redis(), env.origin()
+    corral, _ = tokens_corral(env, redis, origin)
+    for value in (f"Bearer {FULL} junk", f"Bearer {FULL} {FULL}", f"Bearer\t{FULL}",
+                  f"Bearer{FULL}", "Bearer ", f"Token {FULL}", f"{FULL}"):
+        r = ask(corral, "GET", "/stats", headers={"Authorization": value})
+        expect_eq(r.status, 401, f"Authorization: {value!r}")
+    for value in (f"bearer {FULL}", f"BEARER   {FULL}"):
+        r = ask(corral, "GET", "/stats", headers={"Authorization": value})
+        expect_eq(r.status, 200, f"Authorization: {value!r} (RFC 6750: any case, 1*SP)")
+    host = f"{corral.admin_host}:{corral.admin_port}"
+    r = raw_exchange(corral.admin_host, corral.admin_port,
+                     f"GET /stats HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {FULL}\r\n"
+                     f"Authorization: Bearer {OTHER}\r\nConnection: close\r\n\r\n".encode())
+    expect_eq(r.status, 401, f"two Authorization fields: {r!r}")
+    log = corral.log()
+    expect(FULL not in log and OTHER not in log, "no token in the log")
