@@ -19,8 +19,8 @@ import socket
 import threading
 import urllib.parse
 
-from harness import (HOST, Background, entry_key, expect, expect_eq, http_request, lock_key,
-                     raw_exchange, scenario, wait_for)
+from harness import (HOST, Background, RawReply, entry_key, expect, expect_eq, http_request,
+                     lock_key, raw_exchange, scenario, wait_for)
 
 FULL = "full-0123456789abcdef0123456789abcdef"
 READ = "read-0123456789abcdef0123456789abcdef"
@@ -496,3 +496,79 @@ def bearer_token_must_stand_alone_in_one_authorization_field(env):
     expect_eq(r.status, 401, f"two Authorization fields: {r!r}")
     log = corral.log()
     expect(FULL not in log and OTHER not in log, "no token in the log")
+
+
+OUTSIDE_MAX = 8		# admin connections a worker keeps for peers outside admin_allow
+OUTSIDER = "127.0.0.2"	# a loopback address outside admin_allow = 127.0.0.1/32
+
+
+def ask_from(corral, source, path):
+    """GET path on the admin listener from the address source: a RawReply."""
+    addr = (corral.admin_host, corral.admin_port)
+    with socket.create_connection(addr, 10, source_address=(source, 0)) as s:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: {addr[0]}:{addr[1]}\r\n"
+                  "Connection: close\r\n\r\n".encode())
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    return RawReply(data, "eof")
+
+
+def closed_by_server(socks, got, closed):
+    """Reads what each non-blocking socket has; len(closed) once the ones the
+    server closed are in closed (and what they got in got)."""
+    for s in socks:
+        if s in closed:
+            continue
+        try:
+            data = s.recv(4096)
+        except BlockingIOError:
+            continue
+        except ConnectionResetError:
+            closed.add(s)
+            continue
+        if data:
+            got[s] = got.get(s, b"") + data
+        else:
+            closed.add(s)
+    return len(closed)
+
+
+@scenario
+def idle_connections_from_outside_admin_allow_never_lock_the_operators_out(env):
+    idle = 400
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, extra={"server": {"admin_allow": "127.0.0.1/32",
+                                                         "admin_max_connections": "16"}})
+    expect_eq(ask_from(corral, OUTSIDER, "/stats").status, 403, "/stats from outside")
+    expect_eq(ask_from(corral, OUTSIDER, "/health").status, 200, "/health from outside")
+    socks, got, closed = [], {}, set()
+    try:
+        for _ in range(idle):
+            s = socket.create_connection((corral.admin_host, corral.admin_port), 10,
+                                         source_address=(OUTSIDER, 0))
+            s.setblocking(False)
+            socks.append(s)
+        wait_for(lambda: closed_by_server(socks, got, closed) >= idle - OUTSIDE_MAX,
+                 timeout=20, what=f"corral to turn away {idle - OUTSIDE_MAX} connections from "
+                 "outside admin_allow")
+        expect_eq(len(closed), idle - OUTSIDE_MAX, "connections from outside turned away")
+        expect(all(got.get(s, b"").startswith(b"HTTP/1.1 503 ") and
+                   b"outside admin_allow" in got[s] for s in closed),
+               f"each with a 503: {set(got.get(s, b'')[-60:] for s in closed)}")
+        for i in range(20):	# more than admin_max_connections, one after another
+            r = corral.admin("GET", "/stats")
+            expect_eq(r.status, 200, f"/stats {i} from 127.0.0.1 with {idle} held from outside")
+        a = r.json()["admin"]
+        expect_eq((a["outside"], a["refused"]), (OUTSIDE_MAX, idle - OUTSIDE_MAX),
+                  f"/stats admin: {a}")
+        expect_eq(ask_from(corral, OUTSIDER, "/health").status, 503,
+                  "/health from outside, its connections all held")
+        expect_eq(ask_from(corral, "127.0.0.1", "/health").status, 200,
+                  "/health from 127.0.0.1 meanwhile")
+    finally:
+        for s in socks:
+            s.close()
+    wait_for(lambda: ask_from(corral, OUTSIDER, "/health").status == 200, timeout=10,
+             what="/health from outside once its connections closed")
+    expect("outside admin_allow" in corral.log(), "the log says why")
