@@ -157,7 +157,8 @@ static const struct key keys[] = {
 	  "peers whose X-Forwarded-For, -Proto and Forwarded are kept" },
 	{ "admin_token_file", SECT_SERVER, T_STRING, "", 0, CONF_PATH_MAX - 1,
 	  IN_CONF(admin_token_file),
-	  "Bearer tokens of the admin API, one a line (empty: open)" },
+	  "Bearer tokens of the admin API, one a line; a bare name is in "
+	  "$CREDENTIALS_DIRECTORY (empty: open)" },
 	{ "admin_allow", SECT_SERVER, T_CIDRS, "", 0, CONF_CIDRS_MAX,
 	  CIDRS(admin_allow, nadmin_allow),
 	  "peers the admin API answers, but /health (empty: any)" },

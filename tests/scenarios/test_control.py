@@ -115,7 +115,7 @@ def bad_token_files_refuse_to_start_and_keep_the_old_tokens(env):
                            f"[upstream]\nurl = {origin.url}\n", "loose.conf")
     p = env.run_corral("-t", "-c", conf)
     expect(p.returncode != 0, "a token file readable by others refuses to start")
-    expect(loose in p.stderr and "group or others" in p.stderr and f"{conf}:2:" in p.stderr,
+    expect(loose in p.stderr and "by others" in p.stderr and f"{conf}:2:" in p.stderr,
            f"the reason, with file:line: {p.stderr!r}")
     bad = token_file(env, f"{FULL}\nshort\n{READ} write\n", name="bad")
     conf = env.config_file(f"[server]\nadmin_token_file = {bad}\n"
@@ -141,6 +141,42 @@ def bad_token_files_refuse_to_start_and_keep_the_old_tokens(env):
     wait_for(lambda: ask(corral, "GET", "/stats", token=OTHER).status == 200, timeout=10,
              what="the new token after a reload")
     expect_eq(ask(corral, "GET", "/stats", token=FULL).status, 401, "the old token is gone")
+
+
+@scenario
+def token_file_from_a_systemd_credential_or_group_readable_is_taken(env):
+    # DynamicUser=yes: the service cannot open a root-owned 0600 file, so
+    # the unit hands it over with LoadCredential=; systemd's ACL on the
+    # copy shows as the group's read bit (0440).
+    os.environ.pop("CREDENTIALS_DIRECTORY", None)
+    redis, origin = env.redis(), env.origin()
+    creds = os.path.join(env.workdir, "credentials")
+    os.makedirs(creds, mode=0o700)
+    token_file(env, f"{FULL}\n", mode=0o440, name="credentials/admin-tokens")
+    systemd = {"CREDENTIALS_DIRECTORY": creds}
+    group = token_file(env, f"{READ} read\n", mode=0o640, name="group-readable")
+    token_file(env, f"{OTHER}\n", name="next-to-conf")
+    for name, token in (("admin-tokens", FULL), ("$CREDENTIALS_DIRECTORY/admin-tokens", FULL),
+                        (group, READ), ("./next-to-conf", OTHER)):
+        corral = env.corral(redis, origin, extra={"server": {"admin_token_file": name}},
+                            env=systemd, admin_token=token)
+        expect_eq(ask(corral, "GET", "/stats", token=token).status, 200,
+                  f"/stats with the token of admin_token_file = {name}")
+        expect_eq(ask(corral, "GET", "/stats").status, 401, f"{name}: /stats without a token")
+        expect(token not in corral.log(), f"{name}: no token in the log")
+        corral.stop()
+
+    writable = token_file(env, f"{FULL}\n", mode=0o660, name="group-writable")
+    for name, why in ((writable, f"{writable} may be written by its group (mode 0660)"),
+                      ("admin-tokens", "admin-tokens is a credential name but "
+                       "$CREDENTIALS_DIRECTORY is not set")):
+        conf = env.config_file(f"[server]\nadmin_token_file = {name}\n"
+                               f"[redis]\naddress = {redis.address}\n"
+                               f"[upstream]\nurl = {origin.url}\n", "refused.conf")
+        p = env.run_corral("-t", "-c", conf)
+        expect(p.returncode != 0 and f"{conf}:2: admin_token_file: {why}" in p.stderr,
+               f"admin_token_file = {name} refused, saying why: {p.stderr!r}")
+        expect(FULL not in p.stderr, "no token in the message")
 
 
 @scenario
