@@ -1195,6 +1195,11 @@ MUTANTS = [
            "(void)0;",
            ["entry_shows_what_redis_holds_field_by_field"],
            "/entry shows no lock while a fetch holds one"),
+    Mutant("operator_refresh_ranked_with_pass_through", "proxy/proxy_refresh.c",
+           "rf->budget = a->lowest ? BUDGET_OPERATOR :", "rf->budget = a->lowest ? BUDGET_PASS :",
+           ["operators_refresh_waits_behind_pass_through_for_an_origin_slot"],
+           "a client's pass-through request waits for an origin slot behind an "
+           "operator's refresh"),
     Mutant("maintenance_not_kept", "cache/cache_control.c",
            "\"  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])\\n\"", "\"\"",
            ["maintenance_serves_what_is_stored_and_spares_the_origin"],
