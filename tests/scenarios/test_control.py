@@ -19,8 +19,8 @@ import socket
 import threading
 import urllib.parse
 
-from harness import (HOST, Background, RawReply, entry_key, expect, expect_eq, http_request,
-                     lock_key, raw_exchange, scenario, wait_for)
+from harness import (HOST, PREFIX, Background, RawReply, entry_key, expect, expect_eq,
+                     http_request, lock_key, raw_exchange, scenario, wait_for)
 
 FULL = "full-0123456789abcdef0123456789abcdef"
 READ = "read-0123456789abcdef0123456789abcdef"
@@ -372,6 +372,68 @@ def entry_shows_what_redis_holds_field_by_field(env):
     expect_eq(e["backoff"]["failure"], "503", f"the backoff: {e}")
     expect(0 < e["hit_for_miss"]["remaining_ms"] <= 60000, f"hit-for-miss: {e}")
     expect_eq(corral.admin("GET", "/entry?url=relative").status, 400, "a relative URL")
+
+
+@scenario
+def entry_of_a_key_another_instance_is_fetching_names_that_holder(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("/e/held", hold=True, body="held")
+    routes = {"/": {"ttl": "1h", "lock_ttl": "30s"}}
+    a = env.corral(redis, origin, routes=routes)
+    b = env.corral(redis, origin, routes=routes)
+    url = "/entry?" + q(url=f"http://{HOST}/e/held")
+
+    slow = Background(b.get, "/e/held", {"Host": HOST})
+    wait_for(lambda: origin.held("/e/held") == 1, timeout=10, what="b's fetch held")
+    ea, eb = a.admin("GET", url).json(), b.admin("GET", url).json()
+    expect_eq((ea["stored"], ea["key"]), (False, f"{HOST}/e/held"), f"a's /entry: {ea}")
+    lock = ea["lock"]
+    expect(lock is not None and lock["holder"] == "another process",
+           f"a names another process as the holder: {ea}")
+    expect_eq(eb["lock"]["holder"], "this process", f"b holds it: {eb}")
+    expect_eq(lock["holder_id"], eb["lock"]["holder_id"], "both name the same holder")
+    expect(0 <= lock["age_ms"] < 30000 and 0 < lock["expires_in_ms"] <= 30000,
+           f"its age and expiry, by a's lock_ttl: {lock}")
+    token = redis.get(lock_key("/e/held"))
+    expect(token and str(token) not in str(ea), "never the lock's token")
+    origin.release("/e/held")
+    expect_eq(slow.result().status, 200, "b's request")
+    ea = a.admin("GET", url).json()
+    expect_eq((ea["stored"], ea["lock"], ea["size"]), (True, None, len("held")),
+              f"a's /entry once b stored it: {ea}")
+
+
+@scenario
+def entry_of_a_url_maps_to_the_key_its_request_got_under_key_rules(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("*", body="{path} v{n}")
+    routes = {"/kr/": {"ttl": "1h", "key_ignore_query": "_, utm_*, fbclid"},
+              "/": {"ttl": "1h"}}
+    corral = env.corral(redis, origin, routes=routes)
+    r = corral.get("/kr/a?id=7&_=123&utm_source=mail", {"Host": HOST})
+    expect_eq((r.status, r.cache_status.stored), (200, True), "the request stored")
+    stored = [k for k in redis.cmd("KEYS", f"{PREFIX}*:entry")]
+    expect_eq(len(stored), 1, f"one entry in Redis: {stored}")
+
+    def entry(path):
+        r = corral.admin("GET", "/entry?" + q(url=f"http://{HOST}{path}"))
+        expect_eq(r.status, 200, f"/entry {path}: {r.text!r}")
+        return r.json()
+
+    for path in ("/kr/a?id=7&_=123&utm_source=mail", "/kr/a?fbclid=x&id=7",
+                 "/kr/a?utm_medium=y&id=7&_=9"):
+        e = entry(path)
+        expect_eq((e["route"], e["stored"], e["size"]), ("/kr/", True, len("/kr/a?id=7&_=123&"
+                                                                          "utm_source=mail v1")),
+                  f"/entry {path}: {e}")
+        expect_eq(f"{PREFIX}{{{e['key']}}}:entry", stored[0], f"{path}: the key of the request")
+    e = entry("/kr/a?id=8&_=123")
+    expect_eq(e["stored"], False, f"another id is another key: {e}")
+    expect(e["key"] != entry("/kr/a?id=7")["key"], "its key differs")
+    # Outside the route, the rules do not apply.
+    corral.get("/a?id=7&_=1", {"Host": HOST})
+    expect_eq(entry("/a?id=7&_=2")["stored"], False, "/a?id=7&_=2 under / (no key rules)")
+    expect_eq(entry("/a?id=7&_=1")["stored"], True, "/a?id=7&_=1 under /")
 
 
 def maint(corral, route, mode):
