@@ -209,8 +209,8 @@ hex_digit(char c)
 
 /*
  * uri's path (up to '?') as an origin may resolve it, for a route to be
- * matched against: every %XX decoded (but %00), runs of '/' made one when
- * merge is set (nginx's merge_slashes), then dot segments removed. So
+ * matched against: every %XX decoded (but %00), runs of '/' made one in
+ * PATH_MERGED form (nginx's merge_slashes), then dot segments removed. So
  * "/%6D/new", "//m/new" and "/x/..%2Fm/new" all reach "/m/new". A new
  * string for free(), or NULL without memory.
  */
@@ -387,7 +387,9 @@ admin_maintenance(struct proxy *px, struct evhttp_request *ev)
 	mode = evhttp_find_header(&params, "mode");
 	/* Kept plain, as the paths it is matched against. */
 	plain = route_valid(route) ? plain_path(route, PATH_MERGED) : NULL;
-	if (!route_valid(plain))
+	if (route_valid(route) && plain == NULL)
+		json_error(ev, HTTP_SERVUNAVAIL, "out of memory");
+	else if (!route_valid(plain))
 		json_error(ev, HTTP_BADREQUEST, "need route=PREFIX (a path "
 		    "prefix, like /api/)");
 	else if (mode == NULL || (strcmp(mode, MODE_AVOID) != 0 &&
