@@ -5,8 +5,11 @@
  * line, alone (every scope) or followed by "read"; blank lines and '#'
  * comments. A token is CONF_TOKEN_MIN..CONF_TOKEN_MAX characters of RFC
  * 6750's b64token (letters, digits, "-._~+/", then '=' padding). The file
- * must be a regular file that neither group nor others may read or
- * write. Messages name the file and the line, never a token.
+ * is opened as conf_secret.h opens a password file (an absolute path, or
+ * a bare name: a systemd credential), or a relative path with a '/' next
+ * to the configuration file; it must be a regular file that others may
+ * neither read nor write, nor its group write. Messages name the file
+ * and the line, never a token.
  */
 
 #include <ctype.h>
@@ -14,13 +17,14 @@
 #include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include "conf/conf.h"
+#include "conf/conf_secret.h"
 
 #define TOKEN_LINE_MAX		512	/* bytes of one line of the file */
-#define TOKEN_MODE_LOOSE	(S_IRWXG | S_IRWXO)	/* refused mode bits */
 #define SCOPE_WORD_READ		"read"
 #define SCOPE_WORD_ALL		"all"
 
@@ -28,6 +32,7 @@ struct reader {
 	FILE		*errs;
 	const char	*conf_path;
 	int		 conf_line;
+	char		 name[CONF_PATH_MAX];	/* as secret_open() takes it */
 	char		 path[CONF_PATH_MAX];	/* the token file's */
 	int		 nerr;
 };
@@ -75,21 +80,25 @@ is_b64token(const char *s, size_t n)
 	return i == n;
 }
 
-/* A relative path names a file next to the configuration file. 0, or
- * -1 when the path is too long. */
+/* An absolute path, a credential's name (bare, or after
+ * "$CREDENTIALS_DIRECTORY/") or a relative path with a '/', which names a
+ * file next to the configuration file. 0, or -1 when the path is too
+ * long. */
 static int
 resolve(struct reader *r, const char *file)
 {
 	char dir[CONF_PATH_MAX];
 	int n;
 
-	if (file[0] == '/') {
-		snprintf(r->path, sizeof(r->path), "%s", file);
+	if (file[0] == '/' || strchr(file, '/') == NULL ||
+	    strncmp(file, SECRET_CREDENTIALS_PREFIX,
+	    strlen(SECRET_CREDENTIALS_PREFIX)) == 0) {
+		snprintf(r->name, sizeof(r->name), "%s", file);
 		return 0;
 	}
 	snprintf(dir, sizeof(dir), "%s", r->conf_path);
-	n = snprintf(r->path, sizeof(r->path), "%s/%s", dirname(dir), file);
-	return n > 0 && (size_t)n < sizeof(r->path) ? 0 : -1;
+	n = snprintf(r->name, sizeof(r->name), "%s/%s", dirname(dir), file);
+	return n > 0 && (size_t)n < sizeof(r->name) ? 0 : -1;
 }
 
 /* One line's token and scope: 0, or -1 (said why). */
@@ -159,27 +168,27 @@ add_token(struct reader *r, struct conf *c, int line, char *s,
 	c->admin_tokens[c->nadmin_tokens++] = t;
 }
 
-/* Refuses a file that is not regular or that others may read. 0 or -1. */
-static int
-check_mode(struct reader *r, FILE *fp)
+/* The token file, opened as conf_secret.h opens a secret; NULL when it
+ * cannot be, said why. */
+static FILE *
+open_tokens(struct reader *r)
 {
-	struct stat st;
+	char err[CONF_PATH_MAX + 128];
+	FILE *fp;
+	int fd;
 
-	if (fstat(fileno(fp), &st) == -1) {
-		say(r, 0, "%s: %s", r->path, strerror(errno));
-		return -1;
+	if ((fd = secret_open(r->name, SECRET_GROUP_READS, r->path,
+	    sizeof(r->path), err, sizeof(err))) == -1) {
+		say(r, 0, "%s%s", err, strchr(r->name, '/') == NULL &&
+		    getenv(SECRET_CREDENTIALS_ENV) == NULL ? "; ./NAME names a "
+		    "file next to the configuration file" : "");
+		return NULL;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		say(r, 0, "%s is not a regular file", r->path);
-		return -1;
+	if ((fp = fdopen(fd, "r")) == NULL) {
+		say(r, 0, "cannot read %s: %s", r->path, strerror(errno));
+		close(fd);
 	}
-	if ((st.st_mode & TOKEN_MODE_LOOSE) != 0) {
-		say(r, 0, "%s is readable or writable by group or others (mode "
-		    "%04o): chmod 600 it, as it holds secrets", r->path,
-		    (unsigned)(st.st_mode & 07777));
-		return -1;
-	}
-	return 0;
+	return fp;
 }
 
 int
@@ -198,14 +207,8 @@ conf_tokens_load(struct conf *c, const char *conf_path, int line, FILE *errs)
 		say(&r, 0, "the path is longer than %d bytes", CONF_PATH_MAX - 1);
 		return r.nerr;
 	}
-	if ((fp = fopen(r.path, "r")) == NULL) {
-		say(&r, 0, "cannot open %s: %s", r.path, strerror(errno));
+	if ((fp = open_tokens(&r)) == NULL)
 		return r.nerr;
-	}
-	if (check_mode(&r, fp) == -1) {
-		fclose(fp);
-		return r.nerr;
-	}
 	while (fgets(buf, sizeof(buf), fp) != NULL) {
 		size_t len = strlen(buf);
 		int ch;

@@ -1,8 +1,9 @@
 /*
- * Secret files (conf_secret.h): where a name points, and reading one
- * line from it without ever showing it.
+ * Secret files (conf_secret.h): where a name points, opening it only if
+ * others may not read it, and reading one line from it without ever
+ * showing it.
  *
- * Calls nothing in Corral. Called by conf.c.
+ * Calls nothing in Corral. Called by conf.c and conf_admin.c.
  */
 
 #include "conf/conf_secret.h"
@@ -17,7 +18,6 @@
 
 #include "conf/conf.h"
 
-#define CREDENTIALS_PREFIX	"$" SECRET_CREDENTIALS_ENV "/"
 #define OTHERS_MAY		(S_IROTH | S_IWOTH)
 
 /* The file name names: itself when absolute, else a credential in
@@ -27,13 +27,13 @@ resolve(const char *name, char *path, size_t pathlen, char *err,
     size_t errlen)
 {
 	const char *dir = getenv(SECRET_CREDENTIALS_ENV);
-	size_t plen = strlen(CREDENTIALS_PREFIX);
+	size_t plen = strlen(SECRET_CREDENTIALS_PREFIX);
 
 	if (name[0] == '/') {
 		snprintf(path, pathlen, "%s", name);
 		return 0;
 	}
-	if (strncmp(name, CREDENTIALS_PREFIX, plen) == 0)
+	if (strncmp(name, SECRET_CREDENTIALS_PREFIX, plen) == 0)
 		name += plen;
 	if (name[0] == '\0' || strchr(name, '/') != NULL ||
 	    strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
@@ -76,16 +76,13 @@ one_line(const char *path, char *buf, size_t len, char *err, size_t errlen)
 }
 
 int
-secret_read(const char *name, char *out, size_t outlen, char *err,
-    size_t errlen)
+secret_open(const char *name, enum secret_group group, char *path,
+    size_t pathlen, char *err, size_t errlen)
 {
-	char path[CONF_PATH_MAX], buf[CONF_SECRET_MAX + 2];
 	struct stat st;
-	size_t len = 0;
-	ssize_t got;
-	int fd, rc = -1;
+	int fd;
 
-	if (resolve(name, path, sizeof(path), err, errlen) == -1)
+	if (resolve(name, path, pathlen, err, errlen) == -1)
 		return -1;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) == -1) {
 		snprintf(err, errlen, "cannot open %s: %s", path,
@@ -94,14 +91,37 @@ secret_read(const char *name, char *out, size_t outlen, char *err,
 	}
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "%s is not a regular file", path);
-		goto done;
+		goto fail;
 	}
 	if (st.st_mode & OTHERS_MAY) {
 		snprintf(err, errlen, "%s may be read or written by others "
 		    "(mode %04o); chmod o-rwx it", path,
 		    (unsigned)(st.st_mode & 07777));
-		goto done;
+		goto fail;
 	}
+	if (group == SECRET_GROUP_READS && (st.st_mode & S_IWGRP)) {
+		snprintf(err, errlen, "%s may be written by its group (mode "
+		    "%04o); chmod g-w it", path, (unsigned)(st.st_mode & 07777));
+		goto fail;
+	}
+	return fd;
+fail:
+	close(fd);
+	return -1;
+}
+
+int
+secret_read(const char *name, char *out, size_t outlen, char *err,
+    size_t errlen)
+{
+	char path[CONF_PATH_MAX], buf[CONF_SECRET_MAX + 2];
+	size_t len = 0;
+	ssize_t got;
+	int fd, rc = -1;
+
+	if ((fd = secret_open(name, SECRET_GROUP_WRITES, path, sizeof(path),
+	    err, errlen)) == -1)
+		return -1;
 	while (len < sizeof(buf) - 1 && (got = read(fd, buf + len,
 	    sizeof(buf) - 1 - len)) != 0) {
 		if (got == -1 && errno == EINTR)

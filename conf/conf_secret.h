@@ -17,6 +17,23 @@
 #include <stddef.h>
 
 #define SECRET_CREDENTIALS_ENV	"CREDENTIALS_DIRECTORY"
+#define SECRET_CREDENTIALS_PREFIX	"$" SECRET_CREDENTIALS_ENV "/"
+
+/*
+ * What a secret file's group may do. Never others: a file others may read
+ * or write is refused. The group may read it (0640, root and Corral's
+ * group; a systemd credential's ACL also shows as the group's bits, 0440).
+ */
+enum secret_group {
+	SECRET_GROUP_WRITES,	/* a password: a wrong one only locks out */
+	SECRET_GROUP_READS	/* admin tokens: one written in would let in */
+};
+
+/* Opens the file name names, read-only, refusing one that is not regular
+ * or that others (or, SECRET_GROUP_READS, its group) may write; its path
+ * into path (pathlen bytes). The descriptor, or -1 with why in err. */
+int	secret_open(const char *name, enum secret_group group, char *path,
+	    size_t pathlen, char *err, size_t errlen);
 
 /* Reads the secret name holds into out (outlen bytes, NUL-terminated).
  * 0, or -1 with why in err. */

@@ -80,8 +80,10 @@ struct worker_slot {
 	int			 redis_up;
 	char			 redis_down[CACHE_REASON_MAX];	/* why not */
 	int64_t			 connections;
-	int64_t			 admin_connections;
-	uint64_t		 admin_refused;	/* over admin_max_connections */
+	int64_t			 admin_connections;	/* both kinds */
+	int64_t			 admin_outside;	/* from outside admin_allow */
+	uint64_t		 admin_refused;	/* over admin_max_connections,
+						 * or ADMIN_OUTSIDE_MAX */
 	int64_t			 requests;	/* in progress */
 	int64_t			 flights;
 	int64_t			 refreshes;
@@ -104,6 +106,7 @@ struct proxy_figures {
 	char			 redis_down[CACHE_REASON_MAX];	/* a down one's reason */
 	int64_t			 connections;
 	int64_t			 admin_connections;
+	int64_t			 admin_outside;
 	uint64_t		 admin_refused;
 	int64_t			 requests;
 	int64_t			 flights;
@@ -141,6 +144,7 @@ struct proxy {
 	struct event		*accept_ev;	/* ends a backoff */
 	struct evhttp		*admin;		/* stats and control */
 	int			 admin_conns;	/* open on it, accept to close */
+	int			 admin_outside;	/* ... from outside admin_allow */
 	int			 admin_unlogged; /* refusals not yet logged */
 	int64_t			 admin_logged_ms;
 	struct dict		*flights;	/* key -> struct flight */

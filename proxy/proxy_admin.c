@@ -111,8 +111,9 @@ admin_json(struct proxy *px, const struct proxy_figures *fig,
     struct evbuffer *out)
 {
 	evbuffer_add_printf(out, "\"admin\": {\"connections\": %" PRId64
-	    ", \"refused\": %" PRIu64 ", \"tokens\": %d}, ",
-	    fig->admin_connections, fig->admin_refused, px->conf->nadmin_tokens);
+	    ", \"outside\": %" PRId64 ", \"refused\": %" PRIu64
+	    ", \"tokens\": %d}, ", fig->admin_connections, fig->admin_outside,
+	    fig->admin_refused, px->conf->nadmin_tokens);
 	evbuffer_add_printf(out, "\"control\": {\"jobs\": %d}, "
 	    "\"maintenance\": ", control_jobs(px));
 	maint_json(px, out);

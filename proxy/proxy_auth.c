@@ -5,18 +5,24 @@
  *  1. admin_allow: a peer outside its blocks gets 403 (not a closed
  *     connection: the operator who forgot an address sees why, and the
  *     log names the peer). /health is open to every peer, for load
- *     balancers.
- *  2. A change (any method but GET and HEAD), with or without tokens: its
- *     Host must name the admin listener (an IP address, localhost, the
- *     admin_listen host, or an admin_hosts pattern), else a page whose
- *     name was rebound to this address could change the cache (DNS
- *     rebinding); and its Origin (or, without one, its Referer) must name
- *     that same host, else a page of another site could (CSRF). 403.
- *  3. With admin_token_file: "Authorization: Bearer TOKEN". No token or a
- *     token that is not in the file: 401 with WWW-Authenticate; a read
- *     token asking for a change: 403. /health and the dashboard's page
- *     (static; it asks for /stats with the token it was opened with) are
- *     open.
+ *     balancers; proxy_http.c keeps such peers' connections apart from
+ *     the allowed ones', so that they cannot fill admin_max_connections.
+ *  2. Every request but /health: its Host must name the admin listener
+ *     (an IP address, localhost, the admin_listen host, or an admin_hosts
+ *     pattern), else a page whose name was rebound to this address could
+ *     read or change the cache (DNS rebinding). A change (any method but
+ *     GET and HEAD), with or without tokens: its Origin (or, without one,
+ *     its Referer) must be this listener's own origin, http:// and the
+ *     Host it was sent to, same name and port, else a page of another
+ *     site, or of another port or scheme of this host, could change it
+ *     (CSRF). 403.
+ *  3. With admin_token_file: "Authorization: Bearer TOKEN" (RFC 6750
+ *     2.1: the scheme in any case, one or more spaces, the token and
+ *     nothing else; one Authorization field). No token, a token that is
+ *     not in the file or a field of any other form: 401 with
+ *     WWW-Authenticate; a read token asking for a change: 403. /health
+ *     and the dashboard's page (static; it asks for /stats with the token
+ *     it was opened with) are open.
  */
 
 #include <arpa/inet.h>
@@ -24,6 +30,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/queue.h>
 
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -38,7 +45,8 @@
 
 #define AUTH_LOG_PER_S		20	/* refusals logged a second, at most */
 #define AUTH_REALM		"Bearer realm=\"corral admin\""
-#define AUTH_BEARER		"Bearer "
+#define AUTH_BEARER		"Bearer"	/* then 1*SP b64token */
+#define AUTH_OWN_SCHEME		"http://"	/* the listener's origin */
 #define AUTH_SUFFIX_LOCAL	".localhost"	/* RFC 6761: never rebound */
 
 static int64_t	 log_second;	/* the second being counted */
@@ -120,66 +128,82 @@ host_is_ours(const struct conf *c, const char *s, size_t n)
 	return 0;
 }
 
-/* Do two hosts ("name[:port]") name the same site (the same name)? */
+/*
+ * Is url ("scheme://authority[/...]", an Origin or a Referer) of the
+ * listener's own origin, http://host: the same scheme, name and port (80
+ * when none is given)? A page on another port of this host is another
+ * site to a browser, and must be one here.
+ */
 static int
-same_site(const char *a, size_t alen, const char *b)
+same_origin(const char *url, const char *host)
 {
-	struct host ha, hb;
+	size_t sl = strlen(AUTH_OWN_SCHEME), n;
+	struct host hu, hh;
 
-	return host_parse(a, alen, &ha) == 0 &&
-	    host_parse(b, strlen(b), &hb) == 0 && ha.len == hb.len &&
-	    strncasecmp(ha.name, hb.name, ha.len) == 0;
+	if (strncasecmp(url, AUTH_OWN_SCHEME, sl) != 0)
+		return 0;
+	url += sl;
+	n = strcspn(url, "/?#");
+	return host_parse(url, n, &hu) == 0 &&
+	    host_parse(host, strlen(host), &hh) == 0 && hu.len == hh.len &&
+	    strncasecmp(hu.name, hh.name, hu.len) == 0 && hu.port == hh.port;
 }
 
-/* The authority of "scheme://authority[/...]", into *n bytes; or NULL. */
+/* Gate 2: NULL when Host names this listener (and a change comes from
+ * its own origin), else why not. */
 static const char *
-authority(const char *url, size_t *n)
-{
-	const char *p = strstr(url, "://");
-
-	if (p == NULL || strcspn(url, ":/") != (size_t)(p - url) || p == url)
-		return NULL;
-	p += 3;
-	*n = strcspn(p, "/?#");
-	return *n > 0 ? p : NULL;
-}
-
-/* Gate 2: NULL when the change is asked by this listener's own site. */
-static const char *
-foreign_change(const struct conf *c, const struct evkeyvalq *in)
+foreign(const struct conf *c, const struct evkeyvalq *in, int change)
 {
 	const char *host = evhttp_find_header(in, "Host");
 	const char *origin = evhttp_find_header(in, "Origin");
 	const char *from = origin != NULL ? origin :
 	    evhttp_find_header(in, "Referer");
-	const char *a;
-	size_t n;
 
 	if (host == NULL || !host_is_ours(c, host, strlen(host)))
-		return "a change must name this listener in Host (DNS "
-		    "rebinding?): see admin_hosts";
-	if (from == NULL)
+		return "Host must name this listener (DNS rebinding?): see "
+		    "admin_hosts";
+	if (!change || from == NULL)
 		return NULL;	/* not a browser's, or one that hides it */
-	if ((a = authority(from, &n)) == NULL || !same_site(a, n, host))
-		return origin != NULL ? "a change from another site (Origin)" :
-		    "a change from another site (Referer)";
+	if (!same_origin(from, host))
+		return origin != NULL ? "a change from another origin (Origin)" :
+		    "a change from another origin (Referer)";
 	return NULL;
 }
 
-/* Gate 3: the scope of the request's Bearer token. */
+/* How many fields named name in. */
+static int
+fields(const struct evkeyvalq *in, const char *name)
+{
+	const struct evkeyval *h;
+	int n = 0;
+
+	TAILQ_FOREACH(h, in, next)
+		if (strcasecmp(h->key, name) == 0)
+			n++;
+	return n;
+}
+
+/* Gate 3: the scope of the request's Bearer token; *why says why none. */
 static enum admin_scope
-bearer_scope(const struct conf *c, const struct evkeyvalq *in, int *given)
+bearer_scope(const struct conf *c, const struct evkeyvalq *in,
+    const char **why)
 {
 	const char *v = evhttp_find_header(in, "Authorization");
-	size_t n;
+	size_t sl = strlen(AUTH_BEARER), sp, n;
 
-	*given = 0;
-	if (v == NULL || strncasecmp(v, AUTH_BEARER, strlen(AUTH_BEARER)) != 0)
+	*why = "no Bearer token";
+	if (v == NULL)
 		return SCOPE_NONE;
-	v += strlen(AUTH_BEARER);
-	v += strspn(v, " ");
-	n = strcspn(v, " \t");
-	*given = n > 0;
+	*why = "not \"Authorization: Bearer TOKEN\"";
+	if (fields(in, "Authorization") != 1 ||
+	    strncasecmp(v, AUTH_BEARER, sl) != 0)
+		return SCOPE_NONE;
+	sp = strspn(v + sl, " ");
+	v += sl + sp;
+	n = strlen(v);
+	if (sp == 0 || n == 0 || strcspn(v, " \t") != n)
+		return SCOPE_NONE;
+	*why = "unknown token";
 	return conf_token_scope(c, v, n);
 }
 
@@ -197,7 +221,6 @@ auth_admit(struct proxy *px, struct evhttp_request *ev, const char *path)
 	ev_uint16_t port = 0;
 	const char *why;
 	enum admin_scope scope;
-	int given;
 
 	assert(px->magic == PROXY_MAGIC);
 	if (strcmp(path, "/health") == 0 && !change)
@@ -211,16 +234,14 @@ auth_admit(struct proxy *px, struct evhttp_request *ev, const char *path)
 			return 0;
 		}
 	}
-	if (change && (why = foreign_change(c, in)) != NULL) {
+	if ((why = foreign(c, in, change)) != NULL) {
 		answer(ev, HTTP_FORBIDDEN, why);
 		return 0;
 	}
 	if (c->nadmin_tokens == 0 || page)
 		return 1;
-	scope = bearer_scope(c, in, &given);
-	if (scope == SCOPE_NONE) {
-		answer(ev, HTTP_UNAUTHORIZED, given ? "unknown token" :
-		    "no Bearer token");
+	if ((scope = bearer_scope(c, in, &why)) == SCOPE_NONE) {
+		answer(ev, HTTP_UNAUTHORIZED, why);
 		return 0;
 	}
 	if (change && scope != SCOPE_ALL) {

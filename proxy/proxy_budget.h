@@ -10,8 +10,10 @@
  * slot it waits, at most queue_timeout, woken when a slot is freed
  * anywhere in the fleet. A freed slot goes to the best
  * waiting request of the fleet: a cold miss first (the one with the most
- * waiters first), then a stale refresh, an early refresh, and last
- * pass-through traffic; the oldest first within a rank.
+ * waiters first), then a stale refresh, an early refresh, pass-through
+ * traffic, and last the refreshes and warm-ups an operator asked for
+ * (POST /refresh, /warm), so that no client's request ever waits behind
+ * them; the oldest first within a rank.
  *
  * While Redis is unavailable, each instance allows itself a local share:
  * local_share, or max_requests divided by the instances Redis last saw
@@ -46,6 +48,7 @@ enum budget_class {
 	BUDGET_STALE,		/* a refresh while stale is served */
 	BUDGET_EARLY,		/* a refresh before the entry goes stale */
 	BUDGET_PASS,		/* pass-through, uncacheable, unsafe methods */
+	BUDGET_OPERATOR,	/* POST /refresh, /warm: no client waits */
 	BUDGET_CLASSES
 };
 

@@ -29,7 +29,8 @@ proxy_publish(struct proxy *px)
 	snprintf(ws->redis_down, sizeof(ws->redis_down), "%s",
 	    cache_down_reason(px->cache));
 	ws->connections = (int64_t)dict_count(px->conns);
-	ws->admin_connections = px->admin_conns;
+	ws->admin_connections = px->admin_conns + px->admin_outside;
+	ws->admin_outside = px->admin_outside;
 	ws->requests = px->nrequests - px->npeers;	/* clients' */
 	ws->flights = (int64_t)dict_count(px->flights);
 	ws->refreshes = px->nrefreshes;
@@ -67,6 +68,7 @@ proxy_figures(struct proxy *px, struct proxy_figures *f)
 			    (int)sizeof(ws->redis_down) - 1, ws->redis_down);
 		f->connections += ws->connections;
 		f->admin_connections += ws->admin_connections;
+		f->admin_outside += ws->admin_outside;
 		f->admin_refused += ws->admin_refused;
 		f->requests += ws->requests;
 		f->flights += ws->flights;

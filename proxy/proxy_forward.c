@@ -68,21 +68,31 @@ forward_target(struct evhttp_request *ev, char **hostp, char **urip,
     const char **pathp, char **copyp)
 {
 	const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(ev);
+	const char *raw = evhttp_request_get_uri(ev);
 	const char *target = u != NULL ? evhttp_uri_get_path(u) : NULL;
 	const char *query = u != NULL ? evhttp_uri_get_query(u) : NULL;
+	/* "//m/new" is a path whose first segment is empty (RFC 9112 3.2.1,
+	 * RFC 3986 3.3), which libevent reads as the authority "m" and the
+	 * path "/new": the path is the target's, up to its query. */
+	int empty_first = raw != NULL && strncmp(raw, "//", 2) == 0;
 	size_t len;
 	int dots;
 
 	*copyp = NULL;
 	*urip = NULL;
+	*hostp = asked_host(ev, empty_first ? NULL : u);
+	if (empty_first &&
+	    (target = *copyp = strndup(raw, strcspn(raw, "?"))) == NULL)
+		return -1;
 	if (target == NULL || target[0] == '\0')
 		target = "/";
-	*hostp = asked_host(ev, u);
 	/* The path the origin resolves is the one routed, keyed and sent;
 	 * only a '.' or a %-escape (%2E) can make it another. */
 	dots = strpbrk(target, ".%") != NULL;
 	*pathp = target;
-	if (dots && (*copyp = strdup(target)) != NULL) {
+	if (dots && *copyp == NULL)
+		*copyp = strdup(target);
+	if (dots && *copyp != NULL) {
 		hdr_normalize_path(*copyp);
 		*pathp = *copyp;
 	}

@@ -17,9 +17,9 @@ char	*forward_client(struct evhttp_request *ev);
 /*
  * The host and the target of ev as the origin resolves them: *hostp (the
  * absolute-form target's, else Host's, in normal form: common/host.h),
- * *urip (path[?query]), *pathp the normalized path and *copyp what holds
- * it, or NULL. The caller frees *hostp, *urip and *copyp, also after -1
- * (no memory).
+ * *urip (path[?query]), *pathp the normalized path ("//a/b" is a path,
+ * not the authority "a") and *copyp what holds it, or NULL. The caller
+ * frees *hostp, *urip and *copyp, also after -1 (no memory).
  */
 int	forward_target(struct evhttp_request *ev, char **hostp, char **urip,
 	    const char **pathp, char **copyp);

@@ -2,12 +2,14 @@
  * The listeners: the public port, which every request enters through
  * proxy_req.c (req_recv(), or req_refused() for what the door refused),
  * the admin port, which never serves proxied traffic and keeps at most
- * admin_max_connections of its own, and with workers > 1 the peer socket
+ * admin_max_connections of its own (and ADMIN_OUTSIDE_MAX more, apart,
+ * for peers outside admin_allow), and with workers > 1 the peer socket
  * its siblings ask. Each connection is read through the door
  * (proxy_frame.c; an admin connection through none) and written by the
  * pump.
  */
 
+#include <arpa/inet.h>
 #include <assert.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -57,6 +59,12 @@ _Static_assert(CONF_UPSTREAM_HEADERS_MAX <= ENTRY_MAX_HEADERS,
 #define PEER_BACKLOG		1024
 #define ADMIN_LOG_MS		1000	/* admin refusals: one line this often */
 #define ADMIN_FULL_BODY	"too many admin connections (admin_max_connections)\n"
+/* Connections a worker keeps for peers outside admin_allow (load
+ * balancers' /health probes), apart from admin_max_connections: however
+ * many such peers open, the allowed ones still get in. */
+#define ADMIN_OUTSIDE_MAX	8
+#define ADMIN_OUTSIDE_BODY	"too many admin connections from outside " \
+				"admin_allow\n"
 #define ADMIN_REPLY_MAX	256
 
 /*
@@ -76,6 +84,16 @@ _Static_assert(CONF_UPSTREAM_HEADERS_MAX <= ENTRY_MAX_HEADERS,
  * libevent 2.1's filters neither start writing data added before EV_WRITE
  * is enabled nor keep what is left when libevent closes the socket.
  */
+/* Where an admin connection counts. */
+enum admit {
+	ADMIT_NONE,		/* a public one, or an admin one turned away */
+	ADMIT_PENDING,		/* accepted; its peer is read once libevent
+				 * has given it its socket */
+	ADMIT_ALLOWED,		/* in admin_conns */
+	ADMIT_OUTSIDE		/* in admin_outside: a peer outside
+				 * admin_allow, which may ask /health only */
+};
+
 struct conn {
 	uint32_t		 magic;
 	struct proxy		*px;
@@ -84,9 +102,8 @@ struct conn {
 	struct frame		*frame;		/* NULL: an admin connection */
 	struct event		*pump_ev;
 	int			 admin;
-	int			 counted;	/* in admin_conns */
-	int			 turned_away;	/* over admin_max_connections:
-						 * 1 to be told, 2 told */
+	enum admit		 admit;
+	int			 turned_away;	/* over its cap: told, closing */
 	int			 status;	/* refused with this, or 0 */
 	const char		*reason;
 	char			 key[CONN_KEY_MAX];
@@ -188,22 +205,22 @@ on_accept_error(struct evconnlistener *lev, void *arg)
 }
 
 /*
- * An admin connection over admin_max_connections gets a 503 written
- * straight to its socket (it has sent nothing libevent read), and is
- * closed as if the client had left: libevent frees it.
+ * An admin connection over its cap gets a 503 written straight to its
+ * socket (it has sent nothing libevent read), and is closed as if the
+ * client had left: libevent frees it.
  */
 static void
-turn_away(struct conn *c)
+turn_away(struct conn *c, const char *body)
 {
 	evutil_socket_t sock = bufferevent_getfd(c->sock);
 	char reply[ADMIN_REPLY_MAX];
 	int n;
 
-	c->turned_away = 2;
+	c->turned_away = 1;
 	n = snprintf(reply, sizeof(reply), "HTTP/1.1 503 Service Unavailable"
 	    "\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
 	    "Cache-Control: no-store\r\nConnection: close\r\n\r\n%s",
-	    sizeof(ADMIN_FULL_BODY) - 1, ADMIN_FULL_BODY);
+	    strlen(body), body);
 	if (sock != -1 && n > 0 && (size_t)n < sizeof(reply))
 		(void)send(sock, reply, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	bufferevent_trigger_event(c->bev, BEV_EVENT_READING | BEV_EVENT_EOF,
@@ -221,11 +238,71 @@ admin_refused(struct proxy *px)
 	px->admin_unlogged++;
 	if (now - px->admin_logged_ms < ADMIN_LOG_MS)
 		return;
-	log_warn("admin: %d connections open, admin_max_connections; turned "
-	    "away %d new one%s since the last report", px->admin_conns,
-	    px->admin_unlogged, px->admin_unlogged == 1 ? "" : "s");
+	log_warn("admin: %d connections open (admin_max_connections %d), %d "
+	    "from outside admin_allow (at most %d); turned away %d new one%s "
+	    "since the last report", px->admin_conns,
+	    px->conf->admin_max_connections, px->admin_outside,
+	    ADMIN_OUTSIDE_MAX, px->admin_unlogged,
+	    px->admin_unlogged == 1 ? "" : "s");
 	px->admin_unlogged = 0;
 	px->admin_logged_ms = now;
+}
+
+/* Is the connection's peer in admin_allow? */
+static int
+peer_allowed(const struct conn *c)
+{
+	const struct conf *conf = c->px->conf;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	char addr[INET6_ADDRSTRLEN];
+	const void *a;
+
+	if (getpeername(bufferevent_getfd(c->sock), (struct sockaddr *)&ss,
+	    &len) == -1)
+		return 0;
+	if (ss.ss_family == AF_INET)
+		a = &((const struct sockaddr_in *)&ss)->sin_addr;
+	else if (ss.ss_family == AF_INET6)
+		a = &((const struct sockaddr_in6 *)&ss)->sin6_addr;
+	else
+		return 0;
+	return inet_ntop(ss.ss_family, a, addr, sizeof(addr)) != NULL &&
+	    conf_cidrs_match(conf->admin_allow, conf->nadmin_allow, addr);
+}
+
+/*
+ * An admin connection counts against the cap of its peer's kind, or is
+ * turned away over it: admin_max_connections for the peers admin_allow
+ * lets in (all, when it is empty), ADMIN_OUTSIDE_MAX for the others,
+ * which may only ask /health (proxy_auth.c). So peers outside admin_allow,
+ * however many connections they hold, never lock the operators out.
+ */
+static void
+admit(struct conn *c)
+{
+	struct proxy *px = c->px;
+	const struct conf *conf = px->conf;
+
+	assert(c->admit == ADMIT_PENDING);
+	c->admit = ADMIT_NONE;
+	if (conf->nadmin_allow > 0 && !peer_allowed(c)) {
+		if (px->admin_outside >= ADMIN_OUTSIDE_MAX) {
+			turn_away(c, ADMIN_OUTSIDE_BODY);
+			admin_refused(px);
+			return;
+		}
+		px->admin_outside++;
+		c->admit = ADMIT_OUTSIDE;
+		return;
+	}
+	if (px->admin_conns >= conf->admin_max_connections) {
+		turn_away(c, ADMIN_FULL_BODY);
+		admin_refused(px);
+		return;
+	}
+	px->admin_conns++;
+	c->admit = ADMIT_ALLOWED;
 }
 
 /*
@@ -262,11 +339,10 @@ on_pump(evutil_socket_t fd, short what, void *arg)
 	int wrote = 0;
 
 	assert(c->magic == CONN_MAGIC);
-	if (c->turned_away) {
-		if (c->turned_away == 1)
-			turn_away(c);
+	if (c->admit == ADMIT_PENDING)
+		admit(c);
+	if (c->turned_away)
 		return;
-	}
 	if (bufferevent_getfd(c->bev) == -1 ||
 	    (sock = bufferevent_getfd(c->sock)) == -1)
 		return;		/* libevent is closing it */
@@ -379,8 +455,10 @@ conn_free(void *arg)
 	evbuffer_remove_cb(bufferevent_get_output(c->sock), on_moved, c);
 	event_free(c->pump_ev);
 	frame_free(&c->frame);
-	if (c->counted)
+	if (c->admit == ADMIT_ALLOWED)
 		px->admin_conns--;
+	else if (c->admit == ADMIT_OUTSIDE)
+		px->admin_outside--;
 	else if (!c->admin && px->conns != NULL) {	/* NULL: being freed */
 		dict_del(px->conns, c->key);
 		accept_limit(px);
@@ -458,10 +536,12 @@ on_accept(struct event_base *base, void *arg)
 }
 
 /*
- * The same on the admin port, whose connections have a cap of their own
- * (admin_max_connections), so that neither port can starve the other:
- * past it a connection is answered 503 and closed at once, so that idle
- * ones cannot take every descriptor, nor wait in the backlog unanswered.
+ * The same on the admin port, whose connections have caps of their own
+ * (admin(), at once after this: libevent gives the connection its socket,
+ * and so its peer, only once this returns), so that neither port can
+ * starve the other: past its cap a connection is answered 503 and closed
+ * at once, so that idle ones cannot take every descriptor, nor wait in
+ * the backlog unanswered.
  */
 static struct bufferevent *
 on_admin_accept(struct event_base *base, void *arg)
@@ -472,14 +552,8 @@ on_admin_accept(struct event_base *base, void *arg)
 	assert(px->magic == PROXY_MAGIC);
 	if ((c = conn_new(px, base, 1)) == NULL)
 		return NULL;
-	if (px->admin_conns >= px->conf->admin_max_connections) {
-		c->turned_away = 1;	/* told once libevent has its socket */
-		event_active(c->pump_ev, EV_TIMEOUT, 0);
-		admin_refused(px);
-	} else {
-		c->counted = 1;
-		px->admin_conns++;
-	}
+	c->admit = ADMIT_PENDING;
+	event_active(c->pump_ev, EV_TIMEOUT, 0);
 	return c->bev;
 }
 

@@ -9,6 +9,9 @@
  * later: each process reads them all when it subscribes and whenever one
  * changes, and keeps its copy here. While Redis is unreachable a process
  * keeps the modes it read last; one that never read them runs normally.
+ * A route covers a path however it is spelt: the route is kept plain
+ * (%XX decoded, "//" merged, dot segments removed) and matched against
+ * the target as sent and the paths an origin may decode it to.
  *
  *	GET  /maintenance                    the routes in maintenance (JSON)
  *	POST /maintenance?route=/api/&mode=avoid
@@ -33,12 +36,19 @@
 #include "proxy/proxy.h"
 #include "proxy/proxy_control.h"
 #include "proxy/proxy_flow.h"
+#include "proxy/proxy_hdr.h"
 #include "proxy/proxy_json.h"
 
 #define MAINT_MAGIC		0x4d41494eu	/* "MAIN" */
 #define MAINT_RETRY_MS		1000	/* a failed read is tried again */
 #define MODE_AVOID		"avoid"
 #define MODE_NORMAL		"normal"
+
+/* How plain_path() reads a path's slashes. */
+enum path_form {
+	PATH_DECODED,		/* "//" kept, as most origins do */
+	PATH_MERGED		/* "//" read as "/" */
+};
 
 struct maint {
 	uint32_t		 magic;
@@ -185,17 +195,83 @@ maint_free(struct proxy *px)
 	px->maint = NULL;
 }
 
+static int
+hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * uri's path (up to '?') as an origin may resolve it, for a route to be
+ * matched against: every %XX decoded (but %00), runs of '/' made one in
+ * PATH_MERGED form (nginx's merge_slashes), then dot segments removed. So
+ * "/%6D/new", "//m/new" and "/x/..%2Fm/new" all reach "/m/new". A new
+ * string for free(), or NULL without memory.
+ */
+static char *
+plain_path(const char *uri, enum path_form form)
+{
+	size_t n = strcspn(uri, "?"), o = 0;
+	char *out = malloc(n + 1);
+	int hi, lo;
+
+	if (out == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		char c = uri[i];
+
+		if (c == '%' && i + 2 < n && (hi = hex_digit(uri[i + 1])) >= 0 &&
+		    (lo = hex_digit(uri[i + 2])) >= 0 && (hi | lo) != 0) {
+			c = (char)(hi << 4 | lo);
+			i += 2;
+		}
+		if (form == PATH_MERGED && c == '/' && o > 0 && out[o - 1] == '/')
+			continue;
+		out[o++] = c;
+	}
+	out[o] = '\0';
+	hdr_normalize_path(out);
+	return out;
+}
+
+/* Does a route in maintenance start path? */
+static int
+covered(const struct maint *m, const char *path)
+{
+	for (int i = 0; i < m->n; i++)
+		if (strncmp(path, m->list[i].route, strlen(m->list[i].route)) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * The route is matched against uri as sent, and against the paths an
+ * origin may resolve it to, slashes merged or not: whichever way the
+ * origin reads "/%6D//new", it is not asked for a route in maintenance.
+ * Without memory to tell, nothing is sent.
+ */
 int
 maint_avoids(const struct proxy *px, const char *uri)
 {
 	const struct maint *m = px->maint;
+	char *plain, *merged;
+	int avoid;
 
-	if (m == NULL)
+	if (m == NULL || m->n == 0)
 		return 0;
-	for (int i = 0; i < m->n; i++)
-		if (strncmp(uri, m->list[i].route, strlen(m->list[i].route)) == 0)
-			return 1;
-	return 0;
+	plain = plain_path(uri, PATH_DECODED);
+	merged = plain_path(uri, PATH_MERGED);
+	avoid = plain == NULL || merged == NULL || covered(m, uri) ||
+	    covered(m, plain) || covered(m, merged);
+	free(plain);
+	free(merged);
+	return avoid;
 }
 
 void
@@ -250,7 +326,8 @@ on_maint_set(enum fence_result r, void *arg)
 	free(ms);
 }
 
-/* A route is a path prefix: '/' first, no spaces or control bytes. */
+/* A route is a path prefix: '/' first, no query, no spaces or control
+ * bytes. */
 static int
 route_valid(const char *route)
 {
@@ -258,7 +335,7 @@ route_valid(const char *route)
 	    strlen(route) >= CONF_ROUTE_PREFIX_MAX)
 		return 0;
 	for (const char *p = route; *p != '\0'; p++)
-		if ((unsigned char)*p <= ' ' || *p == 0x7f)
+		if ((unsigned char)*p <= ' ' || *p == 0x7f || *p == '?')
 			return 0;
 	return 1;
 }
@@ -291,6 +368,7 @@ admin_maintenance(struct proxy *px, struct evhttp_request *ev)
 	const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(ev));
 	struct evkeyvalq params;
 	const char *route, *mode;
+	char *plain;
 	struct evbuffer *out;
 
 	assert(px->magic == PROXY_MAGIC && px->maint != NULL);
@@ -307,13 +385,18 @@ admin_maintenance(struct proxy *px, struct evhttp_request *ev)
 		(void)evhttp_parse_query_str(query, &params);
 	route = evhttp_find_header(&params, "route");
 	mode = evhttp_find_header(&params, "mode");
-	if (!route_valid(route))
+	/* Kept plain, as the paths it is matched against. */
+	plain = route_valid(route) ? plain_path(route, PATH_MERGED) : NULL;
+	if (route_valid(route) && plain == NULL)
+		json_error(ev, HTTP_SERVUNAVAIL, "out of memory");
+	else if (!route_valid(plain))
 		json_error(ev, HTTP_BADREQUEST, "need route=PREFIX (a path "
 		    "prefix, like /api/)");
 	else if (mode == NULL || (strcmp(mode, MODE_AVOID) != 0 &&
 	    strcmp(mode, MODE_NORMAL) != 0))
 		json_error(ev, HTTP_BADREQUEST, "need mode=avoid or mode=normal");
 	else
-		maint_set(px, ev, route, strcmp(mode, MODE_AVOID) == 0);
+		maint_set(px, ev, plain, strcmp(mode, MODE_AVOID) == 0);
+	free(plain);
 	evhttp_clear_headers(&params);
 }

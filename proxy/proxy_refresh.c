@@ -761,7 +761,7 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	rf->waiters = a->waiters;
 	/* Its origin slot's rank: an operator's last, a flight's miss, else
 	 * a refresh behind a stale (or, early, a fresh) entry. */
-	rf->budget = a->lowest ? BUDGET_PASS : cb != NULL ? BUDGET_MISS :
+	rf->budget = a->lowest ? BUDGET_OPERATOR : cb != NULL ? BUDGET_MISS :
 	    base != NULL && entry_state(base, util_now_ms()) == ENTRY_FRESH ?
 	    BUDGET_EARLY : BUDGET_STALE;
 	TAILQ_INIT(&rf->headers);

@@ -155,6 +155,34 @@ def budget_full_of_pass_through_gives_the_next_slot_to_a_cold_miss(env):
 
 
 @scenario
+def operators_refresh_waits_behind_pass_through_for_an_origin_slot(env):
+    # POST /refresh and /warm rank below every client's request: no client
+    # waits for the origin while an operator's job takes its slots.
+    redis, origin = env.redis(), env.origin()
+    origin.script("/op/x", body="x{n}")
+    origin.script("/pass/*", hold=True, body="p{n}")
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}}, extra=budget(1))
+    expect_eq(corral.get("/op/x").text, "x1", "primed")
+
+    first = Background(corral.get, "/pass/0", method="POST", body=b"x")
+    wait_for(lambda: origin.held("/pass/0") == 1, what="a POST to hold the only slot")
+    r = corral.admin("POST", f"/refresh?url=http://{HOST}/op/x")
+    expect_eq((r.status, r.json().get("scheduled")), (200, 1), f"refresh: {r.text!r}")
+    wait_for(lambda: queued(redis) == 1, what="the refresh to queue for a slot")
+    later = Background(corral.get, "/pass/1", method="POST", body=b"x")
+    wait_for(lambda: queued(redis) == 2, what="a later POST to queue behind it")
+
+    origin.release("/pass/*")
+    expect_eq((first.result().status, later.result().status), (200, 200), "the POSTs")
+    wait_for(lambda: len(origin.path_stats("/op/x")["done_at"]) == 2, what="the refresh to run")
+    done = {p: origin.path_stats(p)["done_at"][-1] for p in ("/pass/1", "/op/x")}
+    expect(done["/pass/1"] < done["/op/x"],
+           f"the POST queued after the operator's refresh went first: {done}")
+    expect_eq(corral.get("/op/x").text, "x2", "the refreshed entry")
+    expect_eq(origin.stats()["max_active"], 1, "origin peak concurrency")
+
+
+@scenario
 def stale_refresh_queued_behind_cold_misses_serves_stale_meanwhile(env):
     redis, origin = env.redis(), env.origin()
     origin.script("*", delay_ms=100, body="v{n}")

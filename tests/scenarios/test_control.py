@@ -19,8 +19,8 @@ import socket
 import threading
 import urllib.parse
 
-from harness import (HOST, Background, entry_key, expect, expect_eq, http_request, lock_key,
-                     scenario, wait_for)
+from harness import (HOST, PREFIX, Background, RawReply, entry_key, expect, expect_eq,
+                     http_request, lock_key, raw_exchange, scenario, wait_for)
 
 FULL = "full-0123456789abcdef0123456789abcdef"
 READ = "read-0123456789abcdef0123456789abcdef"
@@ -115,7 +115,7 @@ def bad_token_files_refuse_to_start_and_keep_the_old_tokens(env):
                            f"[upstream]\nurl = {origin.url}\n", "loose.conf")
     p = env.run_corral("-t", "-c", conf)
     expect(p.returncode != 0, "a token file readable by others refuses to start")
-    expect(loose in p.stderr and "group or others" in p.stderr and f"{conf}:2:" in p.stderr,
+    expect(loose in p.stderr and "by others" in p.stderr and f"{conf}:2:" in p.stderr,
            f"the reason, with file:line: {p.stderr!r}")
     bad = token_file(env, f"{FULL}\nshort\n{READ} write\n", name="bad")
     conf = env.config_file(f"[server]\nadmin_token_file = {bad}\n"
@@ -141,6 +141,42 @@ def bad_token_files_refuse_to_start_and_keep_the_old_tokens(env):
     wait_for(lambda: ask(corral, "GET", "/stats", token=OTHER).status == 200, timeout=10,
              what="the new token after a reload")
     expect_eq(ask(corral, "GET", "/stats", token=FULL).status, 401, "the old token is gone")
+
+
+@scenario
+def token_file_from_a_systemd_credential_or_group_readable_is_taken(env):
+    # DynamicUser=yes: the service cannot open a root-owned 0600 file, so
+    # the unit hands it over with LoadCredential=; systemd's ACL on the
+    # copy shows as the group's read bit (0440).
+    os.environ.pop("CREDENTIALS_DIRECTORY", None)
+    redis, origin = env.redis(), env.origin()
+    creds = os.path.join(env.workdir, "credentials")
+    os.makedirs(creds, mode=0o700)
+    token_file(env, f"{FULL}\n", mode=0o440, name="credentials/admin-tokens")
+    systemd = {"CREDENTIALS_DIRECTORY": creds}
+    group = token_file(env, f"{READ} read\n", mode=0o640, name="group-readable")
+    token_file(env, f"{OTHER}\n", name="next-to-conf")
+    for name, token in (("admin-tokens", FULL), ("$CREDENTIALS_DIRECTORY/admin-tokens", FULL),
+                        (group, READ), ("./next-to-conf", OTHER)):
+        corral = env.corral(redis, origin, extra={"server": {"admin_token_file": name}},
+                            env=systemd, admin_token=token)
+        expect_eq(ask(corral, "GET", "/stats", token=token).status, 200,
+                  f"/stats with the token of admin_token_file = {name}")
+        expect_eq(ask(corral, "GET", "/stats").status, 401, f"{name}: /stats without a token")
+        expect(token not in corral.log(), f"{name}: no token in the log")
+        corral.stop()
+
+    writable = token_file(env, f"{FULL}\n", mode=0o660, name="group-writable")
+    for name, why in ((writable, f"{writable} may be written by its group (mode 0660)"),
+                      ("admin-tokens", "admin-tokens is a credential name but "
+                       "$CREDENTIALS_DIRECTORY is not set")):
+        conf = env.config_file(f"[server]\nadmin_token_file = {name}\n"
+                               f"[redis]\naddress = {redis.address}\n"
+                               f"[upstream]\nurl = {origin.url}\n", "refused.conf")
+        p = env.run_corral("-t", "-c", conf)
+        expect(p.returncode != 0 and f"{conf}:2: admin_token_file: {why}" in p.stderr,
+               f"admin_token_file = {name} refused, saying why: {p.stderr!r}")
+        expect(FULL not in p.stderr, "no token in the message")
 
 
 @scenario
@@ -338,6 +374,68 @@ def entry_shows_what_redis_holds_field_by_field(env):
     expect_eq(corral.admin("GET", "/entry?url=relative").status, 400, "a relative URL")
 
 
+@scenario
+def entry_of_a_key_another_instance_is_fetching_names_that_holder(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("/e/held", hold=True, body="held")
+    routes = {"/": {"ttl": "1h", "lock_ttl": "30s"}}
+    a = env.corral(redis, origin, routes=routes)
+    b = env.corral(redis, origin, routes=routes)
+    url = "/entry?" + q(url=f"http://{HOST}/e/held")
+
+    slow = Background(b.get, "/e/held", {"Host": HOST})
+    wait_for(lambda: origin.held("/e/held") == 1, timeout=10, what="b's fetch held")
+    ea, eb = a.admin("GET", url).json(), b.admin("GET", url).json()
+    expect_eq((ea["stored"], ea["key"]), (False, f"{HOST}/e/held"), f"a's /entry: {ea}")
+    lock = ea["lock"]
+    expect(lock is not None and lock["holder"] == "another process",
+           f"a names another process as the holder: {ea}")
+    expect_eq(eb["lock"]["holder"], "this process", f"b holds it: {eb}")
+    expect_eq(lock["holder_id"], eb["lock"]["holder_id"], "both name the same holder")
+    expect(0 <= lock["age_ms"] < 30000 and 0 < lock["expires_in_ms"] <= 30000,
+           f"its age and expiry, by a's lock_ttl: {lock}")
+    token = redis.get(lock_key("/e/held"))
+    expect(token and str(token) not in str(ea), "never the lock's token")
+    origin.release("/e/held")
+    expect_eq(slow.result().status, 200, "b's request")
+    ea = a.admin("GET", url).json()
+    expect_eq((ea["stored"], ea["lock"], ea["size"]), (True, None, len("held")),
+              f"a's /entry once b stored it: {ea}")
+
+
+@scenario
+def entry_of_a_url_maps_to_the_key_its_request_got_under_key_rules(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("*", body="{path} v{n}")
+    routes = {"/kr/": {"ttl": "1h", "key_ignore_query": "_, utm_*, fbclid"},
+              "/": {"ttl": "1h"}}
+    corral = env.corral(redis, origin, routes=routes)
+    r = corral.get("/kr/a?id=7&_=123&utm_source=mail", {"Host": HOST})
+    expect_eq((r.status, r.cache_status.stored), (200, True), "the request stored")
+    stored = [k for k in redis.cmd("KEYS", f"{PREFIX}*:entry")]
+    expect_eq(len(stored), 1, f"one entry in Redis: {stored}")
+
+    def entry(path):
+        r = corral.admin("GET", "/entry?" + q(url=f"http://{HOST}{path}"))
+        expect_eq(r.status, 200, f"/entry {path}: {r.text!r}")
+        return r.json()
+
+    for path in ("/kr/a?id=7&_=123&utm_source=mail", "/kr/a?fbclid=x&id=7",
+                 "/kr/a?utm_medium=y&id=7&_=9"):
+        e = entry(path)
+        expect_eq((e["route"], e["stored"], e["size"]), ("/kr/", True, len("/kr/a?id=7&_=123&"
+                                                                          "utm_source=mail v1")),
+                  f"/entry {path}: {e}")
+        expect_eq(f"{PREFIX}{{{e['key']}}}:entry", stored[0], f"{path}: the key of the request")
+    e = entry("/kr/a?id=8&_=123")
+    expect_eq(e["stored"], False, f"another id is another key: {e}")
+    expect(e["key"] != entry("/kr/a?id=7")["key"], "its key differs")
+    # Outside the route, the rules do not apply.
+    corral.get("/a?id=7&_=1", {"Host": HOST})
+    expect_eq(entry("/a?id=7&_=2")["stored"], False, "/a?id=7&_=2 under / (no key rules)")
+    expect_eq(entry("/a?id=7&_=1")["stored"], True, "/a?id=7&_=1 under /")
+
+
 def maint(corral, route, mode):
     r = corral.admin("POST", "/maintenance?" + q(route=route, mode=mode))
     expect_eq(r.status, 200, f"maintenance {route} {mode}: {r.text!r}")
@@ -396,3 +494,179 @@ def maintenance_serves_what_is_stored_and_spares_the_origin(env):
     expect_eq(b.get("/nothing", {"Host": HOST}).status, 503, "not stored, origin stopped")
     expect_eq(b.stats()["total"]["upstream_errors"], 0, "no upstream error: nothing was sent")
     maint(a, "/", "normal")
+
+
+@scenario
+def maintenance_covers_every_spelling_of_its_route(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("*", body="{path} v{n}")
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}})
+    # Kept plain, like the paths it is matched against.
+    expect_eq(maint(corral, "/%6D//", "avoid")["route"], "/m/", "the route, kept plain")
+    wait_for(lambda: [m["route"] for m in corral.stats()["maintenance"]] == ["/m/"],
+             timeout=10, what="the mode in /stats")
+    # Each is /m/new to an origin that decodes %XX, or merges slashes, or both.
+    for target in ("/m/new", "/%6D/new", "/%6d/new", "//m/new", "/%2Fm/new", "/x/..%2Fm/new",
+                   "/%2E/m/new", "/m%2Fnew"):
+        r = corral.get(target, {"Host": HOST})
+        expect_eq(r.status, 503, f"GET {target} under maintenance of /m/")
+        r = corral.get(target, {"Host": HOST}, method="POST", body=b"x")
+        expect_eq(r.status, 503, f"POST {target} under maintenance of /m/")
+    expect_eq(origin.stats()["paths"], {}, "what reached the origin")
+    expect_eq(corral.get("/mm/new", {"Host": HOST}).status, 200, "another route")
+    maint(corral, "/m/", "normal")
+    wait_for(lambda: corral.stats()["maintenance"] == [], timeout=10, what="the mode off")
+    expect_eq(corral.get("/%6D/new", {"Host": HOST}).status, 200, "/%6D/new once normal")
+    # "//m/new" is a path, not the authority "m" and the path "/new" (the
+    # origin, Python's http.server, reads it as /m/new, as nginx does).
+    r = corral.get("//m/new", {"Host": HOST})
+    expect(r.status == 200 and r.text in ("//m/new v1", "/m/new v1"),
+           f"//m/new once normal: {r!r}")
+    expect_eq(origin.count("/new"), 0, "/new asked for //m/new")
+
+
+@scenario
+def changes_from_another_port_or_scheme_of_this_host_are_refused(env):
+    # A page the public listener serves (origin HTML) is another origin
+    # than the admin listener's, on the same host name.
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}})
+    corral.get("/o/1", {"Host": HOST})
+    purge = "/purge?" + q(url=f"http://{HOST}/o/1")
+    name, port = corral.admin_host, corral.admin_port
+    for headers, what in (({"Origin": f"http://{name}:{corral.port}"}, "the public port's page"),
+                          ({"Referer": f"http://{name}:{corral.port}/page.html"},
+                           "the public port's page (Referer)"),
+                          ({"Origin": f"https://{name}:{port}"}, "https on the admin port"),
+                          ({"Origin": f"http://{name}"}, "port 80 of this host"),
+                          ({"Host": f"localhost:{port}", "Origin": f"http://localhost:{port + 1}"},
+                           "another port of localhost")):
+        r = ask(corral, "POST", purge, headers=headers)
+        expect_eq(r.status, 403, f"purge from {what}: {r.text!r}")
+        expect(redis.exists(entry_key("/o/1")), f"the entry survives a purge from {what}")
+    expect("another origin" in corral.log(), "the refusal logged")
+    r = ask(corral, "POST", purge, headers={"Origin": f"HTTP://{name}:{port}",
+                                            "Referer": f"http://{name}:{port}/"})
+    expect_eq(r.status, 200, f"purge from the listener's own origin: {r.text!r}")
+
+
+@scenario
+def reads_through_a_name_that_is_not_the_listeners_are_refused(env):
+    # DNS rebinding: a page whose name now points at the admin address
+    # reads /stats, /metrics and /entry as its own, without a token.
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}},
+                        extra={"server": {"admin_hosts": "admin.example"}})
+    corral.get("/r/1", {"Host": HOST})
+    port = corral.admin_port
+    reads = ("/stats", "/stats.txt", "/metrics", "/maintenance", "/",
+             "/entry?" + q(url=f"http://{HOST}/r/1"))
+    for path in reads:
+        for method in ("GET", "HEAD"):
+            r = ask(corral, method, path, headers={"Host": f"evil.example:{port}"})
+            expect_eq(r.status, 403, f"{method} {path} through a rebound name")
+        expect_eq(ask(corral, "GET", path, headers={"Host": f"admin.example:{port}"}).status,
+                  200, f"{path} through a name of admin_hosts")
+        expect_eq(ask(corral, "GET", path, headers={"Host": "localhost"}).status, 200,
+                  f"{path} through localhost")
+    r = raw_exchange(corral.admin_host, port, b"GET /stats HTTP/1.0\r\n\r\n")
+    expect_eq(r.status, 403, f"/stats without a Host: {r!r}")
+    r = ask(corral, "GET", "/health", headers={"Host": f"evil.example:{port}"})
+    expect_eq(r.status, 200, "/health stays open to any name, for load balancers")
+    expect("Host must name this listener" in corral.log(), "the refusal logged")
+
+
+@scenario
+def bearer_token_must_stand_alone_in_one_authorization_field(env):
+    redis, origin = env.redis(), env.origin()
+    corral, _ = tokens_corral(env, redis, origin)
+    for value in (f"Bearer {FULL} junk", f"Bearer {FULL} {FULL}", f"Bearer\t{FULL}",
+                  f"Bearer{FULL}", "Bearer ", f"Token {FULL}", f"{FULL}"):
+        r = ask(corral, "GET", "/stats", headers={"Authorization": value})
+        expect_eq(r.status, 401, f"Authorization: {value!r}")
+    for value in (f"bearer {FULL}", f"BEARER   {FULL}"):
+        r = ask(corral, "GET", "/stats", headers={"Authorization": value})
+        expect_eq(r.status, 200, f"Authorization: {value!r} (RFC 6750: any case, 1*SP)")
+    host = f"{corral.admin_host}:{corral.admin_port}"
+    r = raw_exchange(corral.admin_host, corral.admin_port,
+                     f"GET /stats HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {FULL}\r\n"
+                     f"Authorization: Bearer {OTHER}\r\nConnection: close\r\n\r\n".encode())
+    expect_eq(r.status, 401, f"two Authorization fields: {r!r}")
+    log = corral.log()
+    expect(FULL not in log and OTHER not in log, "no token in the log")
+
+
+OUTSIDE_MAX = 8		# admin connections a worker keeps for peers outside admin_allow
+OUTSIDER = "127.0.0.2"	# a loopback address outside admin_allow = 127.0.0.1/32
+
+
+def ask_from(corral, source, path):
+    """GET path on the admin listener from the address source: a RawReply."""
+    addr = (corral.admin_host, corral.admin_port)
+    with socket.create_connection(addr, 10, source_address=(source, 0)) as s:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: {addr[0]}:{addr[1]}\r\n"
+                  "Connection: close\r\n\r\n".encode())
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    return RawReply(data, "eof")
+
+
+def closed_by_server(socks, got, closed):
+    """Reads what each non-blocking socket has; len(closed) once the ones the
+    server closed are in closed (and what they got in got)."""
+    for s in socks:
+        if s in closed:
+            continue
+        try:
+            data = s.recv(4096)
+        except BlockingIOError:
+            continue
+        except ConnectionResetError:
+            closed.add(s)
+            continue
+        if data:
+            got[s] = got.get(s, b"") + data
+        else:
+            closed.add(s)
+    return len(closed)
+
+
+@scenario
+def idle_connections_from_outside_admin_allow_never_lock_the_operators_out(env):
+    idle = 400
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, extra={"server": {"admin_allow": "127.0.0.1/32",
+                                                         "admin_max_connections": "16"}})
+    expect_eq(ask_from(corral, OUTSIDER, "/stats").status, 403, "/stats from outside")
+    expect_eq(ask_from(corral, OUTSIDER, "/health").status, 200, "/health from outside")
+    socks, got, closed = [], {}, set()
+    try:
+        for _ in range(idle):
+            s = socket.create_connection((corral.admin_host, corral.admin_port), 10,
+                                         source_address=(OUTSIDER, 0))
+            s.setblocking(False)
+            socks.append(s)
+        wait_for(lambda: closed_by_server(socks, got, closed) >= idle - OUTSIDE_MAX,
+                 timeout=20, what=f"corral to turn away {idle - OUTSIDE_MAX} connections from "
+                 "outside admin_allow")
+        expect_eq(len(closed), idle - OUTSIDE_MAX, "connections from outside turned away")
+        expect(all(got.get(s, b"").startswith(b"HTTP/1.1 503 ") and
+                   b"outside admin_allow" in got[s] for s in closed),
+               f"each with a 503: {set(got.get(s, b'')[-60:] for s in closed)}")
+        for i in range(20):	# more than admin_max_connections, one after another
+            r = corral.admin("GET", "/stats")
+            expect_eq(r.status, 200, f"/stats {i} from 127.0.0.1 with {idle} held from outside")
+        a = r.json()["admin"]
+        expect_eq((a["outside"], a["refused"]), (OUTSIDE_MAX, idle - OUTSIDE_MAX),
+                  f"/stats admin: {a}")
+        expect_eq(ask_from(corral, OUTSIDER, "/health").status, 503,
+                  "/health from outside, its connections all held")
+        expect_eq(ask_from(corral, "127.0.0.1", "/health").status, 200,
+                  "/health from 127.0.0.1 meanwhile")
+    finally:
+        for s in socks:
+            s.close()
+    wait_for(lambda: ask_from(corral, OUTSIDER, "/health").status == 200, timeout=10,
+             what="/health from outside once its connections closed")
+    expect("outside admin_allow" in corral.log(), "the log says why")
