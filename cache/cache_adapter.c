@@ -177,9 +177,7 @@ hev_attach(redisAsyncContext *ac, struct event_base *base)
 	h->rev = event_new(base, ac->c.fd, EV_READ | EV_PERSIST, on_hev_read,
 	    h);
 	h->wev = event_new(base, ac->c.fd, EV_WRITE, on_hev_write, h);
-	if (h->rev == NULL || h->wev == NULL ||
-	    event_priority_set(h->rev, PRIO_BACKEND) == -1 ||
-	    event_priority_set(h->wev, PRIO_BACKEND) == -1) {
+	if (h->rev == NULL || h->wev == NULL) {
 		if (h->rev != NULL)
 			event_free(h->rev);
 		if (h->wev != NULL)
@@ -187,6 +185,8 @@ hev_attach(redisAsyncContext *ac, struct event_base *base)
 		free(h);
 		return -1;
 	}
+	PRIO_SET(h->rev, PRIO_BACKEND);
+	PRIO_SET(h->wev, PRIO_BACKEND);
 	ac->ev.addRead = hev_add_read;
 	ac->ev.delRead = hev_del_read;
 	ac->ev.addWrite = hev_add_write;

@@ -1,6 +1,8 @@
 #ifndef COMMON_PRIO_H
 #define COMMON_PRIO_H
 
+#include <event2/event.h>
+
 /*
  * The priorities of a worker's events (event_base_priority_init). What
  * a request waits for, Redis's replies and the writes of its commands,
@@ -14,6 +16,11 @@
 #define PRIO_BACKEND	0	/* Redis; libcurl starting a transfer */
 #define PRIO_CLIENT	1	/* everything else: the default */
 #define PRIO_LEVELS	2
+
+/* Sets ev's priority (not pending, not active). A base without
+ * PRIO_LEVELS (the master's, a unit test's) has one level only: the
+ * event keeps it. */
+#define PRIO_SET(ev, prio)	((void)event_priority_set((ev), (prio)))
 
 /* After this many client callbacks in a row, libevent looks for backend
  * events that became ready meanwhile (event_config_set_max_dispatch_interval). */

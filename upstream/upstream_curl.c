@@ -338,8 +338,8 @@ on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *arg,
 	/* Connecting and sending the request go before clients' events;
 	 * the response is read at their pace (its streams' back-pressure
 	 * runs in their callbacks). */
-	if (event_priority_set(sk->ev, (what & CURL_POLL_OUT) ? PRIO_BACKEND :
-	    PRIO_CLIENT) == -1 || event_add(sk->ev, NULL) == -1)
+	PRIO_SET(sk->ev, (what & CURL_POLL_OUT) ? PRIO_BACKEND : PRIO_CLIENT);
+	if (event_add(sk->ev, NULL) == -1)
 		fail_unwatched(up, easy);
 	return 0;
 }
@@ -1271,9 +1271,9 @@ upstream_new(struct event_base *base)
 	TAILQ_INIT(&up->ready);
 	TAILQ_INIT(&up->later);
 	TAILQ_INIT(&up->socks);
-	if ((up->timer = evtimer_new(base, on_timer, up)) == NULL ||
-	    event_priority_set(up->timer, PRIO_BACKEND) == -1)
+	if ((up->timer = evtimer_new(base, on_timer, up)) == NULL)
 		goto fail;
+	PRIO_SET(up->timer, PRIO_BACKEND);
 	if ((up->reap = event_new(base, -1, 0, on_reap, up)) == NULL)
 		goto fail;
 	if ((up->later_ev = event_new(base, -1, 0, on_later, up)) == NULL)
