@@ -8,12 +8,15 @@
 
 #include "cache/cache_adapter.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
 #include <hiredis/sds.h>
 
 #include "common/log.h"
@@ -198,6 +201,30 @@ hev_attach(redisAsyncContext *ac, struct event_base *base)
 	event_add(h->rev, NULL);
 	event_add(h->wev, NULL);	/* the connect completes writable */
 	return 0;
+}
+
+int
+adapter_command(redisAsyncContext *ac, redisCallbackFn *cb, void *privdata,
+    const char *head, size_t headlen, struct evbuffer *rest)
+{
+	redisContext *c = &ac->c;
+	size_t restlen = evbuffer_get_length(rest);
+	sds buf;
+
+	if (restlen > INT_MAX - headlen)
+		return REDIS_ERR;
+	if ((buf = sdsMakeRoomFor(c->obuf, headlen + restlen)) == NULL)
+		return REDIS_ERR;
+	c->obuf = buf;
+	if (redisAsyncFormattedCommand(ac, cb, privdata, head, headlen) !=
+	    REDIS_OK)
+		return REDIS_ERR;
+	/* The room made above holds it: nothing is allocated, nothing can
+	 * fail between the head and the rest. */
+	assert(c->obuf == buf && sdsavail(c->obuf) >= restlen);
+	evbuffer_copyout(rest, c->obuf + sdslen(c->obuf), restlen);
+	sdsIncrLen(c->obuf, (int)restlen);
+	return REDIS_OK;
 }
 
 redisAsyncContext *

@@ -24,6 +24,10 @@
  *     on its own: the adapter decides what it keeps between replies;
  *   - hiredis/sds.h: sdsMakeRoomFor, sdsIncrLen, sdsavail, sdslen,
  *     sdsempty, sdsfree, on that buffer;
+ *   - ac->c.obuf, the output buffer (an sds): adapter_command() makes
+ *     room in it for the whole command first, so that hiredis's append of
+ *     the head (redisAsyncFormattedCommand) cannot move it, then copies
+ *     the rest after it; hiredis writes it only from the loop, later;
  *   - redisProcessCallbacks(), which runs the callbacks of the replies the
  *     reader now holds (the second half of redisAsyncHandleRead):
  *     libhiredis 0.14 exports it, but its async.h does not declare it, so
@@ -38,6 +42,8 @@
 #include <hiredis/async.h>
 
 #include "conf/conf.h"
+
+struct evbuffer;
 
 /* What a connection proves who it is with: AUTH [user] pass, when pass is
  * set ([redis] username and password, or the sentinel_ ones). */
@@ -60,6 +66,16 @@ redisAsyncContext *adapter_connect(struct event_base *base, const char *host,
  * (nothing queued). */
 int		 adapter_auth(redisAsyncContext *ac, const struct adapter_auth *a,
 		    redisCallbackFn *cb, void *privdata);
+/*
+ * Queues a command already formatted (RESP): head, which holds at least
+ * the command's name and every argument hiredis reads (it reads the
+ * name), followed by rest's bytes, which go into hiredis's output buffer
+ * without another copy (a large argument referenced by rest is copied
+ * once, there). REDIS_OK, or REDIS_ERR (nothing queued).
+ */
+int		 adapter_command(redisAsyncContext *ac, redisCallbackFn *cb,
+		    void *privdata, const char *head, size_t headlen,
+		    struct evbuffer *rest);
 /* Fills a from the user and password: 1 if that changed it, else 0. */
 int		 adapter_auth_set(struct adapter_auth *a, const char *user,
 		    const char *pass);

@@ -298,10 +298,38 @@ put_u64(unsigned char *p, uint64_t v)
 	return p + 8;
 }
 
+/* An encoded body's reference to its entry ends (entry_encode). */
+static void
+on_body_released(const void *data, size_t len, void *arg)
+{
+	struct cache_entry *e = arg;
+
+	(void)data;
+	(void)len;
+	entry_unref(&e);
+}
+
+/* The body goes into buf by reference: buf keeps e until it lets the
+ * body go. An entry's body never changes once it is made. */
+static int
+add_body(struct evbuffer *buf, const struct cache_entry *e)
+{
+	/* Only the count of references changes, not the entry. */
+	struct cache_entry *held = entry_ref((struct cache_entry *)e);
+
+	if (evbuffer_add_reference(buf, e->body, e->body_len,
+	    on_body_released, held) == -1) {
+		entry_unref(&held);
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * Refuses what entry_decode would refuse, so an encoded entry always
  * decodes. The record is built in a private buffer and moved to out in
- * one step: on failure out is left as it was.
+ * one step: on failure out is left as it was. The body is not copied:
+ * out refers to it, and holds a reference to e until it lets it go.
  */
 int
 entry_encode(const struct cache_entry *e, struct evbuffer *out)
@@ -356,7 +384,7 @@ entry_encode(const struct cache_entry *e, struct evbuffer *out)
 	put_u64(lens, (uint64_t)e->body_len);
 	if (evbuffer_add(tmp, lens, 8) == -1)
 		goto fail;
-	if (e->body_len > 0 && evbuffer_add(tmp, e->body, e->body_len) == -1)
+	if (e->body_len > 0 && add_body(tmp, e) == -1)
 		goto fail;
 	put_u64(lens, (uint64_t)e->request_len);
 	if (e->request_len > 0 && (evbuffer_add(tmp, lens, 8) == -1 ||

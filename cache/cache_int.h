@@ -150,8 +150,9 @@ struct cache_op {
 	int			 retried;	/* NOSCRIPT: sent as EVAL */
 	int			 nargs;
 	int			 cap;
-	char			**args;
+	char			**args;		/* NULL where bufs has it */
 	size_t			*arglens;
+	struct evbuffer		**bufs;		/* op_arg_buffer()'s, or NULL */
 	/* Its maker's own; the transport never reads them. The cache key
 	 * (acquire: whose fill to wait for when busy, with the lock's PX
 	 * and the token, to let go a lock taken too late; invalidate: whose
@@ -227,6 +228,10 @@ struct cache_op	*op_new(struct cache *c, const char *key,
 /* Appends an argument. 0 or -1. */
 int		 op_arg(struct cache_op *op, const void *s, size_t len);
 int		 op_argstr(struct cache_op *op, const char *s);
+/* Appends buf as an argument, without copying it: op owns buf from now
+ * on, even on failure (-1). For large arguments (an entry): sent, it is
+ * copied once, into hiredis's output buffer (adapter_command()). */
+int		 op_arg_buffer(struct cache_op *op, struct evbuffer *buf);
 void		 op_clear_args(struct cache_op *op);
 /* Sends op to its slot's node (or where an ASK said), or parks it. 0 or
  * -1. */

@@ -11,7 +11,12 @@
  * reply, or earlier from the op's timer when Redis is slower than [redis]
  * timeout, or never when the caller cancelled the op.
  *
- * Calls: cache_route.c, cache_key.c (a key's slot). Called by the
+ * An argument given as a buffer (an entry, op_arg_buffer()) is not
+ * copied into the op: the command is formatted around it and copied into
+ * hiredis's output buffer once (cache_adapter.c).
+ *
+ * Calls: cache_route.c, cache_key.c (a key's slot), cache_adapter.c
+ * (adapter_command). Called by the
  * operations above it (cache_store.c, cache_purge.c, cache_watch.c) and
  * the life cycle (cache.c).
  */
@@ -24,6 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/buffer.h>
+
+#include "cache/cache_adapter.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -57,10 +65,10 @@ op_free(struct cache_op *op)
 		TAILQ_REMOVE(&op->cache->parked, op, park_link);
 	if (op->timer != NULL)
 		event_free(op->timer);
-	for (int i = 0; i < op->nargs; i++)
-		free(op->args[i]);
+	op_clear_args(op);
 	free(op->args);
 	free(op->arglens);
+	free(op->bufs);
 	free(op->key);
 	free(op->token);
 	op->magic = 0;
@@ -336,28 +344,54 @@ op_new(struct cache *c, const char *key, op_reply_cb *on_reply, void *arg)
 	return op;
 }
 
+/* Room for one more argument. 0 or -1. */
+static int
+arg_room(struct cache_op *op)
+{
+	int cap = op->cap == 0 ? OP_ARGS_FIRST : op->cap * 2;
+	char **args;
+	size_t *lens;
+	struct evbuffer **bufs;
+
+	if (op->nargs < op->cap)
+		return 0;
+	if ((args = realloc(op->args, (size_t)cap * sizeof(*args))) == NULL)
+		return -1;
+	op->args = args;
+	if ((lens = realloc(op->arglens, (size_t)cap * sizeof(*lens))) == NULL)
+		return -1;
+	op->arglens = lens;
+	if ((bufs = realloc(op->bufs, (size_t)cap * sizeof(*bufs))) == NULL)
+		return -1;
+	op->bufs = bufs;
+	op->cap = cap;
+	return 0;
+}
+
 int
 op_arg(struct cache_op *op, const void *s, size_t len)
 {
-	if (op->nargs == op->cap) {
-		int cap = op->cap == 0 ? OP_ARGS_FIRST : op->cap * 2;
-		char **args = realloc(op->args, (size_t)cap * sizeof(*args));
-		size_t *lens;
-
-		if (args == NULL)
-			return -1;
-		op->args = args;
-		if ((lens = realloc(op->arglens, (size_t)cap *
-		    sizeof(*lens))) == NULL)
-			return -1;
-		op->arglens = lens;
-		op->cap = cap;
-	}
-	if ((op->args[op->nargs] = malloc(len + 1)) == NULL)
+	if (arg_room(op) == -1 ||
+	    (op->args[op->nargs] = malloc(len + 1)) == NULL)
 		return -1;
 	memcpy(op->args[op->nargs], s, len);
 	op->args[op->nargs][len] = '\0';
 	op->arglens[op->nargs] = len;
+	op->bufs[op->nargs] = NULL;
+	op->nargs++;
+	return 0;
+}
+
+int
+op_arg_buffer(struct cache_op *op, struct evbuffer *buf)
+{
+	if (arg_room(op) == -1) {
+		evbuffer_free(buf);
+		return -1;
+	}
+	op->args[op->nargs] = NULL;
+	op->arglens[op->nargs] = evbuffer_get_length(buf);
+	op->bufs[op->nargs] = buf;
 	op->nargs++;
 	return 0;
 }
@@ -371,9 +405,54 @@ op_argstr(struct cache_op *op, const char *s)
 void
 op_clear_args(struct cache_op *op)
 {
-	for (int i = 0; i < op->nargs; i++)
+	for (int i = 0; i < op->nargs; i++) {
 		free(op->args[i]);
+		if (op->bufs[i] != NULL)
+			evbuffer_free(op->bufs[i]);
+	}
 	op->nargs = 0;
+}
+
+/*
+ * Sends a command with op_arg_buffer() arguments: formatted here (RESP),
+ * the small parts copied, the buffers referenced, and queued through
+ * adapter_command(), which copies it into hiredis's output buffer once.
+ * The head it is given ends where the first buffer begins.
+ */
+static int
+send_buffers(redisAsyncContext *ac, struct cache_op *op, int argc,
+    const char **argv, const size_t *argvlen)
+{
+	struct evbuffer *head = evbuffer_new(), *rest = evbuffer_new(), *to;
+	int rc = REDIS_ERR, i, failed;
+
+	if (head == NULL || rest == NULL)
+		goto out;
+	to = head;
+	failed = evbuffer_add_printf(to, "*%d\r\n", argc) == -1;
+	for (i = 0; i < argc; i++) {
+		const struct evbuffer *buf = i >= argc - op->nargs ?
+		    op->bufs[i - (argc - op->nargs)] : NULL;
+
+		failed |= evbuffer_add_printf(to, "$%zu\r\n", argvlen[i]) == -1;
+		if (buf != NULL) {
+			to = rest;
+			failed |= evbuffer_add_buffer_reference(to,
+			    (struct evbuffer *)buf) == -1;
+		} else
+			failed |= evbuffer_add(to, argv[i], argvlen[i]) == -1;
+		failed |= evbuffer_add(to, "\r\n", 2) == -1;
+	}
+	if (!failed && evbuffer_pullup(head, -1) != NULL)
+		rc = adapter_command(ac, on_op_reply, op,
+		    (const char *)evbuffer_pullup(head, -1),
+		    evbuffer_get_length(head), rest);
+out:
+	if (head != NULL)
+		evbuffer_free(head);
+	if (rest != NULL)
+		evbuffer_free(rest);
+	return rc;
 }
 
 int
@@ -384,7 +463,7 @@ op_send(struct cache_op *op)
 	struct node *r;
 	const char **argv;
 	size_t *argvlen;
-	int argc = 0, rc;
+	int argc = 0, rc, bufs = 0;
 
 	/* A read while the slot's primary is away: its replica answers. */
 	if ((n == NULL || !n->up) && op->readonly && op->ask == NULL &&
@@ -415,13 +494,14 @@ op_send(struct cache_op *op)
 	for (int i = 0; i < op->nargs; i++, argc++) {
 		argv[argc] = op->args[i];
 		argvlen[argc] = op->arglens[i];
+		bufs |= op->bufs[i] != NULL;
 	}
 	if (op->ask != NULL) {
 		redisAsyncCommand(n->cmd, NULL, NULL, "ASKING");
 		op->ask = NULL;		/* once */
 	}
-	rc = redisAsyncCommandArgv(n->cmd, on_op_reply, op, argc, argv,
-	    argvlen);
+	rc = bufs ? send_buffers(n->cmd, op, argc, argv, argvlen) :
+	    redisAsyncCommandArgv(n->cmd, on_op_reply, op, argc, argv, argvlen);
 	free(argv);
 	free(argvlen);
 	if (rc != REDIS_OK)

@@ -183,12 +183,9 @@ release_setup(struct cache_op *op, const char *key, const char *token,
 	failed |= op_argstr(op, base);
 	failed |= op_argstr(op, max);
 	failed |= op_argstr(op, after);
-	failed |= err != NULL ? op_arg(op, evbuffer_pullup(err, -1),
-	    evbuffer_get_length(err)) : op_argstr(op, "");
+	failed |= err != NULL ? op_arg_buffer(op, err) : op_argstr(op, "");
 	failed |= op_argstr(op, hfm_ms);
 	failed |= op_argstr(op, gone_ms);
-	if (err != NULL)
-		evbuffer_free(err);
 	return failed ? -1 : 0;
 }
 
@@ -340,20 +337,16 @@ cache_store(struct cache *c, const char *key, const char *token,
 		failed |= op_argstr(op, variants);
 	}
 	failed |= op_argstr(op, token);
-	failed |= op_arg(op, evbuffer_pullup(blob, -1),
-	    evbuffer_get_length(blob));
+	failed |= op_arg_buffer(op, blob);	/* op's now, as mblob below */
 	failed |= op_argstr(op, px);
 	failed |= op_argstr(op, channel);
 	failed |= op_argstr(op, key);
 	if (marker != NULL) {
-		failed |= op_arg(op, evbuffer_pullup(mblob, -1),
-		    evbuffer_get_length(mblob));
+		failed |= op_arg_buffer(op, mblob);
 		failed |= op_argstr(op, vid + 1);
 		snprintf(most, sizeof(most), "%d", max_variants);
 		failed |= op_argstr(op, most);
-		evbuffer_free(mblob);
 	}
-	evbuffer_free(blob);
 	return op_start(op, failed);
 fail:
 	if (mblob != NULL)
