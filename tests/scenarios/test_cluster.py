@@ -284,30 +284,34 @@ def take_over(replica):
 
 @scenario(timeout=240)
 def cluster_stale_entry_on_dead_primary_is_read_from_its_replica_until_promotion(env):
+    # The instance that stored the entry holds it in memory and serves it
+    # stale from there; another one, which never read it, must read it
+    # from the slot's replica.
     cluster, origin = start_cluster(env), env.origin()
-    corral = env.corral(cluster.address, origin, routes=ROUTE,
-                        extra={"redis": {"mode": "cluster", "address": cluster.address}},
-                        wait_redis=True)
+    primer, corral = [env.corral(cluster.address, origin, routes=ROUTE,
+                                 extra={"redis": {"mode": "cluster",
+                                                  "address": cluster.address}},
+                                 wait_redis=True) for _ in range(2)]
     path = "/gap"
     slot = path_slot(path)
     primary = cluster.primary_of(slot)
     replica = hold_failover(cluster, primary)
     key = entry_key(path)
 
-    expect(corral.get(path).cache_status.stored, "priming request")
+    expect(primer.get(path).cache_status.stored, "priming request")
     wait_for(lambda: key in replica.cmd("CLUSTER", "GETKEYSINSLOT", str(slot), "100"),
              what="the entry on the replica")
     wait_for(lambda: 0 < primary.cmd("PTTL", key) < 60_000 - 1100, timeout=10,
              what=f"{path} to go stale")
     primary.kill()
 
-    answers = [corral.get(path) for _ in range(3)]
+    answers = [c.get(path) for c in (primer, corral, corral, corral)]
     expect(all(r.status == 200 and r.cache_status.hit for r in answers),
            f"the stale entry served while its primary is dead: "
            f"{[(r.status, r.cache_status.raw) for r in answers]}")
     expect_eq(origin.count(path), 1, "origin fetches while the primary is dead")
     figures = redis_figures(corral)
-    expect(figures["replica_reads"] >= 3, f"replica_reads {figures['replica_reads']}")
+    expect(figures["replica_reads"] >= 1, f"replica_reads {figures['replica_reads']}")
 
     refreshes = figures["map_refreshes"]
     take_over(replica)
