@@ -56,7 +56,9 @@ def failing_refresh_of_stale_key_backs_off_fleet_wide(env):
     # key whose origin answers 503. Every one is a stale hit. The first
     # refresh fails and starts a backoff (1 s, then 2 s) that every
     # instance sees in Redis, so the origin gets at most a few refreshes,
-    # not one per request or per instance.
+    # not one per request or per instance. (Each instance asks for the
+    # lock at most once per lock_poll while it serves its stale copy; the
+    # asks after the failure are the backoff's skips.)
     clients = 50
     redis, origin, fleet = stale_fleet(env, 3, PATH)
     origin.script(PATH, status=503, body="down")
@@ -76,9 +78,9 @@ def failing_refresh_of_stale_key_backs_off_fleet_wide(env):
     expect_eq(redis.get(fails_key(PATH)), str(refreshes), "failures counted in Redis")
     c = fleet_counters(fleet)
     expect_eq(c["stale_hits"], clients, "stale_hits")
-    expect(c["backoff_skips"] >= clients // 2,
-           f"backoff_skips: expected most of the {clients} stale hits to skip their "
-           f"refresh, got {c['backoff_skips']}")
+    expect(c["backoff_skips"] >= 2,
+           f"backoff_skips: expected the refreshes asked for after the failure to "
+           f"be skipped, got {c['backoff_skips']}")
     expect(sum(1 for f in fleet if f.counters()["backoff_skips"] > 0) >= 2,
            "the backoff is seen by more than one instance")
     expect_eq((c["stores"], c["errors"]), (1, 0), "stores (the prime only), errors")

@@ -326,7 +326,8 @@ def grafana_dashboard_queries_only_metrics_that_metrics_exposes(env):
     redis, origin = env.redis(), env.origin()
     corral = env.corral(redis, origin, routes={"/api/": {}})
     corral.get("/api/a")
-    r = http_request(corral.admin_host, corral.admin_port, "/metrics")
+    r = http_request(corral.admin_host, corral.admin_port, "/metrics",
+                     {"Host": f"{corral.admin_host}:{corral.admin_port}"})
     expect_eq(r.status, 200, "GET /metrics")
     series = exposed_series(r.text)
 
