@@ -34,74 +34,113 @@
 	"end\n"
 
 /*
- * acquire: KEYS slots, queue, tickets; ARGV token, ticket, rank, max,
- * lease ms, freed channel. Drops the leases and tickets that expired (and
- * publishes if that frees room); a token that holds a lease already (an
- * acquire sent again) keeps it. Else the ticket is queued with its rank
- * (or its rank and expiry renewed) and gets a slot only if fewer tickets
- * rank ahead of it than there are free slots. {1 granted or 0 queued,
- * leases held, tickets waiting}.
+ * acquire: KEYS slots, queue, tickets, then the servers a slot may be
+ * taken on, best first (max_requests_per_server), then the server the
+ * token gives up (a retry goes elsewhere), if any; ARGV token, ticket,
+ * rank, max (0: the pool has no cap), lease ms, freed channel, a server's
+ * cap, how many servers. Drops the leases and tickets that expired (and
+ * publishes if that frees room). A token that holds a slot already (an
+ * acquire sent again, or a retry's) keeps it, and takes a slot on the
+ * first of the servers with room if it holds none there. Else the ticket
+ * is queued with its rank (or its rank and expiry renewed) and gets a slot
+ * only if fewer tickets rank ahead of it than there are free slots: of the
+ * pool, and on the servers together; its server slot is on the first of
+ * them with room. {1 granted or 0 queued, leases held, tickets waiting,
+ * the server taken (1..n, 0: none)}.
  */
 const char lease_script_acquire[] =
 	LUA_PRELUDE
 	"local lease = tonumber(ARGV[5])\n"
 	"local max = tonumber(ARGV[4])\n"
+	"local cap = tonumber(ARGV[7])\n"
+	"local n = tonumber(ARGV[8])\n"
 	"local reaped = redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)\n"
+	"for i = 4, 3 + n do\n"
+	"  reaped = reaped + redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)\n"
+	"end\n"
+	"if #KEYS > 3 + n then\n"
+	"  reaped = reaped + redis.call('ZREM', KEYS[4 + n], ARGV[1])\n"
+	"end\n"
 	"local dead = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT',"
 	" 0, " STRINGIFY(REAP_MAX) ")\n"
 	"for i = 1, #dead do\n"
 	"  redis.call('ZREM', KEYS[2], dead[i])\n"
 	"  redis.call('ZREM', KEYS[3], dead[i])\n"
 	"end\n"
-	"local r = 0\n"
+	"local room, first, mine = 0, 0, 0\n"
+	"for i = 1, n do\n"
+	"  local left = cap - redis.call('ZCARD', KEYS[3 + i])\n"
+	"  if redis.call('ZSCORE', KEYS[3 + i], ARGV[1]) then mine = i end\n"
+	"  if left > 0 then\n"
+	"    room = room + left\n"
+	"    if first == 0 then first = i end\n"
+	"  end\n"
+	"end\n"
+	"if mine > 0 then first = mine end\n"
+	"local r, at = 0, 0\n"
 	"if redis.call('ZSCORE', KEYS[1], ARGV[1]) then\n"
 	"  redis.call('ZADD', KEYS[1], now + lease, ARGV[1])\n"
-	"  r = 1\n"
+	"  at = first\n"
+	"  if n == 0 or at > 0 then r = 1 end\n"
 	"else\n"
 	"  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])\n"
 	"  redis.call('ZADD', KEYS[3], now + lease, ARGV[2])\n"
 	"  local ahead = redis.call('ZRANK', KEYS[2], ARGV[2])\n"
-	"  if redis.call('ZCARD', KEYS[1]) + ahead < max then\n"
+	"  local free = max == 0 or redis.call('ZCARD', KEYS[1]) + ahead < max\n"
+	"  if free and (n == 0 or ahead < room) then\n"
 	"    redis.call('ZREM', KEYS[2], ARGV[2])\n"
 	"    redis.call('ZREM', KEYS[3], ARGV[2])\n"
 	"    redis.call('ZADD', KEYS[1], now + lease, ARGV[1])\n"
 	"    r = 1\n"
+	"    at = first\n"
 	"  end\n"
+	"end\n"
+	"if at > 0 then\n"
+	"  redis.call('ZADD', KEYS[3 + at], now + lease, ARGV[1])\n"
 	"end\n"
 	"local held = redis.call('ZCARD', KEYS[1])\n"
 	"local queued = redis.call('ZCARD', KEYS[2])\n"
-	"for i = 1, 3 do keep(KEYS[i], lease * " STRINGIFY(LEASE_KEEP_LEASES)
+	"for i = 1, #KEYS do keep(KEYS[i], lease * " STRINGIFY(LEASE_KEEP_LEASES)
 	") end\n"
-	"if (reaped > 0 or #dead > 0) and held < max and queued > 0 then\n"
-	"  redis.call('SPUBLISH', ARGV[6], 'reaped')\n"
+	"if reaped > 0 or #dead > 0 then\n"
+	"  if (max == 0 or held < max) and queued > 0 then\n"
+	"    redis.call('SPUBLISH', ARGV[6], 'reaped')\n"
+	"  end\n"
 	"end\n"
-	"return {r, held, queued}\n";
+	"return {r, held, queued, at}\n";
 
-/* renew: KEYS slots; ARGV token, lease ms. 1 renewed, 0 the lease ran
- * out (dropped now if it was still there). */
+/* renew: KEYS slots, and the server the token holds a slot on (if any);
+ * ARGV token, lease ms. 1 renewed, 0 the lease ran out (dropped now if it
+ * was still there). */
 const char lease_script_renew[] =
 	LUA_PRELUDE
 	"local s = redis.call('ZSCORE', KEYS[1], ARGV[1])\n"
 	"if not s then return 0 end\n"
-	"if tonumber(s) <= now then\n"
-	"  redis.call('ZREM', KEYS[1], ARGV[1])\n"
+	"if tonumber(s) <= now or (KEYS[2] and\n"
+	"    not redis.call('ZSCORE', KEYS[2], ARGV[1])) then\n"
+	"  for i = 1, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end\n"
 	"  return 0\n"
 	"end\n"
-	"redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])\n"
-	"keep(KEYS[1], tonumber(ARGV[2]) * " STRINGIFY(LEASE_KEEP_LEASES) ")\n"
+	"for i = 1, #KEYS do\n"
+	"  redis.call('ZADD', KEYS[i], now + tonumber(ARGV[2]), ARGV[1])\n"
+	"  keep(KEYS[i], tonumber(ARGV[2]) * " STRINGIFY(LEASE_KEEP_LEASES) ")\n"
+	"end\n"
 	"return 1\n";
 
 /*
- * release: KEYS slots, queue, tickets; ARGV token, ticket, freed channel,
- * max. Drops the token's lease and the ticket. The waiters hear of it
- * when a lease went, or when a ticket left while room is free (the
- * tickets behind it may go now). 1 a lease went, 0 none was held.
+ * release: KEYS slots, queue, tickets, and the server the token holds a
+ * slot on (if any); ARGV token, ticket, freed channel, max. Drops the
+ * token's leases and the ticket. The waiters hear of it when a lease went,
+ * or when a ticket left while room is free (the tickets behind it may go
+ * now). 1 a lease went, 0 none was held.
  */
 const char lease_script_release[] =
 	"local n = redis.call('ZREM', KEYS[1], ARGV[1])\n"
+	"if KEYS[4] then redis.call('ZREM', KEYS[4], ARGV[1]) end\n"
 	"local q = redis.call('ZREM', KEYS[2], ARGV[2])\n"
 	"redis.call('ZREM', KEYS[3], ARGV[2])\n"
-	"if n > 0 or (q > 0 and redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[4])"
+	"local max = tonumber(ARGV[4])\n"
+	"if n > 0 or (q > 0 and (max == 0 or redis.call('ZCARD', KEYS[1]) < max)"
 	" and redis.call('ZCARD', KEYS[2]) > 0) then\n"
 	"  redis.call('SPUBLISH', ARGV[3], 'freed')\n"
 	"end\n"
@@ -129,8 +168,8 @@ element_int(const redisReply *reply, size_t i)
 static void
 on_acquire_slot_reply(struct cache_op *op, redisReply *reply)
 {
-	struct lease_figures f = { -1, -1, -1 };
-	long long code;
+	struct lease_figures f = { -1, -1, -1, 0 };
+	long long code, at;
 
 	if (reply == NULL) {
 		op->cb.lease(LEASE_ERROR, &f, op->arg);
@@ -139,18 +178,20 @@ on_acquire_slot_reply(struct cache_op *op, redisReply *reply)
 	code = element_int(reply, 0);
 	f.held = element_int(reply, 1);
 	f.queued = element_int(reply, 2);
-	if (code != 0 && code != 1) {
+	at = element_int(reply, 3);
+	if ((code != 0 && code != 1) || at < 0 || at > LEASE_SERVERS_MAX) {
 		op->cache->counters.errors++;
 		op->cb.lease(LEASE_ERROR, &f, op->arg);
 		return;
 	}
+	f.server = (int)at - 1;
 	op->cb.lease(code == 1 ? LEASE_GRANTED : LEASE_QUEUED, &f, op->arg);
 }
 
 static void
 on_hello_reply(struct cache_op *op, redisReply *reply)
 {
-	struct lease_figures f = { -1, -1, -1 };
+	struct lease_figures f = { -1, -1, -1, 0 };
 
 	if (reply == NULL || reply->type != REDIS_REPLY_INTEGER) {
 		if (reply != NULL)
@@ -162,14 +203,13 @@ on_hello_reply(struct cache_op *op, redisReply *reply)
 	op->cb.lease(LEASE_GRANTED, &f, op->arg);
 }
 
-/* A new op on the budget's slot that runs script id with its nkeys keys
- * (the names of suffixes, after "POOL:" for a named pool), or NULL;
- * *failed says if an argument failed. */
+/* A new op on the budget's slot that runs script id with nkeys keys (its
+ * arguments follow them), or NULL. */
 static struct cache_op *
 slot_op(struct cache *c, op_reply_cb *on_reply, void *arg, enum script_id id,
-    const char *pool, const char *const *suffixes, int nkeys, int *failed)
+    int nkeys, int *failed)
 {
-	char name[REDIS_KEY_MAX], n[8], suffix[REDIS_KEY_MAX];
+	char n[8];
 	struct cache_op *op;
 
 	if ((op = op_new(c, LEASE_TAG, on_reply, arg)) == NULL)
@@ -177,16 +217,31 @@ slot_op(struct cache *c, op_reply_cb *on_reply, void *arg, enum script_id id,
 	script_use(op, id);
 	snprintf(n, sizeof(n), "%d", nkeys);
 	*failed |= op_argstr(op, n);
-	for (int i = 0; i < nkeys; i++) {
-		snprintf(suffix, sizeof(suffix), "%s%s%s", pool, pool[0] != '\0' ?
-		    ":" : "", suffixes[i]);
-		op_key_name(name, sizeof(name), c, LEASE_TAG, suffix);
-		*failed |= op_argstr(op, name);
-	}
 	return op;
 }
 
-static const char *const queue_keys[] = { "slots", "queue", "tickets" };
+/* One key of pool's: its slots, queue or tickets, or a server's slots
+ * (server:URL); the default pool's have no "POOL:". */
+static int
+pool_key(struct cache_op *op, const char *pool, const char *what,
+    const char *server)
+{
+	char name[REDIS_KEY_MAX], suffix[REDIS_KEY_MAX];
+
+	snprintf(suffix, sizeof(suffix), "%s%s%s%s%s", pool, pool[0] != '\0' ?
+	    ":" : "", what, server != NULL ? ":" : "", server != NULL ? server :
+	    "");
+	op_key_name(name, sizeof(name), op->cache, LEASE_TAG, suffix);
+	return op_argstr(op, name);
+}
+
+static int
+queue_keys(struct cache_op *op, const char *pool)
+{
+	return pool_key(op, pool, "slots", NULL) |
+	    pool_key(op, pool, "queue", NULL) |
+	    pool_key(op, pool, "tickets", NULL);
+}
 
 static int
 arg_int(struct cache_op *op, int64_t v)
@@ -198,39 +253,49 @@ arg_int(struct cache_op *op, int64_t v)
 }
 
 struct cache_op *
-lease_acquire(struct cache *c, const char *pool, const char *token,
-    const char *ticket, int64_t rank, int max, int64_t lease_ms, lease_cb *cb,
+lease_acquire(struct cache *c, const struct lease_ask *a, lease_cb *cb,
     void *arg)
 {
 	char channel[REDIS_KEY_MAX];
 	struct cache_op *op;
-	int failed = 0;
+	int failed = 0, n = a->nservers;
 
+	assert(n >= 0 && n <= LEASE_SERVERS_MAX);
 	if ((op = slot_op(c, on_acquire_slot_reply, arg, SCRIPT_LEASE_ACQUIRE,
-	    pool, queue_keys, 3, &failed)) == NULL)
+	    3 + n + (a->leave != NULL), &failed)) == NULL)
 		return NULL;
 	op->cb.lease = cb;
+	failed |= queue_keys(op, a->pool);
+	for (int i = 0; i < n; i++)
+		failed |= pool_key(op, a->pool, "server", a->servers[i]);
+	if (a->leave != NULL)
+		failed |= pool_key(op, a->pool, "server", a->leave);
 	op_key_name(channel, sizeof(channel), c, LEASE_TAG, "freed");
-	failed |= op_argstr(op, token);
-	failed |= op_argstr(op, ticket);
-	failed |= arg_int(op, rank);
-	failed |= arg_int(op, max);
-	failed |= arg_int(op, lease_ms);
+	failed |= op_argstr(op, a->token);
+	failed |= op_argstr(op, a->ticket);
+	failed |= arg_int(op, a->rank);
+	failed |= arg_int(op, a->max);
+	failed |= arg_int(op, a->lease_ms);
 	failed |= op_argstr(op, channel);
+	failed |= arg_int(op, a->server_cap);
+	failed |= arg_int(op, n);
 	return op_start(op, failed);
 }
 
 struct cache_op *
 lease_renew(struct cache *c, const char *pool, const char *token,
-    int64_t lease_ms, fence_cb *cb, void *arg)
+    const char *server, int64_t lease_ms, fence_cb *cb, void *arg)
 {
 	struct cache_op *op;
 	int failed = 0;
 
-	if ((op = slot_op(c, op_fence_reply, arg, SCRIPT_LEASE_RENEW, pool,
-	    queue_keys, 1, &failed)) == NULL)
+	if ((op = slot_op(c, op_fence_reply, arg, SCRIPT_LEASE_RENEW,
+	    1 + (server != NULL), &failed)) == NULL)
 		return NULL;
 	op->cb.fence = cb;
+	failed |= pool_key(op, pool, "slots", NULL);
+	if (server != NULL)
+		failed |= pool_key(op, pool, "server", server);
 	failed |= op_argstr(op, token);
 	failed |= arg_int(op, lease_ms);
 	return op_start(op, failed);
@@ -238,16 +303,19 @@ lease_renew(struct cache *c, const char *pool, const char *token,
 
 struct cache_op *
 lease_release(struct cache *c, const char *pool, const char *token,
-    const char *ticket, int max, fence_cb *cb, void *arg)
+    const char *ticket, const char *server, int max, fence_cb *cb, void *arg)
 {
 	char channel[REDIS_KEY_MAX];
 	struct cache_op *op;
 	int failed = 0;
 
-	if ((op = slot_op(c, op_fence_reply, arg, SCRIPT_LEASE_RELEASE, pool,
-	    queue_keys, 3, &failed)) == NULL)
+	if ((op = slot_op(c, op_fence_reply, arg, SCRIPT_LEASE_RELEASE,
+	    3 + (server != NULL), &failed)) == NULL)
 		return NULL;
 	op->cb.fence = cb;
+	failed |= queue_keys(op, pool);
+	if (server != NULL)
+		failed |= pool_key(op, pool, "server", server);
 	op_key_name(channel, sizeof(channel), c, LEASE_TAG, "freed");
 	failed |= op_argstr(op, token);
 	failed |= op_argstr(op, ticket);
@@ -260,14 +328,14 @@ struct cache_op *
 lease_hello(struct cache *c, const char *instance, int64_t ttl_ms, lease_cb *cb,
     void *arg)
 {
-	static const char *const fleet[] = { "fleet" };
 	struct cache_op *op;
 	int failed = 0;
 
-	if ((op = slot_op(c, on_hello_reply, arg, SCRIPT_LEASE_HELLO, "", fleet,
-	    1, &failed)) == NULL)
+	if ((op = slot_op(c, on_hello_reply, arg, SCRIPT_LEASE_HELLO, 1,
+	    &failed)) == NULL)
 		return NULL;
 	op->cb.lease = cb;
+	failed |= pool_key(op, "", "fleet", NULL);
 	failed |= op_argstr(op, instance);
 	failed |= arg_int(op, ttl_ms);
 	return op_start(op, failed);

@@ -236,7 +236,8 @@ static const struct key keys[] = {
 	  IN_POOL(timeout_ms), "whole fetch, a retry included" },
 	{ "first_byte_timeout", SECT_POOL, T_DURATION, "0", 0, 1 * MS_HOUR,
 	  IN_POOL(first_byte_timeout_ms),
-	  "a try's wait for its response to begin (0: timeout alone)" },
+	  "a try's wait for its response to begin (0: timeout / 2 with "
+	  "several servers, else timeout)" },
 	{ "stream_window", SECT_UPSTREAM, T_SIZE, "1m", 16 * KIB, 1 * GIB,
 	  IN_CONF(stream_window),
 	  "a streamed response waits when its fastest client has this queued" },
@@ -259,7 +260,7 @@ static const struct key keys[] = {
 	  "Redis down: one instance's slots (0: max_requests / instances)" },
 	{ "max_requests_per_server", SECT_POOL, T_INT, "0", 0, 1000000,
 	  IN_POOL(max_requests_per_server),
-	  "requests at once to one server, per worker (0: no limit)" },
+	  "requests at once to one server across the fleet (0: no limit)" },
 	{ "max_fails", SECT_POOL, T_INT, "3", 0, 1000,
 	  IN_POOL(max_fails),
 	  "failures within fail_timeout that take a server out (0: never)" },

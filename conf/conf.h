@@ -117,14 +117,17 @@ struct conf_pool {
 	int64_t	 timeout_ms;		/* a request's whole fetch, retry
 					 * included */
 	int64_t	 first_byte_timeout_ms;	/* one try's wait for its response
-					 * to begin (0: timeout alone) */
+					 * to begin (0: timeout's share of a
+					 * try with several servers, else
+					 * timeout alone) */
 	int	 max_requests;		/* origin requests at once, fleet-wide
 					 * (0: no limit) */
 	int64_t	 queue_timeout_ms;	/* a request waits for a slot */
 	int64_t	 slot_lease_ms;		/* a slot's lease in Redis */
 	int	 local_share;		/* Redis down: one instance's (0:
 					 * max_requests / instances seen) */
-	int	 max_requests_per_server;	/* each worker's (0: no limit) */
+	int	 max_requests_per_server;	/* one server's, fleet-wide (0: no
+					 * limit) */
 	int	 max_fails;		/* failures within fail_timeout ... */
 	int64_t	 fail_timeout_ms;	/* ... take a server out this long */
 	char	 health_path[CONF_HEALTH_PATH_MAX];	/* "": no probes */

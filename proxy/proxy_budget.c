@@ -5,6 +5,8 @@
  *
  *	ask -> WAITING -> HELD (a Redis lease, renewed; or the local share)
  *	               -> SHED (queue_timeout ran out)
+ *	HELD -(move: its server failed)-> MOVING -> HELD (another server)
+ *	                                         -> SHED (no room in time)
  *
  * A waiting ticket asks Redis when it arrives, when a slot is freed
  * anywhere in the fleet (the freed notification: the best ticket here
@@ -18,7 +20,10 @@
  *
  * Each pool has its own budget; the main one (the default pool's) says
  * the instance is alive and hears the fleet's freed slots for all of
- * them (its others list).
+ * them (its others list). With max_requests_per_server, each ask names
+ * the servers its asker would take, best first (budget_servers_cb), and
+ * the slot comes with one on a server; a moving ticket keeps its pool
+ * slot and asks only for a server's, ahead of every waiting ticket here.
  *
  * It asks cache/ and reports through the callback its asker gave; it
  * counts into proxy_stats.h.
@@ -27,7 +32,6 @@
 #include <assert.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +47,7 @@
 #include "proxy/proxy.h"
 #include "proxy/proxy_budget.h"
 #include "proxy/proxy_flow.h"
+#include "proxy/proxy_share.h"
 #include "proxy/proxy_stats.h"
 
 #define BUDGET_MAGIC		0x42444754u	/* "BDGT" */
@@ -57,15 +62,17 @@
 
 enum ticket_state {
 	T_WAITING,
+	T_MOVING,		/* holds its pool slot, asks for a server's */
 	T_HELD,
 	T_SHED,
 };
 
 /* Where a held slot came from. */
 enum source {
+	FROM_NONE,		/* not held */
 	FROM_REDIS,		/* a lease, renewed while held */
 	FROM_LOCAL,		/* the local share */
-	FROM_NOWHERE,		/* max_requests was turned off */
+	FROM_NOWHERE,		/* the budget was turned off */
 };
 
 struct budget_ticket {
@@ -73,24 +80,33 @@ struct budget_ticket {
 	struct budget		*b;
 	enum ticket_state	 state;
 	struct budget_args	 a;
-	int			 local;		/* HELD from the local share */
+	enum source		 slot;		/* its pool slot */
+	enum source		 at_from;	/* its server slot */
+	int			 at;		/* its server: an index of names */
+	int			 local_col;	/* its local slots' columns, -1 */
+	int			 server_col;
 	int			 in_redis;	/* Redis may know it: release */
+	int			 leaving;	/* its ask gives up server */
+	int			 queued;	/* in b->queue */
 	int			 waited;	/* was told to queue, once */
 	int			 lost;		/* its lease ran out */
+	int64_t			 wait_ms;	/* its deadline, from its ask */
 	char			 token[UTIL_TOKEN_HEX + 1];
 	char			 name[LEASE_TICKET_MAX];	/* in the queue */
+	char			 server[CONF_SERVER_URL_MAX];	/* at's URL */
+	const char		*names[CONF_SERVERS_MAX];	/* the asker's */
+	int			 nnames;
 	struct cache_op		*op;		/* acquire or renew */
 	struct event		*timer;		/* deadline, then renewals */
 	struct event		*notify;	/* tells its asker, deferred */
 	int64_t			 asked_us;
-	TAILQ_ENTRY(budget_ticket) link;	/* in b->queue while WAITING */
+	TAILQ_ENTRY(budget_ticket) link;	/* in b->queue while it asks */
 };
 
 struct budget {
 	uint32_t		 magic;
 	struct proxy		*px;
 	const struct conf_pool	*cp;		/* its pool's settings */
-	int			 index;		/* its local share's column */
 	struct budget		*main;		/* the default pool's (or itself) */
 	LIST_HEAD(, budget)	 others;	/* main: the other pools' */
 	LIST_ENTRY(budget)	 other;
@@ -121,6 +137,20 @@ max_requests(const struct budget *b)
 	return b->cp->max_requests;
 }
 
+/* max_requests_per_server: each server's own cap, fleet-wide. */
+static int
+server_cap(const struct budget *b)
+{
+	return b->cp->max_requests_per_server;
+}
+
+/* Is there a budget at all? */
+static int
+enabled(const struct budget *b)
+{
+	return max_requests(b) > 0 || server_cap(b) > 0;
+}
+
 static int64_t
 lease_ms(const struct budget *b)
 {
@@ -133,23 +163,40 @@ queue_timeout_ms(const struct budget *b)
 	return b->cp->queue_timeout_ms;
 }
 
+static int64_t
+instances(const struct budget *b)
+{
+	return b->main->instances > 0 ? b->main->instances : 1;
+}
+
 /* The local share of this instance. */
 static int64_t
 local_share(const struct budget *b)
 {
 	const struct conf_pool *c = b->cp;
-	int64_t n = b->main->instances > 0 ? b->main->instances : 1;
+	int64_t n = instances(b);
 
 	if (c->local_share > 0)
 		return c->local_share;
 	return (c->max_requests + n - 1) / n;
 }
 
-/* Lower goes first: the class, then (misses) the most waiters. */
+/* ... and of each server's cap. */
+static int64_t
+server_share(const struct budget *b)
+{
+	return (server_cap(b) + instances(b) - 1) / instances(b);
+}
+
+/* Lower goes first: the class, then (misses) the most waiters; a moving
+ * ticket, which holds its pool slot already, before them all. */
 static int64_t
 rank(const struct budget_ticket *t)
 {
 	int64_t w = t->a.weight != NULL ? t->a.weight(t->a.weight_arg) : 1;
+
+	if (t->state == T_MOVING)
+		return -1;
 
 	w = MAX(0, MIN(w, RANK_SPAN - 1));
 	return (int64_t)t->a.cls * RANK_SPAN + (RANK_SPAN - 1 - w);
@@ -177,27 +224,42 @@ best(struct budget *b)
 
 /* ---- the local share ----------------------------------------------- */
 
-static _Atomic int64_t *
-my_local(struct budget *b)
+/* The identity of a cap: the pool's (server NULL) or one server's. */
+static uint64_t
+cap_id(const struct budget *b, const char *server)
 {
-	return &b->px->slots[b->px->slot].budget.local[b->index];
+	return share_id(b->cp->name, server);
 }
 
-/* One slot of the instance's local share, if one is free. Every worker
- * adds its own first and then counts them all, so that two at once can
- * never both take the last one (both may miss it: they look again). */
+/* Local slots for t: its pool's (unless it has one) and one on the first
+ * of its servers with room. 1 taken, 0 none free. */
 static int
-take_local(struct budget *b)
+take_locals(struct budget_ticket *t)
 {
-	int64_t sum = 0;
+	struct budget *b = t->b;
+	int pool_col = -1;
 
-	atomic_fetch_add(my_local(b), 1);
-	for (int i = 0; i < b->px->nslots; i++)
-		sum += atomic_load(&b->px->slots[i].budget.local[b->index]);
-	if (sum <= local_share(b))
-		return 1;
-	atomic_fetch_sub(my_local(b), 1);
-	return 0;
+	if (t->slot == FROM_NONE && max_requests(b) > 0 &&
+	    (pool_col = share_take(b->px, cap_id(b, NULL), local_share(b))) ==
+	    -1)
+		return 0;
+	if (server_cap(b) > 0) {
+		for (int i = 0; i < t->nnames; i++) {
+			t->server_col = share_take(b->px, cap_id(b,
+			    t->names[i]), server_share(b));
+			if (t->server_col != -1) {
+				t->at = i;
+				break;
+			}
+		}
+		if (t->server_col == -1) {
+			share_give(b->px, &pool_col);
+			return 0;
+		}
+	}
+	if (t->slot == FROM_NONE)
+		t->local_col = pool_col;
+	return 1;
 }
 
 /* ---- a ticket's life ----------------------------------------------- */
@@ -213,18 +275,30 @@ recheck_arm(struct budget *b)
 }
 
 static void
+enqueue(struct budget_ticket *t)
+{
+	assert(!t->queued);
+	t->queued = 1;
+	TAILQ_INSERT_TAIL(&t->b->queue, t, link);
+	t->b->nqueued++;
+}
+
+static void
 dequeue(struct budget_ticket *t)
 {
-	if (t->state != T_WAITING)
+	if (!t->queued)
 		return;
+	t->queued = 0;
 	TAILQ_REMOVE(&t->b->queue, t, link);
 	t->b->nqueued--;
 }
 
 static void on_renew_tick(evutil_socket_t fd, short what, void *arg);
 
+/* t holds its slot (from), and its server's (at, an index of its names,
+ * or -1) from the same place. */
 static void
-grant(struct budget_ticket *t, enum source from)
+grant(struct budget_ticket *t, enum source from, int at)
 {
 	struct budget *b = t->b;
 	struct stats *st = b->px->stats;
@@ -232,8 +306,27 @@ grant(struct budget_ticket *t, enum source from)
 	int local = from == FROM_LOCAL;
 
 	dequeue(t);
+	if (at >= 0 && at < t->nnames) {
+		t->at = at;
+		t->at_from = from;
+		snprintf(t->server, sizeof(t->server), "%s", t->names[at]);
+	} else {
+		t->at = -1;
+		t->at_from = FROM_NONE;
+	}
+	evtimer_del(t->timer);
+	if (t->state == T_MOVING) {	/* its pool slot is the same */
+		t->state = T_HELD;
+		if (t->slot == FROM_REDIS) {
+			event_assign(t->timer, b->px->base, -1, 0,
+			    on_renew_tick, t);
+			timer_arm(t->timer, lease_ms(b) / RENEW_DIVISOR);
+		}
+		event_active(t->notify, 0, 0);
+		return;
+	}
 	t->state = T_HELD;
-	t->local = local;
+	t->slot = from;
 	b->nheld++;
 	b->nlocal += local;
 	STAT_INC(st, t->a.route, slot_grants);
@@ -242,7 +335,6 @@ grant(struct budget_ticket *t, enum source from)
 	if (local)
 		STAT_INC(st, t->a.route, slot_local);
 	STAT_OBSERVE(st, t->a.route, slot_wait, waited);
-	evtimer_del(t->timer);
 	if (from == FROM_REDIS) {
 		event_assign(t->timer, b->px->base, -1, 0, on_renew_tick, t);
 		timer_arm(t->timer, lease_ms(b) / RENEW_DIVISOR);
@@ -262,23 +354,34 @@ shed(struct budget_ticket *t)
 	event_active(t->notify, 0, 0);
 }
 
-/* Redis could not answer: the local share, if a slot of it is free. */
+/* The local share, if a slot of it is free (and one of a server's). */
+static void
+try_local(struct budget_ticket *t)
+{
+	if (take_locals(t))
+		grant(t, FROM_LOCAL, t->at);
+	else if (t->wait_ms == 0)
+		shed(t);
+	else
+		recheck_arm(t->b);
+}
+
+/* Redis could not answer. */
 static void
 ask_local(struct budget_ticket *t)
 {
 	struct budget *b = t->b;
 
-	if (!b->degraded)
+	if (!b->degraded && max_requests(b) > 0)
 		log_warn("origin budget: Redis unavailable; this instance "
 		    "allows itself %" PRId64 " origin requests at once",
 		    local_share(b));
+	if (!b->degraded && server_cap(b) > 0)
+		log_warn("origin budget: Redis unavailable; this instance "
+		    "allows itself %" PRId64 " requests at once to each server",
+		    server_share(b));
 	b->degraded = 1;
-	if (take_local(b))
-		grant(t, FROM_LOCAL);
-	else if (queue_timeout_ms(b) == 0)
-		shed(t);
-	else
-		recheck_arm(b);
+	try_local(t);
 }
 
 static void
@@ -287,7 +390,8 @@ on_acquired(enum lease_result r, const struct lease_figures *f, void *arg)
 	struct budget_ticket *t = arg;
 	struct budget *b = t->b;
 
-	assert(t->magic == TICKET_MAGIC && t->state == T_WAITING);
+	assert(t->magic == TICKET_MAGIC &&
+	    (t->state == T_WAITING || t->state == T_MOVING));
 	t->op = NULL;
 	if (r == LEASE_ERROR) {
 		ask_local(t);
@@ -296,9 +400,13 @@ on_acquired(enum lease_result r, const struct lease_figures *f, void *arg)
 	b->degraded = 0;
 	b->fleet.held = f->held;
 	b->fleet.queued = f->queued;
+	if (t->leaving) {	/* the server it left has it no more */
+		t->leaving = 0;
+		t->at_from = FROM_NONE;
+	}
 	if (r == LEASE_QUEUED) {
 		t->waited = 1;
-		if (queue_timeout_ms(b) == 0)
+		if (t->wait_ms == 0)
 			shed(t);
 		/* Its answer may predate a release heard meanwhile. */
 		if (b->rewake) {
@@ -307,8 +415,8 @@ on_acquired(enum lease_result r, const struct lease_figures *f, void *arg)
 		}
 		return;
 	}
-	grant(t, FROM_REDIS);
-	if (f->held < max_requests(b) || b->rewake) {
+	grant(t, FROM_REDIS, f->server);
+	if (max_requests(b) == 0 || f->held < max_requests(b) || b->rewake) {
 		b->rewake = 0;
 		pump(b);	/* room for the next one here too */
 	}
@@ -319,17 +427,41 @@ ask(struct budget_ticket *t)
 {
 	struct budget *b = t->b;
 	struct proxy *px = b->px;
+	struct lease_ask la = {
+		.pool = b->cp->name,
+		.token = t->token,
+		.ticket = t->name,
+		.max = max_requests(b),
+		.lease_ms = lease_ms(b),
+		.server_cap = server_cap(b),
+	};
 
-	assert(t->state == T_WAITING);
+	assert(t->state == T_WAITING || t->state == T_MOVING);
 	if (t->op != NULL)
 		return;
-	if (max_requests(b) == 0) {	/* turned off by a reload */
-		grant(t, FROM_NOWHERE);
+	if (!enabled(b)) {		/* turned off by a reload */
+		grant(t, FROM_NOWHERE, -1);
 		return;
 	}
-	t->op = lease_acquire(px->cache, b->cp->name, t->token, t->name, rank(t),
-	    max_requests(b), lease_ms(b), on_acquired, t);
-	if (t->op == NULL) {
+	t->nnames = 0;
+	if (server_cap(b) > 0 && t->a.servers != NULL) {
+		t->nnames = t->a.servers(t->a.arg, t->names, CONF_SERVERS_MAX);
+		if (t->nnames == 0) {	/* a move, and no other server */
+			shed(t);
+			return;
+		}
+		la.servers = t->names;
+		la.nservers = t->nnames;
+	}
+	if (t->state == T_MOVING && t->slot != FROM_REDIS) {
+		try_local(t);		/* its pool slot is not in Redis */
+		return;
+	}
+	la.rank = rank(t);
+	t->leaving = t->at_from == FROM_REDIS;
+	la.leave = t->leaving ? t->server : NULL;
+	if ((t->op = lease_acquire(px->cache, &la, on_acquired, t)) == NULL) {
+		t->leaving = 0;
 		ask_local(t);
 		return;
 	}
@@ -356,7 +488,8 @@ on_notify(evutil_socket_t fd, short what, void *arg)
 {
 	struct budget_ticket *t = arg;
 
-	assert(t->magic == TICKET_MAGIC && t->state != T_WAITING);
+	assert(t->magic == TICKET_MAGIC && t->state != T_WAITING &&
+	    t->state != T_MOVING);
 	/* The asker may end the ticket in there: t is not touched after. */
 	t->a.cb(t->state == T_HELD ? BUDGET_GRANTED : BUDGET_TIMEOUT, t->a.arg);
 }
@@ -387,7 +520,8 @@ on_renew_tick(evutil_socket_t fd, short what, void *arg)
 		return;
 	if (t->op == NULL)
 		t->op = lease_renew(b->px->cache, b->cp->name, t->token,
-		    lease_ms(b), on_renewed, t);
+		    t->at_from == FROM_REDIS ? t->server : NULL, lease_ms(b),
+		    on_renewed, t);
 	timer_arm(t->timer, lease_ms(b) / RENEW_DIVISOR);
 }
 
@@ -396,7 +530,8 @@ on_deadline(evutil_socket_t fd, short what, void *arg)
 {
 	struct budget_ticket *t = arg;
 
-	assert(t->magic == TICKET_MAGIC && t->state == T_WAITING);
+	assert(t->magic == TICKET_MAGIC &&
+	    (t->state == T_WAITING || t->state == T_MOVING));
 	shed(t);
 }
 
@@ -418,6 +553,7 @@ release(struct budget_ticket *t)
 	if (!t->in_redis)
 		return;
 	if (lease_release(b->px->cache, b->cp->name, t->token, t->name,
+	    t->at_from == FROM_REDIS || t->leaving ? t->server : NULL,
 	    max_requests(b), on_released, b) != NULL)
 		b->releasing++;
 }
@@ -434,15 +570,15 @@ budget_done(struct budget_ticket **tp)
 	*tp = NULL;
 	assert(t->magic == TICKET_MAGIC);
 	b = t->b;
-	held = t->state == T_HELD;
+	held = t->slot != FROM_NONE;
 	dequeue(t);
 	cache_op_cancel(&t->op);
-	if (held && t->local)
-		atomic_fetch_sub(my_local(b), 1);
-	if (!held || !t->local)
+	share_give(b->px, &t->local_col);
+	share_give(b->px, &t->server_col);
+	if (t->slot != FROM_LOCAL)
 		release(t);
 	b->nheld -= held;
-	b->nlocal -= held && t->local;
+	b->nlocal -= t->slot == FROM_LOCAL;
 	event_free(t->timer);
 	event_free(t->notify);
 	t->magic = 0;
@@ -459,7 +595,7 @@ budget_ask(struct budget *b, const struct budget_args *a)
 	struct proxy *px;
 	struct budget_ticket *t;
 
-	if (b == NULL || max_requests(b) == 0)
+	if (b == NULL || !enabled(b))
 		return NULL;
 	px = b->px;
 	if ((t = calloc(1, sizeof(*t))) == NULL)
@@ -467,6 +603,8 @@ budget_ask(struct budget *b, const struct budget_args *a)
 	t->magic = TICKET_MAGIC;
 	t->b = b;
 	t->a = *a;
+	t->at = t->local_col = t->server_col = -1;
+	t->wait_ms = queue_timeout_ms(b);
 	t->asked_us = util_mono_us();
 	t->timer = evtimer_new(px->base, on_deadline, t);
 	t->notify = event_new(px->base, -1, 0, on_notify, t);
@@ -481,14 +619,43 @@ budget_ask(struct budget *b, const struct budget_args *a)
 	}
 	snprintf(t->name, sizeof(t->name), "%013" PRId64 ":%s", util_now_ms(),
 	    t->token);
-	TAILQ_INSERT_TAIL(&b->queue, t, link);
-	b->nqueued++;
+	enqueue(t);
 	if (queue_timeout_ms(b) > 0)
 		timer_arm(t->timer, queue_timeout_ms(b));
 	ask(t);
 	if (t->state == T_WAITING)
 		recheck_arm(b);
 	return t;
+}
+
+int
+budget_server(const struct budget_ticket *t)
+{
+	assert(t->magic == TICKET_MAGIC);
+	return t->state == T_HELD ? t->at : -1;
+}
+
+void
+budget_move(struct budget_ticket *t, int64_t wait_ms)
+{
+	struct budget *b = t->b;
+
+	assert(t->magic == TICKET_MAGIC && t->state == T_HELD && t->at >= 0);
+	cache_op_cancel(&t->op);	/* a renewal: the asks renew now */
+	evtimer_del(t->timer);
+	share_give(b->px, &t->server_col);
+	if (t->at_from == FROM_LOCAL)
+		t->at_from = FROM_NONE;
+	t->at = -1;
+	t->state = T_MOVING;
+	t->wait_ms = MAX(wait_ms, 0);
+	enqueue(t);
+	event_assign(t->timer, b->px->base, -1, 0, on_deadline, t);
+	if (t->wait_ms > 0)
+		timer_arm(t->timer, t->wait_ms);
+	ask(t);
+	if (t->state == T_MOVING)
+		recheck_arm(b);
 }
 
 /* ---- the worker's timers and the fleet's news ----------------------- */
@@ -536,10 +703,10 @@ any_budget(const struct budget *b)
 {
 	const struct budget *o;
 
-	if (max_requests(b) > 0)
+	if (enabled(b))
 		return 1;
 	LIST_FOREACH(o, &b->others, other)
-		if (max_requests(o) > 0)
+		if (enabled(o))
 			return 1;
 	return 0;
 }
@@ -580,19 +747,16 @@ on_hello_tick(evutil_socket_t fd, short what, void *arg)
 }
 
 struct budget *
-budget_new(struct proxy *px, struct budget *main, const struct conf_pool *cp,
-    int index)
+budget_new(struct proxy *px, struct budget *main, const struct conf_pool *cp)
 {
 	struct budget *b;
 	char host[HOST_NAME_MAX + 1] = "";
 
-	assert(index >= 0 && index < BUDGET_POOLS_MAX);
 	if ((b = calloc(1, sizeof(*b))) == NULL)
 		return NULL;
 	b->magic = BUDGET_MAGIC;
 	b->px = px;
 	b->cp = cp;
-	b->index = index;
 	b->main = main != NULL ? main : b;
 	b->fleet.held = b->fleet.queued = -1;
 	TAILQ_INIT(&b->queue);
@@ -600,11 +764,11 @@ budget_new(struct proxy *px, struct budget *main, const struct conf_pool *cp,
 	b->recheck_ev = evtimer_new(px->base, on_recheck, b);
 	if (b->recheck_ev == NULL)
 		goto fail;
-	atomic_store(my_local(b), 0);	/* a dead predecessor's are free */
 	if (main != NULL) {
 		LIST_INSERT_HEAD(&main->others, b, other);
 		return b;
 	}
+	share_forget(&px->slots[px->slot].budget);	/* a dead predecessor's */
 	(void)gethostname(host, sizeof(host) - 1);
 	/* The workers of one instance are one instance. */
 	snprintf(b->instance, sizeof(b->instance), "%s:%d:%d", host,
@@ -697,6 +861,5 @@ budget_gauges_add(struct budget_gauges *dst, const struct budget_gauges *src)
 void
 budget_forget(struct budget_slot *bs)
 {
-	for (int i = 0; i < BUDGET_POOLS_MAX; i++)
-		atomic_store(&bs->local[i], 0);
+	share_forget(bs);
 }

@@ -19,13 +19,25 @@
  * local_share, or max_requests divided by the instances Redis last saw
  * alive (rounded up), split among its workers through shared memory.
  *
- * With max_requests 0 there is no budget: budget_ask() answers NULL and
- * the fetch goes at once.
+ * With max_requests and max_requests_per_server 0 there is no budget:
+ * budget_ask() answers NULL and the fetch goes at once.
  *
  * Each upstream pool ([upstream], [upstream NAME]) has its own budget:
  * its max_requests, queue and leases (proxy_pool.c makes them). The
  * default pool's is px->budget, the main one: it says this instance is
  * alive and hears of freed slots for all of them.
+ *
+ * A pool's max_requests_per_server is part of its budget: a slot then
+ * comes with a slot on one server, taken in the same Redis script, on the
+ * first server with room in the order the asker gives (its balance), so
+ * that a request whose preferred server is full goes to another rather
+ * than waiting; it waits only while every server is full (or the pool).
+ * The server slot is renewed and released with the pool's. A fetch that
+ * fails and may go to another server moves its ticket (budget_move): the
+ * pool's slot is kept, the server's given back, and one on another server
+ * taken. While Redis is unavailable the local share applies to each
+ * server's cap too: max_requests_per_server divided by the instances
+ * alive, rounded up.
  */
 
 #include <stdint.h>
@@ -33,9 +45,11 @@
 #include "conf/conf.h"
 #include "upstream/upstream.h"
 
-/* Pools a worker's budgets may have at once: those of the running
- * configuration and those a reload removed while they drain. */
-#define BUDGET_POOLS_MAX	(2 * CONF_POOLS_MAX)
+/* The caps whose local share a worker may hold slots of at once (a
+ * pool's, and one per server of it), each in a column of its row named
+ * by the cap's identity, so that the workers sum the same cap whatever
+ * their columns (a reload may leave them with other pools). */
+#define BUDGET_COLUMNS		(CONF_POOLS_MAX * (1 + CONF_SERVERS_MAX))
 
 struct conf;
 struct proxy;
@@ -60,12 +74,18 @@ enum budget_answer {
 typedef void budget_cb(enum budget_answer a, void *arg);
 /* How many clients wait for this request's fetch right now. */
 typedef int budget_weight_cb(void *arg);
+/* With max_requests_per_server: the servers a ticket may take a slot on
+ * now, best first, as their URLs in names (at most max of them; each
+ * valid until the next call for the same ticket, or its end); how many (0:
+ * none). */
+typedef int budget_servers_cb(void *arg, const char **names, int max);
 
 struct budget_args {
 	enum budget_class	 cls;
 	int			 route;		/* for counters, or -1 */
 	budget_weight_cb	*weight;	/* NULL: 1 */
 	void			*weight_arg;
+	budget_servers_cb	*servers;	/* called with arg */
 	budget_cb		*cb;
 	void			*arg;
 };
@@ -82,19 +102,20 @@ struct budget_gauges {
 	int64_t		instances;
 };
 
-/* A worker's row in the memory the workers share. */
+/* A worker's row in the memory the workers share: the local-share slots
+ * it holds, by cap (id: a hash of the pool's name, and of the server's URL
+ * for a server's cap; 0: a free column). */
 struct budget_slot {
-	_Atomic int64_t		local[BUDGET_POOLS_MAX];	/* local-share
-						 * slots it holds, by pool */
+	_Atomic uint64_t	id[BUDGET_COLUMNS];
+	_Atomic int64_t		local[BUDGET_COLUMNS];
 	struct budget_gauges	g;	/* copied every PUBLISH_MS */
 };
 
-/* A pool's budget, its settings read from *cp (which must outlive it),
- * its local share counted at index (< BUDGET_POOLS_MAX) of the shared
- * rows. main: the default pool's budget, or NULL for that one itself.
- * NULL: no memory. */
+/* A pool's budget, its settings read from *cp (which must outlive it).
+ * main: the default pool's budget, or NULL for that one itself. NULL: no
+ * memory. */
 struct budget *budget_new(struct proxy *px, struct budget *main,
-	    const struct conf_pool *cp, int index);
+	    const struct conf_pool *cp);
 /* After every ticket is done (budget_idle); the main one last. Sets *bp
  * to NULL. */
 void	budget_free(struct budget **bp);
@@ -102,8 +123,8 @@ void	budget_free(struct budget **bp);
 int	budget_idle(const struct budget *b);
 
 /*
- * Asks for a slot. NULL: go ahead now (no budget, or no memory to queue
- * with). Else a ticket whose cb runs once, never inside this call, with
+ * Asks for a slot. NULL: go ahead now (no budget: max_requests and
+ * max_requests_per_server 0, or no memory to queue with). Else a ticket whose cb runs once, never inside this call, with
  * GRANTED or TIMEOUT; the caller then (or before: it gives up) ends it
  * with budget_done(), which gives the slot back.
  */
@@ -111,6 +132,16 @@ struct budget_ticket *budget_ask(struct budget *b, const struct budget_args *a);
 /* Gives the slot back, or leaves the queue; cb will not run. Sets *tp to
  * NULL. */
 void	budget_done(struct budget_ticket **tp);
+/* The server a granted ticket holds a slot on: its index in the names of
+ * the last servers call; -1: none (no max_requests_per_server when it was
+ * granted: the asker chooses). */
+int	budget_server(const struct budget_ticket *t);
+/* A granted ticket's server failed and the fetch may go to another: the
+ * server's slot goes back and the ticket asks for one on another (the
+ * servers callback names them), keeping the pool's; cb runs once more,
+ * never inside this call: GRANTED, or TIMEOUT after wait_ms without room.
+ * Only for a ticket that holds a server slot (budget_server() >= 0). */
+void	budget_move(struct budget_ticket *t, int64_t wait_ms);
 /* Slot releases still on their way to Redis, every pool's (a stop waits
  * for them). */
 int	budget_pending(const struct proxy *px);
@@ -128,7 +159,8 @@ void	budget_forget(struct budget_slot *bs);
  * slot, and gives the slot back as soon as its response has ended. With
  * no slot within queue_timeout it ends unsent: its callback gets a
  * response whose result is UPSTREAM_NOT_SENT. Without a budget
- * (max_requests 0) it is upstream_fetch() itself. It counts the fetches
+ * (max_requests and max_requests_per_server 0) it is upstream_fetch()
+ * itself, to a server of its pool. It counts the fetches
  * it sends (upstream_fetches).
  */
 struct origin_fetch;
@@ -153,8 +185,9 @@ struct origin_args {
  * stay valid until the fetch ends or is cancelled. A fetch that fails to
  * connect, or (ur.replayable) is refused, reset or timed out before any
  * byte of its response, is sent once more to another server of the pool
- * within the pool's timeout, under the same slot; nothing else is ever
- * sent twice. It ends in exactly one call of cb, never from inside this
+ * within the pool's timeout, under the same slot (with
+ * max_requests_per_server, once it has a slot on that server, waiting at
+ * most queue_timeout); nothing else is ever sent twice. It ends in exactly one call of cb, never from inside this
  * call, unless cancelled. NULL if it could not be started (out of
  * memory).
  */

@@ -2,17 +2,20 @@
  * A fetch from the origin through its pool's budget and a server of the
  * pool (origin_fetch(), proxy_budget.h).
  *
- *	SLOT (a ticket waits in the pool's budget) -> ROOM (a server with
- *	room, max_requests_per_server) -> SENT -> done
+ *	SLOT (a ticket waits in the pool's budget: a slot, and one on a
+ *	server with max_requests_per_server) -> SENT -> done
  *	SENT -> (failed before any byte, may be sent again) -> SENT, once,
- *	     to another server, under the same slot
- *	SLOT, ROOM -> NOT_SENT (no slot, or no room, within queue_timeout)
+ *	     to another server, under the same slot (MOVING first, with
+ *	     max_requests_per_server: a slot on another server)
+ *	SLOT -> NOT_SENT (no slot within queue_timeout)
+ *	MOVING -> done with the first try's failure (no room in time)
  *	NOT_SENT (its route is in maintenance, proxy_maint.c) -> done
  *
- * It keeps a copy of the request while it waits, starts upstream_fetch()
- * once the budget grants a slot and the pool gives a server, tells the
- * pool how each try ended (its server's health), and gives the slot back
- * when the response has ended, before its asker hears of it. It asks
+ * It keeps a copy of the request while it waits, gives the budget the
+ * servers it would take, best first (its pool's choice), starts
+ * upstream_fetch() once the budget grants a slot, tells the pool how each
+ * try ended (its server's health), and gives the slot back when the
+ * response has ended, before its asker hears of it. It asks
  * proxy_budget.c, proxy_pool.c and upstream/; its asker hears back
  * through the callback it gave, once, whatever the tries.
  */
@@ -52,11 +55,13 @@ struct origin_fetch {
 	char			*url;		/* the server's URL and target */
 	struct evkeyvalq	 headers;
 	struct budget_ticket	*ticket;	/* its slot, or its place in line */
-	struct pool_waiter	 waiter;	/* for a server with room */
+	struct pool_choice	 choice;	/* the servers its ticket asks for */
 	struct pool_server	*server;	/* the try in flight's */
 	char			 tried[CONF_SERVER_URL_MAX];	/* the last */
+	struct pool_server	*failed_at;	/* ... held while a retry waits */
+	struct upstream_response *failure;	/* ... and how it failed */
 	struct upstream_fetch	*up;		/* once sent */
-	struct event		*timer;		/* no room, no first byte, refused */
+	struct event		*timer;		/* no first byte, refused */
 	upstream_done_cb	*cb;
 	void			*arg;
 	int64_t			 asked_us;
@@ -72,7 +77,10 @@ origin_free(struct origin_fetch *f)
 		upstream_cancel(&f->up);
 		pool_end(f->server, POOL_NEUTRAL, "cancelled");
 	}
-	pool_unwait(f->pool, &f->waiter);
+	pool_choice_drop(&f->choice);
+	pool_unhold_server(&f->failed_at);
+	if (f->failure != NULL)
+		upstream_response_free(&f->failure);
 	budget_done(&f->ticket);
 	if (f->timer != NULL)
 		event_free(f->timer);
@@ -155,16 +163,55 @@ left_ms(const struct origin_fetch *f)
 	    (util_mono_us() - f->sent_us) / 1000;
 }
 
+/* How long a try waits for its response to begin: first_byte_timeout;
+ * by default (0), in a pool of several servers, timeout's share of each
+ * try, so that a hung server's request still has time for another (0:
+ * the whole timeout, for a pool of one). */
+static int64_t
+first_byte_ms(const struct conf_pool *c)
+{
+	if (c->first_byte_timeout_ms > 0)
+		return c->first_byte_timeout_ms;
+	return c->nservers > 1 ? c->timeout_ms / TRIES_MAX : 0;
+}
+
 static int send_to(struct origin_fetch *f, struct pool_server *s);
+
+/* Ends it with resp (its asker's now). */
+static void
+origin_answer(struct origin_fetch *f, struct upstream_response *resp)
+{
+	upstream_done_cb *cb = f->cb;
+	void *cb_arg = f->arg;
+
+	origin_free(f);
+	cb(resp, cb_arg);
+}
+
+/* The try that failed goes once more, to s (which has room): 0, or -1
+ * (no memory: the failure stands). */
+static int
+retry_to(struct origin_fetch *f, struct pool_server *s)
+{
+	log_info("origin: %s%s failed before any response (%s); sent again "
+	    "to %s", f->tried, f->target, f->failure->error,
+	    pool_server_url(s));
+	if (send_to(f, s) == -1)
+		return -1;
+	pool_count_retry(f->failed_at);
+	STAT_INC(f->px->stats, f->route, upstream_retries);
+	pool_unhold_server(&f->failed_at);
+	upstream_response_free(&f->failure);
+	return 0;
+}
 
 /* The try ended: its server hears how, then maybe another try. */
 static void
 on_origin_done(struct upstream_response *resp, void *arg)
 {
 	struct origin_fetch *f = arg;
-	upstream_done_cb *cb = f->cb;
-	void *cb_arg = f->arg;
 	struct pool_server *next;
+	int64_t left;
 	char why[sizeof(resp->error) + 16];
 
 	assert(f->magic == ORIGIN_MAGIC);
@@ -175,27 +222,30 @@ on_origin_done(struct upstream_response *resp, void *arg)
 	else
 		snprintf(why, sizeof(why), "%s", resp->error);
 	snprintf(f->tried, sizeof(f->tried), "%s", pool_server_url(f->server));
-	if (may_retry(f, resp)) {
-		pool_count_retry(f->server);
+	if (!may_retry(f, resp) || (left = left_ms(f)) <= 0) {
 		pool_end(f->server, outcome(resp), why);
 		f->server = NULL;
-		if (left_ms(f) > 0 &&
-		    (next = pool_pick(f->pool, f->tried)) != NULL) {
-			STAT_INC(f->px->stats, f->route, upstream_retries);
-			log_info("origin: %s%s failed before any response (%s); "
-			    "sent again to %s", f->tried, f->target, why,
-			    pool_server_url(next));
-			if (send_to(f, next) == 0) {
-				upstream_response_free(&resp);
-				return;
-			}
-		}
-	} else {
-		pool_end(f->server, outcome(resp), why);
-		f->server = NULL;
+		origin_answer(f, resp);
+		return;
 	}
-	origin_free(f);
-	cb(resp, cb_arg);
+	/* It may go to another server: counted as a retry once sent. */
+	f->failed_at = f->server;
+	f->server = NULL;
+	pool_hold_server(f->failed_at);
+	pool_end(f->failed_at, outcome(resp), why);
+	f->failure = resp;
+	if (f->ticket != NULL && budget_server(f->ticket) >= 0) {
+		/* A slot on another server first: at most queue_timeout. */
+		budget_move(f->ticket, MIN(left,
+		    pool_conf(f->pool)->queue_timeout_ms));
+		return;
+	}
+	if ((next = pool_pick(f->pool, f->tried)) != NULL &&
+	    retry_to(f, next) == 0)
+		return;
+	resp = f->failure;
+	f->failure = NULL;
+	origin_answer(f, resp);
 }
 
 /* first_byte_timeout: a try whose response has not begun fails as a
@@ -217,7 +267,7 @@ on_first_byte_timeout(evutil_socket_t fd, short what, void *arg)
 	TAILQ_INIT(&resp->headers);
 	upstream_cancel(&f->up);
 	resp->result = UPSTREAM_ERR_TIMEOUT;
-	resp->elapsed_ms = pool_conf(f->pool)->first_byte_timeout_ms;
+	resp->elapsed_ms = first_byte_ms(pool_conf(f->pool));
 	snprintf(resp->error, sizeof(resp->error), "no response within "
 	    "first_byte_timeout (%lld ms)", (long long)resp->elapsed_ms);
 	on_origin_done(resp, f);
@@ -231,7 +281,7 @@ send_to(struct origin_fetch *f, struct pool_server *s)
 	const char *base = pool_server_url(s);
 	size_t len = strlen(base) + strlen(f->target) + 1;
 	char *url;
-	int64_t left;
+	int64_t left, first_byte;
 
 	if ((url = malloc(len)) == NULL)
 		return -1;
@@ -247,6 +297,7 @@ send_to(struct origin_fetch *f, struct pool_server *s)
 	f->server = s;
 	evtimer_del(f->timer);
 	pool_begin(s);
+	pool_choice_drop(&f->choice);	/* s is held by its request now */
 	STAT_INC(f->px->stats, f->route, upstream_fetches);
 	if ((f->up = upstream_fetch(f->px->upstream, &f->ur, on_origin_done,
 	    f)) == NULL) {
@@ -254,67 +305,65 @@ send_to(struct origin_fetch *f, struct pool_server *s)
 		f->server = NULL;
 		return -1;
 	}
-	if (c->first_byte_timeout_ms > 0 && c->first_byte_timeout_ms < left) {
+	if ((first_byte = first_byte_ms(c)) > 0 && first_byte < left) {
 		event_assign(f->timer, f->px->base, -1, 0,
 		    on_first_byte_timeout, f);
-		timer_arm(f->timer, c->first_byte_timeout_ms);
+		timer_arm(f->timer, first_byte);
 	}
 	return 0;
 }
 
-static void on_room_timeout(evutil_socket_t fd, short what, void *arg);
-
-/* Its slot is granted (or there is no budget): a server, or a wait for
- * one with room (it never answers from in here). -1: no memory. */
+/* A server for its first try, or for its retry: the one its slot is on,
+ * else the pool's choice (no max_requests_per_server). -1: no memory, or
+ * (a retry) no other server. */
 static int
-go(struct origin_fetch *f, int again)
+go(struct origin_fetch *f)
 {
-	struct pool_server *s = pool_pick(f->pool, NULL);
-	int64_t wait_ms;
+	struct pool_server *s = NULL;
+	int at = f->ticket != NULL ? budget_server(f->ticket) : -1;
 
-	if (s != NULL)
-		return send_to(f, s);
-	pool_wait(f->pool, &f->waiter, again);
-	if (again)
-		return 0;	/* its deadline runs already */
-	wait_ms = pool_conf(f->pool)->queue_timeout_ms -
-	    (util_mono_us() - f->asked_us) / 1000;
-	event_assign(f->timer, f->px->base, -1, 0, on_room_timeout, f);
-	timer_arm(f->timer, MAX(wait_ms, 0));
-	return 0;
+	if (at >= 0 && at < f->choice.n)
+		s = f->choice.s[at];
+	else
+		s = pool_pick(f->pool, f->failure != NULL ? f->tried : NULL);
+	if (s == NULL)
+		return -1;
+	return f->failure != NULL ? retry_to(f, s) : send_to(f, s);
 }
 
-static void
-on_room(void *arg)
+/* Its ticket asks: the servers it would take now, best first. */
+static int
+on_origin_servers(void *arg, const char **names, int max)
 {
 	struct origin_fetch *f = arg;
+	int n;
 
-	assert(f->magic == ORIGIN_MAGIC && f->up == NULL);
-	if (go(f, 1) == -1)
-		origin_unsent(f, UPSTREAM_ERR_PROTOCOL, "out of memory");
-}
-
-static void
-on_room_timeout(evutil_socket_t fd, short what, void *arg)
-{
-	struct origin_fetch *f = arg;
-
-	assert(f->magic == ORIGIN_MAGIC && f->up == NULL);
-	origin_unsent(f, UPSTREAM_NOT_SENT, "every server of the pool at "
-	    "max_requests_per_server for queue_timeout");
+	assert(f->magic == ORIGIN_MAGIC);
+	pool_choose(f->pool, f->failure != NULL ? f->tried : NULL, &f->choice);
+	n = MIN(f->choice.n, max);
+	for (int i = 0; i < n; i++)
+		names[i] = pool_server_url(f->choice.s[i]);
+	return n;
 }
 
 static void
 on_origin_slot(enum budget_answer a, void *arg)
 {
 	struct origin_fetch *f = arg;
+	struct upstream_response *resp;
 
 	assert(f->magic == ORIGIN_MAGIC && f->up == NULL);
-	if (a != BUDGET_GRANTED)
+	if (a == BUDGET_GRANTED && go(f) == 0)
+		return;
+	if ((resp = f->failure) != NULL) {	/* a retry without room */
+		f->failure = NULL;
+		origin_answer(f, resp);
+	} else if (a != BUDGET_GRANTED) {
 		origin_unsent(f, UPSTREAM_NOT_SENT,
 		    "no origin slot within queue_timeout");
-	else if (go(f, 0) == -1)
+	} else {
 		origin_unsent(f, UPSTREAM_ERR_PROTOCOL, "out of memory");
+	}
 }
 
 /* Its route is in maintenance: answered unsent, from the loop. */
@@ -359,6 +408,7 @@ origin_fetch(struct proxy *px, const struct origin_args *oa,
 		.route = oa->route,
 		.weight = oa->weight,
 		.weight_arg = oa->weight_arg,
+		.servers = on_origin_servers,
 		.cb = on_origin_slot,
 	};
 	struct origin_fetch *f;
@@ -373,21 +423,18 @@ origin_fetch(struct proxy *px, const struct origin_args *oa,
 	f->asked_us = util_mono_us();
 	f->pool = pool_get(px, oa->pool);
 	pool_hold(f->pool);
-	f->waiter.cb = on_room;
-	f->waiter.arg = f;
 	TAILQ_INIT(&f->headers);
-	if ((f->timer = evtimer_new(px->base, on_room_timeout, f)) == NULL ||
+	if ((f->timer = evtimer_new(px->base, on_origin_refused, f)) == NULL ||
 	    origin_copy(f, oa, ur) == -1)
 		goto fail;
 	if (maint_avoids(px, f->target)) {
-		event_assign(f->timer, px->base, -1, 0, on_origin_refused, f);
 		timer_arm(f->timer, 0);
 		return f;
 	}
 	ba.arg = f;
 	/* No budget, or no memory to queue with: it goes now. */
 	if ((f->ticket = budget_ask(pool_budget(f->pool), &ba)) == NULL &&
-	    go(f, 0) == -1)
+	    go(f) == -1)
 		goto fail;
 	return f;
 fail:

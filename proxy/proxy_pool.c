@@ -5,13 +5,14 @@
  *
  * A server's life:
  *	UP -(max_fails within fail_timeout, or a failed probe)-> DOWN
- *	DOWN -(fail_timeout over, without health_path)-> UP
+ *	DOWN -(fail_timeout over, without health_path: its timer)-> UP
  *	DOWN -(health_rise probes passed in a row)-> UP
- *	any -(a reload removes it)-> DRAINING -(its last request ends)-> freed
+ *	any -(a reload removes it)-> DRAINING -(its last request ends, and
+ *	    no choice holds it)-> freed
+ *	DRAINING -(a reload names it again)-> as it was
  *
  * It asks proxy_budget.c (a budget per pool) and proxy_health.c (whose
- * answers come back through on_health); its askers (proxy_origin.c) hear
- * of free room through the waiter they gave.
+ * answers come back through on_health).
  */
 
 #include "proxy/proxy_pool.h"
@@ -43,9 +44,12 @@ struct pool_server {
 	int			 weight;
 	int			 current;	/* smooth round robin */
 	int			 in_flight;	/* this worker's */
+	int			 asking;	/* choices it heads (asking a slot) */
+	int			 holds;		/* choices and retries that hold it */
 	int			 removed;	/* by a reload: draining */
 	int			 down;
 	int64_t			 down_until_ms;	/* without probes */
+	struct event		*back_ev;	/* ... then it is back */
 	int64_t			 failed_ms;	/* its last failure */
 	int64_t			 window_ms;	/* its failures count from */
 	int			 fails;		/* ... this many since */
@@ -64,12 +68,9 @@ struct pool {
 	TAILQ_ENTRY(pool)	 link;
 	struct conf_pool	 conf;		/* its settings now */
 	struct server_list	 servers;
-	int			 index;		/* its budget's column */
 	int			 retired;	/* a reload removed it */
 	int			 holds;		/* fetches that use it */
 	struct budget		*budget;
-	TAILQ_HEAD(, pool_waiter) waiters;
-	struct event		*wake_ev;
 };
 
 static void
@@ -80,6 +81,16 @@ label(const struct pool *p, char out[LABEL_MAX])
 }
 
 /* ---- health ----------------------------------------------------------- */
+
+/* Without health_path, a server out is back once fail_timeout is over:
+ * its timer, so that its state is true without a request to look. */
+static void
+back_arm(struct pool_server *s)
+{
+	evtimer_del(s->back_ev);
+	if (s->down && !s->removed && s->pool->conf.health_path[0] == '\0')
+		timer_arm(s->back_ev, MAX(s->down_until_ms - util_now_ms(), 0));
+}
 
 /* Out, for why (prefixed with what went wrong, when given). */
 static void
@@ -94,6 +105,7 @@ take_out(struct pool_server *s, const char *what, const char *why)
 	snprintf(s->why, sizeof(s->why), "%s%s", what, why);
 	label(s->pool, l);
 	log_warn("upstream %s: server %s is out: %s", l, s->url, s->why);
+	back_arm(s);
 }
 
 static void
@@ -105,6 +117,7 @@ bring_back(struct pool_server *s, const char *why)
 	s->fails = 0;
 	s->window_ms = 0;
 	s->why[0] = '\0';
+	evtimer_del(s->back_ev);
 	label(s->pool, l);
 	log_info("upstream %s: server %s is back in: %s", l, s->url, why);
 }
@@ -119,6 +132,7 @@ on_health(int ok, const char *why, void *arg)
 	c = &s->pool->conf;
 	if (!ok) {
 		s->health_failed++;
+		s->failed_ms = util_now_ms();
 		s->rise = 0;
 		if (!s->down)
 			take_out(s, "health check: ", why);
@@ -146,6 +160,7 @@ check_again(struct pool_server *s)
 	};
 
 	health_stop(&s->check);
+	back_arm(s);
 	if (c->health_path[0] == '\0' || s->removed || s->pool->retired)
 		return;
 	if ((s->check = health_start(s->pool->px, &a)) == NULL)
@@ -175,43 +190,38 @@ failed(struct pool_server *s, const char *why)
 	take_out(s, "", detail);
 }
 
-/* Without probes, a server out is back once fail_timeout is over. */
 static void
-revive(struct pool *p, int64_t now)
+on_back(evutil_socket_t fd, short what, void *arg)
 {
-	struct pool_server *s;
+	struct pool_server *s = arg;
 
-	if (p->conf.health_path[0] != '\0')
-		return;
-	TAILQ_FOREACH(s, &p->servers, link)
-		if (s->down && !s->removed && now >= s->down_until_ms)
-			bring_back(s, "fail_timeout is over");
+	assert(s->magic == SERVER_MAGIC);
+	if (s->down && !s->removed && s->pool->conf.health_path[0] == '\0')
+		bring_back(s, "fail_timeout is over");
 }
 
 /* ---- the choice -------------------------------------------------------- */
-
-static int
-has_room(const struct pool_server *s)
-{
-	int cap = s->pool->conf.max_requests_per_server;
-
-	return cap == 0 || s->in_flight < cap;
-}
 
 /* May s take this request (up or not: the caller says)? */
 static int
 eligible(const struct pool_server *s, const char *avoid, int down)
 {
 	return (avoid == NULL || strcmp(s->url, avoid) != 0) && !s->removed &&
-	    s->down == down && has_room(s);
+	    s->down == down;
 }
 
-/* a's load is below b's: in flight per weight. */
+/* Its requests: in flight, and being asked a slot for. */
+static int64_t
+load(const struct pool_server *s)
+{
+	return (int64_t)s->in_flight + s->asking;
+}
+
+/* a's load is below b's: its requests per weight. */
 static int
 lighter(const struct pool_server *a, const struct pool_server *b)
 {
-	return (int64_t)a->in_flight * b->weight <
-	    (int64_t)b->in_flight * a->weight;
+	return load(a) * b->weight < load(b) * a->weight;
 }
 
 static int
@@ -222,7 +232,8 @@ same_load(const struct pool_server *a, const struct pool_server *b)
 
 /*
  * Smooth weighted round robin among the eligible servers up; with
- * least_outstanding, among those of the lightest load only.
+ * least_outstanding, among those of the lightest load only: the one whose
+ * turn it is.
  */
 static struct pool_server *
 choose_up(struct pool *p, const char *avoid)
@@ -249,33 +260,108 @@ choose_up(struct pool *p, const char *avoid)
 	return best;
 }
 
+/* Does a come before b after the first? Up: the lighter (least
+ * outstanding), then the one whose turn comes first; out: the one that
+ * failed least recently. */
+static int
+before(const struct pool_server *a, const struct pool_server *b, int down)
+{
+	if (down)
+		return a->failed_ms < b->failed_ms;
+	if (a->pool->conf.balance == BALANCE_LEAST && !same_load(a, b))
+		return lighter(a, b);
+	return a->current + a->weight > b->current + b->weight;
+}
+
 static int
 any_up(const struct pool *p, const char *avoid)
 {
 	const struct pool_server *s;
 
 	TAILQ_FOREACH(s, &p->servers, link)
-		if ((avoid == NULL || strcmp(s->url, avoid) != 0) &&
-		    !s->removed && !s->down)
+		if (eligible(s, avoid, 0))
 			return 1;
 	return 0;
+}
+
+void
+pool_choose(struct pool *p, const char *avoid, struct pool_choice *c)
+{
+	struct pool_server *s, *first = NULL;
+	int down = !any_up(p, avoid), n = 0;
+
+	assert(p->magic == POOL_MAGIC);
+	pool_choice_drop(c);
+	if (!down && (first = choose_up(p, avoid)) != NULL)
+		c->s[n++] = first;
+	TAILQ_FOREACH(s, &p->servers, link) {
+		int i;
+
+		if (s == first || !eligible(s, avoid, down) ||
+		    n == CONF_SERVERS_MAX)
+			continue;
+		for (i = n; i > (first != NULL) && before(s, c->s[i - 1],
+		    down); i--)
+			c->s[i] = c->s[i - 1];
+		c->s[i] = s;
+		n++;
+	}
+	for (int i = 0; i < n; i++)
+		c->s[i]->holds++;
+	if (n > 0)
+		c->s[0]->asking++;
+	c->n = n;
+}
+
+static void maybe_free(struct pool_server *s);
+
+void
+pool_choice_drop(struct pool_choice *c)
+{
+	struct pool_server *s;
+
+	if (c->n > 0)
+		c->s[0]->asking--;
+	for (int i = 0; i < c->n; i++) {
+		s = c->s[i];
+		c->s[i] = NULL;
+		assert(s->magic == SERVER_MAGIC && s->holds > 0);
+		s->holds--;
+		maybe_free(s);
+	}
+	c->n = 0;
 }
 
 struct pool_server *
 pool_pick(struct pool *p, const char *avoid)
 {
-	struct pool_server *s, *best = NULL;
+	struct pool_choice c = { .n = 0 };
+	struct pool_server *s;
 
-	assert(p->magic == POOL_MAGIC);
-	revive(p, util_now_ms());
-	if (any_up(p, avoid))
-		return choose_up(p, avoid);
-	/* Every server is out: the one that failed least recently. */
-	TAILQ_FOREACH(s, &p->servers, link)
-		if (eligible(s, avoid, 1) && (best == NULL ||
-		    s->failed_ms < best->failed_ms))
-			best = s;
-	return best;
+	pool_choose(p, avoid, &c);
+	s = c.n > 0 ? c.s[0] : NULL;
+	pool_choice_drop(&c);
+	return s;
+}
+
+void
+pool_hold_server(struct pool_server *s)
+{
+	assert(s->magic == SERVER_MAGIC);
+	s->holds++;
+}
+
+void
+pool_unhold_server(struct pool_server **sp)
+{
+	struct pool_server *s = *sp;
+
+	if (s == NULL)
+		return;
+	*sp = NULL;
+	assert(s->magic == SERVER_MAGIC && s->holds > 0);
+	s->holds--;
+	maybe_free(s);
 }
 
 void
@@ -286,13 +372,9 @@ pool_begin(struct pool_server *s)
 	s->requests++;
 }
 
-static void server_free(struct pool_server *s);
-
 void
 pool_end(struct pool_server *s, enum pool_outcome o, const char *why)
 {
-	struct pool *p = s->pool;
-
 	assert(s->magic == SERVER_MAGIC && s->in_flight > 0);
 	s->in_flight--;
 	switch (o) {
@@ -306,10 +388,7 @@ pool_end(struct pool_server *s, enum pool_outcome o, const char *why)
 		failed(s, why);
 		break;
 	}
-	if (s->removed && s->in_flight == 0)
-		server_free(s);
-	if (!TAILQ_EMPTY(&p->waiters))
-		event_active(p->wake_ev, 0, 0);
+	maybe_free(s);
 }
 
 void
@@ -325,42 +404,6 @@ pool_server_url(const struct pool_server *s)
 	return s->url;
 }
 
-/* ---- waiting for room ---------------------------------------------------- */
-
-void
-pool_wait(struct pool *p, struct pool_waiter *w, int again)
-{
-	assert(!w->waiting);
-	w->waiting = 1;
-	if (again)
-		TAILQ_INSERT_HEAD(&p->waiters, w, link);
-	else
-		TAILQ_INSERT_TAIL(&p->waiters, w, link);
-}
-
-void
-pool_unwait(struct pool *p, struct pool_waiter *w)
-{
-	if (!w->waiting)
-		return;
-	w->waiting = 0;
-	TAILQ_REMOVE(&p->waiters, w, link);
-}
-
-/* A request ended, which made room for one: the first waiter tries. */
-static void
-on_wake(evutil_socket_t fd, short what, void *arg)
-{
-	struct pool *p = arg;
-	struct pool_waiter *w;
-
-	assert(p->magic == POOL_MAGIC);
-	if ((w = TAILQ_FIRST(&p->waiters)) == NULL)
-		return;
-	pool_unwait(p, w);
-	w->cb(w->arg);
-}
-
 /* ---- servers and pools ---------------------------------------------------- */
 
 static struct pool_server *
@@ -374,6 +417,10 @@ server_new(struct pool *p, const struct conf_server *cs)
 	s->pool = p;
 	snprintf(s->url, sizeof(s->url), "%s", cs->url);
 	s->weight = cs->weight;
+	if ((s->back_ev = evtimer_new(p->px->base, on_back, s)) == NULL) {
+		free(s);
+		return NULL;
+	}
 	TAILQ_INSERT_TAIL(&p->servers, s, link);
 	check_again(s);
 	return s;
@@ -384,9 +431,23 @@ server_free(struct pool_server *s)
 {
 	assert(s->magic == SERVER_MAGIC && s->in_flight == 0);
 	health_stop(&s->check);
+	event_free(s->back_ev);
 	TAILQ_REMOVE(&s->pool->servers, s, link);
 	s->magic = 0;
 	free(s);
+}
+
+/* A removed server goes once nothing uses it. */
+static void
+maybe_free(struct pool_server *s)
+{
+	char l[LABEL_MAX];
+
+	if (!s->removed || s->in_flight > 0 || s->holds > 0)
+		return;
+	label(s->pool, l);
+	log_info("upstream %s: server %s drained, let go", l, s->url);
+	server_free(s);
 }
 
 /* A reload removed s: it takes no new request, and goes once idle. */
@@ -397,22 +458,43 @@ server_remove(struct pool_server *s)
 
 	s->removed = 1;
 	health_stop(&s->check);
+	evtimer_del(s->back_ev);
 	label(s->pool, l);
-	log_info("upstream %s: server %s removed%s", l, s->url,
-	    s->in_flight > 0 ? ", draining its requests in flight" : "");
-	if (s->in_flight == 0)
-		server_free(s);
+	if (s->in_flight > 0) {
+		log_info("upstream %s: server %s removed, draining its %d "
+		    "request%s in flight", l, s->url, s->in_flight,
+		    s->in_flight == 1 ? "" : "s");
+	} else {
+		log_info("upstream %s: server %s removed", l, s->url);
+		if (s->holds == 0)
+			server_free(s);
+	}
 }
 
+/* The server of p at url, draining or not (there is one at most). */
 static struct pool_server *
 server_find(struct pool *p, const char *url)
 {
 	struct pool_server *s;
 
 	TAILQ_FOREACH(s, &p->servers, link)
-		if (!s->removed && strcmp(s->url, url) == 0)
+		if (strcmp(s->url, url) == 0)
 			return s;
 	return NULL;
+}
+
+/* A reload names a draining server again: it is back, as it was. */
+static void
+server_keep(struct pool_server *s)
+{
+	char l[LABEL_MAX];
+
+	if (!s->removed)
+		return;
+	s->removed = 0;
+	label(s->pool, l);
+	log_info("upstream %s: server %s named again, no longer draining",
+	    l, s->url);
 }
 
 /* Its servers as cp lists them, the others removed. */
@@ -434,6 +516,7 @@ pool_apply(struct pool *p, const struct conf_pool *cp)
 	}
 	for (int i = 0; i < cp->nservers; i++) {
 		if ((s = server_find(p, cp->servers[i].url)) != NULL) {
+			server_keep(s);
 			s->weight = cp->servers[i].weight;
 			check_again(s);
 		} else if (server_new(p, &cp->servers[i]) == NULL) {
@@ -441,21 +524,6 @@ pool_apply(struct pool *p, const struct conf_pool *cp)
 		}
 	}
 	return rc;
-}
-
-/* The lowest budget column no pool of px uses. */
-static int
-free_index(const struct proxy *px)
-{
-	const struct pool *p;
-	int used[BUDGET_POOLS_MAX] = { 0 };
-
-	TAILQ_FOREACH(p, &px->pools, link)
-		used[p->index] = 1;
-	for (int i = 0; i < BUDGET_POOLS_MAX; i++)
-		if (!used[i])
-			return i;
-	return -1;
 }
 
 static void
@@ -471,8 +539,6 @@ pool_free(struct pool *p)
 	if (p->px->budget == p->budget)
 		p->px->budget = NULL;
 	budget_free(&p->budget);
-	if (p->wake_ev != NULL)
-		event_free(p->wake_ev);
 	TAILQ_REMOVE(&p->px->pools, p, link);
 	p->magic = 0;
 	free(p);
@@ -482,21 +548,16 @@ static struct pool *
 pool_new(struct proxy *px, const struct conf_pool *cp)
 {
 	struct pool *p;
-	int index = free_index(px);
 
-	if (index == -1 || (p = calloc(1, sizeof(*p))) == NULL)
+	if ((p = calloc(1, sizeof(*p))) == NULL)
 		return NULL;
 	p->magic = POOL_MAGIC;
 	p->px = px;
 	p->conf = *cp;
-	p->index = index;
 	TAILQ_INIT(&p->servers);
-	TAILQ_INIT(&p->waiters);
 	TAILQ_INSERT_TAIL(&px->pools, p, link);
-	p->wake_ev = event_new(px->base, -1, 0, on_wake, p);
-	p->budget = budget_new(px, px->budget, &p->conf, index);
-	if (p->wake_ev == NULL || p->budget == NULL ||
-	    pool_apply(p, cp) == -1) {
+	p->budget = budget_new(px, px->budget, &p->conf);
+	if (p->budget == NULL || pool_apply(p, cp) == -1) {
 		pool_free(p);
 		return NULL;
 	}
@@ -510,9 +571,13 @@ pool_new(struct proxy *px, const struct conf_pool *cp)
 static void
 pool_reap(struct pool *p)
 {
-	if (p->retired && p->holds == 0 && TAILQ_EMPTY(&p->waiters) &&
-	    budget_idle(p->budget))
-		pool_free(p);
+	char l[LABEL_MAX];
+
+	if (!p->retired || p->holds > 0 || !budget_idle(p->budget))
+		return;
+	label(p, l);
+	log_info("upstream %s drained, let go", l);
+	pool_free(p);
 }
 
 int
@@ -533,28 +598,36 @@ pools_reload(struct proxy *px, const struct conf *new)
 
 	for (p = TAILQ_FIRST(&px->pools); p != NULL; p = next) {
 		const struct conf_pool *cp;
+		struct pool_server *s, *snext;
 
 		next = TAILQ_NEXT(p, link);
-		if (p->retired) {
-			pool_reap(p);
+		if ((cp = conf_pool_find(new, p->conf.name)) != NULL) {
+			if (p->retired) {	/* named again while it drains */
+				p->retired = 0;
+				label(p, l);
+				log_info("upstream %s named again, no longer "
+				    "draining", l);
+			}
+			rc |= pool_apply(p, cp);
 			continue;
 		}
-		if ((cp = conf_pool_find(new, p->conf.name)) != NULL) {
-			rc |= pool_apply(p, cp);
+		if (p->retired) {
+			pool_reap(p);
 			continue;
 		}
 		p->retired = 1;
 		label(p, l);
 		log_info("upstream %s removed", l);
-		while (TAILQ_FIRST(&p->servers) != NULL &&
-		    !TAILQ_FIRST(&p->servers)->removed)
-			server_remove(TAILQ_FIRST(&p->servers));
+		for (s = TAILQ_FIRST(&p->servers); s != NULL; s = snext) {
+			snext = TAILQ_NEXT(s, link);
+			if (!s->removed)
+				server_remove(s);
+		}
 		pool_reap(p);
 	}
 	for (int i = 1; i < new->npools; i++) {
 		TAILQ_FOREACH(p, &px->pools, link)
-			if (!p->retired && strcmp(p->conf.name,
-			    new->pools[i].name) == 0)
+			if (strcmp(p->conf.name, new->pools[i].name) == 0)
 				break;
 		if (p == NULL && pool_new(px, &new->pools[i]) == NULL)
 			rc = -1;
@@ -655,15 +728,17 @@ pool_publish(struct proxy *px, struct pool_row *row)
 	const struct pool *p;
 	const struct pool_server *s;
 	struct budget_gauges g;
-	int n = 0;
+	int n = 0, left_out = 0;
 
 	TAILQ_FOREACH(p, &px->pools, link) {
 		int first = 1;
 
 		budget_publish(p->budget, &g);
 		TAILQ_FOREACH(s, &p->servers, link) {
-			if (n == POOL_ROW_MAX)
-				break;
+			if (n == POOL_ROW_MAX) {
+				left_out++;
+				continue;
+			}
 			server_figures(s, &row->s[n]);
 			if (first) {
 				row->s[n].budget_held = g.held;
@@ -674,6 +749,7 @@ pool_publish(struct proxy *px, struct pool_row *row)
 		}
 	}
 	row->n = n;
+	row->left_out = left_out;
 }
 
 /* The worse of two states, for an instance's workers. */
@@ -689,6 +765,7 @@ pool_rows_add(struct pool_row *sum, const struct pool_row *row)
 {
 	int n = MIN(row->n, POOL_ROW_MAX);
 
+	sum->left_out = MAX(sum->left_out, row->left_out);
 	for (int i = 0; i < n; i++) {
 		struct pool_figures f = row->s[i], *t = NULL;
 
@@ -703,6 +780,8 @@ pool_rows_add(struct pool_row *sum, const struct pool_row *row)
 		if (t == NULL) {
 			if (sum->n < POOL_ROW_MAX)
 				sum->s[sum->n++] = f;
+			else
+				sum->left_out++;
 			continue;
 		}
 		if (t->why[0] == '\0' && f.why[0] != '\0')

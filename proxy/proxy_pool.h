@@ -7,22 +7,27 @@
  * and each pool's origin budget (proxy_budget.h).
  *
  * Choice: least outstanding (the fewest requests in flight from this
- * worker for its weight; ties take turns), or smooth weighted round
- * robin; a server at max_requests_per_server is skipped.
+ * worker for its weight, those being asked a slot for counted; ties take
+ * turns), or smooth weighted round robin. The choice is an order of the
+ * servers: the first goes, unless max_requests_per_server (the pool's
+ * budget, proxy_budget.h) finds it full, when the next with room does.
  *
  * Health, in each worker for itself (each has its own connections and
  * its own view, as nginx's workers without a shared zone): a failure
  * (connect, timeout, a reset or bad response, a 5xx) counts against its
  * server; max_fails of them within fail_timeout take it out. Without
- * health_path it is back fail_timeout later; with health_path every
- * server is probed each health_interval (proxy_health.h), a failed probe
- * takes it out and health_rise passed probes in a row bring it back.
- * While every server is out, requests go to the one that failed least
- * recently. Every change of state is one log line.
+ * health_path it is back fail_timeout later (a timer); with health_path
+ * every server is probed each health_interval (proxy_health.h), a failed
+ * probe takes it out and health_rise passed probes in a row bring it
+ * back. While every server is out, requests go to the one that failed
+ * least recently (a failed probe counts). Every change of state is one
+ * log line of the worker whose view changed.
  *
  * A reload keeps the pools and servers it still names (with their
  * state and figures), adds the new ones, and lets the ones it removed
- * drain: they take no new request, and go once their last one ends.
+ * drain: they take no new request, and go once their last one ends (a
+ * log line says so). One it names again while it drains is back, as it
+ * was.
  */
 
 #include <stdint.h>
@@ -45,13 +50,12 @@ enum pool_outcome {
 	POOL_NEUTRAL,		/* cancelled or too big: not the server's fault */
 };
 
-/* A request waiting for a server with room (max_requests_per_server);
- * the caller's, in place until it is woken or leaves. */
-struct pool_waiter {
-	void			(*cb)(void *arg);
-	void			*arg;
-	int			 waiting;
-	TAILQ_ENTRY(pool_waiter) link;
+/* The servers a request may go to, best first, held while the request
+ * asks for a slot on one (a reload cannot free them meanwhile, and the
+ * first counts as busy for least outstanding). Zeroed to begin. */
+struct pool_choice {
+	struct pool_server	*s[CONF_SERVERS_MAX];
+	int			 n;
 };
 
 /* px's pools from px->conf. 0 or -1 (no memory). */
@@ -73,31 +77,36 @@ void	pool_hold(struct pool *p);
 void	pool_release(struct pool *p);
 
 /*
- * A server for a request, not the one whose URL is avoid (NULL, or the
- * one a retry must not go to again). NULL: none may take one now (each
- * is at max_requests_per_server, or avoid is the only one).
+ * The servers a request may go to now, not the one whose URL is avoid
+ * (NULL, or the one a retry must not go to again), best first: those up,
+ * in the order of the pool's balance (which counts this as the first's
+ * turn); while none is up, those out, the one that failed least recently
+ * first. c->n is 0 when avoid was the only one. What c held before is
+ * let go first.
  */
+void	pool_choose(struct pool *p, const char *avoid, struct pool_choice *c);
+/* Lets go of the servers c holds. */
+void	pool_choice_drop(struct pool_choice *c);
+/* The first of pool_choose()'s order, or NULL. */
 struct pool_server *pool_pick(struct pool *p, const char *avoid);
 /* A request goes to s; and how it ended (why: the error's text). */
 void	pool_begin(struct pool_server *s);
 void	pool_end(struct pool_server *s, enum pool_outcome o, const char *why);
-/* A request that failed on s goes to another. */
+/* Keeps s (a reload cannot free it) until pool_unhold_server(). */
+void	pool_hold_server(struct pool_server *s);
+void	pool_unhold_server(struct pool_server **sp);
+/* A request that failed on s was sent to another. */
 void	pool_count_retry(struct pool_server *s);
 const char *pool_server_url(const struct pool_server *s);
-
-/* Waits until a server of p may take a request (one ends): w->cb runs
- * from the loop, for the first waiter each time a request ends; one that
- * finds no room after all waits again first in line (again). pool_unwait:
- * it leaves. */
-void	pool_wait(struct pool *p, struct pool_waiter *w, int again);
-void	pool_unwait(struct pool *p, struct pool_waiter *w);
 
 /*
  * Figures of every server, for /stats, /metrics and the dashboard: each
  * worker copies its own into its row of shared memory, and the admin
- * listener sums the rows by pool and server.
+ * listener sums the rows by pool and server. A row has room for every
+ * server the configuration may name and as many draining; those past it
+ * are left out, and counted.
  */
-#define POOL_ROW_MAX	64	/* servers a row shows */
+#define POOL_ROW_MAX	(2 * CONF_POOLS_MAX * CONF_SERVERS_MAX)
 #define POOL_WHY_MAX	96
 
 enum pool_state {
@@ -127,6 +136,7 @@ struct pool_figures {
 
 struct pool_row {
 	int			 n;
+	int			 left_out;	/* servers it had no room for */
 	struct pool_figures	 s[POOL_ROW_MAX];
 };
 
@@ -138,7 +148,8 @@ void	pool_metrics(const struct pool_row *sum, struct evbuffer *out);
 
 /* This worker's figures into its row. */
 void	pool_publish(struct proxy *px, struct pool_row *row);
-/* Adds a row into sum (by pool and server). */
+/* Adds a row into sum (by pool and server; left_out: the most of any
+ * row's, and those sum had no room for). */
 void	pool_rows_add(struct pool_row *sum, const struct pool_row *row);
 const char *pool_state_name(enum pool_state s);
 

@@ -54,7 +54,7 @@ sent(int rc, const char *what)
 static void
 summary(struct service *s, char *out, size_t outlen)
 {
-	struct proxy_figures f;
+	static struct proxy_figures f;	/* large: off the stack */
 	uint64_t requests = 0, cached = 0, answered = 0;
 	int ready = 0, up = 0;
 
@@ -98,7 +98,7 @@ static void
 check_own(struct service *s)
 {
 	struct worker_slot *ws = &s->slots[s->slot];
-	struct proxy_figures f;
+	static struct proxy_figures f;	/* large: off the stack */
 	int up;
 
 	if (s->px == NULL || ws->ready)

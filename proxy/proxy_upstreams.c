@@ -49,7 +49,7 @@ pool_stats_json(const struct pool_row *sum, struct evbuffer *out)
 		    f->in_flight, f->requests, f->failures, f->retries,
 		    f->health_ok, f->health_failed, f->taken_out);
 	}
-	evbuffer_add_printf(out, "]");
+	evbuffer_add_printf(out, "], \"upstreams_left_out\": %d", sum->left_out);
 }
 
 /* One family: a value of each server. */

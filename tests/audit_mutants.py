@@ -389,8 +389,8 @@ AUDIT = [
 
     # -- origin slots (cache/cache_lease.c) ------------------------------------
     Mutant("audit_lease_one_slot_over_the_cap", "cache/cache_lease.c",
-           "\"  if redis.call('ZCARD', KEYS[1]) + ahead < max then\\n\"",
-           "\"  if redis.call('ZCARD', KEYS[1]) + ahead <= max then\\n\"",
+           "\"  local free = max == 0 or redis.call('ZCARD', KEYS[1]) + ahead < max\\n\"",
+           "\"  local free = max == 0 or redis.call('ZCARD', KEYS[1]) + ahead <= max\\n\"",
            BUDGET,
            "the fleet grants max_requests + 1 origin slots"),
 

@@ -18,8 +18,8 @@ import os
 import signal
 import threading
 
-from harness import (HOST, Background, corral_config, expect, expect_eq, scenario,
-                     slow, wait_for)
+from harness import (HOST, PREFIX, Background, corral_config, entry_key, expect, expect_eq,
+                     fleet_counters, lock_key, scenario, slow, stampede, wait_for)
 from harness.wait import free_port
 
 def metric_samples(text):
@@ -38,7 +38,7 @@ def metric_samples(text):
 def pool_extra(origins, **keys):
     """extra= for corral_config: [upstream] with origins as its servers."""
     up = {"url": ", ".join(o.url for o in origins), "connect_timeout": "1s",
-          "timeout": "10s"}
+          "timeout": "30s"}
     up.update({k: str(v) for k, v in keys.items()})
     return {"upstream": up}
 
@@ -378,3 +378,440 @@ def origin_budget_and_per_server_cap_apply_to_each_pool(env):
               "each default server's peak (max_requests_per_server 1)")
     expect_eq(count_prefix(a, "/api/") + count_prefix(b, "/api/"), 8, "default pool requests")
     expect_eq(count_prefix(r, "/reports/"), 4, "reports pool requests")
+
+
+# -- max_requests_per_server: each server's cap, fleet-wide ---------------------
+
+TWO_WORKERS = {"workers": "2"}
+
+
+def server_slots_key(url, pool=""):
+    """The Redis set of the slots taken on one server of a pool."""
+    return f"{PREFIX}{{budget}}:{pool + ':' if pool else ''}server:{url}"
+
+
+def capped_fleet(env, n, redis, origins, cap, workers=None, **keys):
+    """n instances whose default pool is origins, capped at cap requests per
+    server (and each with workers worker processes)."""
+    extra = pool_extra(origins, **dict({"max_requests_per_server": cap,
+                                        "queue_timeout": "60s"}, **keys))
+    if workers:
+        extra["server"] = {"workers": str(workers)}
+    before = redis.subscribers()
+    fleet = [env.corral(redis, origins[0], extra=extra) for _ in range(n)]
+    env.wait_subscribed(redis, before + n)
+    return fleet
+
+
+@scenario(timeout=240)
+def per_server_cap_holds_across_two_instances_of_two_workers(env):
+    cap, keys = 2, 60
+    redis = env.redis()
+    a, slow_one, c = env.origin(), env.origin(), env.origin()
+    for o in (a, c):
+        o.script("/cap/*", delay_ms=100, body="v{n}")
+    slow_one.script("/cap/*", delay_ms=1500, body="v{n}")
+    fleet = capped_fleet(env, 2, redis, [a, slow_one, c], cap, workers=2)
+
+    results = stampede(fleet, keys, lambda i: f"/cap/{i}", timeout=slow(120))
+    expect_eq(sorted({r.status for r in results}), [200], "statuses")
+    peak = slow_one.stats()["max_active"]
+    expect(1 <= peak <= cap, f"the slow server's peak concurrency {peak}, its cap {cap} "
+                             "(four workers of two instances share it)")
+    for o in (a, c):
+        expect(o.stats()["max_active"] <= cap,
+               f"a fast server's peak {o.stats()['max_active']}, cap {cap}")
+    fast = count_prefix(a, "/cap/") + count_prefix(c, "/cap/")
+    expect_eq(fast + count_prefix(slow_one, "/cap/"), keys, "origin requests: one per key")
+    expect(fast >= keys - 10, f"the fast servers took the rest: {fast} of {keys}")
+    wait_for(lambda: all(redis.cmd("ZCARD", server_slots_key(o.url)) == 0
+                         for o in (a, slow_one, c)),
+             what="every server slot released")
+
+
+@scenario
+def full_server_sends_the_request_to_another_with_room_at_once(env):
+    redis = env.redis()
+    a, b = env.origin(), env.origin()
+    for o in (a, b):
+        o.script("/hold/*", hold=True, body="h{n}")
+        o.script("/go/*", body="g{n}")
+    # Queue_timeout is long: a request that waited for a's slot would hang.
+    first, second = capped_fleet(env, 2, redis, [a, b], 1)
+
+    held = Background(first.get, "/hold/1")
+    wait_for(lambda: a.held("/hold/1") == 1, what="the first instance's request held by a")
+    # The second instance's own view prefers a (listed first, idle here), but
+    # a's slot is taken in the fleet: the request goes to b without waiting.
+    r = second.get("/go/1", timeout=slow(10))
+    expect_eq((r.status, r.text), (200, "g1"), "the second instance's request")
+    expect_eq((a.count("/go/1"), b.count("/go/1")), (0, 1), "where it went (a, b)")
+    expect_eq(second.counters()["slot_waits"], 0, "requests that waited for a slot")
+    expect_eq(a.held("/hold/1"), 1, "a's request still held meanwhile")
+
+    # Every server full: a request waits, and goes when a slot is freed.
+    other = Background(first.get, "/hold/2")
+    wait_for(lambda: b.held("/hold/2") == 1, what="b's only slot taken too")
+    waiting = Background(second.get, "/go/2")
+    wait_for(lambda: redis.cmd("ZCARD", f"{PREFIX}{{budget}}:queue") == 1,
+             what="the second instance's request queued, every server full")
+    expect_eq(a.count("/go/2") + b.count("/go/2"), 0, "sent to a full server")
+    a.release("/hold/*")
+    r = waiting.result(slow(10))
+    expect_eq(r.status, 200, "the request that waited")
+    expect_eq(a.count("/go/2"), 1, "it went to the server freed")
+    b.release("/hold/*")
+    expect_eq((held.result().status, other.result().status), (200, 200), "the held ones")
+    expect_eq((a.stats()["max_active"], b.stats()["max_active"]), (1, 1), "each server's peak")
+
+
+@scenario
+def every_server_full_past_queue_timeout_answers_503(env):
+    redis = env.redis()
+    a, b = env.origin(), env.origin()
+    for o in (a, b):
+        o.script("/hold/*", hold=True)
+    first, second = capped_fleet(env, 2, redis, [a, b], 1, queue_timeout="500ms")
+    held = [Background(first.get, f"/hold/{i}") for i in range(2)]
+    wait_for(lambda: a.held("/hold/0") + a.held("/hold/1") +
+             b.held("/hold/0") + b.held("/hold/1") == 2, what="both servers' slots taken")
+    r = second.get("/busy", timeout=slow(10))
+    expect_eq((r.status, r.cache_status.detail), (503, "origin-busy"),
+              "a request with every server full past queue_timeout")
+    expect_eq(a.count("/busy") + b.count("/busy"), 0, "sent anyway")
+    for o in (a, b):
+        o.release("/hold/*")
+    expect_eq(sorted(h.result().status for h in held), [200, 200], "the held ones")
+
+
+@scenario
+def server_slots_are_renewed_and_released_with_the_fetch(env):
+    redis = env.redis()
+    a = env.origin()
+    a.script("/slow/*", delay_ms=1500, body="s{n}")
+    fleet = capped_fleet(env, 2, redis, [a], 1, slot_lease="300ms")
+    results = stampede(fleet, 4, lambda i: f"/slow/{i}", timeout=slow(60))
+    expect_eq(sorted({r.status for r in results}), [200], "statuses")
+    expect_eq(a.stats()["max_active"], 1,
+              "the server's peak: a fetch five leases long kept its server slot")
+    c = fleet_counters(fleet)
+    expect_eq((c["slot_grants"], c["slot_lost"]), (4, 0), "slots granted, leases lost")
+    wait_for(lambda: redis.cmd("ZCARD", server_slots_key(a.url)) == 0,
+             what="the server slots released")
+
+
+@scenario
+def capped_retry_takes_a_slot_on_another_server_or_fails_without_room(env):
+    redis = env.redis()
+    a, b = env.origin(), env.origin()
+    b.script("/r/*", drop=True)		# counts it, then closes: no byte back
+    a.script("/r/*", hold=True, body="a{n}")
+    # round-robin: the first request goes to b; queue_timeout bounds a
+    # retry's wait for room on another server.
+    (corral,) = capped_fleet(env, 1, redis, [b, a], 1, balance="round-robin",
+                             queue_timeout="500ms")
+    first = Background(get, corral, "/r/1")
+    wait_for(lambda: a.held("/r/1") == 1, what="the retry held by a")
+    expect_eq(b.count("/r/1"), 1, "the first try, reset by b")
+    expect_eq((redis.cmd("ZCARD", server_slots_key(b.url)),
+               redis.cmd("ZCARD", server_slots_key(a.url))), (0, 1),
+              "server slots while the retry runs (b's given up, a's taken)")
+
+    # b resets the next one too, and a is full: the retry finds no room
+    # within queue_timeout, and the first try's failure is the answer.
+    second = Background(get, corral, "/r/2")
+    status, _ = second.result(slow(10))
+    expect_eq(status, 502, "a retry with no room on another server")
+    expect_eq((b.count("/r/2"), a.count("/r/2")), (1, 0), "the second request's tries (b, a)")
+    a.release("/r/*")
+    expect_eq(first.result(slow(10)), (200, b"a1"), "the retried request")
+    expect_eq(servers(corral)[b.url]["retries"], 1, "b's retries: the one sent")
+    expect_eq(corral.stats()["total"]["upstream_retries"], 1, "upstream_retries")
+    expect_eq(a.stats()["max_active"], 1, "a's peak")
+
+
+@scenario(timeout=240)
+def redis_down_each_instance_keeps_to_its_share_of_each_servers_cap(env):
+    cap, keys = 4, 48		# two instances: each allows itself 2 per server
+    redis = env.redis()
+    a, b = env.origin(), env.origin()
+    for o in (a, b):
+        o.script("*", delay_ms=200, body="v{n}")
+    fleet = capped_fleet(env, 2, redis, [a, b], cap, workers=2)
+    wait_for(lambda: all(c.stats()["origin_budget"]["instances"] == 2 for c in fleet),
+             timeout=slow(15), what="every worker to count two instances alive")
+    redis.kill()
+    wait_for(lambda: not any(c.stats()["redis"]["up"] for c in fleet),
+             what="both instances to see Redis down")
+
+    results = stampede(fleet, keys, lambda i: f"/down/{i}", timeout=slow(120))
+    expect_eq(sorted({r.status for r in results}), [200], "statuses")
+    for o in (a, b):
+        peak = o.stats()["max_active"]
+        expect(2 <= peak <= cap, f"a server's peak {peak}: two instances' shares of {cap}")
+    expect_eq(fleet_counters(fleet)["slot_local"], keys, "slots from the local share")
+    expect("requests at once to each server" in fleet[0].log(),
+           "the log says what the instance allows itself")
+
+
+# -- reloads, states, rows ----------------------------------------------------
+
+
+def pool_section(name, origins, **keys):
+    text = f"\n[upstream {name}]\nurl = {', '.join(o.url for o in origins)}\ntimeout = 30s\n"
+    return text + "".join(f"{k} = {v}\n" for k, v in keys.items())
+
+
+@scenario
+def reload_that_removes_a_pool_drains_every_one_of_its_servers(env):
+    redis = env.redis()
+    a = env.origin()
+    r1, r2, r3 = env.origin(), env.origin(), env.origin()
+    for o in (r1, r2, r3):
+        o.script("/reports/*", hold=True)
+        o.script("/ping", body="ok")
+    listen, admin = free_port(), free_port()
+    routes = {"/reports/": {"upstream": "reports"}, "/": {}}
+    base = corral_config(redis, a, listen, admin, extra=pool_extra([a]), routes=routes)
+    corral = env.corral(config=base + pool_section(
+        "reports", [r1, r2, r3], balance="round-robin", health_path="/ping",
+        health_interval="100ms"))
+    held = Background(get, corral, "/reports/0")	# round robin: r1 first
+    wait_for(lambda: r1.held("/reports/0") == 1, what="a report held by the first server")
+
+    rewrite_and_reload(corral, corral_config(redis, a, listen, admin, extra=pool_extra([a])))
+    wait_for(lambda: servers(corral, "reports").get(r1.url, {}).get("state") == "draining",
+             timeout=slow(10), what="the first server draining")
+    expect_eq(sorted(servers(corral, "reports")), [r1.url],
+              "the pool's servers /stats still lists (the idle ones let go)")
+    probes = (r2.count("/ping"), r3.count("/ping"))
+    r1.release("/reports/*")
+    expect_eq(held.result(slow(30))[0], 200, "the report in flight")
+    wait_for(lambda: "reports" not in {u["pool"] for u in corral.stats()["upstreams"]},
+             timeout=slow(10), what="the removed pool gone from /stats")
+    expect_eq((r2.count("/ping"), r3.count("/ping")), probes,
+              "health checks of the idle servers of the removed pool after the reload")
+    log = corral.log()
+    for o in (r1, r2, r3):
+        expect(f"server {o.url} removed" in log, f"log line of {o.url}'s removal")
+    expect(f"server {r1.url} drained, let go" in log, "the drained server let go, logged")
+    expect("upstream [upstream reports] drained, let go" in log, "the drained pool, logged")
+
+
+@scenario
+def reload_naming_a_draining_server_again_keeps_one_row_up(env):
+    redis = env.redis()
+    a, b = env.origin(), env.origin()
+    a.script("/slow/*", hold=True)
+    listen, admin = free_port(), free_port()
+    text = corral_config(redis, a, listen, admin, extra=pool_extra([a, b]))
+    corral = env.corral(config=text)
+    held = Background(get, corral, "/slow/0")	# least outstanding, tie: a first
+    wait_for(lambda: a.held("/slow/0") == 1, what="a request held by a")
+    rewrite_and_reload(corral, corral_config(redis, a, listen, admin, extra=pool_extra([b])))
+    wait_for(lambda: servers(corral)[a.url]["state"] == "draining", timeout=slow(10),
+             what="a draining")
+    rewrite_and_reload(corral, text)
+    wait_for(lambda: servers(corral)[a.url]["state"] == "up", timeout=slow(10),
+             what="a named again: up")
+    rows = [u for u in corral.stats()["upstreams"] if u["server"] == a.url]
+    expect_eq(len(rows), 1, "a's rows in /stats")
+    expect_eq(rows[0]["in_flight"], 1, "its request in flight, kept")
+    expect(f"server {a.url} named again, no longer draining" in corral.log(), "log line")
+    a.release("/slow/*")
+    expect_eq(held.result(slow(30))[0], 200, "the request in flight")
+    expect_eq(sorted(set(burst(corral, [f"/new/{i}" for i in range(6)]))), [200], "new ones")
+    expect(count_prefix(a, "/new/") >= 1, "a takes new requests again")
+    expect_eq(servers(corral)[a.url]["state"], "up", "a once its request is done")
+
+
+@scenario
+def stats_list_every_server_of_sixteen_pools_of_sixteen(env):
+    # Short names, so that sixteen fit a line; never sent a request.
+    urls = ",".join(f"http://{h}:{p}" for h in "ab" for p in range(1, 9))
+    redis = env.redis()
+    text = corral_config(redis, urls, free_port(), free_port())
+    text += "".join(f"\n[upstream p{i}]\nurl = {urls}\n" for i in range(15))
+    corral = env.corral(config=text)
+    s = corral.stats()
+    expect_eq(len(s["upstreams"]), 256, "servers /stats lists")
+    expect_eq(s["upstreams_left_out"], 0, "servers left out")
+    expect_eq(len({(u["pool"], u["server"]) for u in s["upstreams"]}), 256, "distinct rows")
+
+
+@scenario
+def server_out_is_back_after_fail_timeout_without_a_request(env):
+    redis = env.redis()
+    a, b = env.origin(), env.origin()
+    b.stop()
+    corral = env.corral(redis, a, extra=pool_extra([b, a], max_fails=1, fail_timeout="1s",
+                                                   balance="round-robin"))
+    expect_eq(get(corral, "/one")[0], 200, "a request (b refuses it, a answers)")
+    expect_eq(servers(corral)[b.url]["state"], "down", "b taken out")
+    wait_for(lambda: servers(corral)[b.url]["state"] == "up", timeout=slow(10),
+             what="b back in /stats once fail_timeout is over, no request since")
+    samples = metric_samples(corral.admin("GET", "/metrics").text)
+    key = ("corral_upstream_server_up", frozenset({("pool", "default"), ("server", b.url)}))
+    expect_eq(samples.get(key), 1, "/metrics corral_upstream_server_up of b")
+    expect(f"server {b.url} is back in: fail_timeout is over" in corral.log(), "log line")
+
+
+@scenario
+def failed_try_with_no_other_server_is_no_retry(env):
+    redis, a = env.redis(), env.origin()
+    a.stop()
+    corral = env.corral(redis, a, extra=pool_extra([a], max_fails=0))
+    expect_eq(get(corral, "/x")[0], 502, "a request to the only server, refused")
+    expect_eq(servers(corral)[a.url]["retries"], 0, "its server's retries")
+    expect_eq(corral.stats()["total"]["upstream_retries"], 0, "upstream_retries")
+
+
+@scenario
+def every_server_out_the_one_that_failed_longest_ago_gets_the_request(env):
+    redis = env.redis()
+    a, b = env.origin(), env.origin()
+    for o in (a, b):
+        o.script("/ping", status=503)
+    # b listed first: with no failure times, it would be chosen.
+    corral = env.corral(redis, a, extra=pool_extra(
+        [b, a], health_path="/ping", health_interval="100ms", health_rise=100))
+    wait_for(lambda: all(s["state"] == "down" for s in servers(corral).values()),
+             timeout=slow(10), what="both servers out by their probes")
+    a.script("/ping", status=200)	# a passes from now on (not enough to be back)
+    passed = servers(corral)[a.url]["health_ok"]
+    wait_for(lambda: servers(corral)[a.url]["health_ok"] >= passed + 3, timeout=slow(10),
+             what="a's probes passing, b's still failing")
+    expect_eq(servers(corral)[a.url]["state"], "down", "a still out (health_rise 100)")
+    expect_eq(get(corral, "/x")[0], 200, "a request with every server out")
+    expect_eq((a.count("/x"), b.count("/x")), (1, 0),
+              "the request went to the server that failed longest ago")
+
+
+# -- first_byte_timeout's default, balancing, weights, fencing, stale ----------
+
+@scenario
+def hung_server_request_goes_elsewhere_with_the_default_first_byte_timeout(env):
+    redis = env.redis()
+    a, b = env.origin(), env.origin()
+    b.script("*", hold=True)	# accepts, reads, never answers
+    # No first_byte_timeout: with two servers a try waits half of timeout.
+    corral = env.corral(redis, a, extra=pool_extra([b, a], timeout="4s"))
+    r = corral.get("/hung/1", timeout=slow(30))
+    expect_eq((r.status, r.text != ""), (200, True), "the client's status")
+    expect(r.elapsed < slow(3.5), f"answered after {r.elapsed:.2f} s (timeout 4 s, a try 2 s)")
+    expect_eq((b.count("/hung/1"), a.count("/hung/1")), (1, 1), "tries (b, a)")
+    expect_eq(servers(corral)[b.url]["retries"], 1, "the hung server's retries")
+    b.release("*")
+
+
+def weighted_extra(a, b, **keys):
+    up = {"url": f"{a.url} weight=3, {b.url}", "connect_timeout": "1s", "timeout": "30s"}
+    up.update({k: str(v) for k, v in keys.items()})
+    return {"upstream": up}
+
+
+@scenario
+def weights_split_requests_three_to_one_in_either_balance(env):
+    redis = env.redis()
+    for balance in ("least_outstanding", "round-robin"):
+        a, b = env.origin(), env.origin()
+        corral = env.corral(redis, a, extra=weighted_extra(a, b, balance=balance))
+        for i in range(40):	# one at a time: equal loads
+            expect_eq(get(corral, f"/{balance}/{i}")[0], 200, "a request's status")
+        expect_eq((count_prefix(a, f"/{balance}/"), count_prefix(b, f"/{balance}/")),
+                  (30, 10), f"{balance}: requests of the weight 3 and weight 1 servers")
+        expect_eq(servers(corral)[a.url]["weight"], 3, "/stats weight")
+
+
+@scenario
+def round_robin_gives_each_server_its_turn_however_busy(env):
+    redis = env.redis()
+    a, b, c = env.origin(), env.origin(), env.origin()
+    a.script("/busy/*", hold=True)
+    corral = env.corral(redis, a, extra=pool_extra([a, b, c], balance="round-robin"))
+    busy = Background(get, corral, "/busy/0")	# a's turn: held there
+    wait_for(lambda: a.held("/busy/0") == 1, what="a busy with a held request")
+    for i in range(6):
+        expect_eq(get(corral, f"/rr/{i}")[0], 200, "a request's status")
+    expect_eq(tuple(count_prefix(o, "/rr/") for o in (a, b, c)), (2, 2, 2),
+              "requests of a (busy), b and c: each its turn, load ignored")
+    expect_eq(servers(corral)[a.url]["in_flight"], 1, "a still busy")
+    a.release("/busy/*")
+    expect_eq(busy.result(slow(10))[0], 200, "the held request")
+
+
+@scenario
+def retried_fetch_that_lost_its_lock_never_overwrites_the_entry(env):
+    foreign = "f" * 32
+    redis = env.redis()
+    a, b = env.origin(), env.origin()
+    b.script("/fence", drop=True)			# reset before any byte
+    a.script("/fence", hold=True, body="v{n}")
+    corral = env.corral(redis, a, routes={"/": {"lock_ttl": "30s"}},
+                        extra=pool_extra([b, a], balance="round-robin"))
+    client = Background(corral.get, "/fence")
+    wait_for(lambda: a.held("/fence") == 1 and redis.exists(lock_key("/fence")),
+             what="the retry held by a, under the lock")
+    expect_eq(b.count("/fence"), 1, "the first try, reset by b")
+    redis.cmd("SET", lock_key("/fence"), foreign)	# another fetch took it over
+    a.release("/fence")
+    r = client.result(slow(10))
+    expect_eq((r.status, r.text, r.cache_status.stored), (200, "v1", False),
+              f"the retried fetch that lost its lock ({r.cache_status.raw})")
+    expect(not redis.exists(entry_key("/fence")), "an entry was written without the lock")
+    expect_eq(redis.get(lock_key("/fence")), foreign, "the other holder's lock")
+    c = corral.counters()
+    expect_eq((c["upstream_retries"], c["lock_lost"], c["stores"]), (1, 1, 0),
+              "upstream_retries, lock_lost, stores")
+
+
+@scenario
+def every_server_out_serves_stale_where_stale_if_error_allows(env):
+    redis = env.redis()
+    a, b = env.origin(), env.origin()
+    for o in (a, b):
+        o.script("*", body="v{n}")
+    routes = {"/s/": {"ttl": "1s", "stale_while_revalidate": "1s", "stale_if_error": "1h"},
+              "/": {}}
+    corral = env.corral(redis, a, routes=routes,
+                        extra=pool_extra([a, b], max_fails=1, fail_timeout="10m"))
+    expect_eq(corral.get("/s/x").text, "v1", "primed")
+    expect_eq(corral.get("/n/x").status, 200, "primed, without stale_if_error")
+    wait_for(lambda: 0 < redis.pttl(entry_key("/s/x")) < 3_601_000 - 2_200,
+             timeout=slow(10), what="/s/x past its stale_while_revalidate")
+    a.stop()
+    b.stop()
+    for i in range(2):	# the first takes both out; the second finds them out
+        r = corral.get("/s/x")
+        expect_eq((r.status, r.text), (200, "v1"), f"request {i}: the stale entry")
+    expect(all(s["state"] == "down" for s in servers(corral).values()), "both servers out")
+    expect_eq(corral.get("/n/y").status, 502, "a miss with every server out")
+
+
+@scenario
+def reload_adds_and_removes_named_pools_and_changes_weights(env):
+    redis = env.redis()
+    a, b, r, e = env.origin(), env.origin(), env.origin(), env.origin()
+    listen, admin = free_port(), free_port()
+    corral = env.corral(config=corral_config(
+        redis, a, listen, admin, extra=pool_extra([a, b]),
+        routes={"/reports/": {"upstream": "reports"}, "/": {}}) + pool_section("reports", [r]))
+    expect_eq(get(corral, "/reports/0")[0], 200, "a report")
+    expect_eq(r.count("/reports/0"), 1, "the report from its pool")
+
+    rewrite_and_reload(corral, corral_config(
+        redis, a, listen, admin, extra=weighted_extra(a, b),
+        routes={"/exports/": {"upstream": "exports"}, "/": {}}) + pool_section("exports", [e]))
+    wait_for(lambda: {u["pool"] for u in corral.stats()["upstreams"]} == {"", "exports"},
+             timeout=slow(10), what="the pools after the reload: the default and exports")
+    expect_eq(servers(corral)[a.url]["weight"], 3, "a's new weight")
+    for i in range(4):
+        expect_eq(get(corral, f"/exports/{i}")[0], 200, "an export")
+    expect_eq(count_prefix(e, "/exports/"), 4, "exports from the new pool")
+    expect_eq(get(corral, "/reports/1")[0], 200, "a report now of the default pool")
+    expect_eq(r.count("/reports/1"), 0, "requests to the removed pool's server")
+    for i in range(20):
+        expect_eq(get(corral, f"/w/{i}")[0], 200, "a request's status")
+    split = (count_prefix(a, "/w/"), count_prefix(b, "/w/"))
+    expect(split in ((15, 5), (14, 6), (16, 4)), f"the new weights' split (3:1): {split}")
+    expect("upstream [upstream reports] removed" in corral.log(), "log line")
