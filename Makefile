@@ -14,6 +14,7 @@ VERSION := 0.1.0
 DEB_REVISION := 1	# the package's own: corral_VERSION-REVISION_ARCH.deb
 DEB_MAINTAINER ?= Corral maintainers <maintainers@users.noreply.a-seed-d6bbd95e.example>
 PKGS    := libevent hiredis libcurl inih
+JOBS    := $(shell nproc 2>/dev/null || echo 1)
 
 CC      ?= cc
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -66,7 +67,7 @@ REL_OBJ  := $(LIB_SRC:%.c=build/release/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/unit/%)
 
-.PHONY: all deps test-deps run test test-mutants unit scenarios bench clean \
+.PHONY: all deps test-deps run test test-build test-mutants unit scenarios bench clean \
         check-boundaries man install deb
 
 all: deps build/release/corral man
@@ -118,8 +119,12 @@ check-boundaries:
 	        grep -ln '#include <curl' $$(ls */*.[ch] | grep -v '^upstream/')); \
 	if [ -n "$$bad" ]; then echo "module boundary broken in: $$bad"; exit 1; fi
 
-test: test-deps check-boundaries build/asan/corral $(UNIT_BIN) man deb
+# The builds run on every core; the scenarios two at a time (tests/run.py -j).
+test: test-deps
+	@$(MAKE) --no-print-directory -j$(JOBS) test-build
 	python3 tests/run.py --bin build/asan/corral --unit build/asan/unit
+
+test-build: check-boundaries build/asan/corral $(UNIT_BIN) man deb
 
 # Mutation tests of the lock protocol and the request flow (tests/mutants.py):
 # each mutant must make one of its tests fail. Not part of make test (a few

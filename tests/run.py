@@ -7,7 +7,9 @@ Unit binaries print "PASS name" / "FAIL name: why" per test; a binary that
 exits non-zero without a FAIL line (a crash, a sanitizer report) is one
 failure named after it. Scenarios are the @scenario functions in
 tests/scenarios/*.py; each runs in its own child process (so a hung one can
-be killed with everything it started) with a fresh Env and a time limit.
+be killed with everything it started) with a fresh Env and a time limit,
+two at a time by default (-j), each with free ports of its own class; a
+scenario marked alone runs with nothing beside it.
 The last line printed is "N passed, M failed"; the exit status is 1 if M > 0.
 """
 
@@ -141,26 +143,67 @@ def corral_log_tails(workdir):
     return "\n".join(out)
 
 
-def run_scenario(path, fn, binary, tally, keep_logs):
-    name = fn.__name__
-    workdir = tempfile.mkdtemp(prefix=f"corral-{name}-")
-    env = dict(os.environ, CORRAL_TEST_DIR=workdir, PYTHONDONTWRITEBYTECODE="1")
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", path, name,
-           "--workdir", workdir]
-    if binary:
-        cmd += ["--bin", binary]
-    started = time.monotonic()
-    with open(os.path.join(workdir, "scenario.log"), "wb") as out:
-        child = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                 stdin=subprocess.DEVNULL, start_new_session=True)
-        try:
-            child.wait(fn.scenario_timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            os.killpg(child.pid, signal.SIGKILL)	# the child and all it started
-            child.wait()
-    took = time.monotonic() - started
+class Running:
+    """One scenario running in its child process, in port class slot."""
+
+    def __init__(self, path, fn, binary, slot, slots):
+        self.fn, self.slot = fn, slot
+        self.workdir = tempfile.mkdtemp(prefix=f"corral-{fn.__name__}-")
+        env = dict(os.environ, CORRAL_TEST_DIR=self.workdir, PYTHONDONTWRITEBYTECODE="1",
+                   CORRAL_TEST_PORT_CLASS=str(slot), CORRAL_TEST_PORT_CLASSES=str(slots))
+        cmd = [sys.executable, os.path.abspath(__file__), "--child", path, fn.__name__,
+               "--workdir", self.workdir]
+        if binary:
+            cmd += ["--bin", binary]
+        self.started = time.monotonic()
+        with open(os.path.join(self.workdir, "scenario.log"), "wb") as out:
+            self.child = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                          env=env, stdin=subprocess.DEVNULL,
+                                          start_new_session=True)
+        self.timed_out = False
+
+    def done(self):
+        """Has it ended (killed, with all it started, past its time limit)?"""
+        if self.child.poll() is not None:
+            return True
+        if time.monotonic() - self.started < self.fn.scenario_timeout:
+            return False
+        self.timed_out = True
+        os.killpg(self.child.pid, signal.SIGKILL)	# the child and all it started
+        self.child.wait()
+        return True
+
+
+def run_scenarios(todo, binary, tally, keep_logs, jobs, first_failure):
+    """Runs the (path, fn) in todo, up to jobs at once, each in a port
+    class of its own; an alone scenario with nothing beside it. Results are
+    reported as they end."""
+    running = []
+    todo = list(todo)
+    while todo or running:
+        for r in [r for r in running if r.done()]:
+            running.remove(r)
+            report_scenario(r, tally, keep_logs)
+        if first_failure and tally.failed:
+            todo = []
+        busy = {r.slot for r in running}
+        while todo and len(running) < jobs and not any(r.fn.scenario_alone for r in running):
+            path, fn = todo[0]
+            if fn.scenario_alone and running:
+                break
+            todo.pop(0)
+            slot = min(set(range(jobs)) - busy)
+            busy.add(slot)
+            running.append(Running(path, fn, binary, slot, jobs))
+            if fn.scenario_alone:
+                break
+        if running:
+            time.sleep(0.02)
+
+
+def report_scenario(run, tally, keep_logs):
+    name, workdir, child = run.fn.__name__, run.workdir, run.child
+    took = time.monotonic() - run.started
     result = {"ok": False, "reason": f"runner child exited with {child.returncode} "
               "without a result", "details": ""}
     try:
@@ -168,9 +211,9 @@ def run_scenario(path, fn, binary, tally, keep_logs):
             result = json.load(f)
     except (OSError, ValueError):
         pass
-    if timed_out:
+    if run.timed_out:
         result = {"ok": False, "details": "",
-                  "reason": f"timed out after {fn.scenario_timeout} s"}
+                  "reason": f"timed out after {run.fn.scenario_timeout} s"}
     if result["ok"]:
         tally.ok(name, f" ({took:.1f} s)")
         if not keep_logs:
@@ -195,6 +238,8 @@ def main(argv=None):
                     help="run only tests whose name contains this (repeatable: any of them)")
     ap.add_argument("-x", dest="first_failure", action="store_true",
                     help="stop at the first failure")
+    ap.add_argument("-j", dest="jobs", type=int, default=min(2, os.cpu_count() or 1),
+                    help="scenarios run at once (default: 2, or 1 on one core)")
     ap.add_argument("--keep-logs", action="store_true", help="keep logs of passing scenarios")
     ap.add_argument("--child", nargs=2, metavar=("FILE", "SCENARIO"), help=argparse.SUPPRESS)
     ap.add_argument("--workdir", help=argparse.SUPPRESS)
@@ -208,9 +253,11 @@ def main(argv=None):
     tally = Tally()
     if args.unit:
         run_units(args.unit, args.keywords, tally)
-    # The harness's own checks first: if they fail, no other scenario can be trusted.
+    # The harness's own checks first, alone: if they fail, no other
+    # scenario can be trusted.
     paths = sorted(glob.glob(SCENARIO_GLOB),
                    key=lambda p: (os.path.basename(p) != "test_harness.py", p))
+    first, rest = [], []
     for path in paths:
         try:
             scenarios = load_scenarios(path)
@@ -218,12 +265,12 @@ def main(argv=None):
             tally.fail(os.path.basename(path), f"cannot load: {e!r}",
                        traceback.format_exc())
             continue
-        for fn in scenarios:
-            if args.first_failure and tally.failed:
-                break
-            if not selected(fn.__name__, args.keywords):
-                continue
-            run_scenario(path, fn, binary, tally, args.keep_logs)
+        chosen = [(path, fn) for fn in scenarios if selected(fn.__name__, args.keywords)]
+        (first if os.path.basename(path) == "test_harness.py" else rest).extend(chosen)
+    run_scenarios(first, binary, tally, args.keep_logs, 1, args.first_failure)
+    if not (args.first_failure and tally.failed):
+        run_scenarios(rest, binary, tally, args.keep_logs, max(1, args.jobs),
+                      args.first_failure)
     print(f"{tally.passed} passed, {tally.failed} failed", flush=True)
     return 1 if tally.failed else 0
 

@@ -142,10 +142,13 @@ SCENARIOS = []
 DEFAULT_SCENARIO_TIMEOUT_S = 120
 
 
-def scenario(fn=None, *, timeout=DEFAULT_SCENARIO_TIMEOUT_S):
-    """Marks fn(env) as a scenario; its name is the function's name."""
+def scenario(fn=None, *, timeout=DEFAULT_SCENARIO_TIMEOUT_S, alone=False):
+    """Marks fn(env) as a scenario; its name is the function's name. alone:
+    run.py -j runs nothing beside it (it builds in the source tree, or its
+    figures need the machine to itself)."""
     def mark(f):
         f.scenario_timeout = timeout * SLOWNESS
+        f.scenario_alone = alone
         SCENARIOS.append(f)
         return f
     return mark(fn) if fn is not None else mark

@@ -5,6 +5,7 @@ sanitizer_report).
 
 import http.client
 import os
+import random
 import socket
 import threading
 import time
@@ -79,19 +80,44 @@ def expect_eq(actual, expected, what):
 # get the same one.
 _ports_handed_out = set()
 _ports_lock = threading.Lock()
+# Scenarios run side by side (run.py -j) each take ports of their own
+# class: port % PORT_CLASSES == PORT_CLASS, so that two of them never pick
+# the same free port before either binds it. Ports are drawn below the
+# kernel's ephemeral range (ip_local_port_range), which outgoing
+# connections take theirs from (and bind(0) its, even ones first).
+PORT_CLASSES = int(os.environ.get("CORRAL_TEST_PORT_CLASSES", "1"))
+PORT_CLASS = int(os.environ.get("CORRAL_TEST_PORT_CLASS", "0"))
+PORT_LOW = 10000
+
+
+def _ephemeral_low():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+_PORT_HIGH = max(_ephemeral_low(), PORT_LOW + 1000)
+_ports_drawn = random.Random()
 
 
 def free_port():
-    """A TCP port on 127.0.0.1 that nothing listens on right now and that
-    no earlier call in this process returned."""
+    """A TCP port on 127.0.0.1 that nothing listens on right now, that no
+    earlier call in this process returned, and of this process's class."""
     with _ports_lock:
         while True:
+            port = _ports_drawn.randrange(PORT_LOW, _PORT_HIGH)
+            port -= (port - PORT_CLASS) % PORT_CLASSES
+            if port < PORT_LOW or port in _ports_handed_out:
+                continue
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-                s.bind(("127.0.0.1", 0))
-                port = s.getsockname()[1]
-            if port not in _ports_handed_out:
-                _ports_handed_out.add(port)
-                return port
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            _ports_handed_out.add(port)
+            return port
 
 
 def tail(text, lines=LOG_TAIL_LINES):

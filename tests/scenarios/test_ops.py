@@ -101,7 +101,7 @@ def deb_path():
     return path
 
 
-@scenario(timeout=600)
+@scenario(timeout=600, alone=True)
 def make_install_lays_out_every_file_and_keeps_an_existing_config(env):
     dest = os.path.join(env.workdir, "dest")
     out = make("install", f"DESTDIR={dest}")
@@ -173,7 +173,7 @@ def logrotate_snippet_rotates_and_corral_reopens_its_logs(env):
     expect("/after" not in read_text(access + ".1"), "and not in the rotated file")
 
 
-@scenario(timeout=600)
+@scenario(timeout=600, alone=True)
 def systemd_unit_passes_systemd_analyze_verify(env):
     if shutil.which("systemd-analyze") is None:
         raise AssertionError("systemd-analyze not found: scripts/install-deps test "
@@ -204,7 +204,7 @@ def systemd_unit_passes_systemd_analyze_verify(env):
            f"systemd-analyze security: exposure at most 2.0:\n{tail(p.stdout + p.stderr)}")
 
 
-@scenario
+@scenario(alone=True)
 def make_run_and_make_deb_install_no_test_package(env):
     script = os.path.join(ROOT, "scripts", "install-deps")
     build = run([script, "--list"]).split()
@@ -227,7 +227,7 @@ def dpkg_root(root, *args):
                 "--force-not-root", *args])
 
 
-@scenario(timeout=600)
+@scenario(timeout=600, alone=True)
 def deb_installs_into_a_scratch_root_keeps_an_edited_config_and_purges(env):
     deb = deb_path()
     listing = run(["dpkg-deb", "-c", deb])
@@ -522,7 +522,7 @@ def keys_from_man(text):
     return out
 
 
-@scenario(timeout=600)
+@scenario(timeout=600, alone=True)
 def corral_h_the_readme_and_the_manual_pages_agree_on_every_key(env):
     make("man")
     help_text = env.run_corral("-h").stdout

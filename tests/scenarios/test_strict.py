@@ -521,7 +521,7 @@ def section_of(text, start, end):
     return text[i:text.index(end, i + len(start))]
 
 
-@scenario(timeout=300)
+@scenario(timeout=300, alone=True)
 def docs_name_the_restart_keys_the_reload_keeps(env):
     help_keys = restart_keys_of_help(env.run_corral("-h").stdout)
     expect(len(help_keys) >= 10, f"corral -h marks the restart-only keys: {help_keys}")
@@ -688,7 +688,7 @@ def built_deb():
     return os.path.join(ROOT, m.group(1))
 
 
-@scenario(timeout=900)
+@scenario(timeout=900, alone=True)
 def version_bump_and_build_flags_rebuild_and_the_build_is_hardened(env):
     copy = os.path.join(env.workdir, "tree")
     files = run(["git", "ls-files", "-co", "--exclude-standard"]).stdout.split()
@@ -747,7 +747,7 @@ def lintian_or_why_not():
     return None, f"lintian cannot be installed here: {p.stdout.strip() or p.stderr.strip()}"
 
 
-@scenario(timeout=900)
+@scenario(timeout=900, alone=True)
 def deb_has_copyright_changelog_and_a_maintainer_and_lintian_finds_nothing(env):
     deb = built_deb()
     listing = run(["dpkg-deb", "-c", deb]).stdout
@@ -800,7 +800,7 @@ def logrotate_fallback_signals_only_the_instance_of_its_pid_file(env):
     expect(not os.path.exists(pid_file), "the PID file goes when it stops")
 
 
-@scenario(timeout=600)
+@scenario(timeout=600, alone=True)
 def upgrade_without_systemd_says_the_old_binary_still_runs(env):
     control = os.path.join(env.workdir, "control")
     run(["dpkg-deb", "-e", built_deb(), control])
