@@ -114,6 +114,9 @@ WORKERS = [
     "purge_and_a_new_entry_reach_the_shared_near_cache",
     "a_worker_respawned_after_a_reload_runs_what_the_instance_runs",
     "restart_pending_clears_when_the_file_goes_back_and_after_a_restart",
+    "a_stale_copy_in_memory_is_served_without_redis_while_its_refresh_runs",
+    "stale_hits_while_another_instance_refreshes_ask_redis_once_per_lock_poll",
+    "a_stale_copy_whose_refresh_cannot_reach_redis_gives_way_to_a_direct_fetch",
 ]
 BUDGET = [
     "flood_of_cold_keys_never_exceeds_the_fleet_budget",
@@ -331,9 +334,8 @@ AUDIT = [
 
     # -- the routing table (cache/cache_route.c) -------------------------------
     Mutant("audit_route_noauth_not_counted", "cache/cache_route.c",
-           "\t\tif (strcmp(what, \"AUTH\") == 0 || strncmp(reply->str, \"NOAUTH\",\n"
-           "\t\t    6) == 0)\n",
-           "\t\tif (strcmp(what, \"AUTH\") == 0)\n",
+           "\tint auth = strcmp(what, \"AUTH\") == 0 || adapter_auth_refused(err);\n",
+           "\tint auth = strcmp(what, \"AUTH\") == 0;\n",
            UPSTREAM + DEGRADED + OBSERVABILITY_REDIS,
            "NOAUTH (Redis wants a password none is configured for) is not "
            "counted in auth_failures"),
@@ -354,11 +356,12 @@ AUDIT = [
            "a sentinel that does not answer is asked again instead of the next"),
 
     # -- the near cache (cache/cache_l1.c) -------------------------------------
-    Mutant("audit_l1_serves_a_stale_copy", "cache/cache_l1.c",
-           "\tif (entry_state(n->e, now_ms) != ENTRY_FRESH) {\n"
-           "\t\tunlink_node(l, &n);\n",
-           "\tif (0) {\n"
-           "\t\tunlink_node(l, &n);\n",
+    # (Written when a memory copy served only while fresh; since the near
+    # caches keep stale copies while their refresh runs, the same bug is a
+    # stale copy served without starting its refresh.)
+    Mutant("audit_l1_serves_a_stale_copy", "proxy/proxy_hit.c",
+           "\t\trefresh_stale(px, w, key, uri, route, rt, e);\n",
+           "\t\t(void)refresh_stale;\n",
            ["test_l1"] + WORKERS + STAMPEDE,
            "a worker serves its memory copy past fresh-until, without asking "
            "Redis or refreshing"),
@@ -380,7 +383,7 @@ AUDIT = [
 
     # -- entries (cache/cache_entry.c) -----------------------------------------
     Mutant("audit_entry_trailing_bytes_accepted", "cache/cache_entry.c",
-           "\tif (body_len < r->left) {\n"
+           "\tif (body_len < r->left && after == 0) {\n"
            "\t\tset_err(err, errlen, \"trailing bytes after body\");\n"
            "\t\treturn -1;\n\t}\n",
            "",

@@ -897,10 +897,10 @@ MUTANTS = [
            "mode = sentinel without master_name starts and never finds a primary"),
     # -- cache/cache_l1.c --
     Mutant("near_cache_serves_stale", "cache/cache_l1.c",
-           "\tif (entry_state(n->e, now_ms) != ENTRY_FRESH) {\n\t\tunlink_node(l, &n);",
-           "\tif (entry_state(n->e, now_ms) == ENTRY_EXPIRED) {\n\t\tunlink_node(l, &n);",
+           "\tif (st == ENTRY_STALE && !stale_ok) {",
+           "\tif (0) {",
            ["test_l1"],
-           "a stale entry is served from memory without a refresh"),
+           "a lookup for fresh entries gets a stale one (a sibling's fill served stale)"),
     Mutant("near_cache_drop_misses_variants", "cache/cache_l1.c",
            "\t\t    cache_key_covers(key, ki.len, n->key, n->len)) {",
            "\t\t    n->len == ki.len && memcmp(n->key, key, ki.len) == 0) {",
