@@ -81,18 +81,6 @@ safe_class(unsigned char c)
 	return cls;
 }
 
-static int
-hex_value(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static unsigned char
 to_lower(unsigned char c)
 {
@@ -172,8 +160,8 @@ emit_normalised(struct sink *s, const char *in, int safe)
 
 	while (*p != '\0') {
 		if (*p == '%') {
-			int hi = hex_value(p[1]);
-			int lo = hi == -1 ? -1 : hex_value(p[2]);
+			int hi = util_hex_value(p[1]);
+			int lo = hi == -1 ? -1 : util_hex_value(p[2]);
 
 			if (lo == -1) {
 				emit_pct(s, '%');

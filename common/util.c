@@ -63,6 +63,18 @@ fill_random(void *buf, size_t len)
 }
 
 int
+util_hex_value(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int
 util_random_token(char out[UTIL_TOKEN_HEX + 1])
 {
 	static const char hex[] = "0123456789abcdef";

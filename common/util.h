@@ -42,6 +42,8 @@ size_t	util_json_char(unsigned char ch, char out[UTIL_JSON_CHAR_MAX]);
 int	util_list_has_token(const char *hv, const char *token);
 /* FNV-1a of a string: 64 bits for hash tables, not for secrets. */
 uint64_t util_hash(const char *s);
+/* The value of one hex digit (either case), or -1 if c is none. */
+int	util_hex_value(int c);
 /* The FNV-1a state after len more bytes at s, from h: UTIL_HASH_INIT, or
  * the state reached over what precedes them. */
 #define UTIL_HASH_INIT	0xcbf29ce484222325ULL

@@ -87,6 +87,20 @@ conf_key_set_names(const char *v, char *field, size_t size, char *err,
 	return 0;
 }
 
+/* Copies the name v (len bytes) into field if it fits. 0, or -1 (err). */
+static int
+keep_name(const char *v, size_t len, char *field, size_t size, char *err,
+    size_t errlen)
+{
+	if (len >= size) {
+		snprintf(err, errlen, "must be at most %zu characters long",
+		    size - 1);
+		return -1;
+	}
+	memcpy(field, v, len + 1);
+	return 0;
+}
+
 int
 conf_key_set_cookie(const char *v, char *field, size_t size, char *err,
     size_t errlen)
@@ -102,13 +116,7 @@ conf_key_set_cookie(const char *v, char *field, size_t size, char *err,
 			return -1;
 		}
 	}
-	if (len >= size) {
-		snprintf(err, errlen, "must be at most %zu characters long",
-		    size - 1);
-		return -1;
-	}
-	memcpy(field, v, len + 1);
-	return 0;
+	return keep_name(v, len, field, size, err, errlen);
 }
 
 int
@@ -144,13 +152,7 @@ conf_key_set_header(const char *v, char *field, size_t size, char *err,
 			return -1;
 		}
 	}
-	if (len >= size) {
-		snprintf(err, errlen, "must be at most %zu characters long",
-		    size - 1);
-		return -1;
-	}
-	memcpy(field, v, len + 1);
-	return 0;
+	return keep_name(v, len, field, size, err, errlen);
 }
 
 /* Its mode: a regular file others cannot read and its group cannot

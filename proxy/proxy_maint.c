@@ -195,18 +195,6 @@ maint_free(struct proxy *px)
 	px->maint = NULL;
 }
 
-static int
-hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /*
  * uri's path (up to '?') as an origin may resolve it, for a route to be
  * matched against: every %XX decoded (but %00), runs of '/' made one in
@@ -226,8 +214,8 @@ plain_path(const char *uri, enum path_form form)
 	for (size_t i = 0; i < n; i++) {
 		char c = uri[i];
 
-		if (c == '%' && i + 2 < n && (hi = hex_digit(uri[i + 1])) >= 0 &&
-		    (lo = hex_digit(uri[i + 2])) >= 0 && (hi | lo) != 0) {
+		if (c == '%' && i + 2 < n && (hi = util_hex_value(uri[i + 1])) >= 0 &&
+		    (lo = util_hex_value(uri[i + 2])) >= 0 && (hi | lo) != 0) {
 			c = (char)(hi << 4 | lo);
 			i += 2;
 		}

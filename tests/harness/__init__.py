@@ -29,7 +29,7 @@ them from harness. Each module imports only those above it:
     cluster  Redis Cluster and Sentinel (imported as harness.cluster)
 """
 
-from .clients import Background, StampedeResult, paced, stampede
+from .clients import Background, StampedeResult, closed_by_server, paced, stampede
 from .corral import (COUNTERS, DEFAULT_ROUTE, VALGRIND_ERROR_EXIT, WRAPPER, Corral, children,
                      corral_config, fleet_counters, nofile_limit, server_addresses,
                      split_hostport, tcp_socket_owner)
@@ -51,7 +51,7 @@ __all__ = [
     "LOG_TAIL_LINES", "NOT_YET", "ORIGIN_PY", "POLL_S", "PREFIX", "SANITIZER_MARKERS",
     "SCENARIOS", "SLOWNESS", "START_TIMEOUT_S", "STOP_TIMEOUT_S", "TESTS_DIR", "TOKEN_RE",
     "VALGRIND_ERROR_EXIT", "WRAPPER",
-    "Background", "CacheStatus", "Corral", "Env", "Headers", "Origin", "RawReply",
+    "Background", "CacheStatus", "closed_by_server", "Corral", "Env", "Headers", "Origin", "RawReply",
     "RedisProxy", "RedisServer", "RespClient", "RespError", "Response", "StampedeResult",
     "backoff_key", "cache_key", "children", "corral_config", "entry_key", "expect",
     "expect_entry", "expect_entry_pttl", "expect_eq", "expect_no_entries", "fails_key",

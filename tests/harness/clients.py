@@ -132,3 +132,23 @@ def paced(n, seconds, fn):
             time.sleep(lag)	# pacing a request rate, not waiting for a condition
         results.append(fn(i))
     return results
+
+
+def closed_by_server(socks, got, closed):
+    """Reads what each open socket in socks (non-blocking) has: the bytes
+    into got, and each the server closed into closed. Returns len(closed)."""
+    for s in socks:
+        if s in closed:
+            continue
+        try:
+            data = s.recv(4096)
+        except BlockingIOError:
+            continue
+        except ConnectionResetError:
+            closed.add(s)
+            continue
+        if data:
+            got[s] = got.get(s, b"") + data
+        else:
+            closed.add(s)
+    return len(closed)

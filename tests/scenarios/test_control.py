@@ -19,8 +19,8 @@ import socket
 import threading
 import urllib.parse
 
-from harness import (HOST, PREFIX, Background, RawReply, entry_key, expect, expect_eq,
-                     http_request, lock_key, raw_exchange, scenario, wait_for)
+from harness import (HOST, PREFIX, Background, RawReply, closed_by_server, entry_key, expect,
+                     expect_eq, http_request, lock_key, raw_exchange, scenario, wait_for)
 
 FULL = "full-0123456789abcdef0123456789abcdef"
 READ = "read-0123456789abcdef0123456789abcdef"
@@ -611,25 +611,6 @@ def ask_from(corral, source, path):
             data += chunk
     return RawReply(data, "eof")
 
-
-def closed_by_server(socks, got, closed):
-    """Reads what each non-blocking socket has; len(closed) once the ones the
-    server closed are in closed (and what they got in got)."""
-    for s in socks:
-        if s in closed:
-            continue
-        try:
-            data = s.recv(4096)
-        except BlockingIOError:
-            continue
-        except ConnectionResetError:
-            closed.add(s)
-            continue
-        if data:
-            got[s] = got.get(s, b"") + data
-        else:
-            closed.add(s)
-    return len(closed)
 
 
 @scenario

@@ -11,7 +11,8 @@ import os
 import socket
 import time
 
-from harness import HOST, expect, expect_eq, raw_exchange, scenario, wait_for
+from harness import (HOST, closed_by_server, expect, expect_eq, raw_exchange, scenario,
+                     wait_for)
 
 H = f"Host: {HOST}\r\n".encode()
 SMUGGLED = b"GET /smuggled HTTP/1.1\r\n" + H + b"\r\n"
@@ -200,25 +201,6 @@ def descriptor_exhaustion_backs_off_quietly_and_recovers(env):
 
 ADMIN_CAP = 64		# the default admin_max_connections
 
-
-def closed_by_server(socks, got, closed):
-    """Reads what each open socket in socks (non-blocking) has: the bytes
-    into got, and each the server closed into closed. Returns len(closed)."""
-    for s in socks:
-        if s in closed:
-            continue
-        try:
-            data = s.recv(4096)
-        except BlockingIOError:
-            continue
-        except ConnectionResetError:
-            closed.add(s)
-            continue
-        if data:
-            got[s] = got.get(s, b"") + data
-        else:
-            closed.add(s)
-    return len(closed)
 
 
 def admin_stats(corral):

@@ -423,6 +423,16 @@ def plain_post_is_keyed_on_a_hash_of_its_body(env):
     expect(not any("from" in k for k in keys), f"no body in a Redis key: {keys}")
 
 
+def expect_body_replayed(origin, corral, stored):
+    """A refresh of a cached POST sent the stored body again, as a POST, and
+    its answer replaced the entry."""
+    expect_eq(origin.path_stats("/graphql")["texts"], [stored.decode()] * 2,
+              "the origin got the stored body both times")
+    expect_eq(origin.path_stats("/graphql")["methods"], {"POST": 2}, "methods")
+    wait_for(lambda: post(corral, "/graphql", stored).text == "gql n=2", 30,
+             what="the refreshed entry")
+
+
 @scenario
 def a_stale_post_entry_refreshes_in_the_background_with_its_stored_body(env):
     redis, origin = env.redis(), env.origin()
@@ -439,11 +449,7 @@ def a_stale_post_entry_refreshes_in_the_background_with_its_stored_body(env):
         post(corral, "/graphql", other)), 30, what="a stale hit")
     expect_eq(r.text, "gql n=1", "the stale answer")
     wait_for(lambda: origin.count("/graphql") == 2, 30, what="the background refresh")
-    expect_eq(origin.path_stats("/graphql")["texts"], [stored.decode()] * 2,
-              "the origin got the stored body both times")
-    expect_eq(origin.path_stats("/graphql")["methods"], {"POST": 2}, "methods")
-    wait_for(lambda: post(corral, "/graphql", stored).text == "gql n=2", 30,
-             what="the refreshed entry")
+    expect_body_replayed(origin, corral, stored)
 
 
 @scenario
@@ -491,11 +497,7 @@ def an_early_refresh_of_a_post_entry_sends_its_stored_body(env):
         return corral.counters("/graphql")["early_refreshes"] >= 1
     wait_for(drew, 8, what="a hit that draws an early refresh")
     wait_for(lambda: origin.count("/graphql") == 2, 30, what="the early refresh")
-    expect_eq(origin.path_stats("/graphql")["texts"], [stored.decode()] * 2,
-              "the origin got the stored body both times")
-    expect_eq(origin.path_stats("/graphql")["methods"], {"POST": 2}, "methods")
-    wait_for(lambda: post(corral, "/graphql", stored).text == "gql n=2", 30,
-             what="the refreshed entry")
+    expect_body_replayed(origin, corral, stored)
 
 
 @scenario
