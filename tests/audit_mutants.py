@@ -11,9 +11,13 @@ the same baseline run and verdicts); only the list differs. Each mutant
 names the tests of the one or two scenario files (and the unit binary) that
 cover its area, so a survivor says the suite does not see that change. It
 is a measure of the suite, not a gate: make test-mutants does not run it.
+Each mutant runs the tests its list names and every scenario now in the
+same files, so that it measures the suite of today. Measured when the
+batch was written: 16 of 24 killed; with the tests added since: 24.
 """
 
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -431,6 +435,28 @@ AUDIT = [
 ]
 
 
+def scenarios_by_file():
+    """{scenario name: its file} over tests/scenarios/*.py, read as text."""
+    where = {}
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenarios")
+    for name in sorted(os.listdir(folder)):
+        if name.startswith("test_") and name.endswith(".py"):
+            with open(os.path.join(folder, name)) as f:
+                for fn in re.findall(r"^@scenario.*\ndef (\w+)\(", f.read(), re.M):
+                    where[fn] = name
+    return where
+
+
+def with_their_files(mutant, where):
+    """The mutant's tests and every scenario now in the same files: the
+    lists above were those files' scenarios when the batch was written, and
+    the suite it measures is the one of today."""
+    files = {where[t] for t in mutant.tests if t in where}
+    more = [t for t, f in where.items() if f in files and t not in mutant.tests]
+    return mutant._replace(tests=list(mutant.tests) + more)
+
+
 if __name__ == "__main__":
-    mutants.MUTANTS = AUDIT
+    found = scenarios_by_file()
+    mutants.MUTANTS = [with_their_files(m, found) for m in AUDIT]
     sys.exit(mutants.main())

@@ -1719,6 +1719,11 @@ MUTANTS = [
            "\t\t(void)0;",
            ["a_stale_copy_whose_refresh_cannot_reach_redis_gives_way_to_a_direct_fetch"],
            "while Redis is down a stale copy is served until it expires, never refetched"),
+    Mutant("encoded_body_holds_no_reference", "cache/cache_entry.c",
+           "struct cache_entry *held = entry_ref((struct cache_entry *)e);",
+           "struct cache_entry *held = (struct cache_entry *)e;",
+           ["cold_miss_fleet_of_three_fetches_once", "test_l2"],
+           "an encoded entry refers to a body it does not keep: freed under the store"),
     Mutant("stale_read_from_redis_not_kept", "proxy/proxy_flight.c",
            "\tnear_put(px, fl->key, e);\t/* stale too: its next hits skip Redis */",
            "\tif (entry_state(e, util_now_ms()) == ENTRY_FRESH)\n"
