@@ -125,7 +125,7 @@ MUTANTS = [
     Mutant("stale_hit_refreshes_while_one_runs", "proxy/proxy_flight.c",
            "if (!refresh_running(px, fl->key))\n\t\t\t(void)flight_refresh",
            "if (1)\n\t\t\t(void)flight_refresh",
-           ["stale_burst_makes_one_lock_attempt_per_process"],
+           ["stale_burst_without_near_caches_makes_one_lock_attempt_per_process"],
            "one lock attempt per stale request instead of one per process"),
     Mutant("stale_entry_not_served", "cache/cache_entry.c",
            "\tif (now_ms < e->stale_until_ms)\n\t\treturn ENTRY_STALE;", "",

@@ -307,14 +307,16 @@ def wait_until_stale(redis, path, swr_ms, by_ms=1100, timeout=30):
              what=f"{key} to be stale for {by_ms} ms (PTTL < {swr_ms - by_ms})")
 
 
-def stale_fleet(env, n, path):
-    """n instances sharing one Redis and origin, with path stored as "v1"
-    (ttl 1 s, stale_while_revalidate 60 s) and now stale: (redis, origin,
-    fleet). Sent no request while it went stale."""
+def stale_fleet(env, n, path, extra=None):
+    """n instances sharing one Redis and origin (extra: more of their
+    configuration), with path stored as "v1" (ttl 1 s,
+    stale_while_revalidate 60 s) and now stale: (redis, origin, fleet).
+    Sent no request while it went stale."""
     redis, origin = env.redis(), env.origin()
     origin.script(path, body="v{n}")
     fleet = env.fleet(n, redis, origin,
-                      routes={"/": {"ttl": "1s", "stale_while_revalidate": "60s"}})
+                      routes={"/": {"ttl": "1s", "stale_while_revalidate": "60s"}},
+                      extra=extra)
     prime = fleet[0].get(path)
     expect_eq((prime.status, prime.text, prime.cache_status.stored), (200, "v1", True),
               "priming request")

@@ -248,8 +248,20 @@ def fill_missed_while_unsubscribed_wakes_the_waiter_on_resubscribing(env):
 def stale_burst_makes_one_lock_attempt_per_process(env):
     # While this process refreshes a stale key, its other stale hits serve
     # the entry and start nothing: no second lock attempt, no lock_busy.
+    stale_burst_one_lock_attempt(env, None)
+
+
+@scenario
+def stale_burst_without_near_caches_makes_one_lock_attempt_per_process(env):
+    # The same when each stale hit reads the entry from Redis (no copy in
+    # memory): its flight starts no refresh while one runs here.
+    stale_burst_one_lock_attempt(env, {"server": {"l1_max_bytes": "0",
+                                                  "l2_max_bytes": "0"}})
+
+
+def stale_burst_one_lock_attempt(env, extra):
     hits = 20
-    redis, origin, fleet = stale_fleet(env, 1, PATH)
+    redis, origin, fleet = stale_fleet(env, 1, PATH, extra)
     corral = fleet[0]
     origin.script(PATH, hold=True, body="v{n}")
 
