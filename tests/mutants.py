@@ -17,6 +17,10 @@ Before the mutants, the named tests run once on the unchanged copy: a test
 that fails there could kill anything, so the run stops. A find-text that is
 not in its file exactly once is a stale mutant: an error, never a survivor.
 
+Two mutants run at once (-j, one on a single core), each in a scratch copy
+of its own (build/mutants/tree, tree2, ...) and with free ports of its own
+class (run.py's CORRAL_TEST_RUNS and CORRAL_TEST_RUN).
+
 The last line is "N killed, M survived"; the exit status is 0 only when
 every mutant was killed (and none was stale or failed to build).
 
@@ -29,14 +33,21 @@ says what the change breaks. Run it alone with tests/mutants.py -k NAME.
 
 import argparse
 import os
+import queue
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections import namedtuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRATCH = os.path.join(ROOT, "build", "mutants", "tree")
+SCRATCH = os.path.join(ROOT, "build", "mutants", "tree")	# the first copy
+
+
+def scratch(i):
+    """The i-th scratch copy: tree, tree2, tree3, ..."""
+    return SCRATCH if i == 0 else f"{SCRATCH}{i + 1}"
 BUILD_TIMEOUT_S = 600
 TESTS_TIMEOUT_S = 1200
 REASON_CHARS = 200	# of the failure that killed a mutant
@@ -1757,52 +1768,55 @@ def write(path, data):
         f.write(data)
 
 
-def mirror():
-    """Makes SCRATCH hold exactly the tree's files (its build/ kept), writing
-    only those that differ: objects of unchanged sources stay valid."""
+def mirror(tree):
+    """Makes tree hold exactly the working tree's files (its build/ kept),
+    writing only those that differ: objects of unchanged sources stay
+    valid."""
     files = tree_files()
     for rel in files:
-        data, dst = read(os.path.join(ROOT, rel)), os.path.join(SCRATCH, rel)
+        data, dst = read(os.path.join(ROOT, rel)), os.path.join(tree, rel)
         if not os.path.exists(dst) or read(dst) != data:
             write(dst, data)
             shutil.copymode(os.path.join(ROOT, rel), dst)
     wanted = set(files)
-    for dirpath, dirnames, filenames in os.walk(SCRATCH):
-        if dirpath == SCRATCH and "build" in dirnames:
+    for dirpath, dirnames, filenames in os.walk(tree):
+        if dirpath == tree and "build" in dirnames:
             dirnames.remove("build")
         for name in filenames:
-            rel = os.path.relpath(os.path.join(dirpath, name), SCRATCH)
+            rel = os.path.relpath(os.path.join(dirpath, name), tree)
             if rel not in wanted:
-                os.remove(os.path.join(SCRATCH, rel))
+                os.remove(os.path.join(tree, rel))
 
 
 def unit_names(tests):
     return [t for t in tests if t.startswith("test_")]
 
 
-def build(tests):
-    """Builds corral (and the unit binaries tests names) in SCRATCH; returns
+def build(tests, tree, jobs=1):
+    """Builds corral (and the unit binaries tests names) in tree; returns
     None or the tail of make's output on failure."""
     targets = ["build/asan/corral"] + [f"build/asan/unit/{u}" for u in unit_names(tests)]
-    p = subprocess.run(["make", "-s", "-C", SCRATCH, *targets], capture_output=True,
-                       text=True, timeout=BUILD_TIMEOUT_S)
+    p = subprocess.run(["make", "-s", f"-j{jobs}", "-C", tree, *targets],
+                       capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
     if p.returncode != 0:
         return "\n".join((p.stdout + p.stderr).splitlines()[-20:])
     return None
 
 
-def run_tests(tests):
-    """Runs the tests in SCRATCH, stopping at the first failure; returns
-    (all passed, the names of the failed ones)."""
-    cmd = [sys.executable, os.path.join(SCRATCH, "tests", "run.py"), "-x",
-           "--bin", os.path.join(SCRATCH, "build", "asan", "corral")]
+def run_tests(tests, tree, run=0, runs=1, jobs=1):
+    """Runs the tests in tree, stopping at the first failure, as run run of
+    runs at once (each with ports of its own); returns (all passed, the
+    names of the failed ones)."""
+    cmd = [sys.executable, os.path.join(tree, "tests", "run.py"), "-x", "-j", str(jobs),
+           "--bin", os.path.join(tree, "build", "asan", "corral")]
     if unit_names(tests):
-        cmd += ["--unit", os.path.join(SCRATCH, "build", "asan", "unit")]
+        cmd += ["--unit", os.path.join(tree, "build", "asan", "unit")]
     for t in tests:
         cmd += ["-k", t]
+    env = dict(os.environ, CORRAL_TEST_RUNS=str(runs), CORRAL_TEST_RUN=str(run))
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
-                           timeout=TESTS_TIMEOUT_S, cwd=SCRATCH)
+                           timeout=TESTS_TIMEOUT_S, cwd=tree, env=env)
     except subprocess.TimeoutExpired:
         return False, ["(the tests timed out)"]
     failed = [line[5:][:REASON_CHARS] for line in p.stdout.splitlines()
@@ -1824,16 +1838,16 @@ def check_mutant(m):
     return None if n == 1 else f"its find-text occurs {n} times in {m.file}, not once"
 
 
-def run_mutant(m):
+def run_mutant(m, tree, run, runs):
     """'killed', 'survived' or 'error', and a note."""
-    path = os.path.join(SCRATCH, m.file)
+    path = os.path.join(tree, m.file)
     original = read(path)
     write(path, original.decode().replace(m.find, m.replace).encode())
     try:
-        failure = build(m.tests)
+        failure = build(m.tests, tree)
         if failure:
             return "error", f"does not build:\n{failure}"
-        passed, failed = run_tests(m.tests)
+        passed, failed = run_tests(m.tests, tree, run, runs)
         if passed:
             return "survived", f"{', '.join(m.tests)} passed ({m.why})"
         return "killed", f"by {failed[0]}"
@@ -1848,7 +1862,11 @@ def main(argv=None):
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
     ap.add_argument("--no-baseline", action="store_true",
                     help="skip running the tests on the unchanged tree first")
+    ap.add_argument("-j", dest="jobs", type=int, default=min(2, os.cpu_count() or 1),
+                    help="mutants at once, each in its own copy (default 2)")
     args = ap.parse_args(argv)
+    jobs = max(1, args.jobs)
+    trees = [scratch(i) for i in range(jobs)]
 
     mutants = [m for m in MUTANTS
                if not args.keywords or any(k in m.name for k in args.keywords)]
@@ -1860,7 +1878,8 @@ def main(argv=None):
         print("no mutant matches")
         return 1
     started = time.monotonic()
-    mirror()
+    for tree in trees:
+        mirror(tree)
     stale = [(m, why) for m in mutants for why in [check_mutant(m)] if why]
     for m, why in stale:
         print(f"STALE {m.name}: {why}", flush=True)
@@ -1869,12 +1888,13 @@ def main(argv=None):
         return 1
 
     tests = sorted({t for m in mutants for t in m.tests})
-    failure = build(tests)
-    if failure:
-        print(f"the unchanged tree does not build:\n{failure}")
-        return 1
+    for tree in trees:
+        failure = build(tests, tree, jobs)
+        if failure:
+            print(f"the unchanged tree does not build:\n{failure}")
+            return 1
     if not args.no_baseline:
-        passed, failed = run_tests(tests)
+        passed, failed = run_tests(tests, trees[0], jobs=jobs)
         if not passed:
             print(f"the mutants' tests fail on the unchanged tree: {', '.join(failed)}")
             return 1
@@ -1882,13 +1902,31 @@ def main(argv=None):
               f"({time.monotonic() - started:.0f} s)", flush=True)
 
     counts = {"killed": 0, "survived": 0, "error": 0}
+    todo = queue.Queue()
     for m in mutants:
-        t0 = time.monotonic()
-        verdict, note = run_mutant(m)
-        counts[verdict] += 1
-        print(f"{verdict.upper()} {m.name} ({time.monotonic() - t0:.0f} s): {note}",
-              flush=True)
-    build([])	# leave the copy's binary unmutated
+        todo.put(m)
+    lock = threading.Lock()
+
+    def worker(run):
+        while True:
+            try:
+                m = todo.get_nowait()
+            except queue.Empty:
+                return
+            t0 = time.monotonic()
+            verdict, note = run_mutant(m, trees[run], run, jobs)
+            with lock:
+                counts[verdict] += 1
+                print(f"{verdict.upper()} {m.name} ({time.monotonic() - t0:.0f} s): {note}",
+                      flush=True)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(jobs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for tree in trees:
+        build([], tree)	# leave the copies' binaries unmutated
     took = time.monotonic() - started
     errors = f", {counts['error']} errors" if counts["error"] else ""
     print(f"{counts['killed']} killed, {counts['survived']} survived{errors} "

@@ -143,6 +143,12 @@ def corral_log_tails(workdir):
     return "\n".join(out)
 
 
+# Runs of run.py side by side (tests/mutants.py -j) share the port classes:
+# run RUN of RUNS takes the classes RUN * slots ... RUN * slots + slots - 1.
+RUNS = int(os.environ.get("CORRAL_TEST_RUNS", "1"))
+RUN = int(os.environ.get("CORRAL_TEST_RUN", "0"))
+
+
 class Running:
     """One scenario running in its child process, in port class slot."""
 
@@ -150,7 +156,8 @@ class Running:
         self.fn, self.slot = fn, slot
         self.workdir = tempfile.mkdtemp(prefix=f"corral-{fn.__name__}-")
         env = dict(os.environ, CORRAL_TEST_DIR=self.workdir, PYTHONDONTWRITEBYTECODE="1",
-                   CORRAL_TEST_PORT_CLASS=str(slot), CORRAL_TEST_PORT_CLASSES=str(slots))
+                   CORRAL_TEST_PORT_CLASS=str(RUN * slots + slot),
+                   CORRAL_TEST_PORT_CLASSES=str(RUNS * slots))
         cmd = [sys.executable, os.path.abspath(__file__), "--child", path, fn.__name__,
                "--workdir", self.workdir]
         if binary:
