@@ -402,12 +402,22 @@ route_node_timeout(struct node *n)
 	 * up: after a few timeouts in a row, drop the connection (every
 	 * command on it fails or moves now) and reconnect with backoff.
 	 */
-	if (++n->timeouts_in_row >= HUNG_TIMEOUTS && n->cmd != NULL &&
+	redisAsyncContext *ac = n->cmd;
+
+	if (++n->timeouts_in_row >= HUNG_TIMEOUTS && ac != NULL &&
 	    !n->rt->closing) {
 		log_warn("redis: %s: %d commands in a row timed out; "
 		    "reconnecting", n->name, n->timeouts_in_row);
 		n->timeouts_in_row = 0;
-		redisAsyncFree(n->cmd);
+		redisAsyncFree(ac);
+		/* hiredis says so (on_cmd_disconnect) only of a context it
+		 * saw connected: the rest is done here, or n->cmd would
+		 * point at what was freed. */
+		if (n->cmd == ac) {
+			n->cmd = NULL;
+			n->up = 0;
+			schedule(n->retry, &n->backoff_ms);
+		}
 	}
 }
 
