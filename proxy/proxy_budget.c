@@ -855,7 +855,15 @@ budget_gauges_add(struct budget_gauges *dst, const struct budget_gauges *src)
 	dst->share = MAX(dst->share, src->share);
 	dst->fleet_held = MAX(dst->fleet_held, src->fleet_held);
 	dst->fleet_queued = MAX(dst->fleet_queued, src->fleet_queued);
-	dst->instances = MAX(dst->instances, src->instances);
+	/* The fewest any worker counts (-1: one has heard none yet), so
+	 * that a worker lagging behind its siblings shows; 0 before the
+	 * first worker is added. */
+	if (dst->instances == 0)
+		dst->instances = src->instances;
+	else if (dst->instances < 0 || src->instances < 0)
+		dst->instances = -1;
+	else
+		dst->instances = MIN(dst->instances, src->instances);
 }
 
 void

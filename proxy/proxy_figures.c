@@ -50,7 +50,7 @@ proxy_figures(struct proxy *px, struct proxy_figures *f)
 	memset(f, 0, sizeof(*f));
 	f->workers = px->nslots;
 	f->budget.fleet_held = f->budget.fleet_queued = -1;
-	f->budget.instances = -1;
+	f->budget.instances = 0;	/* budget_gauges_add() says why */
 	if (px->nslots > 1)
 		memset(&sum, 0, sizeof(sum));
 	proxy_publish(px);	/* its own, live */

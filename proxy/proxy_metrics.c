@@ -593,8 +593,8 @@ budget_metrics(struct evbuffer *out, const struct proxy *px,
 	    "this instance allows itself while Redis is unavailable.", 0,
 	    g->share, -1);
 	budget_gauge(out, px, "corral_origin_fleet_instances", "Instances "
-	    "alive, as Redis last said (the local share divides by it).", 0,
-	    g->instances, -1);
+	    "alive, as Redis last said: the fewest any worker counts (the "
+	    "local share divides by it).", 0, g->instances, -1);
 }
 
 void
