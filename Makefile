@@ -6,7 +6,7 @@
 #                   logrotate snippet under DESTDIR and PREFIX (see below)
 #   make deb        build/corral_VERSION-REVISION_ARCH.deb
 #   make test       unit + scenario tests under AddressSanitizer and UBSan
-#   make test-mutants  mutation tests: every change of the lock protocol is caught
+#   make test-mutants  mutation tests: every mutant of every module is caught
 #   make bench      benchmark against nginx and Varnish (see bench/)
 #   make clean
 
@@ -126,9 +126,9 @@ test: test-deps
 
 test-build: check-boundaries build/asan/corral $(UNIT_BIN) man deb
 
-# Mutation tests of the lock protocol and the request flow (tests/mutants.py):
-# each mutant must make one of its tests fail. Not part of make test (a few
-# minutes); works on a scratch copy under build/mutants/.
+# Mutation tests of every module (tests/mutants.py): each mutant must make
+# one of its tests fail. Not part of make test (about 20 minutes on 2 cores);
+# works on scratch copies under build/mutants/, two mutants at once.
 test-mutants: test-deps
 	python3 tests/mutants.py
 
