@@ -233,6 +233,38 @@ def fleet_counters(corrals, route=None):
     return total
 
 
+# What each instance did of a fetch: named in a failed one-fetch check.
+FETCH_STORY = ("misses", "collapsed", "locks_acquired", "lock_busy", "lock_takeovers",
+               "lock_lost", "lock_wait_timeouts", "sibling_fills", "upstream_retries",
+               "upstream_fetches", "errors")
+
+
+def fetch_story(corrals):
+    """Per instance, the counters that say who fetched and why, and its
+    Redis timeouts and errors: for the message of a failed fetch count."""
+    lines = []
+    for c in corrals:
+        try:
+            s = c.stats()
+        except Exception as e:	# noqa: BLE001 - a story, not a check
+            lines.append(f"{c.name}: no /stats ({e!r})")
+            continue
+        told = {k: s["total"].get(k, 0) for k in FETCH_STORY if s["total"].get(k)}
+        r = s.get("redis", {})
+        told.update({f"redis_{k}": r[k] for k in ("timeouts", "errors", "disconnects")
+                     if r.get(k)})
+        lines.append(f"{c.name}: {told}")
+    return "; ".join(lines)
+
+
+def expect_fetches(origin, path, n, corrals, what):
+    """The origin saw n requests for path; if not, the fleet's story."""
+    got = origin.count(path)
+    if got != n:
+        raise AssertionError(f"{what}: expected {n!r}, got {got!r} "
+                             f"({fetch_story(corrals)})")
+
+
 def children(pid):
     """The pids of pid's child processes."""
     kids = []
