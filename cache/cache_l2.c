@@ -363,6 +363,7 @@ l2_get(struct l2 *l, const char *key, int64_t now_ms, int stale_ok)
 	unsigned char *buf;
 	const unsigned char *src;
 	char err[64];
+	enum entry_state st;
 
 	if (!enabled(l))
 		return NULL;
@@ -401,8 +402,8 @@ l2_get(struct l2 *l, const char *key, int64_t now_ms, int stale_ok)
 		free(buf);
 		goto miss;
 	}
-	if (entry_state(e, now_ms) != ENTRY_FRESH &&
-	    (!stale_ok || entry_state(e, now_ms) != ENTRY_STALE)) {
+	if ((st = entry_state(e, now_ms)) == ENTRY_EXPIRED ||
+	    (st == ENTRY_STALE && !stale_ok)) {
 		entry_unref(&e);
 		goto miss;
 	}

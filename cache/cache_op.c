@@ -424,6 +424,7 @@ send_buffers(redisAsyncContext *ac, struct cache_op *op, int argc,
     const char **argv, const size_t *argvlen)
 {
 	struct evbuffer *head = evbuffer_new(), *rest = evbuffer_new(), *to;
+	const char *flat;
 	int rc = REDIS_ERR, i, failed;
 
 	if (head == NULL || rest == NULL)
@@ -443,9 +444,9 @@ send_buffers(redisAsyncContext *ac, struct cache_op *op, int argc,
 			failed |= evbuffer_add(to, argv[i], argvlen[i]) == -1;
 		failed |= evbuffer_add(to, "\r\n", 2) == -1;
 	}
-	if (!failed && evbuffer_pullup(head, -1) != NULL)
-		rc = adapter_command(ac, on_op_reply, op,
-		    (const char *)evbuffer_pullup(head, -1),
+	flat = failed ? NULL : (const char *)evbuffer_pullup(head, -1);
+	if (flat != NULL)
+		rc = adapter_command(ac, on_op_reply, op, flat,
 		    evbuffer_get_length(head), rest);
 out:
 	if (head != NULL)

@@ -23,7 +23,8 @@
 #define PRIO_SET(ev, prio)	((void)event_priority_set((ev), (prio)))
 
 /* After this many client callbacks in a row, libevent looks for backend
- * events that became ready meanwhile (event_config_set_max_dispatch_interval). */
+ * events that became ready meanwhile
+ * (event_config_set_max_dispatch_interval). */
 #define PRIO_CLIENT_RUN	16
 
 #endif

@@ -451,10 +451,11 @@ run(int nworkers)
 }
 
 /*
- * A worker's loop, with the priorities of common/prio.h. With epoll's changelist, a descriptor's interest
- * switched off and on again within one loop pass (evhttp pauses reading
- * while it answers) costs no epoll_ctl. Corral never dup()s a
- * descriptor, which is the case the changelist cannot handle.
+ * A worker's loop, with the priorities of common/prio.h. With epoll's
+ * changelist, a descriptor's interest switched off and on again within
+ * one loop pass (evhttp pauses reading while it answers) costs no
+ * epoll_ctl. Corral never dup()s a descriptor, which is the case the
+ * changelist cannot handle.
  */
 static struct event_base *
 worker_base(void)

@@ -92,13 +92,32 @@ origin_free(struct origin_fetch *f)
 	free(f);
 }
 
+/* Ends it with resp (its asker's now). */
+static void
+origin_answer(struct origin_fetch *f, struct upstream_response *resp)
+{
+	upstream_done_cb *cb = f->cb;
+	void *cb_arg = f->arg;
+
+	origin_free(f);
+	cb(resp, cb_arg);
+}
+
+/* Ends it with the failure of the try that could not go again. */
+static void
+answer_failure(struct origin_fetch *f)
+{
+	struct upstream_response *resp = f->failure;
+
+	f->failure = NULL;
+	origin_answer(f, resp);
+}
+
 /* An answer made here for a fetch that was not sent (or could not be). */
 static void
 origin_unsent(struct origin_fetch *f, enum upstream_result r, const char *why)
 {
 	struct upstream_response *resp = calloc(1, sizeof(*resp));
-	upstream_done_cb *cb = f->cb;
-	void *cb_arg = f->arg;
 
 	if (resp == NULL) {
 		/* No memory even for that: the asker's fetch stays unanswered
@@ -110,8 +129,7 @@ origin_unsent(struct origin_fetch *f, enum upstream_result r, const char *why)
 	resp->result = r;
 	resp->elapsed_ms = (util_mono_us() - f->asked_us) / 1000;
 	snprintf(resp->error, sizeof(resp->error), "%s", why);
-	origin_free(f);
-	cb(resp, cb_arg);
+	origin_answer(f, resp);
 }
 
 /* How a try ended, for its server's health. */
@@ -176,17 +194,7 @@ first_byte_ms(const struct conf_pool *c)
 }
 
 static int send_to(struct origin_fetch *f, struct pool_server *s);
-
-/* Ends it with resp (its asker's now). */
-static void
-origin_answer(struct origin_fetch *f, struct upstream_response *resp)
-{
-	upstream_done_cb *cb = f->cb;
-	void *cb_arg = f->arg;
-
-	origin_free(f);
-	cb(resp, cb_arg);
-}
+static int go(struct origin_fetch *f);
 
 /* The try that failed goes once more, to s (which has room): 0, or -1
  * (no memory: the failure stands). */
@@ -210,7 +218,6 @@ static void
 on_origin_done(struct upstream_response *resp, void *arg)
 {
 	struct origin_fetch *f = arg;
-	struct pool_server *next;
 	int64_t left;
 	char why[sizeof(resp->error) + 16];
 
@@ -240,12 +247,8 @@ on_origin_done(struct upstream_response *resp, void *arg)
 		    pool_conf(f->pool)->queue_timeout_ms));
 		return;
 	}
-	if ((next = pool_pick(f->pool, f->tried)) != NULL &&
-	    retry_to(f, next) == 0)
-		return;
-	resp = f->failure;
-	f->failure = NULL;
-	origin_answer(f, resp);
+	if (go(f) == -1)
+		answer_failure(f);
 }
 
 /* first_byte_timeout: a try whose response has not begun fails as a
@@ -350,20 +353,17 @@ static void
 on_origin_slot(enum budget_answer a, void *arg)
 {
 	struct origin_fetch *f = arg;
-	struct upstream_response *resp;
 
 	assert(f->magic == ORIGIN_MAGIC && f->up == NULL);
 	if (a == BUDGET_GRANTED && go(f) == 0)
 		return;
-	if ((resp = f->failure) != NULL) {	/* a retry without room */
-		f->failure = NULL;
-		origin_answer(f, resp);
-	} else if (a != BUDGET_GRANTED) {
+	if (f->failure != NULL)		/* a retry without room */
+		answer_failure(f);
+	else if (a != BUDGET_GRANTED)
 		origin_unsent(f, UPSTREAM_NOT_SENT,
 		    "no origin slot within queue_timeout");
-	} else {
+	else
 		origin_unsent(f, UPSTREAM_ERR_PROTOCOL, "out of memory");
-	}
 }
 
 /* Its route is in maintenance: answered unsent, from the loop. */
