@@ -335,13 +335,18 @@ pool_choice_drop(struct pool_choice *c)
 struct pool_server *
 pool_pick(struct pool *p, const char *avoid)
 {
-	struct pool_choice c = { .n = 0 };
-	struct pool_server *s;
+	struct pool_server *s, *best = NULL;
 
-	pool_choose(p, avoid, &c);
-	s = c.n > 0 ? c.s[0] : NULL;
-	pool_choice_drop(&c);
-	return s;
+	/* pool_choose()'s first, without ordering the rest. */
+	assert(p->magic == POOL_MAGIC);
+	if (any_up(p, avoid))
+		return choose_up(p, avoid);
+	/* Every server is out: the one that failed longest ago. */
+	TAILQ_FOREACH(s, &p->servers, link)
+		if (eligible(s, avoid, 1) && (best == NULL ||
+		    before(s, best, 1)))
+			best = s;
+	return best;
 }
 
 void
