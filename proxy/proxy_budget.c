@@ -193,11 +193,11 @@ server_share(const struct budget *b)
 static int64_t
 rank(const struct budget_ticket *t)
 {
-	int64_t w = t->a.weight != NULL ? t->a.weight(t->a.weight_arg) : 1;
+	int64_t w;
 
 	if (t->state == T_MOVING)
 		return -1;
-
+	w = t->a.weight != NULL ? t->a.weight(t->a.weight_arg) : 1;
 	w = MAX(0, MIN(w, RANK_SPAN - 1));
 	return (int64_t)t->a.cls * RANK_SPAN + (RANK_SPAN - 1 - w);
 }
@@ -302,7 +302,7 @@ grant(struct budget_ticket *t, enum source from, int at)
 {
 	struct budget *b = t->b;
 	struct stats *st = b->px->stats;
-	double waited = (double)(util_mono_us() - t->asked_us) / 1e6;
+	int moving = t->state == T_MOVING;	/* its pool slot is the same */
 	int local = from == FROM_LOCAL;
 
 	dequeue(t);
@@ -315,27 +315,20 @@ grant(struct budget_ticket *t, enum source from, int at)
 		t->at_from = FROM_NONE;
 	}
 	evtimer_del(t->timer);
-	if (t->state == T_MOVING) {	/* its pool slot is the same */
-		t->state = T_HELD;
-		if (t->slot == FROM_REDIS) {
-			event_assign(t->timer, b->px->base, -1, 0,
-			    on_renew_tick, t);
-			timer_arm(t->timer, lease_ms(b) / RENEW_DIVISOR);
-		}
-		event_active(t->notify, 0, 0);
-		return;
-	}
 	t->state = T_HELD;
-	t->slot = from;
-	b->nheld++;
-	b->nlocal += local;
-	STAT_INC(st, t->a.route, slot_grants);
-	if (t->waited)
-		STAT_INC(st, t->a.route, slot_waits);
-	if (local)
-		STAT_INC(st, t->a.route, slot_local);
-	STAT_OBSERVE(st, t->a.route, slot_wait, waited);
-	if (from == FROM_REDIS) {
+	if (!moving) {
+		t->slot = from;
+		b->nheld++;
+		b->nlocal += local;
+		STAT_INC(st, t->a.route, slot_grants);
+		if (t->waited)
+			STAT_INC(st, t->a.route, slot_waits);
+		if (local)
+			STAT_INC(st, t->a.route, slot_local);
+		STAT_OBSERVE(st, t->a.route, slot_wait,
+		    (double)(util_mono_us() - t->asked_us) / 1e6);
+	}
+	if (t->slot == FROM_REDIS) {
 		event_assign(t->timer, b->px->base, -1, 0, on_renew_tick, t);
 		timer_arm(t->timer, lease_ms(b) / RENEW_DIVISOR);
 	}
