@@ -164,7 +164,7 @@ UNITDIR ?= $(PREFIX)/lib/systemd/system
 CONFDIR  = /etc/corral
 MAN_PAGES := build/man/corral.8 build/man/corral.conf.5
 
-build/man/gen_keys: man/gen_keys.c conf/conf.c conf/conf_secret.c conf/conf_key.c conf/conf_admin.c conf/conf_restart.c conf/conf_pool.c conf/conf_show.c common/host.c common/util.c common/log.c \
+build/man/gen_keys: man/gen_keys.c conf/conf.c conf/conf_secret.c conf/conf_key.c conf/conf_admin.c conf/conf_restart.c conf/conf_pool.c conf/conf_show.c common/fields.c common/host.c common/util.c common/log.c \
                     $(wildcard */*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(PKG_CFLAGS) -o $@ $(filter %.c,$^) $(PKG_LIBS) -lm
@@ -238,7 +238,7 @@ VALGRIND_SLOWNESS ?= 8
 build/fuzz/fuzz_entry: fuzz/fuzz_entry.c cache/cache_entry.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
-build/fuzz/fuzz_conf: fuzz/fuzz_conf.c conf/conf.c conf/conf_secret.c conf/conf_key.c conf/conf_admin.c conf/conf_restart.c conf/conf_pool.c conf/conf_show.c common/host.c common/util.c common/log.c \
+build/fuzz/fuzz_conf: fuzz/fuzz_conf.c conf/conf.c conf/conf_secret.c conf/conf_key.c conf/conf_admin.c conf/conf_restart.c conf/conf_pool.c conf/conf_show.c common/fields.c common/host.c common/util.c common/log.c \
                       $(wildcard */*.h)
 	$(FUZZ_LINK)
 

@@ -1,7 +1,8 @@
 /*
  * What a cache key is made of, as configured: the syntax of the key rule
  * values, the key secret file, and the checks across a route's keys. See
- * conf_key.h. Calls common/util.c only; called by conf.c.
+ * conf_key.h. Calls common/util.c and common/fields.c only; called by
+ * conf.c.
  */
 
 #include "conf/conf_key.h"
@@ -15,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fields.h"
 #include "common/util.h"
 
 #define PER_CREDENTIAL	"per-credential"
@@ -123,18 +125,12 @@ int
 conf_key_set_header(const char *v, char *field, size_t size, char *err,
     size_t errlen)
 {
-	/* Hop-by-hop fields never reach the origin (RFC 9110 7.6.1). */
 	static const struct { const char *name, *why; } refused[] = {
-		{ "Connection", HOP_BY_HOP }, { "Keep-Alive", HOP_BY_HOP },
-		{ "Proxy-Authenticate", HOP_BY_HOP },
-		{ "Proxy-Authorization", HOP_BY_HOP },
-		{ "Proxy-Connection", HOP_BY_HOP }, { "TE", HOP_BY_HOP },
-		{ "Trailer", HOP_BY_HOP }, { "Transfer-Encoding", HOP_BY_HOP },
-		{ "Upgrade", HOP_BY_HOP },
 		{ "Host", "the fetch sends its own" },
 		{ "Cookie", "name the cookie in credential_cookie" },
 	};
 	size_t len = strlen(v);
+	const char *hop;
 
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)v[i];
@@ -144,6 +140,11 @@ conf_key_set_header(const char *v, char *field, size_t size, char *err,
 			    NAME_SHOW_MAX, v);
 			return -1;
 		}
+	}
+	/* Hop-by-hop fields never reach the origin (RFC 9110 7.6.1). */
+	if ((hop = field_hop_by_hop(v)) != NULL) {
+		snprintf(err, errlen, "must not be %s: %s", hop, HOP_BY_HOP);
+		return -1;
 	}
 	for (size_t i = 0; i < ARRAY_LEN(refused); i++) {
 		if (strcasecmp(v, refused[i].name) == 0) {
@@ -246,14 +247,11 @@ int
 conf_key_check_route(const struct conf *c, const struct conf_route *r,
     char *err, size_t errlen)
 {
-	static const char *const credentials[] = {
-		"Authorization", "Cookie", "Proxy-Authorization",
-	};
 	int n = 0;
 
-	for (size_t i = 0; i <= ARRAY_LEN(credentials); i++) {
-		const char *name = i < ARRAY_LEN(credentials) ?
-		    credentials[i] : r->credential_header;
+	for (size_t i = 0; i <= field_ncredentials; i++) {
+		const char *name = i < field_ncredentials ?
+		    field_credentials[i] : r->credential_header;
 
 		if (fields_name(r->key_headers, name)) {
 			snprintf(err, errlen, "key_headers must not name %s: a "

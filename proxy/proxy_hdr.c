@@ -16,15 +16,10 @@
 
 #include <event2/http.h>
 
+#include "common/fields.h"
 #include "common/util.h"
 #include "conf/conf.h"
 #include "proxy/proxy_sf.h"
-
-static const char *const hop_by_hop[] = {
-	"Connection", "Keep-Alive", "Proxy-Authenticate",
-	"Proxy-Authorization", "Proxy-Connection", "TE", "Trailer",
-	"Transfer-Encoding", "Upgrade",
-};
 
 /* Statuses stored under the route's TTL (heuristically cacheable ones,
  * RFC 9110 section 15.1, less 404/405/410/414/501). */
@@ -33,9 +28,8 @@ static const int storable_status[] = { 200, 203, 204, 300, 301, 308 };
 int
 hdr_is_hop_by_hop(const char *name, const char *connection)
 {
-	for (size_t i = 0; i < ARRAY_LEN(hop_by_hop); i++)
-		if (strcasecmp(name, hop_by_hop[i]) == 0)
-			return 1;
+	if (field_hop_by_hop(name) != NULL)
+		return 1;
 	return connection != NULL && util_list_has_token(connection, name);
 }
 

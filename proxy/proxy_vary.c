@@ -1,7 +1,8 @@
 /*
  * Vary: the variant id of a request, and what each key of this process is
- * known to vary on (px->vary). Calls common/dict.c, and cache/ for the
- * digest of a credential's value.
+ * known to vary on (px->vary). Calls common/dict.c, common/fields.c (which
+ * fields are credentials), and cache/ for the digest of a credential's
+ * value.
  */
 
 #include <ctype.h>
@@ -16,6 +17,7 @@
 #include "cache/cache_entry.h"
 #include "cache/cache_keyrule.h"
 #include "common/dict.h"
+#include "common/fields.h"
 #include "common/util.h"
 #include "conf/conf.h"
 #include "proxy/proxy.h"
@@ -30,24 +32,10 @@
 #define VARIANT_HASH_INIT	1469598103934665603ULL
 #define VARIANT_HASH_PRIME	1099511628211ULL
 
-/* The fields whose values are credentials. */
-static const char *const credential_fields[] = {
-	"Authorization", "Proxy-Authorization", "Cookie",
-};
-
 static int
 name_is(const char *name, size_t n, const char *word)
 {
 	return strlen(word) == n && strncasecmp(name, word, n) == 0;
-}
-
-static int
-credential_field(const char *name, size_t n)
-{
-	for (size_t i = 0; i < ARRAY_LEN(credential_fields); i++)
-		if (name_is(name, n, credential_fields[i]))
-			return 1;
-	return 0;
 }
 
 void
@@ -81,7 +69,8 @@ vary_next(const char **p, size_t *n, const struct vary_keying *vk)
 		*p += *n;
 		if (*n == 0 || name_is(name, *n, "Accept-Encoding"))
 			continue;
-		if (vk->keyed_header != NULL && (credential_field(name, *n) ||
+		if (vk->keyed_header != NULL &&
+		    (field_is_credential(name, *n) ||
 		    name_is(name, *n, vk->keyed_header)))
 			continue;
 		return name;
@@ -130,7 +119,7 @@ vary_id(const char *spec, const struct evkeyvalq *headers,
 	size_t n;
 
 	while ((name = vary_next(&spec, &n, vk)) != NULL) {
-		int keyed = vk->secret != NULL && credential_field(name, n);
+		int keyed = vk->secret != NULL && field_is_credential(name, n);
 
 		h = fnv(h, name, n, 1);
 		h = fnv(h, "\0", 1, 0);

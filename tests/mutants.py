@@ -761,7 +761,7 @@ MUTANTS = [
            "if (n > 0 && strncmp(p, tag, n) == 0)",
            ["test_hdr"],
            'If-None-Match: "v" gets a 304 for an entry whose ETag is "v1"'),
-    Mutant("proxy_authorization_forwarded", "proxy/proxy_hdr.c",
+    Mutant("proxy_authorization_forwarded", "common/fields.c",
            '"Connection", "Keep-Alive", "Proxy-Authenticate",\n\t"Proxy-Authorization", "Proxy-Connection",',
            '"Connection", "Keep-Alive", "Proxy-Authenticate",\n\t"Proxy-Connection",',
            ["test_hdr"],
@@ -1148,8 +1148,9 @@ MUTANTS = [
            ["twenty_clients_per_api_key_cost_one_fetch_per_key"],
            "every X-API-Key shares one entry: one key's answer served to another"),
     Mutant("authorization_sent_beside_another_credential", "proxy/proxy_key.c",
-           "\twhile (!authorization_keyed(rt) &&\n"
-           "\t    evhttp_remove_header(dst, \"Authorization\") == 0)\n\t\t;\n", "",
+           "\tif (!authorization_keyed(rt))\n"
+           "\t\twhile (evhttp_remove_header(dst, \"Authorization\") == 0)\n"
+           "\t\t\t;\n", "",
            ["twenty_clients_per_api_key_cost_one_fetch_per_key"],
            "a fetch keyed on X-API-Key (or on nothing) sends the lead's "
            "Authorization: its answer served to others"),
@@ -1162,14 +1163,14 @@ MUTANTS = [
            "if (0 &&",
            ["test_conf"], "credential_header on a shared route keys nothing"),
     Mutant("vary_credential_hashed_unkeyed", "proxy/proxy_vary.c",
-           "int keyed = vk->secret != NULL && credential_field(name, n);",
+           "int keyed = vk->secret != NULL && field_is_credential(name, n);",
            "int keyed = 0;",
            ["vary_on_a_credential_keeps_no_unkeyed_hash_of_it_in_redis"],
            "a Redis key holds an unkeyed hash of the token: guesses can be "
            "tested against it"),
     Mutant("vary_credential_kept_per_credential", "proxy/proxy_vary.c",
-           "if (vk->keyed_header != NULL && (credential_field(name, *n) ||",
-           "if (0 && (credential_field(name, *n) ||",
+           "if (vk->keyed_header != NULL &&\n\t\t    (field_is_credential(name, *n) ||",
+           "if (0 &&\n\t\t    (field_is_credential(name, *n) ||",
            ["vary_on_a_credential_keeps_no_unkeyed_hash_of_it_in_redis"],
            "a per-credential key gets a variant named by the token's unkeyed hash"),
     Mutant("post_refresh_sends_validators", "proxy/proxy_refresh.c",
