@@ -86,7 +86,8 @@ _Static_assert(CONF_UPSTREAM_HEADERS_MAX <= ENTRY_MAX_HEADERS,
  */
 /* Where an admin connection counts. */
 enum admit {
-	ADMIT_NONE,		/* a public one, or an admin one turned away */
+	ADMIT_NONE,		/* a public one */
+	ADMIT_REFUSED,		/* an admin one over its cap: told, closing */
 	ADMIT_PENDING,		/* accepted; its peer is read once libevent
 				 * has given it its socket */
 	ADMIT_ALLOWED,		/* in admin_conns */
@@ -103,7 +104,6 @@ struct conn {
 	struct event		*pump_ev;
 	int			 admin;
 	enum admit		 admit;
-	int			 turned_away;	/* over its cap: told, closing */
 	int			 status;	/* refused with this, or 0 */
 	const char		*reason;
 	char			 key[CONN_KEY_MAX];
@@ -216,7 +216,7 @@ turn_away(struct conn *c, const char *body)
 	char reply[ADMIN_REPLY_MAX];
 	int n;
 
-	c->turned_away = 1;
+	c->admit = ADMIT_REFUSED;
 	n = snprintf(reply, sizeof(reply), "HTTP/1.1 503 Service Unavailable"
 	    "\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
 	    "Cache-Control: no-store\r\nConnection: close\r\n\r\n%s",
@@ -285,7 +285,6 @@ admit(struct conn *c)
 	const struct conf *conf = px->conf;
 
 	assert(c->admit == ADMIT_PENDING);
-	c->admit = ADMIT_NONE;
 	if (conf->nadmin_allow > 0 && !peer_allowed(c)) {
 		if (px->admin_outside >= ADMIN_OUTSIDE_MAX) {
 			turn_away(c, ADMIN_OUTSIDE_BODY);
@@ -341,7 +340,7 @@ on_pump(evutil_socket_t fd, short what, void *arg)
 	assert(c->magic == CONN_MAGIC);
 	if (c->admit == ADMIT_PENDING)
 		admit(c);
-	if (c->turned_away)
+	if (c->admit == ADMIT_REFUSED)
 		return;
 	if (bufferevent_getfd(c->bev) == -1 ||
 	    (sock = bufferevent_getfd(c->sock)) == -1)
@@ -420,7 +419,7 @@ filter_in(struct evbuffer *src, struct evbuffer *dst, ev_ssize_t limit,
 
 	assert(c->magic == CONN_MAGIC);
 	if (c->frame == NULL) {		/* the admin port: no door */
-		if (c->turned_away)
+		if (c->admit == ADMIT_REFUSED)
 			evbuffer_drain(src, evbuffer_get_length(src));
 		else
 			evbuffer_add_buffer(dst, src);

@@ -126,7 +126,7 @@ body_digest(const struct conf *c, const struct conf_route *rt,
 {
 	struct evbuffer *in = evhttp_request_get_input_buffer(ev);
 	const struct evkeyvalq *hdrs = evhttp_request_get_input_headers(ev);
-	const char *ctype = evhttp_find_header(hdrs, "Content-Type");
+	const char *ctype;
 	size_t len = evbuffer_get_length(in);
 	const char *body = len > 0 ? (const char *)evbuffer_pullup(in, -1) : "";
 	struct keyrule_digest d;
@@ -149,6 +149,7 @@ body_digest(const struct conf *c, const struct conf_route *rt,
 	} else {
 		/* The same bytes sent as another type may mean another
 		 * thing: the type counts. */
+		ctype = evhttp_find_header(hdrs, "Content-Type");
 		keyrule_header_value(ctype != NULL ? ctype : "", norm,
 		    sizeof(norm));
 		for (char *p = norm; *p != '\0'; p++)
@@ -212,10 +213,12 @@ credential_digest(const struct conf *c, const struct conf_route *rt,
 	if (!authorization_keyed(rt)) {
 		/* The same value in another header is another credential
 		 * (Authorization's digests stay as they were). */
-		for (size_t i = 0; i < sizeof(name); i++)
+		size_t n = strlen(rt->credential_header);
+
+		for (size_t i = 0; i < n; i++)
 			name[i] = (char)tolower((unsigned char)
 			    rt->credential_header[i]);
-		keyrule_digest_part(&d, name, strlen(name));
+		keyrule_digest_part(&d, name, n);
 	}
 	TAILQ_FOREACH(h, in, next) {
 		if (strcasecmp(h->key, rt->credential_header) == 0) {
@@ -416,9 +419,9 @@ fetch_headers(const struct fetch_spec *spec, const struct conf_route *rt,
 		;
 	if (spec->cookie[0] != '\0')
 		evhttp_add_header(dst, "Cookie", spec->cookie);
-	while (!authorization_keyed(rt) &&
-	    evhttp_remove_header(dst, "Authorization") == 0)
-		;
+	if (!authorization_keyed(rt))
+		while (evhttp_remove_header(dst, "Authorization") == 0)
+			;
 }
 
 int
