@@ -87,7 +87,8 @@ is_b64token(const char *s, size_t n)
 static int
 resolve(struct reader *r, const char *file)
 {
-	char dir[CONF_PATH_MAX];
+	char dir[CONF_PATH_MAX], cwd[CONF_PATH_MAX];
+	const char *base;
 	int n;
 
 	if (file[0] == '/' || strchr(file, '/') == NULL ||
@@ -97,7 +98,17 @@ resolve(struct reader *r, const char *file)
 		return 0;
 	}
 	snprintf(dir, sizeof(dir), "%s", r->conf_path);
-	n = snprintf(r->name, sizeof(r->name), "%s/%s", dirname(dir), file);
+	base = dirname(dir);
+	/* The file is opened by its absolute path only (conf_secret.c):
+	 * a configuration named relative to the working directory (-c
+	 * corral.conf) has its directory taken from there. */
+	if (base[0] == '/')
+		n = snprintf(r->name, sizeof(r->name), "%s/%s", base, file);
+	else if (getcwd(cwd, sizeof(cwd)) != NULL)
+		n = snprintf(r->name, sizeof(r->name), "%s/%s/%s", cwd, base,
+		    file);
+	else
+		return -1;
 	return n > 0 && (size_t)n < sizeof(r->name) ? 0 : -1;
 }
 

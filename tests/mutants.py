@@ -1249,6 +1249,11 @@ MUTANTS = [
            ["token_file_from_a_systemd_credential_or_group_readable_is_taken"],
            "admin_token_file = NAME under LoadCredential= is looked for next to the "
            "configuration, and Corral does not start"),
+    Mutant("token_next_to_a_relative_conf_left_relative", "conf/conf_admin.c",
+           "\tif (base[0] == '/')\n", "\tif (1)\n",
+           ["token_file_from_a_systemd_credential_or_group_readable_is_taken"],
+           "admin_token_file = ./NAME beside corral -c corral.conf is refused as "
+           "neither absolute nor a credential"),
     Mutant("token_read_scope_lost", "conf/conf_admin.c",
            "\t\tt->scope = SCOPE_READ;", "\t\tt->scope = SCOPE_ALL;",
            ["purge_needs_a_token_with_its_scope"],

@@ -165,6 +165,13 @@ def token_file_from_a_systemd_credential_or_group_readable_is_taken(env):
         expect_eq(ask(corral, "GET", "/stats").status, 401, f"{name}: /stats without a token")
         expect(token not in corral.log(), f"{name}: no token in the log")
         corral.stop()
+    # ./NAME next to a configuration named by a relative path, as
+    # corral -c corral.conf from its own directory.
+    conf = env.config_file(f"[server]\nadmin_token_file = ./next-to-conf\n"
+                           f"[redis]\naddress = {redis.address}\n"
+                           f"[upstream]\nurl = {origin.url}\n", "relative.conf")
+    p = env.run_corral("-t", "-c", os.path.basename(conf), cwd=os.path.dirname(conf))
+    expect(p.returncode == 0, f"./next-to-conf beside a relative -c path: {p.stderr!r}")
 
     writable = token_file(env, f"{FULL}\n", mode=0o660, name="group-writable")
     for name, why in ((writable, f"{writable} may be written by its group (mode 0660)"),
