@@ -91,7 +91,8 @@ MUTANTS = [
            "\t\"else\\n\"\n"
            "\t\"  redis.call('SPUBLISH', ARGV[4], ARGV[5])\\n\"\n"
            "\t\"end\\n\"\n", "",
-           ["cold_miss_fleet_of_three_fetches_once"],
+           ["cold_miss_fleet_of_three_fetches_once",
+            "slow_query_over_two_instances_of_two_workers_is_fetched_once"],
            "waiters of other instances sleep until their poll"),
     Mutant("release_without_publish", "cache/cache_script.c",
            "\"redis.call('SPUBLISH', ARGV[2], ARGV[3])\\n\"", "",

@@ -147,9 +147,6 @@ def error_backoff_answers_504_after_timeout_and_502_after_refused(env):
             expect(redis.exists(backoff_key(path)), f"{path}: no backoff after a refused connect")
         second = corral.get(path)
         expect_backoff_answer(second, status, f"{path}: the next request")
-        expect(second.elapsed < 0.25 * slow(1),
-               f"{path}: the backoff answer took {second.elapsed:.2f} s: it was not "
-               "made without the upstream")
     expect_eq(origin.count("/slow"), 1, "origin requests for /slow")
     for corral in (timing_out, refused):
         c = corral.counters()
