@@ -88,7 +88,10 @@ def flood_of_cold_keys_never_exceeds_the_fleet_budget(env):
     keys, max_requests = 240, 8
     redis, origin = env.redis(), env.origin()
     origin.script("*", delay_ms=100, body="v{n}")
-    fleet = env.fleet(2, redis, origin, extra=budget(max_requests, server=TWO_WORKERS))
+    # A 12 s lease: a waiter left to its re-check (a quarter lease) idles
+    # 3 s at a time, the flood far past the bound below.
+    fleet = env.fleet(2, redis, origin, extra=budget(max_requests, lease="12s",
+                                                    server=TWO_WORKERS))
 
     t0 = time.monotonic()
     results = flood(fleet, [f"/flood/{i}" for i in range(keys)])
@@ -295,16 +298,18 @@ def every_kind_of_origin_request_waits_for_a_slot(env):
 
 @scenario
 def slow_fetches_keep_their_slots_past_the_lease(env):
-    keys = 3
+    # Leases of 1 s, renewed every third of one: a stall of a few hundred
+    # ms on a busy machine does not lose them.
+    keys = 2
     redis, origin = env.redis(), env.origin()
-    origin.script("*", delay_ms=1500, body="v{n}")
-    corral = env.corral(redis, origin, extra=budget(1, lease="300ms"))
+    origin.script("*", delay_ms=3500, body="v{n}")
+    corral = env.corral(redis, origin, extra=budget(1, lease="1s"))
 
     results = flood([corral], [f"/slow/{i}" for i in range(keys)])
 
     expect_eq(sorted({r[0] for r in results}), [200], "statuses")
     expect_eq(origin.stats()["max_active"], 1,
-              "origin peak concurrency: a fetch five leases long kept its slot")
+              "origin peak concurrency: a fetch three leases long kept its slot")
     c = corral.counters()
     expect_eq((c["slot_grants"], c["slot_lost"]), (keys, 0), "slots granted, leases lost")
 
@@ -331,18 +336,22 @@ def instance_killed_holding_slots_gives_them_back_within_the_lease(env):
              what="B to count two instances alive")
     kill_instance(a)
     killed_at = time.monotonic()
+    # When A's leases run out (Redis's clock, ms): no renewal comes now.
+    ends = [float(v) for v in redis.cmd("ZRANGE", SLOTS_KEY, 0, -1, "WITHSCORES")[1::2]]
+    expect_eq(len(ends), 2, "A's two leases")
 
     results = waiting.result(timeout=slow(60))
     took = time.monotonic() - killed_at
     expect_eq(sorted({r[0] for r in results}), [200], "B's clients")
     # The leases run out within one lease of their last renewal; a waiter
     # looks again a quarter lease later at most (or hears it at once).
-    expect(took <= slow(lease_s * 1.5 + 0.5),
+    # Never: queue_timeout (60 s), a 503.
+    expect(took <= slow(lease_s * 3),
            f"B's requests took {took:.2f} s after A was killed (lease {lease_s} s)")
-    # A renewed them a third of a lease before it died at most.
-    expect(took >= lease_s * 2 / 3 - 0.1,
-           f"B's requests went {took:.2f} s after A was killed: before A's leases "
-           "could have run out")
+    went = min(origin.path_stats(p)["done_at"][0] for p in ("/b/0", "/b/1"))
+    expect(went * 1000 >= min(ends) - 20,
+           f"B's first request went {min(ends) / 1000 - went:.2f} s before A's first "
+           "lease ran out")
     wait_for(lambda: budget_stats(b)["instances"] == 1, timeout=slow(15),
              what="B to count itself alone once A's hellos have stopped")
     origin.release("/a/*")

@@ -96,7 +96,9 @@ def waiters_reads(env, path, **script):
     for path, which instance a fetches (held by the origin until they all
     wait), and what the waiters got."""
     redis, origin = env.redis(), env.origin()
-    a, b = env.fleet(2, redis, origin)
+    # No re-check of the lock (lock_poll) while they wait: its GET would
+    # be counted, and only the fill may wake them.
+    a, b = env.fleet(2, redis, origin, routes={"/": {"lock_poll": "60s"}})
     origin.script(path, hold=True, **script)
     lead = Background(a.get, path)
     wait_for(lambda: origin.held(path) == 1, what="a to fetch under the lock")

@@ -121,9 +121,9 @@ def failed_fetch_answers_its_waiters_across_the_fleet(env):
     clients = 20
     redis, origin = env.redis(), env.origin()
     origin.script("/fail/503", status=503, delay_ms=1000, body="down")
-    origin.script("/fail/timeout", delay_ms=3000, body="late")
+    origin.script("/fail/timeout", delay_ms=6000, body="late")
     fleet = env.fleet(2, redis, origin, routes={"/": SHIPPED_LOCK},
-                      extra={"server": {"workers": "2"}, "upstream": {"timeout": "1500ms"}})
+                      extra={"server": {"workers": "2"}, "upstream": {"timeout": "3s"}})
     two_workers_each(fleet)
 
     results = stampede(fleet, clients, "/fail/503")

@@ -40,7 +40,8 @@ def sequential_large_hits_on_one_connection_never_wait_for_a_delayed_ack(env):
         expect_eq((resp.status, len(body)), (200, 100 * KIB), f"request {i}")
     conn.close()
     hits = took[2:]	# the fill and the first lookup aside
-    expect(max(hits) < 30, f"each 100 KiB hit well under the 40 ms delayed ACK: "
+    # The stall would hold every hit back; a busy machine may slow one or two.
+    expect(sorted(hits)[-3] < 30, f"8 of 10 100 KiB hits well under the 40 ms delayed ACK: "
            f"{', '.join(f'{t:.1f}' for t in hits)} ms")
 
 

@@ -24,16 +24,17 @@ def connect_refused(corral):
 @scenario
 def graceful_stop_finishes_requests_in_progress(env):
     redis, origin = env.redis(), env.origin()
-    origin.script(PATH, delay_ms=1500)
+    origin.script(PATH, hold=True)
     corral = env.corral(redis, origin, extra={"server": {"shutdown_timeout": "10s"}})
 
     client = Background(corral.get, PATH, {"Host": HOST})
-    wait_for(lambda: origin.count(PATH) == 1, what="the fetch to reach the origin")
+    wait_for(lambda: origin.held(PATH) == 1, what="the fetch to reach the origin")
     stopping = Background(corral.stop)	# SIGTERM; raises unless it exits 0 cleanly
     wait_for(lambda: connect_refused(corral), timeout=5,
              what="corral to stop accepting connections after SIGTERM")
     expect(not client.done() and corral.running(),
            "connections refused while the request is in progress, not only once corral exits")
+    origin.release(PATH)
 
     r = client.result()
     expect_eq(r.status, 200, "the request in progress at SIGTERM")

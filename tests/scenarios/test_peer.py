@@ -247,11 +247,16 @@ def a_sibling_with_no_stream_leaves_the_waiters_to_the_entry(env):
     # no stream for its sibling: the sibling's waiters get the entry once
     # stored, as without peer streaming, and nothing more goes upstream.
     redis, origin = env.redis(), env.origin()
-    origin.script("/p/small", size=20 * KIB, delay_ms=400)
+    origin.script("/p/small", size=20 * KIB, hold=True)
     corral = env.corral(redis, origin, routes=ROUTES, extra=TWO)
     socks, owner = spread_connections(corral, least=4)
 
-    results = run_all(timed_get, socks, corral, "/p/small")
+    clients = Background(run_all, timed_get, socks, corral, "/p/small")
+    wait_for(lambda: origin.held("/p/small") == 1 and
+             corral.stats()["in_progress"]["requests"] == len(socks),
+             what="every client joined, the fetch held at the origin")
+    origin.release("/p/small")
+    results = clients.result()
     for i, r in enumerate(results):
         expect(r is not None, f"client {i} answered")
         status, body, first, last, cs = r
@@ -268,13 +273,18 @@ def a_sibling_with_no_stream_leaves_the_waiters_to_the_entry(env):
 def a_body_cut_during_a_peer_stream_is_cut_in_every_worker(env):
     size = 1024 * KIB
     redis, origin = env.redis(), env.origin()
-    # Everyone waits before the head (delay), then the body stops short.
+    # Everyone waits before the head (held), then the body stops short.
     origin.script("/p/cut", size=size, cut_after=400 * KIB, pieces=8, interval_ms=100,
-                  delay_ms=300)
+                  hold=True)
     corral = env.corral(redis, origin, routes=ROUTES, extra=TWO)
     socks, owner = spread_connections(corral, least=3)
 
-    results = run_all(raw_get, socks, "/p/cut")
+    clients = Background(run_all, raw_get, socks, "/p/cut")
+    wait_for(lambda: origin.held("/p/cut") == 1 and
+             corral.stats()["in_progress"]["requests"] == len(socks),
+             what="every client joined, the fetch held at the origin")
+    origin.release("/p/cut")
+    results = clients.result()
     for i, r in enumerate(results):
         expect(r is not None, f"client {i} answered")
         status, got, length, end = r

@@ -25,7 +25,9 @@ def woken_elsewhere(env, path, **script):
     """Instance a fetches path (held by the origin) while WAITERS requests
     wait in b; the origin is released. b's probes before and after."""
     redis, origin = env.redis(), env.origin()
-    a, b = env.fleet(2, redis, origin)
+    # No re-check of the lock (lock_poll) while they wait: its GET would
+    # be counted, and only the fill may wake them.
+    a, b = env.fleet(2, redis, origin, routes={"/": {"lock_poll": "60s"}})
     origin.script(path, hold=True, **script)
     lead = Background(a.get, path)
     wait_for(lambda: origin.held(path) == 1, what="a to fetch under the lock")

@@ -22,7 +22,6 @@ def expect_all(results, status, body, what):
 
 @scenario
 def cold_miss_fleet_of_three_fetches_once(env):
-    fetch_ms = 500
     # Waiters must be woken by the "filled" PUBLISH: every instance that did
     # not fetch counts the fill that woke its waiters (fill_wake). Their
     # fallback poll is lock_poll = 5 s, so a poll-woken waiter would answer
@@ -31,10 +30,16 @@ def cold_miss_fleet_of_three_fetches_once(env):
     # wake_bound_s on a 2-core machine that runs another scenario beside.
     wake_bound_s = slow(1.0)
     redis, origin = env.redis(), env.origin()
-    origin.script(PATH, delay_ms=fetch_ms, body="v{n}")
-    fleet = env.fleet(3, redis, origin, routes={"/": {"lock_poll": "5s", "lock_wait": "3s"}})
+    origin.script(PATH, hold=True, body="v{n}")
+    fleet = env.fleet(3, redis, origin, routes={"/": {"lock_poll": "5s", "lock_wait": "10s"}})
 
-    results = stampede(fleet, CLIENTS, PATH)
+    # The fetch is held until every client is in: none arrives after it.
+    clients = Background(stampede, fleet, CLIENTS, PATH)
+    wait_for(lambda: origin.held(PATH) == 1 and
+             sum(c.stats()["in_progress"]["requests"] for c in fleet) == CLIENTS,
+             what=f"the {CLIENTS} clients to wait for the one fetch")
+    origin.release(PATH)
+    results = clients.result()
 
     expect_eq(origin.count(PATH), 1, "origin requests for the cold key")
     expect_all(results, 200, b"v1", "all clients")
@@ -107,14 +112,15 @@ def stale_key_fleet_of_three_served_stale_then_refreshed_once(env):
 
 @scenario
 def slow_origin_lock_is_renewed(env):
-    # The fetch (1.5 s) outlives the lock's PX (300 ms) several times over.
-    # Waiters re-check every 100 ms; had the lock expired, one would have
-    # taken it and fetched again.
+    # The fetch (4 s) outlives the lock's PX (1 s) several times over; it
+    # is renewed every third of it, so that a stall of a few hundred ms on
+    # a busy machine does not let it expire. Waiters re-check every 100 ms;
+    # had the lock expired, one would have taken it and fetched again.
     clients = 30
     redis, origin = env.redis(), env.origin()
-    origin.script(PATH, delay_ms=1500, body="v{n}")
+    origin.script(PATH, delay_ms=4000, body="v{n}")
     fleet = env.fleet(3, redis, origin, routes={"/": {
-        "lock_ttl": "300ms", "lock_wait": "5s", "lock_poll": "100ms"}})
+        "lock_ttl": "1s", "lock_wait": "10s", "lock_poll": "100ms"}})
 
     results = stampede(fleet, clients, PATH)
 
