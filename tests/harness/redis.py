@@ -148,6 +148,7 @@ class RedisProxy:
         self.held = []		# (client socket, bytes kept back), in order
         self.holding = set()	# ids of the connections being held
         self.messages = 0
+        self.sub_data = b""	# all that subscribed connections were sent
         self.socks = []
         self.subscribed = []	# (client, server) of subscribed connections
         self.sub_paused = False
@@ -197,8 +198,6 @@ class RedisProxy:
         """Redis to client: kept back while the connection is held."""
         while (data := self.recv(server)):
             with self.lock:
-                if conn["subscriber"]:
-                    self.messages += data.count(b"message\r\n")
                 if conn["id"] in self.holding:
                     self.held.append((client, data))
                     continue
@@ -206,6 +205,9 @@ class RedisProxy:
                     client.sendall(data)
                 except OSError:
                     break
+                if conn["subscriber"]:	# counted once on its way to the client
+                    self.messages += data.count(b"message\r\n")
+                    self.sub_data += data
         self.shut(client)
 
     @classmethod
@@ -231,10 +233,13 @@ class RedisProxy:
         with self.lock:
             return sum(len(d) for _, d in self.held)
 
-    def published(self):
-        """Messages passed to subscribed connections so far."""
+    def published(self, channel=None):
+        """Messages passed to subscribed connections so far; with channel,
+        the times its name was (its messages, after its subscription)."""
         with self.lock:
-            return self.messages
+            if channel is None:
+                return self.messages
+            return self.sub_data.count(channel.encode())
 
     def cut_subscriptions(self):
         with self.lock:

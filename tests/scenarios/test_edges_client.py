@@ -292,11 +292,11 @@ def a_head_trickled_slower_than_client_timeout_is_cut(env):
 def a_slow_chunked_body_is_not_cut_while_it_moves(env):
     redis, origin = env.redis(), env.origin()
     origin.script("*", body="got {path}")
-    corral = env.corral(redis, origin, extra={"server": {"client_timeout": "1s"}})
+    corral = env.corral(redis, origin, extra={"server": {"client_timeout": "2s"}})
     with socket.create_connection((corral.host, corral.port), 10) as s:
         s.sendall(b"POST /up HTTP/1.1\r\n" + H + b"Transfer-Encoding: chunked\r\n"
                   b"Connection: close\r\n\r\n")
-        for _ in range(8):	# 2.4 s in all, never 1 s without a byte
+        for _ in range(12):	# 3.6 s in all, never 2 s without a byte
             s.sendall(b"3\r\nabc\r\n")
             time.sleep(0.3)	# pacing the upload, not waiting for a condition
         s.sendall(b"0\r\n\r\n")
@@ -306,7 +306,7 @@ def a_slow_chunked_body_is_not_cut_while_it_moves(env):
             data += chunk
     expect(data.startswith(b"HTTP/1.1 200 ") and data.endswith(b"got /up"),
            f"answer to the slow upload: {data!r}")
-    expect_eq(origin.path_stats("/up")["bodies"], [24], "body bytes the origin received")
+    expect_eq(origin.path_stats("/up")["bodies"], [36], "body bytes the origin received")
 
 
 @scenario

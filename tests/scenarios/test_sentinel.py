@@ -81,7 +81,7 @@ def sentinel_manual_failover_is_followed_at_the_switch_with_the_old_primary_up(e
     t0 = time.monotonic()
     wait_for(lambda: all([n["address"] for n in redis_figures(c)["nodes"]] ==
                          [group.replica.address] and redis_figures(c)["up"]
-                         for c in (corral, second)), timeout=3,
+                         for c in (corral, second)), timeout=5,	# ~10 s unwarned
              what="both instances to follow +switch-master to the new primary")
     took = time.monotonic() - t0
     expect(group.primary.running(), "the old primary is still up")
