@@ -127,7 +127,7 @@ test: test-deps
 test-build: check-boundaries build/asan/corral $(UNIT_BIN) man deb
 
 # Mutation tests of every module (tests/mutants.py): each mutant must make
-# one of its tests fail. Not part of make test (about 20 minutes on 2 cores);
+# one of its tests fail. Not part of make test (about 24 minutes on 2 cores);
 # works on scratch copies under build/mutants/, two mutants at once.
 test-mutants: test-deps
 	python3 tests/mutants.py
