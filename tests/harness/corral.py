@@ -234,6 +234,15 @@ def fleet_counters(corrals, route=None):
     return total
 
 
+def release_once_joined(origin, path, corrals, n):
+    """Releases path's fetch, held at the origin, once the corrals have n
+    requests in progress between them: every client has joined it."""
+    wait_for(lambda: origin.held(path) == 1 and
+             sum(c.stats()["in_progress"]["requests"] for c in corrals) == n,
+             what=f"the {n} clients to join the one fetch of {path}, held at the origin")
+    origin.release(path)
+
+
 # What each instance did of a fetch: named in a failed one-fetch check.
 FETCH_STORY = ("misses", "collapsed", "locks_acquired", "lock_busy", "lock_takeovers",
                "lock_lost", "lock_wait_timeouts", "sibling_fills", "upstream_retries",

@@ -14,8 +14,8 @@ import socket
 import threading
 import time
 
-from harness import (HOST, Background, cache_key, children, expect, expect_eq, scenario,
-                     wait_for)
+from harness import (HOST, Background, cache_key, children, expect, expect_eq,
+                     release_once_joined, scenario, wait_for)
 from origin import sized_body
 
 KIB = 1024
@@ -176,10 +176,7 @@ def waiters_of_both_workers_get_the_body_as_it_arrives(env):
     socks, owner = spread_connections(corral, least=8)
 
     clients = Background(run_all, timed_get, socks, corral, "/p/big")
-    wait_for(lambda: origin.held("/p/big") == 1 and
-             corral.stats()["in_progress"]["requests"] == len(socks),
-             what="every client joined, the fetch held at the origin")
-    origin.release("/p/big")
+    release_once_joined(origin, "/p/big", [corral], len(socks))
     results = clients.result()
     expect_eq(origin.count("/p/big"), 1, "origin requests for both workers")
     ps = origin.path_stats("/p/big")
@@ -252,10 +249,7 @@ def a_sibling_with_no_stream_leaves_the_waiters_to_the_entry(env):
     socks, owner = spread_connections(corral, least=4)
 
     clients = Background(run_all, timed_get, socks, corral, "/p/small")
-    wait_for(lambda: origin.held("/p/small") == 1 and
-             corral.stats()["in_progress"]["requests"] == len(socks),
-             what="every client joined, the fetch held at the origin")
-    origin.release("/p/small")
+    release_once_joined(origin, "/p/small", [corral], len(socks))
     results = clients.result()
     for i, r in enumerate(results):
         expect(r is not None, f"client {i} answered")
@@ -280,10 +274,7 @@ def a_body_cut_during_a_peer_stream_is_cut_in_every_worker(env):
     socks, owner = spread_connections(corral, least=3)
 
     clients = Background(run_all, raw_get, socks, "/p/cut")
-    wait_for(lambda: origin.held("/p/cut") == 1 and
-             corral.stats()["in_progress"]["requests"] == len(socks),
-             what="every client joined, the fetch held at the origin")
-    origin.release("/p/cut")
+    release_once_joined(origin, "/p/cut", [corral], len(socks))
     results = clients.result()
     for i, r in enumerate(results):
         expect(r is not None, f"client {i} answered")

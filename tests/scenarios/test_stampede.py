@@ -8,8 +8,8 @@ same Host header (harness.HOST) to all of them, so they share cache keys.
 """
 
 from harness import (Background, entry_key, expect, expect_entry, expect_eq,
-                     fleet_counters, is_token, lock_key, scenario, slow, stale_fleet,
-                     stampede, wait_for)
+                     fleet_counters, is_token, lock_key, release_once_joined, scenario, slow,
+                     stale_fleet, stampede, wait_for)
 
 PATH = "/users/1"
 CLIENTS = 200
@@ -35,10 +35,7 @@ def cold_miss_fleet_of_three_fetches_once(env):
 
     # The fetch is held until every client is in: none arrives after it.
     clients = Background(stampede, fleet, CLIENTS, PATH)
-    wait_for(lambda: origin.held(PATH) == 1 and
-             sum(c.stats()["in_progress"]["requests"] for c in fleet) == CLIENTS,
-             what=f"the {CLIENTS} clients to wait for the one fetch")
-    origin.release(PATH)
+    release_once_joined(origin, PATH, fleet, CLIENTS)
     results = clients.result()
 
     expect_eq(origin.count(PATH), 1, "origin requests for the cold key")
