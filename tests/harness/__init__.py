@@ -31,8 +31,9 @@ them from harness. Each module imports only those above it:
 
 from .clients import Background, StampedeResult, closed_by_server, paced, stampede
 from .corral import (COUNTERS, DEFAULT_ROUTE, VALGRIND_ERROR_EXIT, WRAPPER, Corral, children,
-                     corral_config, expect_fetches, fetch_story, fleet_counters, nofile_limit,
-                     release_once_joined, server_addresses, split_hostport, tcp_socket_owner)
+                     corral_config, expect_fetches, fetch_story, fills_that_woke, fleet_counters,
+                     nofile_limit, release_once_joined, server_addresses, split_hostport,
+                     tcp_socket_owner)
 from .env import DEFAULT_SCENARIO_TIMEOUT_S, SCENARIOS, Env, scenario
 from .http import (CacheStatus, Headers, RawReply, Response, get_request, http_request,
                    raw_exchange, send_and_leave)
@@ -55,9 +56,10 @@ __all__ = [
     "RedisProxy", "RedisServer", "RespClient", "RespError", "Response", "StampedeResult",
     "backoff_key", "cache_key", "children", "corral_config", "entry_key", "expect",
     "expect_entry", "expect_entry_pttl", "expect_eq", "expect_fetches", "expect_no_entries",
-    "fails_key", "fetch_story", "release_once_joined", "find_redis_server", "fleet_counters", "free_port", "get_request", "hfm_key",
-    "http_request", "is_token", "lock_key", "nofile_limit", "origin_max_active", "paced",
-    "raw_exchange", "read_text", "sanitizer_report", "scenario", "send_and_leave",
+    "fails_key", "fetch_story", "fills_that_woke", "find_redis_server", "fleet_counters",
+    "free_port", "get_request", "hfm_key", "http_request", "is_token", "lock_key",
+    "nofile_limit", "origin_max_active", "paced", "raw_exchange", "read_text",
+    "release_once_joined", "sanitizer_report", "scenario", "send_and_leave",
     "server_addresses", "slow", "split_hostport", "tcp_socket_owner", "stale_fleet", "stampede", "tail",
     "wait_for", "wait_until_stale",
 ]

@@ -243,6 +243,17 @@ def release_once_joined(origin, path, corrals, n):
     origin.release(path)
 
 
+def fills_that_woke(corrals):
+    """{name: fill_wake count} of each instance that took no lock: the
+    flights of its waiters that a fill notification woke."""
+    woken = {}
+    for c in corrals:
+        total = c.stats()["total"]
+        if total["locks_acquired"] == 0:
+            woken[c.name] = total["fill_wake"]["count"]
+    return woken
+
+
 # What each instance did of a fetch: named in a failed one-fetch check.
 FETCH_STORY = ("misses", "collapsed", "locks_acquired", "lock_busy", "lock_takeovers",
                "lock_lost", "lock_wait_timeouts", "sibling_fills", "upstream_retries",
@@ -259,7 +270,7 @@ def fetch_story(corrals):
         except Exception as e:	# noqa: BLE001 - a story, not a check
             lines.append(f"{c.name}: no /stats ({e!r})")
             continue
-        told = {k: s["total"].get(k, 0) for k in FETCH_STORY if s["total"].get(k)}
+        told = {k: s["total"][k] for k in FETCH_STORY if s["total"].get(k)}
         r = s.get("redis", {})
         told.update({f"redis_{k}": r[k] for k in ("timeouts", "errors", "disconnects")
                      if r.get(k)})

@@ -147,7 +147,6 @@ class RedisProxy:
         self.arm = None		# the word that starts holding, once
         self.held = []		# (client socket, bytes kept back), in order
         self.holding = set()	# ids of the connections being held
-        self.messages = 0
         self.sub_data = b""	# all that subscribed connections were sent
         self.socks = []
         self.subscribed = []	# (client, server) of subscribed connections
@@ -206,7 +205,6 @@ class RedisProxy:
                 except OSError:
                     break
                 if conn["subscriber"]:	# counted once on its way to the client
-                    self.messages += data.count(b"message\r\n")
                     self.sub_data += data
         self.shut(client)
 
@@ -237,9 +235,8 @@ class RedisProxy:
         """Messages passed to subscribed connections so far; with channel,
         the times its name was (its messages, after its subscription)."""
         with self.lock:
-            if channel is None:
-                return self.messages
-            return self.sub_data.count(channel.encode())
+            return self.sub_data.count(b"message\r\n" if channel is None
+                                       else channel.encode())
 
     def cut_subscriptions(self):
         with self.lock:

@@ -3,8 +3,8 @@ cluster-node-timeout): one fetch per key for the whole fleet, whichever
 primary owns the key, through a slot migration and through a failover."""
 
 from harness import (PREFIX, Background, cache_key, children, entry_key, expect, expect_eq,
-                     expect_fetches,
-                     http_request, lock_key, paced, scenario, stampede, wait_for)
+                     expect_fetches, http_request, lock_key, paced, scenario, stampede,
+                     wait_for)
 from harness.cluster import (RedisCluster, expect_all_ok, key_slot, path_in_slot, path_slot,
                              paths_in_slots, redis_figures, start_cluster)
 

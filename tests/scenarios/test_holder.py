@@ -11,9 +11,9 @@ Every instance here runs two workers unless a scenario says otherwise.
 import os
 import signal
 
-from harness import (Background, children, entry_key, expect, expect_eq, fleet_counters,
-                     get_request, lock_key, raw_exchange, scenario, slow, stampede,
-                     tcp_socket_owner, wait_for, wait_until_stale)
+from harness import (Background, children, entry_key, expect, expect_eq, fills_that_woke,
+                     fleet_counters, get_request, lock_key, raw_exchange, scenario, slow,
+                     stampede, tcp_socket_owner, wait_for, wait_until_stale)
 
 PATH = "/reports/1"
 ORIGIN_MS = 5000		# a slow query: longer than lock_wait's old default (3 s)
@@ -66,8 +66,7 @@ def slow_query_over_two_instances_of_two_workers_is_fetched_once(env):
     c = fleet_counters(fleet)
     expect_eq((c["upstream_fetches"], c["stores"], c["lock_wait_timeouts"], c["errors"]),
               (1, 1, 0, 0), "upstream_fetches, stores, lock_wait_timeouts, errors")
-    woken = [c.stats()["total"]["fill_wake"]["count"] for c in fleet
-             if c.counters()["locks_acquired"] == 0]
+    woken = list(fills_that_woke(fleet).values())
     expect(len(woken) == 1 and woken[0] >= 1,
            f"fills that woke the waiters of the instance that did not fetch: {woken}")
 

@@ -8,8 +8,8 @@ same Host header (harness.HOST) to all of them, so they share cache keys.
 """
 
 from harness import (Background, entry_key, expect, expect_entry, expect_eq,
-                     fleet_counters, is_token, lock_key, release_once_joined, scenario, slow,
-                     stale_fleet, stampede, wait_for)
+                     fills_that_woke, fleet_counters, is_token, lock_key, release_once_joined,
+                     scenario, slow, stale_fleet, stampede, wait_for)
 
 PATH = "/users/1"
 CLIENTS = 200
@@ -48,8 +48,7 @@ def cold_miss_fleet_of_three_fetches_once(env):
            f"last client answered {late_ms:.0f} ms after the origin's response "
            f"(bound {wake_bound_s * 1000:.0f} ms): waiters were not woken by the event")
 
-    woken = {c.name: c.stats()["total"]["fill_wake"]["count"] for c in fleet
-             if c.counters()["locks_acquired"] == 0}
+    woken = fills_that_woke(fleet)
     expect_eq(sorted(woken.values()), [1, 1],
               f"fills that woke the waiters of the two instances that did not fetch ({woken})")
 
