@@ -41,7 +41,7 @@ from .keys import (HOST, PREFIX, TOKEN_RE, backoff_key, cache_key, entry_key, fa
                    hfm_key, is_token, lock_key)
 from .origin import ORIGIN_PY, TESTS_DIR, Origin, origin_max_active
 from .redis import (RedisProxy, RedisServer, expect_entry, expect_entry_pttl, expect_no_entries,
-                    find_redis_server, stale_fleet, wait_until_stale)
+                    expect_pttl, find_redis_server, stale_fleet, wait_until_stale)
 from .resp import RespClient, RespError
 from .wait import (CLIENT_TIMEOUT_S, LOG_TAIL_LINES, NOT_YET, POLL_S, SANITIZER_MARKERS,
                    SLOWNESS, START_TIMEOUT_S, STOP_TIMEOUT_S, expect, expect_eq, free_port,
@@ -56,7 +56,7 @@ __all__ = [
     "RedisProxy", "RedisServer", "RespClient", "RespError", "Response", "StampedeResult",
     "backoff_key", "cache_key", "children", "corral_config", "entry_key", "expect",
     "expect_entry", "expect_entry_pttl", "expect_eq", "expect_fetches", "expect_no_entries",
-    "fails_key", "fetch_story", "fills_that_woke", "find_redis_server", "fleet_counters",
+    "expect_pttl", "fails_key", "fetch_story", "fills_that_woke", "find_redis_server", "fleet_counters",
     "free_port", "get_request", "hfm_key", "http_request", "is_token", "lock_key",
     "nofile_limit", "origin_max_active", "paced", "raw_exchange", "read_text",
     "release_once_joined", "sanitizer_report", "scenario", "send_and_leave",

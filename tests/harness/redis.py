@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import threading
+import time
 
 from .keys import entry_key, is_token
 from .resp import RespClient, _decode
@@ -290,12 +291,22 @@ def expect_no_entries(redis, what):
     expect_eq(redis.entry_keys(), [], f"entries in Redis after {what}")
 
 
-def expect_entry_pttl(redis, path, expected_ms, slack_ms=2000):
+def expect_pttl(redis, key, expected_ms, slack_ms=2000, since=None, over_ms=50):
+    """key's PTTL is expected_ms (up to over_ms more), less at most slack_ms
+    spent since it was set; with since (a time.monotonic() taken before the
+    request that set it), less at most the time since then."""
+    pttl = redis.pttl(key)
+    if since is not None:
+        slack_ms = (time.monotonic() - since) * 1000 + 5
+    expect(expected_ms - slack_ms <= pttl <= expected_ms + over_ms,
+           f"PTTL of {key}: expected {expected_ms} ms less at most {slack_ms:.0f} ms "
+           f"since it was set, got {pttl}")
+
+
+def expect_entry_pttl(redis, path, expected_ms, slack_ms=2000, since=None):
     """The entry's PTTL is expected_ms (ttl + stale_while_revalidate), less
-    at most slack_ms spent since it was stored."""
-    pttl = redis.pttl(entry_key(path))
-    expect(expected_ms - slack_ms <= pttl <= expected_ms + 50,
-           f"PTTL of {entry_key(path)}: expected about {expected_ms} ms, got {pttl}")
+    the time since it was stored (expect_pttl)."""
+    expect_pttl(redis, entry_key(path), expected_ms, slack_ms, since)
 
 
 def wait_until_stale(redis, path, swr_ms, by_ms=1100, timeout=30):
