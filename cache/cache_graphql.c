@@ -16,6 +16,7 @@
 #include <strings.h>
 
 #define OPNAME_EMPTY	"operationName=\"\""	/* a digest part */
+#define EXTRA_PART	"member"	/* before each other member's parts */
 
 /* A run of body text: [p, end). */
 struct span {
@@ -23,10 +24,15 @@ struct span {
 	const char	*end;
 };
 
-/* The members of the body that count, and whether each was seen. */
+/* The members of the body: the three every server reads, whether each
+ * was seen, and the others (documentId, extensions, ...), which a server
+ * may read instead of the query: each is keyed too. */
 struct members {
 	struct span	 query, opname, vars;
 	int		 has_query, has_opname, has_vars;
+	struct span	 extra_name[GRAPHQL_EXTRA_MAX];
+	struct span	 extra_value[GRAPHQL_EXTRA_MAX];
+	int		 nextra;
 };
 
 static int
@@ -283,8 +289,9 @@ plain_name(const struct span *name)
 
 /* Notes the value span v of a member named name (raw, quotes and all). */
 static int
-note_member(struct members *m, const struct span *name, const struct span *v)
+note_member(const struct span *name, const struct span *v, void *arg)
 {
+	struct members *m = arg;
 	static const struct { const char *name; size_t off, seen; } known[] = {
 		{ "\"query\"", offsetof(struct members, query),
 		  offsetof(struct members, has_query) },
@@ -309,17 +316,30 @@ note_member(struct members *m, const struct span *name, const struct span *v)
 			return -1;	/* named twice: which one counts? */
 		*seen = 1;
 		*(struct span *)(void *)((char *)m + known[i].off) = *v;
+		return 0;
 	}
+	for (int i = 0; i < m->nextra; i++)
+		if ((size_t)(m->extra_name[i].end - m->extra_name[i].p) == n &&
+		    memcmp(m->extra_name[i].p, name->p, n) == 0)
+			return -1;	/* named twice */
+	if (m->nextra == GRAPHQL_EXTRA_MAX)
+		return -1;
+	m->extra_name[m->nextra] = *name;
+	m->extra_value[m->nextra++] = *v;
 	return 0;
 }
 
-/* The body's one object, its members noted. 0 or -1. */
+typedef int member_cb(const struct span *name, const struct span *v,
+    void *arg);
+
+/* Calls fn with each member of the body's one object (its name and value
+ * spans, raw), as long as fn returns 0. 0, or -1 when the body is not one
+ * object or fn said -1. */
 static int
-read_members(const char *body, size_t len, struct members *m)
+each_member(const char *body, size_t len, member_cb *fn, void *arg)
 {
 	struct span s = { body, body + len }, name, v;
 
-	memset(m, 0, sizeof(*m));
 	skip_ws(&s);
 	if (s.p >= s.end || *s.p != '{')
 		return -1;
@@ -341,7 +361,7 @@ read_members(const char *body, size_t len, struct members *m)
 		if (skip_value(&s, 1) == -1)
 			return -1;
 		v.end = s.p;
-		if (note_member(m, &name, &v) == -1)
+		if (fn(&name, &v, arg) == -1)
 			return -1;
 		skip_ws(&s);
 		if (s.p < s.end && *s.p == ',') {
@@ -353,6 +373,14 @@ read_members(const char *body, size_t len, struct members *m)
 		skip_ws(&s);
 		return s.p == s.end ? 0 : -1;
 	}
+}
+
+/* The body's one object, its members noted. 0 or -1. */
+static int
+read_members(const char *body, size_t len, struct members *m)
+{
+	memset(m, 0, sizeof(*m));
+	return each_member(body, len, note_member, m);
 }
 
 /* Past a GraphQL string at q[i] ('"' or '"""'): the index after it, or
@@ -553,8 +581,53 @@ graphql_read(const char *body, size_t len, struct keyrule_digest *d)
 		if (m.has_opname && *m.opname.p == '"' && olen == 0)
 			keyrule_digest_part(d, OPNAME_EMPTY,
 			    strlen(OPNAME_EMPTY));
+		/* Each other member, as its name and compact value: a body
+		 * with one is a key of its own (and its refresh resends it). */
+		for (int i = 0; i < m.nextra; i++) {
+			keyrule_digest_part(d, EXTRA_PART, strlen(EXTRA_PART));
+			keyrule_digest_part(d, m.extra_name[i].p,
+			    (size_t)(m.extra_name[i].end - m.extra_name[i].p));
+			keyrule_digest_part(d, buf + 2 * len,
+			    compact(&m.extra_value[i], buf + 2 * len));
+		}
 	}
 out:
 	free(buf);
 	return kind;
+}
+
+/* Is name "errors", with a value other than null or []? */
+static int
+on_answer_member(const struct span *name, const struct span *v, void *arg)
+{
+	int *failed = arg;
+	struct span rest = *v;
+
+	if (name->end - name->p != 8 || memcmp(name->p, "\"errors\"", 8) != 0)
+		return 0;
+	if (literal(&rest, "null") == 0)
+		return 0;
+	if (*rest.p == '[') {
+		rest.p++;
+		skip_ws(&rest);
+		if (rest.p < rest.end && *rest.p == ']')
+			return 0;
+	}
+	*failed = 1;
+	return 0;
+}
+
+int
+graphql_errors(const char *body, size_t len)
+{
+	int failed = 0;
+
+	(void)each_member(body, len, on_answer_member, &failed);
+	return failed;
+}
+
+enum graphql_kind
+graphql_document(const char *q, size_t len)
+{
+	return classify(q, len);
 }

@@ -10,7 +10,8 @@
  * Anything it cannot vouch for is not a query: a body that is not one
  * JSON object, a member named twice, a top-level member name with an
  * escape or a byte outside printable ASCII, or that differs from query,
- * operationName or variables only in case, a query that is not a string,
+ * operationName or variables only in case, more than GRAPHQL_EXTRA_MAX
+ * other members, a query that is not a string,
  * a document with no operation, or one that defines (or names, outside a
  * selection) a mutation or subscription anywhere, even beside a query.
  */
@@ -20,6 +21,8 @@
 #include "cache/cache_keyrule.h"
 
 #define GRAPHQL_DEPTH_MAX	64	/* JSON nesting of a body */
+#define GRAPHQL_EXTRA_MAX	16	/* members besides query, operationName
+					 * and variables (more: not cached) */
 /* What a request body is sent as (GraphQL over HTTP: application/json). */
 #define GRAPHQL_MEDIA_TYPE	"application/json"
 
@@ -39,11 +42,25 @@ int	graphql_media_type(const char *ctype);
 /*
  * Reads body (len bytes). For a query, feeds d with its query text (the
  * JSON string decoded), its operationName ("" when absent or null; an
- * empty string is told apart from those) and its variables (their JSON
- * text without the whitespace between tokens; "" when absent or null);
- * nothing else of the body counts.
+ * empty string is told apart from those), its variables (their JSON
+ * text without the whitespace between tokens; "" when absent or null),
+ * and every other member by its name and compact value, in the body's
+ * order (documentId, extensions.persistedQuery: a server may run the
+ * document one names instead of the text).
  */
 enum graphql_kind graphql_read(const char *body, size_t len,
 	    struct keyrule_digest *d);
+
+/* What a query text q (len bytes, decoded: a GET's query parameter)
+ * defines: GRAPHQL_QUERY, GRAPHQL_MUTATION (or a subscription), or
+ * GRAPHQL_INVALID. Feeds nothing. */
+enum graphql_kind graphql_document(const char *q, size_t len);
+/*
+ * Does a response body (len bytes) report errors: is it a JSON object
+ * whose member "errors" is there and neither null nor []? (GraphQL over
+ * HTTP answers 200 with them: permission denied, bad variables, a
+ * resolver that failed.) A body that is not one JSON object does not.
+ */
+int	graphql_errors(const char *body, size_t len);
 
 #endif

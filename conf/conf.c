@@ -293,11 +293,13 @@ static const struct key keys[] = {
 	  IN_ROUTE(lock_poll_ms), "re-check interval while waiting" },
 	{ "cache_authorized", SECT_ROUTE, T_AUTHZ, "off", 0, 0,
 	  IN_ROUTE(cache_authorized),
-	  "cache requests with Authorization or Cookie: shared, or keyed "
-	  "per credential" },
+	  "cache requests with credentials: off (passed), on (shared when the "
+	  "origin says public), per-credential, or anonymous (fetched "
+	  "without them)" },
 	{ "credential_header", SECT_ROUTE, T_HEADER, CONF_CREDENTIAL_HEADER, 1,
 	  CONF_HEADER_NAME_MAX - 1, IN_ROUTE(credential_header),
-	  "per-credential: the request header that holds the credential" },
+	  "per-credential: the request header that holds the credential; "
+	  "anonymous: one more header it never sends" },
 	{ "credential_cookie", SECT_ROUTE, T_COOKIE, "", 0, CONF_COOKIE_MAX - 1,
 	  IN_ROUTE(credential_cookie),
 	  "per-credential: this cookie is a credential too (others not sent)" },
@@ -1815,7 +1817,7 @@ format_range(const struct key *k, char *out, size_t outlen)
 		snprintf(out, outlen, "least_outstanding|round-robin");
 		break;
 	case T_AUTHZ:
-		snprintf(out, outlen, "off|on|per-credential");
+		snprintf(out, outlen, "off|on|per-credential|anonymous");
 		break;
 	case T_QUERY_NAMES:
 		snprintf(out, outlen, "name,prefix*,...");

@@ -48,6 +48,7 @@ enum conf_authz {
 	CONF_AUTHZ_OFF,		/* passed, uncached */
 	CONF_AUTHZ_ON,		/* one entry for every credential */
 	CONF_AUTHZ_CREDENTIAL,	/* per-credential: an entry per credential */
+	CONF_AUTHZ_ANONYMOUS,	/* one entry, fetched without credentials */
 };
 
 #define CONF_TOKENS_MAX		64	/* admin_token_file: tokens */

@@ -20,8 +20,11 @@
 #include "common/util.h"
 
 #define PER_CREDENTIAL	"per-credential"
+#define ANONYMOUS	"anonymous"
 #define NAME_SHOW_MAX	40	/* characters of a bad name quoted */
 #define HOP_BY_HOP	"a hop-by-hop field never reaches the origin"
+#define UNDERSCORED	"a field name with '_' never reaches the origin " \
+			"(some read it as '-'): spell it with '-'"
 #define SECRET_READ_MAX	(CONF_KEY_SECRET_MAX + 2)	/* to see "too long" */
 
 int
@@ -33,9 +36,13 @@ conf_key_set_authz(const char *v, int *out, char *err, size_t errlen)
 		*out = CONF_AUTHZ_CREDENTIAL;
 		return 0;
 	}
+	if (strcasecmp(v, ANONYMOUS) == 0) {
+		*out = CONF_AUTHZ_ANONYMOUS;
+		return 0;
+	}
 	if (util_parse_bool(v, &b) == -1) {
-		snprintf(err, errlen, "\"%.*s\" is not off, on or "
-		    PER_CREDENTIAL, NAME_SHOW_MAX, v);
+		snprintf(err, errlen, "\"%.*s\" is not off, on, "
+		    PER_CREDENTIAL " or " ANONYMOUS, NAME_SHOW_MAX, v);
 		return -1;
 	}
 	*out = b ? CONF_AUTHZ_ON : CONF_AUTHZ_OFF;
@@ -140,6 +147,10 @@ conf_key_set_header(const char *v, char *field, size_t size, char *err,
 			    NAME_SHOW_MAX, v);
 			return -1;
 		}
+	}
+	if (strchr(v, '_') != NULL) {
+		snprintf(err, errlen, "\"%.*s\": " UNDERSCORED, NAME_SHOW_MAX, v);
+		return -1;
 	}
 	/* Hop-by-hop fields never reach the origin (RFC 9110 7.6.1). */
 	if ((hop = field_hop_by_hop(v)) != NULL) {
@@ -261,6 +272,11 @@ conf_key_check_route(const struct conf *c, const struct conf_route *r,
 		}
 	}
 	for (const char *p = r->key_headers; *p != '\0'; p += strspn(p, ", ")) {
+		if (memchr(p, '_', strcspn(p, ", ")) != NULL) {
+			snprintf(err, errlen, "key_headers names %.*s: "
+			    UNDERSCORED, (int)strcspn(p, ", "), p);
+			return -1;
+		}
 		p += strcspn(p, ", ");
 		n++;
 	}
@@ -274,9 +290,10 @@ conf_key_check_route(const struct conf *c, const struct conf_route *r,
 		return -1;
 	}
 	if (strcasecmp(r->credential_header, CONF_CREDENTIAL_HEADER) != 0 &&
-	    r->cache_authorized != CONF_AUTHZ_CREDENTIAL) {
+	    r->cache_authorized != CONF_AUTHZ_CREDENTIAL &&
+	    r->cache_authorized != CONF_AUTHZ_ANONYMOUS) {
 		snprintf(err, errlen, "credential_header needs "
-		    "cache_authorized = " PER_CREDENTIAL);
+		    "cache_authorized = " PER_CREDENTIAL " or " ANONYMOUS);
 		return -1;
 	}
 	if (r->credential_cookie[0] != '\0' &&

@@ -103,8 +103,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    "a lifetime for what is not storable");
 	check(f.storable || f.why != NULL, "refused without a reason");
 
-	(void)hdr_storable(&resp, &why);
-	(void)hdr_shareable(&resp);
+	/* What is stored goes to every request: one rule says both. */
+	check(!f.storable || hdr_shareable(&resp, (flags & 2) != 0, &rt, &why),
+	    "stored but not shareable");
 	(void)hdr_not_modified(&req, &resp);
 	hdr_copy(&resp, &copy, HDR_DROP_LENGTH);
 	hdr_merge_304(&copy, &req);

@@ -246,13 +246,15 @@ on_flight_stream(const struct upstream_response *resp, struct evbuffer *chunk,
     void *arg)
 {
 	struct flight *fl = arg;
+	const char *why;
 
 	assert(fl->magic == FLIGHT_MAGIC);
 	if (chunk != NULL)
 		return fl->stream != NULL ? stream_data(fl->stream, chunk) : 0;
 	if (resp->status < 200)		/* a 1xx: to every waiter, not kept */
 		return waitlist_interim(&fl->waiters, resp);
-	if (!stream_wanted(resp, 1) || !hdr_shareable(&resp->headers) ||
+	if (!stream_wanted(resp, 1) ||
+	    !hdr_shareable(&resp->headers, fl->authorized, &fl->rt, &why) ||
 	    evhttp_find_header(&resp->headers, "Vary") != NULL ||
 	    stream_start(fl, resp) == -1) {
 		fl->stream_state = STREAM_WHOLE;
@@ -426,6 +428,7 @@ reported_fetched(struct flight *fl, struct refresh_report *rep)
 		lead = rep->stored ? OUT_STORED : OUT_FETCHED;
 	verdict_set(&fl->v, lead, OUT_COLLAPSED, entry_ref(rep->entry));
 	fl->v.shareable = rep->shareable;
+	fl->v.not_stored = rep->not_stored;
 	if (rep->vary[0] != '\0' && strchr(fl->key, '\n') == NULL) {
 		/* Only waiters of the lead's variant share it. */
 		snprintf(fl->v.vary, sizeof(fl->v.vary), "%s", rep->vary);

@@ -82,6 +82,8 @@ struct answer {
 	int			 upstream_status;	/* fwd-status, if not the entry's */
 	enum outcome		 pass_kind;	/* OUT_BYPASS, OUT_METHOD or NONE */
 	int			 hit_for_miss;	/* passed: the key is uncacheable */
+	const char		*not_stored;	/* fetched, not stored: why (a
+						 * static token), or NULL */
 	int			 reject_code;	/* OUT_REJECTED */
 	enum key_rule		 key_rule;	/* what made its key */
 };
@@ -133,6 +135,7 @@ struct handover {
 	int			 upstream_status;
 	int			 hit_for_miss;	/* HAND_PASS: the key is per user */
 	const char		*vary;		/* HAND_VARIANT: what it varies on */
+	const char		*not_stored;	/* fetched, not stored: why */
 };
 
 struct waiter;

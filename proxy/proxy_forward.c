@@ -128,7 +128,8 @@ forward_headers(struct evhttp_request *ev, const struct conf *conf,
 	const struct evkeyval *h;
 	struct evbuffer *xff;
 
-	hdr_copy(in, dst, flags | HDR_DROP_HOST | HDR_DROP_FORWARDED);
+	hdr_copy(in, dst, flags | HDR_DROP_HOST | HDR_DROP_FORWARDED |
+	    HDR_DROP_UNDERSCORED);
 	/* Corral has the body already: libevent answered any 100-continue. */
 	evhttp_remove_header(dst, "Expect");
 	if (keyed && asked[0] != '\0')

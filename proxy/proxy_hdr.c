@@ -54,6 +54,8 @@ dropped(const char *name, int flags)
 	    (strncasecmp(name, "X-Forwarded-", 12) == 0 ||
 	    strcasecmp(name, "Forwarded") == 0))
 		return 1;
+	if ((flags & HDR_DROP_UNDERSCORED) && strchr(name, '_') != NULL)
+		return 1;
 	return 0;
 }
 
@@ -200,16 +202,6 @@ hdr_status_storable(int status)
 	return 0;
 }
 
-int
-hdr_shareable(const struct evkeyvalq *headers)
-{
-	const char *why;
-
-	/* Any status may be shared with the requests that waited for it;
-	 * per-user or no-store responses go to their own requester only. */
-	return hdr_storable(headers, &why);
-}
-
 #define TARGETED_MAX	1024	/* a targeted field longer than this is ignored */
 
 /* The Cache-Control directives a shared cache acts on. */
@@ -334,26 +326,6 @@ parse_targeted(const struct evkeyvalq *headers, const char *field,
 	return sf_dict_parse(v, on_directive, cc);
 }
 
-int
-hdr_storable(const struct evkeyvalq *headers, const char **why)
-{
-	struct cc cc;
-
-	if (evhttp_find_header(headers, "Set-Cookie") != NULL) {
-		*why = "set-cookie";
-		return 0;
-	}
-	parse_cc(headers, "Cache-Control", &cc);
-	if (cc.no_store) {
-		*why = "no-store";
-		return 0;
-	}
-	if (cc.private_) {
-		*why = "private";
-		return 0;
-	}
-	return 1;
-}
 
 #define MS_PER_S	INT64_C(1000)
 #define SECONDS_MAX	(INT64_C(1) << 31)	/* delta-seconds cap, RFC 9111 1.2.2 */
@@ -530,6 +502,46 @@ hdr_is_targeted(const char *name, const struct conf_route *rt)
 	return 0;
 }
 
+/* The directives that rule resp for rt into cc: its targeted field (in
+ * origin_cache_control mode, when it has a valid one), else its
+ * Cache-Control. The targeted field's name, or NULL. */
+static const char *
+directives(const struct evkeyvalq *resp, const struct conf_route *rt,
+    char *name, size_t namelen, struct cc *cc)
+{
+	const char *target = rt != NULL && rt->origin_cache_control ?
+	    hdr_targeted(resp, rt, name, namelen) : NULL;
+
+	if (target == NULL || parse_targeted(resp, target, cc) == -1) {
+		parse_cc(resp, "Cache-Control", cc);
+		return NULL;
+	}
+	return target;
+}
+
+/* Is a response that directives cc rule one to share? */
+static int
+shared_by(const struct evkeyvalq *resp, const struct cc *cc, int authorized,
+    const char **why)
+{
+	*why = evhttp_find_header(resp, "Set-Cookie") != NULL ? "set-cookie" :
+	    cc->no_store ? "no-store" : cc->private_ ? "private" :
+	    authorized && !cc->public_ && cc->s_maxage < 0 &&
+	    !cc->must_revalidate ? "authorization" : NULL;
+	return *why == NULL;
+}
+
+int
+hdr_shareable(const struct evkeyvalq *resp, int authorized,
+    const struct conf_route *rt, const char **why)
+{
+	char tbuf[CONF_FIELDS_MAX];
+	struct cc cc;
+
+	(void)directives(resp, rt, tbuf, sizeof(tbuf), &cc);
+	return shared_by(resp, &cc, authorized, why);
+}
+
 void
 hdr_freshness(int status, const struct evkeyvalq *resp, int authorized,
     const struct conf_route *rt, int64_t now_ms, struct freshness *f)
@@ -546,22 +558,11 @@ hdr_freshness(int status, const struct evkeyvalq *resp, int authorized,
 	if (status >= 500)
 		REFUSE(f, "status");
 	/* A field meant for Corral overrides Cache-Control and Expires. */
-	target = rt->origin_cache_control ? hdr_targeted(resp, rt, tbuf,
-	    sizeof(tbuf)) : NULL;
-	if (target == NULL && !hdr_storable(resp, &why))
+	target = directives(resp, rt, tbuf, sizeof(tbuf), &cc);
+	if (!shared_by(resp, &cc, authorized, &why))
 		REFUSE(f, why);
-	if (target != NULL && evhttp_find_header(resp, "Set-Cookie") != NULL)
-		REFUSE(f, "set-cookie");
 	if (vary != NULL && (strchr(vary, '*') != NULL || lines < 0))
 		REFUSE(f, "vary");	/* every line counts (RFC 9110 5.3) */
-	if (target == NULL || parse_targeted(resp, target, &cc) == -1)
-		parse_cc(resp, "Cache-Control", &cc);
-	if (cc.no_store)
-		REFUSE(f, "no-store");
-	if (cc.private_)
-		REFUSE(f, "private");
-	if (authorized && !cc.public_ && cc.s_maxage < 0 && !cc.must_revalidate)
-		REFUSE(f, "authorization");
 
 	if (!rt->origin_cache_control) {
 		f->ttl_ms = status_ttl >= 0 ? status_ttl :
@@ -595,7 +596,7 @@ hdr_freshness(int status, const struct evkeyvalq *resp, int authorized,
 		lifetime = status_ttl >= 0 ? status_ttl :
 		    hdr_status_storable(status) ? rt->ttl_ms : 0;
 		if (lifetime == 0)
-			REFUSE(f, "no freshness");
+			REFUSE(f, "no-freshness");
 	}
 	if (status == 206 || status == 304 || status < 200)
 		REFUSE(f, "status");
@@ -608,7 +609,7 @@ hdr_freshness(int status, const struct evkeyvalq *resp, int authorized,
 	validators = evhttp_find_header(resp, "ETag") != NULL ||
 	    evhttp_find_header(resp, "Last-Modified") != NULL;
 	if (f->ttl_ms == 0 && f->swr_ms == 0 && f->sie_ms == 0 && !validators)
-		REFUSE(f, "no freshness");
+		REFUSE(f, "no-freshness");
 	f->storable = 1;
 }
 

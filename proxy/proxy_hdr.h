@@ -17,6 +17,10 @@
 #define HDR_DROP_ENCODING	0x08	/* Accept-Encoding: store identity */
 #define HDR_DROP_CREDENTIALS	0x10	/* Authorization, Cookie */
 #define HDR_DROP_FORWARDED	0x20	/* X-Forwarded-*, Forwarded */
+/* A name with '_': origins that read it as '-' (CGI and WSGI gateways,
+ * Puma, Rails's server) would take X_API_Key for X-API-Key, a field Corral
+ * keys or drops by its one spelling (nginx drops them too). */
+#define HDR_DROP_UNDERSCORED	0x40
 
 /* Is name hop-by-hop, by RFC 9110 or by being listed in Connection? */
 int	hdr_is_hop_by_hop(const char *name, const char *connection);
@@ -36,13 +40,19 @@ char	*hdr_forwarded_without(const char *v, const char *param);
 /* Is status stored under the route's ttl by default? (200, 203, 204, 300,
  * 301, 308; other statuses only when ttl_status or ttl_404 names them.) */
 int	hdr_status_storable(int status);
-/* May a response with these headers be stored? If not, *why says why
- * ("set-cookie", "no-store", "private"). */
-int	hdr_storable(const struct evkeyvalq *headers, const char **why);
-/* May a response be handed to other requests that waited for it? */
-int	hdr_shareable(const struct evkeyvalq *headers);
-
 struct conf_route;
+
+/*
+ * May a response go to a request other than its own: the store, the
+ * waiters of its flight, a stream, a sibling worker, a near cache? Not
+ * when it is one user's (Set-Cookie, private, no-store), nor, fetched
+ * with credentials (authorized), unless the origin says it is shared:
+ * public, s-maxage or must-revalidate (RFC 9111 3.5). rt's targeted field
+ * rules in its origin_cache_control mode (rt may be NULL). If not, *why
+ * says why ("set-cookie", "no-store", "private", "authorization").
+ */
+int	hdr_shareable(const struct evkeyvalq *resp, int authorized,
+	    const struct conf_route *rt, const char **why);
 
 /* How long a response may be reused, as a shared cache decides it. */
 struct freshness {

@@ -308,8 +308,64 @@ done:
 }
 
 /*
+ * Is the query parameter p (len bytes) GraphQL over HTTP's "query"? Its
+ * name decoded and in any case: some servers read "%71uery" or "Query" as
+ * it. Its document's kind into *kind.
+ */
+static int
+graphql_param(const char *p, size_t len, enum graphql_kind *kind)
+{
+	size_t nlen = strcspn(p, "="), vlen;
+	char *name, *value;
+	int is_query;
+
+	if (nlen > len)
+		nlen = len;
+	if ((name = strndup(p, nlen)) == NULL)
+		return -1;
+	value = evhttp_uridecode(name, 1, NULL);
+	is_query = value != NULL && strcasecmp(value, "query") == 0;
+	free(value);
+	free(name);
+	if (!is_query)
+		return 0;
+	*kind = GRAPHQL_INVALID;
+	if ((name = strndup(p + nlen + (nlen < len), len - nlen -
+	    (nlen < len))) == NULL)
+		return 1;
+	if ((value = evhttp_uridecode(name, 1, &vlen)) != NULL)
+		*kind = graphql_document(value, vlen);
+	free(value);
+	free(name);
+	return 1;
+}
+
+/* A GET on a graphql route passes when its query names a document more
+ * than once, or one that is not a query we can read (a mutation over
+ * GET, which some servers run). Parameters split on '&' and ';'. */
+static int
+graphql_get_passed(const char *query)
+{
+	enum graphql_kind kind = GRAPHQL_QUERY;
+	int n = 0, r;
+
+	for (const char *p = query; p != NULL && *p != '\0';) {
+		size_t len = strcspn(p, "&;");
+
+		if ((r = graphql_param(p, len, &kind)) == -1)
+			return 1;
+		n += r;
+		if (n > 1 || kind != GRAPHQL_QUERY)
+			return 1;
+		p += len + (p[len] != '\0');
+	}
+	return 0;
+}
+
+/*
  * Methods other than GET, HEAD and a cached POST pass; so do credentials
- * where cache_authorized is off, and a POST that is not cached (counted).
+ * where cache_authorized is off, a POST that is not cached (counted), and
+ * on a graphql route a GET that is not a query.
  */
 enum key_decision
 key_decide(struct proxy *px, int route, const struct conf_route *rt,
@@ -328,6 +384,10 @@ key_decide(struct proxy *px, int route, const struct conf_route *rt,
 		if (rt != NULL && forward_unsafe(cmd) &&
 		    key_of_url(rt, host, path, query, key) == -1)
 			key[0] = '\0';
+		a->pass_kind = OUT_METHOD;
+		return DECIDE_PASS;
+	}
+	if (rt != NULL && rt->graphql && !post && graphql_get_passed(query)) {
 		a->pass_kind = OUT_METHOD;
 		return DECIDE_PASS;
 	}
@@ -425,14 +485,28 @@ fetch_headers(const struct fetch_spec *spec, const struct conf_route *rt,
 }
 
 int
+key_authorized(const struct conf_route *rt, const struct evkeyvalq *in)
+{
+	return rt != NULL && rt->cache_authorized == CONF_AUTHZ_ON &&
+	    evhttp_find_header(in, "Authorization") != NULL;
+}
+
+/* What a shared fetch sends: no credentials where the key does not hold
+ * them (off: a request with them is passed; anonymous: never sent, nor
+ * the route's credential_header). */
+int
 fetch_shared_headers(struct waiter *w, const struct conf_route *rt,
     struct evkeyvalq *dst)
 {
+	int anonymous = rt->cache_authorized == CONF_AUTHZ_ANONYMOUS;
 	int flags = HDR_DROP_HOST | HDR_DROP_LENGTH | HDR_DROP_CONDITIONAL |
-	    HDR_DROP_ENCODING | (rt->cache_authorized ? 0 : HDR_DROP_CREDENTIALS);
+	    HDR_DROP_ENCODING | (rt->cache_authorized == CONF_AUTHZ_OFF ||
+	    anonymous ? HDR_DROP_CREDENTIALS : 0);
 
 	w->ops->forward(w, dst, flags);
 	fetch_headers(w->spec, rt, dst);
-	return rt->cache_authorized == CONF_AUTHZ_ON &&
-	    evhttp_find_header(w->headers, "Authorization") != NULL;
+	if (anonymous)
+		while (evhttp_remove_header(dst, rt->credential_header) == 0)
+			;
+	return key_authorized(rt, w->headers);
 }

@@ -70,10 +70,15 @@ int	fetch_keep(struct fetch_kept *dst, const struct fetch_spec *spec);
 int	fetch_keep_again(struct fetch_kept *dst, const struct fetch_kept *src,
 	    const void *body, size_t len);
 void	fetch_drop(struct fetch_kept *k);
+/* Is a request with headers in on route rt (NULL: none) fetched with
+ * credentials its key does not hold (cache_authorized = on and an
+ * Authorization)? Its answer is then shared only when the origin says so
+ * (hdr_shareable). */
+int	key_authorized(const struct conf_route *rt, const struct evkeyvalq *in);
 /* The headers of a fetch a flight shares, from its lead w on route rt:
  * nothing that would make the answer one client's (per-credential: only
- * the Cookie its key holds, or none). 1 when the lead's credentials go
- * along (cache_authorized = on), else 0. */
+ * the Cookie its key holds, or none; anonymous: no credentials at all).
+ * key_authorized() of the lead. */
 int	fetch_shared_headers(struct waiter *w, const struct conf_route *rt,
 	    struct evkeyvalq *dst);
 

@@ -36,6 +36,7 @@
 
 #include "cache/cache.h"
 #include "cache/cache_entry.h"
+#include "cache/cache_graphql.h"
 #include "common/dict.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -406,22 +407,27 @@ on_refresh_fetched(struct upstream_response *resp, void *arg)
 	rf->rep.partial = resp->body_partial;
 	hdr_freshness(rf->rep.entry->status, &rf->rep.entry->headers, rf->authorized,
 	    rt, rf->rep.entry->stored_ms, &f);
-	/* What is stored is served to all; the rest only when it is not
-	 * one user's (no Set-Cookie, private, no-store). */
+	/* What is stored is served to all; the rest only when it may go
+	 * to another request (proxy_hdr.h). */
 	rf->rep.shareable = f.storable ||
-	    hdr_shareable(&rf->rep.entry->headers);
+	    hdr_shareable(&rf->rep.entry->headers, rf->authorized, rt, &why);
+	why = "";
 	rf->rep.entry->fresh_until_ms = rf->rep.entry->stored_ms + f.ttl_ms;
 	rf->rep.entry->stale_until_ms = rf->rep.entry->fresh_until_ms + f.swr_ms;
 	rf->sie_ms = f.sie_ms;
 	if (f.storable && refresh_vary(rf) == -1)
-		why = "out of memory";
+		why = "out-of-memory";
 	else if (!f.storable)
 		why = f.why;
 	else if (rf->rep.partial ||
 	    rf->rep.entry->body_len > (uint64_t)px->conf->max_entry_bytes)
-		why = "larger than max_entry_bytes";
+		why = "too-large";
 	else if (rf->lost)
-		why = "lock lost";
+		why = "lock-lost";
+	else if (rt->graphql && graphql_errors((const char *)
+	    rf->rep.entry->body, rf->rep.entry->body_len))
+		why = "graphql-errors";	/* shared with the waiters, not kept */
+	rf->rep.not_stored = why[0] != '\0' ? why : NULL;
 	rf->step = rf->rep.mode == RF_LOCKED && why[0] == '\0' ? RF_STORE :
 	    RF_RELEASE;
 	if (rf->step == RF_RELEASE && resp->status >= 500)

@@ -86,6 +86,8 @@ struct refresh_report {
 	char			 failure[FAILURE_MAX];	/* "" unless it failed */
 	int			 shareable;
 	int			 stored;
+	const char		*not_stored;	/* why it was not (a token for
+						 * Cache-Status), or NULL */
 	int			 upstream_status;	/* when not the entry's */
 	int64_t			 fetch_ms;	/* -1: no fetch ended */
 	char			 variant[FLOW_KEY_MAX + 1];	/* "" or "K\nID" */

@@ -420,6 +420,7 @@ on_waiter_answer(struct waiter *w, const struct handover *h)
 		req->a.entry = h->entry;
 		req->a.uerr = h->uerr;
 		req->a.not_forwarded = h->not_forwarded;
+		req->a.not_stored = h->not_stored;
 		snprintf(req->a.failure, sizeof(req->a.failure), "%s",
 		    h->failure);
 		if (h->upstream_ms >= 0)
@@ -496,6 +497,8 @@ on_pass_data(const struct upstream_response *resp, struct evbuffer *chunk,
 static void
 pass_answered(struct req *req, const struct upstream_response *resp)
 {
+	const char *why;
+
 	if (req->key[0] == '\0')
 		return;
 	/* A cached POST that passed is a GET's like. */
@@ -508,7 +511,9 @@ pass_answered(struct req *req, const struct upstream_response *resp)
 		    NULL) != NULL)
 			STAT_INC(req->px->stats, req->route, invalidations);
 	} else if (req->a.hit_for_miss && resp->status < 500 &&
-	    hdr_shareable(&resp->headers)) {
+	    hdr_shareable(&resp->headers, key_authorized(req->route >= 0 ?
+	    &req->rt : NULL, evhttp_request_get_input_headers(req->ev)),
+	    req->route >= 0 ? &req->rt : NULL, &why)) {
 		(void)lock_unpass(req->px->cache, req->key, NULL, NULL);
 	}
 }

@@ -89,12 +89,15 @@ status_value_of(const struct answer *a, int fwd_status, char *out,
 		    fwd_status);
 		break;
 	case OUT_FETCHED:
-		snprintf(out, outlen, "corral; fwd=miss; fwd-status=%d",
-		    fwd_status);
+		snprintf(out, outlen, "corral; fwd=miss; fwd-status=%d%s%s",
+		    fwd_status, a->not_stored != NULL ? "; detail=" : "",
+		    a->not_stored != NULL ? a->not_stored : "");
 		break;
 	case OUT_COLLAPSED:
 		snprintf(out, outlen,
-		    "corral; fwd=miss; fwd-status=%d; collapsed", fwd_status);
+		    "corral; fwd=miss; fwd-status=%d; collapsed%s%s", fwd_status,
+		    a->not_stored != NULL ? "; detail=" : "",
+		    a->not_stored != NULL ? a->not_stored : "");
 		break;
 	case OUT_WAIT_TIMEOUT:
 		snprintf(out, outlen, "corral; detail=lock-wait-timeout");

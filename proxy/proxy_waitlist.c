@@ -22,6 +22,7 @@ verdict_set(struct verdict *v, enum outcome lead, enum outcome rest,
 	entry_unref(&v->entry);
 	v->entry = e;
 	v->shareable = 1;
+	v->not_stored = NULL;
 }
 
 /* Hands w, out of its list, its answer or its way on. */
@@ -40,6 +41,7 @@ hand(struct waiter *w, const struct verdict *v, enum hand_kind kind,
 		.upstream_status = lead ? v->upstream_status : 0,
 		.hit_for_miss = v->pass_all,
 		.vary = v->vary,
+		.not_stored = v->not_stored,
 	};
 
 	w->flight = NULL;

@@ -27,6 +27,7 @@ struct verdict {
 						 * the entry's (a 304) */
 	int64_t			 upstream_ms;	/* the lead's fetch, or -1 */
 	int			 shareable;	/* may go to all, not one user */
+	const char		*not_stored;	/* fetched, not stored: why */
 	int			 partial;	/* its body was not all kept */
 	char			 vary[VARY_SPEC_MAX];	/* it varies on this */
 	char			 variant[CACHE_VARIANT_MAX];	/* the lead's */

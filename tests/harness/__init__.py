@@ -39,7 +39,7 @@ from .http import (CacheStatus, Headers, RawReply, Response, get_request, http_r
                    raw_exchange, send_and_leave)
 from .keys import (HOST, PREFIX, TOKEN_RE, backoff_key, cache_key, entry_key, fails_key,
                    hfm_key, is_token, lock_key)
-from .origin import ORIGIN_PY, TESTS_DIR, Origin, origin_max_active
+from .origin import ORIGIN_PY, TESTS_DIR, Origin, WsgiOrigin, origin_max_active
 from .redis import (RedisProxy, RedisServer, expect_entry, expect_entry_pttl, expect_no_entries,
                     expect_pttl, find_redis_server, stale_fleet, wait_until_stale)
 from .resp import RespClient, RespError
@@ -52,7 +52,7 @@ __all__ = [
     "LOG_TAIL_LINES", "NOT_YET", "ORIGIN_PY", "POLL_S", "PREFIX", "SANITIZER_MARKERS",
     "SCENARIOS", "SLOWNESS", "START_TIMEOUT_S", "STOP_TIMEOUT_S", "TESTS_DIR", "TOKEN_RE",
     "VALGRIND_ERROR_EXIT", "WRAPPER",
-    "Background", "CacheStatus", "closed_by_server", "Corral", "Env", "Headers", "Origin", "RawReply",
+    "Background", "CacheStatus", "WsgiOrigin", "closed_by_server", "Corral", "Env", "Headers", "Origin", "RawReply",
     "RedisProxy", "RedisServer", "RespClient", "RespError", "Response", "StampedeResult",
     "backoff_key", "cache_key", "children", "corral_config", "entry_key", "expect",
     "expect_entry", "expect_entry_pttl", "expect_eq", "expect_fetches", "expect_no_entries",

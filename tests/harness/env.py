@@ -8,7 +8,7 @@ import sys
 import tempfile
 
 from .corral import WRAPPER, Corral, corral_config
-from .origin import Origin
+from .origin import Origin, WsgiOrigin
 from .redis import RedisProxy, RedisServer
 from .wait import SLOWNESS, START_TIMEOUT_S, free_port, sanitizer_report, tail, wait_for
 
@@ -81,6 +81,10 @@ class Env:
         """A new origin; on port if given (e.g. to restart one that was
         stopped, where a corral expects it)."""
         return self.track(Origin(self.workdir, self.name("origin"), delay, port))
+
+    def wsgi_origin(self):
+        """A real WSGI origin (tests/wsgi_origin.py) that reads '_' as '-'."""
+        return self.track(WsgiOrigin(self.workdir, self.name("wsgi")))
 
     def corral(self, redis=None, origin=None, routes=None, extra=None, config=None,
                wait_redis=None, nofile=None, env=None, admin_token=None):

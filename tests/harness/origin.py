@@ -13,16 +13,17 @@ from .wait import START_TIMEOUT_S, STOP_TIMEOUT_S, read_text, tail, wait_for
 
 TESTS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ORIGIN_PY = os.path.join(TESTS_DIR, "origin.py")
+WSGI_ORIGIN_PY = os.path.join(TESTS_DIR, "wsgi_origin.py")
 
 
 class Origin:
     """tests/origin.py in a subprocess on a free port (or on port, e.g. to
     restart one that was stopped)."""
 
-    def __init__(self, workdir, name="origin", delay=None, port=None):
+    def __init__(self, workdir, name="origin", delay=None, port=None, program=ORIGIN_PY):
         self.name = name
         self.log_path = os.path.join(workdir, f"{name}.log")
-        cmd = [sys.executable, ORIGIN_PY, "--port", str(port or 0), "--host", "127.0.0.1"]
+        cmd = [sys.executable, program, "--port", str(port or 0), "--host", "127.0.0.1"]
         if delay is not None:
             cmd += ["--delay", str(delay)]
         with open(self.log_path, "ab") as log:
@@ -100,6 +101,20 @@ class Origin:
                 self.proc.wait()
 
     kill = stop
+
+
+class WsgiOrigin(Origin):
+    """tests/wsgi_origin.py: a real WSGI server (wsgiref), which reads a
+    field spelled with '_' as the one spelled with '-'."""
+
+    def __init__(self, workdir, name="wsgi"):
+        super().__init__(workdir, name, program=WSGI_ORIGIN_PY)
+
+    def count(self, path=None):
+        from urllib.parse import quote
+        r = http_request(self.host, self.port, "/__count?path=" + quote(path or "/", safe=""),
+                         headers={"Host": f"{self.host}:{self.port}"}, timeout=10)
+        return int(r.text)
 
 
 def origin_max_active(origin, path):

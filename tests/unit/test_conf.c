@@ -532,8 +532,10 @@ t_bad_values_reported_per_type(void)
 	CHECK(load("[redis]\ndb = one\n") == 1);
 	CHECK(has_error(2, "db: \"one\" is not a whole number"));
 	CHECK(load("[route /]\ncache_authorized = maybe\n") == 1);
-	CHECK(has_error(2, "cache_authorized: \"maybe\" is not off, on or "
-	    "per-credential"));
+	CHECK(has_error(2, "cache_authorized: \"maybe\" is not off, on, "
+	    "per-credential or anonymous"));
+	CHECK(load("[route /]\ncache_authorized = Anonymous\n") == 0);
+	CHECK(cf.routes[0].cache_authorized == CONF_AUTHZ_ANONYMOUS);
 	CHECK(load("[server]\nlog_level = verbose\n") == 1);
 	CHECK(has_error(2, "log_level: \"verbose\" is not a log level (use "
 	    "error, warn, info or debug)"));
@@ -1303,7 +1305,11 @@ t_credential_header_is_a_field_the_origin_sees(void)
 	CHECK_STR(cf.routes[0].credential_header, "X-API-Key");
 	CHECK(load("[route /]\ncredential_header = X-API-Key\n") == 1);
 	CHECK(has_error(1, "[route /]: credential_header needs "
-	    "cache_authorized = per-credential"));
+	    "cache_authorized = per-credential or anonymous"));
+	CHECK(load("[route /]\ncache_authorized = anonymous\n"
+	    "credential_header = X-API-Key\n") == 0);
+	CHECK(load("[route /]\ncache_authorized = anonymous\n"
+	    "credential_cookie = sid\n") == 1);
 	CHECK(load("[route /]\ncredential_header = authorization\n") == 0);
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		snprintf(text, sizeof(text), "[route /]\ncredential_header = "
@@ -1313,6 +1319,15 @@ t_credential_header_is_a_field_the_origin_sees(void)
 	}
 	CHECK(has_error(2, "credential_header: must not be Cookie: name the "
 	    "cookie in credential_cookie"));
+	CHECK(load("[route /]\ncache_authorized = anonymous\n"
+	    "credential_header = X_API_Key\n") == 1);
+	CHECK(has_error(3, "credential_header: \"X_API_Key\": a field name "
+	    "with '_' never reaches the origin (some read it as '-'): spell "
+	    "it with '-'"));
+	CHECK(load("[route /]\nkey_headers = X-Tenant, X_Region\n") == 1);
+	CHECK(has_error(1, "[route /]: key_headers names X_Region: a field "
+	    "name with '_' never reaches the origin"));
+	CHECK(load("[route /]\nkey_headers = X-Tenant, X-Region\n") == 0);
 	CHECK(load("[route /]\ncredential_header = X API\n") == 1);
 	CHECK(has_error(2, "credential_header: \"X API\" is not a field name"));
 	CHECK(load("[route /]\ncredential_header =\n") == 1);

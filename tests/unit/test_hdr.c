@@ -298,11 +298,11 @@ t_origin_mode_silent_origin_and_ttl_zero_not_stored(void)
 	rt.ttl_ms = 0;
 	clear();
 	fresh(200, 0);
-	CHECK(refused("no freshness"));
+	CHECK(refused("no-freshness"));
 	clear();
 	add("ETag", "\"v1\"");
 	fresh(200, 0);
-	CHECK(refused("no freshness"));
+	CHECK(refused("no-freshness"));
 	clear();
 	add("Cache-Control", "max-age=5");	/* the origin says: it rules */
 	fresh(200, 0);
@@ -394,7 +394,7 @@ t_origin_mode_must_and_proxy_revalidate_are_strict(void)
 	clear();
 	add("Cache-Control", "max-age=0, must-revalidate");	/* nothing left */
 	fresh(200, 0);
-	CHECK(refused("no freshness"));
+	CHECK(refused("no-freshness"));
 	clear();
 	add("Cache-Control", "max-age=0, must-revalidate");
 	add("Last-Modified", "Sun, 06 Nov 1994 08:49:37 GMT");
@@ -409,7 +409,7 @@ t_origin_mode_no_cache_only_with_validators(void)
 	clear();
 	add("Cache-Control", "no-cache");
 	fresh(200, 0);
-	CHECK(refused("no freshness"));
+	CHECK(refused("no-freshness"));
 	clear();
 	add("Cache-Control", "no-cache, max-age=60");	/* no-cache wins */
 	add("ETag", "\"v1\"");
@@ -515,7 +515,7 @@ t_origin_mode_statuses(void)
 	CHECK(is(60 * S, ROUTE_SWR, ROUTE_SIE));
 	clear();
 	fresh(404, 0);			/* nothing said, no ttl_404 */
-	CHECK(refused("no freshness"));
+	CHECK(refused("no-freshness"));
 	rt.ttl_404_ms = 4 * S;
 	clear();
 	fresh(404, 0);
@@ -836,19 +836,56 @@ t_storable_and_shareable(void)
 
 	clear();
 	add("Cache-Control", "public, max-age=5");
-	CHECK(hdr_storable(&hs, &why) && hdr_shareable(&hs));
+	CHECK(hdr_shareable(&hs, 0, NULL, &why));
+	CHECK(hdr_shareable(&hs, 1, NULL, &why));
 	clear();
 	add("Set-Cookie", "a=b");
-	CHECK(!hdr_storable(&hs, &why) && strcmp(why, "set-cookie") == 0);
-	CHECK(!hdr_shareable(&hs));
+	CHECK(!hdr_shareable(&hs, 0, NULL, &why) &&
+	    strcmp(why, "set-cookie") == 0);
 	clear();
 	add("Cache-Control", "max-age=5");
 	add("Cache-Control", "no-store");
-	CHECK(!hdr_storable(&hs, &why) && strcmp(why, "no-store") == 0);
+	CHECK(!hdr_shareable(&hs, 0, NULL, &why) &&
+	    strcmp(why, "no-store") == 0);
 	clear();
 	add("Cache-Control", "private");
-	CHECK(!hdr_storable(&hs, &why) && strcmp(why, "private") == 0);
-	CHECK(!hdr_shareable(&hs));
+	CHECK(!hdr_shareable(&hs, 0, NULL, &why) &&
+	    strcmp(why, "private") == 0);
+}
+
+/* RFC 9111 3.5: fetched with credentials, a response goes to another
+ * request only when it says public, s-maxage or must-revalidate. */
+static void
+t_authorized_answers_are_shared_only_when_the_origin_says(void)
+{
+	static const char *const shared[] = { "public", "s-maxage=0",
+	    "max-age=60, must-revalidate", "proxy-revalidate",
+	    "Public", "max-age=5, S-MAXAGE=10" };
+	static const char *const unshared[] = { "", "max-age=60",
+	    "no-cache", "stale-while-revalidate=60", "publicity",
+	    "s-maxage", "must-revalidate-not" };
+	const char *why = "";
+
+	clear();
+	CHECK(hdr_shareable(&hs, 0, NULL, &why));
+	CHECK(!hdr_shareable(&hs, 1, NULL, &why) &&
+	    strcmp(why, "authorization") == 0);
+	for (size_t i = 0; i < sizeof(shared) / sizeof(shared[0]); i++) {
+		clear();
+		add("Cache-Control", shared[i]);
+		CHECK(hdr_shareable(&hs, 1, NULL, &why));
+	}
+	for (size_t i = 0; i < sizeof(unshared) / sizeof(unshared[0]); i++) {
+		clear();
+		add("Cache-Control", unshared[i]);
+		CHECK(hdr_shareable(&hs, 0, NULL, &why));
+		CHECK(!hdr_shareable(&hs, 1, NULL, &why));
+	}
+	/* public does not make one user's answer everyone's. */
+	clear();
+	add("Cache-Control", "public, private");
+	CHECK(!hdr_shareable(&hs, 1, NULL, &why) &&
+	    strcmp(why, "private") == 0);
 }
 
 /* RFC 9110 5.6.7: only the three formats, exactly. */
@@ -1095,6 +1132,7 @@ main(void)
 	RUN(t_copy_drops_hop_by_hop_always);
 	RUN(t_copy_flags_each_drop_their_headers);
 	RUN(t_storable_and_shareable);
+	RUN(t_authorized_answers_are_shared_only_when_the_origin_says);
 	RUN(t_parse_date_is_exact);
 	RUN(t_fields_split_over_lines_form_one_list);
 	RUN(t_invalid_age_is_ignored);

@@ -416,15 +416,41 @@ t_graphql_bodies_are_read_only_as_json(void)
 }
 
 static void
-t_graphql_keys_on_query_operation_and_variables_only(void)
+t_graphql_keys_on_query_operation_variables_and_every_other_member(void)
 {
 	char a[KEYRULE_DIGEST_HEX + 1], b[KEYRULE_DIGEST_HEX + 1];
+	char c[KEYRULE_DIGEST_HEX + 1];
 
 	CHECK(gql("{\"query\":\"{ a }\",\"variables\":{\"id\":\"7\"}}", a) ==
 	    GRAPHQL_QUERY);
 	CHECK(gql(" { \"variables\" : { \"id\" : \"7\" } , \"query\" : "
-	    "\"{ a }\", \"extensions\": {\"t\": 1} } ", b) == GRAPHQL_QUERY);
-	CHECK_STR(a, b);	/* spacing, order, extensions: the same key */
+	    "\"{ a }\" } ", b) == GRAPHQL_QUERY);
+	CHECK_STR(a, b);	/* spacing, order: the same key */
+	/* A member a server may run instead of the text, or act on. */
+	CHECK(gql("{\"query\":\"{ a }\",\"variables\":{\"id\":\"7\"},"
+	    "\"extensions\": {\"t\": 1}}", b) == GRAPHQL_QUERY);
+	CHECK(strcmp(a, b) != 0);
+	CHECK(gql("{\"query\":\"{ a }\",\"variables\":{\"id\":\"7\"},"
+	    "\"extensions\" : { \"t\" : 1 }}", c) == GRAPHQL_QUERY);
+	CHECK_STR(b, c);	/* its spacing does not count */
+	CHECK(gql("{\"query\":\"{ a }\",\"variables\":{\"id\":\"7\"},"
+	    "\"extensions\": {\"t\": 2}}", c) == GRAPHQL_QUERY);
+	CHECK(strcmp(b, c) != 0);	/* its value does */
+	CHECK(gql("{\"query\":\"{ a }\",\"variables\":{\"id\":\"7\"},"
+	    "\"documentId\": \"x\"}", b) == GRAPHQL_QUERY);
+	CHECK(strcmp(a, b) != 0);
+	CHECK(gql("{\"query\":\"{ a }\",\"variables\":{\"id\":\"7\"},"
+	    "\"doc_id\": \"x\"}", c) == GRAPHQL_QUERY);
+	CHECK(strcmp(b, c) != 0 && strcmp(a, c) != 0);	/* its name does */
+	CHECK(gql("{\"query\":\"{ a }\",\"id\":1,\"id\":2}", c) ==
+	    GRAPHQL_INVALID);	/* named twice */
+	CHECK(gql("{\"query\":\"{ a }\",\"a\":1,\"b\":1,\"c\":1,\"d\":1,"
+	    "\"e\":1,\"f\":1,\"g\":1,\"h\":1,\"i\":1,\"j\":1,\"k\":1,\"l\":1,"
+	    "\"m\":1,\"n\":1,\"o\":1,\"p\":1}", c) == GRAPHQL_QUERY);
+	CHECK(gql("{\"query\":\"{ a }\",\"a\":1,\"b\":1,\"c\":1,\"d\":1,"
+	    "\"e\":1,\"f\":1,\"g\":1,\"h\":1,\"i\":1,\"j\":1,\"k\":1,\"l\":1,"
+	    "\"m\":1,\"n\":1,\"o\":1,\"p\":1,\"q\":1}", c) ==
+	    GRAPHQL_INVALID);	/* past GRAPHQL_EXTRA_MAX */
 	CHECK(gql("{\"query\":\"{ a }\",\"variables\":{\"id\":\"8\"}}", b) ==
 	    GRAPHQL_QUERY);
 	CHECK(strcmp(a, b) != 0);
@@ -443,6 +469,39 @@ t_graphql_keys_on_query_operation_and_variables_only(void)
 	CHECK_STR(a, b);
 }
 
+static void
+t_graphql_answers_with_errors(void)
+{
+	static const char *const failed[] = {
+		"{\"errors\":[{\"message\":\"x\"}]}",
+		"{\"data\":null,\"errors\":[{}]}",
+		" { \"data\" : {\"a\":1} , \"errors\" : [ 1 ] } ",
+		"{\"errors\":{}}", "{\"errors\":\"x\"}", "{\"errors\":0}",
+	};
+	static const char *const fine[] = {
+		"{\"data\":{\"a\":1}}", "{\"data\":{},\"errors\":[]}",
+		"{\"errors\": [ ] ,\"data\":1}", "{\"errors\":null}",
+		"{\"Errors\":[1]}", "{\"data\":{\"errors\":[1]}}",
+		"[{\"errors\":[1]}]", "not json", "", "{\"errors\"",
+	};
+
+	for (size_t i = 0; i < sizeof(failed) / sizeof(failed[0]); i++)
+		CHECK(graphql_errors(failed[i], strlen(failed[i])));
+	for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++)
+		CHECK(!graphql_errors(fine[i], strlen(fine[i])));
+}
+
+static void
+t_graphql_get_documents(void)
+{
+	CHECK(graphql_document("{ a }", 5) == GRAPHQL_QUERY);
+	CHECK(graphql_document("query Q { a }", 13) == GRAPHQL_QUERY);
+	CHECK(graphql_document("mutation { a }", 14) == GRAPHQL_MUTATION);
+	CHECK(graphql_document("subscription { a }", 18) == GRAPHQL_MUTATION);
+	CHECK(graphql_document("{ a", 3) == GRAPHQL_INVALID);
+	CHECK(graphql_document("", 0) == GRAPHQL_INVALID);
+}
+
 int
 main(void)
 {
@@ -455,7 +514,9 @@ main(void)
 	RUN(t_long_parts_keep_the_key_bounded_and_distinct);
 	RUN(t_the_credential_is_keyed_only_as_a_digest);
 	RUN(t_graphql_tells_queries_from_mutations_and_subscriptions);
-	RUN(t_graphql_keys_on_query_operation_and_variables_only);
+	RUN(t_graphql_keys_on_query_operation_variables_and_every_other_member);
+	RUN(t_graphql_answers_with_errors);
+	RUN(t_graphql_get_documents);
 	RUN(t_graphql_member_names_cannot_hide_a_second_query);
 	RUN(t_graphql_empty_operation_name_is_not_an_absent_one);
 	RUN(t_graphql_bodies_are_read_only_as_json);
