@@ -45,6 +45,7 @@
 #include "proxy/proxy_json.h"
 #include "proxy/proxy_key.h"
 #include "proxy/proxy_near.h"
+#include "proxy/proxy_purge.h"
 
 #define PURGE_PREFIX_MAX	CACHE_KEY_MAX
 #define PURGE_RETRY_AFTER	"1"	/* s, when too many purges run */
@@ -60,69 +61,91 @@ reply_purged(struct evhttp_request *ev, int64_t n)
 	json_send(ev, HTTP_OK, out);
 }
 
-/* A purge by URL: its own key, then the keys filed under its tag. */
-struct url_purge {
-	struct evhttp_request	*ev;
+/* A target's purge: its own key, then the keys filed under its tag. */
+struct target_purge {
 	struct proxy		*px;
 	int			 soft;
 	int64_t			 purged;
 	char			 tag[KEYRULE_TAG_MAX + 1];	/* or "" */
+	target_purged_cb	*cb;		/* NULL once detached */
+	void			*arg;
 };
 
-static void purge_refused(struct evhttp_request *ev, enum purge_start r);
-static void on_many_purged(int64_t n, int ok, void *arg);
-
 static void
-on_url_tag_purged(int64_t n, int ok, void *arg)
+target_end(struct target_purge *tp, int64_t n, int ok)
 {
-	struct url_purge *up = arg;
-
-	on_many_purged(up->purged + n, ok, up->ev);
-	free(up);
+	if (tp->cb != NULL)
+		tp->cb(n, ok, tp->arg);
+	free(tp);
 }
 
 static void
-on_url_purged(enum fence_result r, void *arg)
+on_target_tag_purged(int64_t n, int ok, void *arg)
 {
-	struct url_purge *up = arg;
-	enum purge_start ps;
+	struct target_purge *tp = arg;
 
-	if (r == FENCE_ERROR) {
-		json_error(up->ev, HTTP_SERVUNAVAIL, "redis unavailable");
-	} else if (up->tag[0] != '\0') {
-		up->purged = r == FENCE_OK ? 1 : 0;
-		ps = cache_purge_tag(up->px->cache, up->tag, up->soft,
-		    on_url_tag_purged, up);
-		if (ps == PURGE_STARTED)
-			return;
-		purge_refused(up->ev, ps);
-	} else {
-		reply_purged(up->ev, r == FENCE_OK ? 1 : 0);
+	target_end(tp, tp->purged + n, ok);
+}
+
+static void
+on_target_key_purged(enum fence_result r, void *arg)
+{
+	struct target_purge *tp = arg;
+
+	tp->purged = r == FENCE_OK ? 1 : 0;
+	if (r == FENCE_ERROR || tp->tag[0] == '\0' ||
+	    cache_purge_tag(tp->px->cache, tp->tag, tp->soft,
+	    on_target_tag_purged, tp) != PURGE_STARTED)
+		target_end(tp, tp->purged, r != FENCE_ERROR &&
+		    tp->tag[0] == '\0');
+}
+
+struct target_purge *
+purge_target(struct proxy *px, const char *key, int tagged, int soft,
+    target_purged_cb *cb, void *arg, const char **why)
+{
+	struct target_purge *tp = calloc(1, sizeof(*tp));
+
+	if (tp == NULL) {
+		*why = "out of memory";
+		return NULL;
 	}
-	free(up);
+	tp->px = px;
+	tp->soft = soft;
+	tp->cb = cb;
+	tp->arg = arg;
+	if (tagged)
+		keyrule_url_tag(key, tp->tag);
+	near_drop(px, key);	/* the others hear by broadcast */
+	if ((soft ? cache_soften : cache_invalidate)(px->cache, key,
+	    on_target_key_purged, tp) == NULL) {
+		*why = "redis unavailable";
+		free(tp);
+		return NULL;
+	}
+	return tp;
 }
+
+void
+purge_target_detach(struct target_purge **tp)
+{
+	if (*tp != NULL)
+		(*tp)->cb = NULL;
+	*tp = NULL;
+}
+
+static void on_many_purged(int64_t n, int ok, void *arg);
 
 /* Purges key (of a route whose keys add parts when tagged) for ev. */
 static void
 purge_url(struct proxy *px, struct evhttp_request *ev, const char *key,
     int tagged, int soft)
 {
-	struct url_purge *up = calloc(1, sizeof(*up));
+	const char *why;
 
-	if (up == NULL) {
-		json_error(ev, HTTP_SERVUNAVAIL, "out of memory");
-		return;
-	}
-	up->ev = ev;
-	up->px = px;
-	up->soft = soft;
-	if (tagged)
-		keyrule_url_tag(key, up->tag);
-	near_drop(px, key);	/* the others hear by broadcast */
-	if ((soft ? cache_soften : cache_invalidate)(px->cache, key,
-	    on_url_purged, up) == NULL) {
-		json_error(ev, HTTP_SERVUNAVAIL, "redis unavailable");
-		free(up);
+	if (purge_target(px, key, tagged, soft, on_many_purged, ev,
+	    &why) == NULL) {
+		json_error(ev, HTTP_SERVUNAVAIL, why);
 		return;
 	}
 	log_info("purge %s%s", key, tagged ? " and its keys' parts" : "");

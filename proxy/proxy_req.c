@@ -46,6 +46,7 @@
 #include "proxy/proxy_key.h"
 #include "proxy/proxy_log.h"
 #include "proxy/proxy_near.h"
+#include "proxy/proxy_purge.h"
 #include "proxy/proxy_refresh.h"
 #include "proxy/proxy_reply.h"
 #include "proxy/proxy_req.h"
@@ -93,6 +94,8 @@ struct req {
 	struct waiter		 waiter;	/* in a flight, or a stream */
 	struct origin_fetch	*fetch;		/* PASS only: origin_fetch() */
 	struct stream		*pass_stream;	/* PASS: its response, streaming */
+	struct target_purge	*invalidation;	/* a write's: answered once it
+						 * is in place */
 	const char		*refusal;	/* the door refused it: why */
 	int			 credentials;	/* Authorization or Cookie sent */
 	int			 conditional;	/* If-None-Match or If-Modified-Since */
@@ -260,6 +263,7 @@ req_finish(struct req *req, enum req_end why)
 		return;
 	req->step = REQ_DONE;
 	origin_cancel(&req->fetch);
+	purge_target_detach(&req->invalidation);
 	stream_leave(&req->waiter);
 	flight_leave(&req->waiter);
 	if (why == END_REPLY) {
@@ -490,13 +494,33 @@ on_pass_data(const struct upstream_response *resp, struct evbuffer *chunk,
 	return UPSTREAM_STREAM;
 }
 
-/* What a passed request's answer tells the cache. RFC 9111 4.4: a
- * successful unsafe request invalidates (this process's copy at once,
- * Redis's ahead of any later lookup, the fleet's by the broadcast); a GET
- * passed for hit-for-miss that got a shareable answer ends the mark. */
+/* A write's invalidation is in place: its answer may go. */
+static void
+on_req_invalidated(int64_t purged, int ok, void *arg)
+{
+	struct req *req = arg;
+
+	assert(req->magic == REQ_MAGIC);
+	req->invalidation = NULL;
+	if (!ok)
+		log_warn("%s: a write's invalidation did not reach every "
+		    "entry of its target (redis failed)", req->uri);
+	req_run(req);
+}
+
+/*
+ * What a passed request's answer tells the cache. RFC 9111 4.4: a
+ * successful unsafe request invalidates every stored response of its
+ * target (the URL's, and on a route whose keys add parts, every
+ * credential's, POST body's and header's), in this process at once and
+ * fleet-wide; its answer waits until that is in place, so that a read
+ * the client sends next never finds the old entry. A GET passed for
+ * hit-for-miss that got a shareable answer ends the mark.
+ */
 static void
 pass_answered(struct req *req, const struct upstream_response *resp)
 {
+	const struct conf_route *rt = req->route >= 0 ? &req->rt : NULL;
 	const char *why;
 
 	if (req->key[0] == '\0')
@@ -506,14 +530,16 @@ pass_answered(struct req *req, const struct upstream_response *resp)
 	    forward_unsafe(evhttp_request_get_command(req->ev))) {
 		if (resp->status >= 400)
 			return;
-		near_drop(req->px, req->key);
-		if (cache_invalidate(req->px->cache, req->key, NULL,
-		    NULL) != NULL)
+		req->invalidation = purge_target(req->px, req->key,
+		    key_has_parts(rt), 0, on_req_invalidated, req, &why);
+		if (req->invalidation != NULL)
 			STAT_INC(req->px->stats, req->route, invalidations);
+		else
+			log_warn("%s: a write could not invalidate its "
+			    "target: %s", req->uri, why);
 	} else if (req->a.hit_for_miss && resp->status < 500 &&
-	    hdr_shareable(&resp->headers, key_authorized(req->route >= 0 ?
-	    &req->rt : NULL, evhttp_request_get_input_headers(req->ev)),
-	    req->route >= 0 ? &req->rt : NULL, &why)) {
+	    hdr_shareable(&resp->headers, key_authorized(rt,
+	    evhttp_request_get_input_headers(req->ev)), rt, &why)) {
 		(void)lock_unpass(req->px->cache, req->key, NULL, NULL);
 	}
 }
@@ -617,7 +643,7 @@ req_pass(struct req *req)
 	if (req->stream_end != 0)
 		return stream_ended(req);
 	if (req->fetched)
-		return REQ_DELIVER;
+		return req->invalidation != NULL ? REQ_PARK : REQ_DELIVER;
 	if (req->fetch != NULL || req->pass_stream != NULL)
 		return REQ_PARK;
 	if (req->a.pass_kind == OUT_NONE)
@@ -663,6 +689,8 @@ req_join(struct req *req)
 static enum req_step
 req_drain(struct req *req)
 {
+	if (req->invalidation != NULL)
+		return REQ_PARK;	/* a write's end waits for it */
 	if (req->end_ev == NULL && (req->end_ev = evtimer_new(req->px->base,
 	    on_stream_end_check, req)) == NULL)
 		return REQ_CUT;

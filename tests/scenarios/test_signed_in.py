@@ -263,3 +263,77 @@ def a_graphql_get_that_is_a_mutation_is_passed(env):
     bad = "/graphql?query=" + quote("{ unclosed")
     corral.get(bad)
     expect(not corral.get(bad).cache_status.hit, "a GET with a query we cannot read is passed")
+
+
+# -- writes that readers see ----------------------------------------------------------
+
+def one_connection(corral):
+    import http.client
+    return http.client.HTTPConnection(corral.host, corral.port, timeout=30)
+
+
+def exchange(conn, method, path, headers=None, body=None):
+    from harness import Headers, Response
+    h = {"Host": "app.test"}
+    h.update(headers or {})
+    conn.request(method, path, body=body, headers=h)
+    r = conn.getresponse()
+    return Response(r.status, Headers(r.getheaders()), r.read(), 0)
+
+
+@scenario
+def a_read_right_after_a_write_on_one_connection_never_gets_the_old_entry(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("/items/1", body="v{n}")
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "60s"}},
+                        extra={"server": {"workers": "2"}})
+    conn = one_connection(corral)
+    stale = []
+    for i in range(20):
+        before = exchange(conn, "GET", "/items/1")
+        w = exchange(conn, "POST", "/items/1", body=b"x")
+        after = exchange(conn, "GET", "/items/1")
+        if after.cache_status.hit or after.body == before.body:
+            stale.append((i, before.body, after.body, after.cache_status.raw))
+    expect_eq(stale, [], "reads right after a write that got the old entry")
+
+
+@scenario
+def a_write_invalidates_every_stored_response_of_its_target(env):
+    """RFC 9111 4.4: every credential's entry of the URL, and every cached
+    POST body's, goes with its plain entry, before the write is answered."""
+    redis, origin = env.redis(), env.origin()
+    origin.script("/*", body="{method} {h:Authorization} n={n}")
+    routes = {"/orders": {"cache_authorized": "per-credential", "ttl": "60s"},
+              "/search": {"cache_post": "on", "ttl": "60s"}, "/": {"ttl": "60s"}}
+    fleet = env.fleet(2, redis, origin, routes=routes, extra=with_secret(env))
+    a, b = {"Authorization": user(1)}, {"Authorization": user(2)}
+    for c in fleet:
+        for who in (a, b, {}):
+            c.get("/orders", who)
+    expect_eq(origin.count("/orders"), 3, "one entry per credential, and the plain one")
+    conn = one_connection(fleet[0])
+    w = exchange(conn, "POST", "/orders", a, b"new order")
+    expect_eq(w.status, 200, "the write")
+    for who, name in ((a, "A"), (b, "B"), ({}, "anonymous")):
+        r = exchange(conn, "GET", "/orders", who)
+        expect(not r.cache_status.hit, f"{name}'s entry went with the write: "
+                                       f"{r.cache_status.raw} {r.text}")
+    r = fleet[1].get("/orders", a)
+    expect(r.cache_status.hit, f"the other instance has A's new entry: {r.cache_status.raw}")
+    # Cached POST bodies: a PUT of the same target drops them all.
+    for q in (b"q=1", b"q=2"):
+        fleet[1].get("/search", {"Content-Type": "text/plain"}, method="POST", body=q)
+        expect(fleet[0].get("/search", {"Content-Type": "text/plain"}, method="POST",
+                            body=q).cache_status.hit, f"{q!r} cached")
+    conn = one_connection(fleet[1])
+    expect_eq(exchange(conn, "PUT", "/search", {}, b"x").status, 200, "the PUT")
+    for q in (b"q=1", b"q=2"):
+        r = exchange(conn, "POST", "/search", {"Content-Type": "text/plain"}, q)
+        expect(not r.cache_status.hit, f"{q!r} went with the PUT: {r.cache_status.raw}")
+    # A failed write invalidates nothing.
+    fleet[0].get("/search", {"Content-Type": "text/plain"}, method="POST", body=b"q=1")
+    origin.script("/search", status=500, body="no")
+    expect_eq(fleet[0].get("/search", method="DELETE").status, 500, "the failed DELETE")
+    r = fleet[0].get("/search", {"Content-Type": "text/plain"}, method="POST", body=b"q=1")
+    expect(r.cache_status.hit, f"a failed write drops nothing: {r.cache_status.raw}")
