@@ -99,10 +99,12 @@ origin_budget_json(struct proxy *px, const struct budget_gauges *g,
 	evbuffer_add_printf(out, ", \"max_requests\": %d, \"queue_timeout_ms\": %"
 	    PRId64 ", \"local_share\": %" PRId64 ", \"slots_in_use\": %" PRId64
 	    ", \"local_slots_in_use\": %" PRId64 ", \"queue_length\": %" PRId64
+	    ", \"queue_oldest_ms\": %" PRId64
 	    ", \"fleet_slots_in_use\": %" PRId64 ", \"fleet_queue_length\": %"
 	    PRId64 ", \"instances\": %" PRId64 "}", px->conf->pools[0].max_requests,
 	    px->conf->pools[0].queue_timeout_ms, g->share, g->held, g->local_held,
-	    g->queued, g->fleet_held, g->fleet_queued, g->instances);
+	    g->queued, g->oldest_ms, g->fleet_held, g->fleet_queued,
+	    g->instances);
 }
 
 /* The admin listener's own figures, its jobs, the maintenance modes. */

@@ -53,6 +53,9 @@
 #define BUDGET_MAGIC		0x42444754u	/* "BDGT" */
 #define TICKET_MAGIC		0x544b4554u	/* "TKET" */
 #define RANK_SPAN		INT64_C(1000000)	/* ranks of one class */
+#define RANK_MOVING		INT64_C(-2)	/* holds its pool slot already */
+#define RANK_AGED		INT64_C(-1)	/* waited AGE_FIRST_MS: oldest first */
+#define AGE_FIRST_MS		1000	/* at most; half queue_timeout if less */
 #define RENEW_DIVISOR		3	/* a held lease: renewed this often */
 #define RECHECK_DIVISOR		4	/* a waiting ticket: asks again */
 #define LOCAL_POLL_MS		50	/* Redis down: the share, looked at */
@@ -188,15 +191,35 @@ server_share(const struct budget *b)
 	return (server_cap(b) + instances(b) - 1) / instances(b);
 }
 
-/* Lower goes first: the class, then (misses) the most waiters; a moving
- * ticket, which holds its pool slot already, before them all. */
+/*
+ * Has a client's request (a miss, a pass-through) waited long enough to
+ * go before any newer one, whatever their ranks? Age bounds every wait:
+ * a burst of misses with many waiters, or of misses at all, cannot keep
+ * an older request from its slot past AGE_FIRST_MS (or half its
+ * queue_timeout, if less). Refreshes and operators' fetches keep their
+ * ranks: a client waits for none of them.
+ */
+static int
+aged(const struct budget_ticket *t)
+{
+	int64_t bound = MIN(AGE_FIRST_MS, queue_timeout_ms(t->b) / 2);
+
+	return (t->a.cls == BUDGET_MISS || t->a.cls == BUDGET_PASS) &&
+	    util_mono_us() - t->asked_us >= bound * 1000;
+}
+
+/* Lower goes first: a moving ticket, which holds its pool slot already;
+ * the aged ones (oldest first: ties go by name); then the class, then
+ * (misses) the most waiters. */
 static int64_t
 rank(const struct budget_ticket *t)
 {
 	int64_t w;
 
 	if (t->state == T_MOVING)
-		return -1;
+		return RANK_MOVING;
+	if (aged(t))
+		return RANK_AGED;
 	w = t->a.weight != NULL ? t->a.weight(t->a.weight_arg) : 1;
 	w = MAX(0, MIN(w, RANK_SPAN - 1));
 	return (int64_t)t->a.cls * RANK_SPAN + (RANK_SPAN - 1 - w);
@@ -826,12 +849,17 @@ budget_pending(const struct proxy *px)
 void
 budget_publish(const struct budget *b, struct budget_gauges *g)
 {
+	const struct budget_ticket *t;
+
 	memset(g, 0, sizeof(*g));
 	g->fleet_held = g->fleet_queued = g->instances = -1;
 	if (b == NULL)
 		return;
 	g->held = b->nheld;
 	g->queued = b->nqueued;
+	TAILQ_FOREACH(t, &b->queue, link)
+		g->oldest_ms = MAX(g->oldest_ms,
+		    (util_mono_us() - t->asked_us) / 1000);
 	g->local_held = b->nlocal;
 	g->share = max_requests(b) > 0 ? local_share(b) : 0;
 	g->fleet_held = b->fleet.held;
@@ -844,6 +872,7 @@ budget_gauges_add(struct budget_gauges *dst, const struct budget_gauges *src)
 {
 	dst->held += src->held;
 	dst->queued += src->queued;
+	dst->oldest_ms = MAX(dst->oldest_ms, src->oldest_ms);
 	dst->local_held += src->local_held;
 	dst->share = MAX(dst->share, src->share);
 	dst->fleet_held = MAX(dst->fleet_held, src->fleet_held);

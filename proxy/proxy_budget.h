@@ -94,6 +94,7 @@ struct budget_args {
 struct budget_gauges {
 	int64_t		held;		/* slots its fetches hold */
 	int64_t		queued;		/* its requests waiting for one */
+	int64_t		oldest_ms;	/* how long the oldest has waited */
 	int64_t		local_held;	/* of held, from the local share */
 	int64_t		share;		/* the local share in effect */
 	/* As Redis last said (-1: not known). */
@@ -195,6 +196,8 @@ struct origin_fetch *origin_fetch(struct proxy *px, const struct origin_args *oa
 	    const struct upstream_request *ur, upstream_done_cb *cb, void *arg);
 /* Goes on with a fetch its on_data paused. */
 void	origin_resume(struct origin_fetch *f);
+/* Has any try of it gone to a server? (Before: it waits for a slot.) */
+int	origin_sent(const struct origin_fetch *f);
 /* Stops it, sent or waiting; cb will not run. Sets *fp to NULL. */
 void	origin_cancel(struct origin_fetch **fp);
 /* The longest a fetch of route rt (NULL: the default pool's) may take

@@ -499,6 +499,12 @@ flight_reported(struct flight *fl)
 	case RFR_REDIS_ERROR:
 		fl->degraded = 1;
 		return FL_DIRECT;
+	case RFR_UNWANTED:
+		/* Its waiters had all left; one that came since asks again. */
+		if (!TAILQ_EMPTY(&fl->waiters))
+			return FL_LOCK;
+		verdict_set(&fl->v, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
+		return FL_DONE;
 	case RFR_FAILED:	/* the fetch we waited for */
 		return flight_failed(fl, rep, rep->entry != NULL ?
 		    entry_ref(rep->entry) : NULL);
@@ -836,13 +842,19 @@ flight_join(struct proxy *px, struct waiter *w, const char *key,
 	return 0;
 }
 
+/* The last waiter left: a fetch not sent yet is no one's work now. */
 void
 flight_leave(struct waiter *w)
 {
-	if (w->flight == NULL)
+	struct flight *fl = w->flight;
+
+	if (fl == NULL)
 		return;
-	TAILQ_REMOVE(&w->flight->waiters, w, flight_link);
+	TAILQ_REMOVE(&fl->waiters, w, flight_link);
 	w->flight = NULL;
+	if (TAILQ_EMPTY(&fl->waiters) && fl->refresh != NULL &&
+	    fl->step == FL_LOCK)
+		refresh_unwanted(fl->refresh);
 }
 
 int

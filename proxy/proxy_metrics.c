@@ -141,6 +141,11 @@ static const struct counter_row counter_rows[] = {
 	  FIELD(shed_busy), NO_FIELD },
 	{ "corral_origin_sheds_total", NULL, "reason", "refresh",
 	  FIELD(shed_refresh), NO_FIELD },
+	{ "corral_origin_sheds_total", NULL, "reason", "unwanted",
+	  FIELD(shed_unwanted), NO_FIELD },
+	{ "corral_clients_gone_total", "Requests whose client left before "
+	  "their answer: a fetch of theirs not yet sent is dropped.", NULL,
+	  NULL, FIELD(client_gone), NO_FIELD },
 
 	{ "corral_key_rule_hits_total", "Hits on keys a key rule made, by "
 	  "the rule.", "rule", "query-rules", FIELD(key_query_hits), NO_FIELD },
@@ -589,6 +594,9 @@ budget_metrics(struct evbuffer *out, const struct proxy *px,
 	budget_gauge(out, px, "corral_origin_queue_length", "Requests waiting "
 	    "for an origin slot: this instance's, or the fleet's as Redis last "
 	    "said.", 1, g->queued, g->fleet_queued);
+	budget_gauge(out, px, "corral_origin_queue_oldest_milliseconds",
+	    "How long the request waiting longest here for an origin slot has "
+	    "waited (0: none waits).", 0, g->oldest_ms, -1);
 	budget_gauge(out, px, "corral_origin_local_share", "Origin requests "
 	    "this instance allows itself while Redis is unavailable.", 0,
 	    g->share, -1);

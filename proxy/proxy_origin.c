@@ -450,6 +450,13 @@ origin_resume(struct origin_fetch *f)
 		upstream_resume(f->up);
 }
 
+int
+origin_sent(const struct origin_fetch *f)
+{
+	assert(f->magic == ORIGIN_MAGIC);
+	return f->tries > 0;
+}
+
 void
 origin_cancel(struct origin_fetch **fp)
 {

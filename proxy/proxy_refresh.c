@@ -853,6 +853,22 @@ refresh_detach(struct refresh *rf)
 }
 
 void
+refresh_unwanted(struct refresh *rf)
+{
+	assert(rf->magic == REFRESH_MAGIC);
+	if (rf->step != RF_FETCH || rf->fetch == NULL || origin_sent(rf->fetch))
+		return;
+	origin_cancel(&rf->fetch);
+	evtimer_del(rf->renew_ev);
+	cache_op_cancel(&rf->renew_op);
+	STAT_INC(rf->px->stats, rf->route, shed_unwanted);
+	log_debug("%s: nobody waits for its fetch: not sent", rf->key);
+	rf->rep.result = RFR_UNWANTED;
+	rf->step = RF_RELEASE;
+	refresh_run(rf);
+}
+
+void
 refresh_resume(struct refresh *rf)
 {
 	assert(rf->magic == REFRESH_MAGIC);

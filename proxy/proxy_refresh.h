@@ -40,6 +40,7 @@ enum refresh_result {
 				 * failure, entry its error response or NULL */
 	RFR_ORIGIN_BUSY,	/* no origin slot within queue_timeout: not
 				 * sent (failure says "origin-busy") */
+	RFR_UNWANTED,		/* nobody waited for it any more: not sent */
 };
 
 /* A refresh's response as it arrives (upstream_data_cb's contract), for
@@ -111,6 +112,10 @@ int	refresh_early_due(const struct conf_route *rt,
 int	refresh_running(struct proxy *px, const char *key);
 /* Its starter is gone: it goes on, and reports to nobody. */
 void	refresh_detach(struct refresh *rf);
+/* Every client that waited for it left: if it still waits for its origin
+ * slot, it is not sent (its lock goes, with no failure) and it reports
+ * RFR_UNWANTED; under way, it goes on (its entry will serve). */
+void	refresh_unwanted(struct refresh *rf);
 /* Goes on with a fetch its stream callback paused. */
 void	refresh_resume(struct refresh *rf);
 /* An upstream response as an entry of generation gen, fresh for no time

@@ -27,6 +27,7 @@
 #include <sys/queue.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/http_struct.h>
@@ -104,6 +105,7 @@ struct req {
 	int			 stream_status;	/* ... with this status line */
 	uint64_t		 streamed;	/* body bytes handed to it */
 	struct event		*end_ev;	/* DRAIN: checks the client took it */
+	struct event		*gone_ev;	/* PASS, JOIN: its client closes */
 	char			 head_length[24];	/* PASS HEAD: origin's */
 	int64_t			 t_start_us;
 	int64_t			 t_join_us;
@@ -122,6 +124,7 @@ struct req {
 };
 
 static void req_run(struct req *req);
+static void watch_client(struct req *req);
 static const struct waiter_ops req_waiter_ops;
 
 static struct req *
@@ -221,6 +224,8 @@ req_free(struct req *req)
 
 	if (req->end_ev != NULL)
 		event_free(req->end_ev);
+	if (req->gone_ev != NULL)
+		event_free(req->gone_ev);
 	stream_free(&req->pass_stream);
 	TAILQ_REMOVE(&px->reqs, req, link);
 	px->nrequests--;
@@ -262,6 +267,8 @@ req_finish(struct req *req, enum req_end why)
 	if (req->step == REQ_DONE)
 		return;
 	req->step = REQ_DONE;
+	if (req->gone_ev != NULL)
+		event_del(req->gone_ev);
 	origin_cancel(&req->fetch);
 	purge_target_detach(&req->invalidation);
 	stream_leave(&req->waiter);
@@ -653,6 +660,7 @@ req_pass(struct req *req)
 		req->a.outcome = OUT_UNAVAILABLE;
 		return REQ_DELIVER;
 	}
+	watch_client(req);
 	return REQ_PARK;
 }
 
@@ -675,6 +683,7 @@ req_join(struct req *req)
 		req->hand_vary = NULL;
 	}
 	req->t_join_us = util_mono_us();
+	watch_client(req);
 	if (flight_join(req->px, &req->waiter, req->key, req->uri, req->route,
 	    &req->rt, req->early_due) == -1) {
 		req->a.outcome = OUT_UNAVAILABLE;
@@ -820,6 +829,56 @@ req_run(struct req *req)
 	}
 }
 
+/* ---- its client leaves --------------------------------------------- */
+
+/*
+ * The client closed its connection before its answer (libevent keeps the
+ * request, detached). Work that only it wanted ends now: its own fetch
+ * while it waits for an origin slot, or a safe one under way (an unsafe
+ * one that went goes on: its write, and its invalidation, stand); its
+ * seat in a flight, so that the flight's rank counts only who waits, and
+ * a flight nobody waits for drops a fetch not yet sent. A reply under
+ * way ends as its stream does.
+ */
+static void
+on_client_closed(evutil_socket_t fd, short what, void *arg)
+{
+	struct req *req = arg;
+	int safe;
+
+	assert(req->magic == REQ_MAGIC);
+	if (req->streaming || (req->step != REQ_PASS && req->step != REQ_JOIN))
+		return;
+	safe = !forward_unsafe(evhttp_request_get_command(req->ev));
+	if (req->step == REQ_PASS && req->fetch != NULL && !safe &&
+	    origin_sent(req->fetch))
+		return;
+	if (req->step == REQ_PASS && req->fetch == NULL)
+		return;		/* its answer is on its way */
+	STAT_INC(req->px->stats, req->route, client_gone);
+	req->a.outcome = OUT_UNAVAILABLE;
+	req_finish(req, END_REPLY);
+}
+
+/*
+ * While it waits (for its flight, or its own fetch's origin slot), its
+ * client's socket is watched for a close (EV_CLOSED: the peer's FIN seen
+ * by epoll without reading what may be queued behind the request).
+ */
+static void
+watch_client(struct req *req)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req->ev);
+	evutil_socket_t fd;
+
+	if (req->gone_ev != NULL || evcon == NULL || req->waiter.peer ||
+	    (fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evcon))) < 0)
+		return;
+	if ((req->gone_ev = event_new(req->px->base, fd, EV_CLOSED,
+	    on_client_closed, req)) != NULL)
+		event_add(req->gone_ev, NULL);
+}
+
 /* ---- entry points --------------------------------------------------- */
 
 static struct req *
@@ -843,6 +902,7 @@ req_new(struct proxy *px, struct evhttp_request *ev, enum req_step step)
 	req->waiter.ops = &req_waiter_ops;
 	req->waiter.headers = evhttp_request_get_input_headers(ev);
 	req->waiter.interim_arg = ev;
+
 	TAILQ_INSERT_TAIL(&px->reqs, req, link);
 	px->nrequests++;
 	return req;

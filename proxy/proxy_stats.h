@@ -62,6 +62,8 @@
 	X(shed_stale,		"no origin slot within queue_timeout: stale served")	\
 	X(shed_busy,		"no origin slot within queue_timeout: 503")	\
 	X(shed_refresh,		"refreshes dropped: no origin slot within queue_timeout")	\
+	X(shed_unwanted,	"fetches dropped unsent: every client waiting for them left")	\
+	X(client_gone,		"requests whose client left before their answer")	\
 	X(key_query_hits,	"hits on keys made by key_query or key_ignore_query")	\
 	X(key_query_stores,	"entries stored for misses on those keys")	\
 	X(key_headers_hits,	"hits on keys holding key_headers values")	\

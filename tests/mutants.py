@@ -691,8 +691,10 @@ MUTANTS = [
            ["stale_if_error_window_runs_from_the_end_of_freshness"],
            "an entry is served on errors stale_while_revalidate past its stale_if_error"),
     Mutant("per_user_answer_streamed_to_waiters", "proxy/proxy_flight.c",
-           "if (!stream_wanted(resp, 1) || !hdr_shareable(&resp->headers) ||",
-           "if (!stream_wanted(resp, 1) ||",
+           "\tif (!stream_wanted(resp, 1) ||\n"
+           "\t    !hdr_shareable(&resp->headers, fl->authorized, &fl->rt, &why) ||",
+           "\tif (!stream_wanted(resp, 1) ||\n"
+           "\t    (why = NULL) != NULL ||",
            ["per_user_answer_long_enough_to_stream_goes_to_its_requester_only"],
            "a long Set-Cookie or private answer streams to every collapsed client"),
     Mutant("stop_ignores_background_refreshes", "proxy/proxy_life.c",
@@ -743,15 +745,10 @@ MUTANTS = [
            "a folded field line is let through to libevent, which joins it to the previous field"),
     # -- proxy/proxy_hdr.c --
     Mutant("set_cookie_response_shared", "proxy/proxy_hdr.c",
-           '\tif (evhttp_find_header(headers, "Set-Cookie") != NULL) {\n\t\t*why = "set-cookie";',
-           '\tif (0) {\n\t\t*why = "set-cookie";',
+           '\t*why = evhttp_find_header(resp, "Set-Cookie") != NULL ? "set-cookie" :',
+           '\t*why = 0 ? "set-cookie" :',
            ["test_hdr", "per_user_answer_long_enough_to_stream_goes_to_its_requester_only"],
            "a response that sets one user's cookie is stored and served to everyone"),
-    Mutant("authorized_response_shared", "proxy/proxy_hdr.c",
-           "if (authorized && !cc.public_ && cc.s_maxage < 0 && !cc.must_revalidate)",
-           "if (0 && authorized && !cc.public_ && cc.s_maxage < 0 && !cc.must_revalidate)",
-           ["test_hdr"],
-           "an answer to a request with Authorization, not marked public, is shared"),
     Mutant("age_not_subtracted", "proxy/proxy_hdr.c",
            "\t\tlifetime -= secs(age);",
            "\t\t(void)age;",
@@ -1764,8 +1761,10 @@ MUTANTS = [
            ["cache_authorized_on_never_hands_one_users_answer_to_another"],
            "a waiter gets another user's answer (not stored, but shared)"),
     Mutant("authorized_answer_streamed_to_the_waiters", "proxy/proxy_flight.c",
-           "!hdr_shareable(&resp->headers, fl->authorized, &fl->rt, &why)",
-           "!hdr_shareable(&resp->headers, 0, &fl->rt, &why)",
+           "\t    !hdr_shareable(&resp->headers, fl->authorized, &fl->rt, &why) ||\n"
+           "\t    evhttp_find_header(&resp->headers, \"Vary\") != NULL ||",
+           "\t    !hdr_shareable(&resp->headers, 0, &fl->rt, &why) ||\n"
+           "\t    evhttp_find_header(&resp->headers, \"Vary\") != NULL ||",
            ["cache_authorized_on_never_streams_a_private_answer_to_the_waiters"],
            "a long private answer streams to every waiter of its flight"),
     Mutant("anonymous_fetch_keeps_credentials", "proxy/proxy_key.c",
@@ -1814,6 +1813,26 @@ MUTANTS = [
            "\t\treturn REQ_DELIVER;",
            ["a_read_right_after_a_write_on_one_connection_never_gets_the_old_entry"],
            "a read sent right after a write's answer can find the old entry"),
+
+    # -- the origin budget: what nobody waits for, and age ----------------------
+    Mutant("budget_ignores_age", "proxy/proxy_budget.c",
+           "\tif (aged(t))\n\t\treturn RANK_AGED;",
+           "\tif (0 && aged(t))\n\t\treturn RANK_AGED;",
+           ["a_request_that_waited_goes_before_newer_ones_with_more_waiters"],
+           "a lone miss waits behind every newer miss with more clients, up to queue_timeout"),
+    Mutant("client_gone_unnoticed", "proxy/proxy_req.c",
+           "\tSTAT_INC(req->px->stats, req->route, client_gone);\n"
+           "\treq->a.outcome = OUT_UNAVAILABLE;\n\treq_finish(req, END_REPLY);",
+           "\tSTAT_INC(req->px->stats, req->route, client_gone);\n"
+           "\treq->a.outcome = OUT_UNAVAILABLE;",
+           ["clients_that_leave_while_queued_cost_the_origin_nothing"],
+           "a request whose client left keeps its place in the origin queue, and its fetch goes"),
+    Mutant("unwanted_fetch_still_sent", "proxy/proxy_refresh.c",
+           "\tif (rf->step != RF_FETCH || rf->fetch == NULL || origin_sent(rf->fetch))\n"
+           "\t\treturn;\n\torigin_cancel(&rf->fetch);",
+           "\tif (1)\n\t\treturn;\n\torigin_cancel(&rf->fetch);",
+           ["clients_that_leave_while_queued_cost_the_origin_nothing"],
+           "a miss every client of which left is still fetched when a slot frees"),
 ]
 
 

@@ -511,3 +511,81 @@ def slot_freed_while_the_waiter_asks_is_not_lost(env):
     expect(took < wake_bound_s, f"B's POST went {took:.2f} s after its ask was answered "
                                 f"(bound {wake_bound_s:.2f} s): the freed slot was forgotten")
     expect_eq(second.result().status, 200, "B's POST")
+
+
+# -- what nobody waits for ---------------------------------------------------------
+
+def open_and_send(corral, requests):
+    """One connection per request, each sent; the sockets, to close later."""
+    import socket
+    socks = []
+    for data in requests:
+        s = socket.create_connection((corral.host, corral.port), slow(10))
+        s.sendall(data)
+        socks.append(s)
+    return socks
+
+
+@scenario
+def clients_that_leave_while_queued_cost_the_origin_nothing(env):
+    """Misses and pass-throughs whose clients left while they waited for
+    an origin slot are never sent: the queue empties at once, not at
+    queue_timeout, and the next request gets the first freed slot."""
+    from harness import get_request
+    redis, origin = env.redis(), env.origin()
+    origin.script("/busy/*", hold=True, body="busy")
+    corral = env.corral(redis, origin, routes={"/": {"lock_poll": "5s"}},
+                        extra=budget(2, queue_timeout="60s"))
+    held = [Background(corral.get, f"/busy/{i}") for i in range(2)]
+    wait_for(lambda: origin.stats()["active"] == 2, what="the 2 slots taken")
+    leaving = [get_request(f"/gone/{i}") for i in range(60)] + \
+        [get_request(f"/pass/{i}", extra=b"Authorization: Bearer x\r\n") for i in range(30)]
+    socks = open_and_send(corral, leaving)
+    wait_for(lambda: budget_stats(corral)["queue_length"] == 90,
+             what="the 90 requests waiting for a slot")
+    for s in socks:
+        s.close()
+    # Against the alternative: they would stay queued for queue_timeout (60 s).
+    wait_for(lambda: budget_stats(corral)["queue_length"] == 0, timeout=slow(20),
+             what="the queue empty once its clients left")
+    expect_eq(queued(redis), 0, "no ticket left in the fleet's queue")
+    c = corral.counters()
+    expect_eq((c["client_gone"], c["shed_unwanted"]), (90, 60),
+              "clients gone, and the misses' fetches dropped unsent")
+    origin.release("/busy/*")
+    for h in held:
+        expect_eq(h.result().status, 200, "the requests that held the slots")
+    expect_eq(corral.get("/pass/new", {"Authorization": "Bearer y"}).status, 200,
+              "a new pass-through gets a slot")
+    total = origin.stats()["paths"]
+    sent = [p for p in total if p.startswith("/gone/") or p.startswith("/pass/")]
+    expect_eq(sent, ["/pass/new"], "what reached the origin of the queued requests")
+
+
+@scenario
+def a_request_that_waited_goes_before_newer_ones_with_more_waiters(env):
+    """Age bounds every wait: a miss with one client that has waited past
+    the age bound gets the next slot before a newer miss with 20."""
+    redis, origin = env.redis(), env.origin()
+    origin.script("/busy", hold=True, body="busy")
+    corral = env.corral(redis, origin, routes={"/": {"lock_poll": "5s"}},
+                        extra=budget(1, queue_timeout="60s"))
+    held = Background(corral.get, "/busy")
+    wait_for(lambda: origin.stats()["active"] == 1, what="the one slot taken")
+    old = Background(corral.get, "/old")
+    wait_for(lambda: budget_stats(corral)["queue_oldest_ms"] >= 1000,
+             what="the lone miss waiting past the age bound (1 s)")
+    crowd = Background(stampede, [corral], 20, "/crowd")
+    wait_for(lambda: corral.stats()["in_progress"]["requests"] == 22,
+             what="the 20 clients of the newer miss waiting")
+    origin.script("/old", hold=True, body="old")
+    origin.script("/crowd", hold=True, body="crowd")
+    origin.release("/busy")
+    expect_eq(held.result().status, 200, "the request that held the slot")
+    wait_for(lambda: origin.stats()["active"] == 1, what="the freed slot taken again")
+    expect_eq((origin.count("/old"), origin.count("/crowd")), (1, 0),
+              "the slot went to the older miss")
+    origin.release("/old")
+    origin.release("/crowd")
+    expect_eq(old.result().text, "old", "the older miss's answer")
+    expect_eq({r.body for r in crowd.result()}, {b"crowd"}, "the crowd's answer")
