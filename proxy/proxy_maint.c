@@ -19,10 +19,12 @@
  */
 
 #include <assert.h>
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/queue.h>
 
 #include <event2/buffer.h>
@@ -43,12 +45,7 @@
 #define MAINT_RETRY_MS		1000	/* a failed read is tried again */
 #define MODE_AVOID		"avoid"
 #define MODE_NORMAL		"normal"
-
-/* How plain_path() reads a path's slashes. */
-enum path_form {
-	PATH_DECODED,		/* "//" kept, as most origins do */
-	PATH_MERGED		/* "//" read as "/" */
-};
+#define DECODE_ROUNDS		4	/* %XX decoded again, at most */
 
 struct maint {
 	uint32_t		 magic;
@@ -196,14 +193,13 @@ maint_free(struct proxy *px)
 }
 
 /*
- * uri's path (up to '?') as an origin may resolve it, for a route to be
- * matched against: every %XX decoded (but %00), runs of '/' made one in
- * PATH_MERGED form (nginx's merge_slashes), then dot segments removed. So
- * "/%6D/new", "//m/new" and "/x/..%2Fm/new" all reach "/m/new". A new
- * string for free(), or NULL without memory.
+ * A route as it is kept (plain): every %XX decoded (but %00), runs of '/'
+ * made one (nginx's merge_slashes), then dot segments removed. So
+ * "/%6D//" is kept as "/m/". A new string for free(), or NULL without
+ * memory.
  */
 static char *
-plain_path(const char *uri, enum path_form form)
+plain_path(const char *uri)
 {
 	size_t n = strcspn(uri, "?"), o = 0;
 	char *out = malloc(n + 1);
@@ -219,7 +215,7 @@ plain_path(const char *uri, enum path_form form)
 			c = (char)(hi << 4 | lo);
 			i += 2;
 		}
-		if (form == PATH_MERGED && c == '/' && o > 0 && out[o - 1] == '/')
+		if (c == '/' && o > 0 && out[o - 1] == '/')
 			continue;
 		out[o++] = c;
 	}
@@ -228,37 +224,140 @@ plain_path(const char *uri, enum path_form form)
 	return out;
 }
 
-/* Does a route in maintenance start path? */
+/* Decodes every %XX of s (but %00) in place: did any? */
 static int
-covered(const struct maint *m, const char *path)
+decode_once(char *s)
 {
-	for (int i = 0; i < m->n; i++)
-		if (strncmp(path, m->list[i].route, strlen(m->list[i].route)) == 0)
+	char *in = s, *out = s;
+	int hi, lo, any = 0;
+
+	while (*in != '\0') {
+		if (in[0] == '%' && (hi = util_hex_value(in[1])) >= 0 &&
+		    (lo = util_hex_value(in[2])) >= 0 && (hi | lo) != 0) {
+			*out++ = (char)(hi << 4 | lo);
+			in += 3;
+			any = 1;
+		} else {
+			*out++ = *in++;
+		}
+	}
+	*out = '\0';
+	return any;
+}
+
+/* An overlong UTF-8 form of an ASCII byte (C0/C1 xx, E0 80|81 xx) read
+ * as that byte, as decoders that do not check read it; in place. */
+static void
+fold_overlong(char *s)
+{
+	unsigned char *in = (unsigned char *)s, *out = in;
+
+	while (*in != '\0') {
+		if ((in[0] == 0xc0 || in[0] == 0xc1) && (in[1] & 0xc0) == 0x80) {
+			*out++ = (unsigned char)((in[0] & 0x1f) << 6 | (in[1] & 0x3f));
+			in += 2;
+		} else if (in[0] == 0xe0 && (in[1] & 0xfe) == 0x80 &&
+		    (in[2] & 0xc0) == 0x80) {
+			*out++ = (unsigned char)((in[1] & 0x3f) << 6 |
+			    (in[2] & 0x3f));
+			in += 3;
+		} else {
+			*out++ = *in++;
+		}
+	}
+	*out = '\0';
+}
+
+/*
+ * Each segment of s as the loosest origins read it, in place: in lower
+ * case, '\\' as '/', without its ";parameters" (Tomcat, Jetty) or its
+ * trailing dots and spaces (IIS), slashes merged; "." and ".." stay, for
+ * hdr_normalize_path().
+ */
+static void
+fold_segments(char *s)
+{
+	char *in = s, *out = s;
+
+	while (*in != '\0') {
+		char *seg = out;
+
+		while (*in != '\0' && *in != '/' && *in != '\\') {
+			if (*in == ';')
+				in += strcspn(in, "/\\");
+			else
+				*out++ = (char)tolower((unsigned char)*in++);
+		}
+		if (!(out - seg == 1 && seg[0] == '.') &&
+		    !(out - seg == 2 && seg[0] == '.' && seg[1] == '.'))
+			while (out > seg && (out[-1] == '.' || out[-1] == ' '))
+				out--;
+		if (*in == '\0')
+			break;
+		in++;
+		if (out == s || out[-1] != '/')
+			*out++ = '/';
+	}
+	*out = '\0';
+}
+
+/*
+ * uri's path as the loosest origin may read it: %XX decoded until none is
+ * left (a double encoding too, at most DECODE_ROUNDS times), overlong
+ * UTF-8 read as ASCII, then each segment folded (fold_segments) and dot
+ * segments removed. A path in maintenance under any of those readings is
+ * not sent: the price is only that a path an origin would not read so is
+ * held back too. A new string for free(), or NULL without memory.
+ */
+static char *
+loose_path(const char *uri)
+{
+	char *out = strndup(uri, strcspn(uri, "?"));
+
+	if (out == NULL)
+		return NULL;
+	for (int i = 0; i < DECODE_ROUNDS && decode_once(out); i++)
+		;
+	fold_overlong(out);
+	fold_segments(out);
+	hdr_normalize_path(out);
+	return out;
+}
+
+/* Does a route in maintenance start path (any case: with loose)? */
+static int
+covered(const struct maint *m, const char *path, int loose)
+{
+	for (int i = 0; i < m->n; i++) {
+		size_t n = strlen(m->list[i].route);
+
+		if ((loose ? strncasecmp : strncmp)(path, m->list[i].route,
+		    n) == 0)
 			return 1;
+	}
 	return 0;
 }
 
 /*
- * The route is matched against uri as sent, and against the paths an
- * origin may resolve it to, slashes merged or not: whichever way the
- * origin reads "/%6D//new", it is not asked for a route in maintenance.
- * Without memory to tell, nothing is sent.
+ * The route is matched against uri as sent, and against the loosest
+ * reading an origin may give it (loose_path): whichever way an origin
+ * reads "/%6D//new", "/M;v=1/new" or "/%256d\\new", it is not asked for a
+ * route in maintenance. Without memory to tell, nothing is sent.
  */
 int
 maint_avoids(const struct proxy *px, const char *uri)
 {
 	const struct maint *m = px->maint;
-	char *plain, *merged;
+	char *loose;
 	int avoid;
 
 	if (m == NULL || m->n == 0)
 		return 0;
-	plain = plain_path(uri, PATH_DECODED);
-	merged = plain_path(uri, PATH_MERGED);
-	avoid = plain == NULL || merged == NULL || covered(m, uri) ||
-	    covered(m, plain) || covered(m, merged);
-	free(plain);
-	free(merged);
+	if (covered(m, uri, 0))
+		return 1;
+	loose = loose_path(uri);
+	avoid = loose == NULL || covered(m, loose, 1);
+	free(loose);
 	return avoid;
 }
 
@@ -374,7 +473,7 @@ admin_maintenance(struct proxy *px, struct evhttp_request *ev)
 	route = evhttp_find_header(&params, "route");
 	mode = evhttp_find_header(&params, "mode");
 	/* Kept plain, as the paths it is matched against. */
-	plain = route_valid(route) ? plain_path(route, PATH_MERGED) : NULL;
+	plain = route_valid(route) ? plain_path(route) : NULL;
 	if (route_valid(route) && plain == NULL)
 		json_error(ev, HTTP_SERVUNAVAIL, "out of memory");
 	else if (!route_valid(plain))

@@ -512,15 +512,27 @@ def maintenance_covers_every_spelling_of_its_route(env):
     expect_eq(maint(corral, "/%6D//", "avoid")["route"], "/m/", "the route, kept plain")
     wait_for(lambda: [m["route"] for m in corral.stats()["maintenance"]] == ["/m/"],
              timeout=10, what="the mode in /stats")
-    # Each is /m/new to an origin that decodes %XX, or merges slashes, or both.
+    expect_eq(maint(corral, "/report", "avoid")["route"], "/report", "a route without '/'")
+    # Each is /m/new to an origin that decodes %XX (once, or twice), merges
+    # slashes, drops a segment's ;parameters (Tomcat, Jetty), reads a
+    # path in any case or without a segment's trailing dots (IIS), a '\'
+    # as a '/', or an overlong UTF-8 '/' as one (older Java and IIS).
     for target in ("/m/new", "/%6D/new", "/%6d/new", "//m/new", "/%2Fm/new", "/x/..%2Fm/new",
-                   "/%2E/m/new", "/m%2Fnew"):
+                   "/%2E/m/new", "/m%2Fnew", "/m;a=1/new", "/m;/new", "/M/new", "/%4D/new",
+                   "/m./new", "/m../new", "/m%2E/new", "/m\\new", "/m%5Cnew", "/%256D/new",
+                   "/%25256d/new", "/%c0%afm/new", "/x%c0%af..%c0%afm/new", "/m%c0%afnew", "/m%c0%ae/new",
+                   "/m%e0%80%afnew", "/report", "/repor%74", "/REPORT/x", "/report;v=2",
+                   "/m/ne%77", "/m%2f"):
         r = corral.get(target, {"Host": HOST})
-        expect_eq(r.status, 503, f"GET {target} under maintenance of /m/")
+        expect_eq(r.status, 503, f"GET {target} under maintenance of /m/ and /report")
         r = corral.get(target, {"Host": HOST}, method="POST", body=b"x")
-        expect_eq(r.status, 503, f"POST {target} under maintenance of /m/")
+        expect_eq(r.status, 503, f"POST {target} under maintenance of /m/ and /report")
     expect_eq(origin.stats()["paths"], {}, "what reached the origin")
-    expect_eq(corral.get("/mm/new", {"Host": HOST}).status, 200, "another route")
+    # Paths only near the routes still reach the origin.
+    for target in ("/mm/new", "/m.x/new", "/%6Dx/new", "/n/new", "/m_/new", "/repo",
+                   "/%72xeport"):
+        expect_eq(corral.get(target, {"Host": HOST}).status, 200, f"{target}: another route")
+    maint(corral, "/report", "normal")
     maint(corral, "/m/", "normal")
     wait_for(lambda: corral.stats()["maintenance"] == [], timeout=10, what="the mode off")
     expect_eq(corral.get("/%6D/new", {"Host": HOST}).status, 200, "/%6D/new once normal")
