@@ -126,7 +126,9 @@ typedef void cache_get_cb(enum cache_result r, struct cache_entry *e, void *arg)
 /* text: with LOCK_BACKOFF, the failure that started it, and e the
  * upstream's last error response, if it sent one; with LOCK_FAILED, the
  * failure of the fetch waited for, and e its error response, if any; with
- * LOCK_BUSY, the holder's token. Else NULL. */
+ * LOCK_BUSY, the holder's token; with LOCK_ACQUIRED, "released" when the
+ * holder waited for released the lock (NULL: it expired, or none was
+ * waited for). Else NULL. */
 typedef void lock_cb(enum lock_result r, struct cache_entry *e,
     const char *text, void *arg);
 typedef void fence_cb(enum fence_result r, void *arg);

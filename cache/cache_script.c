@@ -31,9 +31,11 @@
  * remembered as uncacheable (every request goes upstream itself), {3,
  * failure, last error response or false} while the key's refreshes are
  * backing off after upstream failures, {1} when the lock was taken (or
- * already is ours: an acquire sent again after a lost connection), {0,
- * holder's token} if busy. KEYS[4] and KEYS[5] are the key's last error
- * response and its hit-for-miss mark.
+ * already is ours: an acquire sent again after a lost connection), {1, 1}
+ * when it was taken after the holder waited for released it with no
+ * failure (not a takeover: that holder did not die), {0, holder's token}
+ * if busy. KEYS[4] and KEYS[5] are the key's last error response and its
+ * hit-for-miss mark.
  */
 static const char script_acquire[] =
 	"local e = redis.call('GET', KEYS[1])\n"
@@ -42,15 +44,17 @@ static const char script_acquire[] =
 	STRINGIFY(ENTRY_LUA_GEN_END) " then\n"
 	"  return {2, e}\n"
 	"end\n"
+	"local released = 0\n"
 	"if ARGV[4] ~= '' then\n"
 	"  local f = redis.call('HMGET', KEYS[6], 'token', 'failure', 'error')\n"
-	"  if f[1] == ARGV[4] then return {5, f[2], f[3]} end\n"
+	"  if f[1] == ARGV[4] and f[2] then return {5, f[2], f[3]} end\n"
+	"  if f[1] == ARGV[4] then released = 1 end\n"
 	"end\n"
 	"if redis.call('EXISTS', KEYS[5]) == 1 then return {4} end\n"
 	"local b = redis.call('GET', KEYS[3])\n"
 	"if b then return {3, b, redis.call('GET', KEYS[4])} end\n"
 	"if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
-	"  return {1}\n"
+	"  return {1, released}\n"
 	"end\n"
 	"local l = redis.call('GET', KEYS[2])\n"
 	"if l == ARGV[1] then return {1} end\n"
@@ -133,8 +137,10 @@ static const char script_invalidate[] =
  * release: KEYS lock, backoff, fails, last error, hit-for-miss, failed;
  * ARGV token, fill channel, key, failure, base ms, max ms, after, error
  * response, hit-for-miss ms, failed ms. Deletes the lock only if it holds
- * our token. A failure is kept failed ms for the fetch's waiters (acquire
- * answers it to those naming our token), and failures are counted
+ * our token. The token is kept failed ms, with the failure if any, for
+ * the fetch's waiters: acquire answers the failure to those naming our
+ * token, and tells one that takes the lock after us that we released it
+ * (we did not die). Failures are counted
  * fleet-wide; from the after-th in a row, the key's
  * next refresh waits base * 2^(failures - after) ms, at most max, and
  * acquire answers with the upstream's last error response meanwhile. With
@@ -144,10 +150,13 @@ static const char script_invalidate[] =
 static const char script_release[] =
 	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
 	"redis.call('DEL', KEYS[1])\n"
-	"if ARGV[4] ~= '' and tonumber(ARGV[10]) > 0 then\n"
+	"if tonumber(ARGV[10]) > 0 then\n"
 	"  redis.call('DEL', KEYS[6])\n"
-	"  redis.call('HSET', KEYS[6], 'token', ARGV[1], 'failure', ARGV[4])\n"
-	"  if ARGV[8] ~= '' then redis.call('HSET', KEYS[6], 'error', ARGV[8]) end\n"
+	"  redis.call('HSET', KEYS[6], 'token', ARGV[1])\n"
+	"  if ARGV[4] ~= '' then\n"
+	"    redis.call('HSET', KEYS[6], 'failure', ARGV[4])\n"
+	"    if ARGV[8] ~= '' then redis.call('HSET', KEYS[6], 'error', ARGV[8]) end\n"
+	"  end\n"
 	"  redis.call('PEXPIRE', KEYS[6], ARGV[10])\n"
 	"end\n"
 	"local max = tonumber(ARGV[6])\n"

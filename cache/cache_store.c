@@ -94,7 +94,11 @@ on_acquire_reply(struct cache_op *op, redisReply *reply)
 	else
 		watch_drop(op->cache, op->key);
 	if (code == 1) {
-		op->cb.lock(LOCK_ACQUIRED, NULL, NULL, op->arg);
+		/* "released": the holder waited for let it go, alive. */
+		op->cb.lock(LOCK_ACQUIRED, NULL, reply->elements == 2 &&
+		    reply->element[1]->type == REDIS_REPLY_INTEGER &&
+		    reply->element[1]->integer == 1 ? "released" : NULL,
+		    op->arg);
 	} else if (code == 0) {
 		op->cb.lock(LOCK_BUSY, NULL, reply->elements == 2 &&
 		    reply->element[1]->type == REDIS_REPLY_STRING ?

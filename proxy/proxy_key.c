@@ -117,8 +117,38 @@ graphql_request(const struct evkeyvalq *in, const char *query)
 	return query == NULL && lines == 1 && graphql_media_type(ctype);
 }
 
+/*
+ * A Content-Type as a key holds it (norm, normsize bytes): its media type
+ * and its parameters' names in lower case (RFC 9110 8.3.1: they are
+ * case-insensitive), its parameters' values as sent (a multipart
+ * boundary is case-sensitive). -1 when there is not exactly one line:
+ * the origin may read either of two, so the body is not cached.
+ */
+static int
+content_type_norm(const struct evkeyvalq *hdrs, char *norm, size_t normsize)
+{
+	char buf[CONF_FIELDS_MAX];
+	int lines, in_value = 0;
+	const char *ctype = hdr_join(hdrs, "Content-Type", buf, sizeof(buf),
+	    &lines);
+
+	if (lines > 1 || lines < 0)
+		return -1;
+	keyrule_header_value(ctype != NULL ? ctype : "", norm, normsize);
+	for (char *p = norm; *p != '\0'; p++) {
+		if (*p == ';')
+			in_value = 0;
+		else if (*p == '=')
+			in_value = 1;
+		else if (!in_value)
+			*p = (char)tolower((unsigned char)*p);
+	}
+	return 0;
+}
+
 /* The body's digest (b=, or g= for a GraphQL query) into hex: 0, or -1
- * when it is not cached (too long, not a query). */
+ * when it is not cached (too long, not a query, more than one
+ * Content-Type). */
 static int
 body_digest(const struct conf *c, const struct conf_route *rt,
     struct evhttp_request *ev, const char *query, struct req_key *k,
@@ -126,7 +156,6 @@ body_digest(const struct conf *c, const struct conf_route *rt,
 {
 	struct evbuffer *in = evhttp_request_get_input_buffer(ev);
 	const struct evkeyvalq *hdrs = evhttp_request_get_input_headers(ev);
-	const char *ctype;
 	size_t len = evbuffer_get_length(in);
 	const char *body = len > 0 ? (const char *)evbuffer_pullup(in, -1) : "";
 	struct keyrule_digest d;
@@ -149,11 +178,8 @@ body_digest(const struct conf *c, const struct conf_route *rt,
 	} else {
 		/* The same bytes sent as another type may mean another
 		 * thing: the type counts. */
-		ctype = evhttp_find_header(hdrs, "Content-Type");
-		keyrule_header_value(ctype != NULL ? ctype : "", norm,
-		    sizeof(norm));
-		for (char *p = norm; *p != '\0'; p++)
-			*p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+		if (content_type_norm(hdrs, norm, sizeof(norm)) == -1)
+			return -1;
 		keyrule_digest_init(&d, c->key_secret, c->key_secret_len,
 		    "post");
 		keyrule_digest_part(&d, norm, strlen(norm));

@@ -240,9 +240,9 @@ on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *text,
 	switch (r) {
 	case LOCK_ACQUIRED:
 		STAT_INC(rf->px->stats, rf->route, locks_acquired);
-		if (rf->waited[0] != '\0') {	/* its holder died, mostly */
+		if (rf->waited[0] != '\0' && text == NULL) {	/* it died */
 			STAT_INC(rf->px->stats, rf->route, lock_takeovers);
-			log_info("%s: took over a lock left with no entry",
+			log_info("%s: took over a lock its holder left to expire",
 			    rf->key);
 		}
 		rf->step = RF_FETCH;

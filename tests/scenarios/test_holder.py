@@ -288,3 +288,27 @@ def waiter_with_lock_wait_keeps_its_arrival_budget_across_new_holders(env):
     expect_eq((r.status, r.cache_status.raw), (504, WAIT_TIMEOUT), "the waiter")
     expect(0.9 <= r.elapsed < slow(3), f"it waited about lock_wait: {r.elapsed:.2f} s")
     expect_eq(origin.count(PATH), 0, "origin requests")
+
+
+@scenario
+def a_waiter_that_takes_a_released_lock_is_no_takeover(env):
+    """A holder whose answer is not kept (a 404 with ttl_404 = 0) releases
+    its lock alive: the waiters elsewhere then take it in turn, and none of
+    that is a takeover (counted and logged only for a holder that died)."""
+    redis, origin = env.redis(), env.origin()
+    origin.script("/gone", hold=True, status=404, body="no")
+    fleet = env.fleet(2, redis, origin, routes={"/": {"lock_poll": "5s"}})
+    lead = Background(fleet[0].get, "/gone")
+    wait_for(lambda: origin.held("/gone") == 1, what="the first fetch at the origin")
+    waiters = Background(stampede, [fleet[1]], 5, "/gone")
+    wait_for(lambda: fleet[1].counters()["lock_busy"] >= 1,
+             what="the other instance waiting for the holder")
+    origin.script("/gone", status=404, body="no")
+    origin.release("/gone")
+    expect_eq(lead.result().status, 404, "the holder's answer")
+    expect_eq({r.status for r in waiters.result()}, {404}, "the waiters' answers")
+    c = fleet_counters(fleet)
+    expect(c["locks_acquired"] >= 2, f"the waiters took the released lock: {c['locks_acquired']}")
+    expect_eq(c["lock_takeovers"], 0, "takeovers of a lock released alive")
+    for f in fleet:
+        expect("took over" not in f.log(), f"{f.name} logs no takeover")

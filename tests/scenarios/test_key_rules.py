@@ -426,6 +426,40 @@ def plain_post_is_keyed_on_a_hash_of_its_body(env):
     expect(not any("from" in k for k in keys), f"no body in a Redis key: {keys}")
 
 
+@scenario
+def a_post_is_keyed_on_its_one_content_type_with_its_parameters_values_as_sent(env):
+    """Media type and parameter names are case-insensitive, a boundary is
+    not (RFC 9110 8.3.1, RFC 2046); two Content-Type lines, which an
+    origin may read either of, are not cached."""
+    from harness import raw_exchange
+    redis, origin = env.redis(), env.origin()
+    origin.script("/rpc/form", body="form n={n}")
+    corral = env.corral(redis, origin, routes={"/rpc/": {"cache_post": "on"}})
+    body = b"--abc\r\n\r\nx\r\n--abc--\r\n"
+
+    def send(*ctypes):
+        head = b"".join(b"Content-Type: " + c.encode() + b"\r\n" for c in ctypes)
+        return raw_exchange(corral.host, corral.port,
+                            b"POST /rpc/form HTTP/1.1\r\nHost: " + HOST.encode() + b"\r\n" +
+                            head + b"Content-Length: %d\r\nConnection: close\r\n\r\n" %
+                            len(body) + body)
+    expect_eq(send("multipart/form-data; boundary=abc").body, b"form n=1", "the first")
+    r = send("Multipart/Form-Data; Boundary=abc")
+    expect_eq((r.body, r.cache_status.hit), (b"form n=1", True),
+              "media type and parameter name in another case: the same key")
+    expect_eq(send("multipart/form-data; boundary=AbC").body, b"form n=2",
+              "a boundary in another case: another key")
+    for i in range(2):
+        r = send("multipart/form-data; boundary=abc", "text/plain")
+        expect_eq((r.body, r.cache_status.fwd), (b"form n=%d" % (3 + i), "method"),
+                  f"two Content-Type lines: passed ({i})")
+    # A POST that passes is a write of unknown safety: it invalidated the
+    # target's entries (RFC 9111 4.4).
+    r = send("multipart/form-data; boundary=abc")
+    expect_eq((r.body, r.cache_status.stored), (b"form n=5", True),
+              "one line again: fetched and stored anew")
+
+
 def expect_body_replayed(origin, corral, stored):
     """A refresh of a cached POST sent the stored body again, as a POST, and
     its answer replaced the entry."""
