@@ -19,7 +19,6 @@
  */
 
 #include <assert.h>
-#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,8 +268,8 @@ fold_overlong(char *s)
 }
 
 /*
- * Each segment of s as the loosest origins read it, in place: in lower
- * case, '\\' as '/', without its ";parameters" (Tomcat, Jetty) or its
+ * Each segment of s as the loosest origins read it, in place (a case
+ * the origin ignores, covered() ignores too): '\\' as '/', without its ";parameters" (Tomcat, Jetty) or its
  * trailing dots and spaces (IIS), slashes merged; "." and ".." stay, for
  * hdr_normalize_path().
  */
@@ -286,7 +285,7 @@ fold_segments(char *s)
 			if (*in == ';')
 				in += strcspn(in, "/\\");
 			else
-				*out++ = (char)tolower((unsigned char)*in++);
+				*out++ = *in++;
 		}
 		if (!(out - seg == 1 && seg[0] == '.') &&
 		    !(out - seg == 2 && seg[0] == '.' && seg[1] == '.'))
