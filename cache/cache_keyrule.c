@@ -9,14 +9,18 @@
 
 #include "cache/cache_keyrule.h"
 
+#include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
+
 #define PREFIX_WILDCARD	'*'	/* "utm_*": every name it begins */
 #define LIST_SEPS	", \t"
 #define PARAM_SEPS	"&;"	/* between query parameters, to some */
+#define FOLDED_NAME_MAX	128	/* a parameter name read loosely, at most */
 
 static const char *const rule_names[] = {
 	[KEY_RULE_URL] = "url",
@@ -54,10 +58,81 @@ keyrule_listed(const char *list, const char *name, size_t len)
 }
 
 /*
+ * A parameter name (n bytes) as the loosest origins read it, into out:
+ * %XX decoded, spaces, '+' and NULs around it dropped, a "[...]" suffix
+ * dropped (PHP's arrays: "id[]"), in lower case (ASP.NET), '.' and ' '
+ * as '_' (PHP). -1 when it does not fit.
+ */
+static int
+fold_name(const char *p, size_t n, char out[FOLDED_NAME_MAX])
+{
+	size_t o = 0, start, end;
+	int hi, lo;
+
+	for (size_t i = 0; i < n; i++) {
+		char c = p[i];
+
+		if (c == '%' && i + 2 < n &&
+		    (hi = util_hex_value(p[i + 1])) >= 0 &&
+		    (lo = util_hex_value(p[i + 2])) >= 0) {
+			c = (char)(hi << 4 | lo);
+			i += 2;
+		}
+		if (o == FOLDED_NAME_MAX - 1)
+			return -1;
+		out[o++] = c == '+' ? ' ' : c;
+	}
+	out[o] = '\0';
+	for (start = 0; start < o && (out[start] == ' ' || out[start] == '\0' ||
+	    out[start] == '\t'); start++)
+		;
+	end = start + strcspn(out + start, "[");	/* or a decoded NUL */
+	while (end > start && (out[end - 1] == ' ' || out[end - 1] == '\t'))
+		end--;
+	for (size_t i = start; i < end; i++) {
+		char c = (char)tolower((unsigned char)out[i]);
+
+		out[i - start] = c == '.' || c == ' ' ? '_' : c;
+	}
+	out[end - start] = '\0';
+	return 0;
+}
+
+/*
+ * Would an origin read the parameter name p (n bytes) as one of list's,
+ * though it is not spelled as one ("ID", "%20id", "id[]", "id%00")? Such
+ * a name is kept in a key that keeps only list's: it must not share the
+ * entry of the name it reads as.
+ */
+static int
+reads_as_listed(const char *list, const char *p, size_t n)
+{
+	char name[FOLDED_NAME_MAX], item[FOLDED_NAME_MAX];
+	size_t len;
+
+	if (fold_name(p, n, name) == -1)
+		return 1;	/* too long to tell: kept */
+	for (const char *l = list; *l != '\0'; l += strspn(l, LIST_SEPS)) {
+		size_t ln = strcspn(l, LIST_SEPS);
+
+		if (ln > 0 && fold_name(l, ln, item) == 0) {
+			len = strlen(item);
+			if (len > 0 && item[len - 1] == PREFIX_WILDCARD ?
+			    strncmp(name, item, len - 1) == 0 :
+			    strcmp(name, item) == 0)
+				return 1;
+		}
+		l += ln;
+	}
+	return 0;
+}
+
+/*
  * Does the key keep the parameter p (len bytes, split on '&')? Some
  * origins split on ';' too, so each of its ';' pieces is weighed: it is
  * dropped only when every piece is ignored (an empty one is not), or with
- * only, kept when any piece is listed. Kept, it is kept whole: an origin
+ * only, kept when any piece is listed, or would be read as listed by a
+ * loose origin (reads_as_listed). Kept, it is kept whole: an origin
  * that splits on '&' alone reads it as one parameter, and "utm_x=a;id=6"
  * keys on id=6 for the others.
  */
@@ -70,7 +145,8 @@ param_kept(const char *p, size_t len, const char *ignore, const char *only)
 	for (const char *end = p + len; p < end; p++) {
 		size_t piece = strcspn(p, PARAM_SEPS);
 		size_t name = strcspn(p, "=" PARAM_SEPS);
-		int listed = piece > 0 && keyrule_listed(list, p, name);
+		int listed = piece > 0 && (keyrule_listed(list, p, name) ||
+		    (only != NULL && reads_as_listed(list, p, name)));
 
 		any |= listed;
 		all &= listed;

@@ -1881,6 +1881,11 @@ MUTANTS = [
            "\t\telse\n\t\t\t*p = (char)tolower((unsigned char)*p);",
            ["a_post_is_keyed_on_its_one_content_type_with_its_parameters_values_as_sent"],
            "boundary=abc and boundary=AbC share an entry"),
+    Mutant("key_query_drops_names_read_as_listed", "cache/cache_keyrule.c",
+           "\t\t    (only != NULL && reads_as_listed(list, p, name)));",
+           "\t\t    (only != NULL && 0 && reads_as_listed(list, p, name)));",
+           ["key_query_keeps_only_the_names_listed", "test_keyrule"],
+           "?id=1&ID=evil shares ?id=1's entry on an origin that reads ID as id"),
 ]
 
 

@@ -108,6 +108,11 @@ def key_query_keeps_only_the_names_listed(env):
     expect_eq(corral.get("/q?id=1&page=2").text, "q /q?id=1&page=2", "a listed name counts")
     expect_eq(corral.get("/q?id=2").text, "q /q?id=2", "another id")
     expect_eq(origin_total(origin, "/q"), 3, "origin requests")
+    # Names PHP, ASP.NET or a loose parser read as id are keyed, not dropped.
+    for extra in ("ID=9", "id%5B%5D=9", "id[]=9", "%20id=9", "id%00=9", "Id=9"):
+        r = corral.get(f"/q?id=1&{extra}")
+        expect(r.text != "q /q?id=1&x=1", f"?id=1&{extra} is not ?id=1's entry: "
+                                          f"{r.cache_status.raw} {r.text}")
 
 
 @scenario

@@ -124,6 +124,20 @@ t_ignored_parameters_are_dropped_and_the_rest_keep_their_order(void)
 	CHECK_STR(filtered("x=1&id=7&page=2&session=z", NULL, "id, page"),
 	    "id=7&page=2");
 	CHECK_STR(filtered("x=1", NULL, "id"), "");
+	/* Names an origin reads as a listed one are kept, not dropped. */
+	CHECK_STR(filtered("id=1&ID=2", NULL, "id"), "id=1&ID=2");
+	CHECK_STR(filtered("id=1&id%5B%5D=2", NULL, "id"), "id=1&id%5B%5D=2");
+	CHECK_STR(filtered("id=1&id[]=2&id[0]=3", NULL, "id"),
+	    "id=1&id%5B%5D=2&id%5B0%5D=3");
+	CHECK_STR(filtered("id=1&%20id=2&id%20=3&+id=4", NULL, "id"),
+	    "id=1&%20id=2&id%20=3&+id=4");
+	CHECK_STR(filtered("id=1&id%00=2", NULL, "id"), "id=1&id%00=2");
+	CHECK_STR(filtered("user_id=1&user.id=2&user%20id=3", NULL, "user_id"),
+	    "user_id=1&user.id=2&user%20id=3");
+	CHECK_STR(filtered("x=1&idx=2&i=3&d=4", NULL, "id"), "");
+	CHECK_STR(filtered("p=1&PAGE2=2&pag=3", NULL, "page*"), "PAGE2=2");
+	/* An ignore list drops its exact names only; the others are kept. */
+	CHECK_STR(filtered("UTM_source=1&utm_x=2", "utm_*", NULL), "UTM_source=1");
 	CHECK(keyrule_listed("a, b*", "bcd", 3) && !keyrule_listed("a, b*",
 	    "ab", 2) && keyrule_listed("a, b*", "a", 1) &&
 	    !keyrule_listed("a, b*", "aa", 2));
