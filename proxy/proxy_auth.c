@@ -149,16 +149,35 @@ same_origin(const char *url, const char *host)
 	    strncasecmp(hu.name, hh.name, hu.len) == 0 && hu.port == hh.port;
 }
 
-/* Gate 2: NULL when Host names this listener (and a change comes from
- * its own origin), else why not. */
+static int fields(const struct evkeyvalq *in, const char *name);
+
+/*
+ * Gate 2: NULL when the host the request names (its absolute-form
+ * target's authority, which RFC 9112 3.2.2 puts before Host, else its one
+ * Host) is this listener (and a change comes from its own origin), else
+ * why not. Two Host, Origin or Referer lines are refused: which one would
+ * count?
+ */
 static const char *
-foreign(const struct conf *c, const struct evkeyvalq *in, int change)
+foreign(const struct conf *c, const struct evkeyvalq *in, const char *target,
+    int change, char *authority, size_t authlen)
 {
 	const char *host = evhttp_find_header(in, "Host");
 	const char *origin = evhttp_find_header(in, "Origin");
 	const char *from = origin != NULL ? origin :
 	    evhttp_find_header(in, "Referer");
+	size_t sl = strlen(AUTH_OWN_SCHEME);
 
+	if (fields(in, "Host") > 1 || fields(in, "Origin") > 1 ||
+	    fields(in, "Referer") > 1)
+		return "more than one Host, Origin or Referer line";
+	if (target[0] != '/' && target[0] != '*') {
+		if (strncasecmp(target, AUTH_OWN_SCHEME, sl) != 0)
+			return "an absolute target other than http://";
+		snprintf(authority, authlen, "%.*s",
+		    (int)strcspn(target + sl, "/?#"), target + sl);
+		host = authority;
+	}
 	if (host == NULL || !host_is_ours(c, host, strlen(host)))
 		return "Host must name this listener (DNS rebinding?): see "
 		    "admin_hosts";
@@ -220,6 +239,7 @@ auth_admit(struct proxy *px, struct evhttp_request *ev, const char *path)
 	char *addr = NULL;
 	ev_uint16_t port = 0;
 	const char *why;
+	char authority[CONF_HOST_MAX + 8];
 	enum admin_scope scope;
 
 	assert(px->magic == PROXY_MAGIC);
@@ -234,7 +254,8 @@ auth_admit(struct proxy *px, struct evhttp_request *ev, const char *path)
 			return 0;
 		}
 	}
-	if ((why = foreign(c, in, change)) != NULL) {
+	if ((why = foreign(c, in, evhttp_request_get_uri(ev), change,
+	    authority, sizeof(authority))) != NULL) {
 		answer(ev, HTTP_FORBIDDEN, why);
 		return 0;
 	}

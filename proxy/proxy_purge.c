@@ -42,6 +42,7 @@
 #include "cache/cache_keyrule.h"
 #include "common/log.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_hdr.h"
 #include "proxy/proxy_json.h"
 #include "proxy/proxy_key.h"
 #include "proxy/proxy_near.h"
@@ -192,12 +193,16 @@ admin_url_key(const struct proxy *px, const char *url,
     char key[CACHE_KEY_MAX + 1], const struct conf_route **rtp, int *tagged)
 {
 	struct evhttp_uri *u = evhttp_uri_parse(url);
-	const char *host, *path;
+	const char *host, *path, *scheme;
 	const struct conf_route *rt;
-	char hostport[CONF_HOST_MAX + 8];
+	char hostport[CONF_HOST_MAX + 8], *plain = NULL;
 	int rc = 0;
 
-	if (u == NULL || (host = evhttp_uri_get_host(u)) == NULL) {
+	/* An http(s) URL only: the path a request for it would have. */
+	if (u == NULL || (host = evhttp_uri_get_host(u)) == NULL ||
+	    (scheme = evhttp_uri_get_scheme(u)) == NULL ||
+	    (strcasecmp(scheme, "http") != 0 &&
+	    strcasecmp(scheme, "https") != 0)) {
 		if (u != NULL)
 			evhttp_uri_free(u);
 		return HTTP_BADREQUEST;
@@ -210,6 +215,14 @@ admin_url_key(const struct proxy *px, const char *url,
 	path = evhttp_uri_get_path(u);
 	if (path == NULL || *path == '\0')
 		path = "/";
+	if (strpbrk(path, ".%") != NULL) {
+		if ((plain = strdup(path)) == NULL) {
+			evhttp_uri_free(u);
+			return HTTP_SERVUNAVAIL;
+		}
+		hdr_normalize_path(plain);	/* as a request's (forward.c) */
+		path = plain;
+	}
 	rt = conf_route_match(px->conf, path);
 	if (rtp != NULL)
 		*rtp = rt;
@@ -220,6 +233,7 @@ admin_url_key(const struct proxy *px, const char *url,
 		*tagged = key_has_parts(rt);
 	if (key_of_url(rt, hostport, path, evhttp_uri_get_query(u), key) == -1)
 		rc = HTTP_SERVUNAVAIL;
+	free(plain);
 	evhttp_uri_free(u);
 	return rc;
 }

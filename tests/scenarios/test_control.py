@@ -326,6 +326,43 @@ def warm_fetches_what_is_not_cached(env):
     expect_eq([origin.count(f"/w/{i}") for i in range(6)], [1] * 6, "one fetch each")
     big = "".join(f"http://{HOST}/many/{i}\n" for i in range(1001)).encode()
     expect_eq(corral.admin("POST", "/warm", body=big).status, 413, "over 1000 URLs")
+    # A URL is an http(s) one, its path as a request's: dot segments resolved.
+    urls = (f"ftp://{HOST}/w/ftp\nfile:///w/file\njavascript://{HOST}/w/js\n"
+            f"http://{HOST}/x/../w/dots\nHTTPS://{HOST}/w/./up\n")
+    r = corral.admin("POST", "/warm", body=urls.encode())
+    expect_eq({k: r.json()[k] for k in ("urls", "scheduled", "invalid")},
+              {"urls": 5, "scheduled": 2, "invalid": 3}, f"warm of other schemes: {r.text}")
+    wait_for(lambda: origin.count("/w/dots") == 1 and origin.count("/w/up") == 1, timeout=30,
+             what="the dotted URLs fetched resolved")
+    expect_eq(sorted(p for p in origin.stats()["paths"] if "." in p or "ftp" in p or
+                     "file" in p or "js" in p), [], "no dot segment or other scheme sent")
+    r = corral.admin("POST", "/refresh?" + q(url=f"gopher://{HOST}/w/0"))
+    expect_eq(r.status, 400, f"refresh of a gopher URL: {r.text!r}")
+
+
+@scenario
+def the_admin_listener_reads_one_host_from_one_line(env):
+    """Two Host, Origin or Referer lines, or an absolute-form target
+    naming another host, are refused: which would count?"""
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin)
+    own = f"{corral.admin_host}:{corral.admin_port}"
+
+    def raw(target, lines):
+        return raw_exchange(corral.admin_host, corral.admin_port,
+                            f"GET {target} HTTP/1.1\r\n{lines}Connection: close\r\n\r\n"
+                            .encode())
+    expect_eq(raw("/stats", f"Host: {own}\r\n").status, 200, "one Host naming it")
+    for target, lines, what in (
+            ("/stats", f"Host: {own}\r\nHost: evil.example\r\n", "two Host lines"),
+            ("/stats", f"Host: evil.example\r\nHost: {own}\r\n", "two Host lines, ours last"),
+            ("/stats", f"Host: {own}\r\nOrigin: http://{own}\r\nOrigin: http://evil\r\n",
+             "two Origin lines"),
+            ("http://evil.example/stats", f"Host: {own}\r\n", "an absolute target elsewhere"),
+            (f"https://{own}/stats", f"Host: {own}\r\n", "an https absolute target")):
+        expect_eq(raw(target, lines).status, 403, what)
+    expect_eq(raw(f"http://{own}/stats", "Host: evil.example\r\n").status, 200,
+              "an absolute target naming it rules over Host (RFC 9112 3.2.2)")
 
 
 @scenario
