@@ -18,7 +18,9 @@ from .resp import RespError
 SLOWNESS = max(1.0, float(os.environ.get("CORRAL_TEST_SLOWNESS") or 1))
 
 START_TIMEOUT_S = 20 * SLOWNESS	# corral under ASan, redis, origin: ready within this
-STOP_TIMEOUT_S = 10 * SLOWNESS	# SIGTERM, then SIGKILL after this long
+# SIGTERM, then SIGKILL after this long: past the default shutdown_timeout
+# (10 s), which a request still in progress at the stop may take.
+STOP_TIMEOUT_S = 20 * SLOWNESS
 CLIENT_TIMEOUT_S = 30 * SLOWNESS	# one HTTP exchange
 POLL_S = 0.01			# wait_for's polling interval
 LOG_TAIL_LINES = 40

@@ -3,7 +3,7 @@ cluster-node-timeout): one fetch per key for the whole fleet, whichever
 primary owns the key, through a slot migration and through a failover."""
 
 from harness import (PREFIX, Background, cache_key, children, entry_key, expect, expect_eq,
-                     expect_fetches, http_request, lock_key, paced, scenario, stampede,
+                     expect_fetches, http_request, lock_key, paced, scenario, slow, stampede,
                      wait_for)
 from harness.cluster import (RedisCluster, expect_all_ok, key_slot, path_in_slot, path_slot,
                              paths_in_slots, redis_figures, start_cluster)
@@ -58,7 +58,7 @@ def cluster_cold_and_stale_stampedes_fetch_once_per_key_on_every_primary(env):
         expect(all(r.cache_status.hit for r in results), f"stale {path} answered from cache")
     for path in paths:
         node = cluster.primary_of(path_slot(path))
-        wait_for(lambda: node.cmd("PTTL", entry_key(path)) > 60_000, timeout=10,
+        wait_for(lambda: node.cmd("PTTL", entry_key(path)) > 60_000, timeout=slow(30),
                  what=f"the refresh of {path} to be stored")
         expect_fetches(origin, path, 2, fleet,
                        f"origin fetches of {path} after the stale stampede")
@@ -247,7 +247,7 @@ def cluster_primary_killed_in_cold_stampede_fleet_fetches_once_per_key_after_ok(
     paths = by_range[0] + by_range[1] + by_range[2][:6]	# 20 keys, 7 on the victim
 
     run = Background(stampedes, fleet, 6, paths)
-    wait_for(lambda: origin.count() >= len(paths), timeout=10,
+    wait_for(lambda: origin.count() >= len(paths), timeout=slow(30),
              what="the cold stampede's fetches in flight")
     victim.kill()
     for path, results in run.result().items():
@@ -328,12 +328,12 @@ def cluster_stale_entry_on_dead_primary_is_read_from_its_replica_until_promotion
     take_over(replica)
     wait_for(lambda: [n["address"] for n in redis_figures(corral)["nodes"]
                       if n["address"] in (primary.address, replica.address)] ==
-             [replica.address], timeout=10,
+             [replica.address], timeout=slow(30),
              what="/stats nodes: the replica in, the dead primary dropped")
     expect(redis_figures(corral)["map_refreshes"] > refreshes, "the map was read again")
     r = corral.get(path)
     expect(r.status == 200 and r.cache_status.hit, f"after the promotion: {r.cache_status.raw}")
-    wait_for(lambda: replica.cmd("PTTL", key) > 60_000, timeout=10,
+    wait_for(lambda: replica.cmd("PTTL", key) > 60_000, timeout=slow(30),
              what="the refresh stored on the promoted replica")
     expect_fetches(origin, path, 2, [primer, corral],
                    "origin fetches: one refresh once the slot has a primary")

@@ -248,6 +248,17 @@ def a_streamed_answer_gets_its_access_log_line(env):
            f"the line names the status, the bytes sent and the outcome: {line}")
 
 
+class ClosingSocket:
+    """A client socket the Env closes when the scenario ends, before the
+    instance stops: a stalled reader left open would hold its stop."""
+
+    def __init__(self, sock):
+        self.sock = sock
+
+    def stop(self):
+        self.sock.close()
+
+
 def stalled_reader(corral, path):
     """A client that sends GET path and then reads nothing: a small receive
     buffer, so that what Corral queues for it stays queued."""
@@ -290,6 +301,7 @@ def slow_reader_beside_fast_readers(env, max_entry_bytes):
     corral = env.corral(redis, origin, routes={"/": {"ttl": "1h", "lock_poll": "5s"}},
                         extra={"upstream": {"max_entry_bytes": max_entry_bytes}})
     sock = stalled_reader(corral, path)	# first: its fetch is the one that runs
+    env.track(ClosingSocket(sock))	# however the scenario ends
     wait_for(lambda: origin.held(path) == 1, what="the slow client's fetch held")
     results = [None] * fast
     threads = [threading.Thread(target=timed_get, args=(corral.host, corral.port, path,
@@ -308,9 +320,12 @@ def slow_reader_beside_fast_readers(env, max_entry_bytes):
         status, body, first, last, cs = r
         expect_eq((status, len(body), body == want), (200, size, True),
                   f"fast client {i}: status, length, bytes ({cs})")
+    # Held back, they would wait as long as the slow client reads nothing
+    # (it has read nothing yet): set against that, not against how fast a
+    # busy machine moves 400 MiB to 20 readers.
     done_at = origin.path_stats(path)["done_at"][0]
     for i, (_, _, _, last, _) in enumerate(results):
-        expect(last < done_at + slow(5),
+        expect(last < done_at + slow(30),
                f"fast client {i} had its body {last - done_at:.1f} s after the origin "
                "sent its last byte: the slow client held it back")
     expect_eq(origin.count(path), 1, "origin requests")
