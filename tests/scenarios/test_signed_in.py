@@ -116,6 +116,9 @@ def anonymous_mode_shares_one_fetch_made_without_credentials(env):
         expect_eq((r.status, r.body.decode()), (200, "auth=[] cookie=[] key=[] n=1"),
                   f"client {i}: the anonymous answer")
     expect_eq(origin.count("/catalogue"), 1, "one origin fetch for 40 signed-in clients")
+    sent = {k.lower() for k in origin.path_stats("/catalogue")["headers"]}
+    expect(not sent & {"authorization", "cookie", "x-api-key"},
+           f"the fetch's own headers carry no credential: {sorted(sent)}")
     for c in fleet:
         r = c.get("/catalogue", {"Authorization": user(77)})
         expect(r.cache_status.hit, f"a later signed-in request hits: {r.cache_status.raw}")

@@ -792,11 +792,12 @@ t_copy_flags_each_drop_their_headers(void)
 		    "if-match", "Range" } },
 		{ HDR_DROP_ENCODING, { "Accept-Encoding" } },
 		{ HDR_DROP_CREDENTIALS, { "Authorization", "Cookie" } },
+		{ HDR_DROP_UNDERSCORED, { "X_API_Key", "_", "x-a_" } },
 	};
 	static const char *const all[] = { "Host", "Content-Length",
 	    "If-None-Match", "If-Modified-Since", "if-match", "Range",
 	    "Accept-Encoding", "Authorization", "Cookie", "Age", "Via",
-	    "Accept", "X-Other" };
+	    "Accept", "X-Other", "X_API_Key", "_", "x-a_" };
 	struct evkeyvalq out;
 
 	clear();
@@ -816,7 +817,8 @@ t_copy_flags_each_drop_their_headers(void)
 	}
 	TAILQ_INIT(&out);
 	hdr_copy(&hs, &out, HDR_DROP_HOST | HDR_DROP_LENGTH |
-	    HDR_DROP_CONDITIONAL | HDR_DROP_ENCODING | HDR_DROP_CREDENTIALS);
+	    HDR_DROP_CONDITIONAL | HDR_DROP_ENCODING | HDR_DROP_CREDENTIALS |
+	    HDR_DROP_UNDERSCORED);
 	CHECK(count(&out, "Accept") == 1 && count(&out, "X-Other") == 1);
 	CHECK(count(&out, "Age") == 1 && count(&out, "Via") == 1);
 	CHECK(TAILQ_NEXT(TAILQ_NEXT(TAILQ_NEXT(TAILQ_NEXT(TAILQ_FIRST(&out),
