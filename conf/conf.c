@@ -221,7 +221,7 @@ static const struct key keys[] = {
 	  IN_CONF(redis_db), "database number (SELECT)" },
 	{ "prefix", SECT_REDIS, T_PREFIX, "corral:", 1, CONF_PREFIX_MAX - 1,
 	  IN_CONF(redis_prefix), "namespace of every key and channel" },
-	{ "timeout", SECT_REDIS, T_DURATION, "250ms", 1, 60 * MS_SECOND,
+	{ "timeout", SECT_REDIS, T_DURATION, "1s", 1, 60 * MS_SECOND,
 	  IN_CONF(redis_timeout_ms), "per command" },
 
 	{ "url", SECT_POOL, T_SERVERS, "http://127.0.0.1:9000", 0,

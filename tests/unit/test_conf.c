@@ -132,7 +132,7 @@ t_example_conf_loads_with_its_values(void)
 	CHECK_STR(cf.redis_password, "");
 	CHECK(cf.redis_db == 0);
 	CHECK_STR(cf.redis_prefix, "corral:");
-	CHECK(cf.redis_timeout_ms == 250);
+	CHECK(cf.redis_timeout_ms == 1000);
 	CHECK_STR(cf.upstream_url, "http://127.0.0.1:9000");
 	CHECK(cf.pools[0].connect_timeout_ms == 1000);
 	CHECK(cf.pools[0].timeout_ms == 10000);
@@ -183,7 +183,7 @@ t_defaults_are_the_documented_ones(void)
 	CHECK_STR(cf.redis_password, "");
 	CHECK(cf.redis_db == 0);
 	CHECK_STR(cf.redis_prefix, "corral:");
-	CHECK(cf.redis_timeout_ms == 250);
+	CHECK(cf.redis_timeout_ms == 1000);
 	CHECK_STR(cf.upstream_url, "http://127.0.0.1:9000");
 	CHECK(cf.pools[0].connect_timeout_ms == 1000);
 	CHECK(cf.pools[0].timeout_ms == 10000);
