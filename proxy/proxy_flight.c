@@ -89,6 +89,8 @@ struct flight {
 	struct stream		*stream;	/* the fetch's body, as it comes */
 	enum stream_state	 stream_state;	/* of the fetch running */
 	int			 lead_streamed;	/* the lead's reply streams */
+	int			 lead_left;	/* the lead's client left: the
+						 * others are all its waiters */
 	struct upstream_fetch	*peer;		/* PEER: a sibling's stream */
 	int			 peer_slot;	/* PEER: that sibling */
 	struct cache_op		*op;
@@ -612,7 +614,7 @@ flight_done(struct flight *fl)
 	dict_del(px->flights, fl->key);
 	TAILQ_REMOVE(&px->flight_list, fl, link);
 	probe_rush(px, fl->route, &fl->rt, &fl->waiters, &fl->v,
-	    fl->lead_streamed);
+	    fl->lead_streamed || fl->lead_left);
 	cache_op_cancel(&fl->op);
 	stream_free(&fl->stream);
 	entry_unref(&fl->v.entry);
@@ -850,6 +852,7 @@ flight_leave(struct waiter *w)
 
 	if (fl == NULL)
 		return;
+	fl->lead_left |= w == TAILQ_FIRST(&fl->waiters);
 	TAILQ_REMOVE(&fl->waiters, w, flight_link);
 	w->flight = NULL;
 	if (TAILQ_EMPTY(&fl->waiters) && fl->refresh != NULL &&

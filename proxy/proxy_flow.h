@@ -41,6 +41,8 @@
 #define HTTP_BAD_GATEWAY	502
 #define HTTP_GATEWAY_TIMEOUT	504
 #define HTTP_MISDIRECTED	421
+#define HTTP_CLIENT_GONE	499	/* logged only: nginx's "client
+					 * closed request" */
 /* A response longer than this (or of unknown length) is streamed to its
  * clients as it arrives; a shorter one is answered whole. */
 #define STREAM_MIN_BYTES	(64 * 1024)
@@ -70,6 +72,7 @@ enum outcome {
 	OUT_BACKOFF,		/* the key's refreshes back off: its last error */
 	OUT_REJECTED,		/* malformed or over a limit: 4xx */
 	OUT_UNAVAILABLE,	/* shutting down, or out of memory: 503 */
+	OUT_GONE,		/* its client left before its answer */
 };
 
 /* A request's answer: what proxy_status.c names and counts. */

@@ -855,8 +855,7 @@ on_client_closed(evutil_socket_t fd, short what, void *arg)
 		return;
 	if (req->step == REQ_PASS && req->fetch == NULL)
 		return;		/* its answer is on its way */
-	STAT_INC(req->px->stats, req->route, client_gone);
-	req->a.outcome = OUT_UNAVAILABLE;
+	req->a.outcome = OUT_GONE;
 	req_finish(req, END_REPLY);
 }
 

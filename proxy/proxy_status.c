@@ -144,6 +144,9 @@ status_value_of(const struct answer *a, int fwd_status, char *out,
 	case OUT_REJECTED:
 		snprintf(out, outlen, "corral; detail=rejected");
 		break;
+	case OUT_GONE:
+		snprintf(out, outlen, "corral; detail=client-gone");
+		break;
 	case OUT_UNAVAILABLE:
 	case OUT_NONE:
 		snprintf(out, outlen, "corral; detail=unavailable");
@@ -166,6 +169,8 @@ status_error_code(const struct answer *a)
 		    HTTP_GATEWAY_TIMEOUT : HTTP_BAD_GATEWAY;
 	case OUT_WAIT_TIMEOUT:
 		return HTTP_GATEWAY_TIMEOUT;
+	case OUT_GONE:
+		return HTTP_CLIENT_GONE;
 	case OUT_BACKOFF:
 		if (origin_busy(a))
 			return HTTP_SERVUNAVAIL;
@@ -292,6 +297,9 @@ status_count(struct stats *st, int r, const struct answer *a, int64_t waited_us)
 		if (origin_busy(a))
 			STAT_INC(st, r, shed_busy);
 		break;
+	case OUT_GONE:
+		STAT_INC(st, r, client_gone);
+		break;
 	}
 }
 
@@ -352,6 +360,8 @@ status_label(enum outcome o)
 	case OUT_BYPASS:
 	case OUT_METHOD:
 		return "bypass";
+	case OUT_GONE:
+		return "gone";
 	case OUT_UPSTREAM_ERROR:
 	case OUT_BACKOFF:
 	case OUT_WAIT_TIMEOUT:

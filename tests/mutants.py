@@ -1822,10 +1822,8 @@ MUTANTS = [
            ["a_request_that_waited_goes_before_newer_ones_with_more_waiters"],
            "a lone miss waits behind every newer miss with more clients, up to queue_timeout"),
     Mutant("client_gone_unnoticed", "proxy/proxy_req.c",
-           "\tSTAT_INC(req->px->stats, req->route, client_gone);\n"
-           "\treq->a.outcome = OUT_UNAVAILABLE;\n\treq_finish(req, END_REPLY);",
-           "\tSTAT_INC(req->px->stats, req->route, client_gone);\n"
-           "\treq->a.outcome = OUT_UNAVAILABLE;",
+           "\treq->a.outcome = OUT_GONE;\n\treq_finish(req, END_REPLY);",
+           "\treq->a.outcome = OUT_GONE;",
            ["clients_that_leave_while_queued_cost_the_origin_nothing"],
            "a request whose client left keeps its place in the origin queue, and its fetch goes"),
     Mutant("unwanted_fetch_still_sent", "proxy/proxy_refresh.c",
