@@ -594,9 +594,13 @@ budget_metrics(struct evbuffer *out, const struct proxy *px,
 	budget_gauge(out, px, "corral_origin_queue_length", "Requests waiting "
 	    "for an origin slot: this instance's, or the fleet's as Redis last "
 	    "said.", 1, g->queued, g->fleet_queued);
-	budget_gauge(out, px, "corral_origin_queue_oldest_milliseconds",
-	    "How long the request waiting longest here for an origin slot has "
-	    "waited (0: none waits).", 0, g->oldest_ms, -1);
+	family(out, "corral_origin_queue_oldest_seconds", "gauge", "How long "
+	    "the request waiting longest here for an origin slot has waited "
+	    "(0: none waits).");
+	evbuffer_add_printf(out, "corral_origin_queue_oldest_seconds{upstream=");
+	label_value(out, px->conf->upstream_authority);
+	evbuffer_add_printf(out, "} %" PRId64 ".%03" PRId64 "\n",
+	    g->oldest_ms / 1000, g->oldest_ms % 1000);
 	budget_gauge(out, px, "corral_origin_local_share", "Origin requests "
 	    "this instance allows itself while Redis is unavailable.", 0,
 	    g->share, -1);
