@@ -570,10 +570,12 @@ def docs_name_the_restart_keys_the_reload_keeps(env):
                "error_log": os.path.join(env.workdir, "e.log"), "log_format": "json",
                "pid_file": os.path.join(env.workdir, "new.pid"),
                "log_level": "info"}
-    lines = []
+    lines, section = [], None
     for line in text.splitlines():
         key = line.split("=")[0].strip()
-        if key in changed and changed[key] is not None:
+        section = line if line.startswith("[") else section
+        if (key in changed and changed[key] is not None) or \
+                (section == "[redis]" and key == "timeout"):
             continue
         lines.append(line)
         if line == "[server]":
