@@ -56,5 +56,9 @@ void	log_msg(enum log_level level, const char *fmt, ...)
 #define log_warn(...)	log_at(LOGL_WARN, __VA_ARGS__)
 #define log_info(...)	log_at(LOGL_INFO, __VA_ARGS__)
 #define log_debug(...)	log_at(LOGL_DEBUG, __VA_ARGS__)
+/* A machine's step, at debug level: "refresh 42 LOCK -> FETCH". */
+#define log_step(machine, id, from, to)					\
+	log_debug("%s %llu %s -> %s", (machine), (unsigned long long)(id), \
+	    (from), (to))
 
 #endif

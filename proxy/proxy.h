@@ -163,6 +163,9 @@ struct proxy {
 	int			 nrequests;	/* requests in progress */
 	int			 npeers;	/* of those, siblings' (proxy_peer.c) */
 	int			 nrefreshes;	/* refreshes in progress */
+	uint64_t		 machine_ids;	/* the last id a request, flight,
+						 * refresh or origin fetch took,
+						 * for the step trace */
 	struct stats		*stats;		/* this worker's, in its slot */
 	struct worker_slot	*slots;		/* every worker's */
 	int			 nslots;

@@ -44,7 +44,7 @@ static void
 abandon_all(struct proxy *px)
 {
 	px->abandoned = 1;
-	refresh_abandon_all(px);
+	refresh_abandon_fetches(px);
 	flight_abandon_all(px);
 	req_abandon_all(px);
 }

@@ -2,14 +2,15 @@
  * A fetch from the origin through its pool's budget and a server of the
  * pool (origin_fetch(), proxy_budget.h).
  *
- *	SLOT (a ticket waits in the pool's budget: a slot, and one on a
- *	server with max_requests_per_server) -> SENT -> done
- *	SENT -> (failed before any byte, may be sent again) -> SENT, once,
- *	     to another server, under the same slot (MOVING first, with
- *	     max_requests_per_server: a slot on another server)
- *	SLOT -> NOT_SENT (no slot within queue_timeout)
- *	MOVING -> done with the first try's failure (no room in time)
- *	NOT_SENT (its route is in maintenance, proxy_maint.c) -> done
+ *	ASK -> SLOT (a ticket waits in the pool's budget: a slot, and one on
+ *	             a server with max_requests_per_server) -> SEND
+ *	    -> SEND (no budget) -> SENT -> TRIED -> DONE (answered)
+ *	TRIED -> SEND, once, to another server, under the same slot, when
+ *	         it failed before any byte and may go again (MOVE first,
+ *	         with max_requests_per_server: a slot on another server)
+ *	SLOT, MOVE -> DONE (no slot within queue_timeout: not sent, or the
+ *	              first try's failure)
+ *	ASK -> DONE (its route is in maintenance, proxy_maint.c: not sent)
  *
  * It keeps a copy of the request while it waits, gives the budget the
  * servers it would take, best first (its pool's choice), starts
@@ -17,7 +18,10 @@
  * try ended (its server's health), and gives the slot back when the
  * response has ended, before its asker hears of it. It asks
  * proxy_budget.c, proxy_pool.c and upstream/; its asker hears back
- * through the callback it gave, once, whatever the tries.
+ * through the callback it gave, once, whatever the tries. Each step is one
+ * function returning the next (OS_PARK: wait); origin_run() drives them,
+ * and the callbacks (the slot's answer, a try's response, the first-byte
+ * timer, maintenance) copy what they got and re-enter it.
  */
 
 #include <assert.h>
@@ -45,8 +49,27 @@
 #define TRIES_MAX		2	/* a request goes to two servers at most */
 #define STATUS_SERVER_ERROR	500
 
+enum origin_step {
+	OS_ASK,			/* maintenance, or its place in the budget */
+	OS_SLOT,		/* waits for an origin slot */
+	OS_SEND,		/* a try goes to a server */
+	OS_SENT,		/* a try is in flight */
+	OS_TRIED,		/* a try ended: the answer, or another try */
+	OS_MOVE,		/* a retry waits for a slot on another server */
+	OS_DONE,		/* answered (freed) */
+	OS_PARK,		/* not a step: wait for a callback */
+};
+
+static const char *const step_names[] = {
+	[OS_ASK] = "ASK", [OS_SLOT] = "SLOT", [OS_SEND] = "SEND",
+	[OS_SENT] = "SENT", [OS_TRIED] = "TRIED", [OS_MOVE] = "MOVE",
+	[OS_DONE] = "DONE", [OS_PARK] = "PARK",
+};
+
 struct origin_fetch {
 	uint32_t		 magic;
+	uint64_t		 id;		/* for the step trace */
+	enum origin_step	 step;
 	struct proxy		*px;
 	int			 route;
 	struct pool		*pool;		/* held while it lives */
@@ -60,14 +83,25 @@ struct origin_fetch {
 	char			 tried[CONF_SERVER_URL_MAX];	/* the last */
 	struct pool_server	*failed_at;	/* ... held while a retry waits */
 	struct upstream_response *failure;	/* ... and how it failed */
-	struct upstream_fetch	*up;		/* once sent */
+	struct upstream_fetch	*up;		/* a try in flight */
 	struct event		*timer;		/* no first byte, refused */
 	upstream_done_cb	*cb;
 	void			*arg;
 	int64_t			 asked_us;
 	int64_t			 sent_us;	/* its first try's start */
 	int			 tries;
+	int			 starting;	/* inside origin_fetch(): no answer
+						 * may be given yet */
+	int			 start_failed;	/* ... one was due: NULL instead */
+
+	/* What callbacks left for the step they re-enter. */
+	int			 refused;	/* ASK: its route is in maintenance */
+	int			 slot_answered;	/* SLOT, MOVE: the budget's answer */
+	enum budget_answer	 slot;
+	struct upstream_response *resp;		/* SENT: the try's response */
 };
+
+static void origin_run(struct origin_fetch *f);
 
 static void
 origin_free(struct origin_fetch *f)
@@ -81,6 +115,8 @@ origin_free(struct origin_fetch *f)
 	pool_unhold_server(&f->failed_at);
 	if (f->failure != NULL)
 		upstream_response_free(&f->failure);
+	if (f->resp != NULL)
+		upstream_response_free(&f->resp);
 	budget_done(&f->ticket);
 	if (f->timer != NULL)
 		event_free(f->timer);
@@ -92,29 +128,35 @@ origin_free(struct origin_fetch *f)
 	free(f);
 }
 
-/* Ends it with resp (its asker's now). */
-static void
+/* Ends it with resp (its asker's now): DONE, the fetch freed. */
+static enum origin_step
 origin_answer(struct origin_fetch *f, struct upstream_response *resp)
 {
 	upstream_done_cb *cb = f->cb;
 	void *cb_arg = f->arg;
 
+	if (f->starting) {	/* origin_fetch() returns NULL instead */
+		upstream_response_free(&resp);
+		f->start_failed = 1;
+		return OS_PARK;
+	}
 	origin_free(f);
 	cb(resp, cb_arg);
+	return OS_DONE;
 }
 
 /* Ends it with the failure of the try that could not go again. */
-static void
+static enum origin_step
 answer_failure(struct origin_fetch *f)
 {
 	struct upstream_response *resp = f->failure;
 
 	f->failure = NULL;
-	origin_answer(f, resp);
+	return origin_answer(f, resp);
 }
 
 /* An answer made here for a fetch that was not sent (or could not be). */
-static void
+static enum origin_step
 origin_unsent(struct origin_fetch *f, enum upstream_result r, const char *why)
 {
 	struct upstream_response *resp = calloc(1, sizeof(*resp));
@@ -123,18 +165,18 @@ origin_unsent(struct origin_fetch *f, enum upstream_result r, const char *why)
 		/* No memory even for that: the asker's fetch stays unanswered
 		 * until it gives up (its request's timeout or a stop). */
 		log_error("origin: out of memory for an unsent fetch's answer");
-		return;
+		return OS_PARK;
 	}
 	TAILQ_INIT(&resp->headers);
 	resp->result = r;
 	resp->elapsed_ms = (util_mono_us() - f->asked_us) / 1000;
 	snprintf(resp->error, sizeof(resp->error), "%s", why);
-	origin_answer(f, resp);
+	return origin_answer(f, resp);
 }
 
 /* How a try ended, for its server's health. */
 static enum pool_outcome
-outcome(const struct upstream_response *resp)
+try_outcome(const struct upstream_response *resp)
 {
 	switch (resp->result) {
 	case UPSTREAM_OK:
@@ -193,88 +235,8 @@ first_byte_ms(const struct conf_pool *c)
 	return c->nservers > 1 ? c->timeout_ms / TRIES_MAX : 0;
 }
 
-static int send_to(struct origin_fetch *f, struct pool_server *s);
-static int go(struct origin_fetch *f);
-
-/* The try that failed goes once more, to s (which has room): 0, or -1
- * (no memory: the failure stands). */
-static int
-retry_to(struct origin_fetch *f, struct pool_server *s)
-{
-	log_info("origin: %s%s failed before any response (%s); sent again "
-	    "to %s", f->tried, f->target, f->failure->error,
-	    pool_server_url(s));
-	if (send_to(f, s) == -1)
-		return -1;
-	pool_count_retry(f->failed_at);
-	STAT_INC(f->px->stats, f->route, upstream_retries);
-	pool_unhold_server(&f->failed_at);
-	upstream_response_free(&f->failure);
-	return 0;
-}
-
-/* The try ended: its server hears how, then maybe another try. */
-static void
-on_origin_done(struct upstream_response *resp, void *arg)
-{
-	struct origin_fetch *f = arg;
-	int64_t left;
-	char why[sizeof(resp->error) + 16];
-
-	assert(f->magic == ORIGIN_MAGIC);
-	f->up = NULL;
-	evtimer_del(f->timer);
-	if (resp->result == UPSTREAM_OK)
-		snprintf(why, sizeof(why), "status %d", resp->status);
-	else
-		snprintf(why, sizeof(why), "%s", resp->error);
-	snprintf(f->tried, sizeof(f->tried), "%s", pool_server_url(f->server));
-	if (!may_retry(f, resp) || (left = left_ms(f)) <= 0) {
-		pool_end(f->server, outcome(resp), why);
-		f->server = NULL;
-		origin_answer(f, resp);
-		return;
-	}
-	/* It may go to another server: counted as a retry once sent. */
-	f->failed_at = f->server;
-	f->server = NULL;
-	pool_hold_server(f->failed_at);
-	pool_end(f->failed_at, outcome(resp), why);
-	f->failure = resp;
-	if (f->ticket != NULL && budget_server(f->ticket) >= 0) {
-		/* A slot on another server first: at most queue_timeout. */
-		budget_move(f->ticket, MIN(left,
-		    pool_conf(f->pool)->queue_timeout_ms));
-		return;
-	}
-	if (go(f) == -1)
-		answer_failure(f);
-}
-
-/* first_byte_timeout: a try whose response has not begun fails as a
- * timeout (and may go to another server). */
-static void
-on_first_byte_timeout(evutil_socket_t fd, short what, void *arg)
-{
-	struct origin_fetch *f = arg;
-	struct upstream_response *resp;
-
-	assert(f->magic == ORIGIN_MAGIC && f->up != NULL);
-	if (upstream_received(f->up))
-		return;		/* begun: the whole timeout applies */
-	if ((resp = calloc(1, sizeof(*resp))) == NULL ||
-	    (resp->body = evbuffer_new()) == NULL) {
-		free(resp);
-		return;		/* the whole timeout ends it */
-	}
-	TAILQ_INIT(&resp->headers);
-	upstream_cancel(&f->up);
-	resp->result = UPSTREAM_ERR_TIMEOUT;
-	resp->elapsed_ms = first_byte_ms(pool_conf(f->pool));
-	snprintf(resp->error, sizeof(resp->error), "no response within "
-	    "first_byte_timeout (%lld ms)", (long long)resp->elapsed_ms);
-	on_origin_done(resp, f);
-}
+static void on_origin_done(struct upstream_response *resp, void *arg);
+static void on_first_byte_timeout(evutil_socket_t fd, short what, void *arg);
 
 /* One try, to s. 0, or -1 (no memory: s has heard it ended). */
 static int
@@ -316,23 +278,24 @@ send_to(struct origin_fetch *f, struct pool_server *s)
 	return 0;
 }
 
-/* A server for its first try, or for its retry: the one its slot is on,
- * else the pool's choice (no max_requests_per_server). -1: no memory, or
- * (a retry) no other server. */
+/* The try that failed goes once more, to s (which has room): 0, or -1
+ * (no memory: the failure stands). */
 static int
-go(struct origin_fetch *f)
+retry_to(struct origin_fetch *f, struct pool_server *s)
 {
-	struct pool_server *s = NULL;
-	int at = f->ticket != NULL ? budget_server(f->ticket) : -1;
-
-	if (at >= 0 && at < f->choice.n)
-		s = f->choice.s[at];
-	else
-		s = pool_pick(f->pool, f->failure != NULL ? f->tried : NULL);
-	if (s == NULL)
+	log_info("origin: %s%s failed before any response (%s); sent again "
+	    "to %s", f->tried, f->target, f->failure->error,
+	    pool_server_url(s));
+	if (send_to(f, s) == -1)
 		return -1;
-	return f->failure != NULL ? retry_to(f, s) : send_to(f, s);
+	pool_count_retry(f->failed_at);
+	STAT_INC(f->px->stats, f->route, upstream_retries);
+	pool_unhold_server(&f->failed_at);
+	upstream_response_free(&f->failure);
+	return 0;
 }
+
+/* ---- the steps ------------------------------------------------------ */
 
 /* Its ticket asks: the servers it would take now, best first. */
 static int
@@ -349,21 +312,190 @@ on_origin_servers(void *arg, const char **names, int max)
 	return n;
 }
 
+static void on_origin_slot(enum budget_answer a, void *arg);
+
+/* ASK: not at all (its route is in maintenance: answered from the loop),
+ * at once (no budget), or once the budget grants it a slot. */
+static enum origin_step
+origin_ask(struct origin_fetch *f, const struct budget_args *ba)
+{
+	if (f->refused)
+		return origin_unsent(f, UPSTREAM_NOT_SENT,
+		    "route in maintenance");
+	if (ba == NULL)
+		return OS_PARK;
+	if (maint_avoids(f->px, f->target)) {
+		timer_arm(f->timer, 0);
+		return OS_PARK;
+	}
+	/* No budget, or no memory to queue with: it goes now. */
+	f->ticket = budget_ask(pool_budget(f->pool), ba);
+	return f->ticket == NULL ? OS_SEND : OS_SLOT;
+}
+
+/* SLOT and MOVE: the budget's answer, once it came. */
+static enum origin_step
+origin_slot(struct origin_fetch *f)
+{
+	if (!f->slot_answered)
+		return OS_PARK;
+	f->slot_answered = 0;
+	if (f->slot == BUDGET_GRANTED)
+		return OS_SEND;
+	if (f->failure != NULL)		/* a retry without room */
+		return answer_failure(f);
+	return origin_unsent(f, UPSTREAM_NOT_SENT,
+	    "no origin slot within queue_timeout");
+}
+
+/* SEND: a server for its first try, or for its retry: the one its slot
+ * is on, else the pool's choice (no max_requests_per_server). */
+static enum origin_step
+origin_send(struct origin_fetch *f)
+{
+	struct pool_server *s;
+	int at = f->ticket != NULL ? budget_server(f->ticket) : -1;
+	int rc;
+
+	if (at >= 0 && at < f->choice.n)
+		s = f->choice.s[at];
+	else
+		s = pool_pick(f->pool, f->failure != NULL ? f->tried : NULL);
+	rc = s == NULL ? -1 : f->failure != NULL ? retry_to(f, s) :
+	    send_to(f, s);
+	if (rc == 0)
+		return OS_SENT;
+	if (f->failure != NULL)		/* no other server, or no memory */
+		return answer_failure(f);
+	return origin_unsent(f, UPSTREAM_ERR_PROTOCOL, "out of memory");
+}
+
+/* SENT: its response, once it came (or the first-byte timeout's). */
+static enum origin_step
+origin_sent_step(struct origin_fetch *f)
+{
+	return f->resp != NULL ? OS_TRIED : OS_PARK;
+}
+
+/* TRIED: its server hears how the try ended; then the answer, or
+ * another try (with a server's cap: a slot on another server first, at
+ * most queue_timeout). */
+static enum origin_step
+origin_tried(struct origin_fetch *f)
+{
+	struct upstream_response *resp = f->resp;
+	int64_t left;
+	char why[sizeof(resp->error) + 16];
+
+	f->resp = NULL;
+	evtimer_del(f->timer);
+	if (resp->result == UPSTREAM_OK)
+		snprintf(why, sizeof(why), "status %d", resp->status);
+	else
+		snprintf(why, sizeof(why), "%s", resp->error);
+	snprintf(f->tried, sizeof(f->tried), "%s", pool_server_url(f->server));
+	if (!may_retry(f, resp) || (left = left_ms(f)) <= 0) {
+		pool_end(f->server, try_outcome(resp), why);
+		f->server = NULL;
+		return origin_answer(f, resp);
+	}
+	/* It may go to another server: counted as a retry once sent. */
+	f->failed_at = f->server;
+	f->server = NULL;
+	pool_hold_server(f->failed_at);
+	pool_end(f->failed_at, try_outcome(resp), why);
+	f->failure = resp;
+	if (f->ticket == NULL || budget_server(f->ticket) < 0)
+		return OS_SEND;
+	budget_move(f->ticket, MIN(left, pool_conf(f->pool)->queue_timeout_ms));
+	return OS_MOVE;
+}
+
+static void
+origin_run(struct origin_fetch *f)
+{
+	enum origin_step next;
+
+	for (;;) {
+		assert(f->magic == ORIGIN_MAGIC);
+		switch (f->step) {
+		case OS_ASK:	/* begun by origin_fetch(), with its asks */
+			next = origin_ask(f, NULL);
+			break;
+		case OS_SLOT:
+		case OS_MOVE:
+			next = origin_slot(f);
+			break;
+		case OS_SEND:
+			next = origin_send(f);
+			break;
+		case OS_SENT:
+			next = origin_sent_step(f);
+			break;
+		case OS_TRIED:
+			next = origin_tried(f);
+			break;
+		case OS_DONE:	/* f is gone */
+		case OS_PARK:
+		default:
+			return;
+		}
+		if (next == OS_PARK || next == OS_DONE)
+			return;
+		log_step("origin", f->id, step_names[f->step],
+		    step_names[next]);
+		f->step = next;
+	}
+}
+
+/* ---- callbacks: each copies its result and re-enters origin_run() --- */
+
 static void
 on_origin_slot(enum budget_answer a, void *arg)
 {
 	struct origin_fetch *f = arg;
 
-	assert(f->magic == ORIGIN_MAGIC && f->up == NULL);
-	if (a == BUDGET_GRANTED && go(f) == 0)
-		return;
-	if (f->failure != NULL)		/* a retry without room */
-		answer_failure(f);
-	else if (a != BUDGET_GRANTED)
-		origin_unsent(f, UPSTREAM_NOT_SENT,
-		    "no origin slot within queue_timeout");
-	else
-		origin_unsent(f, UPSTREAM_ERR_PROTOCOL, "out of memory");
+	assert(f->magic == ORIGIN_MAGIC && f->up == NULL &&
+	    (f->step == OS_SLOT || f->step == OS_MOVE));
+	f->slot_answered = 1;
+	f->slot = a;
+	origin_run(f);
+}
+
+static void
+on_origin_done(struct upstream_response *resp, void *arg)
+{
+	struct origin_fetch *f = arg;
+
+	assert(f->magic == ORIGIN_MAGIC && f->step == OS_SENT);
+	f->up = NULL;
+	f->resp = resp;
+	origin_run(f);
+}
+
+/* first_byte_timeout: a try whose response has not begun fails as a
+ * timeout (and may go to another server). */
+static void
+on_first_byte_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct origin_fetch *f = arg;
+	struct upstream_response *resp;
+
+	assert(f->magic == ORIGIN_MAGIC && f->up != NULL);
+	if (upstream_received(f->up))
+		return;		/* begun: the whole timeout applies */
+	if ((resp = calloc(1, sizeof(*resp))) == NULL ||
+	    (resp->body = evbuffer_new()) == NULL) {
+		free(resp);
+		return;		/* the whole timeout ends it */
+	}
+	TAILQ_INIT(&resp->headers);
+	upstream_cancel(&f->up);
+	resp->result = UPSTREAM_ERR_TIMEOUT;
+	resp->elapsed_ms = first_byte_ms(pool_conf(f->pool));
+	snprintf(resp->error, sizeof(resp->error), "no response within "
+	    "first_byte_timeout (%lld ms)", (long long)resp->elapsed_ms);
+	on_origin_done(resp, f);
 }
 
 /* Its route is in maintenance: answered unsent, from the loop. */
@@ -372,8 +504,9 @@ on_origin_refused(evutil_socket_t fd, short what, void *arg)
 {
 	struct origin_fetch *f = arg;
 
-	assert(f->magic == ORIGIN_MAGIC);
-	origin_unsent(f, UPSTREAM_NOT_SENT, "route in maintenance");
+	assert(f->magic == ORIGIN_MAGIC && f->step == OS_ASK);
+	f->refused = 1;
+	origin_run(f);
 }
 
 /* Its own copy of the target and the headers: it may wait, and try
@@ -412,10 +545,13 @@ origin_fetch(struct proxy *px, const struct origin_args *oa,
 		.cb = on_origin_slot,
 	};
 	struct origin_fetch *f;
+	enum origin_step next;
 
 	if ((f = calloc(1, sizeof(*f))) == NULL)
 		return NULL;
 	f->magic = ORIGIN_MAGIC;
+	f->id = ++px->machine_ids;
+	f->step = OS_ASK;
 	f->px = px;
 	f->route = oa->route;
 	f->cb = cb;
@@ -427,14 +563,15 @@ origin_fetch(struct proxy *px, const struct origin_args *oa,
 	if ((f->timer = evtimer_new(px->base, on_origin_refused, f)) == NULL ||
 	    origin_copy(f, oa, ur) == -1)
 		goto fail;
-	if (maint_avoids(px, f->target)) {
-		timer_arm(f->timer, 0);
-		return f;
-	}
 	ba.arg = f;
-	/* No budget, or no memory to queue with: it goes now. */
-	if ((f->ticket = budget_ask(pool_budget(f->pool), &ba)) == NULL &&
-	    go(f) == -1)
+	f->starting = 1;
+	if ((next = origin_ask(f, &ba)) != OS_PARK) {
+		log_step("origin", f->id, step_names[OS_ASK], step_names[next]);
+		f->step = next;
+		origin_run(f);
+	}
+	f->starting = 0;
+	if (f->start_failed)
 		goto fail;
 	return f;
 fail:

@@ -7,20 +7,30 @@
  * caches, proxy_peer.c's table and proxy_vary.c; nothing above it by
  * name.
  *
- *	LOCK -> FETCH (renewing the lock) -> STORE (fenced by the token)
- *	                                  -> RELEASE (not storable, failed)
- *	     -> DONE
+ *	LOCK -> FETCH (lock renewed) -> DECIDE -> STORE (fenced) -> DONE
+ *	                                       -> RELEASE -> DONE
+ *	     -> DONE (busy, a newer entry, the failure waited for, backoff,
+ *	              hit-for-miss, Redis failed)
+ *	     -> CLAIM -> FETCH -> DECIDE -> DONE	(DIRECT)
+ *	FETCH -> RELEASE (given up: a stop, or nobody waits for it)
  *
  * LOCK runs one script: the lock (SET NX PX with a random token), or the
  * entry if it changed from the generation the flight saw, or the failure
  * of the holder the flight waited for, or the backoff of a failing key.
- * DIRECT refreshes (Redis unavailable) skip STORE and RELEASE, and LOCK
- * unless Redis could not lock the key: then LOCK takes the instance's
- * claim instead (proxy_peer.h). Its holder fetches, puts what it would
- * have stored in the near caches and lets the claim go as it ends; a
- * sibling's refresh meanwhile polls for that entry (answered
- * RFR_CHANGED), fetching itself if the claim goes with no entry left for
- * it, or after the route's wait for a holder (proxy_hold.h).
+ * FETCH waits for its origin slot (proxy_budget.h) and then for the
+ * origin. DECIDE is the protocol's table (proxy_decide.c). DIRECT
+ * refreshes (Redis unavailable) skip STORE and RELEASE, and take the
+ * instance's claim in CLAIM (proxy_peer.h) when Redis could not lock the
+ * key: its holder fetches, puts what it would have stored in the near
+ * caches and lets the claim go as it ends; a sibling's refresh meanwhile
+ * polls for that entry (answered RFR_CHANGED), fetching itself if the
+ * claim goes with no entry left for it, or after the route's wait for a
+ * holder (proxy_hold.h).
+ *
+ * Each step is one function that returns the next, or RF_PARK to wait;
+ * refresh_run() drives them and traces each move at debug level. The
+ * callbacks (Redis's answers, the response, the sibling poll) copy what
+ * they got into the refresh and re-enter refresh_run().
  */
 
 #include <assert.h>
@@ -49,69 +59,30 @@
 #include "proxy/proxy_near.h"
 #include "proxy/proxy_peer.h"
 #include "proxy/proxy_refresh.h"
+#include "proxy/proxy_refresh_int.h"
 #include "proxy/proxy_status.h"
 #include "proxy/proxy_vary.h"
 #include "proxy/proxy_waitlist.h"
 #include "upstream/upstream.h"
 
-#define REFRESH_MAGIC		0x52465348u	/* "RFSH" */
 #define RENEW_DIVISOR		3	/* renew the lock every lock_ttl / 3 */
 #define BACKOFF_BASE_MS		1000	/* first pause after a failed refresh */
 #define KEEP_VALIDATORS_MS	60000	/* entries with validators: kept at least */
 #define SIBLING_POLL_MS		20	/* a sibling's claim: let go yet? */
 #define FAILED_KEEP_POLLS	4	/* a failure waits for its waiters' re-check */
 
-enum refresh_step {
-	RF_LOCK,
-	RF_FETCH,
-	RF_STORE,
-	RF_RELEASE,
-	RF_DONE,
-};
-
-struct refresh {
-	uint32_t		 magic;
-	struct proxy		*px;
-	enum refresh_step	 step;
-	int			 route;		/* for counters; -1 if reloaded away */
-	struct conf_route	 rt;		/* its settings when it began */
-	char			 key[FLOW_KEY_MAX + 1];
-	char			*url;
-	struct evkeyvalq	 headers;
-	struct fetch_kept	 sent;		/* method, body, url tag */
-	char			 token[UTIL_TOKEN_HEX + 1];
-	char			 seen_gen[ENTRY_GEN_LEN + 1];
-	char			 waited[UTIL_TOKEN_HEX + 1];	/* its holder */
-	struct cache_entry	*base;		/* revalidated by a 304, or NULL */
-	int			 authorized;
-	struct cache_op		*op;
-	struct cache_op		*renew_op;
-	struct origin_fetch	*fetch;		/* through the origin budget */
-	struct event		*renew_ev;
-	struct event		*done_ev;
-	int			 registered;	/* in px->refreshes */
-	int			 peer_entry;	/* in the siblings' table, or -1 */
-	int			 claim;		/* DIRECT: under the instance's claim */
-	int			 claimed;	/* ... and it holds the claim */
-	struct event		*sibling_ev;	/* polls a sibling's claim */
-	int64_t			 sibling_until_us;	/* ... as for a holder */
-	int			 lost;		/* our token was replaced */
-	int			 stale_copy;	/* refresh_args' */
-	int64_t			 fetch_start_us;
-	int64_t			 sie_ms;	/* stale-if-error of the entry */
-	struct cache_entry	*marker;	/* stored at K when it varies */
-	TAILQ_ENTRY(refresh)	 link;		/* in px->refresh_list */
-	refresh_done_cb		*cb;
-	void			*cb_arg;
-	refresh_stream_cb	*stream;	/* with cb_arg */
-	enum budget_class	 budget;	/* its rank for an origin slot */
-	const struct waiters	*waiters;	/* a flight's: with cb */
-
-	struct refresh_report	 rep;
+static const char *const step_names[] = {
+	[RF_LOCK] = "LOCK", [RF_CLAIM] = "CLAIM", [RF_FETCH] = "FETCH",
+	[RF_DECIDE] = "DECIDE", [RF_STORE] = "STORE",
+	[RF_RELEASE] = "RELEASE", [RF_DONE] = "DONE", [RF_PARK] = "PARK",
 };
 
 static void refresh_run(struct refresh *rf);
 static int64_t expire_at(const struct refresh *rf);
+static lock_cb on_refresh_lock;
+static upstream_done_cb on_refresh_fetched;
+static fence_cb on_refresh_stored;
+static fence_cb on_refresh_released;
 
 static void
 mark_lost(struct refresh *rf)
@@ -133,11 +104,11 @@ mark_lost(struct refresh *rf)
 static void
 background_ended(struct refresh *rf)
 {
-	if (rf->rep.mode != RF_LOCKED)
+	if (rf->report.mode != RF_LOCKED)
 		return;
-	if (rf->rep.result == RFR_CHANGED)
-		(void)near_fill(rf->px, rf->key, rf->rep.entry);
-	else if (rf->rep.result == RFR_REDIS_ERROR && rf->stale_copy)
+	if (rf->report.result == RFR_CHANGED)
+		(void)near_fill(rf->px, rf->key, rf->report.entry);
+	else if (rf->report.result == RFR_REDIS_ERROR && rf->stale_copy)
 		near_drop(rf->px, rf->key);
 }
 
@@ -148,14 +119,17 @@ on_refresh_done(evutil_socket_t fd, short what, void *arg)
 
 	assert(rf->magic == REFRESH_MAGIC);
 	if (rf->cb != NULL)
-		rf->cb(&rf->rep, rf->cb_arg);
+		rf->cb(&rf->report, rf->cb_arg);
 	else
 		background_ended(rf);
 	TAILQ_REMOVE(&rf->px->refresh_list, rf, link);
 	rf->px->nrefreshes--;
-	entry_unref(&rf->rep.entry);
+	entry_unref(&rf->report.entry);
 	entry_unref(&rf->base);
 	entry_unref(&rf->marker);
+	entry_unref(&rf->lock_e);
+	if (rf->resp != NULL)
+		upstream_response_free(&rf->resp);
 	evhttp_clear_headers(&rf->headers);
 	fetch_drop(&rf->sent);
 	event_free(rf->renew_ev);
@@ -170,7 +144,6 @@ on_refresh_done(evutil_socket_t fd, short what, void *arg)
 static void
 refresh_end(struct refresh *rf)
 {
-	rf->step = RF_DONE;
 	evtimer_del(rf->renew_ev);
 	evtimer_del(rf->sibling_ev);
 	cache_op_cancel(&rf->op);
@@ -187,6 +160,8 @@ refresh_end(struct refresh *rf)
 	}
 	event_active(rf->done_ev, 0, 0);
 }
+
+/* ---- the lock's renewal, beside the fetch ---------------------------- */
 
 static void
 on_renewed(enum fence_result r, void *arg)
@@ -216,6 +191,15 @@ on_renew_tick(evutil_socket_t fd, short what, void *arg)
 	timer_arm(rf->renew_ev, rt->lock_ttl_ms / RENEW_DIVISOR);
 }
 
+static void
+stop_renewing(struct refresh *rf)
+{
+	evtimer_del(rf->renew_ev);
+	cache_op_cancel(&rf->renew_op);
+}
+
+/* ---- LOCK ----------------------------------------------------------- */
+
 /* What a failure names: a result ("timeout", ...), or UPSTREAM_OK for an
  * upstream status ("503"). */
 static enum upstream_result
@@ -229,121 +213,139 @@ result_named(const char *failure)
 	return UPSTREAM_OK;
 }
 
-static void
-on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *text,
-    void *arg)
+/* The lock script's answer, as the report says it, and what comes next:
+ * the fetch, or the end (someone else's lock, entry, failure, backoff). */
+static enum refresh_step
+locked(struct refresh *rf)
 {
-	struct refresh *rf = arg;
+	struct refresh_report *rep = &rf->report;
 
-	assert(rf->magic == REFRESH_MAGIC);
-	rf->op = NULL;
-	switch (r) {
+	switch (rf->lock_r) {
 	case LOCK_ACQUIRED:
 		STAT_INC(rf->px->stats, rf->route, locks_acquired);
-		if (rf->waited[0] != '\0' && text == NULL) {	/* it died */
+		if (rf->waited[0] != '\0' && rf->lock_text[0] == '\0') {
+			/* Its holder left the lock to expire: it died. */
 			STAT_INC(rf->px->stats, rf->route, lock_takeovers);
 			log_info("%s: took over a lock its holder left to expire",
 			    rf->key);
 		}
-		rf->step = RF_FETCH;
-		break;
+		return RF_FETCH;
 	case LOCK_BUSY:
 		STAT_INC(rf->px->stats, rf->route, lock_busy);
-		snprintf(rf->rep.holder, sizeof(rf->rep.holder), "%s", text);
-		rf->rep.result = RFR_BUSY;
-		rf->step = RF_DONE;
+		snprintf(rep->holder, sizeof(rep->holder), "%s", rf->lock_text);
+		rep->result = RFR_BUSY;
 		break;
 	case LOCK_FAILED:
-		snprintf(rf->rep.failure, sizeof(rf->rep.failure), "%s", text);
-		rf->rep.entry = e;	/* its error response, or NULL */
-		rf->rep.uerr = result_named(text);
-		rf->rep.result = RFR_FAILED;
-		rf->step = RF_DONE;
+		snprintf(rep->failure, sizeof(rep->failure), "%.*s",
+		    (int)sizeof(rep->failure) - 1, rf->lock_text);
+		rep->uerr = result_named(rf->lock_text);
+		rep->result = RFR_FAILED;
 		break;
 	case LOCK_CHANGED:
-		rf->rep.result = RFR_CHANGED;
-		rf->rep.entry = e;
-		rf->step = RF_DONE;
+		rep->result = RFR_CHANGED;
 		break;
 	case LOCK_BACKOFF:
 		STAT_INC(rf->px->stats, rf->route, backoff_skips);
-		snprintf(rf->rep.failure, sizeof(rf->rep.failure), "%s", text);
-		rf->rep.entry = e;	/* the upstream's last error, or NULL */
-		rf->rep.result = RFR_BACKOFF;
-		rf->step = RF_DONE;
+		snprintf(rep->failure, sizeof(rep->failure), "%.*s",
+		    (int)sizeof(rep->failure) - 1, rf->lock_text);
+		rep->result = RFR_BACKOFF;
 		break;
 	case LOCK_PASS:
 		STAT_INC(rf->px->stats, rf->route, hit_for_miss);
-		rf->rep.result = RFR_PASS;
-		rf->step = RF_DONE;
+		rep->result = RFR_PASS;
 		break;
 	case LOCK_ERROR:
-		rf->rep.result = RFR_REDIS_ERROR;
-		rf->step = RF_DONE;
+		rep->result = RFR_REDIS_ERROR;
 		break;
 	}
-	refresh_run(rf);
+	/* Its error response, the newer entry, or the last error: or NULL. */
+	rep->entry = rf->lock_e;
+	rf->lock_e = NULL;
+	return RF_DONE;
 }
 
 /*
- * A response that varies is stored as a variant ("K\nID": the flight's
- * own key if it already is one, else K with the lead's variant) with a
- * marker at K naming what it varies on. 0 or -1.
+ * LOCK runs one script: the lock (SET NX PX with a random token), or the
+ * entry if it changed from the generation the flight saw, or the failure
+ * of the holder the flight waited for, or the backoff of a failing key.
  */
-static int
-refresh_vary(struct refresh *rf)
+static enum refresh_step
+refresh_lock(struct refresh *rf)
 {
-	char buf[VARY_SPEC_MAX], base[CACHE_KEY_MAX + 1], id[CACHE_VARIANT_MAX];
-	int lines;
-	const char *spec = hdr_join(&rf->rep.entry->headers, "Vary", buf,
-	    sizeof(buf), &lines);
-	struct cache_entry *m;
-	struct vary_keying vk;
+	struct proxy *px = rf->px;
 
-	vary_keying(rf->px->conf, &rf->rt, &vk);
-	if (spec == NULL || lines < 0 || !vary_relevant(spec, &vk))
-		return 0;
-	snprintf(rf->rep.vary, sizeof(rf->rep.vary), "%s", spec);
-	snprintf(base, sizeof(base), "%.*s", (int)strcspn(rf->key, "\n"),
-	    rf->key);
-	if (strchr(rf->key, '\n') != NULL) {
-		snprintf(rf->rep.variant, sizeof(rf->rep.variant), "%s", rf->key);
-	} else {
-		vary_id(spec, &rf->headers, &vk, id);
-		snprintf(rf->rep.variant, sizeof(rf->rep.variant), "%s\n%s", base, id);
+	if (rf->op != NULL)
+		return RF_PARK;
+	if (rf->replied) {
+		rf->replied = 0;
+		return locked(rf);
 	}
-	vary_learn(rf->px, base, spec);
-	if ((m = entry_new()) == NULL)
-		return -1;
-	snprintf(m->gen, sizeof(m->gen), "%s", rf->token);
-	m->status = 200;
-	m->stored_ms = rf->rep.entry->stored_ms;
-	m->fresh_until_ms = rf->rep.entry->fresh_until_ms;
-	m->stale_until_ms = rf->rep.entry->stale_until_ms;
-	if (entry_add_header(m, "Vary", spec) == -1 ||
-	    entry_add_header(m, VARY_MARKER, "1") == -1) {
-		entry_unref(&m);
-		return -1;
+	if (px->draining) {	/* once a stop begins, nothing goes upstream */
+		rf->report.result = RFR_STOPPING;
+		return RF_DONE;
 	}
-	rf->marker = m;
-	return 0;
+	if (rf->report.mode == RF_DIRECT)
+		return RF_CLAIM;
+	/* Its flight may stream the response to the siblings' waiters too.
+	 * Said before the lock is asked for: a sibling that finds the lock
+	 * busy must see it. If the lock is lost, it only costs an asker a
+	 * 204. */
+	if (rf->stream != NULL && rf->cb != NULL)
+		rf->peer_entry = peer_publish(px, rf->key);
+	rf->op = lock_acquire(px->cache, rf->key, rf->token, rf->rt.lock_ttl_ms,
+	    rf->seen_gen, rf->waited, on_refresh_lock, rf);
+	if (rf->op == NULL) {
+		rf->report.result = RFR_REDIS_ERROR;
+		return RF_DONE;
+	}
+	return RF_PARK;
 }
 
-/* No origin slot came within queue_timeout: the lock goes (with no
- * failure: the origin did not fail), and its waiters get what they have,
- * or 503. A background refresh is dropped: the next request tries. */
-static void
-refresh_unsent(struct refresh *rf)
+/*
+ * CLAIM (DIRECT: Redis unavailable): the entry a sibling fetched under
+ * the instance's claim, or the claim, or neither (fetch alone). While a
+ * sibling still holds the claim, it is polled, as long as a holder is
+ * waited for (proxy_hold.h).
+ */
+static enum refresh_step
+refresh_claim(struct refresh *rf)
 {
-	rf->rep.result = RFR_ORIGIN_BUSY;
-	rf->rep.fetch_ms = -1;
-	snprintf(rf->rep.failure, sizeof(rf->rep.failure), "%s",
-	    FAILURE_ORIGIN_BUSY);
-	if (rf->cb == NULL)
-		STAT_INC(rf->px->stats, rf->route, shed_refresh);
-	log_info("%s: no origin slot within queue_timeout", rf->key);
-	rf->step = RF_RELEASE;
+	struct proxy *px = rf->px;
+	int64_t now = util_mono_us();
+
+	if (evtimer_pending(rf->sibling_ev, NULL))
+		return RF_PARK;
+	if (px->draining) {
+		rf->report.result = RFR_STOPPING;
+		return RF_DONE;
+	}
+	if (!rf->claim)
+		return RF_FETCH;
+	if ((rf->report.entry = near_get(px, rf->key, util_now_ms(), 0)) !=
+	    NULL) {
+		STAT_INC(px->stats, rf->route, sibling_fills);
+		rf->report.result = RFR_CHANGED;
+		return RF_DONE;
+	}
+	switch (peer_claim(px, rf->key)) {
+	case CLAIM_TAKEN:
+		rf->claimed = 1;
+		return RF_FETCH;
+	case CLAIM_NONE:
+		return RF_FETCH;
+	case CLAIM_SIBLING:
+		break;
+	}
+	if (rf->sibling_until_us == 0)
+		rf->sibling_until_us = now + hold_budget_ms(&rf->rt,
+		    origin_fetch_max_ms(px->conf, &rf->rt)) * 1000;
+	else if (now >= rf->sibling_until_us)
+		return RF_FETCH;	/* waited as for a holder: fetch alone */
+	timer_arm(rf->sibling_ev, SIBLING_POLL_MS);
+	return RF_PARK;
 }
+
+/* ---- FETCH ---------------------------------------------------------- */
 
 /* The origin budget ranks a flight's miss by the clients that wait. */
 static int
@@ -354,152 +356,6 @@ on_refresh_weight(void *arg)
 	assert(rf->magic == REFRESH_MAGIC);
 	return rf->cb != NULL && rf->waiters != NULL ?
 	    waitlist_count(rf->waiters) : 1;
-}
-
-static void
-on_refresh_fetched(struct upstream_response *resp, void *arg)
-{
-	struct refresh *rf = arg;
-	struct proxy *px = rf->px;
-	const struct conf_route *rt = &rf->rt;
-	const char *why = "";
-	struct freshness f;
-
-	assert(rf->magic == REFRESH_MAGIC);
-	rf->fetch = NULL;
-	rf->rep.fetch_ms = (util_mono_us() - rf->fetch_start_us) / 1000;
-	evtimer_del(rf->renew_ev);
-	cache_op_cancel(&rf->renew_op);
-	status_count_upstream(px->stats, rf->route, resp);
-
-	if (resp->result == UPSTREAM_NOT_SENT) {
-		refresh_unsent(rf);
-		goto out;
-	}
-	if (resp->result != UPSTREAM_OK) {
-		log_warn("upstream %s: %s (%s)", rf->url,
-		    upstream_result_name(resp->result), resp->error);
-		rf->rep.result = RFR_UPSTREAM_ERROR;
-		rf->rep.uerr = resp->result;
-		snprintf(rf->rep.failure, sizeof(rf->rep.failure), "%s",
-		    upstream_result_name(resp->result));
-		rf->step = RF_RELEASE;
-		goto out;
-	}
-	if (resp->status == 304 && rf->base != NULL) {
-		/* Still valid: the stored body with the 304's headers. */
-		STAT_INC(px->stats, rf->route, revalidated);
-		rf->rep.upstream_status = 304;
-		rf->rep.entry = refresh_entry_revalidated(rf->base, resp, rf->token,
-		    rf->rep.fetch_ms);
-	} else {
-		rf->rep.entry = refresh_entry(resp, rf->token, rf->rep.fetch_ms,
-		    &rf->sent);
-	}
-	if (rf->rep.entry == NULL) {
-		rf->rep.result = RFR_UPSTREAM_ERROR;
-		rf->rep.uerr = UPSTREAM_ERR_PROTOCOL;
-		snprintf(rf->rep.failure, sizeof(rf->rep.failure), "error");
-		rf->step = RF_RELEASE;
-		goto out;
-	}
-	rf->rep.result = RFR_FETCHED;
-	rf->rep.partial = resp->body_partial;
-	hdr_freshness(rf->rep.entry->status, &rf->rep.entry->headers, rf->authorized,
-	    rt, rf->rep.entry->stored_ms, &f);
-	/* What is stored is served to all; the rest only when it may go
-	 * to another request (proxy_hdr.h). */
-	rf->rep.shareable = f.storable ||
-	    hdr_shareable(&rf->rep.entry->headers, rf->authorized, rt, &why);
-	why = "";
-	rf->rep.entry->fresh_until_ms = rf->rep.entry->stored_ms + f.ttl_ms;
-	rf->rep.entry->stale_until_ms = rf->rep.entry->fresh_until_ms + f.swr_ms;
-	rf->sie_ms = f.sie_ms;
-	if (f.storable && refresh_vary(rf) == -1)
-		why = "out-of-memory";
-	else if (!f.storable)
-		why = f.why;
-	else if (rf->rep.partial ||
-	    rf->rep.entry->body_len > (uint64_t)px->conf->max_entry_bytes)
-		why = "too-large";
-	else if (rf->lost)
-		why = "lock-lost";
-	else if (rt->graphql && graphql_errors((const char *)
-	    rf->rep.entry->body, rf->rep.entry->body_len))
-		why = "graphql-errors";	/* shared with the waiters, not kept */
-	rf->rep.not_stored = why[0] != '\0' ? why : NULL;
-	rf->step = rf->rep.mode == RF_LOCKED && why[0] == '\0' ? RF_STORE :
-	    RF_RELEASE;
-	if (rf->step == RF_RELEASE && resp->status >= 500)
-		snprintf(rf->rep.failure, sizeof(rf->rep.failure), "%d", resp->status);
-	if (rf->step == RF_RELEASE && why[0] != '\0')
-		log_debug("%s not stored: %s", rf->key, why);
-	/* Under the instance's claim: where the siblings look for it. */
-	if (rf->claimed && why[0] == '\0' && rf->marker == NULL &&
-	    entry_state(rf->rep.entry, util_now_ms()) == ENTRY_FRESH)
-		near_put(px, rf->key, rf->rep.entry);
-out:
-	upstream_response_free(&resp);
-	refresh_run(rf);
-}
-
-/* Files the stored entry under one of its tags, for purges by tag. */
-static void
-tag_stored(const char *tag, void *arg)
-{
-	struct refresh *rf = arg;
-
-	(void)cache_tag(rf->px->cache, rf->rep.variant[0] != '\0' ?
-	    rf->rep.variant : rf->key, tag, expire_at(rf));
-}
-
-static void
-on_refresh_stored(enum fence_result r, void *arg)
-{
-	struct refresh *rf = arg;
-
-	assert(rf->magic == REFRESH_MAGIC);
-	rf->op = NULL;
-	switch (r) {
-	case FENCE_OK:		/* the script also deleted the lock */
-		rf->rep.stored = 1;
-		STAT_INC(rf->px->stats, rf->route, stores);
-		status_tags_dropped(rf->px->stats, rf->route, rf->key,
-		    hdr_tags(&rf->rep.entry->headers, tag_stored, rf));
-		if (rf->sent.url_tag[0] != '\0')	/* a purge by URL */
-			tag_stored(rf->sent.url_tag, rf);
-		if (entry_state(rf->rep.entry, util_now_ms()) == ENTRY_FRESH)
-			near_put(rf->px, rf->rep.variant[0] != '\0' ?
-			    rf->rep.variant : rf->key, rf->rep.entry);
-		rf->step = RF_DONE;
-		break;
-	case FENCE_FULL:	/* the script also deleted the lock */
-		status_variants_full(rf->px->stats, rf->route, rf->key,
-		    rf->rt.max_variants);
-		rf->step = RF_DONE;
-		break;
-	case FENCE_LOST:
-		mark_lost(rf);
-		rf->step = RF_DONE;
-		break;
-	case FENCE_ERROR:	/* maybe not stored: let the lock go */
-		rf->step = RF_RELEASE;
-		break;
-	}
-	refresh_run(rf);
-}
-
-static void
-on_refresh_released(enum fence_result r, void *arg)
-{
-	struct refresh *rf = arg;
-
-	assert(rf->magic == REFRESH_MAGIC);
-	rf->op = NULL;
-	if (r == FENCE_LOST)
-		mark_lost(rf);
-	rf->step = RF_DONE;
-	refresh_run(rf);
 }
 
 /* The body as it arrives, for the flight (never a client directly). */
@@ -515,7 +371,7 @@ on_refresh_data(const struct upstream_response *resp, struct evbuffer *chunk,
 }
 
 static int
-refresh_fetch(struct refresh *rf)
+start_fetch(struct refresh *rf)
 {
 	const struct conf *conf = rf->px->conf;
 	const struct conf_route *rt = &rf->rt;
@@ -550,9 +406,99 @@ refresh_fetch(struct refresh *rf)
 	rf->fetch = origin_fetch(rf->px, &oa, &ur, on_refresh_fetched, rf);
 	if (rf->fetch == NULL)
 		return -1;
-	if (rf->rep.mode == RF_LOCKED)
+	if (rf->report.mode == RF_LOCKED)
 		timer_arm(rf->renew_ev, rt->lock_ttl_ms / RENEW_DIVISOR);
 	return 0;
+}
+
+static enum refresh_step
+refresh_fetch(struct refresh *rf)
+{
+	if (rf->resp != NULL) {
+		stop_renewing(rf);
+		return RF_DECIDE;
+	}
+	if (rf->given_up != GIVEN_UP_NONE) {
+		stop_renewing(rf);
+		if (rf->given_up == GIVEN_UP_UNWANTED) {
+			rf->report.result = RFR_UNWANTED;
+		} else {	/* past the stop's deadline: no failure */
+			rf->report.result = RFR_UPSTREAM_ERROR;
+			rf->report.uerr = UPSTREAM_ERR_PROTOCOL;
+		}
+		return RF_RELEASE;
+	}
+	if (rf->fetch != NULL)
+		return RF_PARK;
+	if (rf->px->draining) {	/* locked as the stop began: let it go */
+		rf->report.result = RFR_STOPPING;
+		return RF_RELEASE;
+	}
+	if (start_fetch(rf) == -1) {
+		rf->report.result = RFR_UPSTREAM_ERROR;
+		rf->report.uerr = UPSTREAM_ERR_PROTOCOL;
+		return RF_RELEASE;
+	}
+	return RF_PARK;
+}
+
+/* ---- STORE and RELEASE ---------------------------------------------- */
+
+/* Files the stored entry under one of its tags, for purges by tag. */
+static void
+tag_stored(const char *tag, void *arg)
+{
+	struct refresh *rf = arg;
+
+	(void)cache_tag(rf->px->cache, rf->report.variant[0] != '\0' ?
+	    rf->report.variant : rf->key, tag, expire_at(rf));
+}
+
+/* Stored: counted, filed under its tags, kept near while fresh. */
+static void
+stored(struct refresh *rf)
+{
+	struct refresh_report *rep = &rf->report;
+
+	rep->stored = 1;
+	STAT_INC(rf->px->stats, rf->route, stores);
+	status_tags_dropped(rf->px->stats, rf->route, rf->key,
+	    hdr_tags(&rep->entry->headers, tag_stored, rf));
+	if (rf->sent.url_tag[0] != '\0')	/* a purge by URL */
+		tag_stored(rf->sent.url_tag, rf);
+	if (entry_state(rep->entry, util_now_ms()) == ENTRY_FRESH)
+		near_put(rf->px, rep->variant[0] != '\0' ? rep->variant :
+		    rf->key, rep->entry);
+}
+
+static enum refresh_step
+refresh_store(struct refresh *rf)
+{
+	if (rf->op != NULL)
+		return RF_PARK;
+	if (!rf->replied) {
+		rf->op = cache_store(rf->px->cache, rf->key, rf->token,
+		    rf->report.entry, expire_at(rf), rf->marker != NULL ?
+		    rf->report.variant : NULL, rf->marker, rf->rt.max_variants,
+		    on_refresh_stored, rf);
+		return rf->op != NULL ? RF_PARK : RF_RELEASE;
+	}
+	rf->replied = 0;
+	switch (rf->fence_r) {
+	case FENCE_OK:		/* the script also deleted the lock */
+		stored(rf);
+		break;
+	case FENCE_FULL:	/* the script also deleted the lock */
+		status_variants_full(rf->px->stats, rf->route, rf->key,
+		    rf->rt.max_variants);
+		break;
+	case FENCE_LOST:
+		mark_lost(rf);
+		break;
+	case FENCE_ERROR:	/* maybe not stored: let the lock go */
+		return RF_RELEASE;
+	}
+	return RF_DONE;
 }
 
 /* Redis keeps an entry while it may be served (stale, or on errors), and
@@ -560,7 +506,7 @@ refresh_fetch(struct refresh *rf)
 static int64_t
 expire_at(const struct refresh *rf)
 {
-	const struct cache_entry *e = rf->rep.entry;
+	const struct cache_entry *e = rf->report.entry;
 	int64_t at = MAX(e->stale_until_ms, e->fresh_until_ms + rf->sie_ms);
 
 	if (evhttp_find_header(&e->headers, "ETag") != NULL ||
@@ -572,10 +518,10 @@ expire_at(const struct refresh *rf)
 /* Lets the lock go, recording a failure (and the upstream's own error
  * response) or that the key's response is one user's. */
 static struct cache_op *
-refresh_release(struct refresh *rf)
+release_op(struct refresh *rf)
 {
 	const struct conf_route *rt = &rf->rt;
-	const struct refresh_report *rep = &rf->rep;
+	const struct refresh_report *rep = &rf->report;
 	int failed = rep->failure[0] != '\0' && rep->result != RFR_ORIGIN_BUSY;
 	struct release_args ra = {
 		.failure = failed ? rep->failure : NULL,
@@ -593,132 +539,124 @@ refresh_release(struct refresh *rf)
 	    on_refresh_released, rf);
 }
 
+static enum refresh_step
+refresh_release(struct refresh *rf)
+{
+	if (rf->op != NULL)
+		return RF_PARK;
+	if (rf->replied) {
+		rf->replied = 0;
+		if (rf->fence_r == FENCE_LOST)
+			mark_lost(rf);
+		return RF_DONE;
+	}
+	if (rf->report.mode == RF_DIRECT || rf->lost)
+		return RF_DONE;
+	rf->op = release_op(rf);
+	return rf->op != NULL ? RF_PARK : RF_DONE;
+}
+
+/* ---- the driver, and the callbacks that re-enter it ------------------ */
+
+static void
+refresh_run(struct refresh *rf)
+{
+	enum refresh_step next;
+
+	for (;;) {
+		assert(rf->magic == REFRESH_MAGIC);
+		switch (rf->step) {
+		case RF_LOCK:
+			next = refresh_lock(rf);
+			break;
+		case RF_CLAIM:
+			next = refresh_claim(rf);
+			break;
+		case RF_FETCH:
+			next = refresh_fetch(rf);
+			break;
+		case RF_DECIDE:
+			next = refresh_decide(rf);
+			break;
+		case RF_STORE:
+			next = refresh_store(rf);
+			break;
+		case RF_RELEASE:
+			next = refresh_release(rf);
+			break;
+		case RF_DONE:
+			refresh_end(rf);
+			return;
+		case RF_PARK:
+		default:
+			return;
+		}
+		if (next == RF_PARK)
+			return;
+		log_step("refresh", rf->id, step_names[rf->step],
+		    step_names[next]);
+		rf->step = next;
+	}
+}
+
+static void
+on_refresh_lock(enum lock_result r, struct cache_entry *e, const char *text,
+    void *arg)
+{
+	struct refresh *rf = arg;
+
+	assert(rf->magic == REFRESH_MAGIC && rf->step == RF_LOCK);
+	rf->op = NULL;
+	rf->replied = 1;
+	rf->lock_r = r;
+	rf->lock_e = e;
+	snprintf(rf->lock_text, sizeof(rf->lock_text), "%s",
+	    text != NULL ? text : "");
+	refresh_run(rf);
+}
+
+static void
+on_refresh_fetched(struct upstream_response *resp, void *arg)
+{
+	struct refresh *rf = arg;
+
+	assert(rf->magic == REFRESH_MAGIC && rf->step == RF_FETCH);
+	rf->fetch = NULL;
+	rf->resp = resp;
+	refresh_run(rf);
+}
+
+static void
+on_refresh_stored(enum fence_result r, void *arg)
+{
+	struct refresh *rf = arg;
+
+	assert(rf->magic == REFRESH_MAGIC && rf->step == RF_STORE);
+	rf->op = NULL;
+	rf->replied = 1;
+	rf->fence_r = r;
+	refresh_run(rf);
+}
+
+static void
+on_refresh_released(enum fence_result r, void *arg)
+{
+	struct refresh *rf = arg;
+
+	assert(rf->magic == REFRESH_MAGIC && rf->step == RF_RELEASE);
+	rf->op = NULL;
+	rf->replied = 1;
+	rf->fence_r = r;
+	refresh_run(rf);
+}
+
 static void
 on_sibling_poll(evutil_socket_t fd, short what, void *arg)
 {
 	struct refresh *rf = arg;
 
-	assert(rf->magic == REFRESH_MAGIC && rf->step == RF_LOCK);
+	assert(rf->magic == REFRESH_MAGIC && rf->step == RF_CLAIM);
 	refresh_run(rf);
-}
-
-/*
- * DIRECT: the entry a sibling fetched under the instance's claim, or
- * the claim, or neither (fetch alone). The next step is set: 0, or -1
- * while a sibling still holds the claim (polled).
- */
-static int
-refresh_claim(struct refresh *rf)
-{
-	int64_t now = util_mono_us();
-
-	rf->step = RF_FETCH;
-	if (!rf->claim)
-		return 0;
-	if ((rf->rep.entry = near_get(rf->px, rf->key, util_now_ms(), 0)) !=
-	    NULL) {
-		STAT_INC(rf->px->stats, rf->route, sibling_fills);
-		rf->rep.result = RFR_CHANGED;
-		rf->step = RF_DONE;
-		return 0;
-	}
-	switch (peer_claim(rf->px, rf->key)) {
-	case CLAIM_TAKEN:
-		rf->claimed = 1;
-		return 0;
-	case CLAIM_NONE:
-		return 0;
-	case CLAIM_SIBLING:
-		break;
-	}
-	if (rf->sibling_until_us == 0)
-		rf->sibling_until_us = now + hold_budget_ms(&rf->rt,
-		    origin_fetch_max_ms(rf->px->conf, &rf->rt)) * 1000;
-	else if (now >= rf->sibling_until_us)
-		return 0;	/* waited as for a holder: fetch alone */
-	rf->step = RF_LOCK;
-	timer_arm(rf->sibling_ev, SIBLING_POLL_MS);
-	return -1;
-}
-
-static void
-refresh_run(struct refresh *rf)
-{
-	struct proxy *px = rf->px;
-	const struct conf_route *rt = &rf->rt;
-
-	assert(rf->magic == REFRESH_MAGIC);
-	for (;;) {
-		switch (rf->step) {
-		case RF_LOCK:
-			if (px->draining) {
-				/* Once a stop begins, nothing new goes upstream. */
-				rf->rep.result = RFR_STOPPING;
-				rf->step = RF_DONE;
-				continue;
-			}
-			if (rf->rep.mode == RF_DIRECT) {
-				if (refresh_claim(rf) == -1)
-					return;		/* a sibling's fetch */
-				continue;
-			}
-			/*
-			 * Its flight may stream the response to the siblings'
-			 * waiters too. Said before the lock is asked for: a
-			 * sibling that finds the lock busy must see it. If the
-			 * lock is lost, it only costs an asker a 204.
-			 */
-			if (rf->stream != NULL && rf->cb != NULL)
-				rf->peer_entry = peer_publish(px, rf->key);
-			rf->op = lock_acquire(px->cache, rf->key, rf->token,
-			    rt->lock_ttl_ms, rf->seen_gen, rf->waited,
-			    on_refresh_lock, rf);
-			if (rf->op == NULL) {
-				rf->rep.result = RFR_REDIS_ERROR;
-				rf->step = RF_DONE;
-				continue;
-			}
-			return;
-		case RF_FETCH:
-			if (px->draining) {
-				/* Locked as the stop began: let the lock go. */
-				rf->rep.result = RFR_STOPPING;
-				rf->step = RF_RELEASE;
-				continue;
-			}
-			if (refresh_fetch(rf) == -1) {
-				rf->rep.result = RFR_UPSTREAM_ERROR;
-				rf->rep.uerr = UPSTREAM_ERR_PROTOCOL;
-				rf->step = RF_RELEASE;
-				continue;
-			}
-			return;
-		case RF_STORE:
-			rf->op = cache_store(px->cache, rf->key, rf->token,
-			    rf->rep.entry, expire_at(rf),
-			    rf->marker != NULL ? rf->rep.variant : NULL, rf->marker,
-			    rf->rt.max_variants, on_refresh_stored, rf);
-			if (rf->op == NULL) {
-				rf->step = RF_RELEASE;
-				continue;
-			}
-			return;
-		case RF_RELEASE:
-			if (rf->rep.mode == RF_DIRECT || rf->lost) {
-				rf->step = RF_DONE;
-				continue;
-			}
-			rf->op = refresh_release(rf);
-			if (rf->op == NULL) {
-				rf->step = RF_DONE;
-				continue;
-			}
-			return;
-		case RF_DONE:
-			refresh_end(rf);
-			return;
-		}
-	}
 }
 
 /* The fetch revalidates base: its ETag and Last-Modified are sent. */
@@ -732,6 +670,36 @@ revalidate(struct refresh *rf, struct cache_entry *base)
 		evhttp_add_header(&rf->headers, "If-None-Match", etag);
 	if ((lm = evhttp_find_header(&base->headers, "Last-Modified")) != NULL)
 		evhttp_add_header(&rf->headers, "If-Modified-Since", lm);
+}
+
+/* Its own copies of what it sends, its token and its events. 0 or -1. */
+static int
+refresh_prepare(struct refresh *rf, const struct refresh_args *a)
+{
+	struct proxy *px = rf->px;
+	struct cache_entry *base = a->base;
+
+	snprintf(rf->key, sizeof(rf->key), "%s", a->key);
+	snprintf(rf->seen_gen, sizeof(rf->seen_gen), "%s", a->seen_gen);
+	snprintf(rf->waited, sizeof(rf->waited), "%s",
+	    a->waited != NULL ? a->waited : "");
+	if ((rf->url = strdup(a->uri)) == NULL)	/* its target */
+		return -1;
+	hdr_copy(a->headers, &rf->headers, 0);
+	if (fetch_keep_again(&rf->sent, a->fetch, base != NULL ? base->request :
+	    NULL, base != NULL ? base->request_len : 0) == -1)
+		return -1;
+	/* A POST's validators mean nothing (RFC 9110 13.1: 412, not 304). */
+	if (base != NULL && base->status == 200 && a->mode == RF_LOCKED &&
+	    strcmp(rf->sent.method, "POST") != 0)
+		revalidate(rf, base);
+	if (util_random_token(rf->token) == -1)
+		return -1;
+	rf->renew_ev = evtimer_new(px->base, on_renew_tick, rf);
+	rf->sibling_ev = evtimer_new(px->base, on_sibling_poll, rf);
+	rf->done_ev = event_new(px->base, -1, 0, on_refresh_done, rf);
+	return rf->renew_ev == NULL || rf->sibling_ev == NULL ||
+	    rf->done_ev == NULL ? -1 : 0;
 }
 
 /*
@@ -751,13 +719,14 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	if ((rf = calloc(1, sizeof(*rf))) == NULL)
 		return NULL;
 	rf->magic = REFRESH_MAGIC;
+	rf->id = ++px->machine_ids;
 	rf->px = px;
-	rf->rep.mode = a->mode;
+	rf->report.mode = a->mode;
 	rf->step = RF_LOCK;
 	rf->route = a->route;
 	rf->rt = *a->rt;
 	rf->authorized = a->authorized;
-	rf->rep.fetch_ms = -1;
+	rf->report.fetch_ms = -1;
 	rf->peer_entry = -1;
 	rf->claim = a->claim && a->mode == RF_DIRECT;
 	rf->stale_copy = a->stale_copy;
@@ -771,30 +740,10 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	    base != NULL && entry_state(base, util_now_ms()) == ENTRY_FRESH ?
 	    BUDGET_EARLY : BUDGET_STALE;
 	TAILQ_INIT(&rf->headers);
-	snprintf(rf->key, sizeof(rf->key), "%s", a->key);
-	snprintf(rf->seen_gen, sizeof(rf->seen_gen), "%s", a->seen_gen);
-	snprintf(rf->waited, sizeof(rf->waited), "%s",
-	    a->waited != NULL ? a->waited : "");
-	if ((rf->url = strdup(a->uri)) == NULL)	/* its target */
+	if (refresh_prepare(rf, a) == -1)
 		goto fail;
-	hdr_copy(a->headers, &rf->headers, 0);
-	if (fetch_keep_again(&rf->sent, a->fetch, base != NULL ? base->request :
-	    NULL, base != NULL ? base->request_len : 0) == -1)
-		goto fail;
-	/* A POST's validators mean nothing (RFC 9110 13.1: 412, not 304). */
-	if (base != NULL && base->status == 200 && a->mode == RF_LOCKED &&
-	    strcmp(rf->sent.method, "POST") != 0)
-		revalidate(rf, base);
 	if (base != NULL && cb == NULL)	/* see proxy_hit.h */
 		base->refresh_asked_ms = util_mono_us() / 1000;
-	if (util_random_token(rf->token) == -1)
-		goto fail;
-	rf->renew_ev = evtimer_new(px->base, on_renew_tick, rf);
-	rf->sibling_ev = evtimer_new(px->base, on_sibling_poll, rf);
-	rf->done_ev = event_new(px->base, -1, 0, on_refresh_done, rf);
-	if (rf->renew_ev == NULL || rf->sibling_ev == NULL ||
-	    rf->done_ev == NULL)
-		goto fail;
 	if (a->mode == RF_LOCKED && dict_get(px->refreshes, rf->key) == NULL &&
 	    dict_set(px->refreshes, rf->key, rf) == 0)
 		rf->registered = 1;
@@ -859,12 +808,9 @@ refresh_unwanted(struct refresh *rf)
 	if (rf->step != RF_FETCH || rf->fetch == NULL || origin_sent(rf->fetch))
 		return;
 	origin_cancel(&rf->fetch);
-	evtimer_del(rf->renew_ev);
-	cache_op_cancel(&rf->renew_op);
 	STAT_INC(rf->px->stats, rf->route, shed_unwanted);
 	log_debug("%s: nobody waits for its fetch: not sent", rf->key);
-	rf->rep.result = RFR_UNWANTED;
-	rf->step = RF_RELEASE;
+	rf->given_up = GIVEN_UP_UNWANTED;
 	refresh_run(rf);
 }
 
@@ -876,21 +822,18 @@ refresh_resume(struct refresh *rf)
 		origin_resume(rf->fetch);
 }
 
-/* Releases finish asynchronously. */
+/* Releases finish asynchronously; the others' Redis replies are due
+ * within their timeout. */
 void
-refresh_abandon_all(struct proxy *px)
+refresh_abandon_fetches(struct proxy *px)
 {
 	struct refresh *rf;
 
 	TAILQ_FOREACH(rf, &px->refresh_list, link) {
-		if (rf->step != RF_FETCH)
-			continue;	/* a Redis reply is due within its timeout */
+		if (rf->step != RF_FETCH || rf->fetch == NULL)
+			continue;
 		origin_cancel(&rf->fetch);
-		evtimer_del(rf->renew_ev);
-		cache_op_cancel(&rf->renew_op);
-		rf->rep.result = RFR_UPSTREAM_ERROR;
-		rf->rep.uerr = UPSTREAM_ERR_PROTOCOL;
-		rf->step = RF_RELEASE;	/* no failure: no backoff */
+		rf->given_up = GIVEN_UP_STOPPING;
 		refresh_run(rf);
 	}
 }

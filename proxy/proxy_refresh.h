@@ -118,19 +118,10 @@ void	refresh_detach(struct refresh *rf);
 void	refresh_unwanted(struct refresh *rf);
 /* Goes on with a fetch its stream callback paused. */
 void	refresh_resume(struct refresh *rf);
-/* An upstream response as an entry of generation gen, fresh for no time
- * yet, holding the request body sent has (if not NULL). NULL on no
- * memory. */
-struct cache_entry *refresh_entry(struct upstream_response *resp,
-	    const char *gen, int64_t fetch_ms, const struct fetch_kept *sent);
-/* base, still valid by a 304: its body, its headers updated by resp,
- * as an entry of generation gen. NULL on no memory. */
-struct cache_entry *refresh_entry_revalidated(const struct cache_entry *base,
-	    const struct upstream_response *resp, const char *gen,
-	    int64_t fetch_ms);
-/* Past the stop deadline: every fetch that holds a lock gives it up and
- * releases the lock, so the fleet does not wait out lock_ttl. */
-void	refresh_abandon_all(struct proxy *px);
+/* Past the stop deadline: every refresh whose fetch is under way gives
+ * it up and releases its lock, so the fleet does not wait out lock_ttl
+ * (the others are waiting for Redis, due within its timeout). */
+void	refresh_abandon_fetches(struct proxy *px);
 /* A reload: each counts under the route of its prefix, if any. */
 void	refresh_remap(struct proxy *px, const struct conf *new);
 /* Gives up every fetch now (its lock expires after lock_ttl). */

@@ -49,6 +49,7 @@
 #include "proxy/proxy_near.h"
 #include "proxy/proxy_purge.h"
 #include "proxy/proxy_refresh.h"
+#include "proxy/proxy_response.h"
 #include "proxy/proxy_reply.h"
 #include "proxy/proxy_req.h"
 #include "proxy/proxy_status.h"
@@ -586,7 +587,7 @@ on_pass_fetched(struct upstream_response *resp, void *arg)
 		if (req->head && cl != NULL)
 			snprintf(req->head_length, sizeof(req->head_length),
 			    "%s", cl);
-		req->a.entry = refresh_entry(resp, "", 0, NULL);
+		req->a.entry = response_entry(resp, "", 0, NULL);
 		req->a.outcome = req->a.entry != NULL ? req->a.pass_kind :
 		    OUT_UNAVAILABLE;
 	}

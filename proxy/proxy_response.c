@@ -1,6 +1,6 @@
 /*
- * Entries a refresh makes from what the origin answered (proxy_refresh.h):
- * a response as it came, or the entry a 304 revalidated. Both are fresh
+ * Entries made from what the origin answered (proxy_response.h): a
+ * response as it came, or the entry a 304 revalidated. Both are fresh
  * for no time yet: their times are the route's to set.
  */
 
@@ -14,12 +14,12 @@
 #include "common/util.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_hdr.h"
-#include "proxy/proxy_refresh.h"
+#include "proxy/proxy_response.h"
 #include "proxy/proxy_vary.h"
 #include "upstream/upstream.h"
 
 struct cache_entry *
-refresh_entry(struct upstream_response *resp, const char *gen,
+response_entry(struct upstream_response *resp, const char *gen,
     int64_t fetch_ms, const struct fetch_kept *sent)
 {
 	struct cache_entry *e;
@@ -43,7 +43,7 @@ refresh_entry(struct upstream_response *resp, const char *gen,
 }
 
 struct cache_entry *
-refresh_entry_revalidated(const struct cache_entry *base,
+response_revalidated(const struct cache_entry *base,
     const struct upstream_response *resp, const char *gen, int64_t fetch_ms)
 {
 	struct cache_entry *e;
