@@ -7,10 +7,23 @@
  * connect); its further failed connects log at debug until it is back,
  * or until the map lets it go.
  *
- * Calls: cache_slots.c (cluster mode), cache_sentinel.c (sentinel mode),
- * cache_sub.c (the subscriber
- * connections), cache_adapter.c (the command connections). Called by the
- * layers of cache_int.h, which hear of its news through struct
+ * Cluster mode: CLUSTER SLOTS is asked of one connected node at a time,
+ * read by cache_slots.c into a map and applied here. A primary keeps the
+ * first replica named, which takes its reads while it cannot be reached
+ * (route_replica). A node the map no longer names (a dead primary once
+ * its replica took over, a seed that is not a primary) is let go. How
+ * often: soon after a change is noticed (a lost node, a failed connect, a
+ * MOVED, CLUSTERDOWN, a command parked for its node), then less often
+ * while reads find nothing new: the gap doubles from ROUTE_REFRESH_MIN_MS
+ * up to REFRESH_MAX_MS, or only up to REFRESH_DOWN_MAX_MS while a primary
+ * cannot be reached, so that its replica's promotion is read within that.
+ * One question is out at a time per process (route_refresh), and the map
+ * is read every REFRESH_PERIOD_MS as a safety net.
+ *
+ * Calls: cache_slots.c (reading the cluster's map), cache_sentinel.c
+ * (sentinel mode), cache_sub.c (the subscriber connections),
+ * cache_adapter.c (the command connections), cache_route_view.c. Called by
+ * the layers of cache_int.h, which hear of its news through struct
  * route_hooks.
  */
 
@@ -28,6 +41,7 @@
 
 #include "cache/cache_adapter.h"
 #include "cache/cache_sentinel.h"
+#include "cache/cache_slots.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -36,6 +50,8 @@
 #define RECONNECT_MAX_MS	5000
 #define REFRESH_PERIOD_MS	10000	/* cluster: the map is read anyway */
 #define HUNG_TIMEOUTS		5	/* timeouts in a row that drop a node */
+#define REFRESH_MAX_MS		1000	/* the map's gap while all are reachable */
+#define REFRESH_DOWN_MAX_MS	200	/* ... while a primary is not */
 
 static void node_reason(struct node *n, const char *what, const char *detail);
 static void on_role(redisAsyncContext *ac, void *r, void *privdata);
@@ -54,8 +70,8 @@ route_node(struct route *rt, unsigned slot)
 	return rt->slots[slot];
 }
 
-void
-route_recount(struct route *rt)
+static void
+recount(struct route *rt)
 {
 	rt->covered = 1;
 	for (int i = 0; i < rt->nnodes; i++)
@@ -73,7 +89,7 @@ map_all(struct route *rt, struct node *n)
 {
 	for (int s = 0; s < ROUTE_SLOTS; s++)
 		rt->slots[s] = n;
-	route_recount(rt);
+	recount(rt);
 }
 
 /* ---- nodes ---- */
@@ -536,6 +552,157 @@ refresh_sentinel(struct route *rt)
 		rt->refreshing = 1;
 }
 
+/* ---- cluster: the slot map ---- */
+
+/* Does the map name n: as a primary, or as the replica of one? */
+static int
+named(const struct route *rt, const struct node *n)
+{
+	if (n->slots > 0)
+		return 1;
+	for (int i = 0; i < rt->nnodes; i++) {
+		const struct node *p = rt->nodes[i];
+
+		if (p->slots > 0 && p->replica_port == n->port &&
+		    strcmp(p->replica_host, n->host) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static void
+drop_unnamed(struct route *rt)
+{
+	for (int i = rt->nnodes - 1; i >= 0; i--) {
+		struct node *n = rt->nodes[i];
+
+		if (named(rt, n))
+			continue;
+		log_info("redis: %s is not in the slot map: let go", n->name);
+		route_node_drop(n);
+		i = rt->nnodes;	/* the array moved: start over */
+	}
+}
+
+/* A read that changed the map: the next soon; else a longer gap. */
+static int64_t
+next_gap(const struct route *rt, int changed)
+{
+	int64_t most = route_owner_down(rt) ? REFRESH_DOWN_MAX_MS :
+	    REFRESH_MAX_MS;
+	int64_t gap = changed ? ROUTE_REFRESH_MIN_MS : rt->refresh_gap_ms * 2;
+
+	return gap > most ? most : gap;
+}
+
+/* A map read: every slot to its primary's node, each primary with its
+ * first replica, and the nodes it does not name let go. */
+static void
+apply_map(struct route *rt, const struct slot_map *map)
+{
+	int owners = 0, changed;
+
+	memcpy(rt->before, rt->slots, sizeof(rt->slots));
+	memset(rt->slots, 0, sizeof(rt->slots));
+	for (int i = 0; i < rt->nnodes; i++)
+		rt->nodes[i]->replica_port = 0;
+	for (int i = 0; i < map->nranges; i++) {
+		const struct slot_range *r = &map->ranges[i];
+		struct node *n = route_node_at(rt, r->primary.host,
+		    r->primary.port);
+
+		if (n == NULL)
+			continue;	/* more nodes than the table holds */
+		owners++;
+		for (int s = r->lo; s <= r->hi; s++)
+			rt->slots[s] = n;
+		if (r->replica.port != 0) {
+			snprintf(n->replica_host, sizeof(n->replica_host), "%s",
+			    r->replica.host);
+			n->replica_port = r->replica.port;
+		}
+	}
+	recount(rt);
+	changed = memcmp(rt->before, rt->slots, sizeof(rt->slots)) != 0;
+	rt->refresh_gap_ms = next_gap(rt, changed);
+	if (owners > 0)
+		drop_unnamed(rt);
+}
+
+static void
+on_slots(redisAsyncContext *ac, void *r, void *privdata)
+{
+	struct route *rt = privdata;
+	struct node *n = ac->data;
+	redisReply *reply = r;
+	struct slot_map map;
+	int ok;
+
+	if (rt->closing)
+		return;
+	assert(rt->magic == ROUTE_MAGIC);
+	rt->refreshing = 0;
+	if ((ok = reply != NULL && slots_read(reply, n != NULL ? n->host : "",
+	    &map) == 0))
+		apply_map(rt, &map);
+	slots_free(&map);
+	if (!ok) {
+		if (reply != NULL && reply->type == REDIS_REPLY_ERROR)
+			log_warn("redis: CLUSTER SLOTS: %s", reply->str);
+		route_refresh(rt);	/* another node, a little later */
+		return;
+	}
+	rt->counters->map_refreshes++;
+	rt->refresh_backoff_ms = ROUTE_REFRESH_MIN_MS;
+	log_debug("redis: slot map read: %d nodes%s", rt->nnodes,
+	    rt->covered ? "" : ", some slots without a node");
+	rt->hooks->map_changed(rt->arg);
+	if (rt->again) {
+		rt->again = 0;
+		route_refresh(rt);
+	}
+}
+
+/* Asks a connected node for CLUSTER SLOTS, or (none is) reconnects the
+ * seeds, each of which asks once connected: rt->refreshing while out. */
+static void
+slots_ask(struct route *rt)
+{
+	struct node *n = NULL;
+
+	for (int i = 0; i < rt->nnodes && n == NULL; i++) {
+		struct node *c = rt->nodes[(rt->next_seed + i) % rt->nnodes];
+
+		if (c->up)
+			n = c;
+	}
+	rt->next_seed++;
+	if (n == NULL) {
+		for (int i = 0; i < rt->nseeds; i++)
+			route_node_at(rt, rt->seeds[i].host, rt->seeds[i].port);
+		rt->again = 1;
+		return;
+	}
+	if (redisAsyncCommand(n->cmd, on_slots, rt, "CLUSTER SLOTS") ==
+	    REDIS_OK)
+		rt->refreshing = 1;
+}
+
+struct node *
+route_replica(struct route *rt, unsigned slot)
+{
+	struct node *p = route_node(rt, slot), *r;
+	char host[CONF_HOST_MAX];
+
+	if (rt->mode != REDIS_CLUSTER || p == NULL || p->up ||
+	    p->replica_port == 0)
+		return NULL;
+	snprintf(host, sizeof(host), "%s", p->replica_host);
+	if ((r = route_node_at(rt, host, p->replica_port)) == NULL)
+		return NULL;
+	return r->up && r->cmd != NULL ? r : NULL;
+}
+
 /* ---- asking again ---- */
 
 static void
@@ -687,104 +854,6 @@ route_free(struct route **rtp)
 	rt->magic = 0;
 	free(rt);
 	*rtp = NULL;
-}
-
-/* ---- what the cache asks ---- */
-
-int
-route_usable(const struct route *rt)
-{
-	for (int i = 0; i < rt->nnodes; i++)
-		if (rt->nodes[i]->up && rt->nodes[i]->slots > 0)
-			return 1;
-	return 0;
-}
-
-int
-route_owner_down(const struct route *rt)
-{
-	if (!rt->covered)
-		return 1;
-	for (int i = 0; i < rt->nnodes; i++)
-		if (rt->nodes[i]->slots > 0 && !rt->nodes[i]->up)
-			return 1;
-	return 0;
-}
-
-int
-route_all_up(const struct route *rt)
-{
-	return !route_owner_down(rt);
-}
-
-int
-route_primaries(struct route *rt, struct node **out, int max)
-{
-	int n = 0;
-
-	for (int i = 0; i < rt->nnodes && n < max; i++)
-		if (rt->nodes[i]->slots > 0)
-			out[n++] = rt->nodes[i];
-	return n;
-}
-
-struct node *
-route_broadcast_node(struct route *rt)
-{
-	struct node *best = NULL;
-
-	/* The slot-0 owner while it listens; else any that owns slots. */
-	if (rt->slots[0] != NULL && (rt->slots[0]->up ||
-	    rt->mode != REDIS_CLUSTER))
-		return rt->slots[0];
-	for (int i = 0; i < rt->nnodes; i++) {
-		struct node *n = rt->nodes[i];
-
-		if (n->slots > 0 && n->up)
-			return n;
-		if (n->slots > 0 && best == NULL)
-			best = n;
-	}
-	return best;
-}
-
-void
-route_node_states(const struct route *rt, struct cache_counters *cc)
-{
-	cc->nnodes = 0;
-	for (int i = 0; i < rt->nnodes && cc->nnodes < CACHE_NODES_MAX; i++) {
-		const struct node *n = rt->nodes[i];
-		struct cache_node_state *st = &cc->nodes[cc->nnodes];
-
-		/* A cluster's: its replicas read from, and a node not let go
-		 * yet, with 0 slots. */
-		if (n->slots == 0 && rt->mode == REDIS_SENTINEL)
-			continue;
-		snprintf(st->name, sizeof(st->name), "%s", n->name);
-		st->up = n->up;
-		st->slots = n->slots;
-		cc->nnodes++;
-	}
-	if (cc->nnodes < CACHE_NODES_MAX)
-		cc->nodes[cc->nnodes].name[0] = '\0';
-}
-
-const char *
-route_down_reason(const struct route *rt)
-{
-	for (int i = 0; i < rt->nnodes; i++) {
-		const struct node *n = rt->nodes[i];
-
-		if (!n->up && (n->slots > 0 || rt->mode != REDIS_CLUSTER))
-			return n->down_reason[0] != '\0' ? n->down_reason :
-			    "connecting";
-	}
-	if (route_usable(rt))
-		return "";
-	/* sentinel: why the sentinels did not say (their AUTH refused...) */
-	if (rt->sentinel != NULL && sentinel_reason(rt->sentinel)[0] != '\0')
-		return sentinel_reason(rt->sentinel);
-	return "no primary known";
 }
 
 void

@@ -8,7 +8,7 @@
  *
  *   single    one node, given by [redis] address, owns every slot.
  *   cluster   the slot map comes from CLUSTER SLOTS, asked of any node
- *             that answers (the seeds first; cache_slots.c); MOVED, ASK
+ *             that answers (the seeds first; read by cache_slots.c); MOVED, ASK
  *             and a lost node are the three events that change it
  *             (route_moved, route_refresh), and it is read again now and
  *             then all the same. While a slot's primary cannot be
@@ -86,7 +86,8 @@ struct route_hooks {
 #define ROUTE_MAGIC		0x524f5554u	/* "ROUT" */
 #define ROUTE_REFRESH_MIN_MS	100	/* between two reads of the map */
 
-/* The table; its fields are for cache_route.c and cache_slots.c only. */
+/* The table; its fields are for cache_route.c and cache_route_view.c
+ * only. */
 struct route {
 	uint32_t		 magic;
 	struct event_base	*base;
@@ -138,40 +139,33 @@ void		 route_refresh(struct route *rt);
 /* Where a read of slot goes while its primary is not up: the replica the
  * map names, once connected (asked for here: NULL until then). */
 struct node	*route_replica(struct route *rt, unsigned slot);
-/* Is some node that owns slots unreachable? */
-int		 route_owner_down(const struct route *rt);
 /* Frees n: out of the table, its connections closed. */
 void		 route_node_drop(struct node *n);
-/* Counts each node's slots again after rt->slots changed. */
-void		 route_recount(struct route *rt);
+/* Sends a command on n's subscriber connection, opening it if needed. */
+int		 route_sub_send(struct node *n, int argc, const char **argv);
+/* A command on n timed out; after a few in a row the connection drops. */
+void		 route_node_timeout(struct node *n);
+/* A reload's credentials (data nodes and sentinels): connections made
+ * from now on use them, and a node or sentinel feed that is down tries
+ * them at once. Connections up stay as they are. */
+void		 route_credentials(struct route *rt, const struct conf *conf);
 
-/* ---- cache_slots.c: the cluster's slot map ---- */
-
-/* Asks a connected node for CLUSTER SLOTS (or reconnects the seeds, when
- * none is): rt->refreshing while it is out. */
-void		 slots_ask(struct route *rt);
+/* ---- cache_route_view.c: the table as the rest of cache/ reads it ---- */
 
 /* Can commands be sent at all (some node up)? */
 int		 route_usable(const struct route *rt);
+/* Is some node that owns slots unreachable? */
+int		 route_owner_down(const struct route *rt);
 /* Is every node that owns slots connected? */
 int		 route_all_up(const struct route *rt);
 /* The nodes that own slots, at most max. */
 int		 route_primaries(struct route *rt, struct node **out, int max);
 /* A connected node to hold fleet-wide subscriptions, or NULL. */
 struct node	*route_broadcast_node(struct route *rt);
-/* Sends a command on n's subscriber connection, opening it if needed. */
-int		 route_sub_send(struct node *n, int argc, const char **argv);
-/* A command on n timed out; after a few in a row the connection drops. */
-void		 route_node_timeout(struct node *n);
 /* Fills the per-node figures of cc. */
 void		 route_node_states(const struct route *rt,
 		    struct cache_counters *cc);
-
 /* Why a node that owns slots is down ("" when all are up). */
 const char *route_down_reason(const struct route *rt);
-/* A reload's credentials (data nodes and sentinels): connections made
- * from now on use them, and a node or sentinel feed that is down tries
- * them at once. Connections up stay as they are. */
-void		 route_credentials(struct route *rt, const struct conf *conf);
 
 #endif

@@ -67,6 +67,12 @@ enum flight_step {
 	FL_PARK,		/* not a step: wait for a callback */
 };
 
+static const char *const step_names[] = {
+	[FL_LOOKUP] = "LOOKUP", [FL_LOCK] = "LOCK", [FL_WAIT] = "WAIT",
+	[FL_PEER] = "PEER", [FL_DIRECT] = "DIRECT", [FL_DONE] = "DONE",
+	[FL_PARK] = "PARK",
+};
+
 /* What the response being fetched turned out to be. */
 enum stream_state {
 	STREAM_NONE,		/* no head yet */
@@ -76,6 +82,7 @@ enum stream_state {
 
 struct flight {
 	uint32_t		 magic;
+	uint64_t		 id;		/* for the step trace */
 	struct proxy		*px;
 	enum flight_step	 step;
 	int			 route;		/* for counters; -1 if reloaded away */
@@ -663,6 +670,8 @@ flight_run(struct flight *fl)
 		}
 		if (next == FL_PARK)
 			return;
+		log_step("flight", fl->id, step_names[fl->step],
+		    step_names[next]);
 		fl->step = next;
 	}
 }
@@ -797,6 +806,7 @@ flight_new(struct proxy *px, const char *key, const char *uri, int route,
 	if ((fl = calloc(1, sizeof(*fl))) == NULL)
 		return NULL;
 	fl->magic = FLIGHT_MAGIC;
+	fl->id = ++px->machine_ids;
 	fl->px = px;
 	fl->step = FL_LOOKUP;
 	fl->route = route;
@@ -819,6 +829,7 @@ flight_new(struct proxy *px, const char *key, const char *uri, int route,
 		return NULL;
 	}
 	TAILQ_INSERT_TAIL(&px->flight_list, fl, link);
+	log_debug("flight %llu: %s", (unsigned long long)fl->id, fl->key);
 	return fl;
 }
 

@@ -749,6 +749,8 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 		rf->registered = 1;
 	TAILQ_INSERT_TAIL(&px->refresh_list, rf, link);
 	px->nrefreshes++;
+	log_debug("refresh %llu: %s, %s", (unsigned long long)rf->id, rf->key,
+	    cb != NULL ? "a flight's" : "in the background");
 	refresh_run(rf);
 	return rf;
 fail:

@@ -73,6 +73,12 @@ enum req_step {
 	REQ_PARK,		/* not a step: wait for a callback */
 };
 
+static const char *const step_names[] = {
+	[REQ_RECV] = "RECV", [REQ_PASS] = "PASS", [REQ_JOIN] = "JOIN",
+	[REQ_DELIVER] = "DELIVER", [REQ_DRAIN] = "DRAIN", [REQ_CUT] = "CUT",
+	[REQ_DONE] = "DONE", [REQ_PARK] = "PARK",
+};
+
 /* Why a request ends (req_finish). */
 enum req_end {
 	END_REPLY,		/* its answer is sent now */
@@ -82,6 +88,7 @@ enum req_end {
 
 struct req {
 	uint32_t		 magic;
+	uint64_t		 id;		/* for the step trace */
 	struct proxy		*px;
 	struct evhttp_request	*ev;
 	enum req_step		 step;
@@ -787,6 +794,8 @@ req_recv_head(struct req *req)
 		req->rt = *rt;	/* a reload does not change it midway */
 	req->head = evhttp_request_get_command(req->ev) == EVHTTP_REQ_HEAD;
 	STAT_INC(px->stats, req->route, requests);
+	log_debug("req %llu: %s %s", (unsigned long long)req->id,
+	    status_method(evhttp_request_get_command(req->ev)), req->uri);
 	forward_note(req->ev, &req->credentials, &req->conditional);
 	next = recv_decide(req, path);
 	free(copy);
@@ -826,6 +835,8 @@ req_run(struct req *req)
 		}
 		if (next == REQ_PARK || next == REQ_DONE)
 			return;		/* DONE: req is gone */
+		log_step("req", req->id, step_names[req->step],
+		    step_names[next]);
 		req->step = next;
 	}
 }
@@ -893,6 +904,7 @@ req_new(struct proxy *px, struct evhttp_request *ev, enum req_step step)
 		return NULL;
 	}
 	req->magic = REQ_MAGIC;
+	req->id = ++px->machine_ids;
 	req->px = px;
 	req->ev = ev;
 	req->step = step;
