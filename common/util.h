@@ -10,6 +10,8 @@
 #define UTIL_TOKEN_HEX		(UTIL_TOKEN_BYTES * 2)
 
 #define ARRAY_LEN(a)	(sizeof(a) / sizeof((a)[0]))
+#define MIN(a, b)	((a) < (b) ? (a) : (b))
+#define MAX(a, b)	((a) > (b) ? (a) : (b))
 
 int64_t	util_now_ms(void);		/* wall clock, ms since the epoch */
 int64_t	util_mono_us(void);		/* monotonic clock, microseconds */

@@ -212,31 +212,4 @@ int	proxy_restart_pending(const struct conf *c,
 void	proxy_restart_pending_text(const struct conf *c, char *out,
 	    size_t outlen);
 
-/* proxy_http.c: the public, admin and peer listeners, and the door and
- * pump of their connections. */
-int	http_listen(struct proxy *px, char *err, size_t errlen);
-void	http_close(struct proxy *px);
-/* Sets a listener's request limits (headers, body, client timeout) from
- * c: when it starts, and again on a reload. */
-void	http_limits(struct evhttp *http, const struct conf *c);
-
-/* proxy_figures.c: this worker's gauges copied to its slot, and the
- * figures of every worker, summed (its own read live). */
-void	proxy_publish(struct proxy *px);
-void	proxy_figures(struct proxy *px, struct proxy_figures *f);
-
-/* proxy_admin.c */
-void	admin_handle(struct evhttp_request *ev, void *arg);
-
-/* proxy_purge.c: POST /purge?url=URL or ?prefix=PREFIX */
-void	admin_purge(struct proxy *px, struct evhttp_request *ev);
-/* "http://Host:80/a?b" -> the cache key of that URL, as a request's (and
- * with rtp, its route or NULL): 0, or the status to answer with (400 for
- * a URL that is not absolute, 503 on no memory). */
-int	admin_url_key(const struct proxy *px, const char *url,
-	    char key[CACHE_KEY_MAX + 1], const struct conf_route **rtp, int *tagged);
-/* "http://Host:80/a" or "/a" -> the start of the keys it names. */
-void	admin_prefix_key(const struct proxy *px, const char *prefix,
-	    char out[CACHE_KEY_MAX + 1]);
-
 #endif

@@ -18,9 +18,15 @@
 #include "common/util.h"
 #include "proxy/dashboard.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_admin.h"
+#include "proxy/proxy_auth.h"
 #include "proxy/proxy_control.h"
+#include "proxy/proxy_figures.h"
+#include "proxy/proxy_inspect.h"
 #include "proxy/proxy_json.h"
+#include "proxy/proxy_maint.h"
 #include "proxy/proxy_metrics.h"
+#include "proxy/proxy_purge.h"
 #include "upstream/upstream.h"
 
 /* One scope: its counters, then its histograms, in one object. */
@@ -241,7 +247,7 @@ admin_handle(struct evhttp_request *ev, void *arg)
 	} else if (strcmp(path, "/warm") == 0) {
 		admin_warm(px, ev);
 	} else if (strcmp(path, "/entry") == 0) {
-		admin_entry(px, ev);
+		admin_inspect(px, ev);
 	} else if (strcmp(path, "/maintenance") == 0) {
 		admin_maintenance(px, ev);
 	} else if (strcmp(path, "/health") == 0) {

@@ -41,7 +41,7 @@
 #include "common/util.h"
 #include "conf/conf.h"
 #include "proxy/proxy.h"
-#include "proxy/proxy_control.h"
+#include "proxy/proxy_auth.h"
 
 #define AUTH_LOG_PER_S		20	/* refusals logged a second, at most */
 #define AUTH_REALM		"Bearer realm=\"corral admin\""

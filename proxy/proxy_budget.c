@@ -43,6 +43,7 @@
 #include "cache/cache.h"
 #include "cache/cache_lease.h"
 #include "common/log.h"
+#include "common/timer.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_budget.h"

@@ -43,7 +43,9 @@
 #include "proxy/proxy_control.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_json.h"
+#include "proxy/proxy_maint.h"
 #include "proxy/proxy_near.h"
+#include "proxy/proxy_purge.h"
 #include "proxy/proxy_refresh.h"
 
 #define CONTROL_MAGIC		0x43544c53u	/* "CTLS" */

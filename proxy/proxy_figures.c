@@ -14,6 +14,7 @@
 #include "common/dict.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_budget.h"
+#include "proxy/proxy_figures.h"
 #include "proxy/proxy_stats.h"
 #include "upstream/upstream.h"
 

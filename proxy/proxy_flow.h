@@ -38,17 +38,9 @@
 #define FAILURE_MAX		16	/* "503", "timeout", ... */
 #define FAILURE_ORIGIN_BUSY	"origin-busy"	/* not sent: no origin slot */
 #define PASS_BODY_MAX		((size_t)1 << 30)	/* responses not stored */
-#define HTTP_BAD_GATEWAY	502
-#define HTTP_GATEWAY_TIMEOUT	504
-#define HTTP_MISDIRECTED	421
-#define HTTP_CLIENT_GONE	499	/* logged only: nginx's "client
-					 * closed request" */
 /* A response longer than this (or of unknown length) is streamed to its
  * clients as it arrives; a shorter one is answered whole. */
 #define STREAM_MIN_BYTES	(64 * 1024)
-
-#define MIN(a, b)		((a) < (b) ? (a) : (b))
-#define MAX(a, b)		((a) > (b) ? (a) : (b))
 
 struct cache_entry;
 struct evbuffer;
@@ -194,13 +186,5 @@ struct waiter {
 };
 
 TAILQ_HEAD(waiters, waiter);
-
-static inline void
-timer_arm(struct event *ev, int64_t ms)
-{
-	struct timeval tv = util_timeval(ms);
-
-	evtimer_add(ev, &tv);
-}
 
 #endif

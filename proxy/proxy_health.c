@@ -16,6 +16,7 @@
 #include <event2/event.h>
 
 #include "common/log.h"
+#include "common/timer.h"
 #include "common/util.h"
 #include "conf/conf.h"
 #include "proxy/proxy.h"

@@ -35,10 +35,10 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
-#include "proxy/proxy_control.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_hdr.h"
 #include "proxy/proxy_json.h"
+#include "proxy/proxy_maint.h"
 
 #define MAINT_MAGIC		0x4d41494eu	/* "MAIN" */
 #define MAINT_RETRY_MS		1000	/* a failed read is tried again */

@@ -17,6 +17,7 @@
 #include "common/dict.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_figures.h"
 #include "upstream/upstream.h"
 
 #define NO_FIELD	((size_t)-1)

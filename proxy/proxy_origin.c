@@ -36,11 +36,13 @@
 #include <event2/keyvalq_struct.h>
 
 #include "common/log.h"
+#include "common/timer.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_budget.h"
-#include "proxy/proxy_control.h"
 #include "proxy/proxy_flow.h"
+#include "proxy/proxy_maint.h"
+#include "proxy/proxy_origin.h"
 #include "proxy/proxy_pool.h"
 #include "proxy/proxy_stats.h"
 #include "upstream/upstream.h"

@@ -26,6 +26,7 @@
 #include <event2/event.h>
 
 #include "common/log.h"
+#include "common/timer.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_budget.h"

@@ -12,6 +12,11 @@
 
 #include <stdint.h>
 
+#include <event2/http.h>
+
+#include "cache/cache_key.h"
+
+struct conf_route;
 struct proxy;
 struct target_purge;
 
@@ -29,5 +34,18 @@ struct target_purge *purge_target(struct proxy *px, const char *key,
 /* Its starter is gone: the purge goes on and tells nobody. Sets *tp to
  * NULL. */
 void	purge_target_detach(struct target_purge **tp);
+
+/* POST /purge?url=URL, ?prefix=PREFIX or ?tag=TAG on the admin listener. */
+void	admin_purge(struct proxy *px, struct evhttp_request *ev);
+/* "http://Host:80/a?b" -> the cache key of that URL, as a request's (and
+ * with rtp, its route or NULL; with tagged, whether its route's keys add
+ * parts): 0, or the status to answer with (400 for a URL that is not an
+ * absolute http(s) one, 503 on no memory). */
+int	admin_url_key(const struct proxy *px, const char *url,
+	    char key[CACHE_KEY_MAX + 1], const struct conf_route **rtp,
+	    int *tagged);
+/* "http://Host:80/a" or "/a" -> the start of the keys it names. */
+void	admin_prefix_key(const struct proxy *px, const char *prefix,
+	    char out[CACHE_KEY_MAX + 1]);
 
 #endif

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/notify.h"
 #include "common/util.h"
+#include "proxy/proxy_figures.h"
 
 #define SERVICE_MAGIC	0x53525643u	/* "SRVC" */
 

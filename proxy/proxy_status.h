@@ -11,6 +11,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define HTTP_MISDIRECTED	421	/* a Host not served */
+#define HTTP_CLIENT_GONE	499	/* logged only: nginx's "client closed
+					 * request" */
+#define HTTP_BAD_GATEWAY	502
+#define HTTP_GATEWAY_TIMEOUT	504
+
 #include <event2/http.h>
 
 #include "proxy/proxy_flow.h"

@@ -23,6 +23,8 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "common/timer.h"
+#include "common/util.h"
 #include "proxy/proxy_hdr.h"
 #include "proxy/proxy_stream.h"
 

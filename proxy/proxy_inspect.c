@@ -36,9 +36,11 @@
 #include "cache/cache_entry.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
-#include "proxy/proxy_control.h"
 #include "proxy/proxy_hdr.h"
+#include "proxy/proxy_inspect.h"
 #include "proxy/proxy_json.h"
+#include "proxy/proxy_maint.h"
+#include "proxy/proxy_purge.h"
 #include "proxy/proxy_refresh.h"
 #include "proxy/proxy_vary.h"
 
@@ -177,7 +179,7 @@ done:
 }
 
 void
-admin_entry(struct proxy *px, struct evhttp_request *ev)
+admin_inspect(struct proxy *px, struct evhttp_request *ev)
 {
 	const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(ev));
 	const struct conf_route *rt = NULL;
