@@ -25,7 +25,7 @@
 #include "proxy/proxy_refresh_int.h"
 #include "proxy/proxy_response.h"
 #include "proxy/proxy_stats.h"
-#include "proxy/proxy_status.h"
+#include "proxy/proxy_outcome.h"
 #include "proxy/proxy_vary.h"
 #include "upstream/upstream.h"
 
@@ -168,7 +168,7 @@ refresh_decide(struct refresh *rf)
 	enum refresh_step next;
 
 	rep->fetch_ms = (util_mono_us() - rf->fetch_start_us) / 1000;
-	status_count_upstream(rf->px->stats, rf->route, resp);
+	outcome_count_upstream(rf->px->stats, rf->route, resp);
 	if (resp->result == UPSTREAM_NOT_SENT) {
 		next = decide_unsent(rf);
 	} else if (resp->result != UPSTREAM_OK) {

@@ -11,7 +11,7 @@
  *	proxy_refresh.c	struct refresh: one fetch, its lock and its store
  *	proxy_stream.c	struct stream: one response fanned out to N clients
  *	proxy_reply.c	every reply head a client gets
- *	proxy_status.c	what an answer is called: Cache-Status, counters
+ *	proxy_outcome.c	what an answer is called: Cache-Status, counters
  *
  * Calls run one way, down: a request asks a flight, a flight asks a
  * refresh and a stream, a refresh asks cache/ and upstream/. Answers come
@@ -67,7 +67,7 @@ enum outcome {
 	OUT_GONE,		/* its client left before its answer */
 };
 
-/* A request's answer: what proxy_status.c names and counts. */
+/* A request's answer: what proxy_outcome.c names and counts. */
 struct answer {
 	enum outcome		 outcome;
 	struct cache_entry	*entry;		/* owned; NULL: made up */

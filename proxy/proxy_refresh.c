@@ -62,7 +62,7 @@
 #include "proxy/proxy_peer.h"
 #include "proxy/proxy_refresh.h"
 #include "proxy/proxy_refresh_int.h"
-#include "proxy/proxy_status.h"
+#include "proxy/proxy_outcome.h"
 #include "proxy/proxy_vary.h"
 #include "proxy/proxy_waitlist.h"
 #include "upstream/upstream.h"
@@ -464,7 +464,7 @@ stored(struct refresh *rf)
 
 	rep->stored = 1;
 	STAT_INC(rf->px->stats, rf->route, stores);
-	status_tags_dropped(rf->px->stats, rf->route, rf->key,
+	outcome_tags_dropped(rf->px->stats, rf->route, rf->key,
 	    hdr_tags(&rep->entry->headers, tag_stored, rf));
 	if (rf->sent.url_tag[0] != '\0')	/* a purge by URL */
 		tag_stored(rf->sent.url_tag, rf);
@@ -491,7 +491,7 @@ refresh_store(struct refresh *rf)
 		stored(rf);
 		break;
 	case FENCE_FULL:	/* the script also deleted the lock */
-		status_variants_full(rf->px->stats, rf->route, rf->key,
+		outcome_variants_full(rf->px->stats, rf->route, rf->key,
 		    rf->rt.max_variants);
 		break;
 	case FENCE_LOST:

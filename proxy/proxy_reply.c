@@ -21,7 +21,7 @@
 #include "conf/conf.h"
 #include "proxy/proxy_hdr.h"
 #include "proxy/proxy_reply.h"
-#include "proxy/proxy_status.h"
+#include "proxy/proxy_outcome.h"
 
 #define REPLY_RETRY_AFTER	"1"	/* s: a 503 of Corral's own (the queue
 				 * moves as fetches end; a retry waits its turn) */

@@ -13,7 +13,7 @@
  * wait for a callback; req_run() drives them. Callbacks (a flight's
  * answer, a stream's pieces, its own fetch) only copy their result into
  * the request and re-enter req_run(). It asks proxy_flight.c,
- * proxy_stream.c, proxy_reply.c, proxy_status.c, the near caches and
+ * proxy_stream.c, proxy_reply.c, proxy_outcome.c, the near caches and
  * upstream/; nothing below calls it by name.
  */
 
@@ -54,7 +54,7 @@
 #include "proxy/proxy_reply.h"
 #include "proxy/proxy_req.h"
 #include "proxy/proxy_response.h"
-#include "proxy/proxy_status.h"
+#include "proxy/proxy_outcome.h"
 #include "proxy/proxy_stream.h"
 #include "proxy/proxy_vary.h"
 #include "upstream/upstream.h"
@@ -175,17 +175,17 @@ req_reply(struct req *req)
 		return 0;
 	}
 	if (e == NULL) {
-		code = status_error_code(&req->a);
-		status_value(&req->a, code, cs, sizeof(cs));
+		code = outcome_error_code(&req->a);
+		outcome_value(&req->a, code, cs, sizeof(cs));
 		if (req->refusal == NULL)
 			return reply_error(&r, code, NULL,
-			    status_error_text(&req->a, code));
+			    outcome_error_text(&req->a, code));
 		snprintf(text, sizeof(text), "%s: %.*s", reply_phrase(code),
 		    REJECT_REASON_MAX, req->refusal);
 		return reply_error(&r, code, reply_phrase(code), text);
 	}
 	/* fwd-status: what the upstream said, a 304 for a revalidation. */
-	status_value(&req->a, req->a.upstream_status != 0 ?
+	outcome_value(&req->a, req->a.upstream_status != 0 ?
 	    req->a.upstream_status : e->status, cs, sizeof(cs));
 	sent = reply_entry(&r, e);
 	if (r.not_modified)
@@ -204,19 +204,19 @@ req_record(struct req *req, uint64_t bytes, int status)
 	struct access_record r = {
 		.client = client != NULL ? client : "-",
 		.method = door ? "-" :
-		    status_method(evhttp_request_get_command(ev)),
+		    outcome_method(evhttp_request_get_command(ev)),
 		.uri = door ? NULL : req->uri != NULL ? req->uri :
 		    evhttp_request_get_uri(ev),
 		.status = status,
 		.bytes = bytes,
 		.referer = evhttp_find_header(in, "Referer"),
 		.user_agent = evhttp_find_header(in, "User-Agent"),
-		.cache = status_label(req->a.outcome),
+		.cache = outcome_label(req->a.outcome),
 		.cache_status = door ? NULL : evhttp_find_header(
 		    evhttp_request_get_output_headers(ev), "Cache-Status"),
 		.route = req->route >= 0 ? req->rt.prefix : NULL,
 		.upstream_ms = req->upstream_ms,
-		.lock_wait_ms = status_waited(req->a.outcome) ?
+		.lock_wait_ms = outcome_waited(req->a.outcome) ?
 		    req->waited_us / 1000 : -1,
 		.total_ms = (util_mono_us() - req->t_start_us) / 1000,
 		.key = req->a.key_rule != KEY_RULE_URL ?
@@ -256,7 +256,7 @@ req_account(struct req *req, uint64_t bytes, int status)
 		return;
 	if (req->px->access_log != NULL || LOGL_DEBUG <= log_current_level)
 		req_record(req, bytes, status);
-	status_count(req->px->stats, req->route, &req->a, req->waited_us);
+	outcome_count(req->px->stats, req->route, &req->a, req->waited_us);
 }
 
 /*
@@ -292,7 +292,7 @@ req_finish(struct req *req, enum req_end why)
 			/* A client that left: libevent frees ev as it is
 			 * answered, so its record comes first. */
 			if (evcon == NULL)
-				req_account(req, 0, status_code(&req->a));
+				req_account(req, 0, outcome_code(&req->a));
 			bytes = req_reply(req);
 			if (evcon != NULL)
 				req_account(req, bytes,
@@ -365,7 +365,7 @@ on_waiter_start(struct waiter *w, const struct upstream_response *resp,
 		reply_peer_head(req->ev, resp);
 		return 0;
 	}
-	status_value(&so_far, resp->status, cs, sizeof(cs));
+	outcome_value(&so_far, resp->status, cs, sizeof(cs));
 	reply_stream_head(&r, resp);
 	req->stream_status = resp->status;
 	req->waited_us = util_mono_us() - req->t_join_us;	/* its wait */
@@ -573,7 +573,7 @@ on_pass_fetched(struct upstream_response *resp, void *arg)
 	assert(req->magic == REQ_MAGIC);
 	req->fetch = NULL;
 	req->upstream_ms = resp->elapsed_ms;
-	status_count_upstream(req->px->stats, req->route, resp);
+	outcome_count_upstream(req->px->stats, req->route, resp);
 	if (!ok) {
 		log_warn("upstream %s: %s (%s)%s", req->uri,
 		    upstream_result_name(resp->result), resp->error,
@@ -618,7 +618,7 @@ pass_start(struct req *req)
 		.target = req->uri,
 	};
 	struct upstream_request ur = {
-		.method = status_method(evhttp_request_get_command(req->ev)),
+		.method = outcome_method(evhttp_request_get_command(req->ev)),
 		.max_body_bytes = PASS_BODY_MAX,
 		.on_data = on_pass_data,
 		.data_arg = req,
@@ -797,7 +797,7 @@ req_recv_head(struct req *req)
 	req->head = evhttp_request_get_command(req->ev) == EVHTTP_REQ_HEAD;
 	STAT_INC(px->stats, req->route, requests);
 	log_debug("req %llu: %s %s", (unsigned long long)req->id,
-	    status_method(evhttp_request_get_command(req->ev)), req->uri);
+	    outcome_method(evhttp_request_get_command(req->ev)), req->uri);
 	forward_note(req->ev, &req->credentials, &req->conditional);
 	next = recv_decide(req, path);
 	free(copy);

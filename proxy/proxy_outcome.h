@@ -1,5 +1,5 @@
-#ifndef PROXY_PROXY_STATUS_H
-#define PROXY_PROXY_STATUS_H
+#ifndef PROXY_PROXY_OUTCOME_H
+#define PROXY_PROXY_OUTCOME_H
 
 /*
  * What an answer is called, everywhere it is reported: the Cache-Status
@@ -26,32 +26,32 @@
 struct stats;
 
 /* The Cache-Status value of answer a (fwd-status: what the upstream said). */
-void	status_value(const struct answer *a, int fwd_status, char *out,
+void	outcome_value(const struct answer *a, int fwd_status, char *out,
 	    size_t outlen);
 /* The status and text of an answer Corral makes up itself. */
-int	status_error_code(const struct answer *a);
-const char *status_error_text(const struct answer *a, int code);
+int	outcome_error_code(const struct answer *a);
+const char *outcome_error_text(const struct answer *a, int code);
 /* The status of the reply answer a makes (an entry's, or Corral's own). */
-int	status_code(const struct answer *a);
+int	outcome_code(const struct answer *a);
 /* Counts a finished request under route (-1: none), which waited
  * waited_us for another's fetch, if it did. */
-void	status_count(struct stats *st, int route, const struct answer *a,
+void	outcome_count(struct stats *st, int route, const struct answer *a,
 	    int64_t waited_us);
 /* Counts one finished upstream fetch: its status class and duration. */
-void	status_count_upstream(struct stats *st, int route,
+void	outcome_count_upstream(struct stats *st, int route,
 	    const struct upstream_response *resp);
 /* The cache label of an outcome, as metrics and the access log name it. */
-const char *status_label(enum outcome o);
+const char *outcome_label(enum outcome o);
 /* n tags (hdr_tags) of the response stored at key were not filed:
  * counted (n 0: nothing), and said at most once every STATUS_LOG_MS. */
-void	status_tags_dropped(struct stats *st, int route, const char *key,
+void	outcome_tags_dropped(struct stats *st, int route, const char *key,
 	    int n);
 /* A variant of key was not stored: key has max variants (counted; said at
  * most once every STATUS_LOG_MS). */
-void	status_variants_full(struct stats *st, int route, const char *key,
+void	outcome_variants_full(struct stats *st, int route, const char *key,
 	    int max);
 /* Did an answer of outcome o wait for another request's fetch? */
-int	status_waited(enum outcome o);
-const char *status_method(enum evhttp_cmd_type cmd);
+int	outcome_waited(enum outcome o);
+const char *outcome_method(enum evhttp_cmd_type cmd);
 
 #endif

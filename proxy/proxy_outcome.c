@@ -18,7 +18,7 @@
 #include "common/util.h"
 #include "proxy/proxy_hdr.h"
 #include "proxy/proxy_stats.h"
-#include "proxy/proxy_status.h"
+#include "proxy/proxy_outcome.h"
 
 #define STATUS_LOG_MS	10000	/* a response's warning: said at most this
 					 * often */
@@ -30,7 +30,7 @@ struct pace {
 	uint64_t	unsaid;
 };
 
-static void status_value_of(const struct answer *a, int fwd_status,
+static void outcome_value_of(const struct answer *a, int fwd_status,
     char *out, size_t outlen);
 
 static int64_t
@@ -62,14 +62,14 @@ add_key_rule(const struct answer *a, char *out, size_t outlen)
 }
 
 void
-status_value(const struct answer *a, int fwd_status, char *out, size_t outlen)
+outcome_value(const struct answer *a, int fwd_status, char *out, size_t outlen)
 {
-	status_value_of(a, fwd_status, out, outlen);
+	outcome_value_of(a, fwd_status, out, outlen);
 	add_key_rule(a, out, outlen);
 }
 
 static void
-status_value_of(const struct answer *a, int fwd_status, char *out,
+outcome_value_of(const struct answer *a, int fwd_status, char *out,
     size_t outlen)
 {
 	const struct cache_entry *e = a->entry;
@@ -155,7 +155,7 @@ status_value_of(const struct answer *a, int fwd_status, char *out,
 }
 
 int
-status_error_code(const struct answer *a)
+outcome_error_code(const struct answer *a)
 {
 	int st;
 
@@ -184,13 +184,13 @@ status_error_code(const struct answer *a)
 }
 
 int
-status_code(const struct answer *a)
+outcome_code(const struct answer *a)
 {
-	return a->entry != NULL ? a->entry->status : status_error_code(a);
+	return a->entry != NULL ? a->entry->status : outcome_error_code(a);
 }
 
 const char *
-status_error_text(const struct answer *a, int code)
+outcome_error_text(const struct answer *a, int code)
 {
 	switch (a->outcome) {
 	case OUT_REJECTED:
@@ -247,7 +247,7 @@ count_rule(struct stats *st, int r, const struct answer *a)
 }
 
 void
-status_count(struct stats *st, int r, const struct answer *a, int64_t waited_us)
+outcome_count(struct stats *st, int r, const struct answer *a, int64_t waited_us)
 {
 	uint64_t waited_ms = (uint64_t)waited_us / 1000;
 
@@ -304,7 +304,7 @@ status_count(struct stats *st, int r, const struct answer *a, int64_t waited_us)
 }
 
 void
-status_count_upstream(struct stats *st, int route,
+outcome_count_upstream(struct stats *st, int route,
     const struct upstream_response *resp)
 {
 	if (resp->result == UPSTREAM_NOT_SENT)
@@ -329,7 +329,7 @@ status_count_upstream(struct stats *st, int route,
 }
 
 const char *
-status_method(enum evhttp_cmd_type cmd)
+outcome_method(enum evhttp_cmd_type cmd)
 {
 	static const char *const names[] = {
 		"GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE",
@@ -343,7 +343,7 @@ status_method(enum evhttp_cmd_type cmd)
 }
 
 const char *
-status_label(enum outcome o)
+outcome_label(enum outcome o)
 {
 	switch (o) {
 	case OUT_HIT:
@@ -374,7 +374,7 @@ status_label(enum outcome o)
 }
 
 int
-status_waited(enum outcome o)
+outcome_waited(enum outcome o)
 {
 	return o == OUT_COLLAPSED || o == OUT_WAIT_TIMEOUT;
 }
@@ -396,7 +396,7 @@ pace_due(struct pace *p, uint64_t n, uint64_t *since)
 }
 
 void
-status_tags_dropped(struct stats *st, int route, const char *key, int n)
+outcome_tags_dropped(struct stats *st, int route, const char *key, int n)
 {
 	static struct pace pace;
 	uint64_t since;
@@ -413,7 +413,7 @@ status_tags_dropped(struct stats *st, int route, const char *key, int n)
 }
 
 void
-status_variants_full(struct stats *st, int route, const char *key, int max)
+outcome_variants_full(struct stats *st, int route, const char *key, int max)
 {
 	static struct pace pace;
 	uint64_t since;
