@@ -66,10 +66,6 @@ struct cache_entry {
 	size_t			 head_len;
 	uint64_t		 head_tag;
 	int64_t			 origin_age;
-	/* When a stale copy held in this process last started a refresh
-	 * (monotonic ms, 0: never): the near caches' own mark, never
-	 * encoded. */
-	int64_t			 refresh_asked_ms;
 };
 
 /* A new entry with refcnt 1, no headers, no body. NULL on no memory. */

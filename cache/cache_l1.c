@@ -63,6 +63,8 @@ struct l1_node {
 	LIST_ENTRY(l1_node)	 chain;		/* in buckets */
 	LIST_ENTRY(l1_node)	 base_chain;	/* in base_buckets */
 	struct cache_entry	*e;		/* one reference */
+	int64_t			 asked_ms;	/* e started a refresh then
+						 * (monotonic ms), or 0 */
 	uint64_t		 hash;
 	uint64_t		 base_hash;
 	int64_t			 charge;
@@ -386,6 +388,7 @@ l1_put(struct l1 *l, const char *key, struct cache_entry *e)
 	if (n != NULL) {
 		old = n->e;
 		n->e = entry_ref(e);
+		n->asked_ms = 0;	/* a new copy: not asked yet */
 		entry_unref(&old);
 		l->counters.bytes += charge - n->charge;
 		n->charge = charge;
@@ -462,4 +465,23 @@ l1_counters(const struct l1 *l)
 {
 	assert(l->magic == L1_MAGIC);
 	return &l->counters;
+}
+
+int
+l1_refresh_asked(struct l1 *l, const char *key, int64_t now_ms,
+    int64_t within_ms)
+{
+	struct cache_key_hash ki;
+	struct l1_node *n;
+
+	assert(l->magic == L1_MAGIC);
+	if (!enabled(l))
+		return 0;
+	cache_key_hash(key, &ki);
+	if ((n = find(l, key, &ki)) == NULL)
+		return 0;
+	if (within_ms > 0)
+		return n->asked_ms != 0 && now_ms - n->asked_ms < within_ms;
+	n->asked_ms = now_ms;
+	return 1;
 }

@@ -71,5 +71,13 @@ void		 l1_drop(struct l1 *l, const char *key);
  * every entry: for admin purges, not for the request path. */
 void		 l1_drop_prefix(struct l1 *l, const char *prefix);
 const struct l1_counters *l1_counters(const struct l1 *l);
+/*
+ * The near cache's own mark on the copy of key it holds: with within_ms
+ * 0, notes that it started a refresh at now_ms (monotonic); with
+ * within_ms, says whether it did less than within_ms ago. A new copy of
+ * the key starts unmarked. 0 for a key not held.
+ */
+int		 l1_refresh_asked(struct l1 *l, const char *key, int64_t now_ms,
+		    int64_t within_ms);
 
 #endif

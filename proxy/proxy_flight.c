@@ -124,7 +124,7 @@ struct flight {
 	struct cache_entry	*fill;		/* ... with this entry */
 	int			 degraded;	/* Redis failed */
 
-	struct verdict		 v;		/* the answer, set before DONE */
+	struct verdict		 verdict;	/* the answer, set before DONE */
 };
 
 static void flight_run(struct flight *fl);
@@ -195,11 +195,11 @@ flight_redirect(struct flight *fl, struct cache_entry **marker)
 {
 	const char *spec = evhttp_find_header(&(*marker)->headers, "Vary");
 
-	snprintf(fl->v.vary, sizeof(fl->v.vary), "%s", spec != NULL ? spec : "");
+	snprintf(fl->verdict.vary, sizeof(fl->verdict.vary), "%s", spec != NULL ? spec : "");
 	if (strchr(fl->key, '\n') == NULL)
-		vary_learn(fl->px, fl->key, fl->v.vary);
+		vary_learn(fl->px, fl->key, fl->verdict.vary);
 	entry_unref(marker);
-	fl->v.redirect = 1;
+	fl->verdict.redirect = 1;
 	return FL_DONE;
 }
 
@@ -269,7 +269,7 @@ on_flight_stream(const struct upstream_response *resp, struct evbuffer *chunk,
 	    evhttp_find_header(&resp->headers, "Vary") != NULL ||
 	    stream_start(fl, resp) == -1) {
 		fl->stream_state = STREAM_WHOLE;
-		waitlist_refuse_peers(&fl->waiters, &fl->v);
+		waitlist_refuse_peers(&fl->waiters, &fl->verdict);
 		return 0;	/* answered whole, as it may vary */
 	}
 	fl->stream_state = STREAM_ON;
@@ -306,11 +306,11 @@ looked_usable(struct flight *fl, struct cache_entry *e)
 			STAT_INC(px->stats, fl->route, early_refreshes);
 			(void)flight_refresh(fl, RF_LOCKED, e->gen, e, 0);
 		}
-		verdict_set(&fl->v, OUT_HIT, OUT_HIT, e);
+		verdict_set(&fl->verdict, OUT_HIT, OUT_HIT, e);
 	} else {
 		if (!refresh_running(px, fl->key))
 			(void)flight_refresh(fl, RF_LOCKED, e->gen, e, 0);
-		verdict_set(&fl->v, OUT_STALE, OUT_STALE, e);
+		verdict_set(&fl->verdict, OUT_STALE, OUT_STALE, e);
 	}
 	return FL_DONE;
 }
@@ -363,16 +363,16 @@ flight_failed(struct flight *fl, const struct refresh_report *rep,
 	enum outcome rest = e != NULL ? OUT_COLLAPSED : OUT_UPSTREAM_ERROR;
 	enum outcome o = e != NULL ? OUT_FETCHED : OUT_UPSTREAM_ERROR;
 
-	fl->v.uerr = rep->uerr;
-	fl->v.not_forwarded = rep->result == RFR_FAILED;
-	snprintf(fl->v.failure, sizeof(fl->v.failure), "%s", rep->failure);
+	fl->verdict.uerr = rep->uerr;
+	fl->verdict.not_forwarded = rep->result == RFR_FAILED;
+	snprintf(fl->verdict.failure, sizeof(fl->verdict.failure), "%s", rep->failure);
 	if (stale_if_error(fl)) {
 		entry_unref(&e);
-		verdict_set(&fl->v, OUT_STALE_ERROR, OUT_STALE_ERROR,
+		verdict_set(&fl->verdict, OUT_STALE_ERROR, OUT_STALE_ERROR,
 		    entry_ref(fl->prev));
 		return FL_DONE;
 	}
-	verdict_set(&fl->v, fl->v.not_forwarded ? rest : o, rest, e);
+	verdict_set(&fl->verdict, fl->verdict.not_forwarded ? rest : o, rest, e);
 	return FL_DONE;
 }
 
@@ -386,12 +386,12 @@ flight_give_up(struct flight *fl)
 {
 	evtimer_del(fl->poll_ev);
 	STAT_INC(fl->px->stats, fl->route, lock_wait_timeouts);
-	fl->v.not_forwarded = 1;
+	fl->verdict.not_forwarded = 1;
 	if (stale_if_error(fl))
-		verdict_set(&fl->v, OUT_STALE_ERROR, OUT_STALE_ERROR,
+		verdict_set(&fl->verdict, OUT_STALE_ERROR, OUT_STALE_ERROR,
 		    entry_ref(fl->prev));
 	else
-		verdict_set(&fl->v, OUT_WAIT_TIMEOUT, OUT_WAIT_TIMEOUT, NULL);
+		verdict_set(&fl->verdict, OUT_WAIT_TIMEOUT, OUT_WAIT_TIMEOUT, NULL);
 	return FL_DONE;
 }
 
@@ -411,7 +411,7 @@ reported_changed(struct flight *fl, struct cache_entry **ep)
 	case ENTRY_STALE:
 		break;
 	}
-	verdict_set(&fl->v, OUT_COLLAPSED, OUT_COLLAPSED, *ep);
+	verdict_set(&fl->verdict, OUT_COLLAPSED, OUT_COLLAPSED, *ep);
 	*ep = NULL;
 	return FL_DONE;
 }
@@ -429,7 +429,7 @@ reported_fetched(struct flight *fl, struct refresh_report *rep)
 					 * not passed on cut */
 		return flight_failed(fl, rep, rep->partial ? NULL :
 		    entry_ref(rep->entry));
-	if (rep->partial && waitlist_next_round(&fl->waiters, &fl->v)) {
+	if (rep->partial && waitlist_next_round(&fl->waiters, &fl->verdict)) {
 		fl->lead_streamed = 0;
 		return direct ? FL_DIRECT : FL_LOCK;
 	}
@@ -437,13 +437,13 @@ reported_fetched(struct flight *fl, struct refresh_report *rep)
 		lead = OUT_DEGRADED;
 	else
 		lead = rep->stored ? OUT_STORED : OUT_FETCHED;
-	verdict_set(&fl->v, lead, OUT_COLLAPSED, entry_ref(rep->entry));
-	fl->v.shareable = rep->shareable;
-	fl->v.not_stored = rep->not_stored;
+	verdict_set(&fl->verdict, lead, OUT_COLLAPSED, entry_ref(rep->entry));
+	fl->verdict.shareable = rep->shareable;
+	fl->verdict.not_stored = rep->not_stored;
 	if (rep->vary[0] != '\0' && strchr(fl->key, '\n') == NULL) {
 		/* Only waiters of the lead's variant share it. */
-		snprintf(fl->v.vary, sizeof(fl->v.vary), "%s", rep->vary);
-		snprintf(fl->v.variant, sizeof(fl->v.variant), "%s",
+		snprintf(fl->verdict.vary, sizeof(fl->verdict.vary), "%s", rep->vary);
+		snprintf(fl->verdict.variant, sizeof(fl->verdict.variant), "%s",
 		    strchr(rep->variant, '\n') + 1);
 	}
 	return FL_DONE;
@@ -466,16 +466,16 @@ flight_reported(struct flight *fl)
 {
 	struct refresh_report *rep = &fl->rep;
 
-	fl->v.partial = rep->partial;
+	fl->verdict.partial = rep->partial;
 	end_streams(fl, rep->result == RFR_FETCHED && rep->failure[0] == '\0',
 	    rep->stored ? OUT_STORED : OUT_FETCHED, rep->fetch_ms);
-	waitlist_refuse_peers(&fl->waiters, &fl->v);
+	waitlist_refuse_peers(&fl->waiters, &fl->verdict);
 	if (rep->fetch_ms >= 0)
-		fl->v.upstream_ms = rep->fetch_ms;
-	fl->v.upstream_status = rep->upstream_status;
+		fl->verdict.upstream_ms = rep->fetch_ms;
+	fl->verdict.upstream_status = rep->upstream_status;
 	if (rep->result == RFR_STOPPING || (fl->px->abandoned &&
 	    rep->result != RFR_FETCHED && rep->result != RFR_CHANGED)) {
-		verdict_set(&fl->v, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
+		verdict_set(&fl->verdict, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
 		return FL_DONE;
 	}
 	switch (rep->result) {
@@ -492,20 +492,20 @@ flight_reported(struct flight *fl)
 		return reported_fetched(fl, rep);
 	case RFR_ORIGIN_BUSY:	/* as a backoff: nothing went upstream */
 	case RFR_BACKOFF:
-		fl->v.not_forwarded = 1;
-		snprintf(fl->v.failure, sizeof(fl->v.failure), "%s", rep->failure);
+		fl->verdict.not_forwarded = 1;
+		snprintf(fl->verdict.failure, sizeof(fl->verdict.failure), "%s", rep->failure);
 		if (stale_if_error(fl))
-			verdict_set(&fl->v, OUT_STALE_ERROR, OUT_STALE_ERROR,
+			verdict_set(&fl->verdict, OUT_STALE_ERROR, OUT_STALE_ERROR,
 			    entry_ref(fl->prev));
 		else	/* the upstream's own last error, if it sent one */
-			verdict_set(&fl->v, OUT_BACKOFF, OUT_BACKOFF,
+			verdict_set(&fl->verdict, OUT_BACKOFF, OUT_BACKOFF,
 			    rep->entry != NULL ? entry_ref(rep->entry) : NULL);
 		return FL_DONE;
 	case RFR_PASS:
 		/* Hit-for-miss: the key's responses are per user; every
 		 * request fetches its own, in parallel, without the lock. */
-		verdict_set(&fl->v, OUT_BYPASS, OUT_BYPASS, NULL);
-		fl->v.pass_all = 1;
+		verdict_set(&fl->verdict, OUT_BYPASS, OUT_BYPASS, NULL);
+		fl->verdict.pass_all = 1;
 		return FL_DONE;
 	case RFR_REDIS_ERROR:
 		fl->degraded = 1;
@@ -514,7 +514,7 @@ flight_reported(struct flight *fl)
 		/* Its waiters had all left; one that came since asks again. */
 		if (!TAILQ_EMPTY(&fl->waiters))
 			return FL_LOCK;
-		verdict_set(&fl->v, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
+		verdict_set(&fl->verdict, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
 		return FL_DONE;
 	case RFR_FAILED:	/* the fetch we waited for */
 		return flight_failed(fl, rep, rep->entry != NULL ?
@@ -554,7 +554,7 @@ flight_fetch(struct flight *fl, enum refresh_mode mode)
 	    locked ? fl->prev : NULL, 1);
 	if (fl->refresh != NULL)
 		return FL_PARK;
-	verdict_set(&fl->v, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
+	verdict_set(&fl->verdict, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
 	return FL_DONE;
 }
 
@@ -579,7 +579,7 @@ flight_wait(struct flight *fl)
 		entry_unref(&e);
 		return FL_LOCK;
 	}
-	verdict_set(&fl->v, OUT_COLLAPSED, OUT_COLLAPSED, e);
+	verdict_set(&fl->verdict, OUT_COLLAPSED, OUT_COLLAPSED, e);
 	return FL_DONE;
 }
 
@@ -619,14 +619,14 @@ flight_done(struct flight *fl)
 
 	upstream_cancel(&fl->peer);
 	end_streams(fl, 0, OUT_FETCHED, -1);	/* any left: cut short */
-	waitlist_refuse_peers(&fl->waiters, &fl->v);
+	waitlist_refuse_peers(&fl->waiters, &fl->verdict);
 	dict_del(px->flights, fl->key);
 	TAILQ_REMOVE(&px->flight_list, fl, link);
-	probe_rush(px, fl->route, &fl->rt, &fl->waiters, &fl->v,
+	probe_rush(px, fl->route, &fl->rt, &fl->waiters, &fl->verdict,
 	    fl->lead_streamed || fl->lead_left);
 	cache_op_cancel(&fl->op);
 	stream_free(&fl->stream);
-	entry_unref(&fl->v.entry);
+	entry_unref(&fl->verdict.entry);
 	entry_unref(&fl->prev);
 	entry_unref(&fl->look_entry);
 	entry_unref(&fl->rep.entry);
@@ -760,7 +760,7 @@ static void
 flight_filled(struct flight *fl, struct cache_entry *e)
 {
 	fl->fill_pending = 1;
-	fl->v.woken_us = util_mono_us();
+	fl->verdict.woken_us = util_mono_us();
 	entry_unref(&fl->fill);
 	fl->fill = e != NULL ? entry_ref(e) : NULL;
 	if (fl->step == FL_WAIT)
@@ -813,7 +813,7 @@ flight_new(struct proxy *px, const char *key, const char *uri, int route,
 	fl->step = FL_LOOKUP;
 	fl->route = route;
 	fl->rt = *rt;
-	fl->v.upstream_ms = -1;
+	fl->verdict.upstream_ms = -1;
 	TAILQ_INIT(&fl->waiters);
 	TAILQ_INIT(&fl->headers);
 	snprintf(fl->key, sizeof(fl->key), "%s", key);
@@ -900,7 +900,7 @@ flight_abandon_all(struct proxy *px)
 		next = TAILQ_NEXT(fl, link);
 		if (fl->refresh != NULL)
 			continue;	/* answered when its refresh reports */
-		verdict_set(&fl->v, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
+		verdict_set(&fl->verdict, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
 		flight_done(fl);	/* cancels its op and timers */
 	}
 }
@@ -915,7 +915,7 @@ flight_shutdown_all(struct proxy *px)
 			refresh_detach(fl->refresh);
 			fl->refresh = NULL;
 		}
-		verdict_set(&fl->v, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
+		verdict_set(&fl->verdict, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
 		flight_done(fl);	/* cancels its op and timers */
 	}
 }

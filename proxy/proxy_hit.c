@@ -31,7 +31,6 @@ refresh_stale(struct proxy *px, struct waiter *w, const char *key,
     const char *uri, int route, const struct conf_route *rt,
     struct cache_entry *e)
 {
-	int64_t now = util_mono_us() / 1000;
 	struct evkeyvalq headers;
 	struct fetch_kept fetch;
 	struct refresh_args a = {
@@ -48,8 +47,8 @@ refresh_stale(struct proxy *px, struct waiter *w, const char *key,
 		.stale_copy = 1,
 	};
 
-	if (refresh_running(px, key) || (e->refresh_asked_ms != 0 &&
-	    now - e->refresh_asked_ms < rt->lock_poll_ms))
+	if (refresh_running(px, key) ||
+	    near_refresh_asked(px, key, rt->lock_poll_ms))
 		return;
 	TAILQ_INIT(&headers);
 	if (fetch_keep(&fetch, w->spec) == -1)

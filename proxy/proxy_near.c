@@ -36,6 +36,12 @@ near_put(struct proxy *px, const char *key, struct cache_entry *e)
 	l2_put(px->l2, key, e, util_now_ms());
 }
 
+int
+near_refresh_asked(struct proxy *px, const char *key, int64_t within_ms)
+{
+	return l1_refresh_asked(px->l1, key, util_mono_us() / 1000, within_ms);
+}
+
 void
 near_drop(struct proxy *px, const char *key)
 {

@@ -20,6 +20,10 @@ struct cache_entry *near_get(struct proxy *px, const char *key,
 /* e is fresh, or stale (in its stale_while_revalidate window): both keep
  * it. */
 void	near_put(struct proxy *px, const char *key, struct cache_entry *e);
+/* The worker's copy of key started a refresh now (within_ms 0); or did it
+ * start one less than within_ms ago? So that a stale copy's hits start
+ * one refresh a lock_poll, not one each. */
+int	near_refresh_asked(struct proxy *px, const char *key, int64_t within_ms);
 /* Drops key and its variants from both. */
 void	near_drop(struct proxy *px, const char *key);
 void	near_drop_prefix(struct proxy *px, const char *prefix);

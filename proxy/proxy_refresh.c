@@ -745,7 +745,7 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	if (refresh_prepare(rf, a) == -1)
 		goto fail;
 	if (base != NULL && cb == NULL)	/* see proxy_hit.h */
-		base->refresh_asked_ms = util_mono_us() / 1000;
+		(void)near_refresh_asked(px, rf->key, 0);
 	if (a->mode == RF_LOCKED && dict_get(px->refreshes, rf->key) == NULL &&
 	    dict_set(px->refreshes, rf->key, rf) == 0)
 		rf->registered = 1;

@@ -130,7 +130,7 @@ struct req {
 	int			 stream_end;	/* 1 whole, -1 cut short */
 	int			 slow_cut;	/* ... as its client fell behind */
 
-	struct answer		 a;
+	struct answer		 answer;
 };
 
 static void req_run(struct req *req);
@@ -153,7 +153,7 @@ waiter_req(struct waiter *w)
 static uint64_t
 req_reply(struct req *req)
 {
-	struct cache_entry *e = req->a.entry;
+	struct cache_entry *e = req->answer.entry;
 	char cs[CACHE_STATUS_MAX], text[REJECT_TEXT_MAX];
 	struct reply r = {
 		.ev = req->ev,
@@ -162,7 +162,7 @@ req_reply(struct req *req)
 		.head_length = req->head_length,
 		.head = req->head,
 		.conditional = req->conditional,
-		.cached = req->a.pass_kind == OUT_NONE,
+		.cached = req->answer.pass_kind == OUT_NONE,
 		.closing = req->px->draining,
 		.record = req->px->access_log != NULL,
 	};
@@ -175,18 +175,18 @@ req_reply(struct req *req)
 		return 0;
 	}
 	if (e == NULL) {
-		code = outcome_error_code(&req->a);
-		outcome_value(&req->a, code, cs, sizeof(cs));
+		code = outcome_error_code(&req->answer);
+		outcome_value(&req->answer, code, cs, sizeof(cs));
 		if (req->refusal == NULL)
 			return reply_error(&r, code, NULL,
-			    outcome_error_text(&req->a, code));
+			    outcome_error_text(&req->answer, code));
 		snprintf(text, sizeof(text), "%s: %.*s", reply_phrase(code),
 		    REJECT_REASON_MAX, req->refusal);
 		return reply_error(&r, code, reply_phrase(code), text);
 	}
 	/* fwd-status: what the upstream said, a 304 for a revalidation. */
-	outcome_value(&req->a, req->a.upstream_status != 0 ?
-	    req->a.upstream_status : e->status, cs, sizeof(cs));
+	outcome_value(&req->answer, req->answer.upstream_status != 0 ?
+	    req->answer.upstream_status : e->status, cs, sizeof(cs));
 	sent = reply_entry(&r, e);
 	if (r.not_modified)
 		STAT_INC(req->px->stats, req->route, not_modified);
@@ -211,16 +211,16 @@ req_record(struct req *req, uint64_t bytes, int status)
 		.bytes = bytes,
 		.referer = evhttp_find_header(in, "Referer"),
 		.user_agent = evhttp_find_header(in, "User-Agent"),
-		.cache = outcome_label(req->a.outcome),
+		.cache = outcome_label(req->answer.outcome),
 		.cache_status = door ? NULL : evhttp_find_header(
 		    evhttp_request_get_output_headers(ev), "Cache-Status"),
 		.route = req->route >= 0 ? req->rt.prefix : NULL,
 		.upstream_ms = req->upstream_ms,
-		.lock_wait_ms = outcome_waited(req->a.outcome) ?
+		.lock_wait_ms = outcome_waited(req->answer.outcome) ?
 		    req->waited_us / 1000 : -1,
 		.total_ms = (util_mono_us() - req->t_start_us) / 1000,
-		.key = req->a.key_rule != KEY_RULE_URL ?
-		    keyrule_name(req->a.key_rule) : NULL,
+		.key = req->answer.key_rule != KEY_RULE_URL ?
+		    keyrule_name(req->answer.key_rule) : NULL,
 		.proto_major = ev->major,	/* no accessor in libevent 2.1 */
 		.proto_minor = ev->minor,
 	};
@@ -240,7 +240,7 @@ req_free(struct req *req)
 	TAILQ_REMOVE(&px->reqs, req, link);
 	px->nrequests--;
 	px->npeers -= req->waiter.peer;
-	entry_unref(&req->a.entry);
+	entry_unref(&req->answer.entry);
 	key_release(&req->rk);
 	free(req->uri);
 	free(req->host);
@@ -256,7 +256,7 @@ req_account(struct req *req, uint64_t bytes, int status)
 		return;
 	if (req->px->access_log != NULL || LOGL_DEBUG <= log_current_level)
 		req_record(req, bytes, status);
-	outcome_count(req->px->stats, req->route, &req->a, req->waited_us);
+	outcome_count(req->px->stats, req->route, &req->answer, req->waited_us);
 }
 
 /*
@@ -286,13 +286,13 @@ req_finish(struct req *req, enum req_end why)
 	if (why == END_REPLY) {
 		req->waited_us = util_mono_us() - req->t_join_us;
 		if (req->streaming) {
-			req->a.outcome = OUT_UNAVAILABLE;
+			req->answer.outcome = OUT_UNAVAILABLE;
 			why = END_CUT;
 		} else {
 			/* A client that left: libevent frees ev as it is
 			 * answered, so its record comes first. */
 			if (evcon == NULL)
-				req_account(req, 0, outcome_code(&req->a));
+				req_account(req, 0, outcome_code(&req->answer));
 			bytes = req_reply(req);
 			if (evcon != NULL)
 				req_account(req, bytes,
@@ -352,9 +352,9 @@ on_waiter_start(struct waiter *w, const struct upstream_response *resp,
 	/* Passed through, or fetched for the cache (collapsed: another's
 	 * fetch); what it becomes once it ends is not known yet. */
 	struct answer so_far = {
-		.outcome = req->a.pass_kind != OUT_NONE ? req->a.pass_kind :
+		.outcome = req->answer.pass_kind != OUT_NONE ? req->answer.pass_kind :
 		    collapsed ? OUT_COLLAPSED : OUT_FETCHED,
-		.pass_kind = req->a.pass_kind,
+		.pass_kind = req->answer.pass_kind,
 	};
 
 	assert(!req->streaming);
@@ -417,7 +417,7 @@ on_waiter_end(struct waiter *w, int ok, enum outcome o, int64_t upstream_ms)
 {
 	struct req *req = waiter_req(w);
 
-	req->a.outcome = o;
+	req->answer.outcome = o;
 	if (upstream_ms >= 0)
 		req->upstream_ms = upstream_ms;
 	req->stream_end = ok ? 1 : -1;
@@ -435,19 +435,19 @@ on_waiter_answer(struct waiter *w, const struct handover *h)
 	req->hand_kind = h->kind;
 	req->hand_vary = h->vary;
 	if (h->kind == HAND_PASS)
-		req->a.hit_for_miss = h->hit_for_miss;
+		req->answer.hit_for_miss = h->hit_for_miss;
 	if (h->kind == HAND_ANSWER) {
-		req->a.outcome = h->outcome;
-		req->a.entry = h->entry;
-		req->a.uerr = h->uerr;
-		req->a.not_forwarded = h->not_forwarded;
-		req->a.not_stored = h->not_stored;
-		snprintf(req->a.failure, sizeof(req->a.failure), "%s",
+		req->answer.outcome = h->outcome;
+		req->answer.entry = h->entry;
+		req->answer.uerr = h->uerr;
+		req->answer.not_forwarded = h->not_forwarded;
+		req->answer.not_stored = h->not_stored;
+		snprintf(req->answer.failure, sizeof(req->answer.failure), "%s",
 		    h->failure);
 		if (h->upstream_ms >= 0)
 			req->upstream_ms = h->upstream_ms;
 		if (h->upstream_status != 0)
-			req->a.upstream_status = h->upstream_status;
+			req->answer.upstream_status = h->upstream_status;
 	}
 	req_run(req);
 }
@@ -554,7 +554,7 @@ pass_answered(struct req *req, const struct upstream_response *resp)
 		else
 			log_warn("%s: a write could not invalidate its "
 			    "target: %s", req->uri, why);
-	} else if (req->a.hit_for_miss && resp->status < 500 &&
+	} else if (req->answer.hit_for_miss && resp->status < 500 &&
 	    hdr_shareable(&resp->headers, key_authorized(rt,
 	    evhttp_request_get_input_headers(req->ev)), rt, &why)) {
 		(void)lock_unpass(req->px->cache, req->key, NULL, NULL);
@@ -578,15 +578,15 @@ on_pass_fetched(struct upstream_response *resp, void *arg)
 		log_warn("upstream %s: %s (%s)%s", req->uri,
 		    upstream_result_name(resp->result), resp->error,
 		    st != NULL ? ", after its head" : "");
-		req->a.outcome = OUT_UPSTREAM_ERROR;
-		req->a.uerr = resp->result;
+		req->answer.outcome = OUT_UPSTREAM_ERROR;
+		req->answer.uerr = resp->result;
 	} else {
 		pass_answered(req, resp);
 	}
 	if (st != NULL) {
 		upstream_response_free(&resp);
 		req->pass_stream = NULL;	/* its end may free req */
-		stream_end(st, ok, ok ? req->a.pass_kind : OUT_UPSTREAM_ERROR,
+		stream_end(st, ok, ok ? req->answer.pass_kind : OUT_UPSTREAM_ERROR,
 		    req->upstream_ms);
 		stream_free(&st);
 		return;
@@ -596,8 +596,8 @@ on_pass_fetched(struct upstream_response *resp, void *arg)
 		if (req->head && cl != NULL)
 			snprintf(req->head_length, sizeof(req->head_length),
 			    "%s", cl);
-		req->a.entry = response_entry(resp, "", 0, NULL);
-		req->a.outcome = req->a.entry != NULL ? req->a.pass_kind :
+		req->answer.entry = response_entry(resp, "", 0, NULL);
+		req->answer.outcome = req->answer.entry != NULL ? req->answer.pass_kind :
 		    OUT_UNAVAILABLE;
 	}
 	upstream_response_free(&resp);
@@ -663,11 +663,11 @@ req_pass(struct req *req)
 		return req->invalidation != NULL ? REQ_PARK : REQ_DELIVER;
 	if (req->fetch != NULL || req->pass_stream != NULL)
 		return REQ_PARK;
-	if (req->a.pass_kind == OUT_NONE)
-		req->a.pass_kind = OUT_BYPASS;
+	if (req->answer.pass_kind == OUT_NONE)
+		req->answer.pass_kind = OUT_BYPASS;
 	/* Once a stop begins, nothing new goes upstream. */
 	if (req->px->draining || pass_start(req) == -1) {
-		req->a.outcome = OUT_UNAVAILABLE;
+		req->answer.outcome = OUT_UNAVAILABLE;
 		return REQ_DELIVER;
 	}
 	watch_client(req);
@@ -696,7 +696,7 @@ req_join(struct req *req)
 	watch_client(req);
 	if (flight_join(req->px, &req->waiter, req->key, req->uri, req->route,
 	    &req->rt, req->early_due) == -1) {
-		req->a.outcome = OUT_UNAVAILABLE;
+		req->answer.outcome = OUT_UNAVAILABLE;
 		return REQ_DELIVER;
 	}
 	return REQ_PARK;	/* req may be answered and gone already */
@@ -730,12 +730,12 @@ static int
 near_hit(struct req *req, const struct conf_route *rt)
 {
 	enum hit_kind k = hit_near(req->px, &req->waiter, req->key, req->uri,
-	    req->route, rt, &req->a.entry);
+	    req->route, rt, &req->answer.entry);
 
 	req->early_due = k == HIT_EARLY;
 	if (k != HIT_FRESH && k != HIT_STALE)
 		return 0;
-	req->a.outcome = k == HIT_STALE ? OUT_STALE : OUT_HIT;
+	req->answer.outcome = k == HIT_STALE ? OUT_STALE : OUT_HIT;
 	STAT_INC(req->px->stats, req->route, near_hits);
 	return 1;
 }
@@ -756,16 +756,16 @@ recv_decide(struct req *req, const char *path)
 	if (!conf_host_allowed(px->conf, req->host, keyed)) {
 		log_info("rejected %s: host %s is not served", req->uri,
 		    req->host);
-		req->a.reject_code = HTTP_MISDIRECTED;
-		req->a.outcome = OUT_REJECTED;
+		req->answer.reject_code = HTTP_MISDIRECTED;
+		req->answer.outcome = OUT_REJECTED;
 		return REQ_DELIVER;
 	}
 	switch (key_decide(px, req->route, rt, req->ev, host, path, query,
-	    req->credentials, &req->rk, req->key, &req->a)) {
+	    req->credentials, &req->rk, req->key, &req->answer)) {
 	case DECIDE_PASS:
 		return REQ_PASS;
 	case DECIDE_FAIL:
-		req->a.outcome = OUT_UNAVAILABLE;
+		req->answer.outcome = OUT_UNAVAILABLE;
 		return REQ_DELIVER;
 	case DECIDE_CACHE:
 		break;
@@ -787,7 +787,7 @@ req_recv_head(struct req *req)
 	if (forward_target(req->ev, &req->host, &req->uri, &path,
 	    &copy) == -1) {
 		free(copy);
-		req->a.outcome = OUT_UNAVAILABLE;
+		req->answer.outcome = OUT_UNAVAILABLE;
 		return REQ_DELIVER;
 	}
 	rt = conf_route_match(px->conf, path);
@@ -869,7 +869,7 @@ on_client_closed(evutil_socket_t fd, short what, void *arg)
 		return;
 	if (req->step == REQ_PASS && req->fetch == NULL)
 		return;		/* its answer is on its way */
-	req->a.outcome = OUT_GONE;
+	req->answer.outcome = OUT_GONE;
 	req_finish(req, END_REPLY);
 }
 
@@ -944,8 +944,8 @@ req_refused(struct proxy *px, struct evhttp_request *ev, int status,
 	if ((req = req_new(px, ev, REQ_DELIVER)) == NULL)
 		return;
 	req->refusal = reason;
-	req->a.outcome = OUT_REJECTED;
-	req->a.reject_code = status;
+	req->answer.outcome = OUT_REJECTED;
+	req->answer.reject_code = status;
 	req_run(req);
 }
 
@@ -974,7 +974,7 @@ req_abandon_all(struct proxy *px)
 		next = TAILQ_NEXT(req, link);
 		if (req->fetch == NULL)
 			continue;
-		req->a.outcome = OUT_UNAVAILABLE;
+		req->answer.outcome = OUT_UNAVAILABLE;
 		req_finish(req, END_REPLY);
 	}
 }
@@ -996,7 +996,7 @@ req_shutdown_all(struct proxy *px)
 	struct req *req;
 
 	while ((req = TAILQ_FIRST(&px->reqs)) != NULL) {
-		req->a.outcome = OUT_UNAVAILABLE;
+		req->answer.outcome = OUT_UNAVAILABLE;
 		req_finish(req, END_REPLY);
 	}
 }
