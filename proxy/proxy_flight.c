@@ -892,7 +892,7 @@ flight_attach_peer(struct proxy *px, struct waiter *w, const char *key)
 }
 
 void
-flight_abandon_all(struct proxy *px)
+flight_abandon_waiting(struct proxy *px)
 {
 	struct flight *fl, *next;
 

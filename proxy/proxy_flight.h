@@ -32,8 +32,10 @@ int	flight_attach_peer(struct proxy *px, struct waiter *w, const char *key);
 /* cache_new()'s fill callback: key was stored (e: the entry, when it came
  * along), or NULL after a resubscription, when anything may have been. */
 void	flight_on_fill(const char *key, struct cache_entry *e, void *arg);
-/* Past the stop deadline: a flight with no refresh running answers 503. */
-void	flight_abandon_all(struct proxy *px);
+/* Past the stop deadline: a flight that waits (for a lookup, a fill or a
+ * sibling, with no refresh of its own running) answers 503; one whose
+ * refresh runs answers when the refresh, given up, reports. */
+void	flight_abandon_waiting(struct proxy *px);
 /* A reload: each counts under the route of its prefix, if any. */
 void	flight_remap(struct proxy *px, const struct conf *new);
 /* Every flight answers 503 now; its refresh goes on alone. */

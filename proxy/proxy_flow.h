@@ -131,6 +131,8 @@ struct handover {
 	int			 hit_for_miss;	/* HAND_PASS: the key is per user */
 	const char		*vary;		/* HAND_VARIANT: what it varies on */
 	const char		*not_stored;	/* fetched, not stored: why */
+	const char		*head_length;	/* a pass: the origin's
+						 * Content-Length, or NULL */
 };
 
 struct waiter;

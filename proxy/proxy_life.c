@@ -48,8 +48,8 @@ abandon_all(struct proxy *px)
 {
 	px->abandoned = 1;
 	refresh_abandon_fetches(px);
-	flight_abandon_all(px);
-	req_abandon_all(px);
+	flight_abandon_waiting(px);
+	req_abandon_passes(px);
 }
 
 /*

@@ -55,6 +55,7 @@
 #include "proxy/proxy_req.h"
 #include "proxy/proxy_response.h"
 #include "proxy/proxy_outcome.h"
+#include "proxy/proxy_pass.h"
 #include "proxy/proxy_stream.h"
 #include "proxy/proxy_vary.h"
 #include "upstream/upstream.h"
@@ -103,10 +104,7 @@ struct req {
 	struct req_key		 rk;		/* how its key was made */
 	TAILQ_ENTRY(req)	 link;		/* in px->reqs */
 	struct waiter		 waiter;	/* in a flight, or a stream */
-	struct origin_fetch	*fetch;		/* PASS only: origin_fetch() */
-	struct stream		*pass_stream;	/* PASS: its response, streaming */
-	struct target_purge	*invalidation;	/* a write's: answered once it
-						 * is in place */
+	struct pass		*pass;		/* PASS: its own fetch */
 	const char		*refusal;	/* the door refused it: why */
 	int			 credentials;	/* Authorization or Cookie sent */
 	int			 conditional;	/* If-None-Match or If-Modified-Since */
@@ -126,7 +124,6 @@ struct req {
 	int			 handed;	/* the flight handed it this: */
 	enum hand_kind		 hand_kind;
 	const char		*hand_vary;	/* valid in that run only */
-	int			 fetched;	/* PASS: its response came whole */
 	int			 stream_end;	/* 1 whole, -1 cut short */
 	int			 slow_cut;	/* ... as its client fell behind */
 
@@ -236,7 +233,6 @@ req_free(struct req *req)
 		event_free(req->end_ev);
 	if (req->gone_ev != NULL)
 		event_free(req->gone_ev);
-	stream_free(&req->pass_stream);
 	TAILQ_REMOVE(&px->reqs, req, link);
 	px->nrequests--;
 	px->npeers -= req->waiter.peer;
@@ -279,8 +275,7 @@ req_finish(struct req *req, enum req_end why)
 	req->step = REQ_DONE;
 	if (req->gone_ev != NULL)
 		event_del(req->gone_ev);
-	origin_cancel(&req->fetch);
-	purge_target_detach(&req->invalidation);
+	pass_cancel(&req->pass);
 	stream_leave(&req->waiter);
 	flight_leave(&req->waiter);
 	if (why == END_REPLY) {
@@ -417,6 +412,7 @@ on_waiter_end(struct waiter *w, int ok, enum outcome o, int64_t upstream_ms)
 {
 	struct req *req = waiter_req(w);
 
+	req->pass = NULL;	/* a pass whose stream ends is gone */
 	req->answer.outcome = o;
 	if (upstream_ms >= 0)
 		req->upstream_ms = upstream_ms;
@@ -431,9 +427,13 @@ on_waiter_answer(struct waiter *w, const struct handover *h)
 {
 	struct req *req = waiter_req(w);
 
+	req->pass = NULL;	/* a pass that answers is gone */
 	req->handed = 1;
 	req->hand_kind = h->kind;
 	req->hand_vary = h->vary;
+	if (h->head_length != NULL)
+		snprintf(req->head_length, sizeof(req->head_length), "%s",
+		    h->head_length);
 	if (h->kind == HAND_PASS)
 		req->answer.hit_for_miss = h->hit_for_miss;
 	if (h->kind == HAND_ANSWER) {
@@ -472,171 +472,33 @@ static const struct waiter_ops req_waiter_ops = {
 	.interim = reply_interim,	/* with the waiter's interim_arg */
 };
 
-/* ---- PASS: its own fetch, past the cache --------------------------- */
-
-/* The client caught up with a paused response: it goes on. */
-static void
-on_pass_resume(void *arg)
-{
-	struct req *req = arg;
-
-	assert(req->magic == REQ_MAGIC);
-	if (req->fetch != NULL)
-		origin_resume(req->fetch);
-}
+/* ---- PASS: its own fetch, past the cache (proxy_pass.c) ------------ */
 
 static int
-on_pass_data(const struct upstream_response *resp, struct evbuffer *chunk,
-    void *arg)
+pass_begin(struct req *req)
 {
-	struct req *req = arg;
-	struct stream *st;
-
-	assert(req->magic == REQ_MAGIC);
-	if (chunk != NULL)
-		return req->pass_stream != NULL ?
-		    stream_data(req->pass_stream, chunk) : 0;
-	if (resp->status < 200)		/* a 1xx, before the head */
-		return reply_interim(resp->status, &resp->headers, req->ev);
-	/* The head: a long response is streamed. */
-	if (!stream_wanted(resp, 0) || (st = stream_new(req->px->base,
-	    (size_t)req->px->conf->stream_window, 0, on_pass_resume,
-	    req)) == NULL)
-		return 0;
-	if (stream_join(st, &req->waiter, resp, 1) == -1) {
-		stream_free(&st);
-		return 0;
-	}
-	req->pass_stream = st;
-	return UPSTREAM_STREAM;
-}
-
-/* A write's invalidation is in place: its answer may go. */
-static void
-on_req_invalidated(int64_t purged, int ok, void *arg)
-{
-	struct req *req = arg;
-
-	assert(req->magic == REQ_MAGIC);
-	req->invalidation = NULL;
-	if (!ok)
-		log_warn("%s: a write's invalidation did not reach every "
-		    "entry of its target (redis failed)", req->uri);
-	req_run(req);
-}
-
-/*
- * What a passed request's answer tells the cache. RFC 9111 4.4: a
- * successful unsafe request invalidates every stored response of its
- * target (the URL's, and on a route whose keys add parts, every
- * credential's, POST body's and header's), in this process at once and
- * fleet-wide; its answer waits until that is in place, so that a read
- * the client sends next never finds the old entry. A GET passed for
- * hit-for-miss that got a shareable answer ends the mark.
- */
-static void
-pass_answered(struct req *req, const struct upstream_response *resp)
-{
-	const struct conf_route *rt = req->route >= 0 ? &req->rt : NULL;
-	const char *why;
-
-	if (req->key[0] == '\0')
-		return;
-	/* A cached POST that passed is a GET's like. */
-	if (req->waiter.spec == NULL &&
-	    forward_unsafe(evhttp_request_get_command(req->ev))) {
-		if (resp->status >= 400)
-			return;
-		req->invalidation = purge_target(req->px, req->key,
-		    key_has_parts(rt), 0, on_req_invalidated, req, &why);
-		if (req->invalidation != NULL)
-			STAT_INC(req->px->stats, req->route, invalidations);
-		else
-			log_warn("%s: a write could not invalidate its "
-			    "target: %s", req->uri, why);
-	} else if (req->answer.hit_for_miss && resp->status < 500 &&
-	    hdr_shareable(&resp->headers, key_authorized(rt,
-	    evhttp_request_get_input_headers(req->ev)), rt, &why)) {
-		(void)lock_unpass(req->px->cache, req->key, NULL, NULL);
-	}
-}
-
-/* The response as an answer of its own; a streamed one ends its stream. */
-static void
-on_pass_fetched(struct upstream_response *resp, void *arg)
-{
-	struct req *req = arg;
-	struct stream *st = req->pass_stream;
-	int ok = resp->result == UPSTREAM_OK;
-	const char *cl;
-
-	assert(req->magic == REQ_MAGIC);
-	req->fetch = NULL;
-	req->upstream_ms = resp->elapsed_ms;
-	outcome_count_upstream(req->px->stats, req->route, resp);
-	if (!ok) {
-		log_warn("upstream %s: %s (%s)%s", req->uri,
-		    upstream_result_name(resp->result), resp->error,
-		    st != NULL ? ", after its head" : "");
-		req->answer.outcome = OUT_UPSTREAM_ERROR;
-		req->answer.uerr = resp->result;
-	} else {
-		pass_answered(req, resp);
-	}
-	if (st != NULL) {
-		upstream_response_free(&resp);
-		req->pass_stream = NULL;	/* its end may free req */
-		stream_end(st, ok, ok ? req->answer.pass_kind : OUT_UPSTREAM_ERROR,
-		    req->upstream_ms);
-		stream_free(&st);
-		return;
-	}
-	if (ok) {
-		cl = evhttp_find_header(&resp->headers, "Content-Length");
-		if (req->head && cl != NULL)
-			snprintf(req->head_length, sizeof(req->head_length),
-			    "%s", cl);
-		req->answer.entry = response_entry(resp, "", 0, NULL);
-		req->answer.outcome = req->answer.entry != NULL ? req->answer.pass_kind :
-		    OUT_UNAVAILABLE;
-	}
-	upstream_response_free(&resp);
-	req->fetched = 1;
-	req_run(req);
-}
-
-static int
-pass_start(struct req *req)
-{
-	struct proxy *px = req->px;
 	struct evbuffer *in = evhttp_request_get_input_buffer(req->ev);
-	struct evkeyvalq headers;
-	struct origin_args oa = {
-		.cls = BUDGET_PASS,
-		.route = req->route,
-		.pool = req->rt.upstream,
-		.target = req->uri,
-	};
-	struct upstream_request ur = {
+	int unsafe = forward_unsafe(evhttp_request_get_command(req->ev));
+	struct pass_args a = {
+		.waiter = &req->waiter,
 		.method = outcome_method(evhttp_request_get_command(req->ev)),
-		.max_body_bytes = PASS_BODY_MAX,
-		.on_data = on_pass_data,
-		.data_arg = req,
-		.keep_body = 0,	/* a streamed body goes to its client only */
+		.body_len = evbuffer_get_length(in),
+		.route = req->route,
+		.rt = req->route >= 0 ? &req->rt : NULL,
+		.uri = req->uri,
+		.key = req->key,
+		.kind = req->answer.pass_kind,
+		.unsafe = unsafe,
+		/* A cached POST that passed is a GET's like. */
+		.write = unsafe && req->waiter.spec == NULL,
+		.hit_for_miss = req->answer.hit_for_miss,
+		.authorized = key_authorized(req->route >= 0 ? &req->rt : NULL,
+		    evhttp_request_get_input_headers(req->ev)),
 	};
 
-	/* RFC 9110 9.2.2: only these may go to a second server. */
-	ur.replayable = strcmp(ur.method, "GET") == 0 ||
-	    strcmp(ur.method, "HEAD") == 0;
-	TAILQ_INIT(&headers);
-	forward_headers(req->ev, px->conf, req->host, req->rt.key_host,
-	    &headers, HDR_DROP_HOST | HDR_DROP_LENGTH);
-	ur.headers = &headers;
-	ur.body_len = evbuffer_get_length(in);
-	ur.body = ur.body_len > 0 ? evbuffer_pullup(in, -1) : NULL;
-	req->fetch = origin_fetch(px, &oa, &ur, on_pass_fetched, req);
-	evhttp_clear_headers(&headers);
-	return req->fetch != NULL ? 0 : -1;
+	a.body = a.body_len > 0 ? evbuffer_pullup(in, -1) : NULL;
+	req->pass = pass_start(req->px, &a);
+	return req->pass != NULL ? 0 : -1;
 }
 
 /* ---- the steps ------------------------------------------------------ */
@@ -659,14 +521,16 @@ req_pass(struct req *req)
 {
 	if (req->stream_end != 0)
 		return stream_ended(req);
-	if (req->fetched)
-		return req->invalidation != NULL ? REQ_PARK : REQ_DELIVER;
-	if (req->fetch != NULL || req->pass_stream != NULL)
+	if (req->handed) {
+		req->handed = 0;
+		return REQ_DELIVER;
+	}
+	if (req->pass != NULL)
 		return REQ_PARK;
 	if (req->answer.pass_kind == OUT_NONE)
 		req->answer.pass_kind = OUT_BYPASS;
 	/* Once a stop begins, nothing new goes upstream. */
-	if (req->px->draining || pass_start(req) == -1) {
+	if (req->px->draining || pass_begin(req) == -1) {
 		req->answer.outcome = OUT_UNAVAILABLE;
 		return REQ_DELIVER;
 	}
@@ -708,8 +572,6 @@ req_join(struct req *req)
 static enum req_step
 req_drain(struct req *req)
 {
-	if (req->invalidation != NULL)
-		return REQ_PARK;	/* a write's end waits for it */
 	if (req->end_ev == NULL && (req->end_ev = evtimer_new(req->px->base,
 	    on_stream_end_check, req)) == NULL)
 		return REQ_CUT;
@@ -858,17 +720,13 @@ static void
 on_client_closed(evutil_socket_t fd, short what, void *arg)
 {
 	struct req *req = arg;
-	int safe;
 
 	assert(req->magic == REQ_MAGIC);
 	if (req->streaming || (req->step != REQ_PASS && req->step != REQ_JOIN))
 		return;
-	safe = !forward_unsafe(evhttp_request_get_command(req->ev));
-	if (req->step == REQ_PASS && req->fetch != NULL && !safe &&
-	    origin_sent(req->fetch))
+	if (req->step == REQ_PASS && (req->pass == NULL ||
+	    !pass_stoppable(req->pass)))
 		return;
-	if (req->step == REQ_PASS && req->fetch == NULL)
-		return;		/* its answer is on its way */
 	req->answer.outcome = OUT_GONE;
 	req_finish(req, END_REPLY);
 }
@@ -966,13 +824,13 @@ req_peer_recv(struct proxy *px, struct evhttp_request *ev, const char *key)
 }
 
 void
-req_abandon_all(struct proxy *px)
+req_abandon_passes(struct proxy *px)
 {
 	struct req *req, *next;
 
 	for (req = TAILQ_FIRST(&px->reqs); req != NULL; req = next) {
 		next = TAILQ_NEXT(req, link);
-		if (req->fetch == NULL)
+		if (req->pass == NULL)
 			continue;
 		req->answer.outcome = OUT_UNAVAILABLE;
 		req_finish(req, END_REPLY);

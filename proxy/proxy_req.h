@@ -22,9 +22,9 @@ void	req_refused(struct proxy *px, struct evhttp_request *ev, int status,
  * joins that flight's stream, or is answered 204 at once. */
 void	req_peer_recv(struct proxy *px, struct evhttp_request *ev,
 	    const char *key);
-/* Past the stop deadline: a request that waits on its own fetch gets a
- * 503 now. */
-void	req_abandon_all(struct proxy *px);
+/* Past the stop deadline: a request that waits on its own fetch (a
+ * pass) gets a 503 now; the others are answered by their flights. */
+void	req_abandon_passes(struct proxy *px);
 /* A reload replaced old with new: each counts under the route of its
  * prefix, if any. */
 void	req_remap(struct proxy *px, const struct conf *old,
