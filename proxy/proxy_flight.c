@@ -18,11 +18,12 @@
  * Each step is one function that returns the next step, or FL_PARK to
  * wait; flight_run() drives them. Callbacks (the lookup, the refresh's
  * report, the sibling's stream, the timers, a fill) copy what they got
- * into the flight and re-enter flight_run(): the step decides. It asks
- * proxy_refresh.c, proxy_stream.c (a long shareable response streams to
- * the waiters), proxy_waitlist.c (which hands them their answers),
- * proxy_hold.c (how long they wait), proxy_peer.c, the near caches and
- * cache/.
+ * into the flight and re-enter flight_run(): the step decides. What a
+ * refresh's report or a failure makes of the answer is
+ * proxy_flight_answer.c's. It asks proxy_refresh.c, proxy_stream.c (a
+ * long shareable response streams to the waiters), proxy_waitlist.c
+ * (which hands them their answers), proxy_hold.c (how long they wait),
+ * proxy_peer.c, the near caches and cache/.
  */
 
 #include <assert.h>
@@ -43,6 +44,7 @@
 #include "common/util.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_flight.h"
+#include "proxy/proxy_flight_int.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_hdr.h"
 #include "proxy/proxy_hold.h"
@@ -57,74 +59,10 @@
 #include "proxy/proxy_vary.h"
 #include "proxy/proxy_waitlist.h"
 
-#define FLIGHT_MAGIC		0x464c4754u	/* "FLGT" */
-
-enum flight_step {
-	FL_LOOKUP,		/* reads the entry */
-	FL_LOCK,		/* a refresh takes the lock and fetches */
-	FL_WAIT,		/* another process fetches: wait for its fill */
-	FL_PEER,		/* a sibling worker fetches: take its stream */
-	FL_DIRECT,		/* fetches without the lock */
-	FL_DONE,		/* answered: hands it out and frees */
-	FL_PARK,		/* not a step: wait for a callback */
-};
-
 static const char *const step_names[] = {
 	[FL_LOOKUP] = "LOOKUP", [FL_LOCK] = "LOCK", [FL_WAIT] = "WAIT",
 	[FL_PEER] = "PEER", [FL_DIRECT] = "DIRECT", [FL_DONE] = "DONE",
 	[FL_PARK] = "PARK",
-};
-
-/* What the response being fetched turned out to be. */
-enum stream_state {
-	STREAM_NONE,		/* no head yet */
-	STREAM_ON,		/* streamed to the flight's waiters */
-	STREAM_WHOLE,		/* answered whole, when it ends */
-};
-
-struct flight {
-	uint32_t		 magic;
-	uint64_t		 id;		/* for the step trace */
-	struct proxy		*px;
-	enum flight_step	 step;
-	int			 route;		/* for counters; -1 if reloaded away */
-	struct conf_route	 rt;		/* its settings when the flight began */
-	char			 key[FLOW_KEY_MAX + 1];
-	char			*uri;
-	struct evkeyvalq	 headers;	/* sent upstream */
-	struct fetch_kept	 fetch;		/* method, body, url tag */
-	struct waiters		 waiters;	/* the first one leads */
-	TAILQ_ENTRY(flight)	 link;		/* in px->flight_list */
-	struct stream		*stream;	/* the fetch's body, as it comes */
-	enum stream_state	 stream_state;	/* of the fetch running */
-	int			 lead_streamed;	/* the lead's reply streams */
-	int			 lead_left;	/* the lead's client left: the
-						 * others are all its waiters */
-	struct upstream_fetch	*peer;		/* PEER: a sibling's stream */
-	int			 peer_slot;	/* PEER: that sibling */
-	struct cache_op		*op;
-	struct refresh		*refresh;
-	struct event		*poll_ev;
-	struct hold		 hold;		/* its waiters' lock_wait budget */
-	char			 seen_gen[ENTRY_GEN_LEN + 1];
-	struct cache_entry	*prev;		/* the unusable entry it saw: for
-						 * validators, and stale-if-error */
-	int			 authorized;	/* the lead sends credentials */
-	int			 early_due;	/* a request's XFetch roll said so */
-
-	/* What callbacks left for the step they re-enter. */
-	int			 looked;	/* LOOKUP: the lookup answered */
-	enum cache_result	 look_result;
-	struct cache_entry	*look_entry;
-	int			 reported;	/* LOCK, DIRECT: the refresh did */
-	struct refresh_report	 rep;
-	int			 peer_ended;	/* PEER: the sibling's answer */
-	int			 peer_ok;
-	int			 fill_pending;	/* a fill came (or a poll) */
-	struct cache_entry	*fill;		/* ... with this entry */
-	int			 degraded;	/* Redis failed */
-
-	struct verdict		 verdict;	/* the answer, set before DONE */
 };
 
 static void flight_run(struct flight *fl);
@@ -162,46 +100,8 @@ flight_refresh(struct flight *fl, enum refresh_mode mode, const char *seen_gen,
 	    own ? fl : NULL);
 }
 
-/* Keeps an entry that can no longer be served as it is: the refresh
- * revalidates it, and stale_if_error may still serve it. */
-static void
-flight_keep_prev(struct flight *fl, struct cache_entry **ep)
-{
-	struct cache_entry *e = *ep;
 
-	*ep = NULL;
-	snprintf(fl->seen_gen, sizeof(fl->seen_gen), "%s", e->gen);
-	entry_unref(&fl->prev);
-	if (e->status != 0)
-		fl->prev = e;
-	else
-		entry_unref(&e);	/* unreadable: only its gen counts */
-}
 
-/* May the flight serve its previous entry because the upstream failed? */
-static int
-stale_if_error(const struct flight *fl)
-{
-	if (fl->prev != NULL && maint_avoids(fl->px, fl->uri))
-		return 1;	/* maintenance: however stale */
-	return fl->prev != NULL && hdr_stale_if_error(fl->prev->status,
-	    &fl->prev->headers, fl->prev->fresh_until_ms, &fl->rt);
-}
-
-/* The key's responses vary (a marker says on what): every waiter of the
- * flight goes on to its own variant. */
-static enum flight_step
-flight_redirect(struct flight *fl, struct cache_entry **marker)
-{
-	const char *spec = evhttp_find_header(&(*marker)->headers, "Vary");
-
-	snprintf(fl->verdict.vary, sizeof(fl->verdict.vary), "%s", spec != NULL ? spec : "");
-	if (strchr(fl->key, '\n') == NULL)
-		vary_learn(fl->px, fl->key, fl->verdict.vary);
-	entry_unref(marker);
-	fl->verdict.redirect = 1;
-	return FL_DONE;
-}
 
 /* Should a hit on a fresh entry refresh it now (still one per fleet)? */
 static int
@@ -278,18 +178,6 @@ on_flight_stream(const struct upstream_response *resp, struct evbuffer *chunk,
 	return UPSTREAM_STREAM;
 }
 
-/* Every reply under way ends, whole only if ok; the lead's (if it
- * streamed) is lead_o, with what its fetch took. The next fetch, if any,
- * starts from nothing. */
-static void
-end_streams(struct flight *fl, int ok, enum outcome lead_o, int64_t lead_ms)
-{
-	fl->stream_state = STREAM_NONE;
-	if (fl->stream == NULL)
-		return;
-	stream_end(fl->stream, ok, lead_o, lead_ms);
-	stream_reset(fl->stream);
-}
 
 /* ---- the steps ------------------------------------------------------ */
 
@@ -349,183 +237,11 @@ flight_lookup(struct flight *fl)
 	return looked_usable(fl, e);
 }
 
-/*
- * The upstream failed (e, if not NULL, is its 5xx answer), for our fetch
- * or for the one we waited for (RFR_FAILED). A stale entry that
- * stale_if_error covers is served instead. Otherwise every waiter gets the
- * failure: none fetches again (the key's backoff decides when the next
- * request may).
- */
-static enum flight_step
-flight_failed(struct flight *fl, const struct refresh_report *rep,
-    struct cache_entry *e)
-{
-	enum outcome rest = e != NULL ? OUT_COLLAPSED : OUT_UPSTREAM_ERROR;
-	enum outcome o = e != NULL ? OUT_FETCHED : OUT_UPSTREAM_ERROR;
 
-	fl->verdict.uerr = rep->uerr;
-	fl->verdict.not_forwarded = rep->result == RFR_FAILED;
-	snprintf(fl->verdict.failure, sizeof(fl->verdict.failure), "%s", rep->failure);
-	if (stale_if_error(fl)) {
-		entry_unref(&e);
-		verdict_set(&fl->verdict, OUT_STALE_ERROR, OUT_STALE_ERROR,
-		    entry_ref(fl->prev));
-		return FL_DONE;
-	}
-	verdict_set(&fl->verdict, fl->verdict.not_forwarded ? rest : o, rest, e);
-	return FL_DONE;
-}
 
-/*
- * lock_wait ran out while another process still fetches: the waiters get
- * the entry stale_if_error still serves, or 504. None fetches; the
- * holder's store answers the next request.
- */
-static enum flight_step
-flight_give_up(struct flight *fl)
-{
-	evtimer_del(fl->poll_ev);
-	STAT_INC(fl->px->stats, fl->route, lock_wait_timeouts);
-	fl->verdict.not_forwarded = 1;
-	if (stale_if_error(fl))
-		verdict_set(&fl->verdict, OUT_STALE_ERROR, OUT_STALE_ERROR,
-		    entry_ref(fl->prev));
-	else
-		verdict_set(&fl->verdict, OUT_WAIT_TIMEOUT, OUT_WAIT_TIMEOUT, NULL);
-	return FL_DONE;
-}
 
-/* Someone else stored the key meanwhile. */
-static enum flight_step
-reported_changed(struct flight *fl, struct cache_entry **ep)
-{
-	if (vary_is_marker(*ep))
-		return flight_redirect(fl, ep);
-	switch (entry_state(*ep, util_now_ms())) {
-	case ENTRY_EXPIRED:
-		flight_keep_prev(fl, ep);
-		return FL_LOCK;
-	case ENTRY_FRESH:
-		near_put(fl->px, fl->key, *ep);
-		break;
-	case ENTRY_STALE:
-		break;
-	}
-	verdict_set(&fl->verdict, OUT_COLLAPSED, OUT_COLLAPSED, *ep);
-	*ep = NULL;
-	return FL_DONE;
-}
 
-/* The fetch brought a response (the entry's body is not whole if it
- * streamed past max_entry_bytes: those that came once it was past what
- * is kept share the next fetch, rather than each fetching its own). */
-static enum flight_step
-reported_fetched(struct flight *fl, struct refresh_report *rep)
-{
-	int direct = rep->mode == RF_DIRECT;
-	enum outcome lead;
 
-	if (rep->failure[0] != '\0')	/* a 5xx too long to keep whole is
-					 * not passed on cut */
-		return flight_failed(fl, rep, rep->partial ? NULL :
-		    entry_ref(rep->entry));
-	if (rep->partial && waitlist_next_round(&fl->waiters, &fl->verdict)) {
-		fl->lead_streamed = 0;
-		return direct ? FL_DIRECT : FL_LOCK;
-	}
-	if (direct && fl->degraded)
-		lead = OUT_DEGRADED;
-	else
-		lead = rep->stored ? OUT_STORED : OUT_FETCHED;
-	verdict_set(&fl->verdict, lead, OUT_COLLAPSED, entry_ref(rep->entry));
-	fl->verdict.shareable = rep->shareable;
-	fl->verdict.not_stored = rep->not_stored;
-	if (rep->vary[0] != '\0' && strchr(fl->key, '\n') == NULL) {
-		/* Only waiters of the lead's variant share it. */
-		snprintf(fl->verdict.vary, sizeof(fl->verdict.vary), "%s", rep->vary);
-		snprintf(fl->verdict.variant, sizeof(fl->verdict.variant), "%s",
-		    strchr(rep->variant, '\n') + 1);
-	}
-	return FL_DONE;
-}
-
-/* After a busy lock, or a sibling that had no stream for us. */
-static enum flight_step
-after_busy(struct flight *fl)
-{
-	if (fl->fill_pending)
-		return FL_LOCK;
-	if (fl->hold.expired)
-		return flight_give_up(fl);
-	return FL_WAIT;
-}
-
-/* The flight's refresh has ended: what its report says comes next. */
-static enum flight_step
-flight_reported(struct flight *fl)
-{
-	struct refresh_report *rep = &fl->rep;
-
-	fl->verdict.partial = rep->partial;
-	end_streams(fl, rep->result == RFR_FETCHED && rep->failure[0] == '\0',
-	    rep->stored ? OUT_STORED : OUT_FETCHED, rep->fetch_ms);
-	waitlist_refuse_peers(&fl->waiters, &fl->verdict);
-	if (rep->fetch_ms >= 0)
-		fl->verdict.upstream_ms = rep->fetch_ms;
-	fl->verdict.upstream_status = rep->upstream_status;
-	if (rep->result == RFR_STOPPING || (fl->px->abandoned &&
-	    rep->result != RFR_FETCHED && rep->result != RFR_CHANGED)) {
-		verdict_set(&fl->verdict, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
-		return FL_DONE;
-	}
-	switch (rep->result) {
-	case RFR_BUSY:
-		hold_busy(&fl->hold, &fl->rt,
-		    origin_fetch_max_ms(fl->px->conf, &fl->rt), rep->holder);
-		if (!fl->hold.expired && !fl->fill_pending &&
-		    (fl->peer_slot = peer_find(fl->px, fl->key)) >= 0)
-			return FL_PEER;		/* a sibling fetches it */
-		return after_busy(fl);
-	case RFR_CHANGED:
-		return reported_changed(fl, &rep->entry);
-	case RFR_FETCHED:
-		return reported_fetched(fl, rep);
-	case RFR_ORIGIN_BUSY:	/* as a backoff: nothing went upstream */
-	case RFR_BACKOFF:
-		fl->verdict.not_forwarded = 1;
-		snprintf(fl->verdict.failure, sizeof(fl->verdict.failure), "%s", rep->failure);
-		if (stale_if_error(fl))
-			verdict_set(&fl->verdict, OUT_STALE_ERROR, OUT_STALE_ERROR,
-			    entry_ref(fl->prev));
-		else	/* the upstream's own last error, if it sent one */
-			verdict_set(&fl->verdict, OUT_BACKOFF, OUT_BACKOFF,
-			    rep->entry != NULL ? entry_ref(rep->entry) : NULL);
-		return FL_DONE;
-	case RFR_PASS:
-		/* Hit-for-miss: the key's responses are per user; every
-		 * request fetches its own, in parallel, without the lock. */
-		verdict_set(&fl->verdict, OUT_BYPASS, OUT_BYPASS, NULL);
-		fl->verdict.pass_all = 1;
-		return FL_DONE;
-	case RFR_REDIS_ERROR:
-		fl->degraded = 1;
-		return FL_DIRECT;
-	case RFR_UNWANTED:
-		/* Its waiters had all left; one that came since asks again. */
-		if (!TAILQ_EMPTY(&fl->waiters))
-			return FL_LOCK;
-		verdict_set(&fl->verdict, OUT_UNAVAILABLE, OUT_UNAVAILABLE, NULL);
-		return FL_DONE;
-	case RFR_FAILED:	/* the fetch we waited for */
-		return flight_failed(fl, rep, rep->entry != NULL ?
-		    entry_ref(rep->entry) : NULL);
-	case RFR_UPSTREAM_ERROR:
-	case RFR_NONE:
-	case RFR_STOPPING:	/* answered above */
-		break;
-	}
-	return flight_failed(fl, rep, NULL);
-}
 
 /*
  * LOCK and DIRECT: the refresh the flight waits for, with the lock
@@ -602,13 +318,13 @@ flight_peer(struct flight *fl)
 	}
 	fl->peer_ended = 0;
 	if (fl->stream_state == STREAM_ON)
-		end_streams(fl, fl->peer_ok, OUT_COLLAPSED, -1);
+		flight_end_streams(fl, fl->peer_ok, OUT_COLLAPSED, -1);
 	else
 		STAT_INC(fl->px->stats, fl->route, peer_fallbacks);
 	fl->stream_state = STREAM_NONE;
 	if (TAILQ_EMPTY(&fl->waiters))
 		return FL_DONE;
-	return after_busy(fl);
+	return flight_after_busy(fl);
 }
 
 /* Hands the answer to every waiter and frees the flight. */
@@ -618,7 +334,7 @@ flight_done(struct flight *fl)
 	struct proxy *px = fl->px;
 
 	upstream_cancel(&fl->peer);
-	end_streams(fl, 0, OUT_FETCHED, -1);	/* any left: cut short */
+	flight_end_streams(fl, 0, OUT_FETCHED, -1);	/* any left: cut short */
 	waitlist_refuse_peers(&fl->waiters, &fl->verdict);
 	dict_del(px->flights, fl->key);
 	TAILQ_REMOVE(&px->flight_list, fl, link);
