@@ -325,6 +325,31 @@ add_body(struct evbuffer *buf, const struct cache_entry *e)
 	return 0;
 }
 
+/* Each header as its name's length (16 bits), name, value's length (32
+ * bits) and value. 0, or -1 for one that may not be encoded. */
+static int
+add_headers(struct evbuffer *tmp, const struct cache_entry *e)
+{
+	const struct evkeyval *kv;
+	unsigned char lens[4];
+
+	TAILQ_FOREACH(kv, &e->headers, next) {
+		size_t nlen = strlen(kv->key), vlen = strlen(kv->value);
+
+		if (!valid_name(kv->key, nlen) || !valid_value(kv->value, vlen))
+			return -1;
+		put_u16(lens, (uint16_t)nlen);
+		if (evbuffer_add(tmp, lens, 2) == -1 ||
+		    evbuffer_add(tmp, kv->key, nlen) == -1)
+			return -1;
+		put_u32(lens, (uint32_t)vlen);
+		if (evbuffer_add(tmp, lens, 4) == -1 ||
+		    evbuffer_add(tmp, kv->value, vlen) == -1)
+			return -1;
+	}
+	return 0;
+}
+
 /*
  * Refuses what entry_decode would refuse, so an encoded entry always
  * decodes. The record is built in a private buffer and moved to out in
@@ -335,7 +360,6 @@ int
 entry_encode(const struct cache_entry *e, struct evbuffer *out)
 {
 	unsigned char fixed[ENTRY_FIXED_LEN], lens[8], *p;
-	const struct evkeyval *kv;
 	struct evbuffer *tmp = NULL;
 	size_t nheaders;
 
@@ -365,22 +389,9 @@ entry_encode(const struct cache_entry *e, struct evbuffer *out)
 
 	if ((tmp = evbuffer_new()) == NULL)
 		goto fail;
-	if (evbuffer_add(tmp, fixed, sizeof(fixed)) == -1)
+	if (evbuffer_add(tmp, fixed, sizeof(fixed)) == -1 ||
+	    add_headers(tmp, e) == -1)
 		goto fail;
-	TAILQ_FOREACH(kv, &e->headers, next) {
-		size_t nlen = strlen(kv->key), vlen = strlen(kv->value);
-
-		if (!valid_name(kv->key, nlen) || !valid_value(kv->value, vlen))
-			goto fail;
-		put_u16(lens, (uint16_t)nlen);
-		if (evbuffer_add(tmp, lens, 2) == -1 ||
-		    evbuffer_add(tmp, kv->key, nlen) == -1)
-			goto fail;
-		put_u32(lens, (uint32_t)vlen);
-		if (evbuffer_add(tmp, lens, 4) == -1 ||
-		    evbuffer_add(tmp, kv->value, vlen) == -1)
-			goto fail;
-	}
 	put_u64(lens, (uint64_t)e->body_len);
 	if (evbuffer_add(tmp, lens, 8) == -1)
 		goto fail;

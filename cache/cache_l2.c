@@ -351,53 +351,68 @@ make_room(struct l2 *l, uint64_t n)
 	return p;
 }
 
-struct cache_entry *
-l2_get(struct l2 *l, const char *key, int64_t now_ms, int stale_ok)
+/*
+ * Copies key's blob out of the map, or returns NULL: not held, past its
+ * stale end (dropped then), stale and not wanted, or written over while
+ * it was copied. Takes and gives back the lock.
+ */
+static unsigned char *
+copy_blob(struct l2 *l, const char *key, int64_t now_ms, int stale_ok,
+    size_t *lenp)
 {
-	struct shared *sh;
-	struct cache_entry *e;
-	struct block *b;
+	struct shared *sh = l->sh;
 	struct cache_key_hash kh;
+	struct block *b;
 	uint64_t p;
-	size_t blob_len;
 	unsigned char *buf;
 	const unsigned char *src;
-	char err[64];
-	enum entry_state st;
 
-	if (!enabled(l))
-		return NULL;
-	sh = l->sh;
 	cache_key_hash(key, &kh);
 	if (lock(l, 0) == -1)
-		goto miss;
+		return NULL;
 	if ((p = find(l, key, &kh)) == 0) {
 		unlock(l);
-		goto miss;
+		return NULL;
 	}
 	b = at(l, --p);
 	if (b->stale_until_ms <= now_ms) {
 		unlink_block(l, p);
 		count(&sh->drops);
 		unlock(l);
-		goto miss;
+		return NULL;
 	}
 	if (b->fresh_until_ms <= now_ms && !stale_ok) {
 		unlock(l);	/* kept for those who take it stale */
-		goto miss;
+		return NULL;
 	}
-	blob_len = b->blob_len;
+	*lenp = b->blob_len;
 	src = blob_of(b);
 	unlock(l);
 
-	if ((buf = malloc(blob_len)) == NULL)
-		goto miss;
-	memcpy(buf, src, blob_len);
+	if ((buf = malloc(*lenp)) == NULL)
+		return NULL;
+	memcpy(buf, src, *lenp);
 	atomic_thread_fence(memory_order_acquire);
 	if (atomic_load_explicit(&sh->tail, memory_order_relaxed) > p) {
 		free(buf);	/* written over while it was copied */
-		goto miss;
+		return NULL;
 	}
+	return buf;
+}
+
+struct cache_entry *
+l2_get(struct l2 *l, const char *key, int64_t now_ms, int stale_ok)
+{
+	struct cache_entry *e;
+	unsigned char *buf;
+	size_t blob_len;
+	char err[64];
+	enum entry_state st;
+
+	if (!enabled(l))
+		return NULL;
+	if ((buf = copy_blob(l, key, now_ms, stale_ok, &blob_len)) == NULL)
+		goto miss;
 	if ((e = entry_decode_take(buf, blob_len, err, sizeof(err))) == NULL) {
 		free(buf);
 		goto miss;
@@ -407,10 +422,10 @@ l2_get(struct l2 *l, const char *key, int64_t now_ms, int stale_ok)
 		entry_unref(&e);
 		goto miss;
 	}
-	count(&sh->hits);
+	count(&l->sh->hits);
 	return e;
 miss:
-	count(&sh->misses);
+	count(&l->sh->misses);
 	return NULL;
 }
 
@@ -426,66 +441,80 @@ drop_exact(struct l2 *l, const char *key, const struct cache_key_hash *kh)
 	}
 }
 
+/* Whether key's copy of this very generation is held already. */
+static int
+held_already(struct l2 *l, const char *key, const struct cache_key_hash *kh,
+    const struct cache_entry *e)
+{
+	uint64_t p;
+	int held;
+
+	if (lock(l, 0) == -1)
+		return 1;
+	p = find(l, key, kh);
+	held = p != 0 && memcmp(blob_of(at(l, p - 1)), e->gen,
+	    ENTRY_GEN_LEN) == 0;
+	unlock(l);
+	return held;
+}
+
+/* Writes enc's blob as key's block of n bytes at the head. Locked. */
+static void
+write_block(struct l2 *l, const char *key, const struct cache_key_hash *kh,
+    const struct cache_entry *e, struct evbuffer *enc, uint64_t n)
+{
+	struct shared *sh = l->sh;
+	size_t blob_len = evbuffer_get_length(enc);
+	struct block *b;
+	uint64_t p;
+
+	p = make_room(l, n);
+	b = at(l, p);
+	b->base_hash = kh->base_hash;
+	b->fresh_until_ms = e->fresh_until_ms;
+	b->stale_until_ms = e->stale_until_ms;
+	b->size = (uint32_t)n;
+	b->key_len = (uint32_t)kh->len;
+	b->blob_len = (uint32_t)blob_len;
+	memcpy(b->key, key, kh->len + 1);
+	evbuffer_copyout(enc, blob_of(b), blob_len);
+	b->next = *chain_of(l, kh->base_hash);
+	*chain_of(l, kh->base_hash) = p + 1;
+	b->live = 1;
+	sh->head = p + n;
+	atomic_fetch_add(&sh->bytes, (int64_t)n);
+	atomic_fetch_add(&sh->entries, 1);
+	count(&sh->stores);
+}
+
 void
 l2_put(struct l2 *l, const char *key, const struct cache_entry *e,
     int64_t now_ms)
 {
-	struct shared *sh;
 	struct evbuffer *enc;
-	struct block *b;
 	struct cache_key_hash kh;
-	uint64_t p, n;
-	size_t blob_len;
+	uint64_t n;
 
 	if (!enabled(l) || e->stale_until_ms <= now_ms)
 		return;
-	sh = l->sh;
 	cache_key_hash(key, &kh);
-	if (lock(l, 0) == -1)
+	if (held_already(l, key, &kh, e))
 		return;
-	p = find(l, key, &kh);
-	if (p != 0 && memcmp(blob_of(at(l, p - 1)), e->gen,
-	    ENTRY_GEN_LEN) == 0) {
-		unlock(l);
-		return;		/* this one is held already */
-	}
-	unlock(l);
-
 	if ((enc = evbuffer_new()) == NULL)
 		return;
 	if (entry_encode(e, enc) == -1) {
 		evbuffer_free(enc);
 		return;
 	}
-	blob_len = evbuffer_get_length(enc);
-	n = align_up(sizeof(struct block) + kh.len + 1 + blob_len);
+	n = align_up(sizeof(struct block) + kh.len + 1 +
+	    evbuffer_get_length(enc));
 	if (lock(l, 0) == -1) {
 		evbuffer_free(enc);
 		return;
 	}
 	drop_exact(l, key, &kh);
-	if (n > sh->max_block) {
-		unlock(l);
-		evbuffer_free(enc);
-		return;
-	}
-	p = make_room(l, n);
-	b = at(l, p);
-	b->base_hash = kh.base_hash;
-	b->fresh_until_ms = e->fresh_until_ms;
-	b->stale_until_ms = e->stale_until_ms;
-	b->size = (uint32_t)n;
-	b->key_len = (uint32_t)kh.len;
-	b->blob_len = (uint32_t)blob_len;
-	memcpy(b->key, key, kh.len + 1);
-	evbuffer_copyout(enc, blob_of(b), blob_len);
-	b->next = *chain_of(l, kh.base_hash);
-	*chain_of(l, kh.base_hash) = p + 1;
-	b->live = 1;
-	sh->head = p + n;
-	atomic_fetch_add(&sh->bytes, (int64_t)n);
-	atomic_fetch_add(&sh->entries, 1);
-	count(&sh->stores);
+	if (n <= l->sh->max_block)
+		write_block(l, key, &kh, e, enc, n);
 	unlock(l);
 	evbuffer_free(enc);
 }

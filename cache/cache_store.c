@@ -290,18 +290,48 @@ on_store_reply(struct cache_op *op, redisReply *reply)
 	op_fence_reply(op, reply);
 }
 
+/* A variant's store also names its key's marker and set of variants. */
+static int
+marker_keys(struct cache_op *op, struct cache *c, const char *variant,
+    const char *vid)
+{
+	char mkey[REDIS_KEY_MAX], variants[REDIS_KEY_MAX];
+	char base[CACHE_KEY_MAX + 1];	/* the key a variant belongs to */
+	int failed = 0;
+
+	snprintf(base, sizeof(base), "%.*s", (int)(vid - variant), variant);
+	op_key_name(variants, sizeof(variants), c, base, "variants");
+	op_key_name(mkey, sizeof(mkey), c, base, "entry");
+	failed |= op_argstr(op, mkey);
+	failed |= op_argstr(op, variants);
+	return failed;
+}
+
+/* ... and the marker itself (op's now), the variant's id, the most the
+ * key may have. */
+static int
+marker_args(struct cache_op *op, struct evbuffer *mblob, const char *vid,
+    int max_variants)
+{
+	char most[16];
+	int failed = 0;
+
+	failed |= op_arg_buffer(op, mblob);
+	failed |= op_argstr(op, vid + 1);
+	snprintf(most, sizeof(most), "%d", max_variants);
+	failed |= op_argstr(op, most);
+	return failed;
+}
+
 struct cache_op *
 cache_store(struct cache *c, const char *key, const char *token,
     const struct cache_entry *e, int64_t expire_at_ms,
     const char *variant, const struct cache_entry *marker, int max_variants,
     fence_cb *cb, void *arg)
 {
-	char most[16];
 	char entry[REDIS_KEY_MAX], lock[REDIS_KEY_MAX], px[24];
 	char backoff[REDIS_KEY_MAX], fails[REDIS_KEY_MAX];
-	char mkey[REDIS_KEY_MAX], variants[REDIS_KEY_MAX];
 	char channel[REDIS_KEY_MAX];
-	char base[CACHE_KEY_MAX + 1];	/* the key a variant belongs to */
 	struct evbuffer *blob, *mblob = NULL;
 	const char *vid = variant != NULL ? strchr(variant, '\n') : NULL;
 	struct cache_op *op;
@@ -332,25 +362,15 @@ cache_store(struct cache *c, const char *key, const char *token,
 	failed |= op_argstr(op, lock);
 	failed |= op_argstr(op, backoff);
 	failed |= op_argstr(op, fails);
-	if (marker != NULL) {
-		snprintf(base, sizeof(base), "%.*s", (int)(vid - variant),
-		    variant);
-		op_key_name(variants, sizeof(variants), c, base, "variants");
-		op_key_name(mkey, sizeof(mkey), c, base, "entry");
-		failed |= op_argstr(op, mkey);
-		failed |= op_argstr(op, variants);
-	}
+	if (marker != NULL)
+		failed |= marker_keys(op, c, variant, vid);
 	failed |= op_argstr(op, token);
 	failed |= op_arg_buffer(op, blob);	/* op's now, as mblob below */
 	failed |= op_argstr(op, px);
 	failed |= op_argstr(op, channel);
 	failed |= op_argstr(op, key);
-	if (marker != NULL) {
-		failed |= op_arg_buffer(op, mblob);
-		failed |= op_argstr(op, vid + 1);
-		snprintf(most, sizeof(most), "%d", max_variants);
-		failed |= op_argstr(op, most);
-	}
+	if (marker != NULL)
+		failed |= marker_args(op, mblob, vid, max_variants);
 	return op_start(op, failed);
 fail:
 	if (mblob != NULL)

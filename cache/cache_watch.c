@@ -201,24 +201,60 @@ watch_check(struct cache *c, struct watch *w)
 		c->on_fill(w->key, NULL, c->fill_arg);
 }
 
+/*
+ * An error on the subscriber: a SSUBSCRIBE to a node that no longer owns
+ * the slot; or, on a node that is down, its refused AUTH (the command
+ * connection says that once).
+ */
+static void
+sub_error(struct cache *c, struct node *n, const redisReply *r)
+{
+	struct watch *w;
+
+	if (n->up)
+		log_warn("redis: %s: %s", n->name, r->str);
+	else
+		log_debug("redis: %s: subscriber: %s", n->name, r->str);
+	TAILQ_FOREACH(w, &c->watch_list, link)
+		if (w->node == n)
+			w->node = NULL;
+	route_refresh(c->rt);
+}
+
+/* What the purge channel says: subscribed, a maintenance change, a purge. */
+static void
+purge_channel_says(struct cache *c, struct node *n, const char *kind,
+    const redisReply *msg)
+{
+	if (strcmp(kind, "subscribe") == 0) {
+		log_info("redis: subscribed to %s on %s", c->purge_channel,
+		    n->name);
+		/* Purges may have been missed while unsubscribed. */
+		c->on_fill(NULL, NULL, c->fill_arg);
+		if (c->on_maint != NULL)
+			c->on_maint(c->fill_arg);
+	} else if (strcmp(kind, "message") == 0 &&
+	    msg->type == REDIS_REPLY_STRING) {
+		if (strcmp(msg->str, MAINT_MESSAGE) == 0) {
+			if (c->on_maint != NULL)
+				c->on_maint(c->fill_arg);
+			return;
+		}
+		c->counters.purges_received++;
+		if (c->on_purge != NULL)
+			c->on_purge(msg->str, c->fill_arg);
+	}
+}
+
 void
 watch_sub_reply(struct cache *c, struct node *n, const redisReply *r)
 {
 	const char *kind, *channel;
+	const redisReply *msg;
 	struct watch *w;
 
 	if (r->type == REDIS_REPLY_ERROR) {
-		/* A SSUBSCRIBE to a node that no longer owns the slot; or,
-		 * on a node that is down, its refused AUTH (the command
-		 * connection says that once). */
-		if (n->up)
-			log_warn("redis: %s: %s", n->name, r->str);
-		else
-			log_debug("redis: %s: subscriber: %s", n->name, r->str);
-		TAILQ_FOREACH(w, &c->watch_list, link)
-			if (w->node == n)
-				w->node = NULL;
-		route_refresh(c->rt);
+		sub_error(c, n, r);
 		return;
 	}
 	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
@@ -227,34 +263,20 @@ watch_sub_reply(struct cache *c, struct node *n, const redisReply *r)
 		return;
 	kind = r->element[0]->str;
 	channel = r->element[1]->str;
-	if (strcmp(kind, "subscribe") == 0 &&
-	    strcmp(channel, c->purge_channel) == 0) {
-		log_info("redis: subscribed to %s on %s", channel, n->name);
-		/* Purges may have been missed while unsubscribed. */
-		c->on_fill(NULL, NULL, c->fill_arg);
-		if (c->on_maint != NULL)
-			c->on_maint(c->fill_arg);
-	} else if (strcmp(kind, "message") == 0 &&
-	    strcmp(channel, c->purge_channel) == 0 &&
-	    r->element[2]->type == REDIS_REPLY_STRING) {
-		if (strcmp(r->element[2]->str, MAINT_MESSAGE) == 0) {
-			if (c->on_maint != NULL)
-				c->on_maint(c->fill_arg);
-			return;
-		}
-		c->counters.purges_received++;
-		if (c->on_purge != NULL)
-			c->on_purge(r->element[2]->str, c->fill_arg);
+	msg = r->element[2];
+	if (strcmp(channel, c->purge_channel) == 0 &&
+	    (strcmp(kind, "subscribe") == 0 || strcmp(kind, "message") == 0)) {
+		purge_channel_says(c, n, kind, msg);
 	} else if (strcmp(kind, "ssubscribe") == 0) {
 		/* Live now: a fill may have come before, so look again. */
 		if ((w = watch_of_channel(c, channel)) != NULL)
 			watch_check(c, w);
 	} else if (strcmp(kind, "smessage") == 0 &&
-	    r->element[2]->type == REDIS_REPLY_STRING) {
+	    msg->type == REDIS_REPLY_STRING) {
 		c->counters.fills_received++;
-		if ((w = dict_get(c->watches, r->element[2]->str)) != NULL)
+		if ((w = dict_get(c->watches, msg->str)) != NULL)
 			watch_end(c, w);
-		fill_received(c, r->element[2]->str, r->element[2]->len);
+		fill_received(c, msg->str, msg->len);
 	} else if (strcmp(kind, "sunsubscribe") == 0 &&
 	    (w = watch_of_channel(c, channel)) != NULL && w->node == n) {
 		/*

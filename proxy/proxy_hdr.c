@@ -542,13 +542,45 @@ hdr_shareable(const struct evkeyvalq *resp, int authorized,
 	return shared_by(resp, &cc, authorized, why);
 }
 
+/* The lifetime the origin gives a response (RFC 9111 4.2.1) into
+ * *lifetime: none with no-cache, then s-maxage, max-age, or (without a
+ * targeted field) Expires less Date. 0, or -1 when it gives none. */
+static int
+origin_lifetime(const struct evkeyvalq *resp, const struct cc *cc,
+    int targeted, int64_t now_ms, int64_t *lifetime)
+{
+	char exp_buf[64];
+	const char *expires, *date;
+	int64_t t;
+	int lines;
+
+	if (cc->no_cache)
+		*lifetime = 0;
+	else if (cc->s_maxage >= 0)
+		*lifetime = secs(cc->s_maxage);
+	else if (cc->max_age >= 0)
+		*lifetime = secs(cc->max_age);
+	else if (targeted || (expires = hdr_join(resp, "Expires", exp_buf,
+	    sizeof(exp_buf), &lines)) == NULL)
+		return -1;
+	else {
+		/* An invalid Expires means already expired (RFC 9111 5.3);
+		 * so does more than one. */
+		date = evhttp_find_header(resp, "Date");
+		t = lines == 1 ? hdr_parse_date(expires) : -1;
+		*lifetime = t < 0 ? 0 : t - (date != NULL &&
+		    hdr_parse_date(date) >= 0 ? hdr_parse_date(date) : now_ms);
+	}
+	return 0;
+}
+
 void
 hdr_freshness(int status, const struct evkeyvalq *resp, int authorized,
     const struct conf_route *rt, int64_t now_ms, struct freshness *f)
 {
-	char vary_buf[VARY_LIST_MAX], exp_buf[64], tbuf[CONF_FIELDS_MAX];
-	const char *vary, *expires, *date, *why, *target;
-	int64_t status_ttl = conf_status_ttl(rt, status), lifetime, t, age;
+	char vary_buf[VARY_LIST_MAX], tbuf[CONF_FIELDS_MAX];
+	const char *vary, *why, *target;
+	int64_t status_ttl = conf_status_ttl(rt, status), lifetime, age;
 	int strict, validators, lines;
 	struct cc cc;
 
@@ -576,22 +608,8 @@ hdr_freshness(int status, const struct evkeyvalq *resp, int authorized,
 	}
 
 	strict = cc.no_cache || cc.must_revalidate || cc.s_maxage >= 0;
-	expires = target != NULL ? NULL :
-	    hdr_join(resp, "Expires", exp_buf, sizeof(exp_buf), &lines);
-	if (cc.no_cache)
-		lifetime = 0;
-	else if (cc.s_maxage >= 0)
-		lifetime = secs(cc.s_maxage);
-	else if (cc.max_age >= 0)
-		lifetime = secs(cc.max_age);
-	else if (expires != NULL) {
-		/* An invalid Expires means already expired (RFC 9111 5.3);
-		 * so does more than one. */
-		date = evhttp_find_header(resp, "Date");
-		t = lines == 1 ? hdr_parse_date(expires) : -1;
-		lifetime = t < 0 ? 0 : t - (date != NULL &&
-		    hdr_parse_date(date) >= 0 ? hdr_parse_date(date) : now_ms);
-	} else {
+	if (origin_lifetime(resp, &cc, target != NULL, now_ms, &lifetime) ==
+	    -1) {
 		/* The origin says nothing: the route's ttl is the default. */
 		lifetime = status_ttl >= 0 ? status_ttl :
 		    hdr_status_storable(status) ? rt->ttl_ms : 0;

@@ -68,13 +68,57 @@ outcome_value(const struct answer *a, int fwd_status, char *out, size_t outlen)
 	add_key_rule(a, out, outlen);
 }
 
+/* The outcomes named by a detail alone (no entry, nothing forwarded of
+ * theirs to tell), or NULL. */
+static const char *
+plain_detail(enum outcome o)
+{
+	switch (o) {
+	case OUT_WAIT_TIMEOUT:
+		return "lock-wait-timeout";
+	case OUT_REJECTED:
+		return "rejected";
+	case OUT_GONE:
+		return "client-gone";
+	case OUT_UNAVAILABLE:
+	case OUT_NONE:
+		return "unavailable";
+	default:
+		return NULL;
+	}
+}
+
+/* A stale entry served because the upstream failed (or, not forwarded,
+ * because the key backs off or no origin slot came: nothing went). */
+static void
+value_stale_error(const struct answer *a, int64_t now, char *out,
+    size_t outlen)
+{
+	int st = atoi(a->failure);
+	char fs[32] = "";
+
+	if (a->not_forwarded) {
+		snprintf(out, outlen, "corral; hit; ttl=-%" PRId64 "; detail=%s",
+		    seconds_stale(a->entry, now), origin_busy(a) ?
+		    "origin-busy" : "stale-if-error");
+		return;
+	}
+	if (st > 0)
+		snprintf(fs, sizeof(fs), "fwd-status=%d; ", st);
+	snprintf(out, outlen, "corral; fwd=stale; %sttl=-%" PRId64
+	    "; detail=stale-if-error", fs, seconds_stale(a->entry, now));
+}
+
 static void
 outcome_value_of(const struct answer *a, int fwd_status, char *out,
     size_t outlen)
 {
 	const struct cache_entry *e = a->entry;
 	int64_t now = util_now_ms();
+	const char *detail = plain_detail(a->outcome);
 
+	if (detail != NULL)
+		snprintf(out, outlen, "corral; detail=%s", detail);
 	switch (a->outcome) {
 	case OUT_HIT:
 		snprintf(out, outlen, "corral; hit; ttl=%" PRId64,
@@ -89,18 +133,12 @@ outcome_value_of(const struct answer *a, int fwd_status, char *out,
 		    fwd_status);
 		break;
 	case OUT_FETCHED:
-		snprintf(out, outlen, "corral; fwd=miss; fwd-status=%d%s%s",
-		    fwd_status, a->not_stored != NULL ? "; detail=" : "",
-		    a->not_stored != NULL ? a->not_stored : "");
-		break;
 	case OUT_COLLAPSED:
-		snprintf(out, outlen,
-		    "corral; fwd=miss; fwd-status=%d; collapsed%s%s", fwd_status,
+		/* Not stored: detail says why. */
+		snprintf(out, outlen, "corral; fwd=miss; fwd-status=%d%s%s%s",
+		    fwd_status, a->outcome == OUT_COLLAPSED ? "; collapsed" : "",
 		    a->not_stored != NULL ? "; detail=" : "",
 		    a->not_stored != NULL ? a->not_stored : "");
-		break;
-	case OUT_WAIT_TIMEOUT:
-		snprintf(out, outlen, "corral; detail=lock-wait-timeout");
 		break;
 	case OUT_DEGRADED:
 		snprintf(out, outlen, "corral; fwd=miss; fwd-status=%d; "
@@ -120,36 +158,14 @@ outcome_value_of(const struct answer *a, int fwd_status, char *out,
 		    a->pass_kind == OUT_BYPASS ? "bypass" : "miss",
 		    origin_busy(a) ? "origin-busy" : "upstream-error");
 		break;
-	case OUT_STALE_ERROR: {
-		int st = atoi(a->failure);
-		char fs[32] = "";
-		if (a->not_forwarded) {
-			/* The key backs off, or no origin slot came: nothing
-			 * went upstream. */
-			snprintf(out, outlen, "corral; hit; ttl=-%" PRId64
-			    "; detail=%s", seconds_stale(e, now), origin_busy(a) ?
-			    "origin-busy" : "stale-if-error");
-			break;
-		}
-		if (st > 0)
-			snprintf(fs, sizeof(fs), "fwd-status=%d; ", st);
-		snprintf(out, outlen, "corral; fwd=stale; %sttl=-%" PRId64
-		    "; detail=stale-if-error", fs, seconds_stale(e, now));
+	case OUT_STALE_ERROR:
+		value_stale_error(a, now, out, outlen);
 		break;
-	}
 	case OUT_BACKOFF:
 		snprintf(out, outlen, "corral; %s", origin_busy(a) ?
 		    "fwd=miss; detail=origin-busy" : "detail=error-backoff");
 		break;
-	case OUT_REJECTED:
-		snprintf(out, outlen, "corral; detail=rejected");
-		break;
-	case OUT_GONE:
-		snprintf(out, outlen, "corral; detail=client-gone");
-		break;
-	case OUT_UNAVAILABLE:
-	case OUT_NONE:
-		snprintf(out, outlen, "corral; detail=unavailable");
+	default:	/* plain_detail()'s */
 		break;
 	}
 }

@@ -470,6 +470,67 @@ defer(struct upstream_fetch *f)
 	event_active(f->up->later_ev, EV_TIMEOUT, 0);
 }
 
+/* Hands f's head to its on_data, once: whether it streams, whether it waits. */
+static void
+hand_head(struct upstream_fetch *f)
+{
+	long status = 0;
+	int r;
+
+	curl_easy_getinfo(f->easy, CURLINFO_RESPONSE_CODE, &status);
+	f->resp->status = (int)status;
+	f->head_due = 0;
+	f->head_done = 1;
+	r = f->on_data(f->resp, NULL, f->data_arg);
+	f->streamed = (r & UPSTREAM_STREAM) != 0;
+	if (r & UPSTREAM_PAUSE)
+		upstream_pause(f);
+}
+
+/*
+ * The piece of f's pending body to hand over now: all of it, or the first
+ * FIRST_PIECE_MAX bytes alone of a streamed body's first, long piece when
+ * not whole (the rest stays pending).
+ */
+static struct evbuffer *
+next_piece(struct upstream_fetch *f, int whole, size_t n)
+{
+	struct evbuffer *piece;
+
+	if (!f->streamed || f->body_handed || whole || n <= FIRST_PIECE_MAX)
+		return f->pending;
+	if ((piece = evbuffer_new()) == NULL)
+		return f->pending;
+	if (evbuffer_remove_buffer(f->pending, piece, FIRST_PIECE_MAX) !=
+	    FIRST_PIECE_MAX) {
+		/* Not split after all: it all goes now, in order. */
+		evbuffer_prepend_buffer(f->pending, piece);
+		evbuffer_free(piece);
+		return f->pending;
+	}
+	return piece;
+}
+
+/* Keeps the first keep_body bytes of a streamed body in the response. */
+static void
+keep_piece(struct upstream_fetch *f, struct evbuffer *piece)
+{
+	struct upstream_response *resp = f->resp;
+	size_t n = evbuffer_get_length(piece), held, room;
+
+	held = evbuffer_get_length(resp->body);
+	room = !f->streamed ? n : held < f->keep_body ? f->keep_body - held : 0;
+	if (n <= room) {
+		evbuffer_add_buffer_reference(resp->body, piece);
+		return;
+	}
+	/* Past keep_body: the response keeps what fits, and says so. */
+	resp->body_partial = 1;
+	if (room > 0)
+		evbuffer_add(resp->body, evbuffer_pullup(piece,
+		    (ev_ssize_t)room), room);
+}
+
 /*
  * Streaming: hands f's head (once) and what arrived of its body to its
  * on_data, keeping the first keep_body bytes in the response; all of it
@@ -480,11 +541,8 @@ defer(struct upstream_fetch *f)
 static void
 hand_over(struct upstream_fetch *f, int whole)
 {
-	struct upstream_response *resp = f->resp;
 	struct evbuffer *piece;
-	long status = 0;
-	size_t n, room;
-	int r;
+	size_t n;
 
 	if (f->ready) {
 		TAILQ_REMOVE(&f->up->ready, f, ready_entry);
@@ -494,44 +552,14 @@ hand_over(struct upstream_fetch *f, int whole)
 		TAILQ_REMOVE(&f->up->later, f, ready_entry);
 		f->later = 0;
 	}
-	if (f->head_due) {
-		curl_easy_getinfo(f->easy, CURLINFO_RESPONSE_CODE, &status);
-		resp->status = (int)status;
-		f->head_due = 0;
-		f->head_done = 1;
-		r = f->on_data(resp, NULL, f->data_arg);
-		f->streamed = (r & UPSTREAM_STREAM) != 0;
-		if (r & UPSTREAM_PAUSE)
-			upstream_pause(f);
-	}
+	if (f->head_due)
+		hand_head(f);
 	if ((n = evbuffer_get_length(f->pending)) == 0)
 		return;
-	piece = f->pending;
-	if (f->streamed && !f->body_handed && !whole && n > FIRST_PIECE_MAX &&
-	    (piece = evbuffer_new()) != NULL &&
-	    evbuffer_remove_buffer(f->pending, piece, FIRST_PIECE_MAX) !=
-	    FIRST_PIECE_MAX) {
-		/* Not split after all: it all goes now, in order. */
-		evbuffer_prepend_buffer(f->pending, piece);
-		evbuffer_free(piece);
-		piece = NULL;
-	}
-	if (piece == NULL)
-		piece = f->pending;
-	n = evbuffer_get_length(piece);
+	piece = next_piece(f, whole, n);
 	f->body_handed = 1;
-	room = !f->streamed ? n : evbuffer_get_length(resp->body) <
-	    f->keep_body ? f->keep_body - evbuffer_get_length(resp->body) : 0;
-	if (n <= room) {
-		evbuffer_add_buffer_reference(resp->body, piece);
-	} else {
-		/* Past keep_body: the response keeps what fits, and says so. */
-		resp->body_partial = 1;
-		if (room > 0)
-			evbuffer_add(resp->body, evbuffer_pullup(piece,
-			    (ev_ssize_t)room), room);
-	}
-	if (f->on_data(resp, piece, f->data_arg) & UPSTREAM_PAUSE)
+	keep_piece(f, piece);
+	if (f->on_data(f->resp, piece, f->data_arg) & UPSTREAM_PAUSE)
 		upstream_pause(f);
 	evbuffer_free(piece);
 	if (piece != f->pending) {
@@ -823,26 +851,69 @@ check_framing(struct upstream_fetch *f, const char *line, size_t len)
 	return -1;
 }
 
+/* A new status line: forget an interim (1xx) response's head. */
+static enum abort_reason
+head_begins(struct upstream_fetch *f)
+{
+	if (!listener_ok(f))
+		return ABORT_LISTENER;
+	evhttp_clear_headers(&f->resp->headers);
+	f->header_bytes = 0;
+	f->header_lines = f->lengths = f->coded = 0;
+	f->headers_done = 0;
+	return ABORT_NONE;
+}
+
+/* The end of a header block; only a 1xx one is followed by more. */
+static void
+head_ends(struct upstream_fetch *f)
+{
+	long code = 0;
+
+	curl_easy_getinfo(f->easy, CURLINFO_RESPONSE_CODE, &code);
+	if (code >= 200)
+		f->headers_done = 1;
+	else if (code != 100 && code != 101 && f->on_data != NULL) {
+		f->resp->status = (int)code;	/* an interim head */
+		(void)f->on_data(f->resp, NULL, f->data_arg);
+		f->resp->status = 0;
+	}
+}
+
+/* One field line of the head, its line end cut; why it ends the fetch. */
+static enum abort_reason
+head_line(struct upstream_fetch *f, const char *data, size_t len)
+{
+	/* A cache entry holds so many; a longer response is an error, not a
+	 * response served and silently never stored. */
+	if (f->max_headers > 0 && ++f->header_lines > f->max_headers)
+		return ABORT_HEADER_LINES;
+	if (data[0] == ' ' || data[0] == '\t') {
+		/* obs-fold: RFC 9112 5.2 lets a proxy reject it or unfold
+		 * it; a line dropped would change the header it continues. */
+		copy_text(f->framing, sizeof(f->framing),
+		    "obs-fold (a header line starts with whitespace)");
+		return ABORT_FRAMING;
+	}
+	if (check_framing(f, data, len) == -1)
+		return ABORT_FRAMING;
+	if (add_header_line(&f->resp->headers, data, len) == -1)
+		return ABORT_NO_MEMORY;
+	return ABORT_NONE;
+}
+
 /* CURLOPT_HEADERFUNCTION: curl passes one whole header line per call. */
 static size_t
 on_header(char *data, size_t size, size_t n, void *arg)
 {
 	struct upstream_fetch *f = arg;
 	size_t total = size * n, len = total;
-	long code = 0;
 
 	assert(f->magic == FETCH_MAGIC);
 	f->resp->received = 1;
 	if (len >= 5 && memcmp(data, "HTTP/", 5) == 0) {
-		if (!listener_ok(f)) {
-			f->abort = ABORT_LISTENER;
+		if ((f->abort = head_begins(f)) != ABORT_NONE)
 			return 0;
-		}
-		/* A new status line: forget an interim (1xx) response's. */
-		evhttp_clear_headers(&f->resp->headers);
-		f->header_bytes = 0;
-		f->header_lines = f->lengths = f->coded = 0;
-		f->headers_done = 0;
 		return total;
 	}
 	if (f->headers_done)
@@ -852,43 +923,12 @@ on_header(char *data, size_t size, size_t n, void *arg)
 		f->abort = ABORT_HEADERS;
 		return 0;
 	}
-
 	while (len > 0 && is_space(data[len - 1]))
 		len--;
-	if (len == 0) {
-		/* The end of a header block; only a 1xx one is followed by more. */
-		curl_easy_getinfo(f->easy, CURLINFO_RESPONSE_CODE, &code);
-		if (code >= 200)
-			f->headers_done = 1;
-		else if (code != 100 && code != 101 && f->on_data != NULL) {
-			f->resp->status = (int)code;	/* an interim head */
-			(void)f->on_data(f->resp, NULL, f->data_arg);
-			f->resp->status = 0;
-		}
-		return total;
-	}
-	/* A cache entry holds so many; a longer response is an error, not a
-	 * response served and silently never stored. */
-	if (f->max_headers > 0 && ++f->header_lines > f->max_headers) {
-		f->abort = ABORT_HEADER_LINES;
+	if (len == 0)
+		head_ends(f);
+	else if ((f->abort = head_line(f, data, len)) != ABORT_NONE)
 		return 0;
-	}
-	if (data[0] == ' ' || data[0] == '\t') {
-		/* obs-fold: RFC 9112 5.2 lets a proxy reject it or unfold
-		 * it; a line dropped would change the header it continues. */
-		copy_text(f->framing, sizeof(f->framing),
-		    "obs-fold (a header line starts with whitespace)");
-		f->abort = ABORT_FRAMING;
-		return 0;
-	}
-	if (check_framing(f, data, len) == -1) {
-		f->abort = ABORT_FRAMING;
-		return 0;
-	}
-	if (add_header_line(&f->resp->headers, data, len) == -1) {
-		f->abort = ABORT_NO_MEMORY;
-		return 0;
-	}
 	return total;
 }
 
