@@ -1814,6 +1814,30 @@ MUTANTS = [
            "\t\treturn REQ_DELIVER;",
            ["a_read_right_after_a_write_on_one_connection_never_gets_the_old_entry"],
            "a read sent right after a write's answer can find the old entry"),
+
+    # -- start-up and stop: one instance per address, a master that always
+    #    ends (proxy/proxy_http.c, proxy/main.c) --------------------------------
+    Mutant("listeners_share_the_port_with_anyone", "proxy/proxy_http.c",
+           "\t    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == -1 ||\n",
+           "\t    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == -1 ||\n"
+           "\t    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) == -1 ||\n",
+           ["a_second_instance_on_the_same_address_is_refused"],
+           "a second instance on the address starts and takes part of the traffic"),
+    Mutant("stop_waits_for_workers_that_are_gone", "proxy/main.c",
+           "\ttell_workers(sig);\n\tif (workers_left() == 0)\n\t\tevent_base_loopexit(master.base, NULL);",
+           "\ttell_workers(sig);",
+           ["a_stop_signal_ends_the_master_while_no_worker_runs"],
+           "a stop signal that arrives while no worker runs is never acted on"),
+    Mutant("workers_that_cannot_start_are_restarted_forever", "proxy/main.c",
+           "\tif (master.fails[i] >= START_TRIES) {",
+           "\tif (0) {",
+           ["workers_that_cannot_start_are_restarted_three_times"],
+           "a worker that cannot start is restarted forever: the start never fails"),
+    Mutant("stop_never_kills_a_hung_worker", "proxy/main.c",
+           "\tmaster.status = 1;\n\ttell_workers(SIGKILL);",
+           "\tmaster.status = 1;",
+           ["a_stop_kills_a_stopped_worker_after_shutdown_timeout"],
+           "a stopped or hung worker keeps the master from ever exiting"),
 ]
 
 
