@@ -1838,6 +1838,31 @@ MUTANTS = [
            "\tmaster.status = 1;",
            ["a_stop_kills_a_stopped_worker_after_shutdown_timeout"],
            "a stopped or hung worker keeps the master from ever exiting"),
+
+    # -- the dashboard's quantiles and the histograms' resolution
+    #    (proxy/dashboard.html, common/hist.c) ------------------------------------
+    Mutant("dashboard_reads_the_buckets_in_object_order", "proxy/dashboard.html",
+           "  const bounds = Object.keys(now.buckets).filter(k => k !== \"+Inf\").map(Number)\n"
+           "    .sort((a, b) => a - b);\n  const count",
+           "  const bounds = Object.keys(now.buckets).filter(k => k !== \"+Inf\").map(Number);\n"
+           "  const count",
+           ["dashboard_quantiles_in_headless_chromium_are_those_of_stats"],
+           "the page walks \"1\", \"5\", \"10\" before \"0.0005\": p50 above p99"),
+    Mutant("dashboard_shows_more_than_the_bucket_says", "proxy/dashboard.html",
+           "  return v === null ? null : histRound(now, v);",
+           "  return v;",
+           ["dashboard_quantiles_in_headless_chromium_are_those_of_stats"],
+           "a quantile is shown to the millisecond inside a 250 ms bucket"),
+    Mutant("histogram_bucket_wider_than_half_its_bound", "common/hist.c",
+           "\t0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75,",
+           "\t0.1, 0.15, 0.2, 0.25, 0.3, 0.31, 0.5, 0.75,",
+           ["test_hist"],
+           "a 300 ms fetch and a 500 ms one fall in one bucket"),
+    Mutant("hist_round_ignores_the_bucket_width", "common/hist.c",
+           "\t*step = pow(10, floor(log10(width * WIDTH_SLACK)));",
+           "\t*step = pow(10, floor(log10(width * WIDTH_SLACK)) - 4);",
+           ["test_hist"],
+           "corral -s shows a quantile to the microsecond whatever its bucket"),
 ]
 
 
