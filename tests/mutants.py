@@ -1863,6 +1863,13 @@ MUTANTS = [
            "\t*step = pow(10, floor(log10(width * WIDTH_SLACK)) - 4);",
            ["test_hist"],
            "corral -s shows a quantile to the microsecond whatever its bucket"),
+
+    # -- a comment after a value (conf/conf.c) ------------------------------------
+    Mutant("hash_after_a_value_is_kept_in_it", "conf/conf.c",
+           "\t\tif (*q == '#' && q > p && (q[-1] == ' ' || q[-1] == '\\t'))",
+           "\t\tif (0 && *q == '#' && q > p && (q[-1] == ' ' || q[-1] == '\\t'))",
+           ["test_conf", "a_hash_after_a_value_starts_a_comment_in_every_key"],
+           "health_path = /health # probe takes every server out; a password fails AUTH"),
 ]
 
 

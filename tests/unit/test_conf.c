@@ -327,6 +327,38 @@ t_comments_inline_and_full_line_are_ignored(void)
 	CHECK_STR(cf.redis_password, "a=b:c#d;e");
 }
 
+/* A '#' after whitespace starts a comment as " ;" does, in every key: a
+ * string, a number, a duration, a path, a list. */
+static void
+t_a_hash_after_whitespace_starts_a_comment_in_every_key(void)
+{
+	CHECK(load("[server]\n"
+	    "access_log = /var/log/corral/access.log # one line a request\n"
+	    "max_connections = 100\t# per worker\n"
+	    "hosts = a.example, b.example   # both\n"
+	    "[redis]\n"
+	    "password = s3cret # from the vault\n"
+	    "timeout = 2s #\n"
+	    "[upstream]\n"
+	    "health_path = /health # the probe\n"
+	    "[route /]\n"
+	    "ttl = 1h # an hour\n") == 0);
+	CHECK_STR(cf.access_log, "/var/log/corral/access.log");
+	CHECK(cf.max_connections == 100);
+	CHECK_STR(cf.hosts, "a.example, b.example");
+	CHECK_STR(cf.redis_password, "s3cret");
+	CHECK(cf.redis_timeout_ms == 2000);
+	CHECK_STR(cf.pools[0].health_path, "/health");
+	CHECK(cf.routes[0].ttl_ms == 3600 * 1000);
+
+	/* Not after whitespace, a '#' is the value's: a password may start
+	 * with one. After the '=' and a space, it is a comment, as ';' is. */
+	CHECK(load("[redis]\npassword =#s3cret#1\n") == 0);
+	CHECK_STR(cf.redis_password, "#s3cret#1");
+	CHECK(load("[redis]\npassword = # none\n") == 0);
+	CHECK_STR(cf.redis_password, "");
+}
+
 static void
 t_colon_crlf_bom_and_missing_last_newline_are_accepted(void)
 {
@@ -1351,6 +1383,7 @@ main(void)
 	RUN(t_every_key_is_stored_in_its_field);
 	RUN(t_indented_keys_are_keys_not_continuations);
 	RUN(t_comments_inline_and_full_line_are_ignored);
+	RUN(t_a_hash_after_whitespace_starts_a_comment_in_every_key);
 	RUN(t_colon_crlf_bom_and_missing_last_newline_are_accepted);
 	RUN(t_unix_address_fills_path_and_clears_host);
 	RUN(t_unix_socket_path_longer_than_sun_path_is_rejected);
