@@ -493,6 +493,10 @@ redis_command_metrics(struct evbuffer *out, const struct proxy_figures *fig)
 	redis_counter(out, "corral_redis_auth_failures_total", "Redis "
 	    "connections refused for their password (AUTH failed, or NOAUTH).",
 	    cc->auth_failures);
+	gauge(out, "corral_redis_full", "1 while Redis refuses writes at "
+	    "maxmemory in any worker (nothing is stored).", cc->full > 0);
+	redis_counter(out, "corral_redis_oom_total", "Writes Redis refused "
+	    "at maxmemory (OOM; also errors).", cc->oom);
 	redis_counter(out, "corral_redis_fill_notifications_total",
 	    "\"filled\" notifications received from the fleet.",
 	    cc->fills_received);

@@ -1870,6 +1870,28 @@ MUTANTS = [
            "\t\tif (0 && *q == '#' && q > p && (q[-1] == ' ' || q[-1] == '\\t'))",
            ["test_conf", "a_hash_after_a_value_starts_a_comment_in_every_key"],
            "health_path = /health # probe takes every server out; a password fails AUTH"),
+
+    # -- Redis full (cache/cache_op.c, cache_store.c, proxy/proxy_refresh.c) -----
+    Mutant("oom_is_an_error_like_any_other", "cache/cache_op.c",
+           "\tif (strncmp(err, \"OOM \", 4) == 0) {",
+           "\tif (0) {",
+           ["a_full_redis_is_said_in_health_cache_status_and_the_log_once_a_second"],
+           "a full Redis is invisible: redis=up, a bare fwd=miss, a log line a request"),
+    Mutant("full_redis_said_once_a_request", "cache/cache_op.c",
+           "\tif (c->full_logged_ms != 0 && now - c->full_logged_ms < FULL_LOG_MS) {",
+           "\tif (0) {",
+           ["a_full_redis_is_said_in_health_cache_status_and_the_log_once_a_second"],
+           "the error log gets a line per refused write"),
+    Mutant("full_redis_outlives_a_store", "cache/cache_store.c",
+           "\t\top->cache->full_ms = 0;\t\t/* it has room again */",
+           "\t\t(void)0;",
+           ["a_full_redis_is_said_in_health_cache_status_and_the_log_once_a_second"],
+           "/health says full for seconds after Redis took a store"),
+    Mutant("not_stored_for_no_said_reason", "proxy/proxy_refresh.c",
+           "\t\t\t    rf->rep.not_stored == NULL && cache_is_full(px->cache))",
+           "\t\t\t    rf->rep.not_stored == NULL && 0)",
+           ["a_full_redis_is_said_in_health_cache_status_and_the_log_once_a_second"],
+           "a miss Redis had no room for says nothing of why it was not stored"),
 ]
 
 

@@ -59,6 +59,8 @@ FAMILIES = {
     "corral_redis_connects_total": "counter",
     "corral_redis_disconnects_total": "counter",
     "corral_redis_auth_failures_total": "counter",
+    "corral_redis_full": "gauge",
+    "corral_redis_oom_total": "counter",
     "corral_upstream_rejected_total": "counter",
     "corral_redis_fill_notifications_total": "counter",
     "corral_redis_command_duration_seconds": "histogram",
