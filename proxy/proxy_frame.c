@@ -239,7 +239,7 @@ list_next(const char **p, const char *end, const char **el, size_t *n)
 
 /* A method libevent 2.1 reads a body for (evhttp_method_may_have_body);
  * for any other, it reads none, and what followed would be taken for the
- * next request. CONNECT is refused before this is asked. */
+ * next request. Methods not served are refused before this is asked. */
 static int
 reads_body(const char *m, size_t n)
 {
@@ -304,6 +304,37 @@ check_target(struct frame *f, struct head *h, const char *t, size_t n)
 }
 
 /*
+ * The methods the public port serves (proxy_http.c's PUBLIC_METHODS, which
+ * libevent checks again). Any other is answered at the door, where it is
+ * counted and logged like every refusal, with what to do instead: a
+ * Varnish user's PURGE or BAN is told where purges go; TRACE, which
+ * Corral knows and refuses, is 405 (with Allow); the rest 501 (RFC 9110
+ * 15.5.6, 15.6.2). Methods are case-sensitive.
+ */
+static int
+check_method(struct frame *f, const struct head *h)
+{
+	static const char *const served[] = {
+		"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"
+	};
+	const char *m = h->method;
+	size_t n = h->method_len;
+
+	for (size_t i = 0; i < sizeof(served) / sizeof(served[0]); i++)
+		if (n == strlen(served[i]) && memcmp(m, served[i], n) == 0)
+			return 0;
+	if ((n == 5 && memcmp(m, "PURGE", 5) == 0) ||
+	    (n == 3 && memcmp(m, "BAN", 3) == 0))
+		return reject(f, 405, "purges go to the admin listener: "
+		    "POST /purge?url=URL (or prefix=, tag=)");
+	if (n == 5 && memcmp(m, "TRACE", 5) == 0)
+		return reject(f, 405, "TRACE is not served");
+	if (n == 7 && memcmp(m, "CONNECT", 7) == 0)
+		return reject(f, 501, "CONNECT not supported");
+	return reject(f, 501, "method not implemented");
+}
+
+/*
  * method SP request-target SP HTTP-version. A line of method SP target
  * alone is HTTP/0.9's, whose client sends nothing after it: it is
  * answered 505 (RFC 9110 15.6.6, a major version not served) at once.
@@ -337,8 +368,8 @@ check_request_line(struct frame *f, struct head *h, const char *p, size_t n)
 		return reject(f, 400, "malformed request line");
 	if (sp2 == sp1 + 1)
 		return reject(f, 400, "malformed request line");
-	if (name_is(h->method, h->method_len, "CONNECT"))
-		return reject(f, 501, "CONNECT not supported");
+	if (check_method(f, h) == -1)
+		return -1;
 	return check_target(f, h, sp1 + 1, (size_t)(sp2 - sp1 - 1));
 }
 

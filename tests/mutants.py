@@ -1892,6 +1892,18 @@ MUTANTS = [
            "\t\t\t    rf->rep.not_stored == NULL && 0)",
            ["a_full_redis_is_said_in_health_cache_status_and_the_log_once_a_second"],
            "a miss Redis had no room for says nothing of why it was not stored"),
+
+    # -- methods the public port does not serve (proxy/proxy_frame.c) --------------
+    Mutant("unserved_methods_pass_the_door", "proxy/proxy_frame.c",
+           "\tif (check_method(f, h) == -1)\n\t\treturn -1;\n",
+           "\tif (0 && check_method(f, h) == -1)\n\t\treturn -1;\n",
+           ["test_frame", "purge_ban_trace_and_unknown_methods_get_corrals_own_answer"],
+           "PURGE and unknown methods get libevent's HTML 501: no Cache-Status, no log"),
+    Mutant("purge_not_told_where_purges_go", "proxy/proxy_frame.c",
+           "\t\treturn reject(f, 405, \"purges go to the admin listener: \"",
+           "\t\treturn reject(f, 501, \"purges go to the admin listener: \"",
+           ["test_frame", "purge_ban_trace_and_unknown_methods_get_corrals_own_answer"],
+           "a PURGE is answered 501 Not Implemented, as if purging did not exist"),
 ]
 
 
