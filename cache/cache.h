@@ -56,8 +56,9 @@
 #include "cache/cache_entry.h"
 #include "cache/cache_key.h"
 
-/* A variant id: what follows '\n' in a variant key "K\nID". */
-#define CACHE_VARIANT_MAX	24
+/* A variant id: what follows '\n' in a variant key "K\nID" (32 hex
+ * digits, proxy_vary.c), with its NUL. */
+#define CACHE_VARIANT_MAX	33
 #include "common/hist.h"
 #include "conf/conf.h"
 

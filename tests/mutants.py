@@ -1904,6 +1904,19 @@ MUTANTS = [
            "\t\treturn reject(f, 501, \"purges go to the admin listener: \"",
            ["test_frame", "purge_ban_trace_and_unknown_methods_get_corrals_own_answer"],
            "a PURGE is answered 501 Not Implemented, as if purging did not exist"),
+
+    # -- variant ids no one can make collide (proxy/proxy_vary.c) -----------------
+    Mutant("variant_id_of_the_values_lengths_only", "proxy/proxy_vary.c",
+           "\t\t\tkeyrule_digest_part(&d, kv->value, strlen(kv->value));",
+           "\t\t\tkeyrule_digest_part(&d, kv->value, 0 * strlen(kv->value));",
+           ["values_computed_to_collide_never_share_a_variant"],
+           "two values of one length share a variant: one is served the other's answer"),
+    Mutant("variant_id_not_keyed_with_the_secret", "proxy/proxy_vary.c",
+           "\tkeyrule_digest_init(&d, vk->secret != NULL ? vk->secret : \"\",\n"
+           "\t    vk->secret != NULL ? vk->secret_len : 0, VARIANT_LABEL);",
+           "\tkeyrule_digest_init(&d, \"\", 0, VARIANT_LABEL);",
+           ["vary_on_a_credential_keeps_no_unkeyed_hash_of_it_in_redis"],
+           "a variant id in Redis can be tested against a guessed token"),
 ]
 
 
