@@ -19,7 +19,8 @@ JOBS    := $(shell nproc 2>/dev/null || echo 1)
 CC      ?= cc
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wpointer-arith -Wformat=2 -Wno-unused-parameter
-BASE    := -std=c11 -D_GNU_SOURCE -DCORRAL_VERSION='"$(VERSION)"' -I. $(WARN) -g
+DEFS    := -std=c11 -D_GNU_SOURCE -DCORRAL_VERSION='"$(VERSION)"' -I. -g
+BASE    := $(DEFS) $(WARN)
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -49,7 +50,9 @@ ifeq ($(origin LDFLAGS),undefined)
 LDFLAGS := $(call buildflag,LDFLAGS)
 endif
 
-REL_CC   = $(CC) $(BASE) $(REL_FLAGS) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS)
+# The project's warnings come after the distribution's flags: dpkg's
+# -Wformat would otherwise undo -Wformat=2.
+REL_CC   = $(CC) $(DEFS) $(REL_FLAGS) $(CPPFLAGS) $(CFLAGS) $(WARN) $(PKG_CFLAGS)
 REL_LINK = $(CC) $(REL_FLAGS) $(CFLAGS) $(LDFLAGS)
 ASAN_CC  = $(CC) $(BASE) $(ASAN_FLAGS) $(PKG_CFLAGS)
 

@@ -1241,6 +1241,14 @@ begin_route(struct loader *ld, const char *prefix, size_t len)
 			    "contain spaces or control characters", shown);
 			return;
 		}
+		/* A request's path never holds one (the door refuses it):
+		 * such a route could match nothing. */
+		if ((unsigned char)prefix[i] > 0x7e) {
+			report(ld, ld->lineno, "route prefix \"%s\" must be "
+			    "ASCII, as a request's path is: percent-encode it "
+			    "(/caf%%C3%%A9/)", shown);
+			return;
+		}
 	}
 	if (len >= CONF_ROUTE_PREFIX_MAX) {
 		report(ld, ld->lineno, "route prefix is longer than %d "

@@ -28,6 +28,9 @@
 #define DEFAULT_CONF	"/etc/corral/corral.conf"
 #define SHOW_TIMEOUT_S	5		/* corral -s: the whole exchange */
 #define SHOW_PATH	"/stats.txt"
+#define SHOW_TOKEN_ENV	"CORRAL_ADMIN_TOKEN"	/* corral -s: its Bearer token */
+#define SHOW_NO_TOKEN	401		/* what an admin listener with tokens
+					 * answers without one */
 #define RESPAWN_MS	1000		/* a worker that died is restarted after
 					 * this, doubled at each start that fails */
 #define START_TRIES	3		/* a worker that dies this many times in
@@ -41,13 +44,15 @@ usage(FILE *out)
 {
 	fprintf(out,
 	    "usage: corral [-t] [-c FILE]\n"
-	    "       corral -s ADMIN_ADDR\n"
+	    "       corral -s ADMIN_ADDR [-c FILE]\n"
 	    "       corral -V | -h\n"
 	    "\n"
 	    "  -c FILE  configuration file (default " DEFAULT_CONF ")\n"
 	    "  -t       check the configuration and exit\n"
 	    "  -s ADDR  print the stats of the corral whose admin listener is\n"
-	    "           at ADDR (host:port) as a table, and exit\n"
+	    "           at ADDR (host:port) as a table, and exit; with\n"
+	    "           admin_token_file, the token is $" SHOW_TOKEN_ENV ",\n"
+	    "           or else the first of -c FILE's admin_token_file\n"
 	    "  -V       print the version and exit\n"
 	    "  -h       print this help, and every configuration key\n");
 }
@@ -56,6 +61,7 @@ usage(FILE *out)
 struct show {
 	struct event_base	*base;
 	const char		*addr;
+	int			 token;		/* one was sent */
 	int			 ok;
 };
 
@@ -72,6 +78,12 @@ on_show_reply(struct evhttp_request *req, void *arg)
 		return;
 	}
 	body = evhttp_request_get_input_buffer(req);
+	if (code == SHOW_NO_TOKEN && !sh->token) {
+		fprintf(stderr, "corral: %s wants an admin token: set "
+		    SHOW_TOKEN_ENV ", or name the configuration whose "
+		    "admin_token_file has one with -c\n", sh->addr);
+		return;
+	}
 	if (code != HTTP_OK) {
 		fprintf(stderr, "corral: %s answered %d for " SHOW_PATH "\n",
 		    sh->addr, code);
@@ -81,19 +93,57 @@ on_show_reply(struct evhttp_request *req, void *arg)
 	sh->ok = 1;
 }
 
+/*
+ * The token corral -s sends: $CORRAL_ADMIN_TOKEN, else the first token of
+ * path's admin_token_file when path was named with -c (NULL: none); out
+ * holds "Bearer TOKEN". -1 when path cannot be read.
+ */
 static int
-show_stats(const char *addr)
+show_token(const char *path, char *out, size_t outlen)
+{
+	const char *env = getenv(SHOW_TOKEN_ENV);
+	struct conf *c;
+	int nerr;
+
+	out[0] = '\0';
+	if (env != NULL && env[0] != '\0') {
+		snprintf(out, outlen, "Bearer %s", env);
+		return 0;
+	}
+	if (path == NULL)
+		return 0;
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		fprintf(stderr, "corral: out of memory\n");
+		return -1;
+	}
+	if ((nerr = conf_load(c, path, stderr)) != 0) {
+		fprintf(stderr, "%s: %d error%s\n", path, nerr,
+		    nerr == 1 ? "" : "s");
+		free(c);
+		return -1;
+	}
+	if (c->nadmin_tokens > 0)
+		snprintf(out, outlen, "Bearer %s", c->admin_tokens[0].text);
+	explicit_bzero(c, sizeof(*c));	/* its tokens */
+	free(c);
+	return 0;
+}
+
+static int
+show_stats(const char *addr, const char *conf_path)
 {
 	struct show sh = { .addr = addr };
 	struct evhttp_connection *conn = NULL;
 	struct evhttp_request *req;
-	char host[CONF_HOST_MAX];
+	char host[CONF_HOST_MAX], auth[CONF_TOKEN_MAX + 16];
 	int port;
 
 	if (util_parse_hostport(addr, host, sizeof(host), &port) == -1) {
 		fprintf(stderr, "corral: -s %s: want host:port\n", addr);
 		return 2;
 	}
+	if (show_token(conf_path, auth, sizeof(auth)) == -1)
+		return 1;
 	if ((sh.base = event_base_new()) == NULL ||
 	    (conn = evhttp_connection_base_new(sh.base, NULL, host,
 	    (ev_uint16_t)port)) == NULL ||
@@ -102,6 +152,12 @@ show_stats(const char *addr)
 	evhttp_connection_set_timeout(conn, SHOW_TIMEOUT_S);
 	evhttp_connection_set_retries(conn, 0);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Host", addr);
+	if (auth[0] != '\0') {
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Authorization", auth);
+		sh.token = 1;
+	}
+	explicit_bzero(auth, sizeof(auth));
 	if (evhttp_make_request(conn, req, EVHTTP_REQ_GET, SHOW_PATH) == 0)
 		event_base_dispatch(sh.base);	/* it frees req */
 	else
@@ -452,15 +508,17 @@ int
 main(int argc, char **argv)
 {
 	char err[512];
+	const char *show = NULL, *named = NULL;
 	int ch, check = 0, nerr, nworkers;
 
 	while ((ch = getopt(argc, argv, "c:s:thV")) != -1) {
 		switch (ch) {
 		case 'c':
-			conf_file = optarg;
+			conf_file = named = optarg;
 			break;
 		case 's':
-			return show_stats(optarg);
+			show = optarg;
+			break;
 		case 't':
 			check = 1;
 			break;
@@ -477,10 +535,12 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc) {
+	if (optind != argc || (show != NULL && check)) {
 		usage(stderr);
 		return 2;
 	}
+	if (show != NULL)
+		return show_stats(show, named);
 
 	if ((conf = calloc(1, sizeof(*conf))) == NULL) {
 		fprintf(stderr, "corral: out of memory\n");

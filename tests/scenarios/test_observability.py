@@ -523,6 +523,36 @@ def corral_s_prints_the_stats_as_a_table(env):
     expect("no answer" in nobody.stderr, f"its message: {nobody.stderr!r}")
 
 
+@scenario
+def corral_s_sends_the_admin_token_from_the_environment_or_the_configuration(env):
+    redis, origin = env.redis(), env.origin()
+    token = "s-Tok3n-only-for-reading-0123"
+    tokens = os.path.join(env.workdir, "tokens")
+    with open(tokens, "w") as f:
+        f.write(f"# for corral -s\n{token} read\n")
+    os.chmod(tokens, 0o600)
+    corral = env.corral(redis, origin, extra={"server": {"admin_token_file": tokens}},
+                        admin_token=token)
+    corral.get("/a")
+    addr = f"{corral.admin_host}:{corral.admin_port}"
+
+    p = env.run_corral("-s", addr, env={"CORRAL_ADMIN_TOKEN": ""})
+    expect_eq(p.returncode, 1, "corral -s without a token")
+    expect("wants an admin token: set CORRAL_ADMIN_TOKEN" in p.stderr,
+           f"it says how to give one: {p.stderr!r}")
+    for how, args, extra in (("from the environment", ("-s", addr), {"CORRAL_ADMIN_TOKEN": token}),
+                             ("from -c's admin_token_file", ("-s", addr, "-c", corral.config_path),
+                              {"CORRAL_ADMIN_TOKEN": ""})):
+        p = env.run_corral(*args, env=extra)
+        expect_eq(p.returncode, 0, f"corral -s with the token {how} ({p.stderr!r})")
+        expect(p.stdout.startswith("corral ") and "\ntotal " in p.stdout,
+               f"the table, with the token {how}:\n{p.stdout}")
+        expect(token not in p.stdout + p.stderr, "the token is never printed")
+    p = env.run_corral("-s", addr, env={"CORRAL_ADMIN_TOKEN": "not-a-token-of-the-file"})
+    expect_eq(p.returncode, 1, "corral -s with a wrong token")
+    expect("answered 401" in p.stderr, f"it says so: {p.stderr!r}")
+
+
 # -- the dashboard ------------------------------------------------------------------
 
 class Traffic:

@@ -222,6 +222,40 @@ def make_run_and_make_deb_install_no_test_package(env):
                f"make {target} installs the tests' packages")
 
 
+@scenario(timeout=600, alone=True)
+def deb_built_twice_is_the_same_byte_for_byte(env):
+    import hashlib
+    import time
+    first = deb_path()
+    with open(first, "rb") as f:
+        once = f.read()
+    started = int(time.time())
+    # The second build's files are made in a later second than the first's.
+    wait_for(lambda: int(time.time()) > started, what="the clock to pass a second")
+    with open(deb_path(), "rb") as f:
+        again = f.read()
+    expect_eq(hashlib.sha256(again).hexdigest(), hashlib.sha256(once).hexdigest(),
+              "the .deb built twice (SOURCE_DATE_EPOCH: the changelog's date)")
+    changed = run(["dpkg-parsechangelog", "-l", os.path.join(ROOT, "dist/debian/changelog"),
+                   "-SDate"]).strip()
+    day = time.strftime("%Y-%m-%d", time.gmtime(
+        int(run(["date", "-d", changed, "+%s"]).strip())))
+    listing = run(["dpkg-deb", "-c", first])
+    dates = set(re.findall(r" (\d{4}-\d\d-\d\d) \d\d:\d\d ", listing))
+    expect_eq(dates, {day}, f"every file's date is the changelog's:\n{listing}")
+
+
+@scenario
+def release_build_keeps_the_projects_warnings_after_the_distributions_flags(env):
+    plan = make("-n", "-B", "build/release/common/util.o")
+    line = next((l for l in plan.splitlines() if "-c common/util.c" in l), None)
+    expect(line is not None, f"the release compile line:\n{plan}")
+    formats = re.findall(r"\s(-Wformat(?:=\d)?)(?=\s)", line)
+    expect(formats and formats[-1] == "-Wformat=2",
+           f"-Wformat=2 is the last -Wformat flag (dpkg's -Wformat comes first): {line}")
+    expect("-Werror " in line, f"warnings are errors: {line}")
+
+
 def dpkg_root(root, *args):
     return run(["dpkg", f"--root={root}", "--force-script-chrootless", "--force-depends",
                 "--force-not-root", *args])

@@ -498,6 +498,10 @@ t_pool_errors_name_their_lines(void)
 	    "with '/'"));
 	CHECK(load("[upstream]\nurl = ftp://a\n") == 1);
 	CHECK(has_error(2, "url: \"ftp://a\" must start with http://"));
+	/* /metrics calls [upstream]'s pool "default": one name, one pool. */
+	CHECK(load("[upstream default]\nurl = http://b\n") == 1);
+	CHECK(has_error(1, "pool name \"default\" is what /metrics calls the "
+	    "[upstream] section's pool"));
 }
 
 static void
@@ -693,6 +697,12 @@ t_route_prefix_must_start_with_slash(void)
 	CHECK(load("[route /a b/]\n") == 1);
 	CHECK(has_error(1, "route prefix \"/a b/\" must not contain spaces or "
 	    "control characters"));
+	/* No request path holds a byte past ASCII; /stats names routes. */
+	CHECK(load("[route /caf\xc3\xa9/]\n[route /\xff/]\n") == 2);
+	CHECK(has_error(1, "route prefix \"/caf"));
+	CHECK(has_error(2, "route prefix \"/"));
+	CHECK(strstr(errs, "must be ASCII") != NULL);
+	CHECK(load("[route /caf%C3%A9/]\n") == 0);
 }
 
 static void
