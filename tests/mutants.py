@@ -1950,6 +1950,18 @@ MUTANTS = [
            "",
            ["deb_built_twice_is_the_same_byte_for_byte"],
            "two builds of one version make two different .deb files"),
+
+    # -- the operator's reference (man/gen_metrics.c, man/table.awk) ------------------
+    Mutant("metrics_page_without_the_counters", "man/gen_metrics.c",
+           "\tSTATS_FIELDS(STATS_MAN)\n",
+           "",
+           ["the_manual_pages_document_every_metric_counter"],
+           "corral-metrics(7) lists no /stats counter"),
+    Mutant("manual_tables_without_their_text", "man/table.awk",
+           "\tprint roff(body)\n",
+           "",
+           ["the_manual_pages_document_every_metric_counter"],
+           "corral(8) names each Cache-Status value and failure but never says what it means"),
 ]
 
 
