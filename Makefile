@@ -208,12 +208,19 @@ build/man/corral.conf.5: man/corral.conf.5.in build/man/gen_keys Makefile
 
 man: $(MAN_PAGES)
 
+# The installed configuration: the example, with the PID file the
+# logrotate snippet and the package's scripts look for (without systemd).
+build/dist/corral.conf: conf/corral.conf Makefile
+	@mkdir -p $(dir $@)
+	sed 's|^pid_file = *;|pid_file = /run/corral/corral.pid ;|' $< > $@
+	grep -q '^pid_file = /run/corral/corral.pid ;' $@
+
 build/dist/corral.service: dist/corral.service.in Makefile
 	@mkdir -p $(dir $@)
 	sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@CONFDIR@|$(CONFDIR)|g' $< > $@
 
 # build/dist/corral.service depends on PREFIX: made again on every install.
-install: build/release/corral man
+install: build/release/corral man build/dist/corral.conf
 	@rm -f build/dist/corral.service
 	@$(MAKE) --no-print-directory build/dist/corral.service PREFIX=$(PREFIX)
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 \
@@ -231,7 +238,7 @@ install: build/release/corral man
 	@if [ -e $(DESTDIR)$(CONFDIR)/corral.conf ]; then \
 	  echo "install: keeping the existing $(DESTDIR)$(CONFDIR)/corral.conf"; \
 	else \
-	  install -m 644 conf/corral.conf $(DESTDIR)$(CONFDIR)/corral.conf; \
+	  install -m 644 build/dist/corral.conf $(DESTDIR)$(CONFDIR)/corral.conf; \
 	fi
 
 deb: deps build/release/corral man

@@ -171,3 +171,45 @@ def a_hash_after_a_value_starts_a_comment_in_every_key(env):
     expect_eq(list(states.values()), ["up"], f"the server, probed at /health: {states}")
     wait_for(lambda: "/a" in read_text(access), what="/a in the access log")
     expect_eq(os.listdir(logs), ["access.log"], "files in the log directory")
+
+
+EXAMPLE = os.path.join(os.path.dirname(TESTS_DIR), "conf", "corral.conf")
+
+
+def example_keys(text):
+    """{(section, key): value} of the example's [server], [redis],
+    [upstream] and [route /] (the sections it says show the defaults)."""
+    out, section = {}, None
+    for raw in text.splitlines():
+        line = re.split(r"\s[;#]", " " + raw)[0].strip()
+        if not line or line.startswith((";", "#")):
+            continue
+        m = re.fullmatch(r"\[([^]]+)\]", line)
+        if m:
+            section = {"route /": "[route PREFIX]"}.get(m.group(1), f"[{m.group(1)}]")
+            continue
+        if section in ("[server]", "[redis]", "[upstream]", "[route PREFIX]"):
+            key, _, value = line.partition("=")
+            out[(section, key.strip())] = value.strip() or "(empty)"
+    return out
+
+
+@scenario
+def example_config_shows_every_key_at_its_default_and_starts_without_a_warning(env):
+    usage = env.run_corral("-h").stdout
+    defaults = {}
+    for line in usage.splitlines():
+        m = re.match(r"(\[(?:server|redis|upstream|route PREFIX)\])\s+(\S+)\s+(\S+)", line)
+        if m:
+            defaults[(m.group(1), m.group(2))] = m.group(3)
+    expect(len(defaults) > 60, f"the keys of corral -h: {len(defaults)}")
+    with open(EXAMPLE) as f:
+        shown = example_keys(f.read())
+    expect_eq(sorted(set(defaults) - set(shown)), [], "keys conf/corral.conf leaves out")
+    expect_eq(sorted(set(shown) - set(defaults)), [], "keys conf/corral.conf has that -h lacks")
+    differ = {k: (shown[k], v) for k, v in defaults.items()
+              if shown[k] != v and k != ("[upstream]", "url")}
+    expect_eq(differ, {}, "values that are not the default (the example's, -h's)")
+    p = env.run_corral("-t", "-c", EXAMPLE)
+    expect_eq((p.returncode, p.stdout.strip(), p.stderr.strip()), (0, "configuration OK", ""),
+              "corral -t on the example: OK, with no warning")

@@ -126,6 +126,9 @@ def make_install_lays_out_every_file_and_keeps_an_existing_config(env):
            f"the logrotate snippet signals USR1:\n{rotate}")
     expect(env.run_corral("-t", "-c", dest + "/etc/corral/corral.conf").stdout.strip()
            == "configuration OK", "the installed config is valid")
+    expect(re.search(r"^pid_file = /run/corral/corral.pid ;", read_text(
+        dest + "/etc/corral/corral.conf"), re.M),
+           "the installed config names the PID file logrotate and the package read")
 
     conf = dest + "/etc/corral/corral.conf"
     with open(conf, "w") as f:
@@ -213,6 +216,11 @@ def make_run_and_make_deb_install_no_test_package(env):
     test_only = {"chromium", "prometheus", "clang", "libclang-rt-14-dev", "valgrind", "systemd"}
     expect(not test_only & set(build), f"test packages among the build ones: {build}")
     expect(test_only <= set(full), f"'install-deps test' installs the tests' packages: {full}")
+    readme = read_text(os.path.join(ROOT, "README.md"))
+    said = readme[readme.index("The tests' own packages"):]
+    said = said[:said.index("\n\n")]
+    expect_eq(sorted(p for p in set(full) - set(build) if f"`{p}`" not in said), [],
+              "test packages the README's list leaves out")
     for target in ("all", "run", "install", "deb"):
         plan = make("-n", "-B", target)
         calls = re.findall(r"scripts/install-deps[^\n]*", plan)
@@ -377,7 +385,8 @@ def grafana_dashboard_queries_only_metrics_that_metrics_exposes(env):
                        f"{name} has no label {label!r} in /metrics (in {q!r})")
     for want in ("corral_requests_total", "corral_lock_wait_seconds_bucket",
                  "corral_refreshes_in_progress", "corral_redis_up",
-                 "corral_upstream_requests_total"):
+                 "corral_upstream_requests_total", "corral_restart_pending",
+                 "corral_redis_full"):
         expect(want in used, f"the dashboard uses {want}")
 
     # promtool parses each query as a recording rule.
