@@ -1962,6 +1962,18 @@ MUTANTS = [
            "",
            ["the_manual_pages_document_every_metric_counter"],
            "corral(8) names each Cache-Status value and failure but never says what it means"),
+
+    # -- the shipped configuration (conf/corral.conf, Makefile) ----------------------
+    Mutant("example_config_leaves_a_key_out", "conf/corral.conf",
+           "max_variants = 100                ; variants a key may have (Vary); more are served, not stored\n",
+           "",
+           ["example_config_shows_every_key_at_its_default"],
+           "the example says it shows every key but lacks one"),
+    Mutant("installed_config_names_no_pid_file", "Makefile",
+           "\t  install -m 644 build/dist/corral.conf $(DESTDIR)$(CONFDIR)/corral.conf; \\",
+           "\t  install -m 644 conf/corral.conf $(DESTDIR)$(CONFDIR)/corral.conf; \\",
+           ["make_install_lays_out_every_file"],
+           "without systemd, logrotate and an upgrade find no PID file"),
 ]
 
 
