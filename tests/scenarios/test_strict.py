@@ -679,9 +679,10 @@ def docs_say_what_the_drain_the_pid_file_and_key_host_without_hosts_do(env):
     failure = next(l for l in readme.splitlines() if l.startswith("| Body over `max_body"))
     for name, text in (("Security", security.replace("\n", " ")), ("Failure modes", failure)):
         expect(all(b in text for b in bounds), f"README ({name}) says {bounds}: {text}")
-    # The packaged pid_file is in corral(8) FILES.
-    pid_file = re.search(r"^pid_file\s*=\s*(\S+)",
-                         read_text(os.path.join(ROOT, "conf", "corral.conf")), re.M).group(1)
+    # The packaged pid_file (the Makefile writes it into the installed
+    # configuration) is in corral(8) FILES.
+    pid_file = re.search(r"\|pid_file = (/\S+) ;\|",
+                         read_text(os.path.join(ROOT, "Makefile"))).group(1)
     files = section_of(read_text(os.path.join(ROOT, "man", "corral.8.in")), ".SH FILES", ".SH ")
     expect(f".I {pid_file}\n" in files, f"corral(8) FILES names {pid_file}:\n{files}")
     # The unit's comment says when SIGKILL comes.
