@@ -169,7 +169,8 @@ MUTANTS = [
            ["early_refresh_refreshes_a_hot_key_once_before_it_goes_stale"],
            "hot keys go stale at every TTL"),
     Mutant("variant_ignores_header_values", "proxy/proxy_vary.c",
-           "h = fnv(h, kv->value, strlen(kv->value), 0);", ";",
+           "\t\t\tkeyrule_digest_part(&d, kv->value, strlen(kv->value));",
+           "\t\t\tkeyrule_digest_part(&d, \"\", 0);",
            ["vary_stores_one_variant_per_header_value"],
            "one variant is served whatever the headers it varies on say"),
     # -- one fetch (proxy/proxy_refresh.c) ---------------------------------------
@@ -1164,8 +1165,9 @@ MUTANTS = [
            "if (0 &&",
            ["test_conf"], "credential_header on a shared route keys nothing"),
     Mutant("vary_credential_hashed_unkeyed", "proxy/proxy_vary.c",
-           "int keyed = vk->secret != NULL && field_is_credential(name, n);",
-           "int keyed = 0;",
+           "\tkeyrule_digest_init(&d, vk->secret != NULL ? vk->secret : \"\",\n"
+           "\t    vk->secret != NULL ? vk->secret_len : 0, VARIANT_LABEL);",
+           "\tkeyrule_digest_init(&d, \"\", 0, VARIANT_LABEL);",
            ["vary_on_a_credential_keeps_no_unkeyed_hash_of_it_in_redis"],
            "a Redis key holds an unkeyed hash of the token: guesses can be "
            "tested against it"),
@@ -1911,12 +1913,6 @@ MUTANTS = [
            "\t\t\tkeyrule_digest_part(&d, kv->value, 0 * strlen(kv->value));",
            ["values_computed_to_collide_never_share_a_variant"],
            "two values of one length share a variant: one is served the other's answer"),
-    Mutant("variant_id_not_keyed_with_the_secret", "proxy/proxy_vary.c",
-           "\tkeyrule_digest_init(&d, vk->secret != NULL ? vk->secret : \"\",\n"
-           "\t    vk->secret != NULL ? vk->secret_len : 0, VARIANT_LABEL);",
-           "\tkeyrule_digest_init(&d, \"\", 0, VARIANT_LABEL);",
-           ["vary_on_a_credential_keeps_no_unkeyed_hash_of_it_in_redis"],
-           "a variant id in Redis can be tested against a guessed token"),
 
     # -- the small edges of issue 34 (conf/, proxy/main.c, proxy_json.c,
     #    Makefile, scripts/make-deb) ---------------------------------------------
