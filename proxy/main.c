@@ -421,8 +421,13 @@ on_child(evutil_socket_t sig, short what, void *arg)
 		peer_forget(&master.slots[i].peer);	/* it fetches nothing now */
 		budget_forget(&master.slots[i].budget);	/* nor holds slots */
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-		    master.stopping)
+		    master.stopping) {
+			/* Started again after failed starts, never ready: the
+			 * instance stops still failing. */
+			if (master.fails[i] > 0 && !was_ready)
+				master.status = 1;
 			continue;
+		}
 		master.status = 1;
 		if (WIFSIGNALED(status))
 			log_error("worker %d (pid %d) died of signal %d", i,
