@@ -715,6 +715,9 @@ refresh_run(struct refresh *rf)
 			}
 			return;
 		case RF_DONE:
+			if (rf->rep.result == RFR_FETCHED && !rf->rep.stored &&
+			    rf->rep.not_stored == NULL && cache_is_full(px->cache))
+				rf->rep.not_stored = "redis-full";
 			refresh_end(rf);
 			return;
 		}

@@ -216,6 +216,26 @@ class Corral:
         if problem:
             raise AssertionError(f"{self.name} {problem}; log:\n{tail(self.log())}")
 
+    def expect_exit(self, status, timeout, what):
+        """Waits up to timeout seconds (times SLOWNESS) for corral to exit
+        by itself (after a signal the scenario sent, or none), and checks
+        its exit status and its log for sanitizer reports; the Env then
+        has nothing left to stop."""
+        self.stopped = True
+        try:
+            self.proc.wait(timeout * SLOWNESS)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"{self.name} did not exit within {timeout * SLOWNESS} s "
+                                 f"{what}; log:\n{tail(self.log())}")
+        if self.proc.returncode != status:
+            raise AssertionError(f"{self.name} exited with {self.proc.returncode} {what}, "
+                                 f"not {status}; log:\n{tail(self.log())}")
+        marker = sanitizer_report(self.log())
+        if marker:
+            raise AssertionError(f"{self.name}'s log has {marker!r}:\n{tail(self.log())}")
+
     def kill(self):
         self.stopped = True
         if self.proc.poll() is None:

@@ -125,15 +125,17 @@ class Env:
             f.write(text)
         return path
 
-    def run_corral(self, *args, timeout=30, cwd=None):
+    def run_corral(self, *args, timeout=30, cwd=None, env=None):
         """Runs the corral binary to completion (e.g. -t -c FILE) in cwd (None:
-        this one); returns a CompletedProcess with text stdout and stderr.
-        Fails on sanitizer reports."""
+        this one), with env (variables laid over this process's environment);
+        returns a CompletedProcess with text stdout and stderr. Fails on
+        sanitizer reports."""
         if not self.binary or not os.access(self.binary, os.X_OK):
             raise AssertionError(f"corral binary {self.binary!r} not found or not executable")
         p = subprocess.run([*WRAPPER, os.path.abspath(self.binary), *args],
                            capture_output=True, text=True, errors="replace",
-                           timeout=timeout * SLOWNESS, stdin=subprocess.DEVNULL, cwd=cwd)
+                           timeout=timeout * SLOWNESS, stdin=subprocess.DEVNULL, cwd=cwd,
+                           env=dict(os.environ, **(env or {})))
         marker = sanitizer_report(p.stdout + p.stderr)
         if marker:
             raise AssertionError(f"corral {' '.join(args)} reported {marker!r}:\n"
