@@ -584,7 +584,7 @@ budget_gauge(struct evbuffer *out, const struct proxy *px, const char *name,
 }
 
 /* The origin budget: its setting, slots in use and the queue, this
- * instance's and the fleet's as Redis last said. */
+ * instance's and the fleet's as Redis counted them at the last hello. */
 static void
 budget_metrics(struct evbuffer *out, const struct proxy *px,
     const struct budget_gauges *g)
@@ -593,11 +593,11 @@ budget_metrics(struct evbuffer *out, const struct proxy *px,
 	    "allowed at once across the fleet ([upstream] max_requests; 0: no "
 	    "limit).", 0, px->conf->pools[0].max_requests, -1);
 	budget_gauge(out, px, "corral_origin_slots_in_use", "Origin slots "
-	    "held: by this instance's fetches, or by the fleet's as Redis last "
-	    "said.", 1, g->held, g->fleet_held);
+	    "held: by this instance's fetches, or by the fleet's as Redis counted "
+	    "them at the last hello.", 1, g->held, g->fleet_held);
 	budget_gauge(out, px, "corral_origin_queue_length", "Requests waiting "
-	    "for an origin slot: this instance's, or the fleet's as Redis last "
-	    "said.", 1, g->queued, g->fleet_queued);
+	    "for an origin slot: this instance's, or the fleet's as Redis "
+	    "counted them at the last hello.", 1, g->queued, g->fleet_queued);
 	family(out, "corral_origin_queue_oldest_seconds", "gauge", "How long "
 	    "the request waiting longest here for an origin slot has waited "
 	    "(0: none waits).");
