@@ -116,6 +116,17 @@ build/asan/unit/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(ASAN_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(ASAN_FLAGS) $(PKG_CFLAGS) -o $@ $< $(ASAN_OBJ) $(PKG_LIBS) -lm
 
+# The allocation counter the scenarios preload into the release build
+# (tests/tools/alloc_count.c; ASan brings its own malloc), and the probe
+# that checks what it sees on this machine's glibc.
+build/tools/alloc_count.so: tests/tools/alloc_count.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -O2 -fPIC -shared -pthread -Wl,-z,now -o $@ $< -ldl
+
+build/tools/alloc_probe: tests/tools/alloc_probe.c tests/unit/unit.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -O0 -fno-builtin -pthread -o $@ $< -ldl
+
 # Only cache/ may include hiredis and only upstream/ may include curl.
 check-boundaries:
 	@bad=$$(grep -ln '#include <hiredis' $$(ls */*.[ch] | grep -v '^cache/'); \
@@ -127,7 +138,8 @@ test: test-deps
 	@$(MAKE) --no-print-directory -j$(JOBS) test-build
 	python3 tests/run.py --bin build/asan/corral --unit build/asan/unit
 
-test-build: check-boundaries build/asan/corral $(UNIT_BIN) man deb
+test-build: check-boundaries build/asan/corral $(UNIT_BIN) man deb \
+            build/release/corral build/tools/alloc_count.so build/tools/alloc_probe
 
 # Mutation tests of every module (tests/mutants.py): each mutant must make
 # one of its tests fail. Not part of make test (about 24 minutes on 2 cores);

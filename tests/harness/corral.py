@@ -111,10 +111,10 @@ def nofile_limit(n):
 
 class Corral:
     """One corral process started with an inline config; nofile, if given,
-    is its RLIMIT_NOFILE."""
+    is its RLIMIT_NOFILE; wrapper, if not None, replaces WRAPPER."""
 
     def __init__(self, binary, config_text, name, workdir=None, wait_redis=True,
-                 nofile=None, env=None, admin_token=None):
+                 nofile=None, env=None, admin_token=None, wrapper=None):
         if not binary or not os.access(binary, os.X_OK):
             raise AssertionError(f"corral binary {binary!r} not found or not executable "
                                  "(build it first, e.g. make build/asan/corral)")
@@ -130,9 +130,10 @@ class Corral:
         self.url = f"http://{self.host}:{self.port}"
         self.admin_url = f"http://{self.admin_host}:{self.admin_port}"
         self.stopped = False
+        self.wrapper = WRAPPER if wrapper is None else list(wrapper)
         self.started_at = time.time()	# wall clock, just before it starts
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen([*WRAPPER, binary, "-c", self.config_path],
+            self.proc = subprocess.Popen([*self.wrapper, binary, "-c", self.config_path],
                                          stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL,
                                          preexec_fn=nofile_limit(nofile),
@@ -208,7 +209,7 @@ class Corral:
         rc = self.proc.returncode
         if problem is None and rc != 0:
             problem = f"exited with {rc}" if rc > 0 else f"died of signal {-rc}"
-            if WRAPPER and rc == VALGRIND_ERROR_EXIT:
+            if self.wrapper and rc == VALGRIND_ERROR_EXIT:
                 problem += " (valgrind found memory errors or leaks: see the log)"
         marker = sanitizer_report(self.log())
         if marker:
