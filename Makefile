@@ -19,7 +19,8 @@ JOBS    := $(shell nproc 2>/dev/null || echo 1)
 CC      ?= cc
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wpointer-arith -Wformat=2 -Wno-unused-parameter
-BASE    := -std=c11 -D_GNU_SOURCE -DCORRAL_VERSION='"$(VERSION)"' -I. $(WARN) -g
+DEFS    := -std=c11 -D_GNU_SOURCE -DCORRAL_VERSION='"$(VERSION)"' -I. -g
+BASE    := $(DEFS) $(WARN)
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -49,7 +50,9 @@ ifeq ($(origin LDFLAGS),undefined)
 LDFLAGS := $(call buildflag,LDFLAGS)
 endif
 
-REL_CC   = $(CC) $(BASE) $(REL_FLAGS) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS)
+# The project's warnings come after the distribution's flags: dpkg's
+# -Wformat would otherwise undo -Wformat=2.
+REL_CC   = $(CC) $(DEFS) $(REL_FLAGS) $(CPPFLAGS) $(CFLAGS) $(WARN) $(PKG_CFLAGS)
 REL_LINK = $(CC) $(REL_FLAGS) $(CFLAGS) $(LDFLAGS)
 ASAN_CC  = $(CC) $(BASE) $(ASAN_FLAGS) $(PKG_CFLAGS)
 
@@ -113,6 +116,17 @@ build/asan/unit/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(ASAN_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(ASAN_FLAGS) $(PKG_CFLAGS) -o $@ $< $(ASAN_OBJ) $(PKG_LIBS) -lm
 
+# The allocation counter the scenarios preload into the release build
+# (tests/tools/alloc_count.c; ASan brings its own malloc), and the probe
+# that checks what it sees on this machine's glibc.
+build/tools/alloc_count.so: tests/tools/alloc_count.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -O2 -fPIC -shared -pthread -Wl,-z,now -o $@ $< -ldl
+
+build/tools/alloc_probe: tests/tools/alloc_probe.c tests/unit/unit.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -O0 -fno-builtin -pthread -o $@ $< -ldl
+
 # Only cache/ may include hiredis and only upstream/ may include curl.
 check-boundaries:
 	@bad=$$(grep -ln '#include <hiredis' $$(ls */*.[ch] | grep -v '^cache/'); \
@@ -124,7 +138,8 @@ test: test-deps
 	@$(MAKE) --no-print-directory -j$(JOBS) test-build
 	python3 tests/run.py --bin build/asan/corral --unit build/asan/unit
 
-test-build: check-boundaries build/asan/corral $(UNIT_BIN) man deb
+test-build: check-boundaries build/asan/corral $(UNIT_BIN) man deb \
+            build/release/corral build/tools/alloc_count.so build/tools/alloc_probe
 
 # Mutation tests of every module (tests/mutants.py): each mutant must make
 # one of its tests fail. Not part of make test (about 24 minutes on 2 cores);
@@ -143,7 +158,11 @@ clean:
 
 # ---- manual pages, make install, make deb ---------------------------------------
 #   The manual pages are man/*.in with the version filled in; corral.conf(5)
-#   gets its list of keys from the table corral -h prints (man/gen_keys.c).
+#   gets its list of keys from the table corral -h prints (man/gen_keys.c),
+#   corral-metrics(7) the /stats counters and the histograms' buckets from
+#   theirs (man/gen_metrics.c), and corral(8) and corral-metrics(7) the
+#   README's tables of Cache-Status values, failure modes and metrics
+#   (man/table.awk), so that no page says other than the README.
 #
 #   make install [PREFIX=/usr/local] [DESTDIR=]
 #     PREFIX/sbin/corral, PREFIX/share/man/man{5,8}, the systemd unit in
@@ -162,16 +181,36 @@ MANDIR   = $(PREFIX)/share/man
 DOCDIR   = $(PREFIX)/share/doc/corral
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 CONFDIR  = /etc/corral
-MAN_PAGES := build/man/corral.8 build/man/corral.conf.5
+MAN_PAGES := build/man/corral.8 build/man/corral.conf.5 build/man/corral-metrics.7
+TABLE     = awk -v header='$(1)' -f man/table.awk README.md
 
 build/man/gen_keys: man/gen_keys.c conf/conf.c conf/conf_secret.c conf/conf_key.c conf/conf_admin.c conf/conf_restart.c conf/conf_pool.c conf/conf_show.c common/fields.c common/host.c common/util.c common/log.c \
                     $(wildcard */*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(PKG_CFLAGS) -o $@ $(filter %.c,$^) $(PKG_LIBS) -lm
 
-build/man/corral.8: man/corral.8.in Makefile
+build/man/gen_metrics: man/gen_metrics.c common/hist.c $(wildcard */*.h)
 	@mkdir -p $(dir $@)
-	sed 's/@VERSION@/$(VERSION)/g' $< > $@
+	$(CC) $(BASE) $(PKG_CFLAGS) -o $@ $(filter %.c,$^) -lm
+
+build/man/corral.8: man/corral.8.in man/table.awk README.md Makefile
+	@mkdir -p $(dir $@)
+	$(call TABLE,| value | meaning |) > $@.status
+	$(call TABLE,| fault | what Corral does |) > $@.faults
+	sed -e 's/@VERSION@/$(VERSION)/g' -e '/^@CACHE_STATUS@$$/{r $@.status' -e 'd;}' \
+	    -e '/^@FAILURES@$$/{r $@.faults' -e 'd;}' $< > $@
+	@rm -f $@.status $@.faults
+
+build/man/corral-metrics.7: man/corral-metrics.7.in build/man/gen_metrics man/table.awk \
+                            README.md Makefile
+	@mkdir -p $(dir $@)
+	build/man/gen_metrics counters > $@.counters
+	build/man/gen_metrics buckets > $@.buckets
+	$(call TABLE,| metric | type | labels | meaning |) > $@.metrics
+	sed -e 's/@VERSION@/$(VERSION)/g' -e '/^@COUNTERS@$$/{r $@.counters' -e 'd;}' \
+	    -e '/^@BUCKETS@$$/{r $@.buckets' -e 'd;}' -e '/^@METRICS@$$/{r $@.metrics' \
+	    -e 'd;}' $< > $@
+	@rm -f $@.counters $@.buckets $@.metrics
 
 build/man/corral.conf.5: man/corral.conf.5.in build/man/gen_keys Makefile
 	@mkdir -p $(dir $@)
@@ -181,20 +220,29 @@ build/man/corral.conf.5: man/corral.conf.5.in build/man/gen_keys Makefile
 
 man: $(MAN_PAGES)
 
+# The installed configuration: the example, with the PID file the
+# logrotate snippet and the package's scripts look for (without systemd).
+build/dist/corral.conf: conf/corral.conf Makefile
+	@mkdir -p $(dir $@)
+	sed 's|^pid_file = *;|pid_file = /run/corral/corral.pid ;|' $< > $@
+	grep -q '^pid_file = /run/corral/corral.pid ;' $@
+
 build/dist/corral.service: dist/corral.service.in Makefile
 	@mkdir -p $(dir $@)
 	sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@CONFDIR@|$(CONFDIR)|g' $< > $@
 
 # build/dist/corral.service depends on PREFIX: made again on every install.
-install: build/release/corral man
+install: build/release/corral man build/dist/corral.conf
 	@rm -f build/dist/corral.service
 	@$(MAKE) --no-print-directory build/dist/corral.service PREFIX=$(PREFIX)
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 \
-	    $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(CONFDIR) \
+	    $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 \
+	    $(DESTDIR)$(UNITDIR) $(DESTDIR)$(CONFDIR) \
 	    $(DESTDIR)/etc/logrotate.d $(DESTDIR)$(DOCDIR)
 	install -m 755 build/release/corral $(DESTDIR)$(SBINDIR)/corral
 	install -m 644 build/man/corral.8 $(DESTDIR)$(MANDIR)/man8/corral.8
 	install -m 644 build/man/corral.conf.5 $(DESTDIR)$(MANDIR)/man5/corral.conf.5
+	install -m 644 build/man/corral-metrics.7 $(DESTDIR)$(MANDIR)/man7/corral-metrics.7
 	install -m 644 build/dist/corral.service $(DESTDIR)$(UNITDIR)/corral.service
 	install -m 644 dist/corral.logrotate $(DESTDIR)/etc/logrotate.d/corral
 	install -m 644 conf/corral.conf $(DESTDIR)$(DOCDIR)/corral.conf.example
@@ -202,7 +250,7 @@ install: build/release/corral man
 	@if [ -e $(DESTDIR)$(CONFDIR)/corral.conf ]; then \
 	  echo "install: keeping the existing $(DESTDIR)$(CONFDIR)/corral.conf"; \
 	else \
-	  install -m 644 conf/corral.conf $(DESTDIR)$(CONFDIR)/corral.conf; \
+	  install -m 644 build/dist/corral.conf $(DESTDIR)$(CONFDIR)/corral.conf; \
 	fi
 
 deb: deps build/release/corral man

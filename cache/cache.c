@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "common/dict.h"
+#include "common/util.h"
 
 static void
 on_sub_up(struct node *n, void *arg)
@@ -137,6 +138,13 @@ cache_is_up(const struct cache *c)
 	return route_all_up(c->rt);
 }
 
+int
+cache_is_full(const struct cache *c)
+{
+	return c->full_ms != 0 &&
+	    util_mono_us() / 1000 - c->full_ms < CACHE_FULL_MS;
+}
+
 const char *
 cache_down_reason(const struct cache *c)
 {
@@ -162,6 +170,7 @@ cache_counters(struct cache *c)
 {
 	route_node_states(c->rt, &c->counters);
 	tag_figures(c);
+	c->counters.full = cache_is_full(c);
 	return &c->counters;
 }
 
@@ -183,6 +192,8 @@ cache_counters_add(struct cache_counters *dst, const struct cache_counters *src)
 	if (src->tag_set_largest > dst->tag_set_largest)
 		dst->tag_set_largest = src->tag_set_largest;
 	dst->replica_reads += src->replica_reads;
+	dst->oom += src->oom;
+	dst->full += src->full;
 	hist_merge(&dst->command_duration, &src->command_duration);
 	hist_merge(&dst->fill_delay, &src->fill_delay);
 	for (int i = 0; i < src->nnodes; i++) {

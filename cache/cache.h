@@ -56,8 +56,9 @@
 #include "cache/cache_entry.h"
 #include "cache/cache_key.h"
 
-/* A variant id: what follows '\n' in a variant key "K\nID". */
-#define CACHE_VARIANT_MAX	24
+/* A variant id: what follows '\n' in a variant key "K\nID" (32 hex
+ * digits, proxy_vary.c), with its NUL. */
+#define CACHE_VARIANT_MAX	33
 #include "common/hist.h"
 #include "conf/conf.h"
 
@@ -112,6 +113,9 @@ struct cache_counters {
 	uint64_t	ask;		/* ASK redirects followed */
 	uint64_t	map_refreshes;	/* slot maps read, primaries looked up */
 	uint64_t	replica_reads;	/* reads sent to a replica (cluster) */
+	uint64_t	oom;		/* writes Redis refused at maxmemory
+					 * ("OOM ..."; also errors) */
+	int		full;		/* processes that see Redis full */
 	struct hist	command_duration;	/* command sent to reply read */
 	struct hist	fill_delay;	/* a fill's publish (Redis's clock, in
 					 * the message) to its receipt here */
@@ -148,6 +152,11 @@ void		 cache_free(struct cache **cp);
  * tries them at once. */
 void		 cache_credentials(struct cache *c, const struct conf *conf);
 int		 cache_is_up(const struct cache *c);
+/* Is Redis full: did it refuse a write for maxmemory ("OOM") within the
+ * last CACHE_FULL_MS, with no store taken since? Entries are not stored
+ * meanwhile (with noeviction), though lookups still answer. */
+#define CACHE_FULL_MS		5000
+int		 cache_is_full(const struct cache *c);
 /* "single", "cluster" or "sentinel". */
 const char	*cache_mode(const struct cache *c);
 /* Why Redis is not usable ("" while it is). */

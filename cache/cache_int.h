@@ -101,6 +101,10 @@ struct cache {
 	struct lease_sub	*freed;		/* cache_lease.c: NULL when off */
 	void			*fill_arg;
 	int			 closing;
+	int64_t			 full_ms;	/* the last "OOM" reply (monotonic
+						 * ms), 0 since a store */
+	int64_t			 full_logged_ms; /* said at most once a second */
+	uint64_t		 full_unsaid;	/* refusals since then */
 	struct cache_counters	 counters;
 };
 

@@ -146,13 +146,19 @@ const char lease_script_release[] =
 	"end\n"
 	"return n\n";
 
-/* hello: KEYS fleet; ARGV instance, ttl ms. How many are alive. */
+/* hello: KEYS fleet, and the default pool's slots and tickets; ARGV
+ * instance, ttl ms. {instances alive, leases held, tickets waiting}: the
+ * live ones (an expired lease or ticket is not counted), so that the
+ * figures an idle fleet reports are Redis's of now, not of its last
+ * acquire. */
 const char lease_script_hello[] =
 	LUA_PRELUDE
 	"redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)\n"
 	"redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])\n"
 	"keep(KEYS[1], tonumber(ARGV[2]))\n"
-	"return redis.call('ZCARD', KEYS[1])\n";
+	"return {redis.call('ZCARD', KEYS[1]),\n"
+	"  redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf'),\n"
+	"  redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf')}\n";
 
 /* ---- the ops ------------------------------------------------------- */
 
@@ -193,13 +199,18 @@ on_hello_reply(struct cache_op *op, redisReply *reply)
 {
 	struct lease_figures f = { -1, -1, -1, 0 };
 
-	if (reply == NULL || reply->type != REDIS_REPLY_INTEGER) {
-		if (reply != NULL)
-			op->cache->counters.errors++;
+	if (reply == NULL) {
 		op->cb.lease(LEASE_ERROR, &f, op->arg);
 		return;
 	}
-	f.instances = reply->integer;
+	f.instances = element_int(reply, 0);
+	f.held = element_int(reply, 1);
+	f.queued = element_int(reply, 2);
+	if (f.instances < 0 || f.held < 0 || f.queued < 0) {
+		op->cache->counters.errors++;
+		op->cb.lease(LEASE_ERROR, &f, op->arg);
+		return;
+	}
 	op->cb.lease(LEASE_GRANTED, &f, op->arg);
 }
 
@@ -331,11 +342,13 @@ lease_hello(struct cache *c, const char *instance, int64_t ttl_ms, lease_cb *cb,
 	struct cache_op *op;
 	int failed = 0;
 
-	if ((op = slot_op(c, on_hello_reply, arg, SCRIPT_LEASE_HELLO, 1,
+	if ((op = slot_op(c, on_hello_reply, arg, SCRIPT_LEASE_HELLO, 3,
 	    &failed)) == NULL)
 		return NULL;
 	op->cb.lease = cb;
 	failed |= pool_key(op, "", "fleet", NULL);
+	failed |= pool_key(op, "", "slots", NULL);
+	failed |= pool_key(op, "", "tickets", NULL);
 	failed |= op_argstr(op, instance);
 	failed |= arg_int(op, ttl_ms);
 	return op_start(op, failed);

@@ -100,7 +100,8 @@ struct cache_op	*lease_renew(struct cache *c, const char *pool,
 struct cache_op	*lease_release(struct cache *c, const char *pool,
 		    const char *token, const char *ticket, const char *server,
 		    int max, fence_cb *cb, void *arg);
-/* instance is alive for ttl_ms; cb gets how many are. */
+/* instance is alive for ttl_ms; cb gets how many are, and the default
+ * pool's leases held and tickets waiting now, fleet-wide. */
 struct cache_op	*lease_hello(struct cache *c, const char *instance,
 		    int64_t ttl_ms, lease_cb *cb, void *arg);
 /* Subscribes this process to the freed channel (cb NULL: unsubscribes). */

@@ -39,6 +39,7 @@
 #define OP_ARGS_FIRST		16	/* room for a command's arguments, doubled */
 #define REDIRECTS_MAX		5	/* MOVED/ASK one op follows */
 #define PARK_RETRY_MS		50	/* parked ops try their node again */
+#define FULL_LOG_MS		1000	/* "Redis is full": said this often */
 
 /*
  * The Redis key of key's entry, lock, ...: "<prefix>{<key>}:<suffix>". A
@@ -252,11 +253,40 @@ redirect(struct cache_op *op, const char *err)
 
 /* An error reply from n: followed, waited out, sent again as EVAL, or
  * the op fails. */
+/*
+ * Redis refused a write at maxmemory (noeviction, or nothing it may
+ * evict): counted, the cache is full (cache_is_full()), and said at most
+ * once every FULL_LOG_MS with how many more it refused meanwhile, not once
+ * a request.
+ */
+static void
+refused_full(struct cache *c)
+{
+	int64_t now = util_mono_us() / 1000;
+
+	c->counters.oom++;
+	c->full_ms = now > 0 ? now : 1;
+	if (c->full_logged_ms != 0 && now - c->full_logged_ms < FULL_LOG_MS) {
+		c->full_unsaid++;
+		return;
+	}
+	log_warn("redis: full: a write refused at maxmemory (OOM), %" PRIu64
+	    " more since the last line; nothing is stored until Redis has "
+	    "room (see maxmemory-policy in corral(8))", c->full_unsaid);
+	c->full_logged_ms = now;
+	c->full_unsaid = 0;
+}
+
 static void
 on_error_reply(struct cache_op *op, struct node *n, const char *err)
 {
 	if (redirect(op, err) == 0)
 		return;
+	if (strncmp(err, "OOM ", 4) == 0) {
+		refused_full(op->cache);
+		op_abort(op);
+		return;
+	}
 	if (op->script != SCRIPT_NONE && !op->retried &&
 	    strncmp(err, "NOSCRIPT", 8) == 0) {
 		/* Script cache flushed: resend the source once. */

@@ -281,6 +281,9 @@ lock_renew(struct cache *c, const char *key, const char *token,
 static void
 on_store_reply(struct cache_op *op, redisReply *reply)
 {
+	if (reply != NULL && reply->type == REDIS_REPLY_INTEGER &&
+	    reply->integer >= 1)
+		op->cache->full_ms = 0;		/* it has room again */
 	if (reply != NULL && reply->type == REDIS_REPLY_STATUS &&
 	    strcmp(reply->str, STORE_FULL) == 0) {
 		if (op->cb.fence != NULL)

@@ -1241,6 +1241,14 @@ begin_route(struct loader *ld, const char *prefix, size_t len)
 			    "contain spaces or control characters", shown);
 			return;
 		}
+		/* A request's path never holds one (the door refuses it):
+		 * such a route could match nothing. */
+		if ((unsigned char)prefix[i] > 0x7e) {
+			report(ld, ld->lineno, "route prefix \"%s\" must be "
+			    "ASCII, as a request's path is: percent-encode it "
+			    "(/caf%%C3%%A9/)", shown);
+			return;
+		}
 	}
 	if (len >= CONF_ROUTE_PREFIX_MAX) {
 		report(ld, ld->lineno, "route prefix is longer than %d "
@@ -1420,6 +1428,27 @@ next_line(struct loader *ld, size_t *lenp)
  * unindented) or an empty line in place of anything else, having reported
  * whatever is wrong with it.
  */
+/*
+ * Where the value from p to end stops: at a '#' after whitespace, which
+ * starts a comment as inih takes " ;" (and both start one at the head of a
+ * line), so that "health_path = /health # probe" is /health, in every key
+ * alike. The whitespace before it goes too.
+ */
+static const char *
+value_end(const char *p, const char *end)
+{
+	const char *q;
+
+	for (q = p; q < end; q++)
+		if (*q == '#' && q > p && (q[-1] == ' ' || q[-1] == '\t'))
+			break;
+	if (q == end)
+		return end;
+	while (q > p && (q[-1] == ' ' || q[-1] == '\t'))
+		q--;
+	return q;
+}
+
 static char *
 read_line(char *buf, int num, void *stream)
 {
@@ -1467,6 +1496,7 @@ read_line(char *buf, int num, void *stream)
 		    conf_show(s, text_len(s), shown));
 		return buf;
 	}
+	len = (size_t)(value_end(sep + 1, s + len) - s);
 	memcpy(buf, s, len);
 	memcpy(buf + len, "\n", 2);
 	return buf;

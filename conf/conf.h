@@ -33,6 +33,8 @@
 #define CONF_SERVERS_MAX	16	/* servers of one pool */
 #define CONF_SERVER_URL_MAX	256	/* one server's base URL */
 #define CONF_POOL_NAME_MAX	32	/* [upstream NAME] */
+#define POOL_DEFAULT_NAME	"default"	/* [upstream]'s pool, as /metrics
+						 * names it: no [upstream NAME] */
 #define CONF_WEIGHT_MAX		100	/* url = ... weight=N */
 #define CONF_HEALTH_PATH_MAX	256
 #define CONF_QUERY_NAMES_MAX	256	/* key_query, key_ignore_query */

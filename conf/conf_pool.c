@@ -218,6 +218,12 @@ conf_pool_begin(struct conf *c, const char *name, size_t len, int line,
 			return -1;
 		}
 	}
+	if (len == strlen(POOL_DEFAULT_NAME) &&
+	    memcmp(name, POOL_DEFAULT_NAME, len) == 0) {
+		snprintf(err, errlen, "pool name \"%s\" is what /metrics calls "
+		    "the [upstream] section's pool: choose another", shown);
+		return -1;
+	}
 	for (int i = 1; i < c->npools; i++) {
 		if (strlen(c->pools[i].name) == len &&
 		    memcmp(c->pools[i].name, name, len) == 0) {

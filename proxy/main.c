@@ -21,27 +21,39 @@
 #include "common/util.h"
 #include "conf/conf.h"
 #include "proxy/proxy.h"
-#include "proxy/proxy_peer.h"
+#include "proxy/proxy_http.h"
 #include "proxy/proxy_log.h"
+#include "proxy/proxy_peer.h"
 #include "proxy/proxy_service.h"
 
 #define DEFAULT_CONF	"/etc/corral/corral.conf"
 #define SHOW_TIMEOUT_S	5		/* corral -s: the whole exchange */
 #define SHOW_PATH	"/stats.txt"
-#define RESPAWN_MS	1000		/* a worker that died is restarted after */
+#define SHOW_TOKEN_ENV	"CORRAL_ADMIN_TOKEN"	/* corral -s: its Bearer token */
+#define SHOW_NO_TOKEN	401		/* what an admin listener with tokens
+					 * answers without one */
+#define RESPAWN_MS	1000		/* a worker that died is restarted after
+					 * this, doubled at each start that fails */
+#define START_TRIES	3		/* a worker that dies this many times in
+					 * a row before it is ready ends the
+					 * instance */
+#define KILL_SLACK_MS	2000		/* a stop kills the workers still there
+					 * this long after shutdown_timeout */
 
 static void
 usage(FILE *out)
 {
 	fprintf(out,
 	    "usage: corral [-t] [-c FILE]\n"
-	    "       corral -s ADMIN_ADDR\n"
+	    "       corral -s ADMIN_ADDR [-c FILE]\n"
 	    "       corral -V | -h\n"
 	    "\n"
 	    "  -c FILE  configuration file (default " DEFAULT_CONF ")\n"
 	    "  -t       check the configuration and exit\n"
 	    "  -s ADDR  print the stats of the corral whose admin listener is\n"
-	    "           at ADDR (host:port) as a table, and exit\n"
+	    "           at ADDR (host:port) as a table, and exit; with\n"
+	    "           admin_token_file, the token is $" SHOW_TOKEN_ENV ",\n"
+	    "           or else the first of -c FILE's admin_token_file\n"
 	    "  -V       print the version and exit\n"
 	    "  -h       print this help, and every configuration key\n");
 }
@@ -50,6 +62,7 @@ usage(FILE *out)
 struct show {
 	struct event_base	*base;
 	const char		*addr;
+	int			 token;		/* one was sent */
 	int			 ok;
 };
 
@@ -66,6 +79,12 @@ on_show_reply(struct evhttp_request *req, void *arg)
 		return;
 	}
 	body = evhttp_request_get_input_buffer(req);
+	if (code == SHOW_NO_TOKEN && !sh->token) {
+		fprintf(stderr, "corral: %s wants an admin token: set "
+		    SHOW_TOKEN_ENV ", or name the configuration whose "
+		    "admin_token_file has one with -c\n", sh->addr);
+		return;
+	}
 	if (code != HTTP_OK) {
 		fprintf(stderr, "corral: %s answered %d for " SHOW_PATH "\n",
 		    sh->addr, code);
@@ -75,19 +94,57 @@ on_show_reply(struct evhttp_request *req, void *arg)
 	sh->ok = 1;
 }
 
+/*
+ * The token corral -s sends: $CORRAL_ADMIN_TOKEN, else the first token of
+ * path's admin_token_file when path was named with -c (NULL: none); out
+ * holds "Bearer TOKEN". -1 when path cannot be read.
+ */
 static int
-show_stats(const char *addr)
+show_token(const char *path, char *out, size_t outlen)
+{
+	const char *env = getenv(SHOW_TOKEN_ENV);
+	struct conf *c;
+	int nerr;
+
+	out[0] = '\0';
+	if (env != NULL && env[0] != '\0') {
+		snprintf(out, outlen, "Bearer %s", env);
+		return 0;
+	}
+	if (path == NULL)
+		return 0;
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		fprintf(stderr, "corral: out of memory\n");
+		return -1;
+	}
+	if ((nerr = conf_load(c, path, stderr)) != 0) {
+		fprintf(stderr, "%s: %d error%s\n", path, nerr,
+		    nerr == 1 ? "" : "s");
+		free(c);
+		return -1;
+	}
+	if (c->nadmin_tokens > 0)
+		snprintf(out, outlen, "Bearer %s", c->admin_tokens[0].text);
+	explicit_bzero(c, sizeof(*c));	/* its tokens */
+	free(c);
+	return 0;
+}
+
+static int
+show_stats(const char *addr, const char *conf_path)
 {
 	struct show sh = { .addr = addr };
 	struct evhttp_connection *conn = NULL;
 	struct evhttp_request *req;
-	char host[CONF_HOST_MAX];
+	char host[CONF_HOST_MAX], auth[CONF_TOKEN_MAX + 16];
 	int port;
 
 	if (util_parse_hostport(addr, host, sizeof(host), &port) == -1) {
 		fprintf(stderr, "corral: -s %s: want host:port\n", addr);
 		return 2;
 	}
+	if (show_token(conf_path, auth, sizeof(auth)) == -1)
+		return 1;
 	if ((sh.base = event_base_new()) == NULL ||
 	    (conn = evhttp_connection_base_new(sh.base, NULL, host,
 	    (ev_uint16_t)port)) == NULL ||
@@ -96,6 +153,12 @@ show_stats(const char *addr)
 	evhttp_connection_set_timeout(conn, SHOW_TIMEOUT_S);
 	evhttp_connection_set_retries(conn, 0);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Host", addr);
+	if (auth[0] != '\0') {
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Authorization", auth);
+		sh.token = 1;
+	}
+	explicit_bzero(auth, sizeof(auth));
 	if (evhttp_make_request(conn, req, EVHTTP_REQ_GET, SHOW_PATH) == 0)
 		event_base_dispatch(sh.base);	/* it frees req */
 	else
@@ -126,7 +189,7 @@ static struct conf	*conf;		/* the running configuration */
 static const char	*conf_file = DEFAULT_CONF;
 static struct service	*service;	/* this process's, for systemd */
 
-/* SIGTERM, SIGINT: finish what is in progress, then exit. */
+/* SIGTERM, SIGINT, SIGQUIT: finish what is in progress, then exit. */
 static void
 on_stop_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -150,10 +213,15 @@ on_reload_signal(evutil_socket_t sig, short what, void *arg)
 }
 
 /*
- * workers > 1: the master forks the workers, passes signals on to them
- * (checking a reload's configuration first), restarts a worker that dies,
- * and exits when they all have after a stop. Their figures live in
- * memory mapped here, before the fork, so that each can sum them all.
+ * workers > 1: the master binds the listeners, forks the workers (which
+ * share its sockets), passes signals on to them (checking a reload's
+ * configuration first), restarts a worker that dies, and exits when they
+ * all have after a stop. A worker that keeps dying before it is ready is
+ * restarted START_TRIES times at most, each wait twice the last; then the
+ * instance stops, with status 1. A stop signal ends the master whatever
+ * its workers do: at once when none runs, and by SIGKILL to those still
+ * running KILL_SLACK_MS past shutdown_timeout. The workers' figures live
+ * in memory mapped here, before the fork, so that each can sum them all.
  */
 static struct {
 	struct event_base	*base;
@@ -161,8 +229,15 @@ static struct {
 	int			 n;
 	int			 stopping;
 	int			 status;
+	int			 fails[WORKERS_MAX];	/* deaths before ready, in
+							 * a row, by slot */
+	int			 respawn_ms;	/* the respawn timer's wait */
 	struct event		*respawn_ev;
+	struct event		*kill_ev;	/* a stop's last resort */
 } master;
+
+/* The sockets every worker listens on. */
+static struct listen_socks socks = { -1, -1 };
 
 static int run_worker(struct worker_slot *slots, int nslots, int slot);
 static int run(int nworkers);
@@ -172,7 +247,7 @@ static void worker_signals(sigset_t *set);
 static struct l2 *shared_l2;
 
 /* The signals the master passes on and a worker handles. */
-static const int relayed[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1 };
+static const int relayed[] = { SIGTERM, SIGINT, SIGQUIT, SIGHUP, SIGUSR1 };
 
 /* Those signals as a set: blocked from fork() until a worker can handle
  * them. */
@@ -226,6 +301,54 @@ tell_workers(int sig)
 			kill(master.slots[i].pid, sig);
 }
 
+static int
+workers_left(void)
+{
+	int left = 0;
+
+	for (int i = 0; i < master.n; i++)
+		left += master.slots[i].pid > 0;
+	return left;
+}
+
+/* Past a stop's deadline: the workers still running are killed. */
+static void
+on_kill_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	int left = workers_left();
+
+	if (left == 0)
+		return;
+	log_error("stop: %d worker%s still running %d ms past "
+	    "shutdown_timeout; killing", left, left == 1 ? "" : "s",
+	    KILL_SLACK_MS);
+	master.status = 1;
+	tell_workers(SIGKILL);
+}
+
+/* The instance stops (a signal, or workers that cannot start): the
+ * workers are told with sig, nothing is restarted, and the master's loop
+ * ends once no worker is left. */
+static void
+master_stop(int sig)
+{
+	struct timeval tv;
+
+	if (!master.stopping) {
+		service_stopping(service, conf->shutdown_timeout_ms);
+		tv = util_timeval(conf->shutdown_timeout_ms + KILL_SLACK_MS);
+		evtimer_add(master.kill_ev, &tv);
+	}
+	master.stopping = 1;
+	evtimer_del(master.respawn_ev);
+	/* No worker accepts again: once theirs close, new connections are
+	 * refused. */
+	http_unbind(&socks);
+	tell_workers(sig);
+	if (workers_left() == 0)
+		event_base_loopexit(master.base, NULL);
+}
+
 static void
 on_master_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -235,11 +358,10 @@ on_master_signal(evutil_socket_t sig, short what, void *arg)
 	switch (sig) {
 	case SIGTERM:
 	case SIGINT:
-		log_info("%s: stopping %d workers", strsignal(sig), master.n);
-		if (!master.stopping)
-			service_stopping(service, conf->shutdown_timeout_ms);
-		master.stopping = 1;
-		tell_workers(sig);
+	case SIGQUIT:
+		log_info("%s: stopping %d workers", strsignal(sig),
+		    workers_left());
+		master_stop(sig);
 		break;
 	case SIGHUP:
 		log_info("%s: reloading %s", strsignal(sig), conf_file);
@@ -260,10 +382,33 @@ on_master_signal(evutil_socket_t sig, short what, void *arg)
 	}
 }
 
+/* Worker i died (not in a stop): restarted after a wait that doubles with
+ * each death before it was ready, or the end after START_TRIES of them. */
+static void
+worker_died(int i, int was_ready)
+{
+	struct timeval tv;
+	int ms;
+
+	master.fails[i] = was_ready ? 0 : master.fails[i] + 1;
+	if (master.fails[i] >= START_TRIES) {
+		log_error("worker %d could not start %d times in a row; "
+		    "stopping (see the errors above)", i, master.fails[i]);
+		master_stop(SIGTERM);
+		return;
+	}
+	ms = RESPAWN_MS << (master.fails[i] > 0 ? master.fails[i] - 1 : 0);
+	if (!evtimer_pending(master.respawn_ev, NULL) || ms < master.respawn_ms) {
+		master.respawn_ms = ms;
+		tv = util_timeval(ms);
+		evtimer_add(master.respawn_ev, &tv);
+	}
+}
+
 static void
 on_child(evutil_socket_t sig, short what, void *arg)
 {
-	int status, i, left = 0;
+	int status, i, was_ready;
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
@@ -271,27 +416,31 @@ on_child(evutil_socket_t sig, short what, void *arg)
 			;
 		if (i == master.n)
 			continue;
+		was_ready = master.slots[i].ready;
 		master.slots[i].pid = 0;
+		master.slots[i].ready = 0;
 		peer_forget(&master.slots[i].peer);	/* it fetches nothing now */
 		budget_forget(&master.slots[i].budget);	/* nor holds slots */
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-		    master.stopping)
+		    master.stopping) {
+			/* Started again after failed starts, never ready: the
+			 * instance stops still failing. */
+			if (master.fails[i] > 0 && !was_ready)
+				master.status = 1;
 			continue;
+		}
 		master.status = 1;
 		if (WIFSIGNALED(status))
 			log_error("worker %d (pid %d) died of signal %d", i,
 			    (int)pid, WTERMSIG(status));
 		else
-			log_error("worker %d (pid %d) exited with %d", i,
-			    (int)pid, WEXITSTATUS(status));
-		if (!master.stopping) {
-			struct timeval tv = { 0, RESPAWN_MS * 1000 };
-			evtimer_add(master.respawn_ev, &tv);
-		}
+			log_error("worker %d (pid %d) exited with %d%s", i,
+			    (int)pid, WEXITSTATUS(status), was_ready ? "" :
+			    " before it was ready");
+		if (!master.stopping)
+			worker_died(i, was_ready);
 	}
-	for (i = 0; i < master.n; i++)
-		left += master.slots[i].pid > 0;
-	if (master.stopping && left == 0)
+	if (master.stopping && workers_left() == 0)
 		event_base_loopexit(master.base, NULL);
 }
 
@@ -334,6 +483,7 @@ run_master(int n)
 	sigchld = evsignal_new(master.base, SIGCHLD, on_child, NULL);
 	evsignal_add(sigchld, NULL);
 	master.respawn_ev = evtimer_new(master.base, on_respawn, NULL);
+	master.kill_ev = evtimer_new(master.base, on_kill_deadline, NULL);
 	if ((service = service_new(master.base, NULL, master.slots, n, 0, 1,
 	    conf)) == NULL)
 		log_error("out of memory: nothing is reported to the service "
@@ -348,6 +498,8 @@ run_master(int n)
 		event_free(ev[k]);
 	event_free(sigchld);
 	event_free(master.respawn_ev);
+	event_free(master.kill_ev);
+	http_unbind(&socks);
 	service_free(&service);
 	event_base_free(master.base);
 	munmap(master.slots, size);
@@ -362,15 +514,17 @@ int
 main(int argc, char **argv)
 {
 	char err[512];
+	const char *show = NULL, *named = NULL;
 	int ch, check = 0, nerr, nworkers;
 
 	while ((ch = getopt(argc, argv, "c:s:thV")) != -1) {
 		switch (ch) {
 		case 'c':
-			conf_file = optarg;
+			conf_file = named = optarg;
 			break;
 		case 's':
-			return show_stats(optarg);
+			show = optarg;
+			break;
 		case 't':
 			check = 1;
 			break;
@@ -387,10 +541,12 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc) {
+	if (optind != argc || (show != NULL && check)) {
 		usage(stderr);
 		return 2;
 	}
+	if (show != NULL)
+		return show_stats(show, named);
 
 	if ((conf = calloc(1, sizeof(*conf))) == NULL) {
 		fprintf(stderr, "corral: out of memory\n");
@@ -426,6 +582,14 @@ main(int argc, char **argv)
 		nworkers = WORKERS_MAX;
 	if ((shared_l2 = l2_new(conf->l2_max_bytes, err, sizeof(err))) == NULL) {
 		log_error("%s", err);
+		return 1;
+	}
+	/* Once, before any worker: a port in use ends the start here. */
+	if (http_bind(conf, &socks, err, sizeof(err)) == -1) {
+		log_error("%s", err);
+		l2_free(&shared_l2);
+		free(conf);
+		log_close();
 		return 1;
 	}
 	return run(nworkers);
@@ -486,15 +650,15 @@ run_worker(struct worker_slot *slots, int nslots, int slot)
 {
 	static struct proxy px;
 	struct event_base *base;
-	struct event *sigterm, *sigint, *sigusr1, *sighup;
+	struct event *sigterm, *sigint, *sigquit, *sigusr1, *sighup;
 	char err[512];
 
 	if ((base = worker_base()) == NULL) {
 		log_error("cannot create the event loop");
 		return 1;
 	}
-	if (proxy_start(&px, base, conf, slots, nslots, slot, shared_l2, err,
-	    sizeof(err)) == -1) {
+	if (proxy_start(&px, base, conf, &socks, slots, nslots, slot, shared_l2,
+	    err, sizeof(err)) == -1) {
 		log_error("%s", err);
 		event_base_free(base);
 		return 1;
@@ -509,10 +673,12 @@ run_worker(struct worker_slot *slots, int nslots, int slot)
 	}
 	sigterm = evsignal_new(base, SIGTERM, on_stop_signal, &px);
 	sigint = evsignal_new(base, SIGINT, on_stop_signal, &px);
+	sigquit = evsignal_new(base, SIGQUIT, on_stop_signal, &px);
 	sigusr1 = evsignal_new(base, SIGUSR1, on_reopen_signal, &px);
 	sighup = evsignal_new(base, SIGHUP, on_reload_signal, &px);
 	evsignal_add(sigterm, NULL);
 	evsignal_add(sigint, NULL);
+	evsignal_add(sigquit, NULL);
 	evsignal_add(sigusr1, NULL);
 	evsignal_add(sighup, NULL);
 	{
@@ -528,6 +694,7 @@ run_worker(struct worker_slot *slots, int nslots, int slot)
 	proxy_stop(&px);
 	event_free(sigterm);
 	event_free(sigint);
+	event_free(sigquit);
 	event_free(sigusr1);
 	event_free(sighup);
 	event_base_free(base);

@@ -126,12 +126,20 @@ struct req;
 struct flight;
 struct refresh;
 
+/* The public and admin listening sockets, made by http_bind() before any
+ * worker is forked (-1: none). */
+struct listen_socks {
+	int			 pub;
+	int			 admin;
+};
+
 struct proxy {
 	uint32_t		 magic;
 	struct event_base	*base;
 	const struct conf	*conf;
 	struct cache		*cache;
 	struct upstream		*upstream;
+	struct listen_socks	 socks;		/* until its listener takes each */
 	struct evhttp		*http;		/* public listener */
 	struct evhttp_bound_socket *http_bound;	/* NULL once draining */
 	struct evhttp_bound_socket *admin_bound;
@@ -184,10 +192,12 @@ struct proxy {
 };
 
 /* proxy_life.c: slots[slot] is this worker's (nslots 1: the only one);
- * l2 the near cache the workers share (NULL: none). */
+ * l2 the near cache the workers share (NULL: none); socks the listening
+ * sockets, which its listeners close when it stops. */
 int	proxy_start(struct proxy *px, struct event_base *base,
-	    const struct conf *conf, struct worker_slot *slots, int nslots,
-	    int slot, struct l2 *l2, char *err, size_t errlen);
+	    const struct conf *conf, const struct listen_socks *socks,
+	    struct worker_slot *slots, int nslots, int slot, struct l2 *l2,
+	    char *err, size_t errlen);
 void	proxy_stop(struct proxy *px);
 /* Stops accepting, lets requests in progress finish for shutdown_timeout,
  * then releases every lock still held and answers the rest with 503; the

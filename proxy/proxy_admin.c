@@ -75,13 +75,17 @@ pending_json(const struct conf *c, struct evbuffer *out)
 }
 
 /* "ok redis=up mode=cluster 127.0.0.1:7000=up 127.0.0.1:7001=down ...",
- * with "redis=down (why)" when it is down. */
+ * with "redis=down (why)" when it is down, "redis=full (...)" while it
+ * refuses writes at maxmemory in any worker. */
 static void
 health(struct proxy *px, struct evbuffer *out)
 {
 	const struct cache_counters *cc = cache_counters(px->cache);
 
-	if (cache_is_up(px->cache))
+	if (cache_is_up(px->cache) && metrics_view(px)->fig.cache.full > 0)
+		evbuffer_add_printf(out, "ok redis=full (writes refused at "
+		    "maxmemory: nothing is stored)");
+	else if (cache_is_up(px->cache))
 		evbuffer_add_printf(out, "ok redis=up");
 	else
 		evbuffer_add_printf(out, "ok redis=down (%s)",
@@ -156,8 +160,10 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	    fig->l2.max_bytes, fig->l2.bytes, fig->l2.entries, fig->l2.hits,
 	    fig->l2.misses, fig->l2.stores, fig->l2.evictions, fig->l2.drops,
 	    fig->l2.resets, fig->l2.lock_busy);
-	evbuffer_add_printf(out, "\"redis\": {\"up\": %s, \"down_reason\": ",
-	    fig->redis_up == fig->workers ? "true" : "false");
+	evbuffer_add_printf(out, "\"redis\": {\"up\": %s, \"full\": %s, "
+	    "\"oom\": %" PRIu64 ", \"down_reason\": ",
+	    fig->redis_up == fig->workers ? "true" : "false",
+	    cc->full > 0 ? "true" : "false", cc->oom);
 	json_string(out, fig->redis_down);
 	evbuffer_add_printf(out, ", \"commands\": %" PRIu64
 	    ", \"errors\": %" PRIu64 ", \"timeouts\": %" PRIu64

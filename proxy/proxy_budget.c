@@ -129,6 +129,9 @@ struct budget {
 	int			 listening;	/* to the freed channel */
 	int64_t			 instances;	/* alive, as Redis last said */
 	struct lease_figures	 fleet;		/* its last answer */
+	int64_t			 fleet_ms;	/* when it came */
+	void			(*on_counts)(void *);	/* held or queued moved */
+	void			*counts_arg;
 	char			 instance[INSTANCE_MAX];
 };
 
@@ -298,6 +301,23 @@ recheck_arm(struct budget *b)
 		timer_arm(b->recheck_ev, MAX(ms, 1));
 }
 
+/*
+ * The slots this worker holds and the requests it queues, as its sibling
+ * workers read them: written as they change, not every PUBLISH_MS, so that
+ * workers' figures summed are of one moment (summed a publication apart,
+ * they counted slots one worker had given back and another had taken).
+ */
+static void
+counts_changed(struct budget *b)
+{
+	struct proxy *px = b->px;
+
+	if (b == b->main && px->slots != NULL)
+		budget_publish(b, &px->slots[px->slot].budget.g);
+	if (b->on_counts != NULL)
+		b->on_counts(b->counts_arg);
+}
+
 static void
 enqueue(struct budget_ticket *t)
 {
@@ -305,6 +325,7 @@ enqueue(struct budget_ticket *t)
 	t->queued = 1;
 	TAILQ_INSERT_TAIL(&t->b->queue, t, link);
 	t->b->nqueued++;
+	counts_changed(t->b);
 }
 
 static void
@@ -315,6 +336,7 @@ dequeue(struct budget_ticket *t)
 	t->queued = 0;
 	TAILQ_REMOVE(&t->b->queue, t, link);
 	t->b->nqueued--;
+	counts_changed(t->b);
 }
 
 static void on_renew_tick(evutil_socket_t fd, short what, void *arg);
@@ -344,6 +366,7 @@ grant(struct budget_ticket *t, enum source from, int at)
 		t->slot = from;
 		b->nheld++;
 		b->nlocal += local;
+		counts_changed(b);
 		STAT_INC(st, t->a.route, slot_grants);
 		if (t->waited)
 			STAT_INC(st, t->a.route, slot_waits);
@@ -417,6 +440,7 @@ on_acquired(enum lease_result r, const struct lease_figures *f, void *arg)
 	b->degraded = 0;
 	b->fleet.held = f->held;
 	b->fleet.queued = f->queued;
+	b->fleet_ms = util_now_ms();
 	if (t->leaving) {	/* the server it left has it no more */
 		t->leaving = 0;
 		t->at_from = FROM_NONE;
@@ -596,6 +620,8 @@ budget_done(struct budget_ticket **tp)
 		release(t);
 	b->nheld -= held;
 	b->nlocal -= t->slot == FROM_LOCAL;
+	if (held)
+		counts_changed(b);
 	event_free(t->timer);
 	event_free(t->notify);
 	t->magic = 0;
@@ -735,8 +761,13 @@ on_hello(enum lease_result r, const struct lease_figures *f, void *arg)
 
 	assert(b->magic == BUDGET_MAGIC);
 	b->hello_op = NULL;
-	if (r == LEASE_GRANTED && f->instances > 0)
+	if (r != LEASE_GRANTED)
+		return;
+	if (f->instances > 0)
 		b->instances = f->instances;
+	b->fleet.held = f->held;
+	b->fleet.queued = f->queued;
+	b->fleet_ms = util_now_ms();
 }
 
 /* Says this instance is alive, so that each knows its local share; and
@@ -825,6 +856,13 @@ budget_free(struct budget **bp)
 	free(b);
 }
 
+void
+budget_on_counts(struct budget *b, void (*fn)(void *), void *arg)
+{
+	b->on_counts = fn;
+	b->counts_arg = arg;
+}
+
 int
 budget_idle(const struct budget *b)
 {
@@ -851,21 +889,31 @@ void
 budget_publish(const struct budget *b, struct budget_gauges *g)
 {
 	const struct budget_ticket *t;
+	struct budget_gauges now;
 
-	memset(g, 0, sizeof(*g));
-	g->fleet_held = g->fleet_queued = g->instances = -1;
-	if (b == NULL)
+	memset(&now, 0, sizeof(now));
+	now.fleet_held = now.fleet_queued = now.instances = -1;
+	if (b == NULL) {
+		*g = now;
 		return;
-	g->held = b->nheld;
-	g->queued = b->nqueued;
+	}
+	now.held = b->nheld;
+	now.queued = b->nqueued;
 	TAILQ_FOREACH(t, &b->queue, link)
-		g->oldest_ms = MAX(g->oldest_ms,
+		now.oldest_ms = MAX(now.oldest_ms,
 		    (util_mono_us() - t->asked_us) / 1000);
-	g->local_held = b->nlocal;
-	g->share = max_requests(b) > 0 ? local_share(b) : 0;
-	g->fleet_held = b->fleet.held;
-	g->fleet_queued = b->fleet.queued;
-	g->instances = b->main->instances > 0 ? b->main->instances : -1;
+	now.local_held = b->nlocal;
+	now.share = max_requests(b) > 0 ? local_share(b) : 0;
+	/* Redis's figures while they are news: a hello every HELLO_MS
+	 * renews them; missed HELLO_MISSES times, they are not known. */
+	if (util_now_ms() - b->fleet_ms <= HELLO_MS * HELLO_MISSES) {
+		now.fleet_held = b->fleet.held;
+		now.fleet_queued = b->fleet.queued;
+	}
+	now.instances = b->main->instances > 0 ? b->main->instances : -1;
+	/* One store a field: a sibling reading meanwhile sees each field
+	 * old or new, never zeroed. */
+	*g = now;
 }
 
 void

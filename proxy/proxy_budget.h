@@ -122,6 +122,9 @@ struct budget *budget_new(struct proxy *px, struct budget *main,
 void	budget_free(struct budget **bp);
 /* No ticket waits or holds a slot, and no release is under way. */
 int	budget_idle(const struct budget *b);
+/* fn(arg) runs each time the slots b holds or the requests it queues
+ * change (the default pool's are published by the budget itself). */
+void	budget_on_counts(struct budget *b, void (*fn)(void *), void *arg);
 
 /*
  * Asks for a slot. NULL: go ahead now (no budget: max_requests and

@@ -237,21 +237,12 @@ list_next(const char **p, const char *end, const char **el, size_t *n)
 
 /* ---- the request line ---------------------------------------------------- */
 
-/* A method libevent 2.1 reads a body for (evhttp_method_may_have_body);
- * for any other, it reads none, and what followed would be taken for the
- * next request. CONNECT is refused before this is asked. */
+/* Is the request's method m? Methods are case-sensitive. */
 static int
-reads_body(const char *m, size_t n)
+method_is(const struct head *h, const char *m)
 {
-	static const char *const with_body[] = {
-		"GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"
-	};
-
-	for (size_t i = 0; i < sizeof(with_body) / sizeof(with_body[0]); i++)
-		if (n == strlen(with_body[i]) &&
-		    memcmp(m, with_body[i], n) == 0)
-			return 1;
-	return 0;
+	return h->method_len == strlen(m) &&
+	    memcmp(h->method, m, h->method_len) == 0;
 }
 
 /* request-target (RFC 9112 section 3.2): origin-form, absolute-form with
@@ -282,8 +273,7 @@ check_target(struct frame *f, struct head *h, const char *t, size_t n)
 	if (t[0] == '/')
 		return 0;
 	if (n == 1 && t[0] == '*')
-		return h->method_len == 7 &&
-		    memcmp(h->method, "OPTIONS", 7) == 0 ? 0 :
+		return method_is(h, "OPTIONS") ? 0 :
 		    reject(f, 400, "asterisk-form other than OPTIONS");
 	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
 		size_t sl = strlen(schemes[i]);
@@ -301,6 +291,31 @@ check_target(struct frame *f, struct head *h, const char *t, size_t n)
 		return 0;
 	}
 	return reject(f, 400, "target is not origin-form or absolute-form");
+}
+
+/*
+ * The methods the public port serves (proxy_http.c's PUBLIC_METHODS).
+ * Any other is refused here, counted and logged like every refusal, with
+ * what to do instead: PURGE and BAN are told where purges go, TRACE is 405
+ * (with Allow), the rest 501 (RFC 9110 15.5.6, 15.6.2).
+ */
+static int
+check_method(struct frame *f, const struct head *h)
+{
+	static const char *const served[] = {
+		"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"
+	};
+
+	for (size_t i = 0; i < sizeof(served) / sizeof(served[0]); i++)
+		if (method_is(h, served[i]))
+			return 0;
+	if (method_is(h, "PURGE") || method_is(h, "BAN"))
+		return reject(f, 405, "purges go to the admin listener: "
+		    "POST /purge?url=URL (or prefix=, tag=)");
+	if (method_is(h, "TRACE"))
+		return reject(f, 405, "TRACE is not served");
+	return reject(f, 501, method_is(h, "CONNECT") ?
+	    "CONNECT not supported" : "method not implemented");
 }
 
 /*
@@ -337,8 +352,8 @@ check_request_line(struct frame *f, struct head *h, const char *p, size_t n)
 		return reject(f, 400, "malformed request line");
 	if (sp2 == sp1 + 1)
 		return reject(f, 400, "malformed request line");
-	if (name_is(h->method, h->method_len, "CONNECT"))
-		return reject(f, 501, "CONNECT not supported");
+	if (check_method(f, h) == -1)
+		return -1;
 	return check_target(f, h, sp1 + 1, (size_t)(sp2 - sp1 - 1));
 }
 
@@ -556,7 +571,10 @@ end_head(struct frame *f, frame_emit_fn emit, void *arg)
 
 	if (check_head(f, &h, &framing) == -1)
 		return -1;
-	f->discard = !reads_body(h.method, h.method_len);
+	/* Of the methods served, libevent 2.1 reads a body for all but HEAD
+	 * (evhttp_method_may_have_body): what followed a HEAD would be taken
+	 * for the next request. */
+	f->discard = method_is(&h, "HEAD");
 	f->body = 0;
 	f->skipped = 0;
 	f->held = framing == BODY_CHUNKED && !f->discard;

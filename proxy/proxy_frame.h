@@ -9,9 +9,10 @@
  * Transfer-Encoding lines replaced by one Content-Length line, then its
  * body. A chunked body is read whole first (up to body_max), its
  * extensions and trailers dropped, and passed on with that length; so a
- * fault in it is found before any of its request was passed on. Bodies of
- * methods libevent reads no body for (HEAD, TRACE, unknown methods) are
- * read and dropped, with their framing lines.
+ * fault in it is found before any of its request was passed on. A HEAD's
+ * body (libevent reads none for it) is read and dropped, with its framing
+ * lines. A method the public port does not serve (PURGE, TRACE, any
+ * unknown one) is refused at its request line: 405 or 501.
  *
  * At the first request another server could frame or route differently it
  * stops: frame_feed() returns FRAME_REJECT, and frame_status() and

@@ -581,51 +581,103 @@ on_request(struct evhttp_request *ev, void *arg)
 }
 
 /*
- * Binds host:port with SO_REUSEPORT, so that every worker has its own
- * listening socket on the same port and the kernel spreads connections.
+ * One listening socket on host:port, made before any worker exists (the
+ * master's, or the only process's). No SO_REUSEPORT: a second instance
+ * on the address fails with EADDRINUSE, as a second nginx does, and the
+ * workers share this one socket, which each inherits across fork().
+ * SO_REUSEADDR lets a restart bind while old connections linger in
+ * TIME_WAIT. what ("listen") names the key in the error.
  */
-static struct evhttp_bound_socket *
-bind_shared(struct event_base *base, struct evhttp *http, const char *host,
-    int port, char *err, size_t errlen)
+static int
+bind_one(const char *what, const char *host, int port, char *err,
+    size_t errlen)
 {
 	struct evutil_addrinfo hints, *ai = NULL;
-	struct evconnlistener *lev;
-	struct evhttp_bound_socket *bound;
-	char service[8];
-	int rc, one = 1;
+	char shown[CONF_HOST_MAX + 16], service[8];
+	int fd = -1, rc, one = 1;
 
+	snprintf(shown, sizeof(shown), strchr(host, ':') != NULL ? "[%s]:%d" :
+	    "%s:%d", host, port);
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = EVUTIL_AI_PASSIVE;
 	snprintf(service, sizeof(service), "%d", port);
 	if ((rc = evutil_getaddrinfo(host, service, &hints, &ai)) != 0) {
-		snprintf(err, errlen, "cannot listen on %s:%d: %s", host, port,
+		snprintf(err, errlen, "%s %s: %s", what, shown,
 		    evutil_gai_strerror(rc));
-		return NULL;
+		return -1;
 	}
-	lev = evconnlistener_new_bind(base, NULL, NULL, LEV_OPT_REUSEABLE |
-	    LEV_OPT_REUSEABLE_PORT | LEV_OPT_CLOSE_ON_FREE |
-	    LEV_OPT_CLOSE_ON_EXEC, LISTEN_BACKLOG, ai->ai_addr,
-	    (int)ai->ai_addrlen);
+	if ((fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0)) == -1 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == -1 ||
+	    bind(fd, ai->ai_addr, (socklen_t)ai->ai_addrlen) == -1 ||
+	    listen(fd, LISTEN_BACKLOG) == -1) {
+		snprintf(err, errlen, "%s %s: %s", what, shown, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		evutil_freeaddrinfo(ai);
+		return -1;
+	}
 	evutil_freeaddrinfo(ai);
-	if (lev == NULL) {
-		snprintf(err, errlen, "cannot listen on %s:%d: %s", host, port,
-		    strerror(errno));
-		return NULL;
-	}
 	/*
 	 * No Nagle: a response's last partial segment must not wait for the
 	 * client's delayed ACK of the one before (40 ms and more on a
 	 * keep-alive connection). Accepted sockets inherit it on Linux.
 	 */
-	if (setsockopt(evconnlistener_get_fd(lev), IPPROTO_TCP, TCP_NODELAY,
-	    &one, sizeof(one)) == -1)
-		log_warn("listen on %s:%d: TCP_NODELAY: %s", host, port,
-		    strerror(errno));
-	if ((bound = evhttp_bind_listener(http, lev)) == NULL) {
-		evconnlistener_free(lev);
-		snprintf(err, errlen, "cannot listen on %s:%d", host, port);
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == -1)
+		log_warn("%s %s: TCP_NODELAY: %s", what, shown, strerror(errno));
+	return fd;
+}
+
+int
+http_bind(const struct conf *conf, struct listen_socks *ls, char *err,
+    size_t errlen)
+{
+	ls->pub = bind_one("listen", conf->listen_host, conf->listen_port,
+	    err, errlen);
+	if (ls->pub == -1)
+		return -1;
+	ls->admin = bind_one("admin_listen", conf->admin_host,
+	    conf->admin_port, err, errlen);
+	if (ls->admin == -1) {
+		close(ls->pub);
+		ls->pub = -1;
+		return -1;
+	}
+	return 0;
+}
+
+void
+http_unbind(struct listen_socks *ls)
+{
+	if (ls->pub != -1)
+		close(ls->pub);
+	if (ls->admin != -1)
+		close(ls->admin);
+	ls->pub = ls->admin = -1;
+}
+
+/* This process's listener on *fdp, a socket of http_bind()'s, which the
+ * listener then owns (*fdp is -1) and closes when freed: a worker's copy,
+ * or the only process's socket. */
+static struct evhttp_bound_socket *
+listen_fd(struct event_base *base, struct evhttp *http, int *fdp, char *err,
+    size_t errlen)
+{
+	struct evconnlistener *lev;
+	struct evhttp_bound_socket *bound = NULL;
+
+	/* Backlog 0: the socket listens already. */
+	lev = evconnlistener_new(base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE |
+	    LEV_OPT_CLOSE_ON_EXEC, 0, *fdp);
+	if (lev != NULL)
+		*fdp = -1;
+	if (lev == NULL || (bound = evhttp_bind_listener(http, lev)) == NULL) {
+		if (lev != NULL)
+			evconnlistener_free(lev);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
 	}
 	return bound;
 }
@@ -655,8 +707,8 @@ http_limits(struct evhttp *http, const struct conf *conf)
 }
 
 static struct evhttp *
-listen_on(struct event_base *base, const struct conf *conf, const char *host,
-    int port, int methods, void (*cb)(struct evhttp_request *, void *),
+listen_on(struct event_base *base, const struct conf *conf, int *fdp,
+    int methods, void (*cb)(struct evhttp_request *, void *),
     void *arg, struct evhttp_bound_socket **bound, char *err, size_t errlen)
 {
 	struct evhttp *http;
@@ -669,7 +721,7 @@ listen_on(struct event_base *base, const struct conf *conf, const char *host,
 	http_limits(http, conf);
 	evhttp_set_default_content_type(http, NULL);
 	evhttp_set_gencb(http, cb, arg);
-	if ((*bound = bind_shared(base, http, host, port, err, errlen)) == NULL) {
+	if ((*bound = listen_fd(base, http, fdp, err, errlen)) == NULL) {
 		evhttp_free(http);
 		return NULL;
 	}
@@ -788,12 +840,12 @@ http_listen(struct proxy *px, char *err, size_t errlen)
 	const struct conf *conf = px->conf;
 	struct event_base *base = px->base;
 
-	px->http = listen_on(base, conf, conf->listen_host, conf->listen_port,
-	    PUBLIC_METHODS, on_request, px, &px->http_bound, err, errlen);
+	px->http = listen_on(base, conf, &px->socks.pub, PUBLIC_METHODS,
+	    on_request, px, &px->http_bound, err, errlen);
 	if (px->http == NULL)
 		return -1;
-	px->admin = listen_on(base, conf, conf->admin_host, conf->admin_port,
-	    ADMIN_METHODS, admin_handle, px, &px->admin_bound, err, errlen);
+	px->admin = listen_on(base, conf, &px->socks.admin, ADMIN_METHODS,
+	    admin_handle, px, &px->admin_bound, err, errlen);
 	if (px->admin == NULL)
 		return -1;
 	if ((px->accept_ev = evtimer_new(base, on_accept_retry, px)) == NULL) {
@@ -820,6 +872,7 @@ http_close(struct proxy *px)
 	if (px->admin != NULL)
 		evhttp_free(px->admin);
 	px->http = px->admin = NULL;
+	http_unbind(&px->socks);	/* those no listener took */
 	if (px->accept_ev != NULL)
 		event_free(px->accept_ev);
 	px->accept_ev = NULL;

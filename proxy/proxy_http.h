@@ -10,8 +10,15 @@
 #include <event2/http.h>
 
 struct conf;
+struct listen_socks;
 struct proxy;
 
+/* Makes the listening sockets of conf's listen and admin_listen ("listen
+ * 127.0.0.1:8080: Address already in use" in err when one cannot be had),
+ * once per instance: its workers share them. 0 or -1. */
+int	http_bind(const struct conf *conf, struct listen_socks *ls, char *err,
+	    size_t errlen);
+void	http_unbind(struct listen_socks *ls);
 int	http_listen(struct proxy *px, char *err, size_t errlen);
 void	http_close(struct proxy *px);
 /* Sets a listener's request limits (headers, body, client timeout) from

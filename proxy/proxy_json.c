@@ -17,7 +17,7 @@ json_string(struct evbuffer *out, const char *s)
 		unsigned char ch = (unsigned char)*s;
 		if (ch == '"' || ch == '\\')
 			evbuffer_add_printf(out, "\\%c", ch);
-		else if (ch < 0x20)
+		else if (ch < 0x20 || ch > 0x7e)	/* never invalid UTF-8 */
 			evbuffer_add_printf(out, "\\u%04x", ch);
 		else
 			evbuffer_add(out, s, 1);

@@ -10,7 +10,8 @@
 struct evbuffer;
 struct evhttp_request;
 
-/* s as a JSON string, quotes and all. */
+/* s as a JSON string, quotes and all: ASCII, each byte past it \u00XX
+ * (as the access log's JSON writes it). */
 void	json_string(struct evbuffer *out, const char *s);
 /* Sends out (NULL: no body) with the content type, never cached. */
 void	json_reply(struct evhttp_request *ev, int code, const char *type,

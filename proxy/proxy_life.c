@@ -356,12 +356,13 @@ on_publish(evutil_socket_t fd, short what, void *arg)
 
 int
 proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
-    struct worker_slot *slots, int nslots, int slot, struct l2 *l2, char *err,
-    size_t errlen)
+    const struct listen_socks *socks, struct worker_slot *slots, int nslots,
+    int slot, struct l2 *l2, char *err, size_t errlen)
 {
 	struct timeval tv = { 0, PUBLISH_MS * 1000 };
 
 	memset(px, 0, sizeof(*px));
+	px->socks = *socks;
 	px->l2 = l2;
 	px->magic = PROXY_MAGIC;
 	px->base = base;

@@ -499,6 +499,10 @@ redis_command_metrics(struct evbuffer *out, const struct proxy_figures *fig)
 	redis_counter(out, "corral_redis_auth_failures_total", "Redis "
 	    "connections refused for their password (AUTH failed, or NOAUTH).",
 	    cc->auth_failures);
+	gauge(out, "corral_redis_full", "1 while Redis refuses writes at "
+	    "maxmemory in any worker (nothing is stored).", cc->full > 0);
+	redis_counter(out, "corral_redis_oom_total", "Writes Redis refused "
+	    "at maxmemory (OOM; also errors).", cc->oom);
 	redis_counter(out, "corral_redis_fill_notifications_total",
 	    "\"filled\" notifications received from the fleet.",
 	    cc->fills_received);
@@ -581,7 +585,7 @@ budget_gauge(struct evbuffer *out, const struct proxy *px, const char *name,
 }
 
 /* The origin budget: its setting, slots in use and the queue, this
- * instance's and the fleet's as Redis last said. */
+ * instance's and the fleet's as Redis counted them at the last hello. */
 static void
 budget_metrics(struct evbuffer *out, const struct proxy *px,
     const struct budget_gauges *g)
@@ -590,11 +594,11 @@ budget_metrics(struct evbuffer *out, const struct proxy *px,
 	    "allowed at once across the fleet ([upstream] max_requests; 0: no "
 	    "limit).", 0, px->conf->pools[0].max_requests, -1);
 	budget_gauge(out, px, "corral_origin_slots_in_use", "Origin slots "
-	    "held: by this instance's fetches, or by the fleet's as Redis last "
-	    "said.", 1, g->held, g->fleet_held);
+	    "held: by this instance's fetches, or by the fleet's as Redis counted "
+	    "them at the last hello.", 1, g->held, g->fleet_held);
 	budget_gauge(out, px, "corral_origin_queue_length", "Requests waiting "
-	    "for an origin slot: this instance's, or the fleet's as Redis last "
-	    "said.", 1, g->queued, g->fleet_queued);
+	    "for an origin slot: this instance's, or the fleet's as Redis "
+	    "counted them at the last hello.", 1, g->queued, g->fleet_queued);
 	family(out, "corral_origin_queue_oldest_seconds", "gauge", "How long "
 	    "the request waiting longest here for an origin slot has waited "
 	    "(0: none waits).");
@@ -652,13 +656,30 @@ ratio_cell(struct evbuffer *out, double r)
 		evbuffer_add_printf(out, " %5.1f%%", r * 100);
 }
 
+/* Quantile q of h in ms, to its bucket's resolution (hist_round()):
+ * "400" for (0.3, 0.4] s, "0.4" for (0.3, 0.4] ms. */
+static void
+quantile_ms(const struct hist *h, double q, char *out, size_t outlen)
+{
+	double step, v = hist_round(hist_quantile(h, q), &step) * MS_PER_S;
+	int decimals = 0;
+
+	for (step *= MS_PER_S; step < 1 - 1e-9 && decimals < 6; step *= 10)
+		decimals++;
+	snprintf(out, outlen, "%.*f", decimals, v);
+}
+
 static void
 ms_cell(struct evbuffer *out, const struct hist *h, double q)
 {
-	if (h->count == 0)
+	char ms[32];
+
+	if (h->count == 0) {
 		evbuffer_add_printf(out, " %8s", "-");
-	else
-		evbuffer_add_printf(out, " %8.1f", hist_quantile(h, q) * MS_PER_S);
+		return;
+	}
+	quantile_ms(h, q, ms, sizeof(ms));
+	evbuffer_add_printf(out, " %8s", ms);
 }
 
 static void
@@ -689,7 +710,7 @@ metrics_table(struct proxy *px, struct evbuffer *out)
 	const struct metrics_scope *scopes = v->scopes;
 	int64_t up_s = (util_now_ms() - px->started_ms) / 1000;
 	int n, width = TABLE_ROUTE_MIN;
-	char dur[48];
+	char dur[48], ms[32];
 
 	n = v->nscopes;
 
@@ -714,10 +735,11 @@ metrics_table(struct proxy *px, struct evbuffer *out)
 	    fig->connections == 1 ? "" : "s", fig->requests,
 	    fig->requests == 1 ? "" : "s", fig->upstream_fetches,
 	    fig->upstream_fetches == 1 ? "" : "es");
+	quantile_ms(&cc->command_duration, 0.99, ms, sizeof(ms));
 	evbuffer_add_printf(out, "redis %s: %" PRIu64 " commands, %" PRIu64
-	    " errors, %" PRIu64 " timeouts, p99 %.1f ms\n",
+	    " errors, %" PRIu64 " timeouts, p99 %s ms\n",
 	    fig->redis_up == fig->workers ? "up" : "DOWN", cc->commands, cc->errors,
-	    cc->timeouts, hist_quantile(&cc->command_duration, 0.99) * MS_PER_S);
+	    cc->timeouts, ms);
 	if (fig->redis_down[0] != '\0')
 		evbuffer_add_printf(out, "redis down: %s\n", fig->redis_down);
 	if (px->conf->restart_pending != 0) {
@@ -726,12 +748,12 @@ metrics_table(struct proxy *px, struct evbuffer *out)
 		proxy_restart_pending_text(px->conf, list, sizeof(list));
 		evbuffer_add_printf(out, "restart pending: %s\n", list);
 	}
+	quantile_ms(&fig->stats->total.slot_wait, 0.99, ms, sizeof(ms));
 	if (px->conf->pools[0].max_requests > 0)
 		evbuffer_add_printf(out, "origin budget %d: %" PRId64 " slots in "
-		    "use here, %" PRId64 " waiting, wait p99 %.1f ms, %" PRIu64
+		    "use here, %" PRId64 " waiting, wait p99 %s ms, %" PRIu64
 		    " shed\n", px->conf->pools[0].max_requests, fig->budget.held,
-		    fig->budget.queued, hist_quantile(&fig->stats->total.slot_wait,
-		    0.99) * MS_PER_S, fig->stats->total.c.shed_busy +
+		    fig->budget.queued, ms, fig->stats->total.c.shed_busy +
 		    fig->stats->total.c.shed_stale +
 		    fig->stats->total.c.shed_refresh);
 	evbuffer_add(out, "\n", 1);
@@ -743,5 +765,6 @@ metrics_table(struct proxy *px, struct evbuffer *out)
 		table_row(out, width, scopes[i].route, scopes[i].s);
 	table_row(out, width, "total", &fig->stats->total);
 	evbuffer_add_printf(out, "\nhit%%: (hit + stale + collapsed) / (those "
-	    "+ miss). Times in ms; wait: cold-miss waiters.\n");
+	    "+ miss). Times in ms, to their histogram bucket's resolution; "
+	    "wait: cold-miss waiters.\n");
 }

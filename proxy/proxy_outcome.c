@@ -140,9 +140,10 @@ outcome_value_of(const struct answer *a, int fwd_status, char *out,
 		    a->not_stored != NULL ? "; detail=" : "",
 		    a->not_stored != NULL ? a->not_stored : "");
 		break;
-	case OUT_DEGRADED:
+	case OUT_DEGRADED:	/* Redis down, or full (not_stored) */
 		snprintf(out, outlen, "corral; fwd=miss; fwd-status=%d; "
-		    "detail=cache-unavailable", fwd_status);
+		    "detail=%s", fwd_status, a->not_stored != NULL ?
+		    a->not_stored : "cache-unavailable");
 		break;
 	case OUT_BYPASS:
 		snprintf(out, outlen, "corral; fwd=bypass; fwd-status=%d%s",

@@ -550,6 +550,18 @@ pool_free(struct pool *p)
 	free(p);
 }
 
+/* A pool's budget moved: its row's figures, as the siblings read them. */
+static void
+on_budget_counts(void *arg)
+{
+	struct pool *p = arg;
+	struct proxy *px = p->px;
+
+	assert(p->magic == POOL_MAGIC);
+	if (px->slots != NULL)
+		pool_publish(px, &px->slots[px->slot].pools);
+}
+
 static struct pool *
 pool_new(struct proxy *px, const struct conf_pool *cp)
 {
@@ -567,6 +579,7 @@ pool_new(struct proxy *px, const struct conf_pool *cp)
 		pool_free(p);
 		return NULL;
 	}
+	budget_on_counts(p->budget, on_budget_counts, p);
 	if (px->budget == NULL)
 		px->budget = p->budget;		/* the default pool's */
 	return p;

@@ -587,6 +587,10 @@ refresh_run(struct refresh *rf)
 			next = refresh_release(rf);
 			break;
 		case RF_DONE:
+			if (rf->report.result == RFR_FETCHED &&
+			    !rf->report.stored && rf->report.not_stored == NULL &&
+			    cache_is_full(rf->px->cache))
+				rf->report.not_stored = "redis-full";
 			refresh_end(rf);
 			return;
 		case RF_PARK:

@@ -26,6 +26,8 @@
 #define REPLY_RETRY_AFTER	"1"	/* s: a 503 of Corral's own (the queue
 				 * moves as fetches end; a retry waits its turn) */
 #define VIA_TOKEN		"1.1 corral"
+/* A 405's Allow: the methods the door serves (proxy_frame.c). */
+#define REPLY_ALLOW	"GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH"
 #define VIA_MAX			1024	/* the origin's Via lines, joined */
 #define STATUS_LINE_MAX		128
 #define TAIL_MAX		(CACHE_STATUS_MAX + 80)
@@ -337,11 +339,14 @@ reply_error(struct reply *r, int code, const char *phrase, const char *text)
 	struct evbuffer *body;
 	uint64_t sent;
 
+	evhttp_add_header(out, "Via", VIA_TOKEN);
 	evhttp_add_header(out, "Cache-Status", r->cache_status);
 	evhttp_add_header(out, "Content-Type", "text/plain");
 	evhttp_add_header(out, "Connection", "close");
 	if (code == HTTP_SERVUNAVAIL)	/* no origin slot, or stopping */
 		evhttp_add_header(out, "Retry-After", REPLY_RETRY_AFTER);
+	if (code == HTTP_BADMETHOD)	/* what the public port serves */
+		evhttp_add_header(out, "Allow", REPLY_ALLOW);
 	if ((body = evbuffer_new()) != NULL)
 		evbuffer_add_printf(body, "%d %s\n", code, text);
 	sent = body != NULL && !r->head ? evbuffer_get_length(body) : 0;
@@ -449,6 +454,7 @@ const char *
 reply_phrase(int status)
 {
 	switch (status) {
+	case 405:	return "Method Not Allowed";
 	case 413:	return "Content Too Large";
 	case 414:	return "URI Too Long";
 	case 431:	return "Request Header Fields Too Large";

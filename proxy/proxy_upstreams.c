@@ -83,7 +83,7 @@ static void
 labels(struct evbuffer *out, const struct pool_figures *f)
 {
 	evbuffer_add_printf(out, "{pool=");
-	quoted(out, f->pool[0] != '\0' ? f->pool : "default");
+	quoted(out, f->pool[0] != '\0' ? f->pool : POOL_DEFAULT_NAME);
 	evbuffer_add_printf(out, ",server=");
 	quoted(out, f->server);
 }

@@ -1,12 +1,10 @@
 /*
  * Vary: the variant id of a request, and what each key of this process is
  * known to vary on (px->vary). Calls common/dict.c, common/fields.c (which
- * fields are credentials), and cache/ for the digest of a credential's
- * value.
+ * fields are credentials), and cache/ for the digest.
  */
 
 #include <ctype.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,13 +22,10 @@
 #include "proxy/proxy_vary.h"
 
 #define VARY_KEYS_MAX		100000	/* keys whose Vary a process remembers */
-/*
- * The variant id's hash is FNV-1a with this start, which is not FNV's own
- * offset basis (UTIL_HASH_INIT) but one digit short of it. It names every
- * stored variant: changing it renames them all, so it stays.
- */
-#define VARIANT_HASH_INIT	1469598103934665603ULL
-#define VARIANT_HASH_PRIME	1099511628211ULL
+#define VARIANT_LABEL		"variant"	/* what the digest is of */
+
+_Static_assert(CACHE_VARIANT_MAX == KEYRULE_DIGEST_HEX + 1,
+    "a variant id is a digest's hex digits");
 
 static int
 name_is(const char *name, size_t n, const char *word)
@@ -86,57 +81,41 @@ vary_relevant(const char *spec, const struct vary_keying *vk)
 	return vary_next(&spec, &n, vk) != NULL;
 }
 
-static uint64_t
-fnv(uint64_t h, const char *s, size_t n, int fold)
-{
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)(fold ? tolower((unsigned char)s[i]) : s[i]);
-		h *= VARIANT_HASH_PRIME;
-	}
-	return h;
-}
-
-/* A credential's value as ID holds it: its HMAC's hex digits. */
-static void
-keyed_value(const struct vary_keying *vk, const char *v,
-    char hex[KEYRULE_DIGEST_HEX + 1])
-{
-	struct keyrule_digest d;
-
-	keyrule_digest_init(&d, vk->secret, vk->secret_len, "vary");
-	keyrule_digest_part(&d, v, strlen(v));
-	keyrule_digest_hex(&d, hex);
-}
-
+/*
+ * The id is 128 bits of HMAC-SHA-256 over each name (lower-cased) and its
+ * values, every part length-prefixed (cache_keyrule.c), keyed with the
+ * key secret when there is one: no two requests' fields can be made to
+ * share a variant, as an FNV hash once let them (its collisions can be
+ * computed), and with a secret no id can be tested against a guessed
+ * credential. Every instance of a fleet computes the same id: their key
+ * secret is one (or none).
+ */
 void
 vary_id(const char *spec, const struct evkeyvalq *headers,
     const struct vary_keying *vk, char out[CACHE_VARIANT_MAX])
 {
-	uint64_t h = VARIANT_HASH_INIT;
+	struct keyrule_digest d;
 	const struct evkeyval *kv;
 	const char *name;
-	char hex[KEYRULE_DIGEST_HEX + 1];
+	char lower[VARY_SPEC_MAX + 1];
 	size_t n;
 
+	keyrule_digest_init(&d, vk->secret != NULL ? vk->secret : "",
+	    vk->secret != NULL ? vk->secret_len : 0, VARIANT_LABEL);
 	while ((name = vary_next(&spec, &n, vk)) != NULL) {
-		int keyed = vk->secret != NULL && field_is_credential(name, n);
-
-		h = fnv(h, name, n, 1);
-		h = fnv(h, "\0", 1, 0);
+		lower[0] = 'N';		/* a name, then 'V' each value */
+		for (size_t i = 0; i < n && i < VARY_SPEC_MAX; i++)
+			lower[i + 1] = (char)tolower((unsigned char)name[i]);
+		keyrule_digest_part(&d, lower, 1 + (n < VARY_SPEC_MAX ? n :
+		    VARY_SPEC_MAX));
 		TAILQ_FOREACH(kv, headers, next) {
 			if (!name_is(name, n, kv->key))
 				continue;
-			if (keyed) {
-				keyed_value(vk, kv->value, hex);
-				h = fnv(h, hex, strlen(hex), 0);
-			} else {
-				h = fnv(h, kv->value, strlen(kv->value), 0);
-			}
-			h = fnv(h, ",", 1, 0);
+			keyrule_digest_part(&d, "V", 1);
+			keyrule_digest_part(&d, kv->value, strlen(kv->value));
 		}
-		h = fnv(h, "\1", 1, 0);
 	}
-	snprintf(out, CACHE_VARIANT_MAX, "%016" PRIx64, h);
+	keyrule_digest_hex(&d, out);
 }
 
 void

@@ -3,16 +3,17 @@
 
 /*
  * Vary: a response with Vary is stored as one variant of its key, "K\nID",
- * where ID hashes the request's values of the headers it varies on; a
- * marker at K names them. Each process remembers K's Vary (px->vary) so
- * that later requests go straight to their variant.
+ * where ID is a digest of the request's values of the headers it varies
+ * on (128 bits of HMAC-SHA-256, keyed with the key secret when there is
+ * one); a marker at K names them. Each process remembers K's Vary
+ * (px->vary) so that later requests go straight to their variant.
  *
- * A credential's value (Authorization, Proxy-Authorization, Cookie) goes
- * into ID as its HMAC keyed with the key secret, when there is one, so
- * that a key in Redis cannot be tested against a guessed token; without
- * a secret, as it is. On a per-credential route the key holds the
- * credential already, and the fetch sends no other: those fields are left
- * out of ID (a Vary on them alone makes no variants).
+ * No request can be made to share another's variant: the digest has no
+ * collisions anyone can compute. With a key secret, an ID in Redis also
+ * cannot be tested against a guessed credential (Authorization,
+ * Proxy-Authorization, Cookie). On a per-credential route the key holds
+ * the credential already, and the fetch sends no other: those fields are
+ * left out of ID (a Vary on them alone makes no variants).
  */
 
 #include <event2/keyvalq_struct.h>
@@ -28,8 +29,8 @@ struct proxy;
 /* How a route's variant ids hold credentials. Its pointers are c's and
  * rt's: made afresh for each use. */
 struct vary_keying {
-	const void	*secret;	/* credentials' values as their HMAC;
-					 * NULL: as they are */
+	const void	*secret;	/* keys the variant id (the key
+					 * secret); NULL: none */
 	size_t		 secret_len;
 	const char	*keyed_header;	/* per-credential: its credential
 					 * header (with Authorization,

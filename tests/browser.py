@@ -198,8 +198,16 @@ class Browser:
                                      f"in the browser (last: {last!r})")
             time.sleep(interval)
 
-    def screenshot(self, path):
-        data = self.send("Page.captureScreenshot", {"format": "png"})["data"]
+    def screenshot(self, path, full_page=False):
+        """A PNG of the viewport, or with full_page of the whole page (as
+        wide as the viewport, as long as the page)."""
+        params = {"format": "png"}
+        if full_page:
+            size = self.send("Page.getLayoutMetrics")["cssContentSize"]
+            params.update(captureBeyondViewport=True, clip={
+                "x": 0, "y": 0, "width": self.width,
+                "height": max(self.height, int(size["height"])), "scale": 1})
+        data = self.send("Page.captureScreenshot", params)["data"]
         with open(path, "wb") as f:
             f.write(base64.b64decode(data))
         return path

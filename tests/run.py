@@ -9,7 +9,12 @@ failure named after it. Scenarios are the @scenario functions in
 tests/scenarios/*.py; each runs in its own child process (so a hung one can
 be killed with everything it started) with a fresh Env and a time limit,
 two at a time by default (-j), each with free ports of its own class; a
-scenario marked alone runs with nothing beside it.
+scenario marked alone runs with nothing beside it. What a passing scenario
+reports (Env.report: figures it measured) is printed under its line (a
+failing one's is in its output). A scenario marked
+@expected_failure(reason, message) that fails as the mark says prints
+"XFAIL name" and counts as passed; if it passes, or fails otherwise, it
+is a FAIL.
 The last line printed is "N passed, M failed"; the exit status is 1 if M > 0.
 """
 
@@ -48,6 +53,10 @@ class Tally:
     def ok(self, name, note=""):
         self.passed += 1
         print(f"PASS {name}{note}", flush=True)
+
+    def xfail(self, name, note):
+        self.passed += 1
+        print(f"XFAIL {name}{note}", flush=True)
 
     def fail(self, name, reason, details=""):
         self.failed += 1
@@ -128,7 +137,7 @@ def run_child(path, name, workdir, binary):
         reason = one_line(e) if str(e) else type(e).__name__
         if not isinstance(e, AssertionError):
             reason = f"{type(e).__name__}: {reason}"
-        result = {"ok": False, "reason": reason,
+        result = {"ok": False, "reason": reason, "assertion": isinstance(e, AssertionError),
                   "details": "".join(traceback.format_exception(type(e), e, e.__traceback__))}
     with open(os.path.join(workdir, "result.json"), "w") as f:
         json.dump(result, f)
@@ -208,6 +217,22 @@ def run_scenarios(todo, binary, tally, keep_logs, jobs, first_failure):
             time.sleep(0.02)
 
 
+def verdict(result, expected):
+    """PASS, XFAIL or FAIL, and why, for a scenario's result; expected is
+    its @expected_failure (reason, message), or None. Only an assertion
+    whose first line holds message is the expected failure: a crash, a
+    time-out or another assertion is a FAIL as ever."""
+    if expected is None:
+        return ("PASS", "") if result["ok"] else ("FAIL", result["reason"])
+    reason, message = expected
+    if result["ok"]:
+        return "FAIL", f"now passes: remove the @expected_failure mark ({reason})"
+    if result.get("assertion") and message in result["reason"]:
+        return "XFAIL", f"{reason}: {result['reason']}"
+    return "FAIL", f"{result['reason']} (marked expected to fail with {message!r}: " \
+                   f"this is another failure)"
+
+
 def report_scenario(run, tally, keep_logs):
     name, workdir, child = run.fn.__name__, run.workdir, run.child
     took = time.monotonic() - run.started
@@ -221,8 +246,15 @@ def report_scenario(run, tally, keep_logs):
     if run.timed_out:
         result = {"ok": False, "details": "",
                   "reason": f"timed out after {run.fn.scenario_timeout} s"}
-    if result["ok"]:
-        tally.ok(name, f" ({took:.1f} s)")
+    status, why = verdict(result, run.fn.scenario_expected_failure)
+    figures = harness.read_text(os.path.join(workdir, harness.REPORT_FILE)).rstrip("\n")
+    if status != "FAIL":
+        if status == "PASS":
+            tally.ok(name, f" ({took:.1f} s)")
+        else:
+            tally.xfail(name, f" ({took:.1f} s): {why}")
+        if figures:
+            print("    " + figures.replace("\n", "\n    "), flush=True)
         if not keep_logs:
             shutil.rmtree(workdir, ignore_errors=True)
         return
@@ -234,7 +266,7 @@ def report_scenario(run, tally, keep_logs):
     if logs:
         details += "\n" + logs
     details += f"\n(logs kept in {workdir})"
-    tally.fail(name, result["reason"], details.strip("\n"))
+    tally.fail(name, why, details.strip("\n"))
 
 
 def main(argv=None):

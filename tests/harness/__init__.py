@@ -25,7 +25,7 @@ them from harness. Each module imports only those above it:
     origin   Origin (runs tests/origin.py)
     corral   corral_config, Corral, fleet_counters, children, tcp_socket_owner
     clients  stampede, Background, paced
-    env      Env, @scenario and SCENARIOS
+    env      Env, @scenario, @expected_failure and SCENARIOS
     cluster  Redis Cluster and Sentinel (imported as harness.cluster)
 """
 
@@ -34,7 +34,7 @@ from .corral import (COUNTERS, DEFAULT_ROUTE, VALGRIND_ERROR_EXIT, WRAPPER, Corr
                      corral_config, expect_fetches, fetch_story, fills_that_woke, fleet_counters,
                      nofile_limit, release_once_joined, server_addresses, split_hostport,
                      tcp_socket_owner)
-from .env import DEFAULT_SCENARIO_TIMEOUT_S, SCENARIOS, Env, scenario
+from .env import DEFAULT_SCENARIO_TIMEOUT_S, REPORT_FILE, SCENARIOS, Env, expected_failure, scenario
 from .http import (CacheStatus, Headers, RawReply, Response, get_request, http_request,
                    raw_exchange, send_and_leave)
 from .keys import (HOST, PREFIX, TOKEN_RE, backoff_key, cache_key, entry_key, fails_key,
@@ -49,13 +49,15 @@ from .wait import (CLIENT_TIMEOUT_S, LOG_TAIL_LINES, NOT_YET, POLL_S, SANITIZER_
 
 __all__ = [
     "CLIENT_TIMEOUT_S", "COUNTERS", "DEFAULT_ROUTE", "DEFAULT_SCENARIO_TIMEOUT_S", "HOST",
-    "LOG_TAIL_LINES", "NOT_YET", "ORIGIN_PY", "POLL_S", "PREFIX", "SANITIZER_MARKERS",
+    "LOG_TAIL_LINES", "NOT_YET", "ORIGIN_PY", "POLL_S", "PREFIX", "REPORT_FILE",
+    "SANITIZER_MARKERS",
     "SCENARIOS", "SLOWNESS", "START_TIMEOUT_S", "STOP_TIMEOUT_S", "TESTS_DIR", "TOKEN_RE",
     "VALGRIND_ERROR_EXIT", "WRAPPER",
     "Background", "CacheStatus", "WsgiOrigin", "closed_by_server", "Corral", "Env", "Headers", "Origin", "RawReply",
     "RedisProxy", "RedisServer", "RespClient", "RespError", "Response", "StampedeResult",
     "backoff_key", "cache_key", "children", "corral_config", "entry_key", "expect",
     "expect_entry", "expect_entry_pttl", "expect_eq", "expect_fetches", "expect_no_entries",
+    "expected_failure",
     "expect_pttl", "fails_key", "fetch_story", "fills_that_woke", "find_redis_server", "fleet_counters",
     "free_port", "get_request", "hfm_key", "http_request", "is_token", "lock_key",
     "nofile_limit", "origin_max_active", "paced", "raw_exchange", "read_text",

@@ -111,10 +111,10 @@ def nofile_limit(n):
 
 class Corral:
     """One corral process started with an inline config; nofile, if given,
-    is its RLIMIT_NOFILE."""
+    is its RLIMIT_NOFILE; wrapper, if not None, replaces WRAPPER."""
 
     def __init__(self, binary, config_text, name, workdir=None, wait_redis=True,
-                 nofile=None, env=None, admin_token=None):
+                 nofile=None, env=None, admin_token=None, wrapper=None):
         if not binary or not os.access(binary, os.X_OK):
             raise AssertionError(f"corral binary {binary!r} not found or not executable "
                                  "(build it first, e.g. make build/asan/corral)")
@@ -130,9 +130,10 @@ class Corral:
         self.url = f"http://{self.host}:{self.port}"
         self.admin_url = f"http://{self.admin_host}:{self.admin_port}"
         self.stopped = False
+        self.wrapper = WRAPPER if wrapper is None else list(wrapper)
         self.started_at = time.time()	# wall clock, just before it starts
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen([*WRAPPER, binary, "-c", self.config_path],
+            self.proc = subprocess.Popen([*self.wrapper, binary, "-c", self.config_path],
                                          stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL,
                                          preexec_fn=nofile_limit(nofile),
@@ -208,13 +209,33 @@ class Corral:
         rc = self.proc.returncode
         if problem is None and rc != 0:
             problem = f"exited with {rc}" if rc > 0 else f"died of signal {-rc}"
-            if WRAPPER and rc == VALGRIND_ERROR_EXIT:
+            if self.wrapper and rc == VALGRIND_ERROR_EXIT:
                 problem += " (valgrind found memory errors or leaks: see the log)"
         marker = sanitizer_report(self.log())
         if marker:
             problem = (problem + "; " if problem else "") + f"log has {marker!r}"
         if problem:
             raise AssertionError(f"{self.name} {problem}; log:\n{tail(self.log())}")
+
+    def expect_exit(self, status, timeout, what):
+        """Waits up to timeout seconds (times SLOWNESS) for corral to exit
+        by itself (after a signal the scenario sent, or none), and checks
+        its exit status and its log for sanitizer reports; the Env then
+        has nothing left to stop."""
+        self.stopped = True
+        try:
+            self.proc.wait(timeout * SLOWNESS)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"{self.name} did not exit within {timeout * SLOWNESS} s "
+                                 f"{what}; log:\n{tail(self.log())}")
+        if self.proc.returncode != status:
+            raise AssertionError(f"{self.name} exited with {self.proc.returncode} {what}, "
+                                 f"not {status}; log:\n{tail(self.log())}")
+        marker = sanitizer_report(self.log())
+        if marker:
+            raise AssertionError(f"{self.name}'s log has {marker!r}:\n{tail(self.log())}")
 
     def kill(self):
         self.stopped = True

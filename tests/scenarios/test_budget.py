@@ -589,3 +589,66 @@ def a_request_that_waited_goes_before_newer_ones_with_more_waiters(env):
     origin.release("/crowd")
     expect_eq(old.result().text, "old", "the older miss's answer")
     expect_eq({r.body for r in crowd.result()}, {b"crowd"}, "the crowd's answer")
+
+
+# -- the gauges: of now, never a sum of moments apart ----------------------------
+
+@scenario(timeout=240)
+def budget_gauges_say_now_and_never_more_than_max_requests(env):
+    """The instance's slots and queue, summed over its workers, are of one
+    moment: never above max_requests while fetches come and go, and 0 as
+    soon as the last client is answered; the fleet's are Redis's of now,
+    0 within a few hellos once the fleet is idle, unknown (-1) while
+    Redis is away and back once it returns."""
+    max_requests = 6
+    redis, origin = env.redis(), env.origin()
+    origin.script("/h/*", hold=True, body="h{n}")
+    origin.script("/f/*", delay_ms=5, body="f{n}")
+    corral = env.corral(redis, origin, extra=budget(max_requests, server=TWO_WORKERS))
+    seen = []
+
+    def gauges():
+        s = budget_stats(corral)
+        seen.append(s["slots_in_use"])
+        return s
+
+    # Held at the origin: 6 slots in use, 4 waiting, here and fleet-wide.
+    clients = [Background(corral.get, f"/h/{i}") for i in range(10)]
+    wait_for(lambda: sum(origin.held(f"/h/{i}") for i in range(10)) == max_requests,
+             what="six fetches held at the origin")
+    wait_for(lambda: [gauges()[k] for k in ("slots_in_use", "queue_length",
+                                            "fleet_slots_in_use", "fleet_queue_length")]
+             == [6, 4, 6, 4], what="/stats: 6 slots in use and 4 waiting, here and fleet-wide")
+    origin.release("/h/*")
+    expect_eq(sorted({c.result().status for c in clients}), [200], "the held clients")
+    s = gauges()	# at once: each worker's figures are of now
+    expect_eq((s["slots_in_use"], s["queue_length"]), (0, 0),
+              "/stats right after the last answer: slots in use, waiting")
+
+    # Fetches coming and going on both workers: never above the budget.
+    stop = threading.Event()
+
+    def poll():
+        while not stop.is_set():
+            gauges()
+    poller = Background(poll)
+    try:
+        flood([corral], [f"/f/{i}" for i in range(200)])
+    finally:
+        stop.set()
+        poller.result()
+    expect(origin.stats()["max_active"] <= max_requests, "the origin's peak")
+    expect(len(seen) > 20, f"/stats read {len(seen)} times during the flood")
+    expect(max(seen) <= max_requests,
+           f"/stats slots_in_use read {max(seen)} with max_requests {max_requests}")
+
+    # Idle: the fleet's figures are Redis's of now, not the last acquire's.
+    wait_for(lambda: (gauges()["fleet_slots_in_use"], gauges()["fleet_queue_length"]) == (0, 0),
+             timeout=slow(20), what="/stats fleet figures of an idle fleet: 0 and 0")
+    port = redis.port
+    redis.stop()
+    wait_for(lambda: (gauges()["fleet_slots_in_use"], gauges()["fleet_queue_length"]) ==
+             (-1, -1), timeout=slow(30), what="/stats fleet figures unknown with Redis away")
+    redis.start(port)
+    wait_for(lambda: (gauges()["fleet_slots_in_use"], gauges()["fleet_queue_length"]) == (0, 0),
+             timeout=slow(30), what="/stats fleet figures back once Redis is")

@@ -1,11 +1,13 @@
 """The command line: `corral -t` checks a configuration and reports every
-error in one run as FILE:LINE: message; -V and -h."""
+error in one run as FILE:LINE: message; -V and -h. A comment after a
+value, with ';' or '#', is a comment in every key."""
 
 import glob
 import os
 import re
 
-from harness import TESTS_DIR, corral_config, expect, expect_eq, free_port, scenario
+from harness import (TESTS_DIR, RedisServer, corral_config, expect, expect_eq, free_port,
+                     read_text, scenario, wait_for)
 
 FIXTURES = os.path.join(TESTS_DIR, "fixtures")
 BAD_FIXTURE = os.path.join(FIXTURES, "bad.conf")
@@ -131,3 +133,83 @@ def readme_config_keys():
         if m and section:
             keys.append((section, m.group(1)))
     return keys
+
+
+class PasswordRedis(RedisServer):
+    """A redis-server that wants the password s3cret."""
+
+    auth = ("default", "s3cret")
+
+    def argv(self, binary):
+        return super().argv(binary) + ["--requirepass", "s3cret"]
+
+
+@scenario
+def a_hash_after_a_value_starts_a_comment_in_every_key(env):
+    redis = env.track(PasswordRedis(env.workdir, env.name("redis")))
+    origin = env.origin()
+    logs = os.path.join(env.workdir, "logs")
+    os.makedirs(logs)
+    access = os.path.join(logs, "access.log")
+    text = corral_config(redis, origin, free_port(), free_port(), routes={
+        "/": {"ttl": "1h # an hour"}}, extra={
+        "server": {"access_log": f"{access} # one line a request"},
+        "redis": {"password": "s3cret # from the vault"},
+        "upstream": {"health_path": "/health\t# the probe", "health_interval": "100ms"}})
+    p = env.run_corral("-t", "-c", env.config_file(text))
+    expect_eq((p.returncode, p.stdout.strip()), (0, "configuration OK"),
+              f"corral -t (stderr: {p.stderr!r})")
+
+    corral = env.corral(redis, origin, config=text)	# waits for Redis: the password
+    r = corral.get("/a")
+    expect_eq(r.status, 200, "a request")
+    expect(r.cache_status.stored, f"stored, for an hour: {r.cache_status.raw!r}")
+    expect(0 < int(re.search(r"ttl=(\d+)", corral.get("/a").cache_status.raw).group(1)) <= 3600,
+           "the hit's ttl is the hour")
+    wait_for(lambda: origin.count("/health") >= 2, what="two health checks of /health")
+    states = {u["server"]: u["state"] for u in corral.stats()["upstreams"]}
+    expect_eq(list(states.values()), ["up"], f"the server, probed at /health: {states}")
+    wait_for(lambda: "/a" in read_text(access), what="/a in the access log")
+    expect_eq(os.listdir(logs), ["access.log"], "files in the log directory")
+
+
+EXAMPLE = os.path.join(os.path.dirname(TESTS_DIR), "conf", "corral.conf")
+
+
+def example_keys(text):
+    """{(section, key): value} of the example's [server], [redis],
+    [upstream] and [route /] (the sections it says show the defaults)."""
+    out, section = {}, None
+    for raw in text.splitlines():
+        line = re.split(r"\s[;#]", " " + raw)[0].strip()
+        if not line or line.startswith((";", "#")):
+            continue
+        m = re.fullmatch(r"\[([^]]+)\]", line)
+        if m:
+            section = {"route /": "[route PREFIX]"}.get(m.group(1), f"[{m.group(1)}]")
+            continue
+        if section in ("[server]", "[redis]", "[upstream]", "[route PREFIX]"):
+            key, _, value = line.partition("=")
+            out[(section, key.strip())] = value.strip() or "(empty)"
+    return out
+
+
+@scenario
+def example_config_shows_every_key_at_its_default_and_starts_without_a_warning(env):
+    usage = env.run_corral("-h").stdout
+    defaults = {}
+    for line in usage.splitlines():
+        m = re.match(r"(\[(?:server|redis|upstream|route PREFIX)\])\s+(\S+)\s+(\S+)", line)
+        if m:
+            defaults[(m.group(1), m.group(2))] = m.group(3)
+    expect(len(defaults) > 60, f"the keys of corral -h: {len(defaults)}")
+    with open(EXAMPLE) as f:
+        shown = example_keys(f.read())
+    expect_eq(sorted(set(defaults) - set(shown)), [], "keys conf/corral.conf leaves out")
+    expect_eq(sorted(set(shown) - set(defaults)), [], "keys conf/corral.conf has that -h lacks")
+    differ = {k: (shown[k], v) for k, v in defaults.items()
+              if shown[k] != v and k != ("[upstream]", "url")}
+    expect_eq(differ, {}, "values that are not the default (the example's, -h's)")
+    p = env.run_corral("-t", "-c", EXAMPLE)
+    expect_eq((p.returncode, p.stdout.strip(), p.stderr.strip()), (0, "configuration OK", ""),
+              "corral -t on the example: OK, with no warning")

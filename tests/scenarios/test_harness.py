@@ -3,10 +3,12 @@
 These need no corral binary; if they fail, no other scenario can be trusted.
 """
 
+import importlib.util
+import os
 import time
 
-from harness import (Background, RespClient, RespError, expect, expect_eq, free_port,
-                     scenario, stampede, wait_for)
+from harness import (TESTS_DIR, Background, RespClient, RespError, expect, expect_eq,
+                     free_port, scenario, stampede, wait_for)
 
 CLIENTS = 200
 
@@ -157,6 +159,30 @@ def wait_for_fails_at_once_on_a_broken_condition(env):
     else:
         raise AssertionError("wait_for swallowed a KeyError")
     expect(time.monotonic() - t0 < 1, "a KeyError fails at once, not after the timeout")
+
+
+@scenario
+def expected_failure_is_an_xfail_only_while_it_fails_as_marked(env):
+    spec = importlib.util.spec_from_file_location("run", os.path.join(TESTS_DIR, "run.py"))
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    mark = ("not built yet", "allocations over")
+    passed = {"ok": True, "reason": "", "details": ""}
+    as_marked = {"ok": False, "assertion": True, "details": "",
+                 "reason": "allocations over 10,000 hits past 64: 330628"}
+    otherwise = {"ok": False, "assertion": True, "details": "",
+                 "reason": "every request a hit: expected 1, got 0"}
+    crashed = {"ok": False, "assertion": False, "details": "",
+               "reason": "TypeError: allocations over what?"}
+    expect_eq(run.verdict(passed, None), ("PASS", ""), "a pass, unmarked")
+    expect_eq(run.verdict(otherwise, None)[0], "FAIL", "a failure, unmarked")
+    expect_eq(run.verdict(as_marked, mark)[0], "XFAIL", "the marked failure")
+    for result, what in ((otherwise, "another assertion"), (crashed, "an exception")):
+        status, why = run.verdict(result, mark)
+        expect(status == "FAIL" and "another failure" in why, f"{what}: {status} {why}")
+    status, why = run.verdict(passed, mark)
+    expect(status == "FAIL" and "now passes: remove the @expected_failure mark" in why,
+           f"a marked scenario that passes: {status} {why}")
 
 
 @scenario

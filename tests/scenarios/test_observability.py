@@ -5,6 +5,7 @@ corral -s, and the dashboard in headless Chromium.
 """
 
 import http.client
+import math
 import os
 import re
 import shutil
@@ -58,6 +59,8 @@ FAMILIES = {
     "corral_redis_connects_total": "counter",
     "corral_redis_disconnects_total": "counter",
     "corral_redis_auth_failures_total": "counter",
+    "corral_redis_full": "gauge",
+    "corral_redis_oom_total": "counter",
     "corral_upstream_rejected_total": "counter",
     "corral_redis_fill_notifications_total": "counter",
     "corral_redis_command_duration_seconds": "histogram",
@@ -520,6 +523,36 @@ def corral_s_prints_the_stats_as_a_table(env):
     expect("no answer" in nobody.stderr, f"its message: {nobody.stderr!r}")
 
 
+@scenario
+def corral_s_sends_the_admin_token_from_the_environment_or_the_configuration(env):
+    redis, origin = env.redis(), env.origin()
+    token = "s-Tok3n-only-for-reading-0123"
+    tokens = os.path.join(env.workdir, "tokens")
+    with open(tokens, "w") as f:
+        f.write(f"# for corral -s\n{token} read\n")
+    os.chmod(tokens, 0o600)
+    corral = env.corral(redis, origin, extra={"server": {"admin_token_file": tokens}},
+                        admin_token=token)
+    corral.get("/a")
+    addr = f"{corral.admin_host}:{corral.admin_port}"
+
+    p = env.run_corral("-s", addr, env={"CORRAL_ADMIN_TOKEN": ""})
+    expect_eq(p.returncode, 1, "corral -s without a token")
+    expect("wants an admin token: set CORRAL_ADMIN_TOKEN" in p.stderr,
+           f"it says how to give one: {p.stderr!r}")
+    for how, args, extra in (("from the environment", ("-s", addr), {"CORRAL_ADMIN_TOKEN": token}),
+                             ("from -c's admin_token_file", ("-s", addr, "-c", corral.config_path),
+                              {"CORRAL_ADMIN_TOKEN": ""})):
+        p = env.run_corral(*args, env=extra)
+        expect_eq(p.returncode, 0, f"corral -s with the token {how} ({p.stderr!r})")
+        expect(p.stdout.startswith("corral ") and "\ntotal " in p.stdout,
+               f"the table, with the token {how}:\n{p.stdout}")
+        expect(token not in p.stdout + p.stderr, "the token is never printed")
+    p = env.run_corral("-s", addr, env={"CORRAL_ADMIN_TOKEN": "not-a-token-of-the-file"})
+    expect_eq(p.returncode, 1, "corral -s with a wrong token")
+    expect("answered 401" in p.stderr, f"it says so: {p.stderr!r}")
+
+
 # -- the dashboard ------------------------------------------------------------------
 
 class Traffic:
@@ -599,3 +632,78 @@ def dashboard_in_headless_chromium_draws_live_charts(env):
         expect(f.read(8) == b"\x89PNG\r\n\x1a\n", "the screenshot is a PNG")
     expect(os.path.getsize(shot) > 20_000, f"the screenshot has content: {os.path.getsize(shot)} B")
     print(f"dashboard screenshot: {shot} ({traffic.rounds} traffic rounds)")
+
+
+def shown_seconds(text):
+    """A duration as the dashboard writes it ("700 ms", "1.2 s"), in s."""
+    m = re.fullmatch(r"([0-9.]+) (ms|s)", text)
+    expect(m is not None, f"a duration on the page: {text!r}")
+    return float(m.group(1)) / (1000 if m.group(2) == "ms" else 1)
+
+
+def same(a, b):
+    return abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1)
+
+
+def bucket_rounded(h, v):
+    """v rounded to the power of ten at or below the width of the bucket of
+    histogram h (as /stats gives it) that v falls in: what may be shown."""
+    bounds = sorted(float(k) for k in h["buckets"] if k != "+Inf")
+    lo, i = 0.0, 0
+    while i < len(bounds) - 1 and v > bounds[i]:
+        lo, i = bounds[i], i + 1
+    step = 10 ** math.floor(math.log10((bounds[i] - lo) * 1.000001))
+    return math.floor(v / step + 0.5) * step
+
+
+@scenario(timeout=180)
+def dashboard_quantiles_in_headless_chromium_are_those_of_stats(env):
+    redis, origin = env.redis(), env.origin()
+    origin.script("/slow/*", delay_ms=600)	# in (0.5, 0.75] s
+    corral = env.corral(redis, origin, routes={"/fast/": {}, "/slow/": {}})
+    with Browser(env.workdir) as b:
+        # A window longer than the scenario: the page's figures cover every
+        # request made after its first poll.
+        b.open(f"{corral.admin_url}/?interval=250&window=600")
+        b.wait_for_js("Number(document.body.dataset.polls) >= 2", timeout=30,
+                      what="two polls of /stats before any request")
+        for i in range(20):
+            expect_eq(corral.get(f"/fast/{i}").status, 200, f"/fast/{i}")
+        for i in range(2):
+            expect_eq([r.status for r in stampede(corral, 3, f"/slow/{i}")], [200] * 3,
+                      f"/slow/{i}")
+        s = corral.stats()["total"]
+        up, wait = s["upstream_duration"], s["lock_wait"]
+        expect_eq(up["count"], 22, "upstream fetches: 20 fast, 2 slow")
+        expect(wait["count"] >= 2, f"requests that waited for a slow fetch: {wait}")
+        b.wait_for_js(f"samples.length > 0 && (t => t.upstream_duration.count === {up['count']}"
+                      f" && t.lock_wait.count === {wait['count']})"
+                      "(samples[samples.length - 1].s.total)", timeout=30,
+                      what="the page to have polled the figures after the requests")
+        shown = b.js("(() => { const row = [...document.querySelectorAll('#routes-body tr')]"
+                     ".pop().children; return {up99: row[4].textContent,"
+                     " wait99: row[5].textContent,"
+                     " tile: document.getElementById('wait').textContent,"
+                     " legend: [...document.querySelectorAll('#legend-lockwait b')]"
+                     ".map(e => e.textContent)}; })()")
+        # On screen: /stats' quantiles, each to its bucket's resolution.
+        expect(same(shown_seconds(shown["up99"]), bucket_rounded(up, up["p99_s"])),
+               f"upstream p99 in the table (/stats p99_s {up['p99_s']}): {shown}")
+        expect(0.5 <= shown_seconds(shown["up99"]) <= 0.75,
+               f"the slow fetches' p99 is in their bucket: {shown}")
+        expect(same(shown_seconds(shown["wait99"]), bucket_rounded(wait, wait["p99_s"])),
+               f"lock wait p99 in the table (/stats {wait['p99_s']}): {shown}")
+        expect_eq(shown["tile"], shown["wait99"], "the lock wait tile and the table")
+        p99, p50 = (shown_seconds(t) for t in shown["legend"])
+        expect(same(p99, bucket_rounded(wait, wait["p99_s"])) and
+               same(p50, bucket_rounded(wait, wait["p50_s"])),
+               f"lock wait p99 and p50 in the chart's legend (/stats {wait}): {shown}")
+        # The page's own reading of the histograms it polled, unrounded.
+        page = b.js("(() => { const s = samples[samples.length - 1].s; return ["
+                    "s.total.upstream_duration, s.total.lock_wait, s.redis.command_duration]"
+                    ".map(h => ({h, q: [0.5, 0.9, 0.99].map(q => histQuantile(h, null, q))})); })()")
+        for (got, name) in zip(page, ("upstream_duration", "lock_wait", "redis.command_duration")):
+            want = [got["h"][f"p{p}_s"] for p in (50, 90, 99)]
+            expect(all(abs(a - w) <= 1e-5 * max(w, 1e-6) for a, w in zip(got["q"], want)),
+                   f"{name}: the page's p50, p90, p99 {got['q']} and /stats' {want}")
+            expect(got["q"][0] <= got["q"][1] <= got["q"][2], f"{name}: in order: {got['q']}")

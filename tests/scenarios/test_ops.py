@@ -110,6 +110,7 @@ def make_install_lays_out_every_file_and_keeps_an_existing_config(env):
         "/etc/corral/corral.conf": 0o644,
         "/usr/local/share/man/man8/corral.8": 0o644,
         "/usr/local/share/man/man5/corral.conf.5": 0o644,
+        "/usr/local/share/man/man7/corral-metrics.7": 0o644,
         "/usr/local/lib/systemd/system/corral.service": 0o644,
         "/etc/logrotate.d/corral": 0o644,
     }
@@ -125,6 +126,9 @@ def make_install_lays_out_every_file_and_keeps_an_existing_config(env):
            f"the logrotate snippet signals USR1:\n{rotate}")
     expect(env.run_corral("-t", "-c", dest + "/etc/corral/corral.conf").stdout.strip()
            == "configuration OK", "the installed config is valid")
+    expect(re.search(r"^pid_file = /run/corral/corral.pid ;", read_text(
+        dest + "/etc/corral/corral.conf"), re.M),
+           "the installed config names the PID file logrotate and the package read")
 
     conf = dest + "/etc/corral/corral.conf"
     with open(conf, "w") as f:
@@ -212,6 +216,11 @@ def make_run_and_make_deb_install_no_test_package(env):
     test_only = {"chromium", "prometheus", "clang", "libclang-rt-14-dev", "valgrind", "systemd"}
     expect(not test_only & set(build), f"test packages among the build ones: {build}")
     expect(test_only <= set(full), f"'install-deps test' installs the tests' packages: {full}")
+    readme = read_text(os.path.join(ROOT, "README.md"))
+    said = readme[readme.index("The tests' own packages"):]
+    said = said[:said.index("\n\n")]
+    expect_eq(sorted(p for p in set(full) - set(build) if f"`{p}`" not in said), [],
+              "test packages the README's list leaves out")
     for target in ("all", "run", "install", "deb"):
         plan = make("-n", "-B", target)
         calls = re.findall(r"scripts/install-deps[^\n]*", plan)
@@ -220,6 +229,40 @@ def make_run_and_make_deb_install_no_test_package(env):
     for target in ("test", "fuzz", "test-valgrind"):
         expect("scripts/install-deps test" in make("-n", target),
                f"make {target} installs the tests' packages")
+
+
+@scenario(timeout=600, alone=True)
+def deb_built_twice_is_the_same_byte_for_byte(env):
+    import hashlib
+    import time
+    first = deb_path()
+    with open(first, "rb") as f:
+        once = f.read()
+    started = int(time.time())
+    # The second build's files are made in a later second than the first's.
+    wait_for(lambda: int(time.time()) > started, what="the clock to pass a second")
+    with open(deb_path(), "rb") as f:
+        again = f.read()
+    expect_eq(hashlib.sha256(again).hexdigest(), hashlib.sha256(once).hexdigest(),
+              "the .deb built twice (SOURCE_DATE_EPOCH: the changelog's date)")
+    changed = run(["dpkg-parsechangelog", "-l", os.path.join(ROOT, "dist/debian/changelog"),
+                   "-SDate"]).strip()
+    day = time.strftime("%Y-%m-%d", time.gmtime(
+        int(run(["date", "-d", changed, "+%s"]).strip())))
+    listing = run(["dpkg-deb", "-c", first])
+    dates = set(re.findall(r" (\d{4}-\d\d-\d\d) \d\d:\d\d ", listing))
+    expect_eq(dates, {day}, f"every file's date is the changelog's:\n{listing}")
+
+
+@scenario
+def release_build_keeps_the_projects_warnings_after_the_distributions_flags(env):
+    plan = make("-n", "-B", "build/release/common/util.o")
+    line = next((l for l in plan.splitlines() if "-c common/util.c" in l), None)
+    expect(line is not None, f"the release compile line:\n{plan}")
+    formats = re.findall(r"\s(-Wformat(?:=\d)?)(?=\s)", line)
+    expect(formats and formats[-1] == "-Wformat=2",
+           f"-Wformat=2 is the last -Wformat flag (dpkg's -Wformat comes first): {line}")
+    expect("-Werror " in line, f"warnings are errors: {line}")
 
 
 def dpkg_root(root, *args):
@@ -233,7 +276,8 @@ def deb_installs_into_a_scratch_root_keeps_an_edited_config_and_purges(env):
     listing = run(["dpkg-deb", "-c", deb])
     for path in ("./usr/sbin/corral", "./etc/corral/corral.conf", "./etc/logrotate.d/corral",
                  "./lib/systemd/system/corral.service", "./usr/share/man/man8/corral.8.gz",
-                 "./usr/share/man/man5/corral.conf.5.gz"):
+                 "./usr/share/man/man5/corral.conf.5.gz",
+                 "./usr/share/man/man7/corral-metrics.7.gz"):
         expect(re.search(r"root/root .* " + re.escape(path) + "$", listing, re.M),
                f"dpkg-deb -c lists {path} owned by root:\n{listing}")
     info = run(["dpkg-deb", "-I", deb])
@@ -341,7 +385,8 @@ def grafana_dashboard_queries_only_metrics_that_metrics_exposes(env):
                        f"{name} has no label {label!r} in /metrics (in {q!r})")
     for want in ("corral_requests_total", "corral_lock_wait_seconds_bucket",
                  "corral_refreshes_in_progress", "corral_redis_up",
-                 "corral_upstream_requests_total"):
+                 "corral_upstream_requests_total", "corral_restart_pending",
+                 "corral_redis_full"):
         expect(want in used, f"the dashboard uses {want}")
 
     # promtool parses each query as a recording rule.
@@ -547,12 +592,98 @@ def corral_h_the_readme_and_the_manual_pages_agree_on_every_key(env):
         expect(re.search(r"^\.BI? \\-" + opt + r"\b", man8, re.M),
                f"corral(8) describes -{opt}")
         expect(re.search(r"corral[^\n]* -" + opt + r"\b", readme), f"the README shows -{opt}")
-    for section in ("SYNOPSIS", "OPTIONS", "SIGNALS", "SYSTEMD", "FILES"):
+    for section in ("SYNOPSIS", "OPTIONS", "SIGNALS", "ADMIN API", "CACHE\\-STATUS",
+                    "WORKERS", "REDIS MEMORY", "FAILURE MODES", "SYSTEMD", "FILES"):
         expect(f".SH {section}" in man8, f"corral(8) has {section}")
     p = subprocess.run(["groff", "-man", "-ww", "-z", os.path.join(ROOT, "build/man/corral.8"),
-                        os.path.join(ROOT, "build/man/corral.conf.5")],
+                        os.path.join(ROOT, "build/man/corral.conf.5"),
+                        os.path.join(ROOT, "build/man/corral-metrics.7")],
                        capture_output=True, text=True, timeout=60)
     expect_eq((p.returncode, p.stderr.strip()), (0, ""), "groff warnings in the manual pages")
+
+
+# -- the operator's reference: corral(8) and corral-metrics(7) -------------------------
+
+def man_section(text, name):
+    """The text of one .SH section of a manual page."""
+    m = re.search(r"^\.SH " + re.escape(name) + r"\n(.*?)(?=^\.SH |\Z)", text, re.M | re.S)
+    expect(m is not None, f"a section {name}")
+    return m.group(1)
+
+
+def readme_table(readme, header):
+    """The first cells of the README table under header, split at ", "."""
+    rows = readme[readme.index(header + "\n"):].split("\n")[2:]
+    out = []
+    for row in rows:
+        if not row.startswith("|"):
+            break
+        out += [c.strip().strip("`") for c in row.split("|")[1].split(", ")]
+    return out
+
+
+def emitted_details():
+    """Every detail= value Corral's code can put in a Cache-Status: the
+    reasons it names in proxy_status.c, and those of an answer not stored
+    (proxy_refresh.c, proxy_hdr.c)."""
+    def src(name):
+        return read_text(os.path.join(ROOT, "proxy", name))
+    found = set(re.findall(r"detail=([a-z-]+)", src("proxy_status.c")))
+    found |= set(re.findall(r'"(origin-busy|upstream-error|stale-if-error|cache-unavailable)"',
+                            src("proxy_status.c")))
+    found |= set(re.findall(r'why = "([a-z-]+)"', src("proxy_refresh.c")))
+    found |= set(re.findall(r'not_stored = "([a-z-]+)"', src("proxy_refresh.c")))
+    found |= set(re.findall(r'REFUSE\(f, "([a-z-]+)"\)', src("proxy_hdr.c")))
+    shared = re.search(r"\*why = (.*?);", src("proxy_hdr.c"), re.S).group(1)
+    found |= set(re.findall(r'"([a-z-]+)"', shared)) - {"Set-Cookie"}
+    return found
+
+
+@scenario(timeout=600, alone=True)
+def the_manual_pages_document_every_metric_counter_cache_status_and_endpoint(env):
+    make("man")
+    man8 = read_text(os.path.join(ROOT, "build", "man", "corral.8"))
+    man7 = read_text(os.path.join(ROOT, "build", "man", "corral-metrics.7"))
+    readme = read_text(os.path.join(ROOT, "README.md"))
+
+    # Every family /metrics exposes (every feature on), in the README's
+    # table and in corral-metrics(7); and nothing they list that it does not.
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, routes={"/api/": {}}, extra={
+        "upstream": {"max_requests": "4", "health_path": "/"}})
+    corral.get("/api/a")
+    r = http_request(corral.admin_host, corral.admin_port, "/metrics",
+                     {"Host": f"{corral.admin_host}:{corral.admin_port}"})
+    families = set(re.findall(r"^# TYPE (\S+) ", r.text, re.M))
+    documented = set(readme_table(readme, "| metric | type | labels | meaning |"))
+    expect_eq(sorted(families - documented), [], "families /metrics has and the README lacks")
+    expect_eq(sorted(documented - families), [], "families the README lists and /metrics lacks")
+    metrics = man_section(man7, "PROMETHEUS METRICS")
+    expect_eq(sorted(f for f in families if f"\\fB{f}\\fR" not in metrics), [],
+              "families corral-metrics(7) lacks")
+    counters = [k for k, v in corral.stats()["total"].items() if isinstance(v, int)]
+    expect(len(counters) > 40, f"the /stats counters: {counters}")
+    listed = set(re.findall(r"^\.B (\S+)$", man_section(man7, "COUNTERS"), re.M))
+    expect_eq(sorted(set(counters) - listed), [], "/stats counters corral-metrics(7) lacks")
+
+    # Every Cache-Status detail the code can write, in corral(8).
+    status = man_section(man8, "CACHE\\-STATUS").replace("\\-", "-")
+    details = emitted_details()
+    expect({"redis-full", "lock-lost", "no-store", "cache-unavailable"} <= details,
+           f"the details found in the code: {details}")
+    expect_eq(sorted(d for d in details if d not in status), [],
+              "Cache-Status details corral(8) lacks")
+
+    # Every path the admin listener answers, in corral(8)'s ADMIN API.
+    paths = set(re.findall(r'strcmp\(path, "(/[a-z.]*)"\)',
+                           read_text(os.path.join(ROOT, "proxy", "proxy_admin.c"))))
+    expect(len(paths) >= 10, f"the admin paths: {paths}")
+    api = man_section(man8, "ADMIN API").replace("\\-", "-")
+    expect_eq(sorted(p for p in paths if not re.search(re.escape(p) + r"(?![a-z.])", api)),
+              [], "admin paths corral(8) lacks")
+    faults = man_section(man8, "FAILURE MODES")
+    for fault in ("Redis full", "is in use", "A worker dies"):
+        expect(fault in faults, f"corral(8)'s failure modes name {fault!r}")
 
 
 @scenario

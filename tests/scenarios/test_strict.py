@@ -57,6 +57,37 @@ def invalid_percent_encoding_is_refused_not_merged_with_its_escape(env):
     expect_eq(origin.count("/p%25zz"), 1, "fetched once")
 
 
+@scenario
+def purge_ban_trace_and_unknown_methods_get_corrals_own_answer(env):
+    redis, origin = env.redis(), env.origin()
+    access = os.path.join(env.workdir, "access.log")
+    corral = env.corral(redis, origin, extra={"server": {"access_log": access}})
+    cases = [("PURGE", 405), ("BAN", 405), ("TRACE", 405), ("FROB", 501),
+             ("purge", 501), ("CONNECT", 501)]
+    for method, status in cases:
+        target = b"127.0.0.1:80" if method == "CONNECT" else b"/a"
+        r = raw_exchange(corral.host, corral.port,
+                         method.encode() + b" " + target + b" HTTP/1.1\r\n" + H + b"\r\n",
+                         timeout=10)
+        expect_eq((r.status, r.end), (status, "eof"), f"{method}: answered and closed ({r})")
+        expect_eq(r.cache_status.raw, "corral; detail=rejected", f"{method}: Cache-Status")
+        expect_eq(r.headers.get("via"), "1.1 corral", f"{method}: Via")
+        expect_eq(r.headers.get("content-type"), "text/plain", f"{method}: a plain-text body")
+        if status == 405:
+            expect_eq(r.headers.get("allow"), "GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH",
+                      f"{method}: Allow")
+        if method in ("PURGE", "BAN"):
+            expect(b"POST /purge?url=" in r.body, f"{method}: where purges go: {r.body!r}")
+    expect_eq(origin.count(), 0, "the origin saw none of them")
+    lines = wait_for(lambda: len(read_text(access).splitlines()) == len(cases) and
+                     read_text(access).splitlines(), what="an access-log line for each")
+    expect_eq([re.search(r'" (\d{3}) ', line).group(1) for line in lines],
+              [str(status) for _, status in cases], "the access log's statuses")
+    expect_eq(corral.counters()["rejected"], len(cases), "counted as rejected")
+    expect("rejected a request from 127.0.0.1: 405 purges go to the admin listener" in
+           corral.log(), "the error log says where purges go")
+
+
 def upload_past_the_limit(corral, length, piece=64 * 1024):
     """Sends a head announcing length bytes, then all of them without reading;
     then reads the answer. Returns (status or None, how it ended)."""
@@ -649,9 +680,10 @@ def docs_say_what_the_drain_the_pid_file_and_key_host_without_hosts_do(env):
     failure = next(l for l in readme.splitlines() if l.startswith("| Body over `max_body"))
     for name, text in (("Security", security.replace("\n", " ")), ("Failure modes", failure)):
         expect(all(b in text for b in bounds), f"README ({name}) says {bounds}: {text}")
-    # The packaged pid_file is in corral(8) FILES.
-    pid_file = re.search(r"^pid_file\s*=\s*(\S+)",
-                         read_text(os.path.join(ROOT, "conf", "corral.conf")), re.M).group(1)
+    # The packaged pid_file (the Makefile writes it into the installed
+    # configuration) is in corral(8) FILES.
+    pid_file = re.search(r"\|pid_file = (/\S+) ;\|",
+                         read_text(os.path.join(ROOT, "Makefile"))).group(1)
     files = section_of(read_text(os.path.join(ROOT, "man", "corral.8.in")), ".SH FILES", ".SH ")
     expect(f".I {pid_file}\n" in files, f"corral(8) FILES names {pid_file}:\n{files}")
     # The unit's comment says when SIGKILL comes.

@@ -327,6 +327,38 @@ t_comments_inline_and_full_line_are_ignored(void)
 	CHECK_STR(cf.redis_password, "a=b:c#d;e");
 }
 
+/* A '#' after whitespace starts a comment as " ;" does, in every key: a
+ * string, a number, a duration, a path, a list. */
+static void
+t_a_hash_after_whitespace_starts_a_comment_in_every_key(void)
+{
+	CHECK(load("[server]\n"
+	    "access_log = /var/log/corral/access.log # one line a request\n"
+	    "max_connections = 100\t# per worker\n"
+	    "hosts = a.example, b.example   # both\n"
+	    "[redis]\n"
+	    "password = s3cret # from the vault\n"
+	    "timeout = 2s #\n"
+	    "[upstream]\n"
+	    "health_path = /health # the probe\n"
+	    "[route /]\n"
+	    "ttl = 1h # an hour\n") == 0);
+	CHECK_STR(cf.access_log, "/var/log/corral/access.log");
+	CHECK(cf.max_connections == 100);
+	CHECK_STR(cf.hosts, "a.example, b.example");
+	CHECK_STR(cf.redis_password, "s3cret");
+	CHECK(cf.redis_timeout_ms == 2000);
+	CHECK_STR(cf.pools[0].health_path, "/health");
+	CHECK(cf.routes[0].ttl_ms == 3600 * 1000);
+
+	/* Not after whitespace, a '#' is the value's: a password may start
+	 * with one. After the '=' and a space, it is a comment, as ';' is. */
+	CHECK(load("[redis]\npassword =#s3cret#1\n") == 0);
+	CHECK_STR(cf.redis_password, "#s3cret#1");
+	CHECK(load("[redis]\npassword = # none\n") == 0);
+	CHECK_STR(cf.redis_password, "");
+}
+
 static void
 t_colon_crlf_bom_and_missing_last_newline_are_accepted(void)
 {
@@ -466,6 +498,10 @@ t_pool_errors_name_their_lines(void)
 	    "with '/'"));
 	CHECK(load("[upstream]\nurl = ftp://a\n") == 1);
 	CHECK(has_error(2, "url: \"ftp://a\" must start with http://"));
+	/* /metrics calls [upstream]'s pool "default": one name, one pool. */
+	CHECK(load("[upstream default]\nurl = http://b\n") == 1);
+	CHECK(has_error(1, "pool name \"default\" is what /metrics calls the "
+	    "[upstream] section's pool"));
 }
 
 static void
@@ -661,6 +697,12 @@ t_route_prefix_must_start_with_slash(void)
 	CHECK(load("[route /a b/]\n") == 1);
 	CHECK(has_error(1, "route prefix \"/a b/\" must not contain spaces or "
 	    "control characters"));
+	/* No request path holds a byte past ASCII; /stats names routes. */
+	CHECK(load("[route /caf\xc3\xa9/]\n[route /\xff/]\n") == 2);
+	CHECK(has_error(1, "route prefix \"/caf"));
+	CHECK(has_error(2, "route prefix \"/"));
+	CHECK(strstr(errs, "must be ASCII") != NULL);
+	CHECK(load("[route /caf%C3%A9/]\n") == 0);
 }
 
 static void
@@ -1351,6 +1393,7 @@ main(void)
 	RUN(t_every_key_is_stored_in_its_field);
 	RUN(t_indented_keys_are_keys_not_continuations);
 	RUN(t_comments_inline_and_full_line_are_ignored);
+	RUN(t_a_hash_after_whitespace_starts_a_comment_in_every_key);
 	RUN(t_colon_crlf_bom_and_missing_last_newline_are_accepted);
 	RUN(t_unix_address_fills_path_and_clears_host);
 	RUN(t_unix_socket_path_longer_than_sun_path_is_rejected);

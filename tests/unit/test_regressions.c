@@ -11,8 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
+
 #include "cache/cache_key.h"
 #include "conf/conf.h"
+#include "proxy/proxy_json.h"
 #include "tests/unit/unit.h"
 
 static struct conf conf;	/* large: keep it off the stack */
@@ -82,11 +85,34 @@ t_ttl_status_zero_is_not_the_route_ttl(void)
 	    conf_status_ttl(&conf.routes[0], 200));
 }
 
+/*
+ * A route prefix with bytes past ASCII passed corral -t, and json_string()
+ * copied them into /stats as they were: invalid UTF-8, invalid JSON. Such
+ * a prefix is refused now, and json_string() writes every byte past ASCII
+ * as \u00XX.
+ */
+static void
+t_json_string_is_ascii_whatever_its_bytes(void)
+{
+	struct evbuffer *b = evbuffer_new();
+	const char *want = "\"/caf\\u00c3\\u00a9 \\u00ff\\u007f\\\"\"";
+	size_t n;
+
+	CHECK(b != NULL);
+	json_string(b, "/caf\xc3\xa9 \xff\x7f\"");
+	n = evbuffer_get_length(b);
+	CHECK(n == strlen(want) &&
+	    memcmp(evbuffer_pullup(b, -1), want, n) == 0);
+	evbuffer_free(b);
+	CHECK(load_text("[route /caf\xc3\xa9/]\n") == 1);
+}
+
 int
 main(void)
 {
 	RUN(t_sorted_query_is_normalised_before_sorting);
 	RUN(t_ttl_status_past_the_ttl_range_is_refused);
 	RUN(t_ttl_status_zero_is_not_the_route_ttl);
+	RUN(t_json_string_is_ascii_whatever_its_bytes);
 	return unit_exit();
 }
