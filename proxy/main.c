@@ -510,61 +510,98 @@ run_master(int n)
 	return master.status;
 }
 
-int
-main(int argc, char **argv)
+/* What the command line asks for. */
+enum action {
+	ACT_RUN,
+	ACT_CHECK,		/* -t */
+	ACT_SHOW,		/* -s */
+	ACT_DONE,		/* -V, -h: said */
+	ACT_USAGE		/* a bad command line */
+};
+
+static enum action
+read_args(int argc, char **argv, const char **show, const char **named)
 {
-	char err[512];
-	const char *show = NULL, *named = NULL;
-	int ch, check = 0, nerr, nworkers;
+	int ch, check = 0;
 
 	while ((ch = getopt(argc, argv, "c:s:thV")) != -1) {
 		switch (ch) {
 		case 'c':
-			conf_file = named = optarg;
+			conf_file = *named = optarg;
 			break;
 		case 's':
-			show = optarg;
+			*show = optarg;
 			break;
 		case 't':
 			check = 1;
 			break;
 		case 'V':
 			printf("corral %s\n", CORRAL_VERSION);
-			return 0;
+			return ACT_DONE;
 		case 'h':
 			usage(stdout);
 			printf("\nconfiguration keys:\n");
 			conf_dump_keys(stdout, CONF_DUMP_TEXT);
-			return 0;
+			return ACT_DONE;
 		default:
-			usage(stderr);
-			return 2;
+			return ACT_USAGE;
 		}
 	}
-	if (optind != argc || (show != NULL && check)) {
-		usage(stderr);
-		return 2;
-	}
-	if (show != NULL)
-		return show_stats(show, named);
+	if (optind != argc || (*show != NULL && check))
+		return ACT_USAGE;
+	return *show != NULL ? ACT_SHOW : check ? ACT_CHECK : ACT_RUN;
+}
+
+/* Reads conf_file into conf; -1 with every error said on stderr. */
+static int
+load_conf(void)
+{
+	int nerr;
 
 	if ((conf = calloc(1, sizeof(*conf))) == NULL) {
 		fprintf(stderr, "corral: out of memory\n");
-		return 1;
+		return -1;
 	}
 	if ((nerr = conf_load(conf, conf_file, stderr)) != 0) {
 		fprintf(stderr, "%s: %d error%s\n", conf_file, nerr,
 		    nerr == 1 ? "" : "s");
 		free(conf);
-		return 1;
+		return -1;
 	}
-	for (int i = 0; check && conf_warning(conf, i, err, sizeof(err)) == 0; i++)
+	return 0;
+}
+
+/* corral -t: the warnings, then the verdict. */
+static int
+check_only(void)
+{
+	char err[512];
+
+	for (int i = 0; conf_warning(conf, i, err, sizeof(err)) == 0; i++)
 		fprintf(stderr, "%s\n", err);
-	if (check) {
-		printf("configuration OK\n");
-		free(conf);
-		return 0;
-	}
+	printf("configuration OK\n");
+	free(conf);
+	return 0;
+}
+
+/* workers, 0 for one per core, within 1..WORKERS_MAX. */
+static int
+workers_wanted(void)
+{
+	int n = conf->workers;
+
+	if (n == 0)
+		n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	return MAX(1, MIN(n, WORKERS_MAX));
+}
+
+/* The log, the shared near cache and the listeners, before any worker:
+ * a port in use ends the start here. */
+static int
+start(void)
+{
+	char err[512];
+
 	log_set_level(conf->log_level);
 	log_set_format(conf->log_format);
 	if (log_open(conf->error_log, err, sizeof(err)) == -1) {
@@ -574,17 +611,10 @@ main(int argc, char **argv)
 	for (int i = 0; conf_warning(conf, i, err, sizeof(err)) == 0; i++)
 		log_warn("%s", err);
 	signal(SIGPIPE, SIG_IGN);
-	if ((nworkers = conf->workers) == 0)
-		nworkers = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	if (nworkers < 1)
-		nworkers = 1;
-	if (nworkers > WORKERS_MAX)
-		nworkers = WORKERS_MAX;
 	if ((shared_l2 = l2_new(conf->l2_max_bytes, err, sizeof(err))) == NULL) {
 		log_error("%s", err);
 		return 1;
 	}
-	/* Once, before any worker: a port in use ends the start here. */
 	if (http_bind(conf, &socks, err, sizeof(err)) == -1) {
 		log_error("%s", err);
 		l2_free(&shared_l2);
@@ -592,7 +622,30 @@ main(int argc, char **argv)
 		log_close();
 		return 1;
 	}
-	return run(nworkers);
+	return run(workers_wanted());
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *show = NULL, *named = NULL;
+	enum action act = read_args(argc, argv, &show, &named);
+
+	switch (act) {
+	case ACT_DONE:
+		return 0;
+	case ACT_USAGE:
+		usage(stderr);
+		return 2;
+	case ACT_SHOW:
+		return show_stats(show, named);
+	case ACT_CHECK:
+	case ACT_RUN:
+		break;
+	}
+	if (load_conf() == -1)
+		return 1;
+	return act == ACT_CHECK ? check_only() : start();
 }
 
 /* The workers (or the only one), with the PID file while they run. */

@@ -132,34 +132,13 @@ admin_json(struct proxy *px, const struct proxy_figures *fig,
 	evbuffer_add_printf(out, ", ");
 }
 
+/* "redis": its state, the commands' figures, the nodes commands go to. */
 static void
-stats_json(struct proxy *px, struct evbuffer *out)
+redis_json(struct proxy *px, const struct proxy_figures *fig,
+    struct evbuffer *out)
 {
-	const struct metrics_view *v = metrics_view(px);
-	const struct proxy_figures *fig = &v->fig;
 	const struct cache_counters *cc = &fig->cache;
-	const struct metrics_scope *scopes = v->scopes;
-	int n;
 
-	n = v->nscopes;
-	evbuffer_add_printf(out, "{\"version\": \"%s\", \"uptime_s\": %" PRId64
-	    ", \"workers\": %d, \"connections\": %" PRId64 ", "
-	    "\"near_cache\": {\"bytes\": %" PRId64 ", \"entries\": %" PRId64
-	    ", \"rejected\": %" PRIu64 "}, ", CORRAL_VERSION,
-	    (util_now_ms() - px->started_ms) / 1000, fig->workers,
-	    fig->connections, fig->l1_bytes, fig->l1_entries,
-	    fig->l1_rejected);
-	pending_json(px->conf, out);
-	admin_json(px, fig, out);
-	evbuffer_add_printf(out, "\"shared_cache\": {\"max_bytes\": %" PRId64
-	    ", \"bytes\": %" PRId64 ", \"entries\": %" PRId64
-	    ", \"hits\": %" PRIu64 ", \"misses\": %" PRIu64
-	    ", \"stores\": %" PRIu64 ", \"evictions\": %" PRIu64
-	    ", \"drops\": %" PRIu64 ", \"resets\": %" PRIu64
-	    ", \"lock_busy\": %" PRIu64 "}, ",
-	    fig->l2.max_bytes, fig->l2.bytes, fig->l2.entries, fig->l2.hits,
-	    fig->l2.misses, fig->l2.stores, fig->l2.evictions, fig->l2.drops,
-	    fig->l2.resets, fig->l2.lock_busy);
 	evbuffer_add_printf(out, "\"redis\": {\"up\": %s, \"full\": %s, "
 	    "\"oom\": %" PRIu64 ", \"down_reason\": ",
 	    fig->redis_up == fig->workers ? "true" : "false",
@@ -188,18 +167,16 @@ stats_json(struct proxy *px, struct evbuffer *out)
 		    cc->nodes[i].up ? "true" : "false", cc->nodes[i].slots);
 	}
 	evbuffer_add_printf(out, "]}");
-	evbuffer_add_printf(out, ", \"upstream\": {\"too_many_headers\": %"
-	    PRIu64 ", \"bad_framing\": %" PRIu64 "}", fig->upstream.too_many_headers,
-	    fig->upstream.bad_framing);
-	evbuffer_add_printf(out, ", \"tags\": {\"largest_set\": %" PRId64
-	    ", \"pruned\": %" PRIu64 "}", cc->tag_set_largest,
-	    cc->tag_members_pruned);
-	origin_budget_json(px, &fig->budget, out);
-	pool_stats_json(&fig->pools, out);
-	evbuffer_add_printf(out, ", \"in_progress\": {\"requests\": %" PRId64
-	    ", \"flights\": %" PRId64 ", \"refreshes\": %" PRId64
-	    ", \"upstream_fetches\": %" PRId64 "}, ", fig->requests,
-	    fig->flights, fig->refreshes, fig->upstream_fetches);
+}
+
+/* "total", "routes" and "unrouted": the counters of each scope. */
+static void
+counters_json(const struct proxy_figures *fig, const struct metrics_view *v,
+    struct evbuffer *out)
+{
+	const struct metrics_scope *scopes = v->scopes;
+	int n = v->nscopes;
+
 	evbuffer_add_printf(out, "\"total\": ");
 	scope_json(&fig->stats->total, out);
 	evbuffer_add_printf(out, ", \"routes\": {");
@@ -212,6 +189,47 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	}
 	evbuffer_add_printf(out, "}, \"unrouted\": ");
 	scope_json(scopes[n - 1].s, out);
+}
+
+static void
+stats_json(struct proxy *px, struct evbuffer *out)
+{
+	const struct metrics_view *v = metrics_view(px);
+	const struct proxy_figures *fig = &v->fig;
+	const struct cache_counters *cc = &fig->cache;
+
+	evbuffer_add_printf(out, "{\"version\": \"%s\", \"uptime_s\": %" PRId64
+	    ", \"workers\": %d, \"connections\": %" PRId64 ", "
+	    "\"near_cache\": {\"bytes\": %" PRId64 ", \"entries\": %" PRId64
+	    ", \"rejected\": %" PRIu64 "}, ", CORRAL_VERSION,
+	    (util_now_ms() - px->started_ms) / 1000, fig->workers,
+	    fig->connections, fig->l1_bytes, fig->l1_entries,
+	    fig->l1_rejected);
+	pending_json(px->conf, out);
+	admin_json(px, fig, out);
+	evbuffer_add_printf(out, "\"shared_cache\": {\"max_bytes\": %" PRId64
+	    ", \"bytes\": %" PRId64 ", \"entries\": %" PRId64
+	    ", \"hits\": %" PRIu64 ", \"misses\": %" PRIu64
+	    ", \"stores\": %" PRIu64 ", \"evictions\": %" PRIu64
+	    ", \"drops\": %" PRIu64 ", \"resets\": %" PRIu64
+	    ", \"lock_busy\": %" PRIu64 "}, ",
+	    fig->l2.max_bytes, fig->l2.bytes, fig->l2.entries, fig->l2.hits,
+	    fig->l2.misses, fig->l2.stores, fig->l2.evictions, fig->l2.drops,
+	    fig->l2.resets, fig->l2.lock_busy);
+	redis_json(px, fig, out);
+	evbuffer_add_printf(out, ", \"upstream\": {\"too_many_headers\": %"
+	    PRIu64 ", \"bad_framing\": %" PRIu64 "}", fig->upstream.too_many_headers,
+	    fig->upstream.bad_framing);
+	evbuffer_add_printf(out, ", \"tags\": {\"largest_set\": %" PRId64
+	    ", \"pruned\": %" PRIu64 "}", cc->tag_set_largest,
+	    cc->tag_members_pruned);
+	origin_budget_json(px, &fig->budget, out);
+	pool_stats_json(&fig->pools, out);
+	evbuffer_add_printf(out, ", \"in_progress\": {\"requests\": %" PRId64
+	    ", \"flights\": %" PRId64 ", \"refreshes\": %" PRId64
+	    ", \"upstream_fetches\": %" PRId64 "}, ", fig->requests,
+	    fig->flights, fig->refreshes, fig->upstream_fetches);
+	counters_json(fig, v, out);
 	evbuffer_add_printf(out, "}\n");
 }
 

@@ -26,7 +26,8 @@
  * slot and asks only for a server's, ahead of every waiting ticket here.
  *
  * It asks cache/ and reports through the callback its asker gave; it
- * counts into proxy_stats.h.
+ * counts into proxy_stats.h. The budget's own life (its timers, the
+ * hello, the fleet's news, its figures) is proxy_budget_fleet.c's.
  */
 
 #include <assert.h>
@@ -47,153 +48,10 @@
 #include "common/util.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_budget.h"
+#include "proxy/proxy_budget_int.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_share.h"
 #include "proxy/proxy_stats.h"
-
-#define BUDGET_MAGIC		0x42444754u	/* "BDGT" */
-#define TICKET_MAGIC		0x544b4554u	/* "TKET" */
-#define RANK_SPAN		INT64_C(1000000)	/* ranks of one class */
-#define RANK_MOVING		INT64_C(-2)	/* holds its pool slot already */
-#define RANK_AGED		INT64_C(-1)	/* waited AGE_FIRST_MS: oldest first */
-#define AGE_FIRST_MS		1000	/* at most; half queue_timeout if less */
-#define RENEW_DIVISOR		3	/* a held lease: renewed this often */
-#define RECHECK_DIVISOR		4	/* a waiting ticket: asks again */
-#define LOCAL_POLL_MS		50	/* Redis down: the share, looked at */
-#define HELLO_MS		2000	/* this instance says it is alive */
-#define HELLO_MISSES		3	/* ... and is counted this long after */
-#define INSTANCE_MAX		(HOST_NAME_MAX + 48)
-
-enum ticket_state {
-	T_WAITING,
-	T_MOVING,		/* holds its pool slot, asks for a server's */
-	T_HELD,
-	T_SHED,
-};
-
-/* Where a held slot came from. */
-enum source {
-	FROM_NONE,		/* not held */
-	FROM_REDIS,		/* a lease, renewed while held */
-	FROM_LOCAL,		/* the local share */
-	FROM_NOWHERE,		/* the budget was turned off */
-};
-
-struct budget_ticket {
-	uint32_t		 magic;
-	struct budget		*b;
-	enum ticket_state	 state;
-	struct budget_args	 a;
-	enum source		 slot;		/* its pool slot */
-	enum source		 at_from;	/* its server slot */
-	int			 at;		/* its server: an index of names */
-	int			 local_col;	/* its local slots' columns, -1 */
-	int			 server_col;
-	int			 in_redis;	/* Redis may know it: release */
-	int			 leaving;	/* its ask gives up server */
-	int			 queued;	/* in b->queue */
-	int			 waited;	/* was told to queue, once */
-	int			 lost;		/* its lease ran out */
-	int64_t			 wait_ms;	/* its deadline, from its ask */
-	char			 token[UTIL_TOKEN_HEX + 1];
-	char			 name[LEASE_TICKET_MAX];	/* in the queue */
-	char			 server[CONF_SERVER_URL_MAX];	/* at's URL */
-	const char		*names[CONF_SERVERS_MAX];	/* the asker's */
-	int			 nnames;
-	struct cache_op		*op;		/* acquire or renew */
-	struct event		*timer;		/* deadline, then renewals */
-	struct event		*notify;	/* tells its asker, deferred */
-	int64_t			 asked_us;
-	TAILQ_ENTRY(budget_ticket) link;	/* in b->queue while it asks */
-};
-
-struct budget {
-	uint32_t		 magic;
-	struct proxy		*px;
-	const struct conf_pool	*cp;		/* its pool's settings */
-	struct budget		*main;		/* the default pool's (or itself) */
-	LIST_HEAD(, budget)	 others;	/* main: the other pools' */
-	LIST_ENTRY(budget)	 other;
-	TAILQ_HEAD(, budget_ticket) queue;
-	int			 nqueued;
-	int			 nheld;
-	int			 nlocal;
-	int			 releasing;	/* release ops on their way */
-	int			 degraded;	/* Redis did not answer last */
-	int			 rewake;	/* a slot was freed while the best
-						 * ticket's ask was under way */
-	int64_t			 refresh_due_us; /* tickets ask again */
-	struct event		*recheck_ev;
-	struct event		*hello_ev;
-	struct cache_op		*hello_op;
-	int			 listening;	/* to the freed channel */
-	int64_t			 instances;	/* alive, as Redis last said */
-	struct lease_figures	 fleet;		/* its last answer */
-	int64_t			 fleet_ms;	/* when it came */
-	void			(*on_counts)(void *);	/* held or queued moved */
-	void			*counts_arg;
-	char			 instance[INSTANCE_MAX];
-};
-
-static void ask(struct budget_ticket *t);
-static void pump(struct budget *b);
-
-static int
-max_requests(const struct budget *b)
-{
-	return b->cp->max_requests;
-}
-
-/* max_requests_per_server: each server's own cap, fleet-wide. */
-static int
-server_cap(const struct budget *b)
-{
-	return b->cp->max_requests_per_server;
-}
-
-/* Is there a budget at all? */
-static int
-enabled(const struct budget *b)
-{
-	return max_requests(b) > 0 || server_cap(b) > 0;
-}
-
-static int64_t
-lease_ms(const struct budget *b)
-{
-	return b->cp->slot_lease_ms;
-}
-
-static int64_t
-queue_timeout_ms(const struct budget *b)
-{
-	return b->cp->queue_timeout_ms;
-}
-
-static int64_t
-instances(const struct budget *b)
-{
-	return b->main->instances > 0 ? b->main->instances : 1;
-}
-
-/* The local share of this instance. */
-static int64_t
-local_share(const struct budget *b)
-{
-	const struct conf_pool *c = b->cp;
-	int64_t n = instances(b);
-
-	if (c->local_share > 0)
-		return c->local_share;
-	return (c->max_requests + n - 1) / n;
-}
-
-/* ... and of each server's cap. */
-static int64_t
-server_share(const struct budget *b)
-{
-	return (server_cap(b) + instances(b) - 1) / instances(b);
-}
 
 /*
  * Has a client's request (a miss, a pass-through) waited long enough to
@@ -291,8 +149,8 @@ take_locals(struct budget_ticket *t)
 
 /* ---- a ticket's life ----------------------------------------------- */
 
-static void
-recheck_arm(struct budget *b)
+void
+budget_recheck_arm(struct budget *b)
 {
 	int64_t ms = b->degraded ? LOCAL_POLL_MS :
 	    lease_ms(b) / RECHECK_DIVISOR;
@@ -403,7 +261,7 @@ try_local(struct budget_ticket *t)
 	else if (t->wait_ms == 0)
 		shed(t);
 	else
-		recheck_arm(t->b);
+		budget_recheck_arm(t->b);
 }
 
 /* Redis could not answer. */
@@ -452,19 +310,19 @@ on_acquired(enum lease_result r, const struct lease_figures *f, void *arg)
 		/* Its answer may predate a release heard meanwhile. */
 		if (b->rewake) {
 			b->rewake = 0;
-			pump(b);
+			budget_pump(b);
 		}
 		return;
 	}
 	grant(t, FROM_REDIS, f->server);
 	if (max_requests(b) == 0 || f->held < max_requests(b) || b->rewake) {
 		b->rewake = 0;
-		pump(b);	/* room for the next one here too */
+		budget_pump(b);	/* room for the next one here too */
 	}
 }
 
-static void
-ask(struct budget_ticket *t)
+void
+ticket_ask(struct budget_ticket *t)
 {
 	struct budget *b = t->b;
 	struct proxy *px = b->px;
@@ -511,8 +369,8 @@ ask(struct budget_ticket *t)
 
 /* The best ticket here asks; if it is asking already, it asks again
  * once that answer is in. */
-static void
-pump(struct budget *b)
+void
+budget_pump(struct budget *b)
 {
 	struct budget_ticket *t = best(b);
 
@@ -521,7 +379,7 @@ pump(struct budget *b)
 	if (t->op != NULL)
 		b->rewake = 1;
 	else
-		ask(t);
+		ticket_ask(t);
 }
 
 static void
@@ -629,7 +487,7 @@ budget_done(struct budget_ticket **tp)
 	/* The slot goes to the best ticket of the fleet: if it is here, it
 	 * asks at once (its acquire goes after the release). */
 	if (held)
-		pump(b);
+		budget_pump(b);
 }
 
 struct budget_ticket *
@@ -665,9 +523,9 @@ budget_ask(struct budget *b, const struct budget_args *a)
 	enqueue(t);
 	if (queue_timeout_ms(b) > 0)
 		timer_arm(t->timer, queue_timeout_ms(b));
-	ask(t);
+	ticket_ask(t);
 	if (t->state == T_WAITING)
-		recheck_arm(b);
+		budget_recheck_arm(b);
 	return t;
 }
 
@@ -696,249 +554,7 @@ budget_move(struct budget_ticket *t, int64_t wait_ms)
 	event_assign(t->timer, b->px->base, -1, 0, on_deadline, t);
 	if (t->wait_ms > 0)
 		timer_arm(t->timer, t->wait_ms);
-	ask(t);
+	ticket_ask(t);
 	if (t->state == T_MOVING)
-		recheck_arm(b);
-}
-
-/* ---- the worker's timers and the fleet's news ----------------------- */
-
-/* Lost notifications, expired leases of dead instances, the tickets'
- * places in Redis: every waiting ticket asks again now and then; while
- * Redis is down, the best one looks at the local share more often. */
-static void
-on_recheck(evutil_socket_t fd, short what, void *arg)
-{
-	struct budget *b = arg;
-	struct budget_ticket *t, *next;
-	int64_t now = util_mono_us();
-
-	assert(b->magic == BUDGET_MAGIC);
-	if (now >= b->refresh_due_us) {
-		b->refresh_due_us = now + lease_ms(b) / RECHECK_DIVISOR * 1000;
-		for (t = TAILQ_FIRST(&b->queue); t != NULL; t = next) {
-			next = TAILQ_NEXT(t, link);
-			ask(t);		/* may be granted: off the queue */
-		}
-	} else {
-		pump(b);
-	}
-	recheck_arm(b);
-}
-
-/* A slot was freed in the fleet, in one of the pools: each asks. */
-static void
-on_freed(void *arg)
-{
-	struct budget *b = arg, *o, *next;
-
-	assert(b->magic == BUDGET_MAGIC && b->main == b);
-	pump(b);
-	for (o = LIST_FIRST(&b->others); o != NULL; o = next) {
-		next = LIST_NEXT(o, other);
-		pump(o);
-	}
-}
-
-/* Does any pool have a budget? */
-static int
-any_budget(const struct budget *b)
-{
-	const struct budget *o;
-
-	if (enabled(b))
-		return 1;
-	LIST_FOREACH(o, &b->others, other)
-		if (enabled(o))
-			return 1;
-	return 0;
-}
-
-static void
-on_hello(enum lease_result r, const struct lease_figures *f, void *arg)
-{
-	struct budget *b = arg;
-
-	assert(b->magic == BUDGET_MAGIC);
-	b->hello_op = NULL;
-	if (r != LEASE_GRANTED)
-		return;
-	if (f->instances > 0)
-		b->instances = f->instances;
-	b->fleet.held = f->held;
-	b->fleet.queued = f->queued;
-	b->fleet_ms = util_now_ms();
-}
-
-/* Says this instance is alive, so that each knows its local share; and
- * listens for freed slots while a budget is set. */
-static void
-on_hello_tick(evutil_socket_t fd, short what, void *arg)
-{
-	struct budget *b = arg;
-	struct proxy *px = b->px;
-
-	assert(b->magic == BUDGET_MAGIC);
-	timer_arm(b->hello_ev, HELLO_MS);
-	if (!any_budget(b)) {
-		if (b->listening)
-			lease_on_freed(px->cache, NULL, NULL);
-		b->listening = 0;
-		return;
-	}
-	if (!b->listening)
-		lease_on_freed(px->cache, on_freed, b);
-	b->listening = 1;
-	if (b->hello_op == NULL)
-		b->hello_op = lease_hello(px->cache, b->instance,
-		    HELLO_MS * HELLO_MISSES, on_hello, b);
-}
-
-struct budget *
-budget_new(struct proxy *px, struct budget *main, const struct conf_pool *cp)
-{
-	struct budget *b;
-	char host[HOST_NAME_MAX + 1] = "";
-
-	if ((b = calloc(1, sizeof(*b))) == NULL)
-		return NULL;
-	b->magic = BUDGET_MAGIC;
-	b->px = px;
-	b->cp = cp;
-	b->main = main != NULL ? main : b;
-	b->fleet.held = b->fleet.queued = -1;
-	TAILQ_INIT(&b->queue);
-	LIST_INIT(&b->others);
-	b->recheck_ev = evtimer_new(px->base, on_recheck, b);
-	if (b->recheck_ev == NULL)
-		goto fail;
-	if (main != NULL) {
-		LIST_INSERT_HEAD(&main->others, b, other);
-		return b;
-	}
-	share_forget(&px->slots[px->slot].budget);	/* a dead predecessor's */
-	(void)gethostname(host, sizeof(host) - 1);
-	/* The workers of one instance are one instance. */
-	snprintf(b->instance, sizeof(b->instance), "%s:%d:%d", host,
-	    (int)(px->nslots > 1 ? getppid() : getpid()), px->conf->listen_port);
-	if ((b->hello_ev = evtimer_new(px->base, on_hello_tick, b)) == NULL)
-		goto fail;
-	on_hello_tick(-1, 0, b);
-	return b;
-fail:
-	if (b->recheck_ev != NULL)
-		event_free(b->recheck_ev);
-	free(b);
-	return NULL;
-}
-
-void
-budget_free(struct budget **bp)
-{
-	struct budget *b = *bp;
-	struct proxy *px;
-
-	if (b == NULL)
-		return;
-	*bp = NULL;
-	assert(b->magic == BUDGET_MAGIC);
-	assert(b->nqueued == 0 && b->nheld == 0 && LIST_EMPTY(&b->others));
-	px = b->px;
-	if (b->main != b)
-		LIST_REMOVE(b, other);
-	cache_op_cancel(&b->hello_op);
-	if (b->listening && px->cache != NULL)
-		lease_on_freed(px->cache, NULL, NULL);
-	event_free(b->recheck_ev);
-	if (b->hello_ev != NULL)
-		event_free(b->hello_ev);
-	b->magic = 0;
-	free(b);
-}
-
-void
-budget_on_counts(struct budget *b, void (*fn)(void *), void *arg)
-{
-	b->on_counts = fn;
-	b->counts_arg = arg;
-}
-
-int
-budget_idle(const struct budget *b)
-{
-	return b->nqueued == 0 && b->nheld == 0 && b->releasing == 0;
-}
-
-/* ---- figures -------------------------------------------------------- */
-
-int
-budget_pending(const struct proxy *px)
-{
-	const struct budget *b = px->budget, *o;
-	int n;
-
-	if (b == NULL)
-		return 0;
-	n = b->releasing;
-	LIST_FOREACH(o, &b->others, other)
-		n += o->releasing;
-	return n;
-}
-
-void
-budget_publish(const struct budget *b, struct budget_gauges *g)
-{
-	const struct budget_ticket *t;
-	struct budget_gauges now;
-
-	memset(&now, 0, sizeof(now));
-	now.fleet_held = now.fleet_queued = now.instances = -1;
-	if (b == NULL) {
-		*g = now;
-		return;
-	}
-	now.held = b->nheld;
-	now.queued = b->nqueued;
-	TAILQ_FOREACH(t, &b->queue, link)
-		now.oldest_ms = MAX(now.oldest_ms,
-		    (util_mono_us() - t->asked_us) / 1000);
-	now.local_held = b->nlocal;
-	now.share = max_requests(b) > 0 ? local_share(b) : 0;
-	/* Redis's figures while they are news: a hello every HELLO_MS
-	 * renews them; missed HELLO_MISSES times, they are not known. */
-	if (util_now_ms() - b->fleet_ms <= HELLO_MS * HELLO_MISSES) {
-		now.fleet_held = b->fleet.held;
-		now.fleet_queued = b->fleet.queued;
-	}
-	now.instances = b->main->instances > 0 ? b->main->instances : -1;
-	/* One store a field: a sibling reading meanwhile sees each field
-	 * old or new, never zeroed. */
-	*g = now;
-}
-
-void
-budget_gauges_add(struct budget_gauges *dst, const struct budget_gauges *src)
-{
-	dst->held += src->held;
-	dst->queued += src->queued;
-	dst->oldest_ms = MAX(dst->oldest_ms, src->oldest_ms);
-	dst->local_held += src->local_held;
-	dst->share = MAX(dst->share, src->share);
-	dst->fleet_held = MAX(dst->fleet_held, src->fleet_held);
-	dst->fleet_queued = MAX(dst->fleet_queued, src->fleet_queued);
-	/* The fewest any worker counts (-1: one has heard none yet), so
-	 * that a worker lagging behind its siblings shows; 0 before the
-	 * first worker is added. */
-	if (dst->instances == 0)
-		dst->instances = src->instances;
-	else if (dst->instances < 0 || src->instances < 0)
-		dst->instances = -1;
-	else
-		dst->instances = MIN(dst->instances, src->instances);
-}
-
-void
-budget_forget(struct budget_slot *bs)
-{
-	share_forget(bs);
+		budget_recheck_arm(b);
 }

@@ -354,13 +354,48 @@ on_publish(evutil_socket_t fd, short what, void *arg)
 	proxy_publish(px);
 }
 
+/* Its tables, the connections' lingering, the near cache, the upstream:
+ * -1 when out of memory. */
+static int
+make_parts(struct proxy *px)
+{
+	TAILQ_INIT(&px->reqs);
+	TAILQ_INIT(&px->flight_list);
+	TAILQ_INIT(&px->refresh_list);
+	TAILQ_INIT(&px->pools);
+	if ((px->flights = dict_new()) == NULL ||
+	    (px->refreshes = dict_new()) == NULL ||
+	    (px->vary = dict_new()) == NULL ||
+	    (px->conns = dict_new()) == NULL ||
+	    (px->lingers = linger_new(px->base)) == NULL ||
+	    (px->l1 = l1_new(px->conf->l1_max_bytes)) == NULL ||
+	    (px->upstream = upstream_new(px->base)) == NULL)
+		return -1;
+	upstream_set_max_headers(px->upstream, px->conf->max_upstream_headers);
+	return 0;
+}
+
+/* With several workers, this one's gauges copied to its slot now and
+ * then for its siblings to read. */
+static int
+publish_start(struct proxy *px)
+{
+	struct timeval tv = { 0, PUBLISH_MS * 1000 };
+
+	if (px->nslots < 2)
+		return 0;
+	px->publish_ev = event_new(px->base, -1, EV_PERSIST, on_publish, px);
+	if (px->publish_ev == NULL)
+		return -1;
+	evtimer_add(px->publish_ev, &tv);
+	return 0;
+}
+
 int
 proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
     const struct listen_socks *socks, struct worker_slot *slots, int nslots,
     int slot, struct l2 *l2, char *err, size_t errlen)
 {
-	struct timeval tv = { 0, PUBLISH_MS * 1000 };
-
 	memset(px, 0, sizeof(*px));
 	px->socks = *socks;
 	px->l2 = l2;
@@ -372,43 +407,18 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 	px->slot = slot;
 	px->stats = &slots[slot].stats;
 	px->started_ms = util_now_ms();
-	TAILQ_INIT(&px->reqs);
-	TAILQ_INIT(&px->flight_list);
-	TAILQ_INIT(&px->refresh_list);
-	TAILQ_INIT(&px->pools);
-	if ((px->flights = dict_new()) == NULL ||
-	    (px->refreshes = dict_new()) == NULL ||
-	    (px->vary = dict_new()) == NULL ||
-	    (px->conns = dict_new()) == NULL ||
-	    (px->lingers = linger_new(base)) == NULL ||
-	    (px->l1 = l1_new(conf->l1_max_bytes)) == NULL ||
-	    (px->upstream = upstream_new(base)) == NULL) {
-		snprintf(err, errlen, "out of memory");
-		goto fail;
-	}
-	upstream_set_max_headers(px->upstream, conf->max_upstream_headers);
+	if (make_parts(px) == -1)
+		goto no_memory;
 	if (access_log_open(conf->access_log, &px->access_log, err, errlen) == -1)
 		goto fail;
 	if (http_listen(px, err, errlen) == -1)
 		goto fail;
-	if ((px->cache = cache_new(base, conf, flight_on_fill, px)) == NULL) {
-		snprintf(err, errlen, "out of memory");
-		goto fail;
-	}
+	if ((px->cache = cache_new(base, conf, flight_on_fill, px)) == NULL)
+		goto no_memory;
 	cache_on_purge(px->cache, near_on_purge);
 	if (pools_start(px) == -1 || control_new(px) == -1 ||
-	    maint_new(px) == -1) {
-		snprintf(err, errlen, "out of memory");
-		goto fail;
-	}
-	if (nslots > 1) {
-		px->publish_ev = event_new(base, -1, EV_PERSIST, on_publish, px);
-		if (px->publish_ev == NULL) {
-			snprintf(err, errlen, "out of memory");
-			goto fail;
-		}
-		evtimer_add(px->publish_ev, &tv);
-	}
+	    maint_new(px) == -1 || publish_start(px) == -1)
+		goto no_memory;
 	log_info("corral %s listening on %s:%d (admin %s:%d), upstream %s%s, "
 	    "%d pool%s, %d route%s", CORRAL_VERSION, conf->listen_host,
 	    conf->listen_port, conf->admin_host, conf->admin_port,
@@ -416,6 +426,8 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 	    conf->npools, conf->npools == 1 ? "" : "s", conf->nroutes,
 	    conf->nroutes == 1 ? "" : "s");
 	return 0;
+no_memory:
+	snprintf(err, errlen, "out of memory");
 fail:
 	proxy_stop(px);
 	return -1;

@@ -701,33 +701,31 @@ table_row(struct evbuffer *out, int width, const char *route,
 	evbuffer_add(out, "\n", 1);
 }
 
-void
-metrics_table(struct proxy *px, struct evbuffer *out)
+/* up_s as "3d04h", "2h05m" or "4m07s". */
+static void
+uptime_text(int64_t up_s, char *out, size_t outlen)
 {
-	const struct metrics_view *v = metrics_view(px);
-	const struct proxy_figures *fig = &v->fig;
-	const struct cache_counters *cc = &fig->cache;
-	const struct metrics_scope *scopes = v->scopes;
-	int64_t up_s = (util_now_ms() - px->started_ms) / 1000;
-	int n, width = TABLE_ROUTE_MIN;
-	char dur[48], ms[32];
-
-	n = v->nscopes;
-
-	for (int i = 0; i < n; i++) {
-		int len = (int)strlen(scopes[i].route);
-		if (len > width)
-			width = len < TABLE_ROUTE_MAX ? len : TABLE_ROUTE_MAX;
-	}
 	if (up_s >= 86400)
-		snprintf(dur, sizeof(dur), "%" PRId64 "d%02" PRId64 "h",
+		snprintf(out, outlen, "%" PRId64 "d%02" PRId64 "h",
 		    up_s / 86400, up_s % 86400 / 3600);
 	else if (up_s >= 3600)
-		snprintf(dur, sizeof(dur), "%" PRId64 "h%02" PRId64 "m",
+		snprintf(out, outlen, "%" PRId64 "h%02" PRId64 "m",
 		    up_s / 3600, up_s % 3600 / 60);
 	else
-		snprintf(dur, sizeof(dur), "%" PRId64 "m%02" PRId64 "s",
+		snprintf(out, outlen, "%" PRId64 "m%02" PRId64 "s",
 		    up_s / 60, up_s % 60);
+}
+
+/* The table's lines above the routes: the instance, Redis, a restart
+ * pending, the origin budget. */
+static void
+table_head(struct proxy *px, const struct proxy_figures *fig,
+    struct evbuffer *out)
+{
+	const struct cache_counters *cc = &fig->cache;
+	char dur[48], ms[32];
+
+	uptime_text((util_now_ms() - px->started_ms) / 1000, dur, sizeof(dur));
 	evbuffer_add_printf(out, "corral %s, up %s, %d worker%s, %" PRId64
 	    " connection%s, %" PRId64 " request%s in progress, %" PRId64
 	    " upstream fetch%s\n", CORRAL_VERSION, dur, fig->workers,
@@ -756,6 +754,22 @@ metrics_table(struct proxy *px, struct evbuffer *out)
 		    fig->budget.queued, ms, fig->stats->total.c.shed_busy +
 		    fig->stats->total.c.shed_stale +
 		    fig->stats->total.c.shed_refresh);
+}
+
+void
+metrics_table(struct proxy *px, struct evbuffer *out)
+{
+	const struct metrics_view *v = metrics_view(px);
+	const struct proxy_figures *fig = &v->fig;
+	const struct metrics_scope *scopes = v->scopes;
+	int n = v->nscopes, width = TABLE_ROUTE_MIN;
+
+	for (int i = 0; i < n; i++) {
+		int len = (int)strlen(scopes[i].route);
+		if (len > width)
+			width = len < TABLE_ROUTE_MAX ? len : TABLE_ROUTE_MAX;
+	}
+	table_head(px, fig, out);
 	evbuffer_add(out, "\n", 1);
 	evbuffer_add_printf(out, "%-*s %9s %6s %8s %7s %7s %9s %7s %6s %9s %7s"
 	    " %8s %8s %8s\n", width, "route", "requests", "hit%", "hit",
