@@ -3,6 +3,7 @@ notifications, make install, the Debian package, the manual pages and the
 Grafana dashboard."""
 
 import json
+import glob
 import os
 import re
 import shutil
@@ -624,17 +625,24 @@ def readme_table(readme, header):
 
 def emitted_details():
     """Every detail= value Corral's code can put in a Cache-Status: the
-    reasons it names in proxy_status.c, and those of an answer not stored
-    (proxy_refresh.c, proxy_hdr.c)."""
-    def src(name):
-        return read_text(os.path.join(ROOT, "proxy", name))
-    found = set(re.findall(r"detail=([a-z-]+)", src("proxy_status.c")))
+    reasons it names (proxy_outcome.c), and those of an answer not stored
+    (the refresh's decision, the sharing rule in proxy_hdr.c), read from
+    every file of proxy/."""
+    code = "".join(read_text(p) for p in sorted(glob.glob(os.path.join(ROOT, "proxy", "*.c"))))
+    found = set(re.findall(r"detail=([a-z-]+)", code))
     found |= set(re.findall(r'"(origin-busy|upstream-error|stale-if-error|cache-unavailable)"',
-                            src("proxy_status.c")))
-    found |= set(re.findall(r'why = "([a-z-]+)"', src("proxy_refresh.c")))
-    found |= set(re.findall(r'not_stored = "([a-z-]+)"', src("proxy_refresh.c")))
-    found |= set(re.findall(r'REFUSE\(f, "([a-z-]+)"\)', src("proxy_hdr.c")))
-    shared = re.search(r"\*why = (.*?);", src("proxy_hdr.c"), re.S).group(1)
+                            code))
+    found |= set(re.findall(r'why = "([a-z-]+)"', code))
+    found |= set(re.findall(r'not_stored = "([a-z-]+)"', code))
+    decide = read_text(os.path.join(ROOT, "proxy", "proxy_decide.c"))
+    why_not = re.search(r"\nnot_stored\(.*?\n}\n", decide, re.S).group(0)
+    found |= set(re.findall(r'return "([a-z-]+)";', why_not))
+    outcome = read_text(os.path.join(ROOT, "proxy", "proxy_outcome.c"))
+    plain = re.search(r"\nplain_detail\(.*?\n}\n", outcome, re.S).group(0)
+    found |= set(re.findall(r'return "([a-z-]+)";', plain))
+    found |= set(re.findall(r'REFUSE\(f, "([a-z-]+)"\)', code))
+    hdr = read_text(os.path.join(ROOT, "proxy", "proxy_hdr.c"))
+    shared = re.search(r"\*why = (.*?);", hdr, re.S).group(1)
     found |= set(re.findall(r'"([a-z-]+)"', shared)) - {"Set-Cookie"}
     return found
 
