@@ -26,6 +26,8 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c)
+# The configuration alone, for the man page's key list and the fuzzers.
+CONF_SRC := $(wildcard conf/*.c)
 GEN_SRC  := build/gen/dashboard.c
 LIB_SRC  := $(filter-out proxy/main.c,$(SRC)) $(GEN_SRC)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -188,7 +190,7 @@ CONFDIR  = /etc/corral
 MAN_PAGES := build/man/corral.8 build/man/corral.conf.5 build/man/corral-metrics.7
 TABLE     = awk -v header='$(1)' -f man/table.awk README.md
 
-build/man/gen_keys: man/gen_keys.c conf/conf.c conf/conf_secret.c conf/conf_key.c conf/conf_admin.c conf/conf_restart.c conf/conf_pool.c conf/conf_show.c common/fields.c common/host.c common/util.c common/log.c \
+build/man/gen_keys: man/gen_keys.c $(CONF_SRC) common/fields.c common/host.c common/util.c common/log.c \
                     $(wildcard */*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(PKG_CFLAGS) -o $@ $(filter %.c,$^) $(PKG_LIBS) -lm
@@ -290,15 +292,14 @@ VALGRIND_SLOWNESS ?= 8
 build/fuzz/fuzz_entry: fuzz/fuzz_entry.c cache/cache_entry.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
-build/fuzz/fuzz_conf: fuzz/fuzz_conf.c conf/conf.c conf/conf_secret.c conf/conf_key.c conf/conf_admin.c conf/conf_restart.c conf/conf_pool.c conf/conf_show.c common/fields.c common/host.c common/util.c common/log.c \
+build/fuzz/fuzz_conf: fuzz/fuzz_conf.c $(CONF_SRC) common/fields.c common/host.c common/util.c common/log.c \
                       $(wildcard */*.h)
 	$(FUZZ_LINK)
 
 build/fuzz/fuzz_key: fuzz/fuzz_key.c cache/cache_key.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
-build/fuzz/fuzz_hdr: fuzz/fuzz_hdr.c proxy/proxy_hdr.c proxy/proxy_sf.c conf/conf.c conf/conf_secret.c \
-                     conf/conf_key.c conf/conf_admin.c conf/conf_restart.c conf/conf_pool.c conf/conf_show.c common/host.c common/util.c \
+build/fuzz/fuzz_hdr: fuzz/fuzz_hdr.c proxy/proxy_hdr.c proxy/proxy_sf.c $(CONF_SRC) common/host.c common/util.c \
                      common/log.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 

@@ -2,10 +2,10 @@
 #define CONF_CONF_H
 
 /*
- * Configuration: an INI file read with libinih. Every key is one row of a
- * table in conf.c (name, type, default, min, max, where it is stored);
- * values are range-checked there and every error in a file is reported in
- * one run as "file:line: message".
+ * Configuration: an INI file read with libinih (conf.c). Every key is one
+ * row of a table in conf_table.c (name, type, default, min, max, where it
+ * is stored); values are range-checked in one place (conf_value.c) and
+ * every error in a file is reported in one run as "file:line: message".
  */
 
 #include <stdint.h>

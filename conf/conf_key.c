@@ -2,7 +2,7 @@
  * What a cache key is made of, as configured: the syntax of the key rule
  * values, the key secret file, and the checks across a route's keys. See
  * conf_key.h. Calls common/util.c and common/fields.c only; called by
- * conf.c.
+ * the loader (conf.c) and the value types (conf_value.c).
  */
 
 #include "conf/conf_key.h"

@@ -2,12 +2,11 @@
 #define CONF_CONF_KEY_H
 
 /*
- * The configuration of what a cache key is made of (conf.c's rows for
- * cache_authorized, key_query, key_ignore_query, key_headers,
+ * The configuration of what a cache key is made of (conf_table.c's rows
+ * for cache_authorized, key_query, key_ignore_query, key_headers,
  * credential_header, credential_cookie, cache_post, graphql and
- * key_secret_file): their
- * values' syntax, the secret file, and what they need of each other.
- * Each function puts its reason in err.
+ * key_secret_file): their values' syntax, the secret file, and what they
+ * need of each other. Each function puts its reason in err.
  */
 
 #include <stddef.h>

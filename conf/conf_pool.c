@@ -4,7 +4,8 @@
  * balance, the [upstream NAME] headers, and the checks that need the
  * whole file (a named pool needs url; a route's upstream names a pool).
  *
- * Called by conf.c only; calls nothing outside common/.
+ * Called by the loader (conf.c) and the value types (conf_value.c);
+ * calls nothing outside common/.
  */
 
 #include "conf/conf_pool.h"

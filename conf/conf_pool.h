@@ -3,9 +3,9 @@
 
 /*
  * Inside conf/: the upstream pools' part of reading a configuration
- * (conf_pool.c). conf.c keeps the key table and the loader; it hands this
- * file the values of url and balance, the [upstream NAME] headers, and
- * the pools once the whole file is read.
+ * (conf_pool.c). The value types (conf_value.c) hand this file the values
+ * of url and balance; the loader (conf.c) the [upstream NAME] headers,
+ * and the pools once the whole file is read.
  */
 
 #include <stddef.h>

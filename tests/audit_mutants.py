@@ -409,13 +409,13 @@ AUDIT = [
            "a hard tag purge takes the keys stored during it as a new snapshot "
            "and purges them too"),
 
-    # -- configuration (conf/conf.c) -------------------------------------------
+    # -- configuration (conf/conf.c, conf_host.c) -------------------------------
     Mutant("audit_conf_first_matching_route_wins", "conf/conf.c",
            "\t\tif (len > bestlen &&\n",
            "\t\tif (bestlen == 0 &&\n",
            ["test_conf"] + CACHING + LIFECYCLE,
            "the first route whose prefix matches is used, not the longest"),
-    Mutant("audit_conf_cidr_masks_the_low_bits", "conf/conf.c",
+    Mutant("audit_conf_cidr_masks_the_low_bits", "conf/conf_host.c",
            "(0xff << (8 - rest)) & 0xff) == 0)",
            "(0xff >> (8 - rest)) & 0xff) == 0)",
            ["test_conf"] + EDGES_FLOW,

@@ -1,5 +1,6 @@
 /*
- * conf/conf.c: defaults, every kind of error with its line, range bounds,
+ * conf/ (the loader conf.c, the key table, the value types and the host
+ * checks): defaults, every kind of error with its line, range bounds,
  * the line handling libinih gets wrong on its own, and route matching.
  * Runs from the repository root (it reads conf/corral.conf and
  * tests/fixtures/).
