@@ -296,7 +296,7 @@ AUDIT = [
            "a worker accepts max_connections + 1 clients"),
 
     # -- the origin budget (proxy/proxy_budget.c) ------------------------------
-    Mutant("audit_budget_local_share_rounds_down", "proxy/proxy_budget.c",
+    Mutant("audit_budget_local_share_rounds_down", "proxy/proxy_budget_int.h",
            "\treturn (c->max_requests + n - 1) / n;\n",
            "\treturn c->max_requests / n;\n",
            BUDGET,
@@ -346,8 +346,8 @@ AUDIT = [
 
     # -- the cluster map (cache/cache_slots.c) ---------------------------------
     Mutant("audit_slots_replica_never_learnt", "cache/cache_slots.c",
-           "if (e->elements > 3 && node_addr(e->element[3], asked, &host,",
-           "if (e->elements > 4 && node_addr(e->element[3], asked, &host,",
+           "\tif (e->elements < 4 || node_addr(e->element[3], asked,",
+           "\tif (e->elements < 5 || node_addr(e->element[3], asked,",
            CLUSTER,
            "a primary with one replica keeps none: its slots' reads do not go to "
            "the replica while it is away"),
