@@ -167,8 +167,9 @@ clean:
 #   gets its list of keys from the table corral -h prints (man/gen_keys.c),
 #   corral-metrics(7) the /stats counters and the histograms' buckets from
 #   theirs (man/gen_metrics.c), and corral(8) and corral-metrics(7) the
-#   README's tables of Cache-Status values, failure modes and metrics
-#   (man/table.awk), so that no page says other than the README.
+#   tables of Cache-Status values (docs/http.md), failure modes and metrics
+#   (docs/operations.md) through man/table.awk, so that no page says other
+#   than the docs.
 #
 #   make install [PREFIX=/usr/local] [DESTDIR=]
 #     PREFIX/sbin/corral, PREFIX/share/man/man{5,8}, the systemd unit in
@@ -188,7 +189,7 @@ DOCDIR   = $(PREFIX)/share/doc/corral
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 CONFDIR  = /etc/corral
 MAN_PAGES := build/man/corral.8 build/man/corral.conf.5 build/man/corral-metrics.7
-TABLE     = awk -v header='$(1)' -f man/table.awk README.md
+TABLE     = awk -v header='$(1)' -f man/table.awk $(2)
 
 build/man/gen_keys: man/gen_keys.c $(CONF_SRC) common/fields.c common/host.c common/util.c common/log.c \
                     $(wildcard */*.h)
@@ -199,20 +200,20 @@ build/man/gen_metrics: man/gen_metrics.c common/hist.c $(wildcard */*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(PKG_CFLAGS) -o $@ $(filter %.c,$^) -lm
 
-build/man/corral.8: man/corral.8.in man/table.awk README.md Makefile
+build/man/corral.8: man/corral.8.in man/table.awk docs/http.md docs/operations.md Makefile
 	@mkdir -p $(dir $@)
-	$(call TABLE,| value | meaning |) > $@.status
-	$(call TABLE,| fault | what Corral does |) > $@.faults
+	$(call TABLE,| value | meaning |,docs/http.md) > $@.status
+	$(call TABLE,| fault | what Corral does |,docs/operations.md) > $@.faults
 	sed -e 's/@VERSION@/$(VERSION)/g' -e '/^@CACHE_STATUS@$$/{r $@.status' -e 'd;}' \
 	    -e '/^@FAILURES@$$/{r $@.faults' -e 'd;}' $< > $@
 	@rm -f $@.status $@.faults
 
 build/man/corral-metrics.7: man/corral-metrics.7.in build/man/gen_metrics man/table.awk \
-                            README.md Makefile
+                            docs/operations.md Makefile
 	@mkdir -p $(dir $@)
 	build/man/gen_metrics counters > $@.counters
 	build/man/gen_metrics buckets > $@.buckets
-	$(call TABLE,| metric | type | labels | meaning |) > $@.metrics
+	$(call TABLE,| metric | type | labels | meaning |,docs/operations.md) > $@.metrics
 	sed -e 's/@VERSION@/$(VERSION)/g' -e '/^@COUNTERS@$$/{r $@.counters' -e 'd;}' \
 	    -e '/^@BUCKETS@$$/{r $@.buckets' -e 'd;}' -e '/^@METRICS@$$/{r $@.metrics' \
 	    -e 'd;}' $< > $@

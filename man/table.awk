@@ -1,9 +1,9 @@
-# Prints one table of the README as man(7) paragraphs, for the manual
-# pages the Makefile makes: the table is the one under the line that is
-# exactly `header`; each row becomes .TP, its first cell, then the rest.
+# Prints one markdown table of the docs as man(7) paragraphs, for the
+# manual pages the Makefile makes: the table is the one under the line that
+# is exactly `header`; each row becomes .TP, its first cell, then the rest.
 # A table of four columns is the metrics' (name, type, labels, meaning).
 #
-#   awk -v header='| value | meaning |' -f man/table.awk README.md
+#   awk -v header='| value | meaning |' -f man/table.awk docs/http.md
 #
 # Markdown kept: `code` and **strong** in bold, [text](link) as its text.
 

@@ -3,7 +3,7 @@
 
 /*
  * The access log: one line per finished request, in the combined log
- * format with Corral's fields after it (README, "Watching Corral"):
+ * format with Corral's fields after it (docs/operations.md, "The access log"):
  *
  *   127.0.0.1 - - [02/Mar/2025:10:00:00 +0000] "GET /users/1 HTTP/1.1" 200
  *   57 "-" "curl/7.88.1" cache=hit route=/ upstream_ms=- lock_wait_ms=-

@@ -5,7 +5,7 @@
  * The figures of struct stats and the cache's counters, as the admin
  * listener shows them: Prometheus text (GET /metrics), a JSON histogram
  * (part of GET /stats) and a plain table for terminals (GET /stats.txt,
- * which corral -s prints). README, "Watching Corral", lists every metric.
+ * which corral -s prints). docs/operations.md lists every metric.
  */
 
 #include "common/hist.h"

@@ -3,7 +3,7 @@
 
 /*
  * Counters, per route and in total. Every counter is one row of
- * STATS_FIELDS, so the struct, the JSON and the README stay in step.
+ * STATS_FIELDS, so the struct, the JSON and corral-metrics(7) stay in step.
  */
 
 #include <stdint.h>

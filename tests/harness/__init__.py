@@ -27,6 +27,8 @@ them from harness. Each module imports only those above it:
     clients  stampede, Background, paced
     env      Env, @scenario, @expected_failure and SCENARIOS
     cluster  Redis Cluster and Sentinel (imported as harness.cluster)
+    docs     the markdown documents, their tables, headings and links, and
+             the configuration guide's keys (imported as harness.docs)
 """
 
 from .clients import Background, StampedeResult, closed_by_server, paced, stampede

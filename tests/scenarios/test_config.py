@@ -6,8 +6,8 @@ import glob
 import os
 import re
 
-from harness import (TESTS_DIR, RedisServer, corral_config, expect, expect_eq, free_port,
-                     read_text, scenario, wait_for)
+from harness import (TESTS_DIR, RedisServer, corral_config, docs, expect, expect_eq,
+                     free_port, read_text, scenario, wait_for)
 
 FIXTURES = os.path.join(TESTS_DIR, "fixtures")
 BAD_FIXTURE = os.path.join(FIXTURES, "bad.conf")
@@ -110,29 +110,12 @@ def version_and_usage_are_printed(env):
     for option in ("-c FILE", "-t", "-s ADDR", "-V", "-h"):
         expect(re.search(rf"^\s+{re.escape(option)}\s+\w", usage, re.MULTILINE),
                f"corral -h describes {option} on a line of its own: {usage!r}")
-    keys = readme_config_keys()
-    expect(len(keys) >= 30, f"configuration keys found in the README: {keys}")
+    keys = sorted(docs.guide_keys())
+    expect(len(keys) >= 30, f"configuration keys found in {docs.OPERATIONS}: {keys}")
     for section, key in keys:
         expect(re.search(rf"^{re.escape(section)}\s+{re.escape(key)}\s+\S", usage,
                          re.MULTILINE),
                f"corral -h lists {section} {key} with its default: {usage!r}")
-
-
-def readme_config_keys():
-    """(section, key) of every row of the README's configuration tables,
-    e.g. ("[server]", "listen") and ("[route PREFIX]", "ttl")."""
-    with open(os.path.join(os.path.dirname(TESTS_DIR), "README.md")) as f:
-        text = f.read()
-    text = text[text.index("## Configuration"):text.index("## What is cached")]
-    keys, section = [], None
-    for line in text.splitlines():
-        m = re.match(r"### `(\[[^]]+\])`", line)
-        if m:
-            section = m.group(1)
-        m = re.match(r"\| `([a-z_0-9]+)` \|", line)
-        if m and section:
-            keys.append((section, m.group(1)))
-    return keys
 
 
 class PasswordRedis(RedisServer):

@@ -235,8 +235,8 @@ def ttl_status_durations_are_range_checked_like_ttl(env):
 
 @scenario
 def ttl_status_zero_does_not_store_for_the_route_ttl(env):
-    # "200:0" means what ttl_404 = 0 means (the README: "STATUS:0 means not
-    # stored"). It was taken as "not listed", so a 200 was stored for the
+    # "200:0" means what ttl_404 = 0 means (docs/operations.md: "STATUS:0
+    # means not stored"). It was taken as "not listed", so a 200 was stored for the
     # route's ttl: the opposite of what it says.
     routes = {"/": {"ttl_status": "200:0"}}
     text = corral_config(f"127.0.0.1:{free_port()}", "http://127.0.0.1:9", free_port(),

@@ -21,7 +21,7 @@ from harness import (HOST, Background, expect, expect_eq, free_port, lock_key,
 SAMPLE_RE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 LABEL_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
-# Every metric family the README lists, with its type.
+# Every metric family docs/operations.md lists, with its type.
 FAMILIES = {
     "corral_build_info": "gauge",
     "corral_start_time_seconds": "gauge",

@@ -3,7 +3,6 @@ notifications, make install, the Debian package, the manual pages and the
 Grafana dashboard."""
 
 import json
-import glob
 import os
 import re
 import shutil
@@ -13,8 +12,8 @@ import struct
 import subprocess
 import tempfile
 
-from harness import (expect, expect_eq, free_port, http_request, read_text, scenario, tail,
-                     wait_for)
+from harness import (docs, expect, expect_eq, free_port, http_request, read_text, scenario,
+                     tail, wait_for)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -217,7 +216,7 @@ def make_run_and_make_deb_install_no_test_package(env):
     test_only = {"chromium", "prometheus", "clang", "libclang-rt-14-dev", "valgrind", "systemd"}
     expect(not test_only & set(build), f"test packages among the build ones: {build}")
     expect(test_only <= set(full), f"'install-deps test' installs the tests' packages: {full}")
-    readme = read_text(os.path.join(ROOT, "README.md"))
+    readme = docs.doc("README.md")
     said = readme[readme.index("The tests' own packages"):]
     said = said[:said.index("\n\n")]
     expect_eq(sorted(p for p in set(full) - set(build) if f"`{p}`" not in said), [],
@@ -526,7 +525,7 @@ def notify_ready_comes_from_the_master_once_every_worker_is_ready(env):
         expect_eq({pid for pid, _ in sock.read()}, {corral.proc.pid}, "senders, to the end")
 
 
-# -- one table of keys: corral -h, the README and corral.conf(5) ------------------------
+# -- one table of keys: corral -h, corral.conf(5) and the configuration guide ------------
 
 def keys_from_help(text):
     """{(section, key): default} from corral -h."""
@@ -538,22 +537,6 @@ def keys_from_help(text):
         if started and line.strip():
             key, default = line[16:].split()[:2]
             out[(line[:15].strip(), key)] = default
-    return out
-
-
-def keys_from_readme(text):
-    out, section = {}, None
-    for line in text.splitlines():
-        m = re.match(r"### `(\[[a-z]+(?: PREFIX)?\])`", line)
-        if m:
-            section = m.group(1)
-            continue
-        if line.startswith("## "):
-            section = None
-        m = re.match(r"\| `([a-z0-9_]+)` \| ([^|]*) \|", line)
-        if section and m:
-            default = m.group(2).strip().strip("`")
-            out[(section, m.group(1))] = "(empty)" if default in ("empty", "(empty)") else default
     return out
 
 
@@ -569,24 +552,28 @@ def keys_from_man(text):
 
 
 @scenario(timeout=600, alone=True)
-def corral_h_the_readme_and_the_manual_pages_agree_on_every_key(env):
+def corral_h_the_manual_page_and_the_guide_agree_on_every_key(env):
     make("man")
     help_text = env.run_corral("-h").stdout
     from_help = keys_from_help(help_text)
     expect(len(from_help) >= 30, f"corral -h lists the keys:\n{help_text}")
-    readme = read_text(os.path.join(ROOT, "README.md"))
+    readme = docs.doc("README.md")
     man5 = read_text(os.path.join(ROOT, "build", "man", "corral.conf.5"))
     man8 = read_text(os.path.join(ROOT, "build", "man", "corral.8"))
-    for name, found in (("README.md", keys_from_readme(readme)),
-                        ("corral.conf(5)", keys_from_man(man5))):
-        missing = sorted(set(from_help) - set(found))
-        extra = sorted(set(found) - set(from_help))
-        expect(not missing and not extra,
-               f"{name}: keys missing {missing}, keys corral -h does not know {extra}")
-        wrong = {k: (found[k], v) for k, v in from_help.items() if found[k] != v}
-        expect(not wrong, f"{name}: defaults that differ from corral -h (theirs, -h's): {wrong}")
+    found = keys_from_man(man5)
+    missing = sorted(set(from_help) - set(found))
+    extra = sorted(set(found) - set(from_help))
+    expect(not missing and not extra,
+           f"corral.conf(5): keys missing {missing}, keys corral -h does not know {extra}")
+    wrong = {k: (found[k], v) for k, v in from_help.items() if found[k] != v}
+    expect(not wrong, f"corral.conf(5): defaults that differ from corral -h (its, -h's): {wrong}")
+    # The guide by task names every key in its section (the defaults are
+    # the manual page's alone).
+    guide = docs.guide_keys()
+    expect_eq((sorted(set(from_help) - guide), sorted(guide - set(from_help))), ([], []),
+              f"{docs.OPERATIONS}'s Configuration: keys it lacks, and keys -h does not know")
 
-    # Every option of the usage, in corral(8) and in the README.
+    # Every option of the usage, in corral(8) and in the README's quick start.
     options = set(re.findall(r"^\s+-([a-zA-Z])\s", help_text, re.M))
     expect_eq(options, set("ctsVh"), "corral -h's options")
     for opt in options:
@@ -612,50 +599,16 @@ def man_section(text, name):
     return m.group(1)
 
 
-def readme_table(readme, header):
-    """The first cells of the README table under header, split at ", "."""
-    rows = readme[readme.index(header + "\n"):].split("\n")[2:]
-    out = []
-    for row in rows:
-        if not row.startswith("|"):
-            break
-        out += [c.strip().strip("`") for c in row.split("|")[1].split(", ")]
-    return out
-
-
-def emitted_details():
-    """Every detail= value Corral's code can put in a Cache-Status: the
-    reasons it names (proxy_outcome.c), and those of an answer not stored
-    (the refresh's decision, the sharing rule in proxy_hdr.c), read from
-    every file of proxy/."""
-    code = "".join(read_text(p) for p in sorted(glob.glob(os.path.join(ROOT, "proxy", "*.c"))))
-    found = set(re.findall(r"detail=([a-z-]+)", code))
-    found |= set(re.findall(r'"(origin-busy|upstream-error|stale-if-error|cache-unavailable)"',
-                            code))
-    found |= set(re.findall(r'why = "([a-z-]+)"', code))
-    found |= set(re.findall(r'not_stored = "([a-z-]+)"', code))
-    decide = read_text(os.path.join(ROOT, "proxy", "proxy_decide.c"))
-    why_not = re.search(r"\nnot_stored\(.*?\n}\n", decide, re.S).group(0)
-    found |= set(re.findall(r'return "([a-z-]+)";', why_not))
-    outcome = read_text(os.path.join(ROOT, "proxy", "proxy_outcome.c"))
-    plain = re.search(r"\nplain_detail\(.*?\n}\n", outcome, re.S).group(0)
-    found |= set(re.findall(r'return "([a-z-]+)";', plain))
-    found |= set(re.findall(r'REFUSE\(f, "([a-z-]+)"\)', code))
-    hdr = read_text(os.path.join(ROOT, "proxy", "proxy_hdr.c"))
-    shared = re.search(r"\*why = (.*?);", hdr, re.S).group(1)
-    found |= set(re.findall(r'"([a-z-]+)"', shared)) - {"Set-Cookie"}
-    return found
-
-
 @scenario(timeout=600, alone=True)
 def the_manual_pages_document_every_metric_counter_cache_status_and_endpoint(env):
     make("man")
     man8 = read_text(os.path.join(ROOT, "build", "man", "corral.8"))
     man7 = read_text(os.path.join(ROOT, "build", "man", "corral-metrics.7"))
-    readme = read_text(os.path.join(ROOT, "README.md"))
+    ops = docs.doc(docs.OPERATIONS)
 
-    # Every family /metrics exposes (every feature on), in the README's
-    # table and in corral-metrics(7); and nothing they list that it does not.
+    # Every family /metrics exposes (every feature on), in the metrics
+    # table of docs/operations.md (which corral-metrics(7) is made from)
+    # and in corral-metrics(7); and nothing they list that it does not.
     redis, origin = env.redis(), env.origin()
     corral = env.corral(redis, origin, routes={"/api/": {}}, extra={
         "upstream": {"max_requests": "4", "health_path": "/"}})
@@ -663,9 +616,11 @@ def the_manual_pages_document_every_metric_counter_cache_status_and_endpoint(env
     r = http_request(corral.admin_host, corral.admin_port, "/metrics",
                      {"Host": f"{corral.admin_host}:{corral.admin_port}"})
     families = set(re.findall(r"^# TYPE (\S+) ", r.text, re.M))
-    documented = set(readme_table(readme, "| metric | type | labels | meaning |"))
-    expect_eq(sorted(families - documented), [], "families /metrics has and the README lacks")
-    expect_eq(sorted(documented - families), [], "families the README lists and /metrics lacks")
+    documented = set(docs.table_names(ops, "| metric | type | labels | meaning |"))
+    expect_eq(sorted(families - documented), [],
+              f"families /metrics has and {docs.OPERATIONS} lacks")
+    expect_eq(sorted(documented - families), [],
+              f"families {docs.OPERATIONS} lists and /metrics lacks")
     metrics = man_section(man7, "PROMETHEUS METRICS")
     expect_eq(sorted(f for f in families if f"\\fB{f}\\fR" not in metrics), [],
               "families corral-metrics(7) lacks")
@@ -676,7 +631,7 @@ def the_manual_pages_document_every_metric_counter_cache_status_and_endpoint(env
 
     # Every Cache-Status detail the code can write, in corral(8).
     status = man_section(man8, "CACHE\\-STATUS").replace("\\-", "-")
-    details = emitted_details()
+    details = docs.cache_status_details()
     expect({"redis-full", "lock-lost", "no-store", "cache-unavailable"} <= details,
            f"the details found in the code: {details}")
     expect_eq(sorted(d for d in details if d not in status), [],

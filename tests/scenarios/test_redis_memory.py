@@ -2,7 +2,7 @@
 write: Corral says so in /health, /stats, /metrics and each answer's
 Cache-Status (detail=redis-full), logs it once a second rather than once a
 request, and stores again as soon as Redis has room. With volatile-lru,
-the policy the README recommends, Redis evicts old entries to make room,
+the policy docs/operations.md recommends, Redis evicts old entries to make room,
 and keeps what has no TTL (the maintenance modes) and what was just used
 (a fetch's lock): a stampede still costs one fetch while entries are
 evicted under it."""

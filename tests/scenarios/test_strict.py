@@ -18,8 +18,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from harness import (HOST, PREFIX, expect, expect_eq, free_port, raw_exchange, read_text,
-                     scenario, slow, wait_for)
+from harness import (HOST, PREFIX, docs, expect, expect_eq, free_port, raw_exchange,
+                     read_text, scenario, slow, wait_for)
 
 H = f"Host: {HOST}\r\n".encode()
 
@@ -577,17 +577,18 @@ def docs_name_the_restart_keys_the_reload_keeps(env):
                         ".B SIGHUP", ".B SIGUSR1")
     man8_keys = set(re.findall(r"\b((?:server|redis|upstream)\.\w+)", sighup.replace("\\", "")))
     expect_eq(man8_keys, help_keys, "corral(8), SIGHUP, lists the same keys")
-    readme = read_text(os.path.join(ROOT, "README.md"))
-    listed = section_of(readme, "`restart_pending` names", "after a reload")
+    ops = docs.doc(docs.OPERATIONS)
+    listed = section_of(ops, "`restart_pending` names", "after a reload")
     expect_eq(set(re.findall(r"`((?:server|redis|upstream)\.\w+)`", listed)), help_keys,
-              "README (/stats restart_pending) lists the same keys")
+              f"{docs.OPERATIONS} (/stats restart_pending) lists the same keys")
     code = section_of(read_text(os.path.join(ROOT, "conf", "conf_restart.c")),
                       "conf_restart_keys[", "};")
     code_keys = set(re.findall(r'"((?:server|redis|upstream)\.\w+)"', code))
     expect_eq(help_keys, code_keys, "corral -h marks the keys of conf_restart.c")
-    row = next(l for l in readme.splitlines() if l.startswith("| `SIGHUP` |"))
+    row = next(l for l in ops.splitlines() if l.startswith("| `SIGHUP` |"))
     expect_eq(set(re.findall(r"`((?:server|redis|upstream)\.\w+)`", row)), code_keys,
-              f"README (Failure modes, SIGHUP) lists the keys of conf_restart.c:\n{row}")
+              f"{docs.OPERATIONS} (Failure modes, SIGHUP) lists the keys of conf_restart.c:"
+              f"\n{row}")
 
     # The code: a reload that changes every one of them keeps them all
     # pending, and changes log_level (not among them) at once.
@@ -638,20 +639,20 @@ def docs_say_what_stale_if_error_the_watchdog_and_the_stop_timeout_do(env):
            f"stale_if_error counts from the end of ttl (proxy_flight.c: fresh_until + "
            f"stale_if_error), as corral -h says: {line}")
     man8 = read_text(os.path.join(ROOT, "man", "corral.8.in"))
-    readme = read_text(os.path.join(ROOT, "README.md"))
+    ops = docs.doc(docs.OPERATIONS)
     # proxy_service.c: WATCHDOG=1 goes with STATUS= every SERVICE_STATUS_MS,
     # or at half of WatchdogSec when that is shorter.
     status_ms = re.search(r"#define SERVICE_STATUS_MS\s+(\d+)",
                           read_text(os.path.join(ROOT, "proxy", "proxy_service.h"))).group(1)
     every = f"every {int(status_ms) // 1000} s"
     for name, text in (("corral(8)", man8.replace("\\fB", "").replace("\\fR", "")),
-                       ("README", readme)):
+                       (docs.OPERATIONS, ops)):
         m = re.search(r"WATCHDOG=1[^.]*", text.replace("\n", " ").replace(".B ", ""))
         expect(m and every in m.group(0) and "half" in m.group(0),
                f"{name}: WATCHDOG=1 {every}, or at half of WatchdogSec: {m and m.group(0)}")
     # The stop: shutdown_timeout above the unit's TimeoutStopSec= is asked
     # for with EXTEND_TIMEOUT_USEC (proxy_service.c); the docs say so.
-    for name, text in (("corral(8)", man8), ("README", readme)):
+    for name, text in (("corral(8)", man8), (docs.OPERATIONS, ops)):
         expect("EXTEND_TIMEOUT_USEC" in text.replace("\\", ""),
                f"{name} says how a long shutdown_timeout gets its time")
 
@@ -670,16 +671,18 @@ def markdown_tables_cut(text):
 
 @scenario
 def docs_say_what_the_drain_the_pid_file_and_key_host_without_hosts_do(env):
-    readme = read_text(os.path.join(ROOT, "README.md"))
-    expect_eq(markdown_tables_cut(readme), [], "README: rows after a paragraph, not a header")
+    for name in docs.markdown_docs():
+        expect_eq(markdown_tables_cut(docs.doc(name)), [],
+                  f"{name}: rows after a paragraph, not a header")
     # proxy_linger.h: the drain of a refused connection, in both places the
-    # README says it.
+    # docs say it.
+    ops = docs.doc(docs.OPERATIONS)
     most_bytes, most_ms, most = linger_bounds()
     bounds = (f"{most_bytes >> 20} MiB", f"{most_ms // 1000} s", f"{most} ")
-    security = section_of(readme, "A refused connection is not closed at once", "\n\n")
-    failure = next(l for l in readme.splitlines() if l.startswith("| Body over `max_body"))
+    security = section_of(ops, "A refused connection is not closed at once", "\n\n")
+    failure = next(l for l in ops.splitlines() if l.startswith("| Body over `max_body"))
     for name, text in (("Security", security.replace("\n", " ")), ("Failure modes", failure)):
-        expect(all(b in text for b in bounds), f"README ({name}) says {bounds}: {text}")
+        expect(all(b in text for b in bounds), f"{docs.OPERATIONS} ({name}) says {bounds}: {text}")
     # The packaged pid_file (the Makefile writes it into the installed
     # configuration) is in corral(8) FILES.
     pid_file = re.search(r"\|pid_file = (/\S+) ;\|",
@@ -695,7 +698,7 @@ def docs_say_what_the_drain_the_pid_file_and_key_host_without_hosts_do(env):
     call = section_of(code, 'snprintf(out, outlen, "%s:%d: warning: [route', "c->file")
     warning = "".join(re.findall(r'"([^"]*)"', call)).split("] ", 1)[1]
     man5 = read_text(os.path.join(ROOT, "man", "corral.conf.5.in"))
-    for name, text, said in (("README", readme, warning),
+    for name, text, said in ((docs.HTTP, docs.doc(docs.HTTP), warning),
                              ("corral.conf(5)", man5, warning.split(":")[0])):
         text = " ".join(text.replace("\\", "").split())
         expect(said in text, f"{name} quotes the warning: {said!r}")
