@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * TLS contexts and connections (proxy_tls.h): the only place, with
- * proxy_tls_ticket.c, that sees OpenSSL.
+ * TLS contexts and connections (proxy_tls.h). With proxy_tls_load.c
+ * (certificates and keys) and proxy_tls_ticket.c (session tickets), the
+ * only place that sees OpenSSL.
  *
  * What a context offers, and why:
  *   - TLS 1.2 and 1.3 (TLS_VERSION_MIN): every browser of the last ten
@@ -40,21 +41,15 @@
 #include "proxy/proxy_tls.h"
 
 #include <assert.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <openssl/err.h>
-#include <openssl/pem.h>
 #include <openssl/ssl.h>
-#include <openssl/x509.h>
 
 #include "common/util.h"
 #include "conf/conf.h"
@@ -75,9 +70,6 @@
 	"TLS_CHACHA20_POLY1305_SHA256"
 #define TLS_GROUPS		"X25519:P-256:P-384"
 #define TLS_SECURITY_LEVEL	2
-#define KEY_BITS_MIN		112	/* security bits: RSA-2048, P-224 */
-#define DAY_S			(24 * 60 * 60)
-#define DATE_MAX		32	/* "2026-01-31 23:59:59 UTC" */
 
 /* ALPN, in the wire's form (a length byte before each), best first. */
 static const unsigned char alpn_protos[] = "\x08http/1.1\x08http/1.0";
@@ -131,243 +123,6 @@ static const char *const fail_names[TLS_FAIL_MAX] = {
 	[TLS_FAIL_CLOSED] = "closed",
 	[TLS_FAIL_OTHER] = "other",
 };
-
-/* ---- loading: the certificate ----------------------------------------- */
-
-/* OpenSSL's reason for its last error ("unknown" if none); the queue is
- * emptied. */
-static const char *
-ssl_why(void)
-{
-	const char *why = ERR_reason_error_string(ERR_peek_last_error());
-
-	ERR_clear_error();
-	return why != NULL ? why : "unknown error";
-}
-
-static void
-format_date(const ASN1_TIME *t, char *out, size_t outlen)
-{
-	struct tm tm;
-
-	if (ASN1_TIME_to_tm(t, &tm) != 1 ||
-	    strftime(out, outlen, "%Y-%m-%d %H:%M:%S UTC", &tm) == 0)
-		snprintf(out, outlen, "(a date OpenSSL cannot read)");
-}
-
-/* Opens path for reading, a regular file. The stream, or NULL with
- * "path: why" in err. */
-static FILE *
-open_regular(const char *path, char *err, size_t errlen)
-{
-	struct stat st;
-	FILE *fp;
-
-	if ((fp = fopen(path, "re")) == NULL) {
-		snprintf(err, errlen, "%s: cannot open: %s", path,
-		    strerror(errno));
-		return NULL;
-	}
-	if (fstat(fileno(fp), &st) == -1 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file", path);
-		fclose(fp);
-		return NULL;
-	}
-	return fp;
-}
-
-/* pkey has KEY_BITS_MIN bits of security or more; else -1 with why,
- * naming path and whose key it is, in err. */
-static int
-key_strong(const char *path, const char *whose, EVP_PKEY *pkey, char *err,
-    size_t errlen)
-{
-	if (EVP_PKEY_get_security_bits(pkey) >= KEY_BITS_MIN)
-		return 0;
-	snprintf(err, errlen, "%s: %s %s key of %d bits is too weak "
-	    "(RSA-2048 or ECDSA P-256 at least)", path, whose,
-	    EVP_PKEY_get0_type_name(pkey), EVP_PKEY_get_bits(pkey));
-	return -1;
-}
-
-/* The leaf is valid now, and long enough (else a warning in err). Its
- * notAfter into *not_after. 0, or -1 with why in err. */
-static int
-check_dates(const char *path, X509 *leaf, int64_t *not_after, char *err,
-    size_t errlen)
-{
-	const ASN1_TIME *nb = X509_get0_notBefore(leaf);
-	const ASN1_TIME *na = X509_get0_notAfter(leaf);
-	time_t soon = time(NULL) + (time_t)TLS_EXPIRY_WARN_DAYS * DAY_S;
-	char date[DATE_MAX];
-	struct tm tm;
-
-	if (ASN1_TIME_to_tm(na, &tm) != 1 || ASN1_TIME_check(nb) != 1) {
-		snprintf(err, errlen, "%s: the certificate's dates cannot be "
-		    "read", path);
-		return -1;
-	}
-	*not_after = (int64_t)timegm(&tm);
-	if (X509_cmp_current_time(na) < 0) {
-		format_date(na, date, sizeof(date));
-		snprintf(err, errlen, "%s: the certificate expired on %s",
-		    path, date);
-		return -1;
-	}
-	if (X509_cmp_current_time(nb) > 0) {
-		format_date(nb, date, sizeof(date));
-		snprintf(err, errlen, "%s: the certificate is not valid "
-		    "before %s", path, date);
-		return -1;
-	}
-	if (X509_cmp_time(na, &soon) < 0) {
-		format_date(na, date, sizeof(date));
-		snprintf(err, errlen, "%s: the certificate expires on %s, in "
-		    "%lld days", path, date, (long long)((*not_after -
-		    (int64_t)time(NULL)) / DAY_S));
-	}
-	return 0;
-}
-
-/* The leaf, the first certificate of path: read and checked on its own
- * before the chain is loaded, for errors that say what is wrong. */
-static int
-check_leaf(struct tls *t, const char *path, char *err, size_t errlen)
-{
-	X509 *leaf = NULL;
-	FILE *fp;
-	int rc = -1;
-
-	if ((fp = open_regular(path, err, errlen)) == NULL)
-		return -1;
-	if ((leaf = PEM_read_X509(fp, NULL, NULL, NULL)) == NULL) {
-		snprintf(err, errlen, "%s: no PEM certificate in it "
-		    "(-----BEGIN CERTIFICATE-----)", path);
-		goto fail;
-	}
-	if (key_strong(path, "the certificate's", X509_get0_pubkey(leaf),
-	    err, errlen) == -1)
-		goto fail;
-	if (check_dates(path, leaf, &t->not_after, err, errlen) == -1)
-		goto fail;
-	rc = 0;
-fail:
-	ERR_clear_error();
-	X509_free(leaf);
-	fclose(fp);
-	return rc;
-}
-
-/* The chain, leaf first, into t's context. 0, or -1 with why in err. */
-static int
-load_chain(struct tls *t, const char *path, char *err, size_t errlen)
-{
-	unsigned long e;
-
-	if (SSL_CTX_use_certificate_chain_file(t->ctx, path) == 1)
-		return 0;
-	e = ERR_peek_last_error();
-	if (ERR_GET_LIB(e) == ERR_LIB_SSL &&
-	    ERR_GET_REASON(e) == SSL_R_CA_MD_TOO_WEAK)
-		snprintf(err, errlen, "%s: a certificate in it is signed with "
-		    "too weak a digest (SHA-1 or MD5)", path);
-	else if (ERR_GET_LIB(e) == ERR_LIB_SSL &&
-	    ERR_GET_REASON(e) == SSL_R_CA_KEY_TOO_SMALL)
-		snprintf(err, errlen, "%s: a certificate of its chain has too "
-		    "weak a key (RSA-2048 or ECDSA P-256 at least)", path);
-	else
-		snprintf(err, errlen, "%s: cannot load the certificate chain: "
-		    "%s", path, ssl_why());
-	ERR_clear_error();
-	return -1;
-}
-
-/* ---- loading: the key ----------------------------------------------- */
-
-/* OpenSSL asks for a passphrase: the key is encrypted. None is given. */
-static int
-on_passphrase(char *buf, int size, int rwflag, void *arg)
-{
-	*(int *)arg = 1;
-	return -1;
-}
-
-/* The private key in the secret file key_name names, read into memory,
- * decoded, the memory wiped. The key, or NULL with why in err. */
-static EVP_PKEY *
-read_key(const char *key_name, char *path, size_t pathlen, char *err,
-    size_t errlen)
-{
-	EVP_PKEY *pkey = NULL;
-	BIO *bio = NULL;
-	char *buf = NULL;
-	size_t len = 0;
-	int fd, encrypted = 0;
-
-	if ((fd = secret_open(key_name, SECRET_GROUP_WRITES, path, pathlen,
-	    err, errlen)) == -1)
-		return NULL;
-	if ((buf = malloc(TLS_KEY_FILE_MAX + 1)) == NULL) {
-		snprintf(err, errlen, "%s: no memory to read it", path);
-		goto fail;
-	}
-	if (secret_fill(fd, path, buf, TLS_KEY_FILE_MAX + 1, &len, err,
-	    errlen) == -1)
-		goto fail;
-	if (len > TLS_KEY_FILE_MAX) {
-		snprintf(err, errlen, "%s: longer than %d bytes: no key file",
-		    path, TLS_KEY_FILE_MAX);
-		goto fail;
-	}
-	if ((bio = BIO_new_mem_buf(buf, (int)len)) == NULL) {
-		snprintf(err, errlen, "%s: no memory to read it", path);
-		goto fail;
-	}
-	if ((pkey = PEM_read_bio_PrivateKey(bio, NULL, on_passphrase,
-	    &encrypted)) == NULL && encrypted)
-		snprintf(err, errlen, "%s: the key is encrypted, and Corral "
-		    "takes no passphrase: decrypt it (openssl pkey -in FILE "
-		    "-out NEW) into a file only Corral may read", path);
-	else if (pkey == NULL)
-		snprintf(err, errlen, "%s: no PEM private key in it "
-		    "(-----BEGIN PRIVATE KEY-----)", path);
-fail:
-	ERR_clear_error();
-	BIO_free(bio);
-	if (buf != NULL)
-		OPENSSL_cleanse(buf, len);
-	free(buf);
-	close(fd);
-	return pkey;
-}
-
-/* The key, checked, into t's context, which holds the certificate. */
-static int
-load_key(struct tls *t, const char *cert_path, const char *key_name,
-    char *err, size_t errlen)
-{
-	char path[CONF_PATH_MAX];
-	EVP_PKEY *pkey;
-	int rc = -1;
-
-	if ((pkey = read_key(key_name, path, sizeof(path), err,
-	    errlen)) == NULL)
-		return -1;
-	if (key_strong(path, "the", pkey, err, errlen) == -1)
-		goto fail;
-	if (X509_check_private_key(SSL_CTX_get0_certificate(t->ctx),
-	    pkey) != 1 || SSL_CTX_use_PrivateKey(t->ctx, pkey) != 1 ||
-	    SSL_CTX_check_private_key(t->ctx) != 1) {
-		snprintf(err, errlen, "%s: the key does not match the "
-		    "certificate in %s", path, cert_path);
-		goto fail;
-	}
-	rc = 0;
-fail:
-	ERR_clear_error();
-	EVP_PKEY_free(pkey);
-	return rc;
-}
 
 /* ---- a connection's handshake ------------------------------------------ */
 
@@ -662,9 +417,8 @@ tls_new(const char *cert_path, const char *key_path, char *err,
 	}
 	if (configure(t, err, errlen) == -1 ||
 	    secret_resolve(cert_path, path, sizeof(path), err, errlen) == -1 ||
-	    check_leaf(t, path, err, errlen) == -1 ||
-	    load_chain(t, path, err, errlen) == -1 ||
-	    load_key(t, path, key_path, err, errlen) == -1)
+	    cert_load(t->ctx, path, &t->not_after, err, errlen) == -1 ||
+	    key_load(t->ctx, path, key_path, err, errlen) == -1)
 		goto fail;
 	t->refs = 1;
 	return t;
@@ -767,6 +521,27 @@ tls_accept(struct tls *t, struct event_base *base, evutil_socket_t fd,
 	return bev;
 }
 
+/* bev's SSL once its handshake is done, else NULL. */
+static SSL *
+ssl_done(struct bufferevent *bev)
+{
+	SSL *ssl = ssl_of(bev);
+	struct conn *c = conn_of_ssl(ssl);
+
+	return c != NULL && c->state == TLS_HANDSHAKE_DONE ? ssl : NULL;
+}
+
+void
+tls_close_notify(struct bufferevent *bev)
+{
+	SSL *ssl = ssl_done(bev);
+
+	if (ssl == NULL)
+		return;
+	if (SSL_shutdown(ssl) < 0)
+		ERR_clear_error();	/* the peer left first: nothing to do */
+}
+
 enum tls_handshake
 tls_handshake(struct bufferevent *bev)
 {
@@ -815,16 +590,6 @@ const char *
 tls_fail_name(enum tls_fail f)
 {
 	return f >= 0 && f < TLS_FAIL_MAX ? fail_names[f] : "";
-}
-
-/* bev's SSL once its handshake is done, else NULL. */
-static SSL *
-ssl_done(struct bufferevent *bev)
-{
-	SSL *ssl = ssl_of(bev);
-	struct conn *c = conn_of_ssl(ssl);
-
-	return c != NULL && c->state == TLS_HANDSHAKE_DONE ? ssl : NULL;
 }
 
 const char *

@@ -151,6 +151,16 @@ int64_t	tls_not_after(const struct tls *t);
 struct bufferevent	*tls_accept(struct tls *t, struct event_base *base,
 			    evutil_socket_t fd, int options);
 
+/*
+ * Before freeing a connection whose handshake is done and whose output
+ * is written: sends TLS's close_notify (one try; the peer's is not waited
+ * for). Without it a client sees its connection cut: OpenSSL then drops
+ * the session it would have resumed, and a response that ends at the
+ * close could be a truncated one. Nothing for a bufferevent that is not
+ * TLS or not done.
+ */
+void	tls_close_notify(struct bufferevent *bev);
+
 /* Where bev's handshake is (PENDING for a bufferevent that is not TLS). */
 enum tls_handshake	 tls_handshake(struct bufferevent *bev);
 

@@ -13,7 +13,10 @@
  * alone, so a ticket one worker sealed opens on any other, and through a
  * reload (the chain is the process's, not a context's). A ticket is
  * opened under the current key or the one before, and renewed under the
- * current one: it lasts one to two periods.
+ * current one: it lasts one to two periods. A ticket used is replaced
+ * by a new one, under the current key: a TLS 1.3 client uses each ticket
+ * once (RFC 8446 4.6.1), and without a new one its next connection would
+ * be a full handshake; a TLS 1.2 client keeps a fresh one.
  *
  * A ticket's keys are never handed to OpenSSL's own store, which would
  * keep one key for a context's whole life.
@@ -40,8 +43,8 @@
 #define NAME_BYTES	16	/* the callback's key_name[16] */
 #define AES_BYTES	32	/* AES-256 */
 #define MAC_BYTES	32	/* HMAC-SHA256's key */
-#define SEALED		1	/* the callback's "ticket sealed/opened" */
-#define RENEW		2	/* opened under the key before: seal anew */
+#define SEALED		1	/* the callback's "ticket sealed" */
+#define RENEW		2	/* "ticket opened: seal a new one" */
 
 struct ticket_key {
 	int		 valid;
@@ -147,8 +150,8 @@ key_named(const unsigned char *name)
 }
 
 /* OpenSSL's ticket key callback: seal (enc) under the current key, or
- * open under the key the ticket names. 1, RENEW, 0 (no ticket: a full
- * handshake) or -1. */
+ * open under the key the ticket names. SEALED, RENEW, 0 (no ticket: a
+ * full handshake) or -1. */
 static int
 on_ticket_key(SSL *ssl, unsigned char name[NAME_BYTES], unsigned char *iv,
     EVP_CIPHER_CTX *cctx, EVP_MAC_CTX *hctx, int enc)
@@ -179,7 +182,7 @@ on_ticket_key(SSL *ssl, unsigned char name[NAME_BYTES], unsigned char *iv,
 	params[2] = OSSL_PARAM_construct_end();
 	if (!EVP_MAC_CTX_set_params(hctx, params))
 		return -1;
-	return enc || k == &chain.cur ? SEALED : RENEW;
+	return enc ? SEALED : RENEW;
 }
 
 int
