@@ -15,7 +15,8 @@
  *   is refused (no_application_protocol), as nginx does;
  *   session tickets under keys that change every TLS_TICKET_PERIOD_S,
  *   the same in every process forked after tls_init();
- *   SNI read for the log; one certificate for every name. (A second
+ *   SNI read for the log (a name that is no DNS name is refused with
+ *   unrecognized_name); one certificate for every name. (A second
  *   certificate, chosen by the SNI name, will be added to a context by a
  *   tls_add(t, name, cert, key, err, errlen); the rest of this face stays
  *   as it is.)
@@ -24,7 +25,8 @@
  * is a secret file (conf_secret.h): an absolute path or a systemd
  * credential name, refused if others may read it; it is read into memory,
  * decoded and wiped, and never shown. Errors name the file and what is
- * wrong with it ("PATH: certificate expired on ..."), never a key's bytes.
+ * wrong with it ("PATH: the certificate expired on ..."), never a key's
+ * bytes.
  *
  * Reload: a context is reference-counted. Each connection holds one
  * reference until its bufferevent is freed, so a new context serves new
