@@ -13,7 +13,7 @@
 VERSION := 0.1.0
 DEB_REVISION := 1	# the package's own: corral_VERSION-REVISION_ARCH.deb
 DEB_MAINTAINER ?= Corral maintainers <maintainers@users.noreply.a-seed-d6bbd95e.example>
-PKGS    := libevent hiredis libcurl inih
+PKGS    := libevent libevent_openssl libssl libcrypto hiredis libcurl inih
 JOBS    := $(shell nproc 2>/dev/null || echo 1)
 
 CC      ?= cc
@@ -129,10 +129,14 @@ build/tools/alloc_probe: tests/tools/alloc_probe.c tests/unit/unit.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -O0 -fno-builtin -pthread -o $@ $< -ldl
 
-# Only cache/ may include hiredis and only upstream/ may include curl.
+# Only cache/ may include hiredis, only upstream/ may include curl, and
+# only the TLS module (proxy/proxy_tls*) OpenSSL or libevent's OpenSSL
+# bufferevents (the unit tests aside).
 check-boundaries:
 	@bad=$$(grep -ln '#include <hiredis' $$(ls */*.[ch] | grep -v '^cache/'); \
-	        grep -ln '#include <curl' $$(ls */*.[ch] | grep -v '^upstream/')); \
+	        grep -ln '#include <curl' $$(ls */*.[ch] | grep -v '^upstream/'); \
+	        grep -lE '#include <(openssl/|event2/bufferevent_ssl)' \
+	            $$(ls */*.[ch] | grep -v '^proxy/proxy_tls')); \
 	if [ -n "$$bad" ]; then echo "module boundary broken in: $$bad"; exit 1; fi
 
 # No file in proxy/, cache/ or conf/ over 900 lines, no function over 60.
