@@ -308,7 +308,7 @@ build/fuzz/fuzz_hdr: fuzz/fuzz_hdr.c proxy/proxy_hdr.c proxy/proxy_sf.c $(CONF_S
                      common/log.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
-build/fuzz/fuzz_frame: fuzz/fuzz_frame.c proxy/proxy_frame.c common/host.c $(wildcard */*.h)
+build/fuzz/fuzz_frame: fuzz/fuzz_frame.c proxy/proxy_frame.c proxy/proxy_chunk.c common/host.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
 build/fuzz/seed_entry: fuzz/seed_entry.c cache/cache_entry.c $(wildcard */*.h)
