@@ -13,7 +13,11 @@
 VERSION := 0.1.0
 DEB_REVISION := 1	# the package's own: corral_VERSION-REVISION_ARCH.deb
 DEB_MAINTAINER ?= Corral maintainers <maintainers@users.noreply.a-seed-d6bbd95e.example>
-PKGS    := libevent libevent_openssl libssl libcrypto hiredis libcurl inih
+# libevent's event loop and buffers (libevent_core) and its OpenSSL
+# bufferevents: not its HTTP layer (libevent_extra's evhttp); the server
+# is Corral's own (proxy/proxy_conn.c). --as-needed keeps the full
+# libevent that libevent_openssl's pkg-config names out of the binary.
+PKGS    := libevent_core libevent_openssl libssl libcrypto hiredis libcurl inih
 JOBS    := $(shell nproc 2>/dev/null || echo 1)
 
 CC      ?= cc
@@ -23,7 +27,7 @@ DEFS    := -std=c11 -D_GNU_SOURCE -DCORRAL_VERSION='"$(VERSION)"' -I. -g
 BASE    := $(DEFS) $(WARN)
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+PKG_LIBS   = -Wl,--as-needed $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c)
 # The configuration alone, for the man page's key list and the fuzzers.

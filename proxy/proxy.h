@@ -3,7 +3,8 @@
 
 /*
  * The proxy: one per process and event loop. proxy_life.c starts, drains,
- * reloads and stops it; proxy_http.c owns its listeners and connections;
+ * reloads and stops it; proxy_http.c owns its listeners, proxy_conn.c
+ * its connections;
  * the flow files (proxy_flow.h names them) the life of each request;
  * proxy_admin.c the admin endpoints. Nothing here includes hiredis or
  * curl.
@@ -14,7 +15,6 @@
 #include <sys/types.h>
 
 #include <event2/event.h>
-#include <event2/http.h>
 
 #include "cache/cache.h"
 #include "cache/cache_l2.h"
@@ -25,7 +25,6 @@
 #include "upstream/upstream.h"
 
 #define PROXY_MAGIC	0x50525859u	/* "PRXY" */
-#define HEADER_SLACK	4	/* libevent reads this many times max_header_bytes */
 
 struct cache;
 struct upstream;
@@ -125,6 +124,9 @@ struct maint;
 struct req;
 struct flight;
 struct refresh;
+struct conn;
+struct evconnlistener;
+struct tls;
 
 /* The public and admin listening sockets, made by http_bind() before any
  * worker is forked (-1: none). */
@@ -140,9 +142,9 @@ struct proxy {
 	struct cache		*cache;
 	struct upstream		*upstream;
 	struct listen_socks	 socks;		/* until its listener takes each */
-	struct evhttp		*http;		/* public listener */
-	struct evhttp_bound_socket *http_bound;	/* NULL once draining */
-	struct evhttp_bound_socket *admin_bound;
+	struct evconnlistener	*pub_lev;	/* public; NULL once draining */
+	struct evconnlistener	*admin_lev;	/* stats and control */
+	struct tls		*tls;		/* the public listener's, or NULL */
 	int			 accept_paused;	/* at max_connections */
 	int			 accept_failing; /* accept() failed: backing off */
 	int			 accept_listening; /* the listener is enabled */
@@ -150,7 +152,6 @@ struct proxy {
 	int			 accept_failures; /* since the last log line */
 	int64_t			 accept_logged_ms;
 	struct event		*accept_ev;	/* ends a backoff */
-	struct evhttp		*admin;		/* stats and control */
 	int			 admin_conns;	/* open on it, accept to close */
 	int			 admin_outside;	/* ... from outside admin_allow */
 	int			 admin_unlogged; /* refusals not yet logged */
@@ -158,10 +159,14 @@ struct proxy {
 	struct dict		*flights;	/* key -> struct flight */
 	struct dict		*refreshes;	/* key -> struct refresh (locked) */
 	TAILQ_HEAD(, req)	 reqs;		/* every live request */
+	TAILQ_HEAD(, req)	 req_pool;	/* finished ones, kept for reuse */
+	int			 nreq_pool;
 	TAILQ_HEAD(, flight)	 flight_list;	/* every live flight */
 	TAILQ_HEAD(, refresh)	 refresh_list;	/* every live refresh */
 	struct dict		*vary;		/* key -> what its responses vary on */
-	struct dict		*conns;		/* client connections, accept to close */
+	TAILQ_HEAD(, conn)	 conn_list;	/* every connection (proxy_conn.c) */
+	int			 nconn;		/* ... how many */
+	int			 nclients;	/* of those, public and peer ones */
 	struct lingers		*lingers;	/* refused ones, closing (proxy_linger.h) */
 	struct access_log	*access_log;	/* NULL when off */
 	int			 draining;	/* stopping: finish what is running */
@@ -182,7 +187,7 @@ struct proxy {
 	struct l1		*l1;		/* the near cache */
 	struct l2		*l2;		/* the instance's (NULL: none) */
 	int64_t			 started_ms;
-	struct evhttp		*peer;		/* workers > 1: its siblings ask */
+	struct evconnlistener	*peer_lev;	/* workers > 1: its siblings ask */
 	struct upstream		*peers;		/* ... and it asks them */
 	pid_t			 master_pid;	/* names the peer sockets */
 	struct budget		*budget;	/* the default pool's budget */

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include <event2/buffer.h>
-#include <event2/http.h>
 
 #include "cache/cache.h"
 #include "common/dict.h"
@@ -20,6 +19,7 @@
 #include "proxy/proxy.h"
 #include "proxy/proxy_admin.h"
 #include "proxy/proxy_auth.h"
+#include "proxy/proxy_conn.h"
 #include "proxy/proxy_control.h"
 #include "proxy/proxy_figures.h"
 #include "proxy/proxy_inspect.h"
@@ -234,19 +234,16 @@ stats_json(struct proxy *px, struct evbuffer *out)
 }
 
 void
-admin_handle(struct evhttp_request *ev, void *arg)
+admin_handle(struct proxy *px, struct hreq *ev)
 {
-	struct proxy *px = arg;
-	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(ev));
+	const char *path = ev->path;
 	struct evbuffer *out;
 
 	assert(px->magic == PROXY_MAGIC);
 	if ((out = evbuffer_new()) == NULL) {
-		evhttp_send_error(ev, HTTP_SERVUNAVAIL, NULL);
+		hreq_reply(ev, HTTP_SERVUNAVAIL, NULL, NULL);
 		return;
 	}
-	if (path == NULL)
-		path = "";
 	if (!auth_admit(px, ev, path)) {
 		evbuffer_free(out);
 		return;		/* answered */

@@ -29,7 +29,7 @@ proxy_publish(struct proxy *px)
 	ws->redis_up = cache_is_up(px->cache);
 	snprintf(ws->redis_down, sizeof(ws->redis_down), "%s",
 	    cache_down_reason(px->cache));
-	ws->connections = (int64_t)dict_count(px->conns);
+	ws->connections = px->nclients;
 	ws->admin_connections = px->admin_conns + px->admin_outside;
 	ws->admin_outside = px->admin_outside;
 	ws->requests = px->nrequests - px->npeers;	/* clients' */

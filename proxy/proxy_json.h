@@ -7,6 +7,8 @@
 #ifndef PROXY_JSON_H
 #define PROXY_JSON_H
 
+struct hreq;
+
 struct evbuffer;
 struct evhttp_request;
 
@@ -14,11 +16,11 @@ struct evhttp_request;
  * (as the access log's JSON writes it). */
 void	json_string(struct evbuffer *out, const char *s);
 /* Sends out (NULL: no body) with the content type, never cached. */
-void	json_reply(struct evhttp_request *ev, int code, const char *type,
+void	json_reply(struct hreq *ev, int code, const char *type,
 	    struct evbuffer *out);
 /* Sends out as JSON, never cached, and frees it (NULL: no body). */
-void	json_send(struct evhttp_request *ev, int code, struct evbuffer *out);
+void	json_send(struct hreq *ev, int code, struct evbuffer *out);
 /* {"error": msg} with code. */
-void	json_error(struct evhttp_request *ev, int code, const char *msg);
+void	json_error(struct hreq *ev, int code, const char *msg);
 
 #endif

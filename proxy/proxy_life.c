@@ -106,10 +106,7 @@ proxy_drain(struct proxy *px)
 		return;
 	}
 	px->draining = 1;
-	if (px->http_bound != NULL) {
-		evhttp_del_accept_socket(px->http, px->http_bound);
-		px->http_bound = NULL;
-	}
+	http_stop_accepting(px);
 	px->drain_deadline_us = util_mono_us() +
 	    px->conf->shutdown_timeout_ms * 1000;
 	if (px->drain_ev == NULL &&
@@ -331,8 +328,6 @@ proxy_reload(struct proxy *px, struct conf **confp, const char *path)
 	if (pools_reload(px, new) == -1)
 		log_error("reload: out of memory; some upstream pools keep "
 		    "their old servers");
-	if (px->http != NULL)
-		http_limits(px->http, new);
 	if (px->upstream != NULL)
 		upstream_set_max_headers(px->upstream, new->max_upstream_headers);
 	log_set_level(new->log_level);
@@ -360,13 +355,14 @@ static int
 make_parts(struct proxy *px)
 {
 	TAILQ_INIT(&px->reqs);
+	TAILQ_INIT(&px->req_pool);
 	TAILQ_INIT(&px->flight_list);
 	TAILQ_INIT(&px->refresh_list);
 	TAILQ_INIT(&px->pools);
+	TAILQ_INIT(&px->conn_list);
 	if ((px->flights = dict_new()) == NULL ||
 	    (px->refreshes = dict_new()) == NULL ||
 	    (px->vary = dict_new()) == NULL ||
-	    (px->conns = dict_new()) == NULL ||
 	    (px->lingers = linger_new(px->base)) == NULL ||
 	    (px->l1 = l1_new(px->conf->l1_max_bytes)) == NULL ||
 	    (px->upstream = upstream_new(px->base)) == NULL)
@@ -449,8 +445,7 @@ proxy_stop(struct proxy *px)
 	dict_free(&px->flights);
 	dict_free(&px->refreshes);
 	vary_free(px);
-	dict_free(&px->conns);		/* after evhttp_free: it closes them */
-	linger_free(&px->lingers);	/* ... and may leave some lingering */
+	linger_free(&px->lingers);	/* after http_close: it may leave some */
 	l1_free(&px->l1);
 	if (px->drain_ev != NULL)
 		event_free(px->drain_ev);

@@ -12,16 +12,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <event2/http.h>
 
 #include "upstream/upstream.h"
+
+struct hreq;
+struct hlist;
 
 struct cache_entry;
 struct conf_route;
 
 /* What a reply needs to know of its request. */
 struct reply {
-	struct evhttp_request	*ev;
+	struct hreq *ev;
 	const struct conf_route	*rt;		/* its route's settings */
 	const char		*cache_status;
 	const char		*head_length;	/* a passed HEAD: the origin's
@@ -46,13 +48,13 @@ uint64_t reply_error(struct reply *r, int code, const char *phrase,
 void	reply_stream_head(struct reply *r, const struct upstream_response *resp);
 /* Starts a sibling worker's streamed reply: the origin's status and
  * end-to-end headers as they came, with its length when it had one. */
-void	reply_peer_head(struct evhttp_request *ev,
+void	reply_peer_head(struct hreq *ev,
 	    const struct upstream_response *resp);
 /* Sends an interim (1xx) response with headers' end-to-end fields ahead
  * of ev's reply, to an HTTP/1.1 client (RFC 9110 15.2: none to 1.0). 0. */
-int	reply_interim(int status, const struct evkeyvalq *headers, void *ev);
+int	reply_interim(int status, const struct hlist *headers, void *ev);
 /* The bytes queued for ev's client, not yet sent (0 once it is gone). */
-size_t	reply_backlog(struct evhttp_request *ev);
+size_t	reply_backlog(struct hreq *ev);
 /* The reason phrase of a refusal at the door (proxy_frame.c's statuses). */
 const char *reply_phrase(int status);
 
