@@ -75,6 +75,8 @@ endif
 REL_OBJ  := $(LIB_SRC:%.c=build/release/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/unit/%)
+# The unit tests' own origins may use libevent's HTTP layer; Corral does not.
+UNIT_LIBS = $(shell pkg-config --libs libevent_extra 2>/dev/null)
 
 .PHONY: all deps test-deps run test test-build test-mutants unit scenarios bench clean \
         check-boundaries check-size man install deb
@@ -120,7 +122,7 @@ build/asan/corral: $(ASAN_OBJ) build/asan/proxy/main.o build/asan/FLAGS
 
 build/asan/unit/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(ASAN_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(ASAN_FLAGS) $(PKG_CFLAGS) -o $@ $< $(ASAN_OBJ) $(PKG_LIBS) -lm
+	$(CC) $(BASE) $(ASAN_FLAGS) $(PKG_CFLAGS) -o $@ $< $(ASAN_OBJ) $(PKG_LIBS) $(UNIT_LIBS) -lm
 
 # The allocation counter the scenarios preload into the release build
 # (tests/tools/alloc_count.c; ASan brings its own malloc), and the probe
@@ -308,7 +310,7 @@ build/fuzz/fuzz_conf: fuzz/fuzz_conf.c $(CONF_SRC) common/fields.c common/host.c
 build/fuzz/fuzz_key: fuzz/fuzz_key.c cache/cache_key.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
-build/fuzz/fuzz_hdr: fuzz/fuzz_hdr.c proxy/proxy_hdr.c proxy/proxy_sf.c $(CONF_SRC) common/fields.c common/host.c common/util.c \
+build/fuzz/fuzz_hdr: fuzz/fuzz_hdr.c proxy/proxy_hdr.c proxy/proxy_sf.c $(CONF_SRC) common/fields.c common/hlist.c common/host.c common/util.c \
                      common/log.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 

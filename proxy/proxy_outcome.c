@@ -346,14 +346,16 @@ outcome_count_upstream(struct stats *st, int route,
 const char *
 outcome_method(enum hmethod cmd)
 {
-	static const char *const names[] = {
-		"GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE",
-		"CONNECT", "PATCH",
-	};
-
-	for (size_t i = 0; i < ARRAY_LEN(names); i++)
-		if ((unsigned)cmd == (1u << i))
-			return names[i];
+	switch (cmd) {
+	case HM_GET:		return "GET";
+	case HM_HEAD:		return "HEAD";
+	case HM_POST:		return "POST";
+	case HM_PUT:		return "PUT";
+	case HM_DELETE:		return "DELETE";
+	case HM_OPTIONS:	return "OPTIONS";
+	case HM_PATCH:		return "PATCH";
+	case HM_OTHER:		break;
+	}
 	return "-";
 }
 

@@ -385,14 +385,5 @@ reply_peer_head(struct hreq *ev, const struct upstream_response *resp)
 const char *
 reply_phrase(int status)
 {
-	switch (status) {
-	case 405:	return "Method Not Allowed";
-	case 413:	return "Content Too Large";
-	case 414:	return "URI Too Long";
-	case 431:	return "Request Header Fields Too Large";
-	case 501:	return "Not Implemented";
-	case 503:	return "Service Unavailable";
-	case 505:	return "HTTP Version Not Supported";
-	default:	return "Bad Request";
-	}
+	return hreq_phrase(status);
 }

@@ -646,58 +646,8 @@ t_not_after_is_the_leafs(void)
 	CHECK(na > now + 29 * 86400 && na <= now + 30 * 86400);
 }
 
-/* ---- evhttp, as the server may wire it ---------------------------------- */
+/* ---- the counters ------------------------------------------------------- */
 
-static struct bufferevent *
-on_evhttp_bev(struct event_base *b, void *arg)
-{
-	struct bufferevent *bev = tls_accept(srv.tls, b, -1, 0);
-
-	srv.accepted += bev != NULL;
-	return bev;
-}
-
-static void
-on_evhttp_request(struct evhttp_request *req, void *arg)
-{
-	struct evbuffer *body = evbuffer_new();
-
-	evbuffer_add_printf(body, "evhttp over TLS\n");
-	evhttp_send_reply(req, 200, "OK", body);
-	evbuffer_free(body);
-}
-
-static void
-t_evhttp_serves_https_through_its_bevcb(void)
-{
-	struct tls_counters before = counted();
-	struct evhttp_bound_socket *h;
-	struct sockaddr_in sin;
-	socklen_t len = sizeof(sin);
-	struct evhttp *http;
-	char url[64];
-	struct child ch;
-
-	CHECK((http = evhttp_new(base)) != NULL);
-	evhttp_set_bevcb(http, on_evhttp_bev, NULL);
-	evhttp_set_gencb(http, on_evhttp_request, NULL);
-	h = evhttp_bind_socket_with_handle(http, "127.0.0.1", 0);
-	if (h == NULL || getsockname(evhttp_bound_socket_get_fd(h),
-	    (struct sockaddr *)&sin, &len) == -1) {
-		evhttp_free(http);
-		CHECK(!"bound");
-	}
-	snprintf(url, sizeof(url), "https://localhost:%d/",
-	    ntohs(sin.sin_port));
-	(void)curl(&ch, url, NULL, NULL);
-	evhttp_free(http);
-	CHECK(ch.status == 0);
-	CHECK(strstr(ch.out, "HTTP/1.1 200 OK") != NULL);
-	CHECK(strstr(ch.out, "evhttp over TLS") != NULL);
-	CHECK(counted().handshakes == before.handshakes + 1);
-}
-
-/* Runs last: every connection was counted once, done or failed. */
 static void
 t_every_handshake_is_counted_once(void)
 {
@@ -711,7 +661,7 @@ t_every_handshake_is_counted_once(void)
 		sum += c.failed[i];
 	CHECK(c.failed[TLS_FAIL_NONE] == 0);
 	CHECK(c.handshakes + sum == srv.accepted);
-	CHECK(c.handshakes == (uint64_t)srv.connected + 1);	/* evhttp's */
+	CHECK(c.handshakes == (uint64_t)srv.connected);
 }
 
 /* ---- the run ------------------------------------------------------------- */
@@ -782,7 +732,6 @@ main(void)
 	RUN(t_reload_serves_new_connections_while_open_ones_keep_theirs);
 	RUN(t_chain_file_sends_the_intermediate);
 	RUN(t_not_after_is_the_leafs);
-	RUN(t_evhttp_serves_https_through_its_bevcb);
 	RUN(t_every_handshake_is_counted_once);
 	server_stop();
 	event_free(safety);
