@@ -139,7 +139,7 @@ show_connect(const char *addr, const char *host, int port)
 	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == -1 ||
 	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == -1 ||
 	    connect(fd, ai->ai_addr, ai->ai_addrlen) == -1) {
-		fprintf(stderr, "corral: cannot ask %s: %s\n", addr,
+		fprintf(stderr, "corral: no answer from %s (%s)\n", addr,
 		    strerror(errno));
 		if (fd != -1)
 			close(fd);

@@ -718,6 +718,7 @@ conn_parts(struct conn *c, struct tls *t)
 	    c->rev == NULL || c->wev == NULL || c->wbuf == NULL ||
 	    c->req.body == NULL || c->in == NULL || c->frame == NULL)
 		return -1;
+	frame_set_host_rules(c->frame, !c->kind->own_host_rules);
 	if (t == NULL)
 		return 0;
 	if ((c->bev = tls_accept(t, base, c->fd, 0)) == NULL)

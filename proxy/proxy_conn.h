@@ -129,6 +129,7 @@ struct tls;
 struct conn_kind {
 	const char	*name;		/* "public", "admin", "peer" */
 	int		 no_body;	/* its requests have none (413) */
+	int		 own_host_rules;	/* its handler judges Host */
 	/* A request to serve; it must reply (now or later). */
 	void		(*serve)(struct proxy *px, struct hreq *r);
 	/* A request the door refused: status and a static reason. */

@@ -67,6 +67,7 @@ struct frame {
 	uint64_t	 body;		/* body bytes of this request */
 	int		 discard;	/* a HEAD's body: read and dropped */
 	int		 paused;	/* the last end asked to stop */
+	int		 host_rules;	/* Host: once, and the target's */
 	const struct frame_ops *ops;	/* of the frame_feed() under way */
 	void		*arg;
 	int		 status;
@@ -112,6 +113,7 @@ frame_new(size_t head_max, uint64_t body_max)
 	f->magic = FRAME_MAGIC;
 	f->st = ST_HEAD;
 	f->reason = "";
+	f->host_rules = 1;
 	frame_set_limits(f, head_max, body_max);
 	return f;
 }
@@ -138,6 +140,12 @@ frame_set_limits(struct frame *f, size_t head_max, uint64_t body_max)
 	assert(f->magic == FRAME_MAGIC);
 	f->head_max = head_max;
 	f->body_max = body_max;
+}
+
+void
+frame_set_host_rules(struct frame *f, int on)
+{
+	f->host_rules = on;
 }
 
 int
@@ -409,7 +417,7 @@ note_host(struct frame *f, struct head *h, const char *v, size_t vn)
 {
 	struct host parsed;
 
-	if (vn > 0 && host_parse(v, vn, &parsed) == -1)
+	if (f->host_rules && vn > 0 && host_parse(v, vn, &parsed) == -1)
 		return reject(f, 400, "bad Host");
 	h->hosts++;
 	h->host = v;
@@ -428,6 +436,23 @@ note_expect(struct frame *f, struct head *h, const char *v, size_t vn)
 	if (!name_is(v, vn, "100-continue"))
 		return reject(f, 417, "expectation not supported");
 	h->expect_continue = 1;
+	return 0;
+}
+
+/* RFC 9112 3.2: one Host, in HTTP/1.1, and an absolute-form target's
+ * authority the same. */
+static int
+check_hosts(struct frame *f, const struct head *h)
+{
+	if (h->hosts > 1)
+		return reject(f, 400, "more than one Host");
+	if (h->hosts == 0 && h->minor == 1)
+		return reject(f, 400, "HTTP/1.1 request without Host");
+	if (h->authority != NULL && h->hosts == 1 &&
+	    (h->host_len != h->authority_len ||
+	    strncasecmp(h->host, h->authority, h->host_len) != 0))
+		return reject(f, 400,
+		    "Host differs from the target's authority");
 	return 0;
 }
 
@@ -481,15 +506,8 @@ check_head(struct frame *f, struct head *h, enum framing *framing)
 		    note_expect(f, h, v, vn) == -1)
 			return -1;
 	}
-	if (h->hosts > 1)
-		return reject(f, 400, "more than one Host");
-	if (h->hosts == 0 && h->minor == 1)
-		return reject(f, 400, "HTTP/1.1 request without Host");
-	if (h->authority != NULL && h->hosts == 1 &&
-	    (h->host_len != h->authority_len ||
-	    strncasecmp(h->host, h->authority, h->host_len) != 0))
-		return reject(f, 400,
-		    "Host differs from the target's authority");
+	if (f->host_rules && check_hosts(f, h) == -1)
+		return -1;
 	*framing = BODY_NONE;
 	if (h->encodings > 0) {
 		if (h->minor == 0)

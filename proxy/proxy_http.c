@@ -241,6 +241,7 @@ admin_outside_closed(struct proxy *px, struct conn *c)
 
 static const struct conn_kind admin_allowed_kind = {
 	.name = "admin",
+	.own_host_rules = 1,	/* proxy_auth.c: 403 */
 	.serve = admin_serve,
 	.refused = admin_refused_req,
 	.closed = admin_allowed_closed,
@@ -249,6 +250,7 @@ static const struct conn_kind admin_allowed_kind = {
 /* A peer outside admin_allow, which may ask /health only (proxy_auth.c). */
 static const struct conn_kind admin_outside_kind = {
 	.name = "admin",
+	.own_host_rules = 1,
 	.serve = admin_serve,
 	.refused = admin_refused_req,
 	.closed = admin_outside_closed,
@@ -256,24 +258,41 @@ static const struct conn_kind admin_outside_kind = {
 
 /*
  * An admin connection over its cap gets a 503 written straight to its
- * socket, and is closed, lingering: neither port can starve the other,
- * and idle connections cannot take every descriptor, nor wait in the
- * backlog unanswered.
+ * socket and is closed, on the loop's next turn: what its client sent
+ * by then is read and dropped first, so that the close does not reset
+ * the answer. Neither port can starve the other, and idle connections
+ * cannot take every descriptor, nor wait in the backlog unanswered.
  */
+/* arg: the socket, shifted, and which cap it is over in the low bit. */
 static void
-turn_away(struct proxy *px, evutil_socket_t fd, const char *body)
+on_turn_away(evutil_socket_t unused, short what, void *arg)
 {
+	uintptr_t v = (uintptr_t)arg;
+	evutil_socket_t fd = (evutil_socket_t)(v >> 1);
+	const char *body = (v & 1) ? ADMIN_OUTSIDE_BODY : ADMIN_FULL_BODY;
 	char reply[ADMIN_REPLY_MAX];
 	int n;
 
+	while (recv(fd, reply, sizeof(reply), MSG_DONTWAIT) > 0)
+		;
 	n = snprintf(reply, sizeof(reply), "HTTP/1.1 503 Service Unavailable"
 	    "\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
 	    "Cache-Control: no-store\r\nConnection: close\r\n\r\n%s",
 	    strlen(body), body);
 	if (n > 0 && (size_t)n < sizeof(reply))
 		(void)send(fd, reply, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
-	linger_start(px->lingers, fd);
 	evutil_closesocket(fd);
+}
+
+static void
+turn_away(struct proxy *px, evutil_socket_t fd, int outside)
+{
+	struct timeval now = { 0, 0 };
+	void *arg = (void *)(((uintptr_t)fd << 1) | (outside != 0));
+
+	if (event_base_once(px->base, -1, EV_TIMEOUT, on_turn_away, arg,
+	    &now) == -1)
+		on_turn_away(-1, EV_TIMEOUT, arg);
 }
 
 /* One more admin connection turned away: counted, and said at most once
@@ -333,7 +352,7 @@ on_admin_accept(struct evconnlistener *lev, evutil_socket_t fd,
 	px->accept_delay_ms = 0;
 	if (conf->nadmin_allow > 0 && !peer_allowed(px, sa)) {
 		if (px->admin_outside >= ADMIN_OUTSIDE_MAX) {
-			turn_away(px, fd, ADMIN_OUTSIDE_BODY);
+			turn_away(px, fd, 1);
 			admin_refused(px);
 			return;
 		}
@@ -342,7 +361,7 @@ on_admin_accept(struct evconnlistener *lev, evutil_socket_t fd,
 		return;
 	}
 	if (px->admin_conns >= conf->admin_max_connections) {
-		turn_away(px, fd, ADMIN_FULL_BODY);
+		turn_away(px, fd, 0);
 		admin_refused(px);
 		return;
 	}
