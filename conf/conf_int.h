@@ -41,6 +41,8 @@ enum sect {
 
 enum type {
 	T_HOSTPORT,		/* "host:port": host at off, port at off_port */
+	T_LISTEN,		/* "host:port [tls], ...": conf_listen[] at off,
+				 * their count at off_port; min..max of them */
 	T_ADDRESS,		/* T_HOSTPORT or "unix:/path" into off_path */
 	T_ADDRESSES,		/* a T_ADDRESS, or several host:port into
 				 * redis_addrs */
@@ -86,7 +88,7 @@ struct key {
 
 /* conf_table.c: every key, in the order corral -h and corral.conf(5)
  * list them. */
-#define TABLE_NKEYS	84	/* its rows */
+#define TABLE_NKEYS	86	/* its rows */
 extern const struct key table_keys[];
 
 /* The row of name in sect, or NULL ([upstream] has the keys of every

@@ -27,6 +27,7 @@
 #include "proxy/proxy_log.h"
 #include "proxy/proxy_peer.h"
 #include "proxy/proxy_service.h"
+#include "proxy/proxy_tls.h"
 
 #define DEFAULT_CONF	"/etc/corral/corral.conf"
 #define SHOW_TIMEOUT_S	5		/* corral -s: the whole exchange */
@@ -258,7 +259,7 @@ static struct {
 } master;
 
 /* The sockets every worker listens on. */
-static struct listen_socks socks = { -1, -1 };
+static struct listen_socks socks = { .npub = 0, .admin = -1 };
 
 static int run_worker(struct worker_slot *slots, int nslots, int slot);
 static int run(int nworkers);
@@ -592,7 +593,18 @@ load_conf(void)
 	return 0;
 }
 
-/* corral -t: the warnings, then the verdict. */
+/* Does a listener speak TLS? */
+static int
+tls_wanted(const struct conf *c)
+{
+	int tls = c->admin_listener[0].tls;
+
+	for (int i = 0; i < c->nlisteners; i++)
+		tls |= c->listeners[i].tls;
+	return tls;
+}
+
+/* corral -t: the warnings, the certificate's checks, then the verdict. */
 static int
 check_only(void)
 {
@@ -600,6 +612,14 @@ check_only(void)
 
 	for (int i = 0; conf_warning(conf, i, err, sizeof(err)) == 0; i++)
 		fprintf(stderr, "%s\n", err);
+	if (tls_wanted(conf) && tls_check(conf->tls_certificate, conf->tls_key,
+	    err, sizeof(err)) == -1) {
+		fprintf(stderr, "%s: %s\n", conf_file, err);
+		free(conf);
+		return 1;
+	}
+	if (tls_wanted(conf) && err[0] != '\0')
+		fprintf(stderr, "%s: warning: %s\n", conf_file, err);
 	printf("configuration OK\n");
 	free(conf);
 	return 0;
@@ -633,6 +653,11 @@ start(void)
 		log_warn("%s", err);
 	signal(SIGPIPE, SIG_IGN);
 	if ((shared_l2 = l2_new(conf->l2_max_bytes, err, sizeof(err))) == NULL) {
+		log_error("%s", err);
+		return 1;
+	}
+	/* Once, before any worker: the session-ticket keys they share. */
+	if (tls_wanted(conf) && tls_init(err, sizeof(err)) == -1) {
 		log_error("%s", err);
 		return 1;
 	}
@@ -691,7 +716,7 @@ run(int nworkers)
 /*
  * A worker's loop, with the priorities of common/prio.h. With epoll's
  * changelist, a descriptor's interest switched off and on again within
- * one loop pass (evhttp pauses reading while it answers) costs no
+ * one loop pass (a connection stops reading while it answers) costs no
  * epoll_ctl. Corral never dup()s a descriptor, which is the case the
  * changelist cannot handle.
  */

@@ -22,6 +22,7 @@
 #include "proxy/proxy_budget.h"
 #include "proxy/proxy_pool.h"
 #include "proxy/proxy_stats.h"
+#include "proxy/proxy_tls.h"
 #include "upstream/upstream.h"
 
 #define PROXY_MAGIC	0x50525859u	/* "PRXY" */
@@ -93,6 +94,8 @@ struct worker_slot {
 	struct peer_row		 peer;
 	struct budget_slot	 budget;	/* the origin budget's */
 	struct pool_row		 pools;		/* its upstream servers */
+	struct tls_counters	 tls;		/* its handshakes */
+	int64_t			 tls_not_after;	/* its certificate's, or 0 */
 };
 
 /* Everything the admin listener reports, summed over the workers. */
@@ -117,6 +120,8 @@ struct proxy_figures {
 	struct l2_counters	 l2;		/* the instance's, not summed */
 	struct budget_gauges	 budget;	/* the origin budget's */
 	struct pool_row		 pools;		/* by pool and server */
+	struct tls_counters	 tls;
+	int64_t			 tls_not_after;	/* the soonest, or 0: no TLS */
 };
 struct access_log;
 struct control;
@@ -129,10 +134,18 @@ struct evconnlistener;
 struct tls;
 
 /* The public and admin listening sockets, made by http_bind() before any
- * worker is forked (-1: none). */
+ * worker is forked (-1: none), one for each of listen's addresses. */
 struct listen_socks {
-	int			 pub;
+	int			 pub[CONF_LISTEN_MAX];
+	int			 npub;
 	int			 admin;
+};
+
+/* A listener of this process: one of listen's addresses, or the admin's. */
+struct listener {
+	struct proxy		*px;
+	struct evconnlistener	*lev;		/* NULL once closed */
+	int			 tls;		/* its connections are HTTPS */
 };
 
 struct proxy {
@@ -142,9 +155,10 @@ struct proxy {
 	struct cache		*cache;
 	struct upstream		*upstream;
 	struct listen_socks	 socks;		/* until its listener takes each */
-	struct evconnlistener	*pub_lev;	/* public; NULL once draining */
-	struct evconnlistener	*admin_lev;	/* stats and control */
-	struct tls		*tls;		/* the public listener's, or NULL */
+	struct listener		 pub[CONF_LISTEN_MAX];	/* closed once draining */
+	int			 npub;
+	struct listener		 admin;		/* stats and control */
+	struct tls		*tls;		/* the tls listeners', or NULL */
 	int			 accept_paused;	/* at max_connections */
 	int			 accept_failing; /* accept() failed: backing off */
 	int			 accept_listening; /* the listener is enabled */

@@ -169,6 +169,24 @@ redis_json(struct proxy *px, const struct proxy_figures *fig,
 	evbuffer_add_printf(out, "]}");
 }
 
+/* "tls": the tls listeners' handshakes and certificate (null: no TLS). */
+static void
+tls_json(const struct proxy_figures *fig, struct evbuffer *out)
+{
+	if (fig->tls_not_after == 0) {
+		evbuffer_add_printf(out, ", \"tls\": null");
+		return;
+	}
+	evbuffer_add_printf(out, ", \"tls\": {\"handshakes\": %" PRIu64
+	    ", \"resumed\": %" PRIu64 ", \"certificate_not_after\": %" PRId64
+	    ", \"failures\": {", fig->tls.handshakes, fig->tls.resumed,
+	    fig->tls_not_after);
+	for (int i = 1; i < TLS_FAIL_MAX; i++)
+		evbuffer_add_printf(out, "%s\"%s\": %" PRIu64, i > 1 ? ", " : "",
+		    tls_fail_name((enum tls_fail)i), fig->tls.failed[i]);
+	evbuffer_add_printf(out, "}}");
+}
+
 /* "total", "routes" and "unrouted": the counters of each scope. */
 static void
 counters_json(const struct proxy_figures *fig, const struct metrics_view *v,
@@ -225,6 +243,7 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	    cc->tag_members_pruned);
 	origin_budget_json(px, &fig->budget, out);
 	pool_stats_json(&fig->pools, out);
+	tls_json(fig, out);
 	evbuffer_add_printf(out, ", \"in_progress\": {\"requests\": %" PRId64
 	    ", \"flights\": %" PRId64 ", \"refreshes\": %" PRId64
 	    ", \"upstream_fetches\": %" PRId64 "}, ", fig->requests,

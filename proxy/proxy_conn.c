@@ -565,8 +565,11 @@ on_timeout(evutil_socket_t fd, short what, void *arg)
 	struct conn *c = arg;
 
 	assert(c->magic == CONN_MAGIC);
-	if (c->st == CS_READ)
-		read_ended(c, "no whole request within client_timeout");
+	if (c->st != CS_READ)
+		return;
+	if (c->bev != NULL && !c->handshaken)	/* counted as a timeout */
+		(void)tls_failed(c->bev, BEV_EVENT_TIMEOUT | BEV_EVENT_READING);
+	read_ended(c, "no whole request within client_timeout");
 }
 
 /* Closed when its last reply is out: lingering (proxy_linger.h) when the

@@ -142,7 +142,7 @@ forward_headers(struct hreq *ev, const struct conf *conf,
 	if (name[0] != '\0')
 		hl_add(dst, "X-Forwarded-Host", name);
 	hl_add(dst, "X-Forwarded-Proto", proto != NULL ? proto :
-	    "http");
+	    hreq_tls(ev) ? "https" : "http");
 }
 
 /*

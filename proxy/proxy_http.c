@@ -39,6 +39,7 @@
 #include "proxy/proxy_outcome.h"
 #include "proxy/proxy_peer.h"
 #include "proxy/proxy_req.h"
+#include "proxy/proxy_tls.h"
 #include "upstream/upstream.h"
 
 /* A response within max_upstream_headers always fits in a cache entry. */
@@ -68,14 +69,21 @@ _Static_assert(CONF_UPSTREAM_HEADERS_MAX <= ENTRY_MAX_HEADERS,
 static struct proxy *accept_proxy;
 
 static void
-listener_set(struct evconnlistener *lev, int on)
+listener_set(struct listener *l, int on)
 {
-	if (lev == NULL)
+	if (l->lev == NULL)
 		return;
 	if (on)
-		evconnlistener_enable(lev);
+		evconnlistener_enable(l->lev);
 	else
-		evconnlistener_disable(lev);
+		evconnlistener_disable(l->lev);
+}
+
+static void
+public_set(struct proxy *px, int on)
+{
+	for (int i = 0; i < px->npub; i++)
+		listener_set(&px->pub[i], on);
 }
 
 /*
@@ -89,7 +97,7 @@ accept_update(struct proxy *px)
 
 	if (on == px->accept_listening)
 		return;
-	listener_set(px->pub_lev, on);
+	public_set(px, on);
 	px->accept_listening = on;
 }
 
@@ -114,7 +122,7 @@ on_accept_retry(evutil_socket_t fd, short what, void *arg)
 	assert(px->magic == PROXY_MAGIC);
 	px->accept_failing = 0;
 	accept_update(px);
-	listener_set(px->admin_lev, 1);
+	listener_set(&px->admin, 1);
 }
 
 /*
@@ -147,7 +155,7 @@ on_accept_error(struct evconnlistener *lev, void *arg)
 	/* Descriptors are the process's: both listeners pause. */
 	px->accept_failing = 1;
 	accept_update(px);
-	listener_set(px->admin_lev, 0);
+	listener_set(&px->admin, 0);
 	tv = util_timeval(px->accept_delay_ms);
 	evtimer_add(px->accept_ev, &tv);
 }
@@ -165,7 +173,7 @@ static void
 client_closed(struct proxy *px, struct conn *c)
 {
 	px->nclients--;
-	if (px->pub_lev != NULL)
+	if (!px->draining)
 		accept_limit(px);
 }
 
@@ -180,12 +188,13 @@ static void
 on_accept(struct evconnlistener *lev, evutil_socket_t fd,
     struct sockaddr *sa, int socklen, void *arg)
 {
-	struct proxy *px = arg;
+	struct listener *l = arg;
+	struct proxy *px = l->px;
 
 	assert(px->magic == PROXY_MAGIC);
 	px->accept_delay_ms = 0;
 	px->nclients++;
-	if (conn_new(px, &public_kind, fd, px->tls) == NULL)
+	if (conn_new(px, &public_kind, fd, l->tls ? px->tls : NULL) == NULL)
 		return;		/* closed: its count went with it */
 	accept_limit(px);
 }
@@ -345,8 +354,10 @@ static void
 on_admin_accept(struct evconnlistener *lev, evutil_socket_t fd,
     struct sockaddr *sa, int socklen, void *arg)
 {
-	struct proxy *px = arg;
+	struct listener *l = arg;
+	struct proxy *px = l->px;
 	const struct conf *conf = px->conf;
+	struct tls *t = l->tls ? px->tls : NULL;
 
 	assert(px->magic == PROXY_MAGIC);
 	px->accept_delay_ms = 0;
@@ -357,7 +368,7 @@ on_admin_accept(struct evconnlistener *lev, evutil_socket_t fd,
 			return;
 		}
 		px->admin_outside++;
-		(void)conn_new(px, &admin_outside_kind, fd, NULL);
+		(void)conn_new(px, &admin_outside_kind, fd, t);
 		return;
 	}
 	if (px->admin_conns >= conf->admin_max_connections) {
@@ -366,7 +377,7 @@ on_admin_accept(struct evconnlistener *lev, evutil_socket_t fd,
 		return;
 	}
 	px->admin_conns++;
-	(void)conn_new(px, &admin_allowed_kind, fd, NULL);
+	(void)conn_new(px, &admin_allowed_kind, fd, t);
 }
 
 /*
@@ -423,15 +434,22 @@ int
 http_bind(const struct conf *conf, struct listen_socks *ls, char *err,
     size_t errlen)
 {
-	ls->pub = bind_one("listen", conf->listen_host, conf->listen_port,
-	    err, errlen);
-	if (ls->pub == -1)
-		return -1;
-	ls->admin = bind_one("admin_listen", conf->admin_host,
-	    conf->admin_port, err, errlen);
-	if (ls->admin == -1) {
-		close(ls->pub);
-		ls->pub = -1;
+	const struct conf_listen *a = &conf->admin_listener[0];
+
+	ls->npub = 0;
+	ls->admin = -1;
+	for (int i = 0; i < conf->nlisteners; i++) {
+		ls->pub[i] = bind_one("listen", conf->listeners[i].host,
+		    conf->listeners[i].port, err, errlen);
+		if (ls->pub[i] == -1) {
+			http_unbind(ls);
+			return -1;
+		}
+		ls->npub++;
+	}
+	if ((ls->admin = bind_one("admin_listen", a->host, a->port, err,
+	    errlen)) == -1) {
+		http_unbind(ls);
 		return -1;
 	}
 	return 0;
@@ -440,33 +458,40 @@ http_bind(const struct conf *conf, struct listen_socks *ls, char *err,
 void
 http_unbind(struct listen_socks *ls)
 {
-	if (ls->pub != -1)
-		close(ls->pub);
+	for (int i = 0; i < ls->npub; i++)
+		if (ls->pub[i] != -1)
+			close(ls->pub[i]);
 	if (ls->admin != -1)
 		close(ls->admin);
-	ls->pub = ls->admin = -1;
+	ls->npub = 0;
+	ls->admin = -1;
 }
 
-
-/* This process's listener on *fdp, a socket of http_bind()'s, which the
- * listener then owns (*fdp is -1) and closes when freed: a worker's copy,
- * or the only process's socket. */
-static struct evconnlistener *
-listen_fd(struct proxy *px, int *fdp, evconnlistener_cb cb, char *err,
+/* This process's listener l on *fdp, a socket of http_bind()'s, which
+ * the listener then owns (*fdp is -1) and closes when freed: a worker's
+ * copy, or the only process's socket. */
+static int
+listen_fd(struct listener *l, int *fdp, evconnlistener_cb cb, char *err,
     size_t errlen)
 {
-	struct evconnlistener *lev;
-
 	/* Backlog 0: the socket listens already. */
-	lev = evconnlistener_new(px->base, cb, px, LEV_OPT_CLOSE_ON_FREE |
+	l->lev = evconnlistener_new(l->px->base, cb, l, LEV_OPT_CLOSE_ON_FREE |
 	    LEV_OPT_CLOSE_ON_EXEC, 0, *fdp);
-	if (lev == NULL) {
+	if (l->lev == NULL) {
 		snprintf(err, errlen, "out of memory");
-		return NULL;
+		return -1;
 	}
 	*fdp = -1;
-	evconnlistener_set_error_cb(lev, on_accept_error);
-	return lev;
+	evconnlistener_set_error_cb(l->lev, on_accept_error);
+	return 0;
+}
+
+static void
+listener_close(struct listener *l)
+{
+	if (l->lev != NULL)
+		evconnlistener_free(l->lev);
+	l->lev = NULL;
 }
 
 /* ---- the peer socket: sibling workers ask for responses in flight --- */
@@ -581,13 +606,45 @@ peer_close(struct proxy *px)
 		peer_forget(&px->slots[px->slot].peer);
 }
 
+/* The tls listeners' context, from tls_certificate and tls_key. */
+static int
+tls_start(struct proxy *px, char *err, size_t errlen)
+{
+	const struct conf *c = px->conf;
+	int tls = c->admin_listener[0].tls;
+
+	for (int i = 0; i < c->nlisteners; i++)
+		tls |= c->listeners[i].tls;
+	if (!tls)
+		return 0;
+	if ((px->tls = tls_new(c->tls_certificate, c->tls_key, err,
+	    errlen)) == NULL)
+		return -1;
+	if (err[0] != '\0')
+		log_warn("%s", err);	/* it expires soon */
+	err[0] = '\0';
+	return 0;
+}
+
 int
 http_listen(struct proxy *px, char *err, size_t errlen)
 {
-	if ((px->pub_lev = listen_fd(px, &px->socks.pub, on_accept, err,
-	    errlen)) == NULL ||
-	    (px->admin_lev = listen_fd(px, &px->socks.admin, on_admin_accept,
-	    err, errlen)) == NULL)
+	const struct conf *c = px->conf;
+
+	if (tls_start(px, err, errlen) == -1)
+		return -1;
+	for (int i = 0; i < px->socks.npub; i++) {
+		px->pub[i].px = px;
+		px->pub[i].tls = c->listeners[i].tls;
+		if (listen_fd(&px->pub[i], &px->socks.pub[i], on_accept, err,
+		    errlen) == -1)
+			return -1;
+		px->npub++;
+	}
+	px->admin.px = px;
+	px->admin.tls = c->admin_listener[0].tls;
+	if (listen_fd(&px->admin, &px->socks.admin, on_admin_accept, err,
+	    errlen) == -1)
 		return -1;
 	if ((px->accept_ev = evtimer_new(px->base, on_accept_retry, px)) ==
 	    NULL) {
@@ -602,9 +659,8 @@ http_listen(struct proxy *px, char *err, size_t errlen)
 void
 http_stop_accepting(struct proxy *px)
 {
-	if (px->pub_lev != NULL)
-		evconnlistener_free(px->pub_lev);
-	px->pub_lev = NULL;
+	for (int i = 0; i < px->npub; i++)
+		listener_close(&px->pub[i]);
 }
 
 void
@@ -612,12 +668,27 @@ http_close(struct proxy *px)
 {
 	peer_close(px);
 	http_stop_accepting(px);
-	if (px->admin_lev != NULL)
-		evconnlistener_free(px->admin_lev);
-	px->admin_lev = NULL;
+	listener_close(&px->admin);
 	conn_close_all(px);
+	tls_unref(&px->tls);
 	if (px->accept_ev != NULL)
 		event_free(px->accept_ev);
 	px->accept_ev = NULL;
 	accept_proxy = NULL;
+}
+
+void
+http_reload(struct proxy *px, const struct conf *c)
+{
+	char err[512];
+
+	if (px->tls == NULL)
+		return;
+	if (tls_reload(&px->tls, c->tls_certificate, c->tls_key, err,
+	    sizeof(err)) == -1) {
+		log_error("reload: %s; the running certificate goes on", err);
+		return;
+	}
+	log_info("reload: TLS certificate %s loaded%s%s", c->tls_certificate,
+	    err[0] != '\0' ? "; " : "", err);
 }

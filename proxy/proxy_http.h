@@ -22,5 +22,8 @@ int	http_listen(struct proxy *px, char *err, size_t errlen);
 void	http_stop_accepting(struct proxy *px);
 /* Closes every listener and connection. */
 void	http_close(struct proxy *px);
+/* SIGHUP: the tls listeners' certificate and key read again (open
+ * connections keep theirs); on an error the running ones go on. */
+void	http_reload(struct proxy *px, const struct conf *c);
 
 #endif

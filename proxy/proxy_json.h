@@ -1,7 +1,8 @@
 /*
  * JSON answers of the admin listener: a string escaped for JSON, and a
- * reply that is never cached. It depends on libevent only, so every
- * admin endpoint can use it without calling back into proxy_admin.c.
+ * reply that is never cached. It depends on the connection's replies
+ * only, so every admin endpoint can use it without calling back into
+ * proxy_admin.c.
  */
 
 #ifndef PROXY_JSON_H
@@ -10,7 +11,6 @@
 struct hreq;
 
 struct evbuffer;
-struct evhttp_request;
 
 /* s as a JSON string, quotes and all: ASCII, each byte past it \u00XX
  * (as the access log's JSON writes it). */

@@ -143,7 +143,7 @@ _Static_assert(RK_COUNT == CONF_RESTART_KEYS, "one name for each");
 #define restart_names	conf_restart_keys
 
 /* How a field of struct conf is compared. */
-enum field_kind { FK_STRING, FK_NUMBER, FK_ADDRESSES };
+enum field_kind { FK_STRING, FK_NUMBER, FK_ADDRESSES, FK_LISTENS };
 
 /* One field of a restart-only key (a key may be stored in several). */
 struct restart_field {
@@ -159,8 +159,11 @@ struct restart_field {
 static const struct restart_field restart_fields[] = {
 	RF(RK_LISTEN, FK_STRING, listen_host),
 	RF(RK_LISTEN, FK_NUMBER, listen_port),
+	RF(RK_LISTEN, FK_NUMBER, nlisteners),
+	RF(RK_LISTEN, FK_LISTENS, listeners),
 	RF(RK_ADMIN_LISTEN, FK_STRING, admin_host),
 	RF(RK_ADMIN_LISTEN, FK_NUMBER, admin_port),
+	RF(RK_ADMIN_LISTEN, FK_LISTENS, admin_listener),
 	RF(RK_WORKERS, FK_NUMBER, workers),
 	RF(RK_L1_MAX_BYTES, FK_NUMBER, l1_max_bytes),
 	RF(RK_L2_MAX_BYTES, FK_NUMBER, l2_max_bytes),
@@ -190,8 +193,17 @@ same_field(const struct restart_field *f, const struct conf *a,
 {
 	const char *pa = (const char *)a + f->off, *pb = (const char *)b + f->off;
 	const struct conf_hostport *ha, *hb;
+	const struct conf_listen *la, *lb;
 
 	switch (f->kind) {
+	case FK_LISTENS:
+		la = (const struct conf_listen *)(const void *)pa;
+		lb = (const struct conf_listen *)(const void *)pb;
+		for (size_t i = 0; i < f->size / sizeof(*la); i++)
+			if (strcmp(la[i].host, lb[i].host) != 0 ||
+			    la[i].port != lb[i].port || la[i].tls != lb[i].tls)
+				return 0;
+		return 1;
 	case FK_STRING:
 		return strcmp(pa, pb) == 0;
 	case FK_NUMBER:
@@ -330,6 +342,7 @@ proxy_reload(struct proxy *px, struct conf **confp, const char *path)
 		    "their old servers");
 	if (px->upstream != NULL)
 		upstream_set_max_headers(px->upstream, new->max_upstream_headers);
+	http_reload(px, new);
 	log_set_level(new->log_level);
 	if (px->cache != NULL)	/* password files were read again */
 		cache_credentials(px->cache, new);

@@ -5,8 +5,8 @@
  * Every reply head a client gets, built in one place: from a stored entry
  * (rendered once per entry for plain hits, field by field otherwise), from
  * a live response that streams, or made up by Corral. One Via join, one
- * Age, one end-to-end filter. It writes to libevent's request and calls
- * proxy_hdr.c only.
+ * Age, one end-to-end filter. It writes through the connection's replies
+ * (proxy_conn.h) and calls proxy_hdr.c only.
  */
 
 #include <stddef.h>
@@ -40,11 +40,11 @@ struct reply {
 /* Answers with entry e; returns the body bytes sent. */
 uint64_t reply_entry(struct reply *r, struct cache_entry *e);
 /* Answers with a status Corral makes up ("CODE text" as the body; phrase
- * NULL for libevent's own) and closes; returns the body bytes sent. */
+ * NULL for the usual one) and closes; returns the body bytes sent. */
 uint64_t reply_error(struct reply *r, int code, const char *phrase,
 	    const char *text);
 /* Starts a streamed reply with resp's status and end-to-end headers; the
- * body follows with evhttp_send_reply_chunk(). */
+ * body follows with hreq_chunk(). */
 void	reply_stream_head(struct reply *r, const struct upstream_response *resp);
 /* Starts a sibling worker's streamed reply: the origin's status and
  * end-to-end headers as they came, with its length when it had one. */
