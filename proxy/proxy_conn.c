@@ -564,9 +564,9 @@ on_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 
-	assert(c->magic == CONN_MAGIC);
-	if (c->st != CS_READ)
-		return;
+	/* Its clock runs while it reads only: Corral's own waits are not
+	 * the client's silence. */
+	assert(c->magic == CONN_MAGIC && c->st == CS_READ);
 	if (c->bev != NULL && !c->handshaken)	/* counted as a timeout */
 		(void)tls_failed(c->bev, BEV_EVENT_TIMEOUT | BEV_EVENT_READING);
 	read_ended(c, "no whole request within client_timeout");
