@@ -540,18 +540,6 @@ on_key(void *user, const char *section, const char *name, const char *value)
 	return 1;
 }
 
-/* The first of listen and of admin_listen, as most of Corral names them. */
-static void
-first_listeners(struct conf *c)
-{
-	snprintf(c->listen_host, sizeof(c->listen_host), "%s",
-	    c->listeners[0].host);
-	c->listen_port = c->listeners[0].port;
-	snprintf(c->admin_host, sizeof(c->admin_host), "%s",
-	    c->admin_listener[0].host);
-	c->admin_port = c->admin_listener[0].port;
-}
-
 /* Two of listen's addresses, or one and admin_listen, that are one. */
 static int
 same_listener(const struct conf_listen *a, const struct conf_listen *b)
@@ -624,7 +612,7 @@ check_tls(struct loader *ld)
 static void
 check_listeners(struct loader *ld)
 {
-	first_listeners(ld->c);
+	table_first_listeners(ld->c);
 	check_overlaps(ld);
 	check_tls(ld);
 }

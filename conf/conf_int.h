@@ -101,6 +101,8 @@ const char *table_label(enum sect sect);
 /* A route's keys (r zeroed first), or a pool's: their defaults. */
 void	table_route_defaults(struct conf_route *r);
 void	table_pool_defaults(struct conf_pool *p);
+/* listen_host and _port, admin_host and _port: the first of each list. */
+void	table_first_listeners(struct conf *c);
 
 /* conf_value.c: parses v for row k and stores it in base (a struct conf,
  * conf_pool or conf_route, as the row's section says). 0, or -1 with the

@@ -318,6 +318,19 @@ conf_defaults(struct conf *c)
 	c->npools = 1;
 	snprintf(c->upstream_url, sizeof(c->upstream_url), "%s",
 	    c->pools[0].servers[0].url);
+	table_first_listeners(c);
+}
+
+/* The first of listen and of admin_listen, as most of Corral names them. */
+void
+table_first_listeners(struct conf *c)
+{
+	snprintf(c->listen_host, sizeof(c->listen_host), "%s",
+	    c->listeners[0].host);
+	c->listen_port = c->listeners[0].port;
+	snprintf(c->admin_host, sizeof(c->admin_host), "%s",
+	    c->admin_listener[0].host);
+	c->admin_port = c->admin_listener[0].port;
 }
 
 /* [upstream] has the keys of every pool too. */

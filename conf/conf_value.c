@@ -270,10 +270,13 @@ set_listen(const struct key *k, char *base, const char *v, char *err,
 {
 	struct conf_listen *list = (struct conf_listen *)(void *)(base + k->off);
 	int *n = (int *)(void *)(base + k->off_port), count = 0;
-	const char *p = v, *e;
+	char shown[CONF_SHOW_BUF];
+	const char *p = v + strspn(v, " \t"), *e, *next;
 
+	/* Every item is parsed, an empty one after a comma too. */
 	while (*p != '\0') {
-		e = p + strcspn(p, ",");
+		next = p + strcspn(p, ",");
+		e = next;
 		while (p < e && isspace((unsigned char)*p))
 			p++;
 		while (e > p && isspace((unsigned char)e[-1]))
@@ -287,9 +290,14 @@ set_listen(const struct key *k, char *base, const char *v, char *err,
 		    errlen) == -1)
 			return -1;
 		count++;
-		p = e + strcspn(e, ",");
-		if (*p == ',')
-			p++;
+		if (*next == '\0')
+			break;
+		p = next + 1;
+		if (*p == '\0') {
+			snprintf(err, errlen, "\"%s\" ends in a comma",
+			    conf_show(v, SIZE_MAX, shown));
+			return -1;
+		}
 	}
 	if (count < k->min) {
 		snprintf(err, errlen, "missing value");
