@@ -181,6 +181,7 @@ def a_body_of_unknown_length_is_chunked_for_http11_and_ended_by_the_close_for_ht
 def a_head_carries_no_body_even_while_the_get_streams(env):
     redis, origin = env.redis(), env.origin()
     origin.script("/s", size=70000, pieces=4, interval_ms=50)
+    origin.script("/n", size=70000, no_length=True, pieces=4, interval_ms=50)
     corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}})
     # A cold HEAD, then a GET pipelined behind it on the same connection:
     # the second answer's status line comes right after the first's head.
@@ -188,9 +189,41 @@ def a_head_carries_no_body_even_while_the_get_streams(env):
     sock.sendall(b"HEAD /s HTTP/1.1\r\n" + H + b"\r\n" + b"GET /s HTTP/1.1\r\n" + H + b"\r\n")
     lines, rest = read_head(sock)
     expect(lines[0].startswith(b"HTTP/1.1 200"), f"HEAD: {lines[0]!r}")
+    expect(fields(lines).get(b"content-length") in (None, b"70000"),
+           f"HEAD: the GET's length or none: {lines!r}")
     lines, rest = read_head(sock, rest)
     expect(lines[0].startswith(b"HTTP/1.1 200"),
            f"the GET's answer follows the HEAD's head at once: {lines[0]!r}")
     body, rest = read_sized(sock, lines, rest)
     expect_eq((len(body), rest), (70000, b""), "the GET's body, and nothing more")
+    # Of a body of unknown length: neither chunked nor a last chunk, and
+    # the connection is kept (nothing to delimit).
+    sock.sendall(b"HEAD /n HTTP/1.1\r\n" + H + b"\r\n" + b"GET /s HTTP/1.1\r\n" + H + b"\r\n")
+    lines, rest = read_head(sock, rest)
+    expect(lines[0].startswith(b"HTTP/1.1 200"), f"HEAD, length unknown: {lines[0]!r}")
+    expect_eq(fields(lines).get(b"transfer-encoding"), None, "HEAD, length unknown: framing")
+    expect(fields(lines).get(b"content-length") in (None, b"70000"),
+           f"HEAD, length unknown: the GET's length or none: {lines!r}")
+    lines, rest = read_head(sock, rest)
+    expect(lines[0].startswith(b"HTTP/1.1 200"),
+           f"the GET's answer follows the HEAD's head at once: {lines[0]!r}")
+    body, rest = read_sized(sock, lines, rest)
+    expect_eq((len(body), rest), (70000, b""), "the GET's body, and nothing more")
+    sock.close()
+    # The admin listener's answers are built whole: a HEAD gets the head
+    # alone there too.
+    admin = f"Host: 127.0.0.1:{corral.admin_port}\r\n".encode()
+    sock = socket.create_connection((corral.admin_host, corral.admin_port), timeout=WAIT_S)
+    sock.settimeout(WAIT_S)
+    sock.sendall(b"HEAD /health HTTP/1.1\r\n" + admin + b"\r\n" +
+                 b"GET /health HTTP/1.1\r\n" + admin + b"\r\n")
+    lines, rest = read_head(sock)
+    expect(lines[0].startswith(b"HTTP/1.1 200"), f"admin HEAD: {lines[0]!r}")
+    length = fields(lines).get(b"content-length")
+    lines, rest = read_head(sock, rest)
+    expect(lines[0].startswith(b"HTTP/1.1 200"),
+           f"admin: the GET's answer follows the HEAD's head at once: {lines[0]!r}")
+    body, rest = read_sized(sock, lines, rest)
+    expect(length in (None, str(len(body)).encode()),
+           f"admin HEAD: the GET's Content-Length or none: {length!r}")
     sock.close()
