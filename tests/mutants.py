@@ -42,6 +42,9 @@ import time
 from collections import namedtuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from harness.procs import MARK_ENV, kill_pids, marked  # noqa: E402
+
 SCRATCH = os.path.join(ROOT, "build", "mutants", "tree")	# the first copy
 
 
@@ -2146,11 +2149,16 @@ def run_tests(tests, tree, run=0, runs=1, jobs=1):
         cmd += ["--unit", os.path.join(tree, "build", "asan", "unit")]
     for t in tests:
         cmd += ["-k", t]
-    env = dict(os.environ, CORRAL_TEST_RUNS=str(runs), CORRAL_TEST_RUN=str(run))
+    # Every process of the run carries this mark: a run stopped at the
+    # time limit leaves none of its scenarios' processes behind.
+    mark = f"mutants{os.getpid()}-{run}"
+    env = dict(os.environ, CORRAL_TEST_RUNS=str(runs), CORRAL_TEST_RUN=str(run),
+               **{MARK_ENV: mark})
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
                            timeout=TESTS_TIMEOUT_S, cwd=tree, env=env)
     except subprocess.TimeoutExpired:
+        kill_pids(marked(mark, prefix=True))
         return False, ["(the tests timed out)"]
     failed = [line[5:][:REASON_CHARS] for line in p.stdout.splitlines()
               if line.startswith("FAIL ")]

@@ -15,9 +15,10 @@ import signal
 import socket
 import urllib.request
 
-from harness import (HOST, children, corral_config, entry_key, expect, expect_eq, free_port,
-                     scenario, stale_fleet, stampede, tcp_socket_owner, wait_for,
-                     wait_until_stale)
+from harness import (HOST, MARK_ENV, children, corral_config, entry_key, expect, expect_eq,
+                     free_port, marked, scenario, stale_fleet, stampede, tcp_socket_owner,
+                     wait_for, wait_until_stale)
+from harness.procs import alive
 
 PATH = "/users/1"
 TWO = {"server": {"workers": "2"}}
@@ -76,6 +77,32 @@ def worker_that_dies_is_restarted(env):
         expect_eq(fresh_connection_get(corral, PATH)[0], 200, f"request {i} after")
     expect("died of signal 9" in corral.log(), "the master logged the death")
     # stop() (at the end of the scenario) requires a clean exit 0.
+
+
+@scenario
+def an_instance_killed_or_failing_to_start_leaves_none_of_its_workers(env):
+    """The harness's own promise: an instance it kills, or one that never
+    sees Redis up during its start, goes with every worker (a master
+    killed alone leaves workers serving for good)."""
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, extra=TWO)
+    workers = wait_for(lambda: len(children(corral.proc.pid)) == 2 and
+                       children(corral.proc.pid), what="two workers")
+    corral.kill()
+    wait_for(lambda: not any(alive(w) for w in workers), timeout=10,
+             what="the killed instance's workers gone")
+
+    nothing = f"127.0.0.1:{free_port()}"	# no Redis ever answers there
+    extra = {"server": {"workers": "2"}, "redis": {"timeout": "1s"}}
+    mine = os.environ.get(MARK_ENV)
+    try:
+        env.corral(nothing, origin, extra=extra, wait_redis=True)
+    except AssertionError as e:
+        expect("report redis up" in str(e), f"the start-up's failure: {e}")
+    else:
+        raise AssertionError("an instance without Redis reported Redis up")
+    left = [cmd for cmd in marked(mine).values() if "corral" in cmd and " -c " in cmd]
+    expect_eq(left, [], "processes of the instance that failed to start")
 
 
 @scenario
