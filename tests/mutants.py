@@ -2077,6 +2077,22 @@ MUTANTS = [
            "\t  install -m 644 conf/corral.conf $(DESTDIR)$(CONFDIR)/corral.conf; \\",
            ["make_install_lays_out_every_file"],
            "without systemd, logrotate and an upgrade find no PID file"),
+    # -- behaviours each tested one way only, or short of where a bug shows -------
+    Mutant("failures_counted_across_fail_timeout", "proxy/proxy_pool.c",
+           "if (s->fails == 0 || now - s->window_ms > c->fail_timeout_ms) {",
+           "if (s->fails == 0) {",
+           ["failures_further_apart_than_fail_timeout_never_take_a_server_out"],
+           "two failures an hour apart take a server out"),
+    Mutant("explicit_local_share_ignored", "proxy/proxy_budget.c",
+           "\tif (c->local_share > 0)\n\t\treturn c->local_share;\n", "",
+           ["redis_down_an_instance_keeps_to_the_local_share_it_is_given"],
+           "with Redis down, local_share = 2 lets max_requests through at once"),
+    Mutant("dead_instances_server_slots_never_reaped", "cache/cache_lease.c",
+           "\t\"for i = 4, 3 + n do\\n\"\n"
+           "\t\"  reaped = reaped + redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)\\n\"\n"
+           "\t\"end\\n\"\n", "",
+           ["instance_killed_holding_a_server_slot_gives_it_back_within_the_lease"],
+           "a killed instance's server slots stay taken: 503 origin-busy for good"),
 ]
 
 

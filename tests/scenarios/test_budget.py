@@ -387,6 +387,31 @@ def redis_down_each_instance_keeps_to_its_local_share(env):
     expect_eq(c["slot_local"], keys, "slots from the local share")
 
 
+@scenario(timeout=240)
+def redis_down_an_instance_keeps_to_the_local_share_it_is_given(env):
+    """local_share = 2 rules over max_requests' split (8 here, alone): with
+    Redis down, the instance's two workers send at most 2 at once."""
+    max_requests, share, keys = 8, 2, 24
+    redis, origin = env.redis(), env.origin()
+    origin.script("*", delay_ms=200, body="v{n}")
+    corral = env.corral(redis, origin, extra=budget(max_requests, server=TWO_WORKERS,
+                                                    local_share=share))
+    wait_for(lambda: budget_stats(corral)["local_share"] == share, timeout=slow(15),
+             what="/stats to show the local share given")
+    redis.kill()
+    wait_for(lambda: not corral.stats()["redis"]["up"], what="the instance to see Redis down")
+    results = flood([corral], [f"/down/{i}" for i in range(keys)])
+
+    expect_eq(sorted({r[0] for r in results}), [200], "statuses")
+    peak = origin.stats()["max_active"]
+    expect(1 <= peak <= share, f"the origin's peak {peak}: local_share {share}, "
+                               f"not max_requests {max_requests}")
+    c = corral.counters()
+    expect_eq(c["slot_local"], keys, "slots from the local share")
+    expect(f"allows itself {share} origin requests at once" in corral.log(),
+           "the log says what the instance allows itself")
+
+
 def metric_samples(text):
     """{(name, frozenset of label pairs): value} and {name: type} of /metrics."""
     samples, types = {}, {}
