@@ -2093,6 +2093,31 @@ MUTANTS = [
            "\t\"end\\n\"\n", "",
            ["instance_killed_holding_a_server_slot_gives_it_back_within_the_lease"],
            "a killed instance's server slots stay taken: 503 origin-busy for good"),
+    Mutant("credential_cookie_matches_a_longer_name", "proxy/proxy_key.c",
+           "if (end > nlen && strncmp(p, name, nlen) == 0 &&\n\t\t    p[nlen] == '=') {",
+           "if (end > nlen && strncmp(p, name, nlen) == 0) {",
+           ["a_credential_cookie_is_keyed_and_is_the_only_cookie_sent"],
+           "sidebar=... is keyed as the sid credential and sent upstream"),
+    Mutant("graphql_compact_forgets_escapes", "cache/cache_graphql.c",
+           "\t\t\tif (*p == '\\\\' && p + 1 < v->end)\n\t\t\t\tout[n++] = *++p;\n"
+           "\t\t\telse if (*p == '\"')",
+           "\t\t\tif (*p == '\"')",
+           ["test_keyrule"],
+           "variables \"a\\\" b\" and \"a\\\"b\" share a key"),
+    Mutant("admin_listen_name_refused", "proxy/proxy_auth.c",
+           "\t    (h.len > ls && strcasecmp(name + h.len - ls, AUTH_SUFFIX_LOCAL) == 0) ||\n"
+           "\t    strcasecmp(name, c->admin_host) == 0)",
+           "\t    (h.len > ls && strcasecmp(name + h.len - ls, AUTH_SUFFIX_LOCAL) == 0))",
+           ["test_auth", "the_admin_listen_name_is_a_host_of_the_listener"],
+           "admin_listen = vm:PORT, Host: vm:PORT: refused with 403"),
+    Mutant("prefix_purge_question_mark_is_a_glob", "cache/cache_purge.c",
+           "if (strchr(\"*?[]\\\\\", *p) != NULL)", "if (strchr(\"*[]\\\\\", *p) != NULL)",
+           ["prefix_purge_takes_glob_characters_as_themselves"],
+           "a purge of prefix /p?id=1 deletes /p/id=1 too"),
+    Mutant("failed_tag_purge_keeps_its_done_keys", "cache/cache_tag.c",
+           "if (pg->last || (pg->failed && done == 0))", "if (pg->last || pg->failed)",
+           ["hard_tag_purge_that_fails_half_way_is_finished_by_a_retry"],
+           "the retry of a failed hard tag purge deletes entries no longer tagged"),
 ]
 
 

@@ -13,14 +13,16 @@ what Redis holds for a URL, and POST /maintenance switches a route to
 503 for the rest, fleet-wide.
 """
 
+import ipaddress
 import os
 import signal
 import socket
 import threading
 import urllib.parse
 
-from harness import (HOST, PREFIX, Background, RawReply, closed_by_server, entry_key, expect,
-                     expect_eq, http_request, lock_key, raw_exchange, scenario, wait_for)
+from harness import (HOST, PREFIX, Background, RawReply, closed_by_server, corral_config,
+                     entry_key, expect, expect_eq, free_port, http_request, lock_key,
+                     raw_exchange, scenario, wait_for)
 
 FULL = "full-0123456789abcdef0123456789abcdef"
 READ = "read-0123456789abcdef0123456789abcdef"
@@ -363,6 +365,64 @@ def the_admin_listener_reads_one_host_from_one_line(env):
         expect_eq(raw(target, lines).status, 403, what)
     expect_eq(raw(f"http://{own}/stats", "Host: evil.example\r\n").status, 200,
               "an absolute target naming it rules over Host (RFC 9112 3.2.2)")
+
+
+def name_of_this_machine():
+    """(name, address): a name of this machine that another admin rule
+    would not accept (not an address, localhost or a name under
+    .localhost) and that resolves to one address this machine can listen
+    on; None if it has none (tests/unit/test_auth.c holds the rule then)."""
+    names = (socket.gethostname(), socket.getfqdn(), "ip6-localhost", "localhost.localdomain")
+    for name in names:
+        low = name.lower().rstrip(".")
+        if not low or low == "localhost" or low.endswith(".localhost"):
+            continue
+        try:
+            ipaddress.ip_address(name)
+            continue
+        except ValueError:
+            pass
+        try:
+            addrs = {ai[4][0] for ai in socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)}
+        except OSError:
+            continue
+        if len(addrs) != 1:
+            continue
+        addr = addrs.pop()
+        try:
+            with socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET) as probe:
+                probe.bind((addr, 0))
+        except OSError:
+            continue
+        return name, addr
+    return None
+
+
+@scenario
+def the_admin_listen_name_is_a_host_of_the_listener(env):
+    """admin_listen = NAME:PORT: Host NAME:PORT (any case) is the listener,
+    a name that starts with NAME or holds it is not."""
+    found = name_of_this_machine()
+    if found is None:
+        print("no name of this machine resolves to one address it can listen on: "
+              "the rule is held by tests/unit/test_auth.c alone here")
+        return
+    name, addr = found
+    redis, origin = env.redis(), env.origin()
+    port = free_port()
+    corral = env.corral(config=corral_config(redis, origin, free_port(), port).replace(
+        f"admin_listen = 127.0.0.1:{port}", f"admin_listen = {name}:{port}"))
+    expect_eq(corral.admin_host, name, "the admin listener's host in the harness")
+    for host in (f"{name}:{port}", f"{name.upper()}:{port}", name):
+        r = ask(corral, "GET", "/stats", headers={"Host": host})
+        expect_eq(r.status, 200, f"/stats with Host {host!r} (admin_listen = {name}:{port})")
+    r = ask(corral, "POST", "/purge?" + q(url=f"http://{HOST}/x"),
+            headers={"Host": f"{name}:{port}", "Origin": f"http://{name}:{port}"})
+    expect_eq(r.status, 200, f"a purge from the listener's own origin: {r.text!r}")
+    for host in (f"{name}x:{port}", f"x{name}:{port}", f"{name}.evil.example:{port}",
+                 f"{name[:-1] or 'x'}:{port}"):
+        r = ask(corral, "GET", "/stats", headers={"Host": host})
+        expect_eq(r.status, 403, f"/stats with Host {host!r}")
 
 
 @scenario

@@ -195,6 +195,18 @@ def a_credential_cookie_is_keyed_and_is_the_only_cookie_sent(env):
     r = corral.get("/me", {"Cookie": "track=c"})
     expect_eq(r.text, "n=3", "no sid: the URL's own entry")
     expect("Cookie" not in origin.path_stats("/me")["headers"], "and no cookie sent")
+    # A name that starts or ends with sid, or holds it, is another cookie.
+    for cookie in ("sidebar=s1", "xsid=s1", "sid_x=s1; track=d", "sidsid=s1"):
+        r = corral.get("/me", {"Cookie": cookie})
+        expect_eq((r.text, r.cache_status.hit, r.cache_status.params.get("key")),
+                  ("n=3", True, None), f"{cookie}: no sid, the URL's own entry")
+    origin.script("/you", body="n={n}")
+    r = corral.get("/you", {"Cookie": "sidebar=s1; xsid=s2"})
+    expect_eq((r.text, r.cache_status.params.get("key")), ("n=1", None),
+              "a miss with sidebar and xsid: not keyed as the credential")
+    expect("Cookie" not in origin.path_stats("/you")["headers"],
+           f"cookies sent that are not sid: {origin.path_stats('/you')['headers']}")
+    expect_eq(corral.get("/you").text, "n=1", "the URL's own entry, without any cookie")
 
 
 @scenario

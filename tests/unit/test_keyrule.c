@@ -483,6 +483,45 @@ t_graphql_keys_on_query_operation_variables_and_every_other_member(void)
 	CHECK_STR(a, b);
 }
 
+/*
+ * Whitespace outside strings does not count; inside, it does, after an
+ * escaped quote too: at the start, the middle and the end of a string, a
+ * key or a value, and after an escaped backslash (which ends no string).
+ */
+static void
+t_graphql_escaped_quotes_keep_the_spaces_after_them(void)
+{
+	static const char *const pairs[][2] = {
+		{ "{\"query\":\"{ a }\",\"variables\":{\"v\":\"a\\\" b\"}}",
+		  "{\"query\":\"{ a }\",\"variables\":{\"v\":\"a\\\"b\"}}" },
+		{ "{\"query\":\"{ a }\",\"variables\":{\"v\":\"\\\" b\"}}",
+		  "{\"query\":\"{ a }\",\"variables\":{\"v\":\"\\\"b\"}}" },
+		{ "{\"query\":\"{ a }\",\"variables\":{\"v\":\"a\\\" \"}}",
+		  "{\"query\":\"{ a }\",\"variables\":{\"v\":\"a\\\"\"}}" },
+		{ "{\"query\":\"{ a }\",\"variables\":{\"a\\\" b\":1}}",
+		  "{\"query\":\"{ a }\",\"variables\":{\"a\\\"b\":1}}" },
+		{ "{\"query\":\"{ a }\",\"extensions\":{\"v\":\"a\\\" b\"}}",
+		  "{\"query\":\"{ a }\",\"extensions\":{\"v\":\"a\\\"b\"}}" },
+		{ "{\"query\":\"{ a }\",\"variables\":{\"v\":\"a\\\\\", \"w\":1}}",
+		  "{\"query\":\"{ a }\",\"variables\":{\"v\":\"a\\\\ \",\"w\":1}}" },
+	};
+	char a[KEYRULE_DIGEST_HEX + 1], b[KEYRULE_DIGEST_HEX + 1];
+
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+		CHECK(gql(pairs[i][0], a) == GRAPHQL_QUERY);
+		CHECK(gql(pairs[i][1], b) == GRAPHQL_QUERY);
+		if (strcmp(a, b) == 0)
+			printf("# one key: %s and %s\n", pairs[i][0], pairs[i][1]);
+		CHECK(strcmp(a, b) != 0);
+	}
+	/* Between tokens, after a string that ends in an escaped backslash. */
+	CHECK(gql("{\"query\":\"{ a }\",\"variables\":{\"v\":\"a\\\\\" , "
+	    "\"w\" : 1}}", a) == GRAPHQL_QUERY);
+	CHECK(gql("{\"query\":\"{ a }\",\"variables\":{\"v\":\"a\\\\\",\"w\":1}}",
+	    b) == GRAPHQL_QUERY);
+	CHECK_STR(a, b);
+}
+
 static void
 t_graphql_answers_with_errors(void)
 {
@@ -534,5 +573,6 @@ main(void)
 	RUN(t_graphql_member_names_cannot_hide_a_second_query);
 	RUN(t_graphql_empty_operation_name_is_not_an_absent_one);
 	RUN(t_graphql_bodies_are_read_only_as_json);
+	RUN(t_graphql_escaped_quotes_keep_the_spaces_after_them);
 	return unit_exit();
 }
