@@ -1002,10 +1002,20 @@ t_targeted_field_must_be_a_dictionary(void)
 	static const char *const bad[] = { "&&&&", "max-age=\"600\"",
 	    "Max-Age=600", "max-age=600,", "max-age=6.5", "max-age=-1",
 	    "no-store=1", "max-age=600 x", "max-age=(1 2)",
-	    "max-age=1234567890123456" };
+	    "max-age=1234567890123456",
+	    /* RFC 8941 4.2.5: a string escapes '"' and '\\' alone; an
+	     * escape of anything else, at its start, middle or end, or one
+	     * that leaves it unclosed, is not a string */
+	    "max-age=600, x=\"\\a\"", "max-age=600, x=\"a\\b\"",
+	    "max-age=600, x=\"ab\\n\"", "max-age=600, x=\"a\\\"",
+	    "max-age=600, x=\"a\\", "max-age=600, x=\"\\\\\\\"",
+	    "max-age=600;p=\"\\t\"", "max-age=600, x=(\"\\a\")" };
 	static const char *const good[] = { "max-age=600", "max-age=600, x=y",
 	    "max-age=600;p=\"q\", foo=(a b);c", "max-age=600, public=?1",
-	    " max-age=600 ", "max-age=600, no-store=?0" };
+	    " max-age=600 ", "max-age=600, no-store=?0",
+	    "max-age=600, x=\"\\\"a\"", "max-age=600, x=\"a\\\\b\"",
+	    "max-age=600, x=\"ab\\\"\"", "max-age=600, x=\"\\\\\"",
+	    "max-age=600;p=\"\\\\\", x=(\"\\\"\")" };
 
 	route_reset(1);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
