@@ -15,6 +15,7 @@ what Redis holds for a URL, and POST /maintenance switches a route to
 
 import ipaddress
 import os
+import re
 import signal
 import socket
 import threading
@@ -360,6 +361,8 @@ def the_admin_listener_reads_one_host_from_one_line(env):
             ("/stats", f"Host: evil.example\r\nHost: {own}\r\n", "two Host lines, ours last"),
             ("/stats", f"Host: {own}\r\nOrigin: http://{own}\r\nOrigin: http://evil\r\n",
              "two Origin lines"),
+            ("/stats", f"Host: {own}\r\nReferer: http://{own}/\r\nReferer: http://evil/\r\n",
+             "two Referer lines"),
             ("http://evil.example/stats", f"Host: {own}\r\n", "an absolute target elsewhere"),
             (f"https://{own}/stats", f"Host: {own}\r\n", "an https absolute target")):
         expect_eq(raw(target, lines).status, 403, what)
@@ -689,7 +692,31 @@ def reads_through_a_name_that_is_not_the_listeners_are_refused(env):
     expect_eq(r.status, 403, f"/stats without a Host: {r!r}")
     r = ask(corral, "GET", "/health", headers={"Host": f"evil.example:{port}"})
     expect_eq(r.status, 200, "/health stays open to any name, for load balancers")
-    expect("Host must name this listener" in corral.log(), "the refusal logged")
+    expect("admin: 403 GET /stats from 127.0.0.1: Host must name this listener" in corral.log(),
+           "the refusal logged, with the peer")
+
+
+@scenario
+def refusals_are_logged_twenty_a_second_and_the_rest_counted(env):
+    """A flood of refused admin requests costs at most 20 log lines a
+    second; the next second's first line says how many were not logged."""
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin)
+    hidden = re.compile(r"admin: (\d+) more refusals not logged")
+    sent = 0
+    while not hidden.search(corral.log()) and sent < 5000:
+        ask(corral, "GET", "/stats", headers={"Host": "evil.example"})
+        sent += 1
+    log = corral.log().splitlines()
+    at = next((i for i, line in enumerate(log) if hidden.search(line)), None)
+    expect(at is not None, f"no second of {sent} refusals had more than 20 of them")
+    seconds = {}
+    for line in log[:at]:
+        if "admin: 403 GET /stats from" in line:
+            seconds[line[:19]] = seconds.get(line[:19], 0) + 1	# its second
+    busiest = max(seconds.values())
+    expect_eq(busiest, 20, f"refusals logged in the busiest second ({seconds})")
+    expect(int(hidden.search(log[at]).group(1)) >= 1, f"the count: {log[at]!r}")
 
 
 @scenario
