@@ -28,8 +28,9 @@ it was and as it became, then "N killed, M survived, K build errors
 
 A mutation a survivor showed to be equivalent (no test could tell it
 from the code: it changes nothing a client, the origin, Redis or a figure
-can see) is listed in EQUIVALENT with why; it is reported as such and not
-run. Any other survivor needs a test.
+can see) is listed in EQUIVALENT, by its file, function and line, with
+why; it is reported as such and not run. Any other survivor needs a
+test.
 """
 
 import argparse
@@ -70,11 +71,24 @@ AIMED = {
     "conf/conf_secret.c": ["test_conf", "password_file", "token_file", "acl_user"],
 }
 
-# (file, the line as written, stripped, what it became, stripped): why no
-# test can tell the mutant from the code.
+# (file, the function, the line as written and as mutated, both stripped):
+# why no test can tell the mutant from the code.
 EQUIVALENT = {
-    ("proxy/proxy_auth.c", "ev_uint16_t port = 0;", "ev_uint16_t port = 1;"):
+    ("proxy/proxy_auth.c", "auth_admit", "ev_uint16_t port = 0;", "ev_uint16_t port = 1;"):
         "the peer's port is only ever an output of evhttp_connection_get_peer, never read",
+    ("proxy/proxy_auth.c", "refused", "ev_uint16_t port = 0;", "ev_uint16_t port = 1;"):
+        "the peer's port is only ever an output of evhttp_connection_get_peer, never read",
+    ("cache/cache_graphql.c", "escape", "if (end - p < 6 || p[0] != '\\\\' || p[1] != 'u' ||",
+     "if (end - p <= 6 || p[0] != '\\\\' || p[1] != 'u' ||"):
+        "end is the body's: exactly 6 bytes after a high surrogate leave no room for the "
+        "string's closing quote, and string_at refuses the body either way",
+    ("cache/cache_graphql.c", "skip_value", "return -1;", "return 0;"):
+        "past the depth bound or the end, the value is never a ',' or a closing bracket: "
+        "every caller refuses the body at the same byte, and makes no deeper call",
+    ("cache/cache_graphql.c", "graphql_read", "if ((buf = malloc(3 * len + 1)) == NULL)",
+     "if ((buf = malloc(3 * len + 0)) == NULL)"):
+        "the three parts are each at most their JSON text (len): nothing is written past "
+        "3 * len (the tests run under ASan)",
 }
 
 Site = namedtuple("Site", "file line col old new kind")
@@ -200,9 +214,21 @@ def mutated_line(site):
     return line.strip(), (line[:at] + site.new + line[at + len(site.old):]).strip()
 
 
+def function_of(site):
+    """The function the site is in: the last definition before it (the
+    name at the start of a line, then its '(', as Corral writes them)."""
+    with open(os.path.join(ROOT, site.file), encoding="utf-8") as f:
+        lines = f.read().splitlines()[:site.line]
+    for line in reversed(lines):
+        m = re.match(r"([A-Za-z_]\w*)\(", line)
+        if m:
+            return m.group(1)
+    return ""
+
+
 def equivalent(site):
     old, new = mutated_line(site)
-    return EQUIVALENT.get((site.file, old, new))
+    return EQUIVALENT.get((site.file, function_of(site), old, new))
 
 
 # -- the tests ------------------------------------------------------------------
@@ -261,6 +287,9 @@ def main(argv=None):
     ap.add_argument("--line", type=int, action="append",
                     help="of the draw, only the sites on this line (repeatable: to run "
                          "the survivors of a draw again)")
+    ap.add_argument("--scratch", default="sampled", help="the scratch copies' name under "
+                    "build/mutants (default sampled: sampled, sampled2, ...), for two "
+                    "runs at once")
     ap.add_argument("--list", action="store_true", help="print the drawn sites and exit")
     ap.add_argument("--no-baseline", action="store_true",
                     help="skip running the tests on the unchanged copy first")
@@ -287,7 +316,8 @@ def main(argv=None):
     print(f"tests: {', '.join(tests)}", flush=True)
     mutants.TESTS_TIMEOUT_S = args.time_limit
     jobs = max(1, args.jobs)
-    trees = [SCRATCH if i == 0 else f"{SCRATCH}{i + 1}" for i in range(jobs)]
+    scratch = os.path.join(os.path.dirname(SCRATCH), args.scratch)
+    trees = [scratch if i == 0 else f"{scratch}{i + 1}" for i in range(jobs)]
     started = time.monotonic()
     for tree in trees:
         mutants.mirror(tree)

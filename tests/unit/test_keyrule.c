@@ -522,6 +522,110 @@ t_graphql_escaped_quotes_keep_the_spaces_after_them(void)
 	CHECK_STR(a, b);
 }
 
+/*
+ * A query is keyed as decoded: an escape, its hex digits in either case,
+ * names the character a server reads (of 1, 2, 3 or 4 UTF-8 bytes, a
+ * surrogate pair for the last), and keys as that character written out;
+ * what is not an escape (a digit that is not hex, too few digits, a lone
+ * surrogate) leaves the body unread.
+ */
+static void
+t_graphql_escapes_key_as_the_characters_they_name(void)
+{
+	static const char *const same[][2] = {
+		{ "{\"query\":\"{ \\u004A\\u004a }\"}", "{\"query\":\"{ JJ }\"}" },
+		{ "{\"query\":\"{ a(s: \\\"\\u00e9\\u00C9\\\") }\"}",
+		  "{\"query\":\"{ a(s: \\\"\xc3\xa9\xc3\x89\\\") }\"}" },
+		{ "{\"query\":\"{ a(s: \\\"\\u20AC\\u20ac\\\") }\"}",
+		  "{\"query\":\"{ a(s: \\\"\xe2\x82\xac\xe2\x82\xac\\\") }\"}" },
+		{ "{\"query\":\"{ a(s: \\\"\\uD83D\\uDE00\\\") }\"}",
+		  "{\"query\":\"{ a(s: \\\"\xf0\x9f\x98\x80\\\") }\"}" },
+		{ "{\"query\":\"{ a(s: \\\"\\udbff\\udfff\\\") }\"}",
+		  "{\"query\":\"{ a(s: \\\"\xf4\x8f\xbf\xbf\\\") }\"}" },
+		{ "{\"query\":\"{ a(s: \\\"\\ud800\\udc00\\\") }\"}",
+		  "{\"query\":\"{ a(s: \\\"\xf0\x90\x80\x80\\\") }\"}" },
+	};
+	static const char *const unread[] = {
+		"{\"query\":\"{ a }\",\"x\":\"\\u00zz\"}",
+		"{\"query\":\"{ a }\",\"x\":\"\\u00G0\"}",
+		"{\"query\":\"{ a }\",\"x\":\"\\u0g00\"}",
+		"{\"query\":\"{ a }\",\"x\":\"\\u12\"}",
+		"{\"query\":\"{ a }\",\"x\":\"\\udc00\"}",
+		"{\"query\":\"{ a }\",\"x\":\"\\ud800x\"}",
+		"{\"query\":\"{ a }\",\"x\":\"\\ud800\\u0041\"}",
+		"{\"query\":\"{ a }\",\"x\":\"\\x41\"}",
+	};
+	char a[KEYRULE_DIGEST_HEX + 1], b[KEYRULE_DIGEST_HEX + 1];
+
+	for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+		CHECK(gql(same[i][0], a) == GRAPHQL_QUERY);
+		CHECK(gql(same[i][1], b) == GRAPHQL_QUERY);
+		if (strcmp(a, b) != 0)
+			printf("# two keys: %s and %s\n", same[i][0], same[i][1]);
+		CHECK_STR(a, b);
+	}
+	for (size_t i = 0; i < sizeof(unread) / sizeof(unread[0]); i++) {
+		if (gql(unread[i], a) != GRAPHQL_INVALID)
+			printf("# read: %s\n", unread[i]);
+		CHECK(gql(unread[i], a) == GRAPHQL_INVALID);
+	}
+	/* A mutation spelled with escapes in upper case is one still. */
+	CHECK(gql("{\"query\": \"\\u006Dutation { x }\"}", a) ==
+	    GRAPHQL_MUTATION);
+	CHECK(gql("{\"query\": \"\\u006D\\u0055TATION { x }\"}", a) ==
+	    GRAPHQL_QUERY);	/* mUTATION is no keyword: a name */
+}
+
+/* RFC 8259 6: numbers of any length and sign, a fraction, an exponent;
+ * no leading zero, nothing empty on either side of '.' or 'e'. And JSON
+ * nested at most GRAPHQL_DEPTH_MAX deep. */
+static void
+t_graphql_reads_json_numbers_and_nesting_to_their_bounds(void)
+{
+	static const char *const numbers[] = { "0", "-0", "7", "1990", "-12",
+	    "0.5", "10.25", "1e9", "1E+09", "-2.5e-3", "98765432109876543210" };
+	static const char *const not_numbers[] = { "01", "-", "1.", ".5", "1e",
+	    "1e+", "+1", "0x10", "1.2.3", "--1", "9a" };
+	char body[512], a[KEYRULE_DIGEST_HEX + 1], b[KEYRULE_DIGEST_HEX + 1];
+	size_t n;
+
+	for (size_t i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++) {
+		snprintf(body, sizeof(body), "{\"query\":\"{ a }\",\"variables\":"
+		    "{\"n\":%s,\"m\":[%s, %s]}}", numbers[i], numbers[i],
+		    numbers[i]);
+		if (gql(body, a) != GRAPHQL_QUERY)
+			printf("# not read: %s\n", body);
+		CHECK(gql(body, a) == GRAPHQL_QUERY);
+	}
+	for (size_t i = 0; i < sizeof(not_numbers) / sizeof(not_numbers[0]);
+	    i++) {
+		snprintf(body, sizeof(body), "{\"query\":\"{ a }\",\"variables\":"
+		    "{\"n\":%s}}", not_numbers[i]);
+		if (gql(body, a) != GRAPHQL_INVALID)
+			printf("# read: %s\n", body);
+		CHECK(gql(body, a) == GRAPHQL_INVALID);
+	}
+	CHECK(gql("{\"query\":\"{ a }\",\"variables\":{\"n\":1990}}", a) ==
+	    GRAPHQL_QUERY);
+	CHECK(gql("{\"query\":\"{ a }\",\"variables\":{\"n\":1991}}", b) ==
+	    GRAPHQL_QUERY);
+	CHECK(strcmp(a, b) != 0);
+	/* A member's value is at depth 1: 63 arrays around a number reach
+	 * GRAPHQL_DEPTH_MAX, 64 go past it. */
+	for (int k = GRAPHQL_DEPTH_MAX - 1; k <= GRAPHQL_DEPTH_MAX; k++) {
+		n = (size_t)snprintf(body, sizeof(body), "{\"query\":\"{ a }\","
+		    "\"x\":");
+		for (int i = 0; i < k; i++)
+			body[n++] = '[';
+		body[n++] = '1';
+		for (int i = 0; i < k; i++)
+			body[n++] = ']';
+		memcpy(body + n, "}", 2);
+		CHECK(gql(body, a) == (k < GRAPHQL_DEPTH_MAX ? GRAPHQL_QUERY :
+		    GRAPHQL_INVALID));
+	}
+}
+
 static void
 t_graphql_answers_with_errors(void)
 {
@@ -574,5 +678,7 @@ main(void)
 	RUN(t_graphql_empty_operation_name_is_not_an_absent_one);
 	RUN(t_graphql_bodies_are_read_only_as_json);
 	RUN(t_graphql_escaped_quotes_keep_the_spaces_after_them);
+	RUN(t_graphql_escapes_key_as_the_characters_they_name);
+	RUN(t_graphql_reads_json_numbers_and_nesting_to_their_bounds);
 	return unit_exit();
 }
