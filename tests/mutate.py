@@ -89,6 +89,25 @@ EQUIVALENT = {
      "if ((buf = malloc(3 * len + 0)) == NULL)"):
         "the three parts are each at most their JSON text (len): nothing is written past "
         "3 * len (the tests run under ASan)",
+    ("cache/cache_keyrule.c", "fold_name", "if (c == '%' && i + 2 < n &&",
+     "if (c == '%' && i + 2 <= n &&"):
+        "the byte after a name is '=', a separator or its end, never a hex digit: an "
+        "escape the name's end cuts is decoded neither way",
+    ("cache/cache_keyrule.c", "key_suffix",
+     "n += snprintf(out + n, KEYRULE_PARTS_MAX + 1 - (size_t)n,",
+     "n += snprintf(out + n, KEYRULE_PARTS_MAX + 0 - (size_t)n,"):
+        "the parts take at most 1 + KEYRULE_PARTS_MAX / 2 for the headers, then 7 and 3 "
+        "times 35 bytes: no snprintf of key_suffix ever meets its bound",
+    ("cache/cache_keyrule.c", "keyrule_build", "return 0;", "return 1;"):
+        "its one caller (proxy_key.c) tells only -1 from the rest",
+    ("proxy/proxy_key.c", "rule_query", "return 0;", "return 1;"):
+        "both callers tell only -1 from the rest",
+    ("proxy/proxy_key.c", "body_digest",
+     "const char *body = len > 0 ? (const char *)evbuffer_pullup(in, -1) : \"\";",
+     "const char *body = len > 0 ? (const char *)evbuffer_pullup(in, -2) : \"\";"):
+        "evbuffer_pullup linearizes the whole buffer for any negative size",
+    ("proxy/proxy_key.c", "graphql_param", "if (nlen > len)", "if (nlen >= len)"):
+        "when they are equal, nlen = len changes nothing",
 }
 
 Site = namedtuple("Site", "file line col old new kind")

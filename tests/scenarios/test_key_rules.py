@@ -191,15 +191,18 @@ def a_credential_cookie_is_keyed_and_is_the_only_cookie_sent(env):
                   f"sid=s1, track={track}")
     expect_eq(origin.path_stats("/me")["headers"].get("Cookie"), "sid=s1",
               "the fetch sends only the cookie the key holds")
-    expect_eq(corral.get("/me", {"Cookie": "sid=s2"}).text, "n=2", "another sid: its own")
+    # A value that differs at its end, its start or its middle: its own.
+    for n, sid in enumerate(("s2", "t1", "s11", "s21"), start=2):
+        expect_eq(corral.get("/me", {"Cookie": f"sid={sid}"}).text, f"n={n}",
+                  f"sid={sid}: its own entry")
     r = corral.get("/me", {"Cookie": "track=c"})
-    expect_eq(r.text, "n=3", "no sid: the URL's own entry")
+    expect_eq(r.text, "n=6", "no sid: the URL's own entry")
     expect("Cookie" not in origin.path_stats("/me")["headers"], "and no cookie sent")
     # A name that starts or ends with sid, or holds it, is another cookie.
     for cookie in ("sidebar=s1", "xsid=s1", "sid_x=s1; track=d", "sidsid=s1"):
         r = corral.get("/me", {"Cookie": cookie})
         expect_eq((r.text, r.cache_status.hit, r.cache_status.params.get("key")),
-                  ("n=3", True, None), f"{cookie}: no sid, the URL's own entry")
+                  ("n=6", True, None), f"{cookie}: no sid, the URL's own entry")
     origin.script("/you", body="n={n}")
     r = corral.get("/you", {"Cookie": "sidebar=s1; xsid=s2"})
     expect_eq((r.text, r.cache_status.params.get("key")), ("n=1", None),

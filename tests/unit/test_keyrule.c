@@ -132,6 +132,12 @@ t_ignored_parameters_are_dropped_and_the_rest_keep_their_order(void)
 	CHECK_STR(filtered("id=1&%20id=2&id%20=3&+id=4", NULL, "id"),
 	    "id=1&%20id=2&id%20=3&+id=4");
 	CHECK_STR(filtered("id=1&id%00=2", NULL, "id"), "id=1&id%00=2");
+	/* Blanks around a name: before it or after it, a space or a tab. */
+	CHECK_STR(filtered("id=1&id%09=2&%09id=3&id%09%20=4", NULL, "id"),
+	    "id=1&id%09=2&%09id=3&id%09%20=4");
+	/* A name of one byte, with or without a value, is a name. */
+	CHECK_STR(filtered("_&id=1&_=2", "_", NULL), "id=1");
+	CHECK_STR(filtered("a&x=1&b", NULL, "a"), "a");
 	CHECK_STR(filtered("user_id=1&user.id=2&user%20id=3", NULL, "user_id"),
 	    "user_id=1&user.id=2&user%20id=3");
 	CHECK_STR(filtered("x=1&idx=2&i=3&d=4", NULL, "id"), "");
@@ -250,6 +256,42 @@ t_long_parts_keep_the_key_bounded_and_distinct(void)
 	CHECK(strlen(k1) <= CACHE_KEY_MAX);
 	CHECK(strstr(k1, "|c=ffffffffffffffffffffffffffffffff") != NULL);
 	CHECK(strchr(k1, '#') != NULL);
+}
+
+/*
+ * The header values are written out in the key up to half the parts'
+ * room, and stand as their digest past it: at the bound, one byte past
+ * it. A digested value is normalised as a written one: a space before
+ * its last character counts.
+ */
+static void
+t_header_values_are_written_out_up_to_half_the_parts_room(void)
+{
+	char v[KEYRULE_VALUE_MAX], w[KEYRULE_VALUE_MAX + 8];
+	char k1[CACHE_KEY_MAX + 1], k2[CACHE_KEY_MAX + 1], t[KEYRULE_TAG_MAX + 1];
+	struct key_parts kp = { .host = "h", .path = "/", .nheaders = 1,
+	    .header_names = { "X" }, .header_values = { v } };
+	size_t fits = KEYRULE_PARTS_MAX / 2 - strlen("h=x:");
+
+	memset(v, 'v', fits);
+	v[fits] = '\0';
+	build(&kp, k1, t);
+	CHECK(strstr(k1, "|h=x:vvv") != NULL && strstr(k1, "|h#") == NULL);
+	v[fits] = 'v';
+	v[fits + 1] = '\0';
+	build(&kp, k1, t);
+	CHECK(strstr(k1, "|h#") != NULL && strstr(k1, "|h=") == NULL);
+	/* Long values, digested: "... z" is not "...z". */
+	memset(w, 'w', KEYRULE_VALUE_MAX);
+	memcpy(w + KEYRULE_VALUE_MAX, " z", 3);
+	kp.header_values[0] = w;
+	build(&kp, k1, t);
+	memcpy(w + KEYRULE_VALUE_MAX, "z", 2);
+	build(&kp, k2, t);
+	CHECK(strstr(k1, "|h#") != NULL && strcmp(k1, k2) != 0);
+	/* A value's normal form fills its room exactly. */
+	CHECK(keyrule_header_value("a b", w, 4) == 3 && strcmp(w, "a b") == 0);
+	CHECK(keyrule_header_value(" a \t b ", w, 4) == 3 && strcmp(w, "a b") == 0);
 }
 
 /* The credential's digest as proxy_key.c makes it. */
@@ -669,6 +711,7 @@ main(void)
 	RUN(t_same_inputs_make_the_same_key_and_the_url_part_comes_first);
 	RUN(t_header_values_are_normalised_and_escaped);
 	RUN(t_long_parts_keep_the_key_bounded_and_distinct);
+	RUN(t_header_values_are_written_out_up_to_half_the_parts_room);
 	RUN(t_the_credential_is_keyed_only_as_a_digest);
 	RUN(t_graphql_tells_queries_from_mutations_and_subscriptions);
 	RUN(t_graphql_keys_on_query_operation_variables_and_every_other_member);
