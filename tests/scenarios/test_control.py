@@ -604,6 +604,37 @@ def maintenance_serves_what_is_stored_and_spares_the_origin(env):
 
 
 @scenario
+def maintenance_news_heard_during_a_read_is_read_again_once(env):
+    """A change heard while the modes are being read makes one more read
+    once that one ends: not none (the change would be missed), and not one
+    after another for ever."""
+    redis, origin = env.redis(), env.origin()
+    proxy = env.redis_proxy(redis)
+    a = env.corral(redis, origin)
+    b = env.corral(proxy, origin, wait_redis=True)
+    env.wait_subscribed(redis, 2)
+    proxy.hold_replies_after(b"HGETALL")
+    maint(a, "/m/", "avoid")
+    wait_for(lambda: proxy.held_bytes() > 0, what="b's read of the modes, held")
+    heard = proxy.published()
+    maint(a, "/n/", "avoid")
+    wait_for(lambda: proxy.published() > heard, what="b to hear of the second change")
+    b.stats(), b.stats()	# two turns of its loop: the news is read
+    expect_eq(b.stats()["maintenance"], [], "b's modes while its read is held")
+    proxy.release()
+    wait_for(lambda: sorted(m["route"] for m in b.stats()["maintenance"]) == ["/m/", "/n/"],
+             timeout=10, what="b to read again, and see both routes")
+    sent = b.stats()["redis"]["commands"]
+    for _ in range(5):
+        expect_eq(b.stats()["redis"]["commands"], sent,
+                  "b's Redis commands once it has read both: no read after read")
+    expect_eq(b.get("/n/x", {"Host": HOST}).status, 503, "b avoids the second route")
+    # One log line per route b saw go into maintenance, none for another.
+    said = re.findall(r"maintenance: (.*) avoids the origin", b.log())
+    expect_eq(sorted(said), ["/m/", "/n/"], "b's log lines of routes avoiding the origin")
+
+
+@scenario
 def maintenance_covers_every_spelling_of_its_route(env):
     redis, origin = env.redis(), env.origin()
     origin.script("*", body="{path} v{n}")
@@ -612,6 +643,9 @@ def maintenance_covers_every_spelling_of_its_route(env):
     expect_eq(maint(corral, "/%6D//", "avoid")["route"], "/m/", "the route, kept plain")
     wait_for(lambda: [m["route"] for m in corral.stats()["maintenance"]] == ["/m/"],
              timeout=10, what="the mode in /stats")
+    expect_eq(maint(corral, "/%70ag%65%30/", "avoid")["route"], "/page0/",
+              "escapes at the start, middle and end of a segment, decoded")
+    maint(corral, "/page0/", "normal")
     expect_eq(maint(corral, "/report", "avoid")["route"], "/report", "a route without '/'")
     # Each is /m/new to an origin that decodes %XX (once, or twice), merges
     # slashes, drops a segment's ;parameters (Tomcat, Jetty), reads a
@@ -622,7 +656,7 @@ def maintenance_covers_every_spelling_of_its_route(env):
                    "/m./new", "/m../new", "/m%2E/new", "/m\\new", "/m%5Cnew", "/%256D/new",
                    "/%25256d/new", "/%c0%afm/new", "/x%c0%af..%c0%afm/new", "/m%c0%afnew", "/m%c0%ae/new",
                    "/m%e0%80%afnew", "/report", "/repor%74", "/REPORT/x", "/report;v=2",
-                   "/m/ne%77", "/m%2f"):
+                   "/m/ne%77", "/m%2f", "/%c1%ad/new", "/%e0%81%ad/new", "/m%c1%9cnew"):
         r = corral.get(target, {"Host": HOST})
         expect_eq(r.status, 503, f"GET {target} under maintenance of /m/ and /report")
         r = corral.get(target, {"Host": HOST}, method="POST", body=b"x")
