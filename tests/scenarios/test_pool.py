@@ -378,6 +378,26 @@ def health_check_slower_than_health_timeout_takes_a_server_out(env):
 
 
 @scenario
+def health_rise_counts_passed_probes_from_the_last_failed_one(env):
+    """health_rise = 3: a server out by its probes is back after three
+    passed in a row, never after two."""
+    redis = env.redis()
+    a, b = env.origin(), env.origin()
+    a.script("/ping", body="ok")
+    b.script("/ping", status=503)
+    corral = env.corral(redis, a, extra=pool_extra(
+        [a, b], health_path="/ping", health_interval="200ms", health_rise=3))
+    wait_for(lambda: servers(corral)[b.url]["health_failed"] >= 3, timeout=slow(10),
+             what="b out, and failing its probes")
+    passed = servers(corral)[b.url]["health_ok"]	# none yet: b answers 503
+    b.script("/ping", body="ok")
+    s = wait_for(lambda: (lambda s: s if s["state"] == "up" else None)(servers(corral)[b.url]),
+                 timeout=slow(10), what="b back once its probes pass")
+    expect(s["health_ok"] - passed >= 3,
+           f"b back after {s['health_ok'] - passed} passed probes (health_rise 3)")
+
+
+@scenario
 def health_status_names_the_status_a_probe_must_answer(env):
     """health_status = 204: a probe answered 204 passes, one answered 200
     (the default's status) fails."""
@@ -538,6 +558,66 @@ def full_server_sends_the_request_to_another_with_room_at_once(env):
     b.release("/hold/*")
     expect_eq((held.result().status, other.result().status), (200, 200), "the held ones")
     expect_eq((a.stats()["max_active"], b.stats()["max_active"]), (1, 1), "each server's peak")
+
+
+@scenario(timeout=180)
+def a_full_first_choice_gives_way_to_the_lightest_server_then_to_the_next_in_turn(env):
+    """Least outstanding with max_requests_per_server: when the server
+    chosen first is full in the fleet, the request goes to the lightest
+    of the others (this instance's requests in flight per weight), and
+    among equally light ones to the one whose turn comes first, whatever
+    their order in the list. Smooth weighted round robin decides each turn
+    (nginx's): the servers and steps below are where it leads."""
+    redis = env.redis()
+    a, b, c, d, e, f = (env.origin() for _ in range(6))
+    for o in (a, b, c, d, e, f):
+        o.script("/hold/*", hold=True, body="held")
+        o.script("/tie/hold/*", hold=True, body="held")
+    extra = {"upstream": {"url": f"{a.url} weight=3, {b.url} weight=3, {c.url}",
+                          "max_requests_per_server": "2", "queue_timeout": "60s",
+                          "timeout": "60s"}}
+    tie = (f"\n[upstream tie]\nurl = {d.url} weight=2, {e.url}, {f.url} weight=2\n"
+           "max_requests_per_server = 1\nqueue_timeout = 60s\ntimeout = 60s\n")
+    routes = {"/tie/": {"upstream": "tie"}, "/": {}}
+
+    def instance():
+        return env.corral(config=corral_config(redis, a, free_port(), free_port(),
+                                               routes=routes, extra=extra) + tie)
+    y, x1, x2 = instance(), instance(), instance()
+    env.wait_subscribed(redis, 3)
+
+    def went(path, origins):
+        return tuple(o.count(path) for o in origins)
+    # y's turns: a, then b (held there: one of two), then c.
+    expect_eq(get(y, "/q/1")[0], 200, "y's first request")
+    expect_eq(went("/q/1", (a, b, c)), (1, 0, 0), "y's first request went to a")
+    held = [Background(get, y, "/hold/y")]
+    wait_for(lambda: b.held("/hold/y") == 1, what="y's request held by b")
+    expect_eq(get(y, "/q/3")[0], 200, "y's third request")
+    expect_eq(went("/q/3", (a, b, c)), (0, 0, 1), "y's third request went to c")
+    # Two other instances, each choosing a first, fill a.
+    for x in (x1, x2):
+        held.append(Background(get, x, f"/hold/{x.name}"))
+    wait_for(lambda: a.held(f"/hold/{x1.name}") + a.held(f"/hold/{x2.name}") == 2,
+             what="a's two slots taken by the other instances")
+    # y's turn is a's, full: c (none of y's in flight) before b (one),
+    # though b's turn would come before c's.
+    expect_eq(get(y, "/go/1")[0], 200, "y's request while a is full")
+    expect_eq(went("/go/1", (a, b, c)), (0, 0, 1),
+              "where it went (a, b, c): the lightest of the others")
+
+    # Pool tie: every server as light; d, f weigh 2, e 1. x1's first
+    # turn takes d's only slot; y's first turn is d's too, full: f's turn
+    # comes before e's, though e is listed first.
+    held.append(Background(get, x1, "/tie/hold/x1"))
+    wait_for(lambda: d.held("/tie/hold/x1") == 1, what="d's slot taken by x1")
+    expect_eq(get(y, "/tie/go")[0], 200, "y's request while d is full")
+    expect_eq(went("/tie/go", (d, e, f)), (0, 0, 1),
+              "where it went (d, e, f): the next in turn, not the next listed")
+    for o in (a, b, d):
+        o.release("/hold/*")
+        o.release("/tie/hold/*")
+    expect_eq(sorted({h.result(slow(30))[0] for h in held}), [200], "the held requests")
 
 
 @scenario
@@ -725,6 +805,8 @@ def reload_naming_a_draining_server_again_keeps_one_row_up(env):
     rows = [u for u in corral.stats()["upstreams"] if u["server"] == a.url]
     expect_eq(len(rows), 1, "a's rows in /stats")
     expect_eq(rows[0]["in_flight"], 1, "its request in flight, kept")
+    expect(f"server {a.url} removed, draining its 1 request in flight" in corral.log(),
+           "log line of its removal")
     expect(f"server {a.url} named again, no longer draining" in corral.log(), "log line")
     a.release("/slow/*")
     expect_eq(held.result(slow(30))[0], 200, "the request in flight")
