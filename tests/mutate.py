@@ -34,6 +34,7 @@ test.
 """
 
 import argparse
+import fcntl
 import os
 import random
 import re
@@ -105,6 +106,12 @@ EQUIVALENT = {
         "its one caller (proxy_key.c) tells only -1 from the rest",
     ("proxy/proxy_key.c", "rule_query", "return 0;", "return 1;"):
         "both callers tell only -1 from the rest",
+    ("proxy/proxy_key.c", "rule_query", "return *out != NULL ? 0 : -1;",
+     "return *out != NULL ? 1 : -1;"):
+        "both callers tell only -1 from the rest",
+    ("proxy/proxy_key.c", "fetch_shared_headers", "anonymous ? HDR_DROP_CREDENTIALS : 0);",
+     "anonymous ? HDR_DROP_CREDENTIALS : 1);"):
+        "1 is HDR_DROP_HOST, in the flags already",
     ("proxy/proxy_key.c", "body_digest",
      "const char *body = len > 0 ? (const char *)evbuffer_pullup(in, -1) : \"\";",
      "const char *body = len > 0 ? (const char *)evbuffer_pullup(in, -2) : \"\";"):
@@ -355,6 +362,15 @@ def main(argv=None):
     scratch = os.path.join(os.path.dirname(SCRATCH), args.scratch)
     trees = [scratch if i == 0 else f"{scratch}{i + 1}" for i in range(jobs)]
     started = time.monotonic()
+    locks = []
+    for tree in trees:
+        os.makedirs(tree, exist_ok=True)
+        locks.append(open(tree + ".lock", "w"))	# beside it: mirror() empties it
+        try:
+            fcntl.flock(locks[-1], fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            print(f"another run uses {tree}: give this one --scratch NAME")
+            return 1
     for tree in trees:
         mutants.mirror(tree)
         failure = mutants.build(tests, tree, jobs)
