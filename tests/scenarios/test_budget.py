@@ -435,6 +435,8 @@ def redis_down_an_instance_keeps_to_the_local_share_it_is_given(env):
     said = corral.log().count(f"allows itself {share} origin requests at once")
     expect(1 <= said <= 2, f"the log says once per worker what it allows itself: {said} times "
                            f"for {keys} requests")
+    expect("to each server" not in corral.log(),
+           "a share of each server's cap logged, without max_requests_per_server")
 
 
 def metric_samples(text):

@@ -382,6 +382,40 @@ def stats_on(conn, corral):
     return json.loads(r.read())
 
 
+@scenario
+def a_server_out_in_one_worker_shows_in_stats_with_that_workers_why(env):
+    """Each worker judges a server's health for itself: a server out in
+    one worker only is down in /stats, one worker down, with that worker's
+    reason, whichever worker's row is summed first (one server is taken
+    out by each worker here)."""
+    redis = env.redis()
+    good, b, c = env.origin(), env.origin(), env.origin()
+    for o in (b, c):
+        o.script("*", status=503)
+    text = corral_config(redis, good, free_port(), free_port(),
+                         routes={"/o/": {"upstream": "other"}, "/": {}},
+                         extra={"server": {"workers": "2"},
+                                "upstream": {"url": b.url, "max_fails": "1",
+                                             "fail_timeout": "10m"}})
+    text += f"\n[upstream other]\nurl = {c.url}\nmax_fails = 1\nfail_timeout = 10m\n"
+    corral = env.corral(config=text)
+    workers = wait_for(lambda: len(children(corral.proc.pid)) == 2 and
+                       children(corral.proc.pid), what="two workers")
+    for pid, path in zip(workers, ("/x", "/o/x")):
+        conn = connection_to(corral.host, corral.port, pid, workers)
+        expect_eq(get_on(conn, path)[0], 503, f"{path} on worker {pid}: its server's answer")
+        conn.close()
+
+    def rows():
+        got = {u["server"]: u for u in corral.stats()["upstreams"]}
+        return all((got[u]["state"], got[u]["workers_down"]) == ("down", 1)
+                   for u in (b.url, c.url)) and got
+    got = wait_for(rows, what="each failing server down in one worker")
+    for url in (b.url, c.url):
+        expect(got[url]["why"].startswith("1 failures in "),
+               f"why {url} is out, as the worker that took it out says: {got[url]['why']!r}")
+
+
 def cache_ttl(cache_status):
     m = re.search(r"ttl=(-?\d+)", cache_status)
     return int(m.group(1)) if m else None
