@@ -67,6 +67,8 @@ AIMED = {
     "proxy/proxy_budget.c": ["test_budget.py", "per_server_cap", "full_server",
                              "server_slot", "capped_retry", "keeps_to_its_share_of_each",
                              "origin_budget_and_per_server_cap"],
+    "proxy/proxy_budget_fleet.c": ["test_budget.py", "server_slot", "keeps_to_its_share_of_each",
+                                   "budget_gauges", "local_share"],
     "proxy/proxy_purge.c": ["test_purge_tags.py", "purge_by_", "purges_of_keys",
                             "purge_needs_a_token", "soft_prefix_purge", "purge_drops_the_memory",
                             "purge_and_a_new_entry", "warm_fetches", "refresh_of_100",
