@@ -1829,7 +1829,7 @@ MUTANTS = [
            "\t(void)0;\n}",
            ["budget_gauges_say_now_and_never_more_than_max_requests"],
            "an idle fleet reads the slots and queue of its last acquire for ever"),
-    Mutant("fleet_figures_kept_with_redis_away", "proxy/proxy_budget_fleet.c",
+    Mutant("fleet_figures_kept_with_redis_away", "proxy/proxy_budget.c",
            "\tif (util_now_ms() - b->fleet_ms <= HELLO_MS * HELLO_MISSES) {",
            "\tif (1) {",
            ["budget_gauges_say_now_and_never_more_than_max_requests"],
