@@ -7,6 +7,7 @@
 #   make deb        build/corral_VERSION-REVISION_ARCH.deb
 #   make test       unit + scenario tests under AddressSanitizer and UBSan
 #   make test-mutants  mutation tests: every mutant of every module is caught
+#   make test-mutants-sampled MODULE=FILE  mutations drawn at random from FILE
 #   make bench      benchmark against nginx and Varnish (see bench/)
 #   make clean
 
@@ -78,8 +79,8 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/unit/%)
 # The unit tests' own origins may use libevent's HTTP layer; Corral does not.
 UNIT_LIBS = $(shell pkg-config --libs libevent_extra 2>/dev/null)
 
-.PHONY: all deps test-deps run test test-build test-mutants unit scenarios bench clean \
-        check-boundaries check-size man install deb
+.PHONY: all deps test-deps run test test-build test-mutants test-mutants-sampled unit \
+        scenarios bench clean check-boundaries check-size man install deb
 
 all: deps build/release/corral man
 
@@ -162,6 +163,16 @@ test-build: check-boundaries check-size build/asan/corral $(UNIT_BIN) man deb \
 # works on scratch copies under build/mutants/, two mutants at once.
 test-mutants: test-deps
 	python3 tests/mutants.py
+
+# Sampled mutation tests of one module (tests/mutate.py): N mutations drawn
+# at random from its operators, boundaries and constants, each built and
+# run against the tests aimed at the module; survivors are listed. SEED
+# draws the same N again.
+#   make test-mutants-sampled MODULE=proxy/proxy_hdr.c [N=20] [SEED=...]
+test-mutants-sampled: test-deps
+	@test -n "$(MODULE)" || { echo "usage: make test-mutants-sampled" \
+	    "MODULE=proxy/proxy_hdr.c [N=20] [SEED=...]"; exit 2; }
+	python3 tests/mutate.py $(MODULE) -n $(or $(N),20) $(if $(SEED),--seed $(SEED))
 
 run: all
 	scripts/run-demo

@@ -42,6 +42,9 @@ import time
 from collections import namedtuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from harness.procs import MARK_ENV, kill_pids, marked  # noqa: E402
+
 SCRATCH = os.path.join(ROOT, "build", "mutants", "tree")	# the first copy
 
 
@@ -1821,7 +1824,7 @@ MUTANTS = [
            "\t(void)0;\n}",
            ["budget_gauges_say_now_and_never_more_than_max_requests"],
            "an idle fleet reads the slots and queue of its last acquire for ever"),
-    Mutant("fleet_figures_kept_with_redis_away", "proxy/proxy_budget_fleet.c",
+    Mutant("fleet_figures_kept_with_redis_away", "proxy/proxy_budget.c",
            "\tif (util_now_ms() - b->fleet_ms <= HELLO_MS * HELLO_MISSES) {",
            "\tif (1) {",
            ["budget_gauges_say_now_and_never_more_than_max_requests"],
@@ -2207,6 +2210,75 @@ MUTANTS = [
            "\tif (b->next == NULL) {",
            ["test_arena"],
            "a connection that once read a huge request keeps its memory for good"),
+    # -- behaviours each tested one way only, or short of where a bug shows -------
+    Mutant("failures_counted_across_fail_timeout", "proxy/proxy_pool.c",
+           "if (s->fails == 0 || now - s->window_ms > c->fail_timeout_ms) {",
+           "if (s->fails == 0) {",
+           ["failures_further_apart_than_fail_timeout_never_take_a_server_out"],
+           "two failures an hour apart take a server out"),
+    Mutant("health_checks_metric_shows_the_failed", "proxy/proxy_upstreams.c",
+           "\",result=\\\"ok\\\"} %\" PRIu64 \"\\n\",\n\t\t    sum->s[i].health_ok);",
+           "\",result=\\\"ok\\\"} %\" PRIu64 \"\\n\",\n\t\t    sum->s[i].health_failed);",
+           ["every_metrics_figure_is_the_same_figure_in_stats"],
+           "corral_upstream_health_checks_total{result=\"ok\"} counts the failed checks"),
+    Mutant("explicit_local_share_ignored", "proxy/proxy_budget_int.h",
+           "\tif (c->local_share > 0)\n\t\treturn c->local_share;\n", "",
+           ["redis_down_an_instance_keeps_to_the_local_share_it_is_given"],
+           "with Redis down, local_share = 2 lets max_requests through at once"),
+    Mutant("dead_instances_server_slots_never_reaped", "cache/cache_lease.c",
+           "\t\"for i = 4, 3 + n do\\n\"\n"
+           "\t\"  reaped = reaped + redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)\\n\"\n"
+           "\t\"end\\n\"\n", "",
+           ["instance_killed_holding_a_server_slot_gives_it_back_within_the_lease"],
+           "a killed instance's server slots stay taken: 503 origin-busy for good"),
+    Mutant("credential_cookie_matches_a_longer_name", "proxy/proxy_key.c",
+           "if (end > nlen && strncmp(p, name, nlen) == 0 &&\n\t\t    p[nlen] == '=') {",
+           "if (end > nlen && strncmp(p, name, nlen) == 0) {",
+           ["a_credential_cookie_is_keyed_and_is_the_only_cookie_sent"],
+           "sidebar=... is keyed as the sid credential and sent upstream"),
+    Mutant("graphql_compact_forgets_escapes", "cache/cache_graphql.c",
+           "\t\t\tif (*p == '\\\\' && p + 1 < v->end)\n\t\t\t\tout[n++] = *++p;\n"
+           "\t\t\telse if (*p == '\"')",
+           "\t\t\tif (*p == '\"')",
+           ["test_keyrule"],
+           "variables \"a\\\" b\" and \"a\\\"b\" share a key"),
+    Mutant("admin_listen_name_refused", "proxy/proxy_auth.c",
+           "\t    (h.len > ls && strcasecmp(name + h.len - ls, AUTH_SUFFIX_LOCAL) == 0) ||\n"
+           "\t    strcasecmp(name, c->admin_host) == 0)",
+           "\t    (h.len > ls && strcasecmp(name + h.len - ls, AUTH_SUFFIX_LOCAL) == 0))",
+           ["test_auth", "the_admin_listen_name_is_a_host_of_the_listener"],
+           "admin_listen = vm:PORT, Host: vm:PORT: refused with 403"),
+    Mutant("prefix_purge_question_mark_is_a_glob", "cache/cache_purge.c",
+           "if (strchr(\"*?[]\\\\\", *p) != NULL)", "if (strchr(\"*[]\\\\\", *p) != NULL)",
+           ["prefix_purge_takes_glob_characters_as_themselves"],
+           "a purge of prefix /p?id=1 deletes /p/id=1 too"),
+    Mutant("failed_tag_purge_keeps_its_done_keys", "cache/cache_tag.c",
+           "if (pg->last || (pg->failed && done == 0))", "if (pg->last || pg->failed)",
+           ["hard_tag_purge_that_fails_half_way_is_finished_by_a_retry"],
+           "the retry of a failed hard tag purge deletes entries no longer tagged"),
+    Mutant("sf_string_takes_any_escape", "proxy/proxy_sf.c",
+           "if (s[1] != '\"' && s[1] != '\\\\')\n\t\t\t\treturn -1;",
+           "if (s[1] == '\\0')\n\t\t\t\treturn -1;",
+           ["test_hdr", "targeted_cache_control_that_is_not_a_dictionary_falls_back"],
+           "an invalid CDN-Cache-Control (a string escaping 'a') is obeyed"),
+    Mutant("empty_lines_before_a_request_unbounded", "proxy/proxy_frame.c",
+           "return f->skipped > f->head_max ?\n\t\t    reject(f, 400, \"too many empty lines\") : 0;",
+           "return 0;",
+           ["test_frame", "empty_lines_before_a_request_are_read_up_to_max_header_bytes"],
+           "128 KiB of empty lines before a request line are read, no 400"),
+    Mutant("secret_file_others_may_write", "conf/conf_secret.c",
+           "#define OTHERS_MAY\t\t(S_IROTH | S_IWOTH)", "#define OTHERS_MAY\t\tS_IROTH",
+           ["test_conf"],
+           "a token file or Redis password others may write (0602) is used"),
+    Mutant("key_secret_others_may_write", "conf/conf_key.c",
+           "if ((st.st_mode & (S_IRWXO | S_IWGRP)) != 0) {",
+           "if ((st.st_mode & (S_IROTH | S_IWGRP)) != 0) {",
+           ["test_conf"],
+           "a key secret others may write (0602) is used"),
+    Mutant("token_file_group_may_write", "conf/conf_secret.c",
+           "if (group == SECRET_GROUP_READS && (st.st_mode & S_IWGRP)) {", "if (0) {",
+           ["test_conf"],
+           "a token file its group may write (0620) is used"),
 ]
 
 
@@ -2279,11 +2351,16 @@ def run_tests(tests, tree, run=0, runs=1, jobs=1):
         cmd += ["--unit", os.path.join(tree, "build", "asan", "unit")]
     for t in tests:
         cmd += ["-k", t]
-    env = dict(os.environ, CORRAL_TEST_RUNS=str(runs), CORRAL_TEST_RUN=str(run))
+    # Every process of the run carries this mark: a run stopped at the
+    # time limit leaves none of its scenarios' processes behind.
+    mark = f"mutants{os.getpid()}-{run}"
+    env = dict(os.environ, CORRAL_TEST_RUNS=str(runs), CORRAL_TEST_RUN=str(run),
+               **{MARK_ENV: mark})
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
                            timeout=TESTS_TIMEOUT_S, cwd=tree, env=env)
     except subprocess.TimeoutExpired:
+        kill_pids(marked(mark, prefix=True))
         return False, ["(the tests timed out)"]
     failed = [line[5:][:REASON_CHARS] for line in p.stdout.splitlines()
               if line.startswith("FAIL ")]

@@ -54,13 +54,26 @@ class Env:
         return False
 
     def stop_all(self):
-        problems = []
+        """Stops every process, the last started first, whatever one of
+        them raises (an interrupt too: the rest are stopped before it goes
+        on); the problems, as text."""
+        problems, interrupt = [], None
         for proc in reversed(self.procs):
             try:
                 proc.stop()
             except Exception as e:	# noqa: BLE001 - collected, reported together
                 problems.append(str(e))
+            except BaseException as e:	# noqa: BLE001 - re-raised once all are stopped
+                interrupt = interrupt or e
+                kill = getattr(proc, "kill", None)
+                if kill is not None:
+                    try:
+                        kill()
+                    except Exception as k:	# noqa: BLE001
+                        problems.append(str(k))
         self.procs = []
+        if interrupt is not None:
+            raise interrupt
         return problems
 
     def name(self, base):

@@ -1137,6 +1137,65 @@ t_password_file_is_read_without_its_newline(void)
 	rmdir(dir);
 }
 
+/*
+ * Every secret file: one that others may read or write (0602, 0604, 0606,
+ * 0622, 0644) is refused; so is one its group may write (0620, 0660)
+ * where a line written into it would let someone in (the admin tokens,
+ * the key secret), not a password's (a wrong one only locks out). 0600,
+ * 0640, 0400 and 0440 are taken. An error names the key and the mode,
+ * never the secret.
+ */
+static void
+t_secret_files_others_may_neither_read_nor_write(void)
+{
+	static const struct {
+		const char	*key, *head, *secret;
+		int		 head_lines, group_may_write;
+	} files[] = {
+		{ "password_file", "[redis]\n", "s3cret-pw", 1, 1 },
+		{ "sentinel_password_file", "[redis]\nmode = sentinel\naddress = "
+		  "127.0.0.1:26379\nmaster_name = m\n", "s3cret-pw", 4, 1 },
+		{ "admin_token_file", "[server]\n", "s3cret-token-0123456789", 1,
+		  0 },
+		{ "key_secret_file", "[server]\n",
+		  "s3cret-key-of-32-bytes-01234567", 1, 0 },
+	};
+	static const struct { mode_t mode; int group_write; int others; } modes[] = {
+		{ 0600, 0, 0 }, { 0640, 0, 0 }, { 0400, 0, 0 }, { 0440, 0, 0 },
+		{ 0620, 1, 0 }, { 0660, 1, 0 }, { 0602, 0, 1 }, { 0604, 0, 1 },
+		{ 0606, 0, 1 }, { 0622, 1, 1 }, { 0644, 0, 1 },
+	};
+	char text[TEXT_MAX], path[sizeof(TMP_TEMPLATE)], want[96];
+	int fd;
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		memcpy(path, TMP_TEMPLATE, sizeof(path));
+		if ((fd = mkstemp(path)) == -1 || dprintf(fd, "%s\n",
+		    files[i].secret) < 0 || close(fd) == -1) {
+			perror("secret file");
+			exit(2);
+		}
+		snprintf(text, sizeof(text), "%s%s = %s\n", files[i].head,
+		    files[i].key, path);
+		snprintf(want, sizeof(want), "%s: ", files[i].key);
+		for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+			int refused = modes[m].others || (modes[m].group_write &&
+			    !files[i].group_may_write);
+
+			CHECK(chmod(path, modes[m].mode) == 0);
+			if ((load(text) != 0) != refused)
+				printf("# %s mode %04o: %d errors\n%s", files[i].key,
+				    (unsigned)modes[m].mode, nerr, errs);
+			CHECK((nerr != 0) == refused);
+			if (!refused)
+				continue;
+			CHECK(has_error(files[i].head_lines + 1, want));
+			CHECK(strstr(errs, files[i].secret) == NULL);
+		}
+		unlink(path);
+	}
+}
+
 /* [redis] mode: what address may list, and master_name only with sentinel. */
 static void
 t_redis_mode_checks_addresses_and_master_name(void)
@@ -1476,6 +1535,7 @@ main(void)
 	RUN(t_admin_allow_and_tokens_match_exactly);
 	RUN(t_hosts_allow_listed_names_on_listed_ports);
 	RUN(t_redis_mode_checks_addresses_and_master_name);
+	RUN(t_secret_files_others_may_neither_read_nor_write);
 	RUN(t_key_rule_keys_parse_and_check_each_other);
 	RUN(t_credential_header_is_a_field_the_origin_sees);
 	free(errs);
