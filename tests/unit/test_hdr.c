@@ -682,13 +682,13 @@ t_not_modified_lists_and_star(void)
 	add_req("If-None-Match", "");
 	CHECK(!hdr_not_modified(&req, &hs));
 	/* A "*" among the members, or with blanks after it, matches too. */
-	evhttp_clear_headers(&req);
+	hl_free(&req);
 	add_req("If-None-Match", "\"a\", *");
 	CHECK(hdr_not_modified(&req, &hs));
-	evhttp_clear_headers(&req);
+	hl_free(&req);
 	add_req("If-None-Match", " * ");
 	CHECK(hdr_not_modified(&req, &hs));
-	evhttp_clear_headers(&req);
+	hl_free(&req);
 	add_req("If-None-Match", "\"a\", **");
 	CHECK(!hdr_not_modified(&req, &hs));
 }
