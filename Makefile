@@ -321,7 +321,7 @@ build/fuzz/fuzz_conf: fuzz/fuzz_conf.c $(CONF_SRC) common/fields.c common/host.c
 build/fuzz/fuzz_key: fuzz/fuzz_key.c cache/cache_key.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
-build/fuzz/fuzz_hdr: fuzz/fuzz_hdr.c proxy/proxy_hdr.c proxy/proxy_sf.c $(CONF_SRC) common/fields.c common/hlist.c common/host.c common/util.c \
+build/fuzz/fuzz_hdr: fuzz/fuzz_hdr.c proxy/proxy_hdr.c proxy/proxy_sf.c $(CONF_SRC) common/fields.c common/arena.c common/hlist.c common/host.c common/util.c \
                      common/log.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
