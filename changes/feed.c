@@ -244,6 +244,20 @@ ask(struct changes *f, const char *sql,
 
 /* ---- connecting --------------------------------------------------------- */
 
+static void
+announce(struct changes *f)
+{
+	char detail[CHANGES_ERR_MAX];
+
+	if (f->mode == CHANGES_REPLICATION)
+		snprintf(detail, sizeof(detail), "connecting (slot %s, "
+		    "publication %s)", f->slot, f->publication);
+	else
+		snprintf(detail, sizeof(detail), "connecting (channel %s)",
+		    f->channel);
+	set_state(f, CHANGES_CONNECTING, detail);
+}
+
 /* Defaults the connection string may override (they come before it),
  * then what it may not (after it). */
 #define APPLICATION_NAME	"corral"
@@ -273,6 +287,10 @@ feed_connect(struct changes *f)
 	}
 	keys[n] = NULL;
 	vals[n] = NULL;
+	if (f->state == CHANGES_CONNECTING && f->detail[0] == '\0')
+		announce(f);	/* the first time only: not each retry */
+	if (f->stopping)
+		return ST_PARK;
 	arm(f, SETUP_TIMEOUT_MS);
 	if ((f->pq = pqconn_start(f->base, keys, vals, on_ready, f, f->why,
 	    sizeof(f->why))) == NULL)
@@ -773,11 +791,6 @@ changes_start(struct event_base *base, const struct changes_config *cfg,
 	if ((f = feed_new(base, cfg, err, errlen)) == NULL)
 		return NULL;
 	err[0] = '\0';
-	if (f->mode == CHANGES_REPLICATION)
-		log_info("changes: connecting (slot %s, publication %s)",
-		    f->slot, f->publication);
-	else
-		log_info("changes: connecting (channel %s)", f->channel);
 	f->step = ST_CONNECT;
 	arm(f, 0);	/* from the loop: no callback before we return */
 	return f;

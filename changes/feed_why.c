@@ -35,13 +35,13 @@ static const struct {
 	{ NULL, "permission denied to start WAL sender",
 	  "the role has no REPLICATION attribute: ALTER ROLE ", ARG_USER,
 	  " REPLICATION" },
-	{ NULL, "no pg_hba.conf entry for replication connection",
-	  "pg_hba.conf lets no replication connection in from here: add "
-	  "\"host replication ", ARG_USER, " ADDRESS/32 scram-sha-256\" and "
-	  "reload PostgreSQL" },
+	/* A logical replication connection matches pg_hba.conf's lines by
+	 * its database; the word "replication" there is for physical ones. */
 	{ NULL, "no pg_hba.conf entry",
-	  "pg_hba.conf has no line for this host, user ", ARG_USER,
-	  " and database" },
+	  "pg_hba.conf has no line for this host, database and role ",
+	  ARG_USER, ": add \"host DATABASE ROLE ADDRESS/32 scram-sha-256\" "
+	  "(a logical replication connection matches by its database, not "
+	  "by the word replication) and reload PostgreSQL" },
 	{ NULL, "password authentication failed",
 	  "the password of ", ARG_USER, " is wrong, or none was given" },
 	{ NULL, "no password supplied",

@@ -14,7 +14,8 @@ import shutil
 import signal
 import subprocess
 
-from harness.wait import START_TIMEOUT_S, STOP_TIMEOUT_S, free_port, read_text, tail, wait_for
+from harness.wait import (START_TIMEOUT_S, STOP_TIMEOUT_S, expect_eq, free_port, read_text, tail,
+                          wait_for)
 
 PG_BINDIRS = ("/usr/lib/postgresql/15/bin",)
 SERVICE_USER = "postgres"	# who runs the server when we are root
@@ -89,11 +90,18 @@ class PostgresServer:
                               timeout=START_TIMEOUT_S * 3, **self.popen_user())
         if done.returncode != 0:
             raise AssertionError(f"initdb failed:\n{tail(done.stdout + done.stderr)}")
+        self.write_hba(["local all all trust",
+                        "local replication all trust",
+                        "host all all 127.0.0.1/32 scram-sha-256",
+                        "host replication all 127.0.0.1/32 scram-sha-256"])
+
+    def write_hba(self, lines):
+        """pg_hba.conf's lines (a running server needs reload_conf())."""
         with open(os.path.join(self.datadir, "pg_hba.conf"), "w") as f:
-            f.write("local all all trust\n"
-                    "local replication all trust\n"
-                    "host all all 127.0.0.1/32 scram-sha-256\n"
-                    "host replication all 127.0.0.1/32 scram-sha-256\n")
+            f.write("".join(line + "\n" for line in lines))
+
+    def reload_conf(self):
+        expect_eq(self.sql("SELECT pg_reload_conf()"), "t", "pg_reload_conf()")
 
     def argv(self):
         """The command line for self.port (settings as -c options)."""

@@ -448,10 +448,31 @@ def missing_publication_is_explained(ctx):
     probe.stop()
 
 
+def foreign_slot_is_refused(ctx):
+    ctx.pg.sql("SELECT pg_create_physical_replication_slot('s_physical')")
+    probe = ctx.probe("physical", slot="s_physical")
+    line = probe.down("a refusal")
+    expect("is not a logical pgoutput slot" in line and "pg_drop_replication_slot" in line,
+           f"a physical slot: {line}")
+    probe.stop()
+    expect_eq(ctx.pg.sql("SELECT slot_type FROM pg_replication_slots "
+                         "WHERE slot_name = 's_physical'"), "physical", "the slot, untouched")
+
+
 def role_without_replication_is_explained(ctx):
     probe = ctx.probe("norepl", slot="s_norepl", user="norepl")
     line = probe.down("a refusal")
     expect("ALTER ROLE norepl REPLICATION" in line, f"role without REPLICATION: {line}")
+    probe.stop()
+
+
+def replication_line_in_pg_hba_admits_no_logical_connection(ctx):
+    """pg_hba.conf's "replication" lines are for physical replication: a
+    logical one (replication=database) matches by its database."""
+    probe = ctx.probe("physonly", slot="s_physonly", user="physonly")
+    line = probe.down("a refusal")
+    expect("no pg_hba.conf entry" in line and "matches by its database" in line,
+           f"a role with only a replication line: {line}")
     probe.stop()
 
 
@@ -516,7 +537,9 @@ SCENARIOS = [
     lost_slot_is_dropped_and_created,
     second_reader_is_refused_while_first_streams,
     missing_publication_is_explained,
+    foreign_slot_is_refused,
     role_without_replication_is_explained,
+    replication_line_in_pg_hba_admits_no_logical_connection,
     unreachable_server_is_explained,
     wal_level_replica_is_explained,
     notify_mode_delivers_payloads_and_reconnects,
@@ -529,9 +552,16 @@ SCENARIOS = [
 def setup_cluster(pg):
     pg.sql(f"CREATE ROLE {ROLE} LOGIN REPLICATION PASSWORD '{PASSWORD}'")
     pg.sql(f"CREATE ROLE norepl LOGIN PASSWORD '{PASSWORD}'")
+    pg.sql(f"CREATE ROLE physonly LOGIN REPLICATION PASSWORD '{PASSWORD}'")
     pg.sql(f"CREATE DATABASE {DB} OWNER {ROLE}")
     pg.sql(SCHEMA, db=DB)
     pg.sql(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {ROLE}", db=DB)
+    # physonly has only the replication line, which admits no logical
+    # replication connection (it names no database).
+    pg.write_hba(["local all all trust", "local replication all trust",
+                  f"host all {ROLE},norepl 127.0.0.1/32 scram-sha-256",
+                  "host replication all 127.0.0.1/32 scram-sha-256"])
+    pg.reload_conf()
 
 
 def drop_probe_slots(pg):
