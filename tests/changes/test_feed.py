@@ -15,6 +15,7 @@ import argparse
 import os
 import queue
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -39,6 +40,7 @@ STATUS_INTERVAL_MS = 300	# so "not acknowledged" is seen over several updates
 LINE_TIMEOUT_S = 20		# one probe line
 RESTART_TIMEOUT_S = 60		# reconnecting after a restart (backoff included)
 QUIET_S = 1.5			# "nothing more comes" is watched this long
+WAL_SENDER_TIMEOUT = "5s"	# how soon the server gives up on a silent reader
 
 SCHEMA = """
 CREATE TABLE orders (id int PRIMARY KEY, customer_id int, note text);
@@ -441,6 +443,32 @@ def second_reader_is_refused_while_first_streams(ctx):
     second.stop()
 
 
+def frozen_reader_holds_slot_until_wal_sender_timeout(ctx):
+    """A reader that stops answering (SIGSTOP: a hung or partitioned
+    host) keeps the slot until the server gives up on it after
+    wal_sender_timeout; a second reader, refused until then, retries and
+    takes over."""
+    first = ctx.probe("frozen", slot="s_frozen")
+    first.streaming()
+    first.proc.send_signal(signal.SIGSTOP)
+    try:
+        second = ctx.probe("successor", slot="s_frozen")
+        line = second.down("the successor refused while the first holds the slot")
+        expect("is active for PID" in line, f"the successor: {line}")
+        started = time.monotonic()
+        second.wait_line(lambda l: l.startswith("state streaming"),
+                         "the successor streaming", timeout=RESTART_TIMEOUT_S)
+        took = time.monotonic() - started
+        print(f"# frozen reader: the successor streamed {took:.1f} s after its refusal "
+              f"(wal_sender_timeout {WAL_SENDER_TIMEOUT})")
+        ctx.sql("INSERT INTO orders VALUES (80, 1, 'x')")
+        expect_eq(second.commit()[2], ["orders:80", "orders"], "the successor's commit")
+        second.stop()
+    finally:
+        first.proc.send_signal(signal.SIGCONT)
+    first.stop()
+
+
 def missing_publication_is_explained(ctx):
     probe = ctx.probe("nopub", slot="s_nopub", publication="nopub")
     line = probe.down("a refusal")
@@ -536,6 +564,7 @@ SCENARIOS = [
     dropped_slot_is_recreated,
     lost_slot_is_dropped_and_created,
     second_reader_is_refused_while_first_streams,
+    frozen_reader_holds_slot_until_wal_sender_timeout,
     missing_publication_is_explained,
     foreign_slot_is_refused,
     role_without_replication_is_explained,
@@ -581,7 +610,7 @@ def main():
     workdir = tempfile.mkdtemp(prefix="corral-changes-")
     os.chmod(workdir, 0o755)
     failed = 0
-    pg = PostgresServer(workdir)
+    pg = PostgresServer(workdir, settings={"wal_sender_timeout": WAL_SENDER_TIMEOUT})
     try:
         setup_cluster(pg)
         for fn in SCENARIOS:
