@@ -229,7 +229,7 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
 FUZZ_FLAGS   := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer
-FUZZ_TARGETS := entry conf key hdr frame
+FUZZ_TARGETS := entry conf key hdr frame pgoutput
 FUZZ_LINK     = @mkdir -p $(dir $@); \
                 $(FUZZ_CC) $(BASE) $(FUZZ_FLAGS) $(PKG_CFLAGS) -o $@ $(filter %.c,$^) \
                 $(PKG_LIBS) -lm
@@ -258,6 +258,10 @@ build/fuzz/fuzz_hdr: fuzz/fuzz_hdr.c proxy/proxy_hdr.c proxy/proxy_sf.c conf/con
 	$(FUZZ_LINK)
 
 build/fuzz/fuzz_frame: fuzz/fuzz_frame.c proxy/proxy_frame.c common/host.c $(wildcard */*.h)
+	$(FUZZ_LINK)
+
+build/fuzz/fuzz_pgoutput: fuzz/fuzz_pgoutput.c changes/pgoutput.c changes/txn.c changes/rules.c \
+                          common/dict.c common/util.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
 build/fuzz/seed_entry: fuzz/seed_entry.c cache/cache_entry.c $(wildcard */*.h)
