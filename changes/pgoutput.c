@@ -12,6 +12,7 @@
 
 #include "changes/pgoutput.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,11 +21,13 @@
 
 #include "common/dict.h"
 
+#define PGOUTPUT_MAGIC		0x50474f55u	/* "PGOU" */
 #define PG_EPOCH_MS		946684800000LL	/* 2000-01-01 in Unix ms */
 #define OID_KEY_MAX		16		/* "4294967295" and a NUL */
 #define TRUNCATE_OPTIONS	0x3		/* cascade, restart identity */
 
 struct pgoutput {
+	uint32_t		 magic;
 	struct dict		*rels;		/* "oid" -> struct pgoutput_relation */
 	struct pgoutput_tuple	 old, new;
 	uint32_t		*relids;	/* a Truncate's */
@@ -266,6 +269,7 @@ pgoutput_new(void)
 
 	if ((p = calloc(1, sizeof(*p))) == NULL)
 		return NULL;
+	p->magic = PGOUTPUT_MAGIC;
 	p->rels = dict_new();
 	p->old.cols = calloc(PGOUTPUT_COLUMNS_MAX, sizeof(*p->old.cols));
 	p->new.cols = calloc(PGOUTPUT_COLUMNS_MAX, sizeof(*p->new.cols));
@@ -282,6 +286,8 @@ pgoutput_free(struct pgoutput **pp)
 	if (p == NULL)
 		return;
 	*pp = NULL;
+	assert(p->magic == PGOUTPUT_MAGIC);
+	p->magic = 0;
 	if (p->rels != NULL)
 		dict_foreach(p->rels, on_free_relation, NULL);
 	dict_free(&p->rels);
@@ -686,6 +692,7 @@ pgoutput_decode(struct pgoutput *p, const uint8_t *msg, size_t len,
 	uint8_t type;
 	size_t i;
 
+	assert(p->magic == PGOUTPUT_MAGIC);
 	memset(ev, 0, sizeof(*ev));
 	if (get_u8(&r, &type, "its type") == -1)
 		return -1;

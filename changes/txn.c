@@ -20,6 +20,7 @@
 
 #define TXN_MAGIC		0x54584e41u	/* "TXNA" */
 #define MESSAGE_SEPARATORS	" \t\r\n"
+#define TAGSET_FIRST		16	/* a tag set's first array */
 
 /* Distinct tags in the order they came. */
 struct tagset {
@@ -60,7 +61,7 @@ tagset_add(struct tagset *s, const char *tag)
 	if (dict_get(s->seen, tag) != NULL)
 		return 0;
 	if (s->n == s->cap) {
-		cap = s->cap == 0 ? 16 : s->cap * 2;
+		cap = s->cap == 0 ? TAGSET_FIRST : s->cap * 2;
 		if ((grown = realloc(s->v, cap * sizeof(*grown))) == NULL)
 			return -1;
 		s->v = grown;
