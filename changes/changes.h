@@ -4,8 +4,11 @@
 
 /*
  * The change feed: which cache tags to soft-purge because data changed in
- * PostgreSQL, on the caller's libevent loop. Non-blocking throughout;
- * libpq is hidden behind this face (only changes/ includes libpq-fe.h).
+ * PostgreSQL, on the caller's libevent loop. Non-blocking throughout,
+ * but for one thing: libpq resolves a host name synchronously (give an
+ * address, or hostaddr, to spare the loop a DNS wait). libpq is hidden
+ * behind this face (only changes/ includes libpq-fe.h). docs/changes.md
+ * says what the database needs.
  *
  * mode CHANGES_REPLICATION reads a logical replication slot (pgoutput,
  * protocol version 1) of one publication. Each committed transaction
@@ -13,7 +16,8 @@
  * applies the purges, then calls changes_ack() with that LSN. Only what
  * was acknowledged is reported to the server as flushed, so the slot
  * keeps (and after a reconnect sends again) every commit not yet
- * acknowledged: delivery is at least once.
+ * acknowledged: delivery is at least once. A commit with no tags (say,
+ * one of another prefix's messages only) is not handed out.
  *
  * Tags, per table (schema-qualified "schema.table", or "table" for
  * public): by default a row change of T with replica identity key K
