@@ -13,7 +13,7 @@
 VERSION := 0.1.0
 DEB_REVISION := 1	# the package's own: corral_VERSION-REVISION_ARCH.deb
 DEB_MAINTAINER ?= Corral maintainers <maintainers@users.noreply.a-seed-d6bbd95e.example>
-PKGS    := libevent hiredis libcurl inih
+PKGS    := libevent hiredis libcurl inih libpq
 JOBS    := $(shell nproc 2>/dev/null || echo 1)
 
 CC      ?= cc
@@ -25,7 +25,7 @@ BASE    := $(DEFS) $(WARN)
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c)
+SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c changes/*.c)
 # The configuration alone, for the man page's key list and the fuzzers.
 CONF_SRC := $(wildcard conf/*.c)
 GEN_SRC  := build/gen/dashboard.c
@@ -129,10 +129,17 @@ build/tools/alloc_probe: tests/tools/alloc_probe.c tests/unit/unit.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -O0 -fno-builtin -pthread -o $@ $< -ldl
 
-# Only cache/ may include hiredis and only upstream/ may include curl.
+# Programs the tests drive (not run by tests/run.py): the change feed's
+# probe for tests/changes/test_feed.py.
+build/asan/tools/%: tests/tools/%.c $(ASAN_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(ASAN_FLAGS) $(PKG_CFLAGS) -o $@ $< $(ASAN_OBJ) $(PKG_LIBS) -lm
+
+# Only cache/ may include hiredis, only upstream/ curl and only changes/ libpq.
 check-boundaries:
 	@bad=$$(grep -ln '#include <hiredis' $$(ls */*.[ch] | grep -v '^cache/'); \
-	        grep -ln '#include <curl' $$(ls */*.[ch] | grep -v '^upstream/')); \
+	        grep -ln '#include <curl' $$(ls */*.[ch] | grep -v '^upstream/'); \
+	        grep -ln '#include <libpq-fe.h>' $$(ls */*.[ch] | grep -v '^changes/')); \
 	if [ -n "$$bad" ]; then echo "module boundary broken in: $$bad"; exit 1; fi
 
 # No file in proxy/, cache/ or conf/ over 900 lines, no function over 60.
@@ -277,7 +284,7 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
 FUZZ_FLAGS   := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer
-FUZZ_TARGETS := entry conf key hdr frame
+FUZZ_TARGETS := entry conf key hdr frame pgoutput
 FUZZ_LINK     = @mkdir -p $(dir $@); \
                 $(FUZZ_CC) $(BASE) $(FUZZ_FLAGS) $(PKG_CFLAGS) -o $@ $(filter %.c,$^) \
                 $(PKG_LIBS) -lm
@@ -305,6 +312,10 @@ build/fuzz/fuzz_hdr: fuzz/fuzz_hdr.c proxy/proxy_hdr.c proxy/proxy_sf.c $(CONF_S
 	$(FUZZ_LINK)
 
 build/fuzz/fuzz_frame: fuzz/fuzz_frame.c proxy/proxy_frame.c common/host.c $(wildcard */*.h)
+	$(FUZZ_LINK)
+
+build/fuzz/fuzz_pgoutput: fuzz/fuzz_pgoutput.c changes/pgoutput.c changes/txn.c changes/rules.c \
+                          common/dict.c common/util.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
 build/fuzz/seed_entry: fuzz/seed_entry.c cache/cache_entry.c $(wildcard */*.h)
