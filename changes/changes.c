@@ -51,7 +51,8 @@ check_replication(const struct changes_config *cfg, char *err, size_t errlen)
 		    cfg->publication : "", CHANGES_NAME_MAX);
 		return -1;
 	}
-	if ((r = rules_new(cfg->rules, cfg->nrules, err, errlen)) == NULL)
+	if ((r = rules_new(cfg->rules, cfg->nrules, cfg->hard, err,
+	    errlen)) == NULL)
 		return -1;
 	rules_free(&r);
 	return 0;

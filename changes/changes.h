@@ -80,10 +80,12 @@ enum changes_state {
 };
 
 /* A table's tags (see above): table is "schema.table" or "table" (public),
- * tags its space-separated templates. */
+ * tags its space-separated templates; hard: its tags are purged hard
+ * (deleted, not made stale). */
 struct changes_rule {
 	const char	*table;
 	const char	*tags;
+	int		 hard;
 };
 
 enum changes_breadth {
@@ -102,6 +104,10 @@ struct changes_commit {
 	enum changes_breadth	 breadth;
 	uint64_t		 lsn;	/* to changes_ack() once applied; 0: none */
 	int64_t			 time_ms;	/* its commit time, server clock; or 0 */
+	/* Per tag, 1 where it is to be purged hard (its rule says so, or
+	 * the configuration's hard for the default rule, messages and
+	 * payloads); NULL when none is. */
+	const unsigned char	*hard;
 };
 
 typedef void changes_commit_cb(const struct changes_commit *c, void *arg);
@@ -123,6 +129,8 @@ struct changes_config {
 	const char		*channel;	/* notify */
 	const struct changes_rule *rules;
 	size_t			 nrules;
+	int			 hard;	/* the default rule's, messages' and
+					 * payloads' tags purge hard */
 	/* 0: CHANGES_STATUS_INTERVAL_MS. */
 	int64_t			 status_interval_ms;
 	changes_commit_cb	*on_commit;

@@ -769,8 +769,8 @@ feed_new(struct event_base *base, const struct changes_config *cfg, char *err,
 	f->conninfo = strdup(cfg->conninfo);
 	f->password = cfg->password != NULL ? strdup(cfg->password) : NULL;
 	f->tick_ev = evtimer_new(base, on_tick, f);
-	f->p = progress_new(cfg->rules, cfg->nrules, cfg->on_commit, cfg->arg,
-	    err, errlen);
+	f->p = progress_new(cfg->rules, cfg->nrules, cfg->hard, cfg->on_commit,
+	    cfg->arg, err, errlen);
 	if (f->conninfo == NULL || (cfg->password != NULL &&
 	    f->password == NULL) || f->tick_ev == NULL || f->p == NULL) {
 		finish(f);

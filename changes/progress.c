@@ -217,7 +217,7 @@ progress_figures(const struct progress *p, struct changes_figures *out)
 }
 
 struct progress *
-progress_new(const struct changes_rule *rules, size_t nrules,
+progress_new(const struct changes_rule *rules, size_t nrules, int hard,
     changes_commit_cb *on_commit, void *arg, char *err, size_t errlen)
 {
 	struct progress *p;
@@ -229,7 +229,7 @@ progress_new(const struct changes_rule *rules, size_t nrules,
 	p->magic = PROGRESS_MAGIC;
 	p->on_commit = on_commit;
 	p->arg = arg;
-	if ((p->txn = txn_new(rules, nrules, err, errlen)) == NULL)
+	if ((p->txn = txn_new(rules, nrules, hard, err, errlen)) == NULL)
 		goto fail;
 	if ((p->dec = pgoutput_new()) == NULL) {
 		snprintf(err, errlen, "out of memory");

@@ -27,7 +27,7 @@ struct progress;
 
 /* NULL with err (a rule that is not usable, or out of memory). */
 struct progress	*progress_new(const struct changes_rule *rules, size_t nrules,
-		    changes_commit_cb *on_commit, void *arg, char *err,
+		    int hard, changes_commit_cb *on_commit, void *arg, char *err,
 		    size_t errlen);
 void		 progress_free(struct progress **pp);
 

@@ -39,6 +39,7 @@ struct rule {
 	char		 table[QUALIFIED_MAX];	/* "schema.table" */
 	struct template	 tmpl[RULES_TEMPLATES_MAX];
 	int		 n;
+	int		 hard;		/* its purges are hard */
 };
 
 /* What is known of one column of a row. */
@@ -61,6 +62,8 @@ struct rules {
 	size_t		 n;
 	struct cell	*old, *new;	/* PGOUTPUT_COLUMNS_MAX each */
 	char		 table_tag[CHANGES_TAG_MAX + 1];	/* T, of this change */
+	int		 hard;		/* the default rule's purges are hard */
+	int		 emit_hard;	/* of this change's rule */
 	rules_emit_cb	*emit;		/* of this change */
 	void		*arg;
 };
@@ -251,6 +254,7 @@ rule_parse(struct rule *r, const struct changes_rule *cr, char *err,
 
 	if (rule_table(cr->table, r, ttag, err, errlen) == -1)
 		return -1;
+	r->hard = cr->hard;
 	while (*(p += strspn(p, TEMPLATE_SEPARATORS)) != '\0') {
 		len = strcspn(p, TEMPLATE_SEPARATORS);
 		if (r->n == RULES_TEMPLATES_MAX) {
@@ -353,7 +357,7 @@ key_changed(const struct pgoutput_relation *rel, const struct cell *old,
 static void
 emit(struct rules *r, const char *tag, const char *broad)
 {
-	r->emit(tag, broad, r->arg);
+	r->emit(tag, broad, r->emit_hard, r->arg);
 }
 
 /* The default rule: T:K (broad T), then T itself when asked. */
@@ -447,6 +451,7 @@ row_tags(struct rules *r, const struct rule *ru,
 {
 	int i;
 
+	r->emit_hard = ru != NULL ? ru->hard : r->hard;
 	if (ru == NULL) {
 		default_tags(r, rel, c, with_table);
 		return;
@@ -522,7 +527,9 @@ truncate_tables(struct rules *r, const struct pgoutput_event *ev, char *err,
 	for (i = 0; i < ev->nrels; i++) {
 		if (set_table(r, ev->rels[i], err, errlen) == -1)
 			return -1;
-		if ((ru = rule_of(r, ev->rels[i])) == NULL) {
+		ru = rule_of(r, ev->rels[i]);
+		r->emit_hard = ru != NULL ? ru->hard : r->hard;
+		if (ru == NULL) {
 			emit(r, r->table_tag, r->table_tag);
 			continue;
 		}
@@ -609,7 +616,7 @@ oom:
 }
 
 struct rules *
-rules_new(const struct changes_rule *rules, size_t nrules, char *err,
+rules_new(const struct changes_rule *rules, size_t nrules, int hard, char *err,
     size_t errlen)
 {
 	struct rules *r;
@@ -617,6 +624,7 @@ rules_new(const struct changes_rule *rules, size_t nrules, char *err,
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		goto oom;
 	r->magic = RULES_MAGIC;
+	r->hard = hard;
 	r->byname = dict_new();
 	r->old = calloc(PGOUTPUT_COLUMNS_MAX, sizeof(*r->old));
 	r->new = calloc(PGOUTPUT_COLUMNS_MAX, sizeof(*r->new));

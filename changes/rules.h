@@ -19,12 +19,15 @@
 
 struct rules;
 
-/* Each tag of a change, with the broad tag that would stand in for it. */
-typedef void rules_emit_cb(const char *tag, const char *broad, void *arg);
+/* Each tag of a change, with the broad tag that would stand in for it,
+ * and whether its rule purges hard. */
+typedef void rules_emit_cb(const char *tag, const char *broad, int hard,
+    void *arg);
 
-/* NULL with err if a rule is not usable (or out of memory). */
+/* NULL with err if a rule is not usable (or out of memory). hard: the
+ * default rule's purges are hard. */
 struct rules	*rules_new(const struct changes_rule *rules, size_t nrules,
-		    char *err, size_t errlen);
+		    int hard, char *err, size_t errlen);
 void		 rules_free(struct rules **rp);
 /* The tags of an Insert, Update, Delete or Truncate, through emit. 0, or
  * -1 with err (a table whose own tag would be too long). */

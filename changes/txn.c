@@ -22,16 +22,20 @@
 #define MESSAGE_SEPARATORS	" \t\r\n"
 #define TAGSET_FIRST		16	/* a tag set's first array */
 
-/* Distinct tags in the order they came. */
+/* Distinct tags in the order they came, each with whether it is purged
+ * hard (a tag a hard rule and a soft one both name is: the stronger). */
 struct tagset {
-	struct dict	*seen;
+	struct dict	*seen;		/* tag -> its index + 1 */
 	char		**v;
+	unsigned char	*hard;
 	size_t		 n, cap;
+	int		 any_hard;
 };
 
 struct txn {
 	uint32_t		 magic;
 	struct rules		*rules;
+	int			 hard;		/* messages' and payloads' purges */
 	int			 open;		/* Begin seen, Commit not yet */
 	uint64_t		 begin_lsn;
 	struct tagset		 exact, broad;
@@ -49,32 +53,57 @@ tagset_has(const struct tagset *s, const char *tag)
 	return s->seen != NULL && dict_get(s->seen, tag) != NULL;
 }
 
-/* 0 (added or there already) or -1 (out of memory). */
 static int
-tagset_add(struct tagset *s, const char *tag)
+tagset_grow(struct tagset *s)
 {
-	char **grown, *copy;
-	size_t cap;
+	size_t cap = s->cap == 0 ? TAGSET_FIRST : s->cap * 2;
+	unsigned char *hard;
+	char **grown;
+
+	if ((grown = realloc(s->v, cap * sizeof(*grown))) == NULL)
+		return -1;
+	s->v = grown;
+	if ((hard = realloc(s->hard, cap)) == NULL)
+		return -1;
+	s->hard = hard;
+	s->cap = cap;
+	return 0;
+}
+
+/* 0 (added, or there already: hard if either says so) or -1 (out of
+ * memory). */
+static int
+tagset_add(struct tagset *s, const char *tag, int hard)
+{
+	char *copy;
+	uintptr_t at;
 
 	if (s->seen == NULL && (s->seen = dict_new()) == NULL)
 		return -1;
-	if (dict_get(s->seen, tag) != NULL)
+	if ((at = (uintptr_t)dict_get(s->seen, tag)) != 0) {
+		s->hard[at - 1] |= (unsigned char)hard;
+		s->any_hard |= hard;
 		return 0;
-	if (s->n == s->cap) {
-		cap = s->cap == 0 ? TAGSET_FIRST : s->cap * 2;
-		if ((grown = realloc(s->v, cap * sizeof(*grown))) == NULL)
-			return -1;
-		s->v = grown;
-		s->cap = cap;
 	}
+	if (s->n == s->cap && tagset_grow(s) == -1)
+		return -1;
 	if ((copy = strdup(tag)) == NULL)
 		return -1;
-	if (dict_set(s->seen, copy, copy) == -1) {
+	if (dict_set(s->seen, copy, (void *)(s->n + 1)) == -1) {
 		free(copy);
 		return -1;
 	}
+	s->hard[s->n] = (unsigned char)hard;
+	s->any_hard |= hard;
 	s->v[s->n++] = copy;
 	return 0;
+}
+
+/* Its hard flags for an output: NULL when none is. */
+static const unsigned char *
+tagset_hard(const struct tagset *s)
+{
+	return s->any_hard ? s->hard : NULL;
 }
 
 static void
@@ -85,6 +114,7 @@ tagset_clear(struct tagset *s)
 	for (i = 0; i < s->n; i++)
 		free(s->v[i]);
 	s->n = 0;
+	s->any_hard = 0;
 	dict_free(&s->seen);
 }
 
@@ -93,7 +123,9 @@ tagset_free(struct tagset *s)
 {
 	tagset_clear(s);
 	free(s->v);
+	free(s->hard);
 	s->v = NULL;
+	s->hard = NULL;
 	s->cap = 0;
 }
 
@@ -103,14 +135,14 @@ tagset_free(struct tagset *s)
  * broad one grows; past as many broad ones, the commit purges everything.
  */
 static void
-add_tag(struct txn *t, const char *tag, const char *broad)
+add_tag(struct txn *t, const char *tag, const char *broad, int hard)
 {
 	if (t->breadth == CHANGES_EXACT) {
 		if (t->exact.n >= CHANGES_TXN_TAGS_MAX &&
 		    !tagset_has(&t->exact, tag)) {
 			t->breadth = CHANGES_BROAD;
 			tagset_clear(&t->exact);
-		} else if (tagset_add(&t->exact, tag) == -1) {
+		} else if (tagset_add(&t->exact, tag, hard) == -1) {
 			t->failed = 1;
 		}
 	}
@@ -121,15 +153,15 @@ add_tag(struct txn *t, const char *tag, const char *broad)
 		t->breadth = CHANGES_EVERYTHING;
 		tagset_clear(&t->exact);
 		tagset_clear(&t->broad);
-	} else if (tagset_add(&t->broad, broad) == -1) {
+	} else if (tagset_add(&t->broad, broad, hard) == -1) {
 		t->failed = 1;
 	}
 }
 
 static void
-on_tag(const char *tag, const char *broad, void *arg)
+on_tag(const char *tag, const char *broad, int hard, void *arg)
 {
-	add_tag(arg, tag, broad);
+	add_tag(arg, tag, broad, hard);
 }
 
 /* A row change, or a truncate: its tags (rules.c) join the transaction. */
@@ -174,8 +206,8 @@ message_tags(struct txn *t, const char *s, size_t len, struct tagset *into,
 			memcpy(tag, s + i, n);
 			tag[n] = '\0';
 			if (into == NULL)
-				add_tag(t, tag, tag);
-			else if (tagset_add(into, tag) == -1)
+				add_tag(t, tag, tag, t->hard);
+			else if (tagset_add(into, tag, t->hard) == -1)
 				t->failed = 1;
 		}
 		i += n;
@@ -199,7 +231,7 @@ txn_payload(struct txn *t, const char *s, size_t len, uint64_t lsn,
 		return TXN_ERROR;
 	}
 	t->out = (struct changes_commit){ (const char *const *)t->now.v,
-	    t->now.n, CHANGES_EXACT, lsn, 0 };
+	    t->now.n, CHANGES_EXACT, lsn, 0, tagset_hard(&t->now) };
 	return TXN_READY;
 }
 
@@ -249,7 +281,8 @@ commit(struct txn *t, const struct pgoutput_event *ev, char *err,
 	s = t->breadth == CHANGES_EXACT ? &t->exact : &t->broad;
 	t->out = (struct changes_commit){ (const char *const *)s->v,
 	    t->breadth == CHANGES_EVERYTHING ? 0 : s->n, t->breadth,
-	    ev->end_lsn, pgoutput_time_ms(ev->time) };
+	    ev->end_lsn, pgoutput_time_ms(ev->time),
+	    t->breadth == CHANGES_EVERYTHING ? NULL : tagset_hard(s) };
 	return TXN_READY;
 }
 
@@ -322,7 +355,7 @@ txn_reset(struct txn *t)
 /* ---- the assembler ------------------------------------------------------ */
 
 struct txn *
-txn_new(const struct changes_rule *rules, size_t nrules, char *err,
+txn_new(const struct changes_rule *rules, size_t nrules, int hard, char *err,
     size_t errlen)
 {
 	struct txn *t;
@@ -332,7 +365,8 @@ txn_new(const struct changes_rule *rules, size_t nrules, char *err,
 		return NULL;
 	}
 	t->magic = TXN_MAGIC;
-	if ((t->rules = rules_new(rules, nrules, err, errlen)) == NULL) {
+	t->hard = hard;
+	if ((t->rules = rules_new(rules, nrules, hard, err, errlen)) == NULL) {
 		free(t);
 		return NULL;
 	}

@@ -28,9 +28,10 @@ enum txn_result {
 
 struct txn;
 
-/* NULL with err if a rule is not usable (or out of memory). */
+/* NULL with err if a rule is not usable (or out of memory). hard: the
+ * default rule's, messages' and payloads' purges are hard. */
 struct txn	*txn_new(const struct changes_rule *rules, size_t nrules,
-		    char *err, size_t errlen);
+		    int hard, char *err, size_t errlen);
 void		 txn_free(struct txn **tp);
 enum txn_result	 txn_add(struct txn *t, const struct pgoutput_event *ev,
 		    char *err, size_t errlen);

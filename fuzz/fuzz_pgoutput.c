@@ -23,7 +23,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const struct changes_rule rules[] = {
-	{ "t", "t:{a} u:{b},{c} t" },
+	{ "t", "t:{a} u:{b},{c} t", 0 },
 };
 
 static void
@@ -72,7 +72,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct pgoutput *d = pgoutput_new();
 	char err[ERR_MAX];
-	struct txn *t = txn_new(rules, 1, err, sizeof(err));
+	struct txn *t = txn_new(rules, 1, 0, err, sizeof(err));
 	size_t len;
 
 	check(d != NULL && t != NULL, "no decoder");

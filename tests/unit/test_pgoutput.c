@@ -584,7 +584,7 @@ asm_init(struct asm_ctx *c, const struct changes_rule *rules, size_t n)
 {
 	memset(c, 0, sizeof(*c));
 	c->dec = decoder_with_tables();
-	c->txn = txn_new(rules, n, c->err, sizeof(c->err));
+	c->txn = txn_new(rules, n, 0, c->err, sizeof(c->err));
 }
 
 static void
@@ -773,8 +773,8 @@ t_full_or_no_identity_purges_table_only(void)
 }
 
 static const struct changes_rule order_rule[] = {
-	{ "orders", "orders:{id} customers:{customer_id} orders" },
-	{ "public.people", "person:{id}/{name} people" },
+	{ "orders", "orders:{id} customers:{customer_id} orders", 0 },
+	{ "public.people", "person:{id}/{name} people", 0 },
 };
 
 static void
@@ -828,6 +828,45 @@ t_rule_update_unknown_old_value_purges_broad(void)
 	CHECK_STR(c.tags, "orders:1 customers:10 orders customers");
 }
 
+/* A hard rule's tags are hard, the default rule's and messages' follow
+ * the configuration; a tag both name is hard. */
+static void
+t_hard_rules_mark_their_tags(void)
+{
+	static const struct changes_rule hard_rule[] = {
+		{ "orders", "orders:{id} shared", 1 },
+		{ "public.people", "person:{id} shared", 0 },
+	};
+	static const char *const row[] = { "1", "9", "n" };
+	static const char *const person[] = { "5", "ann" };
+	static const char *const line[] = { "3", "1", "2" };
+	const struct changes_commit *o;
+	struct asm_ctx c;
+	struct buf b;
+
+	asm_init(&c, hard_rule, 2);
+	begin(&c);
+	msg_insert(&b, OID_FULL, person, 2);
+	(void)add(&c, &b);
+	msg_insert(&b, OID_ORDERS, row, 3);
+	(void)add(&c, &b);
+	msg_insert(&b, OID_ITEMS, line, 3);
+	(void)add(&c, &b);
+	(void)commit(&c);
+	o = txn_output(c.txn);
+	CHECK_STR(c.tags, "person:5 shared orders:1 line_items:3,2 line_items");
+	CHECK(o->hard != NULL && !o->hard[0] && o->hard[1] && o->hard[2] &&
+	    !o->hard[3] && !o->hard[4]);
+	asm_done(&c);
+	asm_init(&c, NULL, 0);
+	begin(&c);
+	msg_insert(&b, OID_ITEMS, line, 3);
+	(void)add(&c, &b);
+	(void)commit(&c);
+	CHECK(txn_output(c.txn)->hard == NULL);
+	asm_done(&c);
+}
+
 /* A NULL value gives no tag; a delete's 'K' row knows only the key. */
 static void
 t_rule_null_and_key_only_rows(void)
@@ -868,7 +907,7 @@ static void
 t_rule_names_missing_column(void)
 {
 	static const struct changes_rule bad[] = {
-		{ "orders", "orders:{idd}" },
+		{ "orders", "orders:{idd}", 0 },
 	};
 	static const char *const row[] = { "1", "9", "n" };
 	struct asm_ctx c;
@@ -891,13 +930,13 @@ static void
 t_rules_refused(void)
 {
 	static const struct changes_rule bad[][2] = {
-		{ { "orders", "orders:{id" } },
-		{ { "orders", "orders:{}" } },
-		{ { "orders", "a}b" } },
-		{ { "orders", "   " } },
-		{ { "a.b.c", "x" } },
-		{ { ".t", "x" } },
-		{ { "orders", "x" }, { "public.orders", "y" } },
+		{ { "orders", "orders:{id", 0 } },
+		{ { "orders", "orders:{}", 0 } },
+		{ { "orders", "a}b", 0 } },
+		{ { "orders", "   ", 0 } },
+		{ { "a.b.c", "x", 0 } },
+		{ { ".t", "x", 0 } },
+		{ { "orders", "x", 0 }, { "public.orders", "y", 0 } },
 	};
 	static const size_t nbad[] = { 1, 1, 1, 1, 1, 1, 2 };
 	char err[ERR_MAX];
@@ -906,10 +945,10 @@ t_rules_refused(void)
 
 	for (i = 0; i < sizeof(nbad) / sizeof(nbad[0]); i++) {
 		err[0] = '\0';
-		r = rules_new(bad[i], nbad[i], err, sizeof(err));
+		r = rules_new(bad[i], nbad[i], 0, err, sizeof(err));
 		CHECK(r == NULL && err[0] != '\0');
 	}
-	r = rules_new(order_rule, 2, err, sizeof(err));
+	r = rules_new(order_rule, 2, 0, err, sizeof(err));
 	CHECK(r != NULL);
 	rules_free(&r);
 }
@@ -1045,7 +1084,7 @@ static void
 t_payload_as_tags(void)
 {
 	char err[ERR_MAX];
-	struct txn *t = txn_new(NULL, 0, err, sizeof(err));
+	struct txn *t = txn_new(NULL, 0, 0, err, sizeof(err));
 	const struct changes_commit *o;
 	char long_tag[CHANGES_TAG_MAX + 8];
 	char payload[CHANGES_TAG_MAX + 32];
@@ -1140,7 +1179,7 @@ t_progress_flushes_only_what_was_acknowledged(void)
 {
 	char why[ERR_MAX], err[ERR_MAX];
 	struct seen s = { 0 };
-	struct progress *p = progress_new(NULL, 0, on_commit, &s, err,
+	struct progress *p = progress_new(NULL, 0, 0, on_commit, &s, err,
 	    sizeof(err));
 	struct changes_figures fig;
 	struct buf k;
@@ -1173,7 +1212,7 @@ t_progress_malformed_names_lsn_and_keeps_ack(void)
 	static const char *const row[] = { "4" };
 	char why[ERR_MAX], err[ERR_MAX];
 	struct seen s = { 0 };
-	struct progress *p = progress_new(NULL, 0, on_commit, &s, err,
+	struct progress *p = progress_new(NULL, 0, 0, on_commit, &s, err,
 	    sizeof(err));
 	struct buf b;
 
@@ -1269,6 +1308,7 @@ main(void)
 	RUN(t_rule_templates_on_insert);
 	RUN(t_rule_update_purges_old_and_new_value);
 	RUN(t_rule_update_unknown_old_value_purges_broad);
+	RUN(t_hard_rules_mark_their_tags);
 	RUN(t_rule_null_and_key_only_rows);
 	RUN(t_rule_truncate_purges_broad_tags);
 	RUN(t_rule_names_missing_column);
