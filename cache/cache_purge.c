@@ -30,8 +30,9 @@
 
 /*
  * Builds an invalidation's next command: SMEMBERS of the key's variants
- * (members NULL), or the script that drops the entry and those variants.
- * The key is in op->key.
+ * (members NULL), or the script that drops the entry and those variants
+ * (soft: makes them stale) and fences a refresh in flight. The key is in
+ * op->key.
  */
 static int
 invalidate_args(struct cache_op *op, const redisReply *members)
@@ -58,8 +59,12 @@ invalidate_args(struct cache_op *op, const redisReply *members)
 		    members->element[i]->len < CACHE_VARIANT_MAX)
 			nv++;
 	script_use(op, op->soft ? SCRIPT_SOFTEN : SCRIPT_INVALIDATE);
-	snprintf(numkeys, sizeof(numkeys), "%zu", 2 + nv);
+	snprintf(numkeys, sizeof(numkeys), "%zu", 4 + nv);
 	failed |= op_argstr(op, numkeys);
+	op_key_name(name, sizeof(name), c, key, "lock");	/* the fence */
+	failed |= op_argstr(op, name);
+	op_key_name(name, sizeof(name), c, key, FAILED_SUFFIX);
+	failed |= op_argstr(op, name);
 	op_key_name(name, sizeof(name), c, key, "entry");
 	failed |= op_argstr(op, name);
 	op_key_name(name, sizeof(name), c, key, "variants");
@@ -75,6 +80,8 @@ invalidate_args(struct cache_op *op, const redisReply *members)
 	}
 	failed |= op_argstr(op, c->purge_channel);
 	failed |= op_argstr(op, key);
+	op_key_name(name, sizeof(name), c, key, FILL_SUFFIX);
+	failed |= op_argstr(op, name);
 	if (op->soft) {
 		char now[24];
 

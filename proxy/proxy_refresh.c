@@ -93,8 +93,8 @@ mark_lost(struct refresh *rf)
 		return;
 	rf->lost = 1;
 	STAT_INC(rf->px->stats, rf->route, lock_lost);
-	log_warn("lock for %s was taken over; this fetch will not be stored",
-	    rf->key);
+	log_warn("lock for %s was taken over, or a purge fenced it; this "
+	    "fetch will not be stored", rf->key);
 }
 
 /*
