@@ -253,6 +253,9 @@ enum purge_start cache_purge_prefix(struct cache *c, const char *prefix,
  * rest for a retry. */
 enum purge_start cache_purge_tag(struct cache *c, const char *tag, int soft,
 		    purge_cb *cb, void *arg);
+/* The purges started with arg go on, but their cb will not run (their
+ * starter is gone). */
+void		 cache_purge_forget(struct cache *c, void *arg);
 /*
  * The same soft purges (cache_purge_prefix, cache_purge_tag with soft)
  * that also call visit with every key they reached, whether its entry

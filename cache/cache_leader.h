@@ -21,7 +21,7 @@
 
 #include "cache/cache.h"
 
-#define LEADER_VALUE_MAX	160	/* "TOKEN host:pid:port" */
+#define LEADER_VALUE_MAX	192	/* "TOKEN host:pid:port" */
 #define LEADER_STATUS_MAX	1024	/* the status line */
 
 enum leader_result {

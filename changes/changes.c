@@ -3,7 +3,8 @@
  * The face's plain parts (changes.h): whether a configuration is usable,
  * LSNs as text, the states' names. The connection is feed.c's.
  *
- * Calls rules.c (the rules are parsed to be checked), common/util.c.
+ * Calls rules.c (the rules are parsed to be checked), libpq (the
+ * connection string is parsed to be checked), common/util.c.
  */
 
 #include "changes/changes.h"
@@ -11,6 +12,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <libpq-fe.h>
 
 #include "changes/rules.h"
 #include "common/util.h"
@@ -58,6 +61,34 @@ check_replication(const struct changes_config *cfg, char *err, size_t errlen)
 	return 0;
 }
 
+/* Does libpq read the connection string, and does it hold no password
+ * (which would be in the logs' way and in the configuration file)? */
+static int
+check_conninfo(const char *conninfo, char *err, size_t errlen)
+{
+	PQconninfoOption *opts, *o;
+	char *msg = NULL;
+	int rc = 0;
+
+	if ((opts = PQconninfoParse(conninfo, &msg)) == NULL) {
+		snprintf(err, errlen, "the connection string does not parse: "
+		    "%s", msg != NULL ? msg : "out of memory");
+		err[strcspn(err, "\n")] = '\0';
+		PQfreemem(msg);
+		return -1;
+	}
+	for (o = opts; o->keyword != NULL; o++) {
+		if (strcmp(o->keyword, "password") == 0 && o->val != NULL &&
+		    o->val[0] != '\0') {
+			snprintf(err, errlen, "the connection string holds a "
+			    "password: give it in a password file instead");
+			rc = -1;
+		}
+	}
+	PQconninfoFree(opts);
+	return rc;
+}
+
 int
 changes_check(const struct changes_config *cfg, char *err, size_t errlen)
 {
@@ -65,6 +96,8 @@ changes_check(const struct changes_config *cfg, char *err, size_t errlen)
 		snprintf(err, errlen, "no connection string");
 		return -1;
 	}
+	if (check_conninfo(cfg->conninfo, err, errlen) == -1)
+		return -1;
 	if (cfg->on_commit == NULL) {
 		snprintf(err, errlen, "no on_commit callback");
 		return -1;

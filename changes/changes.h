@@ -118,7 +118,11 @@ typedef void changes_state_cb(enum changes_state state, const char *detail,
  * it are unknown. on_reconnect (notify): listening again after a gap. */
 typedef void changes_event_cb(void *arg);
 
+/* What the logs call a feed: "changes NAME", or "changes" with no name. */
+#define CHANGES_LABEL_MAX	(CHANGES_NAME_MAX + 16)
+
 struct changes_config {
+	const char		*name;		/* its logs' (NULL: none) */
 	enum changes_mode	 mode;
 	/* A libpq connection string or URI, without the password: it is
 	 * never logged. password (or NULL) is passed as a keyword. */
@@ -180,6 +184,23 @@ void	changes_ack(struct changes *f, uint64_t lsn);
 void	changes_stop(struct changes **fp);
 void	changes_figures(const struct changes *f, struct changes_figures *out);
 const char *changes_state_name(enum changes_state state);
+
+/*
+ * What the server says of a configuration now, asked without side
+ * effects (no slot is created, nothing is acknowledged), for a
+ * configuration check: one blocking connection of at most timeout_s
+ * seconds to connect, made as the feed makes it, and the feed's own
+ * check of wal_level, the publication and the slot. Not for the event
+ * loop: it blocks.
+ */
+enum changes_verdict {
+	CHANGES_READY,		/* it would stream (out may note something:
+				 * the slot is to be created, or in use) */
+	CHANGES_REFUSED,	/* out says what is missing and the fix */
+	CHANGES_UNREACHABLE,	/* no answer: out says why */
+};
+enum changes_verdict changes_inspect(const struct changes_config *cfg,
+	    int timeout_s, char *out, size_t outlen);
 
 /* "16/B374D848", PostgreSQL's way. */
 void	changes_lsn_format(uint64_t lsn, char out[CHANGES_LSN_LEN]);

@@ -91,6 +91,7 @@ struct changes {
 	uint32_t		 magic;
 	struct event_base	*base;
 	enum changes_mode	 mode;
+	char			 label[CHANGES_LABEL_MAX];	/* its logs' */
 	char			*conninfo, *password;
 	char			 slot[CHANGES_NAME_MAX + 1];
 	char			 publication[CHANGES_NAME_MAX + 1];
@@ -174,12 +175,12 @@ set_state(struct changes *f, enum changes_state state, const char *detail)
 	if (state == f->state && strcmp(detail, f->detail) == 0)
 		return;
 	if (state == CHANGES_DOWN)
-		log_warn("changes: down: %s", detail);
+		log_warn("%s: down: %s", f->label, detail);
 	else if (state == CHANGES_STREAMING && f->attempts > 0)
-		log_info("changes: %s (after %d failed attempts)", detail,
+		log_info("%s: %s (after %d failed attempts)", f->label, detail,
 		    f->attempts);
 	else
-		log_info("changes: %s", detail);
+		log_info("%s: %s", f->label, detail);
 	f->state = state;
 	snprintf(f->detail, sizeof(f->detail), "%s", detail);
 	if (f->on_state != NULL)
@@ -292,8 +293,8 @@ feed_connect(struct changes *f)
 	if (f->stopping)
 		return ST_PARK;
 	arm(f, SETUP_TIMEOUT_MS);
-	if ((f->pq = pqconn_start(f->base, keys, vals, on_ready, f, f->why,
-	    sizeof(f->why))) == NULL)
+	if ((f->pq = pqconn_start(f->base, keys, vals, f->label, on_ready, f,
+	    f->why, sizeof(f->why))) == NULL)
 		return ST_DOWN;
 	f->conn = pqconn_pg(f->pq);
 	return ST_POLL;
@@ -346,9 +347,9 @@ checked(struct changes *f)
 	case SLOT_MISSING:
 		return ST_CREATE;
 	case SLOT_LOST:
-		log_warn("changes: replication slot %s was invalidated (it "
-		    "fell behind max_slot_wal_keep_size): dropping and "
-		    "creating it; the changes in between are unknown", f->slot);
+		log_warn("%s: replication slot %s was invalidated (it fell "
+		    "behind max_slot_wal_keep_size): dropping and creating it; "
+		    "the changes in between are unknown", f->label, f->slot);
 		return ST_DROP;
 	case SLOT_REFUSED:
 		return ST_DOWN;
@@ -378,8 +379,8 @@ created(struct changes *f)
 	progress_raise(f->p, slot_lsn(f->res, 0, 1));
 	f->slots_created++;
 	changes_lsn_format(slot_lsn(f->res, 0, 1), at);
-	log_warn("changes: created replication slot %s at %s: changes before "
-	    "it are unknown", f->slot, at);
+	log_warn("%s: created replication slot %s at %s: changes before it "
+	    "are unknown", f->label, f->slot, at);
 	if (f->on_slot_created != NULL)
 		f->on_slot_created(f->arg);
 	return ST_START;
@@ -754,6 +755,11 @@ feed_new(struct event_base *base, const struct changes_config *cfg, char *err,
 	f->magic = CHANGES_MAGIC;
 	f->base = base;
 	f->mode = cfg->mode;
+	if (cfg->name != NULL && cfg->name[0] != '\0')
+		snprintf(f->label, sizeof(f->label), "changes %.*s",
+		    CHANGES_NAME_MAX, cfg->name);
+	else
+		snprintf(f->label, sizeof(f->label), "changes");
 	f->interval_ms = cfg->status_interval_ms > 0 ? cfg->status_interval_ms :
 	    CHANGES_STATUS_INTERVAL_MS;
 	snprintf(f->slot, sizeof(f->slot), "%s", cfg->slot ? cfg->slot : "");
@@ -769,8 +775,8 @@ feed_new(struct event_base *base, const struct changes_config *cfg, char *err,
 	f->conninfo = strdup(cfg->conninfo);
 	f->password = cfg->password != NULL ? strdup(cfg->password) : NULL;
 	f->tick_ev = evtimer_new(base, on_tick, f);
-	f->p = progress_new(cfg->rules, cfg->nrules, cfg->hard, cfg->on_commit,
-	    cfg->arg, err, errlen);
+	f->p = progress_new(cfg->rules, cfg->nrules, cfg->hard, f->label,
+	    cfg->on_commit, cfg->arg, err, errlen);
 	if (f->conninfo == NULL || (cfg->password != NULL &&
 	    f->password == NULL) || f->tick_ev == NULL || f->p == NULL) {
 		finish(f);

@@ -33,14 +33,17 @@ struct pqconn {
 	PGresult		*res;
 	pqconn_ready_cb		*cb;
 	void			*arg;
+	const char		*label;		/* its logs' */
 };
 
 /* A NOTICE or WARNING from the server: to the log, in one line. */
 static void
 on_notice(void *arg, const char *msg)
 {
-	log_info("changes: the server says: %.*s", (int)strcspn(msg, "\n"),
-	    msg);
+	const struct pqconn *c = arg;
+
+	log_info("%s: the server says: %.*s", c->label,
+	    (int)strcspn(msg, "\n"), msg);
 }
 
 static void
@@ -79,8 +82,8 @@ watch(struct pqconn *c, short what, char *why, size_t whylen)
 
 struct pqconn *
 pqconn_start(struct event_base *base, const char *const *keys,
-    const char *const *vals, pqconn_ready_cb *ready, void *arg, char *why,
-    size_t whylen)
+    const char *const *vals, const char *label, pqconn_ready_cb *ready,
+    void *arg, char *why, size_t whylen)
 {
 	struct pqconn *c;
 
@@ -89,6 +92,7 @@ pqconn_start(struct event_base *base, const char *const *keys,
 		return NULL;
 	}
 	c->magic = PQCONN_MAGIC;
+	c->label = label;
 	c->base = base;
 	c->fd = -1;
 	c->cb = ready;
@@ -101,7 +105,7 @@ pqconn_start(struct event_base *base, const char *const *keys,
 		why_conn(c->pg, why, whylen);
 		goto fail;
 	}
-	(void)PQsetNoticeProcessor(c->pg, on_notice, NULL);
+	(void)PQsetNoticeProcessor(c->pg, on_notice, c);
 	/* As if PQconnectPoll had said PGRES_POLLING_WRITING. */
 	if (watch(c, EV_WRITE, why, whylen) == -1)
 		goto fail;

@@ -29,11 +29,13 @@ enum pqconn_result {
 	PQC_FAILED,	/* why says why (feed_int.h's words) */
 };
 
-/* Starts connecting with PQconnectStartParams(keys, vals, expand_dbname).
+/* Starts connecting with PQconnectStartParams(keys, vals, expand_dbname);
+ * the server's notices are logged under label (which must outlive it).
  * NULL with why. */
 struct pqconn	*pqconn_start(struct event_base *base,
 		    const char *const *keys, const char *const *vals,
-		    pqconn_ready_cb *ready, void *arg, char *why, size_t whylen);
+		    const char *label, pqconn_ready_cb *ready, void *arg,
+		    char *why, size_t whylen);
 void		 pqconn_close(struct pqconn **cp);
 PGconn		*pqconn_pg(const struct pqconn *c);
 

@@ -26,6 +26,7 @@ struct progress {
 	struct txn		*txn;
 	changes_commit_cb	*on_commit;
 	void			*arg;
+	const char		*label;		/* its logs' */
 	uint64_t		 received;	/* the last position received */
 	uint64_t		 delivered;	/* the last commit handed out */
 	uint64_t		 acked;		/* what the server may forget */
@@ -61,8 +62,8 @@ deliver(struct progress *p)
 	if (c->breadth != CHANGES_EXACT) {
 		p->fig.broadened++;
 		changes_lsn_format(c->lsn, at);
-		log_warn("changes: the transaction ending at %s changed over "
-		    "%d distinct tags: %s", at, CHANGES_TXN_TAGS_MAX,
+		log_warn("%s: the transaction ending at %s changed over "
+		    "%d distinct tags: %s", p->label, at, CHANGES_TXN_TAGS_MAX,
 		    c->breadth == CHANGES_BROAD ? "purging the broad tags of "
 		    "its tables instead" : "purging everything");
 	}
@@ -126,11 +127,11 @@ progress_data(struct progress *p, const uint8_t *buf, size_t len, int *reply,
 	case TXN_ERROR:
 		return malformed(p, fr.start_lsn, err, why, whylen);
 	case TXN_NOTE:
-		log_warn("changes: %s", err);
+		log_warn("%s: %s", p->label, err);
 		break;
 	case TXN_READY:
 		if (err[0] != '\0')
-			log_warn("changes: %s", err);
+			log_warn("%s: %s", p->label, err);
 		deliver(p);
 		break;
 	case TXN_MORE:
@@ -148,7 +149,7 @@ progress_payload(struct progress *p, const char *payload, char *why,
 	    TXN_ERROR)
 		return -1;
 	if (why[0] != '\0')
-		log_warn("changes: %s", why);
+		log_warn("%s: %s", p->label, why);
 	deliver(p);
 	return 0;
 }
@@ -218,7 +219,8 @@ progress_figures(const struct progress *p, struct changes_figures *out)
 
 struct progress *
 progress_new(const struct changes_rule *rules, size_t nrules, int hard,
-    changes_commit_cb *on_commit, void *arg, char *err, size_t errlen)
+    const char *label, changes_commit_cb *on_commit, void *arg, char *err,
+    size_t errlen)
 {
 	struct progress *p;
 
@@ -229,6 +231,7 @@ progress_new(const struct changes_rule *rules, size_t nrules, int hard,
 	p->magic = PROGRESS_MAGIC;
 	p->on_commit = on_commit;
 	p->arg = arg;
+	p->label = label;
 	if ((p->txn = txn_new(rules, nrules, hard, err, errlen)) == NULL)
 		goto fail;
 	if ((p->dec = pgoutput_new()) == NULL) {

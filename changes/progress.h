@@ -26,9 +26,10 @@
 struct progress;
 
 /* NULL with err (a rule that is not usable, or out of memory). */
+/* label names it in the logs (and must outlive it). */
 struct progress	*progress_new(const struct changes_rule *rules, size_t nrules,
-		    int hard, changes_commit_cb *on_commit, void *arg, char *err,
-		    size_t errlen);
+		    int hard, const char *label, changes_commit_cb *on_commit,
+		    void *arg, char *err, size_t errlen);
 void		 progress_free(struct progress **pp);
 
 /* One CopyData message: at most one on_commit. 0 (*reply set if the

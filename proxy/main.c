@@ -21,6 +21,7 @@
 #include "common/util.h"
 #include "conf/conf.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_feed.h"
 #include "proxy/proxy_http.h"
 #include "proxy/proxy_log.h"
 #include "proxy/proxy_peer.h"
@@ -562,7 +563,9 @@ load_conf(void)
 		fprintf(stderr, "corral: out of memory\n");
 		return -1;
 	}
-	if ((nerr = conf_load(conf, conf_file, stderr)) != 0) {
+	if ((nerr = conf_load(conf, conf_file, stderr)) == 0)
+		nerr = feeds_check(conf, stderr);
+	if (nerr != 0) {
 		fprintf(stderr, "%s: %d error%s\n", conf_file, nerr,
 		    nerr == 1 ? "" : "s");
 		free(conf);
@@ -571,7 +574,9 @@ load_conf(void)
 	return 0;
 }
 
-/* corral -t: the warnings, then the verdict. */
+/* corral -t: the warnings (what each change feed's server says among
+ * them: a database not ready is no reason to refuse the file, whose feed
+ * waits for it), then the verdict. */
 static int
 check_only(void)
 {
@@ -579,6 +584,7 @@ check_only(void)
 
 	for (int i = 0; conf_warning(conf, i, err, sizeof(err)) == 0; i++)
 		fprintf(stderr, "%s\n", err);
+	feeds_check_servers(conf, stderr);
 	printf("configuration OK\n");
 	free(conf);
 	return 0;

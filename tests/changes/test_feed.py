@@ -27,8 +27,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))	# tests/, for harness
 sys.path.insert(0, HERE)
 
+from harness.postgres import PostgresServer, PsqlError  # noqa: E402
 from harness.wait import expect, expect_eq, free_port, sanitizer_report, slow, tail, wait_for  # noqa: E402
-from postgres import PostgresServer, PsqlError  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 DEFAULT_PROBE = os.path.join(ROOT, "build/asan/tools/changes_probe")

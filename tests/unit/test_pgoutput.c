@@ -1179,8 +1179,8 @@ t_progress_flushes_only_what_was_acknowledged(void)
 {
 	char why[ERR_MAX], err[ERR_MAX];
 	struct seen s = { 0 };
-	struct progress *p = progress_new(NULL, 0, 0, on_commit, &s, err,
-	    sizeof(err));
+	struct progress *p = progress_new(NULL, 0, 0, "changes", on_commit, &s,
+	    err, sizeof(err));
 	struct changes_figures fig;
 	struct buf k;
 	int reply = 0;
@@ -1212,8 +1212,8 @@ t_progress_malformed_names_lsn_and_keeps_ack(void)
 	static const char *const row[] = { "4" };
 	char why[ERR_MAX], err[ERR_MAX];
 	struct seen s = { 0 };
-	struct progress *p = progress_new(NULL, 0, 0, on_commit, &s, err,
-	    sizeof(err));
+	struct progress *p = progress_new(NULL, 0, 0, "changes", on_commit, &s,
+	    err, sizeof(err));
 	struct buf b;
 
 	one_commit(p, why);

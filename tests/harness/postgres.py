@@ -4,8 +4,8 @@ on a free port) and its psql client. Standard library only.
 
 PostgreSQL refuses to run as root: when the tests run as root, initdb and
 postgres run as the "postgres" system user (the Debian package makes it),
-in a directory that user owns. Written to move into tests/harness beside
-redis.py: only the import of .wait below changes.
+in a directory that user owns (and the directories above it must let that
+user through: Env.postgres opens the scenario's directory to it).
 """
 
 import os
@@ -14,8 +14,8 @@ import shutil
 import signal
 import subprocess
 
-from harness.wait import (START_TIMEOUT_S, STOP_TIMEOUT_S, expect_eq, free_port, read_text, tail,
-                          wait_for)
+from .wait import (START_TIMEOUT_S, STOP_TIMEOUT_S, expect_eq, free_port, read_text, tail,
+                   wait_for)
 
 PG_BINDIRS = ("/usr/lib/postgresql/15/bin",)
 SERVICE_USER = "postgres"	# who runs the server when we are root
