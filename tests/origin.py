@@ -42,14 +42,16 @@ control API under /__origin/ (never counted, never delayed):
                              "paths": {PATH: {"count", "methods",
                              "done_at", "first_byte_mono", "held",
                              "bodies", "headers", "active", "max_active",
-                             "statuses", "requests"}}}
+                             "statuses", "requests", "arrivals"}}}
         "texts" are the request bodies received (as text, each cut to
         TEXT_RECORD_MAX characters, the last MAX_REQUEST_RECORDS);
         "headers" are the last request's headers ("header_lines" the same
         as [name, value] pairs, a repeated name on each of its lines),
         "requests" every
         request's (the last MAX_REQUEST_RECORDS), "statuses" counts the statuses
-        answered (e.g. {"200": 1, "304": 2}).
+        answered (e.g. {"200": 1, "304": 2}), "arrivals" the place of each
+        of the path's requests among all the origin's (1, 2, ...: total when
+        it came), the order requests reached the origin in.
         A request is counted when it arrives (before delay or hold);
         done_at gets the wall-clock time once its response is written;
         first_byte_mono the time its head had been sent and its body was
@@ -153,6 +155,7 @@ class PathStats:
         self.statuses = {}
         self.requests = []
         self.texts = []
+        self.arrivals = []
 
     def as_json(self):
         return {"count": self.count, "methods": dict(self.methods),
@@ -163,7 +166,7 @@ class PathStats:
                 "active": self.active, "max_active": self.max_active,
                 "statuses": dict(self.statuses),
                 "requests": [dict(h) for h in self.requests],
-                "texts": list(self.texts)}
+                "texts": list(self.texts), "arrivals": list(self.arrivals)}
 
 
 def bounded_append(lst, value):
@@ -240,6 +243,7 @@ class OriginState:
             self.total += 1
             st = self.paths.setdefault(path, PathStats())
             st.count += 1
+            bounded_append(st.arrivals, self.total)
             st.methods[method] = st.methods.get(method, 0) + 1
             st.headers = headers
             st.header_lines = list(lines)

@@ -5,6 +5,7 @@ the slot's confirmed position). Imported as harness.feeds.
 """
 
 import os
+import time
 
 from .wait import START_TIMEOUT_S, expect, wait_for
 
@@ -106,3 +107,118 @@ def commit_lsn(pg, sql):
     commit's end, which is what a feed acknowledges."""
     out = pg.sql(f"{sql}; SELECT pg_current_wal_insert_lsn()", db=DB)
     return lsn_int(out.splitlines()[-1])
+
+
+def fleet(env, pg, redis, origin, n=2, workers=2, routes=None, section_text=None, server=None,
+          upstream=None):
+    """n instances of workers processes each, sharing redis, origin and the
+    feed section_text (feeds.section()'s by default); waits until every
+    process holds its Redis subscription."""
+    from .corral import corral_config	# noqa: PLC0415
+    from .wait import free_port	# noqa: PLC0415
+    text = section_text if section_text is not None else section(env, pg)
+    before = redis.subscribers()
+    out = []
+    for _ in range(n):
+        extra = {"server": dict({"workers": str(workers)}, **(server or {}))}
+        if upstream:
+            extra["upstream"] = upstream
+        config = corral_config(redis, origin, free_port(), free_port(), routes, extra) + \
+            "\n" + text
+        out.append(env.corral(config=config))
+    env.wait_subscribed(redis, before + n * workers)
+    return out
+
+
+class Askers:
+    """clients threads that keep asking paths (in turn) of the instances of
+    fleet (in turn), each on a kept-alive connection, until stop(); every
+    answer is kept as (time.time() when read, instance index, path, status,
+    Cache-Status, body)."""
+
+    def __init__(self, fleet, paths, clients=50):
+        import http.client	# noqa: PLC0415
+        import threading	# noqa: PLC0415
+        from .keys import HOST	# noqa: PLC0415
+        self.answers, self.errors = [], []
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.rounds = [0] * clients
+
+        def ask(i):
+            target = fleet[i % len(fleet)]
+            conn = None
+            k = i
+            while not self.stopping.is_set():
+                path = paths[k % len(paths)]
+                k += 1
+                try:
+                    if conn is None:
+                        conn = http.client.HTTPConnection(target.host, target.port, timeout=30)
+                    conn.request("GET", path, headers={"Host": HOST})
+                    resp = conn.getresponse()
+                    body = resp.read()
+                    with self.lock:
+                        self.answers.append((time.time(), i % len(fleet), path, resp.status,
+                                             resp.getheader("Cache-Status") or "", body))
+                except Exception as e:	# noqa: BLE001 - kept, checked by the scenario
+                    with self.lock:
+                        self.errors.append(repr(e))
+                    if conn is not None:
+                        conn.close()
+                    conn = None
+                self.rounds[i] += 1
+        self.threads = [threading.Thread(target=ask, args=(i,), daemon=True)
+                        for i in range(clients)]
+        for t in self.threads:
+            t.start()
+
+    def since(self, t):
+        with self.lock:
+            return [a for a in self.answers if a[0] >= t]
+
+    def wait_rounds(self, n, what):
+        """Waits until every client has asked n more times."""
+        start = list(self.rounds)
+        wait_for(lambda: all(r >= s + n for r, s in zip(self.rounds, start)),
+                 timeout=START_TIMEOUT_S * 4, what=what)
+
+    def stop(self):
+        self.stopping.set()
+        for t in self.threads:
+            t.join(60)
+        expect(not self.errors, f"clients failed: {self.errors[:3]}")
+
+
+def is_fresh_hit(cache_status):
+    """A Cache-Status of a fresh hit (not stale, not fetched)."""
+    return "hit" in cache_status and "ttl=-" not in cache_status and "fwd=" not in cache_status
+
+
+def kill_instance(corral):
+    """kill -9 of an instance: its master and every worker at once."""
+    import signal	# noqa: PLC0415
+    from .corral import children	# noqa: PLC0415
+    pids = [corral.proc.pid] + children(corral.proc.pid)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    corral.proc.wait()
+    corral.stopped = True
+
+
+def walsender(pg):
+    """pg_stat_replication's write_lsn and flush_lsn of the feed's session
+    (as ints), or None while it has none."""
+    rows = pg.rows("SELECT coalesce(write_lsn::text, ''), coalesce(flush_lsn::text, '') "
+                   "FROM pg_stat_replication WHERE application_name = 'corral'")
+    if not rows:
+        return None
+    return {"write": lsn_int(rows[0][0]), "flush": lsn_int(rows[0][1])}
+
+
+def health(corral):
+    """The first line of corral's /health."""
+    return corral.admin("GET", "/health").body.decode().strip()

@@ -13,6 +13,7 @@ import pwd
 import shutil
 import signal
 import subprocess
+import tempfile
 
 from .wait import (START_TIMEOUT_S, STOP_TIMEOUT_S, expect_eq, free_port, read_text, tail,
                    wait_for)
@@ -42,7 +43,8 @@ class PostgresServer:
     """A private PostgreSQL cluster: initdb once in workdir/name, then
     start(), stop() and start() again on the same port and data.
     listen_addresses is 127.0.0.1, the Unix socket lives in the data
-    directory's parent, and pg_hba trusts local socket connections (the
+    directory of its own under /tmp (a socket's path is at most 107
+    bytes), and pg_hba trusts local socket connections (the
     test's psql) and asks TCP clients for a SCRAM password, replication
     connections included."""
 
@@ -51,7 +53,7 @@ class PostgresServer:
         self.bindir = find_pg_bindir()
         self.root = os.path.join(workdir, name)
         self.datadir = os.path.join(self.root, "data")
-        self.sockdir = self.root
+        self.sockdir = None	# made by start(): a socket's path is short
         self.log_path = os.path.join(self.root, "postgres.log")
         self.host = "127.0.0.1"
         self.settings = {"wal_level": "logical", "max_wal_senders": "10",
@@ -112,9 +114,16 @@ class PostgresServer:
             argv += ["-c", f"{key}={value}"]
         return argv
 
+    def make_sockdir(self):
+        if self.sockdir is None or not os.path.isdir(self.sockdir):
+            self.sockdir = tempfile.mkdtemp(prefix="corral-pg-")
+            if self.as_user is not None:
+                os.chown(self.sockdir, *self.as_user)
+
     def start(self, port=None):
         """Starts it on port, on the port it had, or on a free port (tried
         three times)."""
+        self.make_sockdir()
         port = port or self.port
         for attempt in range(3):	# free_port() can race with other processes
             self.port = port or free_port()
@@ -179,6 +188,7 @@ class PostgresServer:
                 self.proc.wait(STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 self.kill()
+        self.remove_sockdir()
 
     def kill(self):
         """An immediate shutdown (SIGQUIT: the server's processes end at
@@ -191,6 +201,14 @@ class PostgresServer:
                 self.proc.kill()
         if self.proc is not None:
             self.proc.wait()
+        self.remove_sockdir()
+
+    def remove_sockdir(self):
+        """The socket's directory goes with the server (start() makes
+        one again)."""
+        if self.sockdir is not None and not self.running():
+            shutil.rmtree(self.sockdir, ignore_errors=True)
+            self.sockdir = None
 
     def remove(self):
         """Stops it and deletes its directory."""
