@@ -237,10 +237,17 @@ struct cache_op	*cache_soften(struct cache *c, const char *key, fence_cb *cb,
 		    void *arg);
 /* Records that key was stored with tag (Surrogate-Key, Cache-Tag) until
  * expire_at_ms, in the tag's own set, which drops a few keys whose entries
- * are gone on the way. Nobody is told the result. 0 or -1. */
-#define CACHE_TAG_MAX	128
+ * are gone on the way; and, for a tag "P:x", in its family's set too,
+ * "P:*", so that a purge of the family reaches every tag that begins
+ * "P:" (a change feed's broad purges, changes.h). Nobody is told the
+ * result. 0 or -1. */
+#define CACHE_TAG_MAX		128
+#define CACHE_TAG_FAMILY	"*"	/* "P:" CACHE_TAG_FAMILY */
 int		 cache_tag(struct cache *c, const char *key, const char *tag,
 		    int64_t expire_at_ms);
+/* The family of tag ("orders:42": "orders:*") into out: 0, or -1 when it
+ * has none (no ':', or it is one). */
+int		 cache_tag_family(const char *tag, char out[CACHE_TAG_MAX + 1]);
 /*
  * Invalidates (soft: softens) every key starting with prefix (SCAN on
  * every primary), a batch at a time: all running purges share a bounded

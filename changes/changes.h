@@ -28,10 +28,17 @@
  * An update purges the tags of the old row and of the new one. Where an
  * old value is not in the stream (a column outside the replica identity,
  * unless the table has REPLICA IDENTITY FULL), the update purges the
- * template's broad tag instead: its text before the first '{', less a
- * trailing ':' ("customers"), or T if that is empty. A NULL value gives
- * no tag; a tag over CHANGES_TAG_MAX bytes becomes its broad tag; a table
- * with REPLICA IDENTITY FULL or NOTHING and no rule purges T only.
+ * template's broad tag instead. A NULL value gives no tag; a tag over
+ * CHANGES_TAG_MAX bytes becomes its broad tag; a table with REPLICA
+ * IDENTITY FULL or NOTHING and no rule purges T only.
+ *
+ * Broad tags stand for many tags at once. The family of the tags that
+ * begin "P:" is the tag "P:*" (CHANGES_FAMILY): the cache files every key
+ * stored under a tag "P:x" under "P:*" too (cache.h), so a purge of
+ * "P:*" reaches them all. The broad tag of T:K is T's family "T:*"; of a
+ * template whose text before the first '{' ends in ':', that text's
+ * family ("customers:{customer_id}": "customers:*"); of a template with
+ * no column, itself ("orders"); of any other, T.
  *
  * Values in tags are escaped: every byte outside A-Z a-z 0-9 - . _ ~ is
  * written %XX (upper-case hex), so ':', ',', ' ', '%' and any non-ASCII
@@ -56,6 +63,7 @@
 #include <event2/event.h>
 
 #define CHANGES_TAG_MAX		128	/* bytes of a tag (cache.h's CACHE_TAG_MAX) */
+#define CHANGES_FAMILY		"*"	/* "P:" CHANGES_FAMILY: the tags "P:..." */
 #define CHANGES_TXN_TAGS_MAX	10000	/* distinct tags of one transaction */
 #define CHANGES_MESSAGE_PREFIX	"corral"
 #define CHANGES_LSN_LEN		18	/* "FFFFFFFF/FFFFFFFF" and a NUL */

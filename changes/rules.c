@@ -62,6 +62,7 @@ struct rules {
 	size_t		 n;
 	struct cell	*old, *new;	/* PGOUTPUT_COLUMNS_MAX each */
 	char		 table_tag[CHANGES_TAG_MAX + 1];	/* T, of this change */
+	char		 family[CHANGES_TAG_MAX + 1];	/* "T:*", or T */
 	int		 hard;		/* the default rule's purges are hard */
 	int		 emit_hard;	/* of this change's rule */
 	rules_emit_cb	*emit;		/* of this change */
@@ -151,19 +152,23 @@ add_part(struct template *tp, const char *s, size_t len, int column)
 	return 0;
 }
 
-/* The broad tag: the text before the first '{' without a trailing ':',
- * or the table's tag. */
+/* The broad tag: a template without columns stands for itself
+ * ("orders"); one whose text before the first '{' ends in ':' for the
+ * family of its tags ("customers:{id}": "customers:*", changes.h); any
+ * other for the table's tag. */
 static int
 template_broad(struct template *tp, const char *tok, size_t len,
     const char *ttag)
 {
 	size_t n = strcspn(tok, "{");
 
-	if (n > len)
-		n = len;
-	if (n > 0 && n < len && tok[n - 1] == ':')
-		n--;
-	tp->broad = n > 0 ? strndup(tok, n) : strdup(ttag);
+	if (n >= len)
+		tp->broad = strndup(tok, len);
+	else if (n > 0 && tok[n - 1] == ':' && (tp->broad = malloc(n + 2)) !=
+	    NULL)
+		snprintf(tp->broad, n + 2, "%.*s" CHANGES_FAMILY, (int)n, tok);
+	else if (n == 0 || tok[n - 1] != ':')
+		tp->broad = strdup(ttag);
 	return tp->broad == NULL ? -1 : 0;
 }
 
@@ -360,7 +365,8 @@ emit(struct rules *r, const char *tag, const char *broad)
 	r->emit(tag, broad, r->emit_hard, r->arg);
 }
 
-/* The default rule: T:K (broad T), then T itself when asked. */
+/* The default rule: T:K (broad: its family T:*), then T itself when
+ * asked. */
 static void
 default_tags(struct rules *r, const struct pgoutput_relation *rel,
     const struct cell *c, int with_table)
@@ -391,7 +397,7 @@ default_tags(struct rules *r, const struct pgoutput_relation *rel,
 	if (i < rel->ncols)	/* a value unknown, or the tag too long */
 		with_table = 1;
 	else
-		emit(r, tag, r->table_tag);
+		emit(r, tag, r->family);
 	if (with_table)
 		emit(r, r->table_tag, r->table_tag);
 }
@@ -469,13 +475,20 @@ rule_of(const struct rules *r, const struct pgoutput_relation *rel)
 	return dict_get(r->byname, name);
 }
 
-/* Sets T for rel; -1 if even that is too long. */
+/* Sets T and its family for rel; -1 if even T is too long. */
 static int
 set_table(struct rules *r, const struct pgoutput_relation *rel, char *err,
     size_t errlen)
 {
-	if (table_tag(rel->schema, rel->name, r->table_tag) != -1)
+	int n;
+
+	if ((n = table_tag(rel->schema, rel->name, r->table_tag)) != -1) {
+		memcpy(r->family, r->table_tag, (size_t)n + 1);
+		if ((size_t)n + sizeof(":" CHANGES_FAMILY) - 1 <= CHANGES_TAG_MAX)
+			memcpy(r->family + n, ":" CHANGES_FAMILY,
+			    sizeof(":" CHANGES_FAMILY));
 		return 0;
+	}
 	snprintf(err, errlen, "%s.%s: its tag would be over %d bytes",
 	    rel->schema, rel->name, CHANGES_TAG_MAX);
 	return -1;

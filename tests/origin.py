@@ -18,7 +18,8 @@ control API under /__origin/ (never counted, never delayed):
         then to the defaults.
         "body" is a template: {n} (this path's count), {path}, {method},
         and {h:Name} (the request's Name header, "" when absent).
-        "headers" may also be a list of [name, value] pairs (to repeat a name).
+        "headers" may also be a list of [name, value] pairs (to repeat a name);
+        {last} in a value is the path's last segment ("/rows/7": "7").
         Headers naming Content-Length or Transfer-Encoding replace the
         origin's own Content-Length, the body goes out as given (chunks
         and all) and the connection is closed after it: misframed answers.
@@ -436,7 +437,8 @@ class Handler(BaseHTTPRequestHandler):
         headers = [("X-Origin-Count", str(n))]
         pairs = script["headers"]
         pairs = pairs.items() if isinstance(pairs, dict) else pairs
-        headers += [(str(k), str(v)) for k, v in pairs]
+        headers += [(str(k), str(v).replace("{last}", path.rsplit("/", 1)[-1]))
+                    for k, v in pairs]
         if script["etag"] is not None:
             headers.append(("ETag", script["etag"]))
         if script["last_modified"] is not None:

@@ -7,6 +7,7 @@ the slot's confirmed position). Imported as harness.feeds.
 import os
 import time
 
+from .keys import PREFIX	# noqa: F401 - the lease's key is PREFIX{leader:NAME}:lease
 from .wait import START_TIMEOUT_S, expect, wait_for
 
 DB = "app"
@@ -222,3 +223,34 @@ def walsender(pg):
 def health(corral):
     """The first line of corral's /health."""
     return corral.admin("GET", "/health").body.decode().strip()
+
+
+def ask_all(fleet, paths, threads=16):
+    """GETs every path once, spread over threads on kept-alive connections
+    and over the instances of fleet; the (path, status, Cache-Status)
+    answers."""
+    import http.client	# noqa: PLC0415
+    import threading	# noqa: PLC0415
+    from .keys import HOST	# noqa: PLC0415
+    out, errors = [], []
+
+    def run(k):
+        target = fleet[k % len(fleet)]
+        conn = http.client.HTTPConnection(target.host, target.port, timeout=60)
+        try:
+            for path in paths[k::threads]:
+                conn.request("GET", path, headers={"Host": HOST})
+                resp = conn.getresponse()
+                resp.read()
+                out.append((path, resp.status, resp.getheader("Cache-Status") or ""))
+        except Exception as e:	# noqa: BLE001 - reported below
+            errors.append(repr(e))
+        finally:
+            conn.close()
+    ts = [threading.Thread(target=run, args=(k,), daemon=True) for k in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(600)
+    expect(not errors, f"clients failed: {errors[:3]}")
+    return out

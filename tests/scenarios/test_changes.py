@@ -402,3 +402,129 @@ def corral_t_checks_a_section_and_what_its_server_lacks(env):
     t = env.run_corral("-t", "-c", env.config_file(bad, "bad3.conf"))
     expect_eq(t.returncode, 1, "corral -t of a bad connection string")
     expect("the connection string does not parse" in t.stderr, f"corral -t: {t.stderr}")
+
+
+@scenario(timeout=180)
+def one_leader_and_a_leader_that_loses_its_lease_stops_reading_at_once(env):
+    pg, redis, origin, fleet = feed_fleet(env)
+    # Over three leases (a second leader would take the lease within one
+    # claim, a third of a lease), one instance leads, once.
+    until = time.monotonic() + 3 * 2.0
+    while time.monotonic() < until:
+        lead = feeds.leaders(fleet)
+        expect_eq(len(lead), 1, "instances leading")
+        time.sleep(0.1)	# a sampling period over a window the bound rules on
+    expect_eq(sum(feeds.feed(c)["leaderships"] for c in fleet), 1, "leaderships")
+    leader = lead[0]
+    follower = [c for c in fleet if c is not leader][0]
+    expect_eq(feeds.feed(follower)["leader_instance"], feeds.feed(leader)["leader_instance"],
+              "the follower names the leader")
+    # Another value takes the lease: the leader stops reading at its
+    # next claim (a third of a lease), not when its own time runs out.
+    lease = f"{feeds.PREFIX}{{leader:orders}}:lease"
+    redis.cmd("SET", lease, "intruder elsewhere:1:1", "PX", "4000")
+    taken = time.monotonic()
+    wait_for(lambda: not feeds.slot_row(pg)["active"] and not feed_leads(leader), timeout=10,
+             what="the leader stopping once its lease is another's")
+    stopped = time.monotonic() - taken
+    expect(stopped < 2.0, f"the leader read {stopped:.1f} s after losing its lease (2 s)")
+    expect(not feeds.leaders(fleet), "nobody leads while the intruder holds the lease")
+    feeds.wait_streaming(fleet, timeout=30)
+    env.report(f"a leader that lost its lease stopped reading {stopped:.2f} s later")
+
+
+def feed_leads(c):
+    return feeds.feed(c)["leader"]
+
+
+@scenario(timeout=180)
+def notify_mode_purges_payload_tags_and_the_broad_tags_after_a_reconnect(env):
+    pg = env.postgres()
+    feeds.setup_database(pg, replication=False)
+    redis, origin = env.redis(), env.origin()
+    for p, t in {"/a": "tag-a", "/orders": "orders", "/b": "tag-b"}.items():
+        tagged(origin, p, t)
+    text = feeds.section(env, pg, mode="notify", broad_tags="orders")
+    fleet = feeds.fleet(env, pg, redis, origin, section_text=text, routes=LONG)
+    leader = feeds.wait_streaming(fleet)
+    warm(fleet[0], ["/a", "/orders", "/b"])
+    pg.sql("NOTIFY corral_tags, 'tag-a'", db=DB)
+    wait_for(lambda: entry_is_fresh(redis, "/a") is False, timeout=30,
+             what="the notification's tag purged")
+    expect(entry_is_fresh(redis, "/orders") and entry_is_fresh(redis, "/b"),
+           "only the notified tag purged")
+    broad = feeds.feed(leader)["broad_purges"]
+    pg.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+           "WHERE application_name = 'corral' AND pid <> pg_backend_pid()")
+    wait_for(lambda: entry_is_fresh(redis, "/orders") is False, timeout=30,
+             what="the broad tags purged after the reconnect")
+    expect(feeds.feed(leader)["broad_purges"] > broad, "a broad purge counted")
+    expect("notifications sent meanwhile are lost" in leader.log(), "said in the log")
+    expect(entry_is_fresh(redis, "/b"), "a tag neither notified nor broad stays fresh")
+
+
+@scenario(timeout=120)
+def change_feed_module_against_postgres(env):
+    # changes/ on its own, through its probe: every case of
+    # tests/changes/test_feed.py against one PostgreSQL 15.
+    import os
+    import subprocess
+    import sys
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    probe = os.path.join(os.path.dirname(here), "build", "asan", "tools", "changes_probe")
+    done = subprocess.run([sys.executable, os.path.join(here, "changes", "test_feed.py"),
+                           "--probe", probe], capture_output=True, text=True, timeout=600)
+    failed = [line for line in done.stdout.splitlines() if line.startswith("FAIL")]
+    expect(done.returncode == 0 and not failed,
+           f"tests/changes/test_feed.py: {failed or done.stderr[-2000:]}")
+    env.report(f"{done.stdout.count('PASS ')} cases of the change feed module passed")
+
+
+@scenario(timeout=420)
+def bulk_update_of_100000_rows_goes_through_the_budget_client_misses_first(env):
+    # 10,000 cached entries of a 100,000-row table, one UPDATE of every
+    # row: the transaction's tags collapse to the table's (over 10,000
+    # distinct tags), one batched purge makes every entry stale, and the
+    # refreshes the clients then cause rank below their cold misses:
+    # max_requests = 8, never more at the origin.
+    rows, cached, backlog = 100000, 10000, 200
+    pg, redis, origin, fleet = feed_fleet(env, upstream={"max_requests": "8"})
+    origin.script("/rows/*", body="{path} v{n}", headers={"Surrogate-Key": "rows:{last}"})
+    origin.script("/fresh/*", body="{path} v{n}")
+    pg.sql(f"INSERT INTO rows SELECT g, 0 FROM generate_series(1, {rows}) g", db=DB)
+    applied(fleet, 1, "the insert applied")
+    paths = [f"/rows/{i}" for i in range(1, cached + 1)]
+    warmed = feeds.ask_all(fleet, paths)
+    expect(all(s == 200 for _, s, _ in warmed), "every entry stored")
+    for prefix in ("/rows/*", "/fresh/*"):
+        origin.script(prefix, delay_ms=100)
+    before = sum(feeds.feed(c)["applied"] for c in fleet)
+    committed = time.monotonic()
+    pg.sql("UPDATE rows SET v = v + 1", db=DB)
+    applied(fleet, before + 1, "the bulk update's purges applied")
+    took = time.monotonic() - committed
+    lead = feeds.leaders(fleet)[0]
+    expect(all(entry_is_fresh(redis, p) is False for p in paths[::97]),
+           "every entry of the table stale")
+    expect(feeds.feed(lead)["purged"] >= cached, "the entries the purge reached")
+    # A backlog of refreshes: each stale answer starts one, and they queue.
+    backlog_paths = paths[:backlog]
+    stale = feeds.ask_all(fleet, backlog_paths)
+    expect(all("ttl=-" in cs for _, _, cs in stale), "stale answers at once")
+    queued = lambda: sum(c.stats()["origin_budget"]["queue_length"] for c in fleet)  # noqa: E731
+    wait_for(lambda: queued() >= backlog // 2, timeout=30, what="the refreshes queued")
+    misses = feeds.ask_all(fleet, [f"/fresh/{i}" for i in range(4)], threads=4)
+    expect(all(s == 200 and "fwd=miss" in cs for _, s, cs in misses), f"cold misses: {misses}")
+    wait_for(lambda: queued() == 0, timeout=60, what="the backlog drained")
+    st = origin.stats()
+    arrivals = {p: v["arrivals"][-1] for p, v in st["paths"].items()}
+    for i in range(4):
+        seq = arrivals[f"/fresh/{i}"]
+        overtaken = sum(1 for p in backlog_paths if arrivals.get(p, 0) > seq)
+        expect(overtaken >= backlog // 4, f"/fresh/{i} reached the origin before only "
+               f"{overtaken} of the {backlog} refreshes queued ahead of it")
+    expect(origin.stats()["max_active"] <= 8,
+           f"the origin saw {origin.stats()['max_active']} requests at once (max_requests 8)")
+    env.report(f"100,000-row UPDATE: {cached} entries stale {took:.2f} s after COMMIT "
+               f"({feeds.feed(lead)['tag_purges']} tag purges in all); origin peak "
+               f"{origin.stats()['max_active']} at once")

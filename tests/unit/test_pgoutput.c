@@ -825,7 +825,7 @@ t_rule_update_unknown_old_value_purges_broad(void)
 	(void)add(&c, &b);
 	(void)commit(&c);
 	asm_done(&c);
-	CHECK_STR(c.tags, "orders:1 customers:10 orders customers");
+	CHECK_STR(c.tags, "orders:1 customers:10 orders customers:*");
 }
 
 /* A hard rule's tags are hard, the default rule's and messages' follow
@@ -884,7 +884,7 @@ t_rule_null_and_key_only_rows(void)
 	(void)add(&c, &b);
 	(void)commit(&c);
 	asm_done(&c);
-	CHECK_STR(c.tags, "orders:1 orders orders:2 customers");
+	CHECK_STR(c.tags, "orders:1 orders orders:2 customers:*");
 }
 
 static void
@@ -900,7 +900,7 @@ t_rule_truncate_purges_broad_tags(void)
 	(void)add(&c, &b);
 	(void)commit(&c);
 	asm_done(&c);
-	CHECK_STR(c.tags, "orders customers");
+	CHECK_STR(c.tags, "orders:* customers:* orders");
 }
 
 static void
@@ -923,7 +923,7 @@ t_rule_names_missing_column(void)
 	(void)commit(&c);
 	asm_done(&c);
 	CHECK(noted);
-	CHECK_STR(c.tags, "orders");
+	CHECK_STR(c.tags, "orders:*");
 }
 
 static void
@@ -1044,7 +1044,7 @@ t_bound_collapses_to_broad_tags(void)
 	(void)commit(&c);
 	asm_done(&c);
 	CHECK(c.breadth == CHANGES_BROAD);
-	CHECK_STR(c.tags, "line_items orders");
+	CHECK_STR(c.tags, "line_items:* line_items orders:*");
 }
 
 /* A transactional message with more distinct tags than the bound: even
