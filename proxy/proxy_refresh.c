@@ -63,6 +63,7 @@
 #include "proxy/proxy_refresh.h"
 #include "proxy/proxy_refresh_int.h"
 #include "proxy/proxy_outcome.h"
+#include "proxy/proxy_tags.h"
 #include "proxy/proxy_vary.h"
 #include "proxy/proxy_waitlist.h"
 #include "upstream/upstream.h"
@@ -468,6 +469,9 @@ stored(struct refresh *rf)
 	    hdr_tags(&rep->entry->headers, tag_stored, rf));
 	if (rf->sent.url_tag[0] != '\0')	/* a purge by URL */
 		tag_stored(rf->sent.url_tag, rf);
+	if (rf->rt.graphql)	/* its objects: Type:id */
+		(void)graphql_response_tags((const char *)rep->entry->body,
+		    rep->entry->body_len, tag_stored, rf);
 	if (entry_state(rep->entry, util_now_ms()) == ENTRY_FRESH)
 		near_put(rf->px, rep->variant[0] != '\0' ? rep->variant :
 		    rf->key, rep->entry);
