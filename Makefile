@@ -130,7 +130,8 @@ build/tools/alloc_probe: tests/tools/alloc_probe.c tests/unit/unit.h
 	$(CC) $(BASE) -O0 -fno-builtin -pthread -o $@ $< -ldl
 
 # Programs the tests drive (not run by tests/run.py): the change feed's
-# probe for tests/changes/test_feed.py.
+# probe for tests/changes/test_feed.py (the scenario
+# change_feed_module_against_postgres runs it).
 build/asan/tools/%: tests/tools/%.c $(ASAN_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(ASAN_FLAGS) $(PKG_CFLAGS) -o $@ $< $(ASAN_OBJ) $(PKG_LIBS) -lm
@@ -152,7 +153,8 @@ test: test-deps
 	python3 tests/run.py --bin build/asan/corral --unit build/asan/unit
 
 test-build: check-boundaries check-size build/asan/corral $(UNIT_BIN) man deb \
-            build/release/corral build/tools/alloc_count.so build/tools/alloc_probe
+            build/release/corral build/tools/alloc_count.so build/tools/alloc_probe \
+            build/asan/tools/changes_probe
 
 # Mutation tests of every module (tests/mutants.py): each mutant must make
 # one of its tests fail. Not part of make test (about 24 minutes on 2 cores);

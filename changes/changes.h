@@ -7,8 +7,8 @@
  * PostgreSQL, on the caller's libevent loop. Non-blocking throughout,
  * but for one thing: libpq resolves a host name synchronously (give an
  * address, or hostaddr, to spare the loop a DNS wait). libpq is hidden
- * behind this face (only changes/ includes libpq-fe.h). docs/changes.md
- * says what the database needs.
+ * behind this face (only changes/ includes libpq-fe.h). docs/operations.md
+ * ("Fresh on change") says what the database needs.
  *
  * mode CHANGES_REPLICATION reads a logical replication slot (pgoutput,
  * protocol version 1) of one publication. Each committed transaction

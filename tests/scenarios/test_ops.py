@@ -12,8 +12,8 @@ import struct
 import subprocess
 import tempfile
 
-from harness import (docs, expect, expect_eq, free_port, http_request, read_text, scenario,
-                     tail, wait_for)
+from harness import (corral_config, docs, expect, expect_eq, free_port, http_request, read_text,
+                     scenario, tail, wait_for)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -338,6 +338,23 @@ def dashboard_queries(node):
             yield from dashboard_queries(v)
 
 
+# A change feed whose server never answers: its section's metrics are
+# there all the same (its instance leads it, and knows it is down).
+UNREACHABLE_FEED = ("[changes t]\npostgres = host=127.0.0.1 port=1 dbname=x\n"
+                    "publication = p\n")
+
+
+def with_feed(env, redis, origin, routes=None, extra=None):
+    """A corral with every feature on: a [changes] section too; waits
+    until it leads the section's feed."""
+    config = corral_config(redis, origin, free_port(), free_port(), routes, extra) + \
+        UNREACHABLE_FEED
+    corral = env.corral(config=config)
+    wait_for(lambda: corral.stats()["changes"]["t"]["leader"], timeout=30,
+             what="the instance leading its change feed")
+    return corral
+
+
 def exposed_series(text):
     """{series name: set of label names} from a /metrics exposition."""
     types, labels = {}, {}
@@ -368,7 +385,7 @@ def grafana_dashboard_queries_only_metrics_that_metrics_exposes(env):
     expect(len(queries) >= 10, f"the dashboard's queries: {queries}")
 
     redis, origin = env.redis(), env.origin()
-    corral = env.corral(redis, origin, routes={"/api/": {}})
+    corral = with_feed(env, redis, origin, routes={"/api/": {}})
     corral.get("/api/a")
     r = http_request(corral.admin_host, corral.admin_port, "/metrics",
                      {"Host": f"{corral.admin_host}:{corral.admin_port}"})
@@ -386,7 +403,7 @@ def grafana_dashboard_queries_only_metrics_that_metrics_exposes(env):
     for want in ("corral_requests_total", "corral_lock_wait_seconds_bucket",
                  "corral_refreshes_in_progress", "corral_redis_up",
                  "corral_upstream_requests_total", "corral_restart_pending",
-                 "corral_redis_full"):
+                 "corral_redis_full", "corral_changes_lag_bytes"):
         expect(want in used, f"the dashboard uses {want}")
 
     # promtool parses each query as a recording rule.
@@ -610,7 +627,7 @@ def the_manual_pages_document_every_metric_counter_cache_status_and_endpoint(env
     # table of docs/operations.md (which corral-metrics(7) is made from)
     # and in corral-metrics(7); and nothing they list that it does not.
     redis, origin = env.redis(), env.origin()
-    corral = env.corral(redis, origin, routes={"/api/": {}}, extra={
+    corral = with_feed(env, redis, origin, routes={"/api/": {}}, extra={
         "upstream": {"max_requests": "4", "health_path": "/"}})
     corral.get("/api/a")
     r = http_request(corral.admin_host, corral.admin_port, "/metrics",
