@@ -13,7 +13,12 @@
 VERSION := 0.1.0
 DEB_REVISION := 1	# the package's own: corral_VERSION-REVISION_ARCH.deb
 DEB_MAINTAINER ?= Corral maintainers <maintainers@users.noreply.a-seed-d6bbd95e.example>
-PKGS    := libevent hiredis libcurl inih libpq
+# libevent's event loop and buffers (libevent_core) and its OpenSSL
+# bufferevents: not its HTTP layer (libevent_extra's evhttp); the server
+# is Corral's own (proxy/proxy_conn.c). --as-needed keeps the full
+# libevent that libevent_openssl's pkg-config names out of the binary.
+# libpq is the change feed's (changes/).
+PKGS    := libevent_core libevent_openssl libssl libcrypto hiredis libcurl inih libpq
 JOBS    := $(shell nproc 2>/dev/null || echo 1)
 
 CC      ?= cc
@@ -23,7 +28,7 @@ DEFS    := -std=c11 -D_GNU_SOURCE -DCORRAL_VERSION='"$(VERSION)"' -I. -g
 BASE    := $(DEFS) $(WARN)
 
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+PKG_LIBS   = -Wl,--as-needed $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c changes/*.c)
 # The configuration alone, for the man page's key list and the fuzzers.
@@ -71,6 +76,8 @@ endif
 REL_OBJ  := $(LIB_SRC:%.c=build/release/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/unit/%)
+# The unit tests' own origins may use libevent's HTTP layer; Corral does not.
+UNIT_LIBS = $(shell pkg-config --libs libevent_extra 2>/dev/null)
 
 .PHONY: all deps test-deps run test test-build test-mutants unit scenarios bench clean \
         check-boundaries check-size man install deb
@@ -116,7 +123,7 @@ build/asan/corral: $(ASAN_OBJ) build/asan/proxy/main.o build/asan/FLAGS
 
 build/asan/unit/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(ASAN_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(ASAN_FLAGS) $(PKG_CFLAGS) -o $@ $< $(ASAN_OBJ) $(PKG_LIBS) -lm
+	$(CC) $(BASE) $(ASAN_FLAGS) $(PKG_CFLAGS) -o $@ $< $(ASAN_OBJ) $(PKG_LIBS) $(UNIT_LIBS) -lm
 
 # The allocation counter the scenarios preload into the release build
 # (tests/tools/alloc_count.c; ASan brings its own malloc), and the probe
@@ -136,11 +143,15 @@ build/asan/tools/%: tests/tools/%.c $(ASAN_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(ASAN_FLAGS) $(PKG_CFLAGS) -o $@ $< $(ASAN_OBJ) $(PKG_LIBS) -lm
 
-# Only cache/ may include hiredis, only upstream/ curl and only changes/ libpq.
+# Only cache/ may include hiredis, only upstream/ curl, only changes/
+# libpq, and only the TLS module (proxy/proxy_tls*) OpenSSL or libevent's
+# OpenSSL bufferevents (the unit tests aside).
 check-boundaries:
 	@bad=$$(grep -ln '#include <hiredis' $$(ls */*.[ch] | grep -v '^cache/'); \
 	        grep -ln '#include <curl' $$(ls */*.[ch] | grep -v '^upstream/'); \
-	        grep -ln '#include <libpq-fe.h>' $$(ls */*.[ch] | grep -v '^changes/')); \
+	        grep -ln '#include <libpq-fe.h>' $$(ls */*.[ch] | grep -v '^changes/'); \
+	        grep -lE '#include <(openssl/|event2/bufferevent_ssl)' \
+	            $$(ls */*.[ch] | grep -v '^proxy/proxy_tls')); \
 	if [ -n "$$bad" ]; then echo "module boundary broken in: $$bad"; exit 1; fi
 
 # No file in proxy/, cache/ or conf/ over 900 lines, no function over 60.
@@ -309,11 +320,11 @@ build/fuzz/fuzz_conf: fuzz/fuzz_conf.c $(CONF_SRC) common/fields.c common/host.c
 build/fuzz/fuzz_key: fuzz/fuzz_key.c cache/cache_key.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
-build/fuzz/fuzz_hdr: fuzz/fuzz_hdr.c proxy/proxy_hdr.c proxy/proxy_sf.c $(CONF_SRC) common/fields.c common/host.c common/util.c \
+build/fuzz/fuzz_hdr: fuzz/fuzz_hdr.c proxy/proxy_hdr.c proxy/proxy_sf.c $(CONF_SRC) common/fields.c common/hlist.c common/host.c common/util.c \
                      common/log.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
-build/fuzz/fuzz_frame: fuzz/fuzz_frame.c proxy/proxy_frame.c common/host.c $(wildcard */*.h)
+build/fuzz/fuzz_frame: fuzz/fuzz_frame.c proxy/proxy_frame.c proxy/proxy_chunk.c common/host.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
 build/fuzz/fuzz_pgoutput: fuzz/fuzz_pgoutput.c changes/pgoutput.c changes/txn.c changes/rules.c \

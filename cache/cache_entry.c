@@ -7,6 +7,7 @@
  */
 
 #include "cache/cache_entry.h"
+#include "common/hlist.h"
 
 #include <sys/queue.h>
 
@@ -17,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/http.h>
 
 /*
  * Encoded form. Offset 0 holds the generation as ENTRY_GEN_LEN lowercase
@@ -146,10 +146,10 @@ valid_times(int64_t stored, int64_t fresh, int64_t stale)
 static size_t
 count_headers(const struct cache_entry *e)
 {
-	const struct evkeyval *kv;
+	const struct hfield *kv;
 	size_t n = 0;
 
-	TAILQ_FOREACH(kv, &e->headers, next)
+	HL_FOREACH(kv, &e->headers)
 		n++;
 	return n;
 }
@@ -173,7 +173,7 @@ entry_new(void)
 	e->magic = ENTRY_MAGIC;
 	e->refcnt = 1;
 	e->gen[0] = '\0';
-	TAILQ_INIT(&e->headers);
+	hl_init(&e->headers);
 	return e;
 }
 
@@ -198,7 +198,7 @@ entry_unref(struct cache_entry **ep)
 	assert(e->refcnt > 0);
 	if (--e->refcnt > 0)
 		return;
-	evhttp_clear_headers(&e->headers);
+	hl_free(&e->headers);
 	body_release(e);
 	free(e->request);
 	free(e->head);
@@ -271,7 +271,7 @@ entry_add_header(struct cache_entry *e, const char *name, const char *value)
 		return -1;
 	if (count_headers(e) >= ENTRY_MAX_HEADERS)
 		return -1;
-	return evhttp_add_header(&e->headers, name, value) == 0 ? 0 : -1;
+	return hl_add(&e->headers, name, value) == 0 ? 0 : -1;
 }
 
 static unsigned char *
@@ -330,10 +330,10 @@ add_body(struct evbuffer *buf, const struct cache_entry *e)
 static int
 add_headers(struct evbuffer *tmp, const struct cache_entry *e)
 {
-	const struct evkeyval *kv;
+	const struct hfield *kv;
 	unsigned char lens[4];
 
-	TAILQ_FOREACH(kv, &e->headers, next) {
+	HL_FOREACH(kv, &e->headers) {
 		size_t nlen = strlen(kv->key), vlen = strlen(kv->value);
 
 		if (!valid_name(kv->key, nlen) || !valid_value(kv->value, vlen))
@@ -534,7 +534,7 @@ decode_header(struct reader *r, struct cache_entry *e, char *err,
 	}
 	if ((n = copy_str(name, nlen)) == NULL ||
 	    (v = copy_str(value, vlen)) == NULL ||
-	    evhttp_add_header(&e->headers, n, v) != 0) {
+	    hl_add(&e->headers, n, v) != 0) {
 		set_err(err, errlen, "out of memory");
 		goto done;
 	}

@@ -14,8 +14,8 @@
 #include <stdint.h>
 
 #include <event2/buffer.h>
-#include <event2/keyvalq_struct.h>
 
+#include "common/hlist.h"
 #include "common/util.h"
 
 #define ENTRY_MAGIC		0x43524c45u	/* "CRLE" */
@@ -49,7 +49,7 @@ struct cache_entry {
 	int64_t			 stale_until_ms;
 	uint32_t		 fetch_ms;	/* how long the fetch took */
 	int			 status;
-	struct evkeyvalq	 headers;	/* end-to-end response headers */
+	struct hlist	 headers;	/* end-to-end response headers */
 	unsigned char		*body;
 	size_t			 body_len;
 	/* Where body lives: its own allocation, or a decoded reply taken

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cache/cache_key.h"
+#include "common/hlist.h"
 
 /*
  * One node per key, in three lists at once:
@@ -197,7 +198,7 @@ static int
 charge_of(const struct l1 *l, size_t len, const struct cache_entry *e,
     int64_t *chargep)
 {
-	const struct evkeyval *kv;
+	const struct hfield *kv;
 	uint64_t limit = (uint64_t)l->max_entry, c;
 
 	if (limit < L1_ENTRY_OVERHEAD)
@@ -212,7 +213,7 @@ charge_of(const struct l1 *l, size_t len, const struct cache_entry *e,
 	if (e->request_len > limit - c)
 		return -1;
 	c += e->request_len;
-	TAILQ_FOREACH(kv, &e->headers, next) {
+	HL_FOREACH(kv, &e->headers) {
 		size_t hl = strlen(kv->key) + strlen(kv->value);
 
 		if (hl > limit - c)

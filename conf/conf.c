@@ -584,36 +584,81 @@ on_key(void *user, const char *section, const char *name, const char *value)
 	return 1;
 }
 
-/* admin_listen must not be (or overlap) the public listen address. */
+/* Two of listen's addresses, or one and admin_listen, that are one. */
+static int
+same_listener(const struct conf_listen *a, const struct conf_listen *b)
+{
+	return a->port == b->port && host_listeners_overlap(a->host, b->host);
+}
+
+/* admin_listen must not be (or overlap) a public listen address, nor
+ * listen's addresses one another. */
 static void
-check_listeners(struct loader *ld)
+check_overlaps(struct loader *ld)
 {
 	const struct conf *c = ld->c;
-	char pub[TEXT_MAX + CONF_HOST_MAX], adm[TEXT_MAX + CONF_HOST_MAX];
+	const struct conf_listen *adm = &c->admin_listener[0];
+	char pub[TEXT_MAX + CONF_HOST_MAX], shown[TEXT_MAX + CONF_HOST_MAX];
 	int pline, aline;
 
 	pline = line_of(ld, SECT_SERVER, "listen");
 	aline = line_of(ld, SECT_SERVER, "admin_listen");
-	if (pline == -1 || aline == -1 || c->admin_port != c->listen_port)
-		return;
-	if (!host_listeners_overlap(c->admin_host, c->listen_host))
-		return;
+	for (int i = 0; i < c->nlisteners; i++) {
+		const struct conf_listen *l = &c->listeners[i];
 
-	value_format_hostport(c->listen_host, c->listen_port, pub,
-	    sizeof(pub));
-	value_format_hostport(c->admin_host, c->admin_port, adm, sizeof(adm));
-	if (aline != 0 && pline != 0)
-		report(ld, aline, "admin_listen: %s conflicts with listen %s "
-		    "(line %d); the admin port must not be the public one",
-		    adm, pub, pline);
-	else if (aline != 0)
-		report(ld, aline, "admin_listen: %s conflicts with listen %s "
-		    "(the default); the admin port must not be the public one",
-		    adm, pub);
-	else
-		report(ld, pline, "listen: %s conflicts with admin_listen %s "
-		    "(the default); set admin_listen to another address",
-		    pub, adm);
+		value_format_hostport(l->host, l->port, pub, sizeof(pub));
+		for (int j = 0; j < i; j++)
+			if (same_listener(l, &c->listeners[j]))
+				report(ld, pline, "listen: %s is named twice",
+				    pub);
+		if (pline == -1 || aline == -1 || !same_listener(l, adm))
+			continue;
+		value_format_hostport(adm->host, adm->port, shown,
+		    sizeof(shown));
+		if (aline != 0 && pline != 0)
+			report(ld, aline, "admin_listen: %s conflicts with "
+			    "listen %s (line %d); the admin port must not be "
+			    "the public one", shown, pub, pline);
+		else if (aline != 0)
+			report(ld, aline, "admin_listen: %s conflicts with "
+			    "listen %s (the default); the admin port must not "
+			    "be the public one", shown, pub);
+		else
+			report(ld, pline, "listen: %s conflicts with "
+			    "admin_listen %s (the default); set admin_listen "
+			    "to another address", pub, shown);
+	}
+}
+
+/* A tls listener needs a certificate and its key; and they are for one. */
+static void
+check_tls(struct loader *ld)
+{
+	const struct conf *c = ld->c;
+	int tls = c->admin_listener[0].tls, line;
+
+	for (int i = 0; i < c->nlisteners; i++)
+		tls |= c->listeners[i].tls;
+	if (tls && (c->tls_certificate[0] == '\0' || c->tls_key[0] == '\0')) {
+		line = line_of(ld, SECT_SERVER, c->admin_listener[0].tls ?
+		    "admin_listen" : "listen");
+		report(ld, line > 0 ? line : 0, "a tls listener needs "
+		    "tls_certificate and tls_key in [server]");
+	}
+	if (!tls && (c->tls_certificate[0] != '\0' ||
+	    c->tls_key[0] != '\0'))
+		report(ld, line_of(ld, SECT_SERVER, c->tls_certificate[0] !=
+		    '\0' ? "tls_certificate" : "tls_key"), "no listener is "
+		    "tls (\"listen = 0.0.0.0:8443 tls\"): the certificate "
+		    "would serve nothing");
+}
+
+static void
+check_listeners(struct loader *ld)
+{
+	table_first_listeners(ld->c);
+	check_overlaps(ld);
+	check_tls(ld);
 }
 
 /* [redis]: what mode, address, master_name and db allow together. */

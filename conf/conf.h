@@ -17,6 +17,7 @@
 #define CONF_ROUTES_MAX		64
 #define CONF_HOST_MAX		256
 #define CONF_PATH_MAX		1024
+#define CONF_LISTEN_MAX		4	/* addresses listen names */
 #define CONF_URL_MAX		1024
 #define CONF_SECRET_MAX		256
 #define CONF_PREFIX_MAX		64	/* [redis] prefix */
@@ -230,14 +231,28 @@ struct conf_route {
 	int	 line;			/* where the section starts */
 };
 
+/* One address a listener binds: host:port, over TLS or not. */
+struct conf_listen {
+	char		 host[CONF_HOST_MAX];
+	int		 port;
+	int		 tls;
+};
+
 struct conf {
 	char		 file[CONF_PATH_MAX];
 
 	/* [server] */
+	struct conf_listen listeners[CONF_LISTEN_MAX];	/* listen */
+	int		 nlisteners;
+	struct conf_listen admin_listener[1];		/* admin_listen */
+	int		 nadmin_listener;
+	/* The first of each, as most of Corral names them. */
 	char		 listen_host[CONF_HOST_MAX];
 	int		 listen_port;
 	char		 admin_host[CONF_HOST_MAX];
 	int		 admin_port;
+	char		 tls_certificate[CONF_PATH_MAX];	/* "": none */
+	char		 tls_key[CONF_PATH_MAX];	/* a secret file's name */
 	enum log_level	 log_level;
 	enum log_format	 log_format;	/* the error and access logs */
 	int64_t		 max_header_bytes;

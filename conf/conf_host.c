@@ -121,6 +121,17 @@ host_derive(struct conf *c)
 	forwarded_host(c);
 }
 
+/* Does the pattern at p (n bytes) take h, on the port of any listener? */
+static int
+pattern_takes(const struct conf *c, const char *p, size_t n,
+    const struct host *h)
+{
+	for (int i = 0; i < c->nlisteners; i++)
+		if (host_pattern_match(p, n, h, c->listeners[i].port))
+			return 1;
+	return host_pattern_match(p, n, h, c->listen_port);
+}
+
 int
 conf_host_allowed(const struct conf *c, const char *host, int keyed)
 {
@@ -131,11 +142,11 @@ conf_host_allowed(const struct conf *c, const char *host, int keyed)
 	if (host_parse(host, strlen(host), &h) == -1)
 		return 0;
 	if (c->hosts[0] == '\0')
-		return !keyed || host_pattern_match("*", 1, &h, c->listen_port);
+		return !keyed || pattern_takes(c, "*", 1, &h);
 	for (const char *p = c->hosts; *p != '\0'; p += strspn(p, ", ")) {
 		size_t len = strcspn(p, ", ");
 
-		if (host_pattern_match(p, len, &h, c->listen_port))
+		if (pattern_takes(c, p, len, &h))
 			return 1;
 		p += len;
 	}

@@ -42,6 +42,8 @@ enum sect {
 
 enum type {
 	T_HOSTPORT,		/* "host:port": host at off, port at off_port */
+	T_LISTEN,		/* "host:port [tls], ...": conf_listen[] at off,
+				 * their count at off_port; min..max of them */
 	T_ADDRESS,		/* T_HOSTPORT or "unix:/path" into off_path */
 	T_ADDRESSES,		/* a T_ADDRESS, or several host:port into
 				 * redis_addrs */
@@ -90,7 +92,7 @@ struct key {
 
 /* conf_table.c: every key, in the order corral -h and corral.conf(5)
  * list them. */
-#define TABLE_NKEYS	100	/* its rows */
+#define TABLE_NKEYS	102	/* its rows */
 extern const struct key table_keys[];
 
 /* The row of name in sect, or NULL ([upstream] has the keys of every
@@ -105,6 +107,8 @@ const char *table_label(enum sect sect);
 void	table_route_defaults(struct conf_route *r);
 void	table_pool_defaults(struct conf_pool *p);
 void	table_changes_defaults(struct conf_changes *cc);
+/* listen_host and _port, admin_host and _port: the first of each list. */
+void	table_first_listeners(struct conf *c);
 
 /* conf_value.c: parses v for row k and stores it in base (a struct conf,
  * conf_pool, conf_route or conf_changes, as the row's section says). 0,

@@ -23,6 +23,8 @@ syntax_of(enum type type)
 	switch (type) {
 	case T_HOSTPORT:
 		return "host:port";
+	case T_LISTEN:
+		return "host:port [tls],...";
 	case T_ADDRESS:
 		return "host:port | unix:/path";
 	case T_ADDRESSES:

@@ -3,7 +3,8 @@
  * others may not read it, and reading one line from it without ever
  * showing it.
  *
- * Calls nothing in Corral. Called by conf.c and conf_admin.c.
+ * Calls nothing in Corral. Called by conf.c, conf_admin.c and
+ * proxy_tls.c (a TLS key is a secret file of many lines).
  */
 
 #include "conf/conf_secret.h"
@@ -20,10 +21,8 @@
 
 #define OTHERS_MAY		(S_IROTH | S_IWOTH)
 
-/* The file name names: itself when absolute, else a credential in
- * $CREDENTIALS_DIRECTORY. 0, or -1 with why in err. */
-static int
-resolve(const char *name, char *path, size_t pathlen, char *err,
+int
+secret_resolve(const char *name, char *path, size_t pathlen, char *err,
     size_t errlen)
 {
 	const char *dir = getenv(SECRET_CREDENTIALS_ENV);
@@ -82,7 +81,7 @@ secret_open(const char *name, enum secret_group group, char *path,
 	struct stat st;
 	int fd;
 
-	if (resolve(name, path, pathlen, err, errlen) == -1)
+	if (secret_resolve(name, path, pathlen, err, errlen) == -1)
 		return -1;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) == -1) {
 		snprintf(err, errlen, "cannot open %s: %s", path,
@@ -111,28 +110,39 @@ fail:
 }
 
 int
-secret_read(const char *name, char *out, size_t outlen, char *err,
-    size_t errlen)
+secret_fill(int fd, const char *path, char *buf, size_t cap, size_t *len,
+    char *err, size_t errlen)
 {
-	char path[CONF_PATH_MAX], buf[CONF_SECRET_MAX + 2];
-	size_t len = 0;
 	ssize_t got;
-	int fd, rc = -1;
 
-	if ((fd = secret_open(name, SECRET_GROUP_WRITES, path, sizeof(path),
-	    err, errlen)) == -1)
-		return -1;
-	while (len < sizeof(buf) - 1 && (got = read(fd, buf + len,
-	    sizeof(buf) - 1 - len)) != 0) {
+	*len = 0;
+	while (*len < cap && (got = read(fd, buf + *len, cap - *len)) != 0) {
 		if (got == -1 && errno == EINTR)
 			continue;
 		if (got == -1) {
 			snprintf(err, errlen, "cannot read %s: %s", path,
 			    strerror(errno));
-			goto done;
+			return -1;
 		}
-		len += (size_t)got;
+		*len += (size_t)got;
 	}
+	return 0;
+}
+
+int
+secret_read(const char *name, char *out, size_t outlen, char *err,
+    size_t errlen)
+{
+	char path[CONF_PATH_MAX], buf[CONF_SECRET_MAX + 2];
+	size_t len = 0;
+	int fd, rc = -1;
+
+	if ((fd = secret_open(name, SECRET_GROUP_WRITES, path, sizeof(path),
+	    err, errlen)) == -1)
+		return -1;
+	if (secret_fill(fd, path, buf, sizeof(buf) - 1, &len, err,
+	    errlen) == -1)
+		goto done;
 	if (one_line(path, buf, len, err, errlen) == -1)
 		goto done;
 	if (strlen(buf) >= outlen) {

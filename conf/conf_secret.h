@@ -29,11 +29,23 @@ enum secret_group {
 	SECRET_GROUP_READS	/* admin tokens: one written in would let in */
 };
 
+/* The file name names: itself when absolute, else a credential in
+ * $CREDENTIALS_DIRECTORY; into path (pathlen bytes). 0, or -1 with why
+ * in err. */
+int	secret_resolve(const char *name, char *path, size_t pathlen, char *err,
+	    size_t errlen);
+
 /* Opens the file name names, read-only, refusing one that is not regular
  * or that others (or, SECRET_GROUP_READS, its group) may write; its path
  * into path (pathlen bytes). The descriptor, or -1 with why in err. */
 int	secret_open(const char *name, enum secret_group group, char *path,
 	    size_t pathlen, char *err, size_t errlen);
+
+/* Reads what fd holds, to its end or cap bytes, into buf; how many bytes
+ * into *len (cap: the file may hold more). path names it in err. 0, or -1
+ * with why in err. */
+int	secret_fill(int fd, const char *path, char *buf, size_t cap,
+	    size_t *len, char *err, size_t errlen);
 
 /* Reads the secret name holds into out (outlen bytes, NUL-terminated).
  * 0, or -1 with why in err. */

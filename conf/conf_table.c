@@ -30,15 +30,25 @@
 				offsetof(struct conf, p), 0
 #define CIDRS(list, n)		FIELD(struct conf, list), \
 				offsetof(struct conf, n), 0
+#define LISTENS(list, n)	FIELD(struct conf, list), \
+				offsetof(struct conf, n), 0
 #define ADDRESS(h, p, u)	FIELD(struct conf, h), \
 				offsetof(struct conf, p), \
 				offsetof(struct conf, u)
 
 const struct key table_keys[] = {
-	{ "listen", SECT_SERVER, T_HOSTPORT, "127.0.0.1:8080", 0, 0,
-	  HOSTPORT(listen_host, listen_port), "where clients connect" },
-	{ "admin_listen", SECT_SERVER, T_HOSTPORT, "127.0.0.1:8081", 0, 0,
-	  HOSTPORT(admin_host, admin_port), "stats and control; not listen" },
+	{ "listen", SECT_SERVER, T_LISTEN, "127.0.0.1:8080", 1,
+	  CONF_LISTEN_MAX, LISTENS(listeners, nlisteners),
+	  "where clients connect; \"tls\" after one: HTTPS" },
+	{ "admin_listen", SECT_SERVER, T_LISTEN, "127.0.0.1:8081", 1, 1,
+	  LISTENS(admin_listener, nadmin_listener),
+	  "stats and control; not listen; \"tls\": HTTPS" },
+	{ "tls_certificate", SECT_SERVER, T_STRING, "", 0, CONF_PATH_MAX - 1,
+	  IN_CONF(tls_certificate), "the tls listeners' certificate chain "
+	  "(PEM, the leaf first); reloaded on SIGHUP" },
+	{ "tls_key", SECT_SERVER, T_STRING, "", 0, CONF_PATH_MAX - 1,
+	  IN_CONF(tls_key), "its private key (PEM), a file only its owner "
+	  "may read, or a systemd credential's name" },
 	{ "log_level", SECT_SERVER, T_LOGLEVEL, "info", 0, 0,
 	  IN_CONF(log_level), "least important messages logged" },
 	{ "max_header_bytes", SECT_SERVER, T_SIZE, "16k", 1 * KIB, 1 * MIB,
@@ -373,6 +383,19 @@ conf_defaults(struct conf *c)
 	c->npools = 1;
 	snprintf(c->upstream_url, sizeof(c->upstream_url), "%s",
 	    c->pools[0].servers[0].url);
+	table_first_listeners(c);
+}
+
+/* The first of listen and of admin_listen, as most of Corral names them. */
+void
+table_first_listeners(struct conf *c)
+{
+	snprintf(c->listen_host, sizeof(c->listen_host), "%s",
+	    c->listeners[0].host);
+	c->listen_port = c->listeners[0].port;
+	snprintf(c->admin_host, sizeof(c->admin_host), "%s",
+	    c->admin_listener[0].host);
+	c->admin_port = c->admin_listener[0].port;
 }
 
 /* [upstream] has the keys of every pool too. */

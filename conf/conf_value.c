@@ -223,6 +223,90 @@ set_hostport(const struct key *k, char *base, const char *v, char *err,
 	return 0;
 }
 
+/* One "host:port [tls]" of a listen list, the n bytes at p, into l. */
+static int
+set_one_listen(const char *p, size_t n, struct conf_listen *l, char *err,
+    size_t errlen)
+{
+	char item[CONF_HOST_MAX + 32], shown[CONF_SHOW_BUF];
+	size_t addr_len;
+
+	if (n >= sizeof(item)) {
+		snprintf(err, errlen, "\"%s\" is too long",
+		    conf_show(p, n, shown));
+		return -1;
+	}
+	memcpy(item, p, n);
+	item[n] = '\0';
+	addr_len = strcspn(item, " \t");
+	l->tls = 0;
+	if (item[addr_len] != '\0') {
+		const char *flag = item + addr_len + strspn(item + addr_len,
+		    " \t");
+
+		if (strcmp(flag, "tls") != 0) {
+			snprintf(err, errlen, "\"%s\": after an address only "
+			    "\"tls\" may come", conf_show(item, SIZE_MAX,
+			    shown));
+			return -1;
+		}
+		l->tls = 1;
+		item[addr_len] = '\0';
+	}
+	if (util_parse_hostport(item, l->host, sizeof(l->host),
+	    &l->port) == -1) {
+		snprintf(err, errlen, "\"%s\" is not host:port (such as "
+		    "127.0.0.1:8080 or [::1]:8443 tls, port 1 to 65535)",
+		    conf_show(item, SIZE_MAX, shown));
+		return -1;
+	}
+	return 0;
+}
+
+/* listen: one address or several, comma-separated, each maybe "tls". */
+static int
+set_listen(const struct key *k, char *base, const char *v, char *err,
+    size_t errlen)
+{
+	struct conf_listen *list = (struct conf_listen *)(void *)(base + k->off);
+	int *n = (int *)(void *)(base + k->off_port), count = 0;
+	char shown[CONF_SHOW_BUF];
+	const char *p = v + strspn(v, " \t"), *e, *next;
+
+	/* Every item is parsed, an empty one after a comma too. */
+	while (*p != '\0') {
+		next = p + strcspn(p, ",");
+		e = next;
+		while (p < e && isspace((unsigned char)*p))
+			p++;
+		while (e > p && isspace((unsigned char)e[-1]))
+			e--;
+		if (count == k->max) {
+			snprintf(err, errlen, k->max == 1 ? "one address only" :
+			    "at most %" PRId64 " addresses", k->max);
+			return -1;
+		}
+		if (set_one_listen(p, (size_t)(e - p), &list[count], err,
+		    errlen) == -1)
+			return -1;
+		count++;
+		if (*next == '\0')
+			break;
+		p = next + 1;
+		if (*p == '\0') {
+			snprintf(err, errlen, "\"%s\" ends in a comma",
+			    conf_show(v, SIZE_MAX, shown));
+			return -1;
+		}
+	}
+	if (count < k->min) {
+		snprintf(err, errlen, "missing value");
+		return -1;
+	}
+	*n = count;
+	return 0;
+}
+
 static int
 set_address(const struct key *k, char *base, const char *v, char *err,
     size_t errlen)
@@ -650,6 +734,8 @@ value_set(const struct key *k, char *base, const char *v, char *err,
 	switch (k->type) {
 	case T_HOSTPORT:
 		return set_hostport(k, base, v, err, errlen);
+	case T_LISTEN:
+		return set_listen(k, base, v, err, errlen);
 	case T_ADDRESS:
 		return set_address(k, base, v, err, errlen);
 	case T_ADDRESSES:

@@ -15,9 +15,8 @@
 #include <string.h>
 #include <sys/queue.h>
 
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
+#include "common/hlist.h"
 #include "conf/conf.h"
 #include "proxy/proxy_hdr.h"
 
@@ -40,7 +39,7 @@ check(int ok, const char *what)
 /* Adds "Name: value" lines of text[0..len) to q until an empty line;
  * returns how many bytes were used. */
 static size_t
-add_lines(struct evkeyvalq *q, const char *text, size_t len)
+add_lines(struct hlist *q, const char *text, size_t len)
 {
 	size_t used = 0;
 
@@ -59,7 +58,7 @@ add_lines(struct evkeyvalq *q, const char *text, size_t len)
 			*colon++ = '\0';
 			while (*colon == ' ')
 				colon++;
-			(void)evhttp_add_header(q, copy, colon);	/* may refuse */
+			(void)hl_add(q, copy, colon);	/* may refuse */
 		}
 		free(copy);
 	}
@@ -69,7 +68,7 @@ add_lines(struct evkeyvalq *q, const char *text, size_t len)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct evkeyvalq resp, req, copy;
+	struct hlist resp, req, copy;
 	struct conf_route rt;
 	struct freshness f;
 	const char *why;
@@ -80,9 +79,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	flags = data[0];
-	TAILQ_INIT(&resp);
-	TAILQ_INIT(&req);
-	TAILQ_INIT(&copy);
+	hl_init(&resp);
+	hl_init(&req);
+	hl_init(&copy);
 	used = add_lines(&resp, (const char *)data + 1, size - 1);
 	add_lines(&req, (const char *)data + 1 + used, size - 1 - used);
 
@@ -109,8 +108,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)hdr_not_modified(&req, &resp);
 	hdr_copy(&resp, &copy, HDR_DROP_LENGTH);
 	hdr_merge_304(&copy, &req);
-	if (evhttp_find_header(&resp, "Date") != NULL) {
-		int64_t t = hdr_parse_date(evhttp_find_header(&resp, "Date"));
+	if (hl_find(&resp, "Date") != NULL) {
+		int64_t t = hdr_parse_date(hl_find(&resp, "Date"));
 		char out[64];
 
 		if (t >= 0) {
@@ -119,8 +118,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    "a formatted date does not parse back");
 		}
 	}
-	evhttp_clear_headers(&resp);
-	evhttp_clear_headers(&req);
-	evhttp_clear_headers(&copy);
+	hl_free(&resp);
+	hl_free(&req);
+	hl_free(&copy);
 	return 0;
 }

@@ -3,17 +3,19 @@
  */
 
 #include <errno.h>
+#include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
-#include <event2/http.h>
 
 #include "common/log.h"
 #include "common/pidfile.h"
@@ -26,10 +28,12 @@
 #include "proxy/proxy_log.h"
 #include "proxy/proxy_peer.h"
 #include "proxy/proxy_service.h"
+#include "proxy/proxy_tls.h"
 
 #define DEFAULT_CONF	"/etc/corral/corral.conf"
 #define SHOW_TIMEOUT_S	5		/* corral -s: the whole exchange */
 #define SHOW_PATH	"/stats.txt"
+#define SHOW_ANSWER_MAX	(4 * 1024 * 1024)	/* corral -s reads this much */
 #define SHOW_TOKEN_ENV	"CORRAL_ADMIN_TOKEN"	/* corral -s: its Bearer token */
 #define SHOW_NO_TOKEN	401		/* what an admin listener with tokens
 					 * answers without one */
@@ -59,40 +63,30 @@ usage(FILE *out)
 	    "  -h       print this help, and every configuration key\n");
 }
 
-/* corral -s: one GET of SHOW_PATH from a running corral's admin listener. */
-struct show {
-	struct event_base	*base;
-	const char		*addr;
-	int			 token;		/* one was sent */
-	int			 ok;
-};
-
-static void
-on_show_reply(struct evhttp_request *req, void *arg)
+/* corral -s: what came back for SHOW_PATH: its status, -1 for none; the
+ * body printed when it is a 200. */
+static int
+show_answer(const char *addr, const char *resp, size_t len, int token)
 {
-	struct show *sh = arg;
-	struct evbuffer *body;
-	int code = req != NULL ? evhttp_request_get_response_code(req) : 0;
+	const char *body = memmem(resp, len, "\r\n\r\n", 4);
+	int code = 0;
 
-	event_base_loopexit(sh->base, NULL);
-	if (code == 0) {
-		fprintf(stderr, "corral: no answer from %s\n", sh->addr);
-		return;
+	if (len < 12 || sscanf(resp, "HTTP/1.%*d %d", &code) != 1 ||
+	    body == NULL) {
+		fprintf(stderr, "corral: no answer from %s\n", addr);
+		return -1;
 	}
-	body = evhttp_request_get_input_buffer(req);
-	if (code == SHOW_NO_TOKEN && !sh->token) {
+	body += 4;
+	if (code == SHOW_NO_TOKEN && !token)
 		fprintf(stderr, "corral: %s wants an admin token: set "
 		    SHOW_TOKEN_ENV ", or name the configuration whose "
-		    "admin_token_file has one with -c\n", sh->addr);
-		return;
-	}
-	if (code != HTTP_OK) {
+		    "admin_token_file has one with -c\n", addr);
+	else if (code != 200)
 		fprintf(stderr, "corral: %s answered %d for " SHOW_PATH "\n",
-		    sh->addr, code);
-		return;
-	}
-	fwrite(evbuffer_pullup(body, -1), 1, evbuffer_get_length(body), stdout);
-	sh->ok = 1;
+		    addr, code);
+	else
+		fwrite(body, 1, len - (size_t)(body - resp), stdout);
+	return code;
 }
 
 /*
@@ -131,14 +125,43 @@ show_token(const char *path, char *out, size_t outlen)
 	return 0;
 }
 
+/* A connected socket to host:port, with SHOW_TIMEOUT_S on every read and
+ * write; -1 said on stderr. */
+static int
+show_connect(const char *addr, const char *host, int port)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	struct timeval tv = { SHOW_TIMEOUT_S, 0 };
+	char service[8];
+	int fd = -1;
+
+	snprintf(service, sizeof(service), "%d", port);
+	if (getaddrinfo(host, service, &hints, &ai) != 0 ||
+	    (fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == -1 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == -1 ||
+	    connect(fd, ai->ai_addr, ai->ai_addrlen) == -1) {
+		fprintf(stderr, "corral: no answer from %s (%s)\n", addr,
+		    strerror(errno));
+		if (fd != -1)
+			close(fd);
+		fd = -1;
+	}
+	if (ai != NULL)
+		freeaddrinfo(ai);
+	return fd;
+}
+
+/* corral -s: one GET of SHOW_PATH from a running corral's admin listener,
+ * read to its close. */
 static int
 show_stats(const char *addr, const char *conf_path)
 {
-	struct show sh = { .addr = addr };
-	struct evhttp_connection *conn = NULL;
-	struct evhttp_request *req;
-	char host[CONF_HOST_MAX], auth[CONF_TOKEN_MAX + 16];
-	int port;
+	char host[CONF_HOST_MAX], auth[CONF_TOKEN_MAX + 16], *resp;
+	char ask[CONF_HOST_MAX + CONF_TOKEN_MAX + 128];
+	size_t len = 0;
+	ssize_t n;
+	int port, fd, code, asked, token;
 
 	if (util_parse_hostport(addr, host, sizeof(host), &port) == -1) {
 		fprintf(stderr, "corral: -s %s: want host:port\n", addr);
@@ -146,30 +169,29 @@ show_stats(const char *addr, const char *conf_path)
 	}
 	if (show_token(conf_path, auth, sizeof(auth)) == -1)
 		return 1;
-	if ((sh.base = event_base_new()) == NULL ||
-	    (conn = evhttp_connection_base_new(sh.base, NULL, host,
-	    (ev_uint16_t)port)) == NULL ||
-	    (req = evhttp_request_new(on_show_reply, &sh)) == NULL)
-		goto out;
-	evhttp_connection_set_timeout(conn, SHOW_TIMEOUT_S);
-	evhttp_connection_set_retries(conn, 0);
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Host", addr);
-	if (auth[0] != '\0') {
-		evhttp_add_header(evhttp_request_get_output_headers(req),
-		    "Authorization", auth);
-		sh.token = 1;
-	}
+	asked = snprintf(ask, sizeof(ask), "GET " SHOW_PATH " HTTP/1.0\r\n"
+	    "Host: %s\r\n%s%s%s\r\n", addr, auth[0] != '\0' ?
+	    "Authorization: " : "", auth, auth[0] != '\0' ? "\r\n" : "");
+	token = auth[0] != '\0';
 	explicit_bzero(auth, sizeof(auth));
-	if (evhttp_make_request(conn, req, EVHTTP_REQ_GET, SHOW_PATH) == 0)
-		event_base_dispatch(sh.base);	/* it frees req */
-	else
+	if ((fd = show_connect(addr, host, port)) == -1)
+		return 1;
+	if ((resp = malloc(SHOW_ANSWER_MAX)) == NULL ||
+	    write(fd, ask, (size_t)asked) != asked) {
 		fprintf(stderr, "corral: cannot ask %s\n", addr);
-out:
-	if (conn != NULL)
-		evhttp_connection_free(conn);
-	if (sh.base != NULL)
-		event_base_free(sh.base);
-	return sh.ok ? 0 : 1;
+		explicit_bzero(ask, sizeof(ask));
+		free(resp);
+		close(fd);
+		return 1;
+	}
+	explicit_bzero(ask, sizeof(ask));
+	while (len < SHOW_ANSWER_MAX &&
+	    (n = read(fd, resp + len, SHOW_ANSWER_MAX - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	code = show_answer(addr, resp, len, token);
+	free(resp);
+	return code == 200 ? 0 : 1;
 }
 
 /* SIGUSR1: after logrotate moved the logs, write to new files. */
@@ -238,7 +260,7 @@ static struct {
 } master;
 
 /* The sockets every worker listens on. */
-static struct listen_socks socks = { -1, -1 };
+static struct listen_socks socks = { .npub = 0, .admin = -1 };
 
 static int run_worker(struct worker_slot *slots, int nslots, int slot);
 static int run(int nworkers);
@@ -574,9 +596,20 @@ load_conf(void)
 	return 0;
 }
 
+/* Does a listener speak TLS? */
+static int
+tls_wanted(const struct conf *c)
+{
+	int tls = c->admin_listener[0].tls;
+
+	for (int i = 0; i < c->nlisteners; i++)
+		tls |= c->listeners[i].tls;
+	return tls;
+}
+
 /* corral -t: the warnings (what each change feed's server says among
  * them: a database not ready is no reason to refuse the file, whose feed
- * waits for it), then the verdict. */
+ * waits for it), the certificate's checks, then the verdict. */
 static int
 check_only(void)
 {
@@ -585,6 +618,14 @@ check_only(void)
 	for (int i = 0; conf_warning(conf, i, err, sizeof(err)) == 0; i++)
 		fprintf(stderr, "%s\n", err);
 	feeds_check_servers(conf, stderr);
+	if (tls_wanted(conf) && tls_check(conf->tls_certificate, conf->tls_key,
+	    err, sizeof(err)) == -1) {
+		fprintf(stderr, "%s: %s\n", conf_file, err);
+		free(conf);
+		return 1;
+	}
+	if (tls_wanted(conf) && err[0] != '\0')
+		fprintf(stderr, "%s: warning: %s\n", conf_file, err);
 	printf("configuration OK\n");
 	free(conf);
 	return 0;
@@ -618,6 +659,11 @@ start(void)
 		log_warn("%s", err);
 	signal(SIGPIPE, SIG_IGN);
 	if ((shared_l2 = l2_new(conf->l2_max_bytes, err, sizeof(err))) == NULL) {
+		log_error("%s", err);
+		return 1;
+	}
+	/* Once, before any worker: the session-ticket keys they share. */
+	if (tls_wanted(conf) && tls_init(err, sizeof(err)) == -1) {
 		log_error("%s", err);
 		return 1;
 	}
@@ -676,7 +722,7 @@ run(int nworkers)
 /*
  * A worker's loop, with the priorities of common/prio.h. With epoll's
  * changelist, a descriptor's interest switched off and on again within
- * one loop pass (evhttp pauses reading while it answers) costs no
+ * one loop pass (a connection stops reading while it answers) costs no
  * epoll_ctl. Corral never dup()s a descriptor, which is the case the
  * changelist cannot handle.
  */

@@ -3,7 +3,8 @@
 
 /*
  * The proxy: one per process and event loop. proxy_life.c starts, drains,
- * reloads and stops it; proxy_http.c owns its listeners and connections;
+ * reloads and stops it; proxy_http.c owns its listeners, proxy_conn.c
+ * its connections;
  * the flow files (proxy_flow.h names them) the life of each request;
  * proxy_admin.c the admin endpoints. Nothing here includes hiredis or
  * curl.
@@ -14,7 +15,6 @@
 #include <sys/types.h>
 
 #include <event2/event.h>
-#include <event2/http.h>
 
 #include "cache/cache.h"
 #include "cache/cache_l2.h"
@@ -23,10 +23,10 @@
 #include "proxy/proxy_feed.h"
 #include "proxy/proxy_pool.h"
 #include "proxy/proxy_stats.h"
+#include "proxy/proxy_tls.h"
 #include "upstream/upstream.h"
 
 #define PROXY_MAGIC	0x50525859u	/* "PRXY" */
-#define HEADER_SLACK	4	/* libevent reads this many times max_header_bytes */
 
 struct cache;
 struct upstream;
@@ -98,6 +98,8 @@ struct worker_slot {
 	/* The change feeds' rows: slot 0's runners write them (its own
 	 * slot's), every worker reads them there. */
 	struct feed_row		 feeds[CONF_CHANGES_MAX];
+	struct tls_counters	 tls;		/* its handshakes */
+	int64_t			 tls_not_after;	/* its certificate's, or 0 */
 };
 
 /* Everything the admin listener reports, summed over the workers. */
@@ -122,6 +124,8 @@ struct proxy_figures {
 	struct l2_counters	 l2;		/* the instance's, not summed */
 	struct budget_gauges	 budget;	/* the origin budget's */
 	struct pool_row		 pools;		/* by pool and server */
+	struct tls_counters	 tls;
+	int64_t			 tls_not_after;	/* the soonest, or 0: no TLS */
 };
 struct access_log;
 struct control;
@@ -130,12 +134,23 @@ struct maint;
 struct req;
 struct flight;
 struct refresh;
+struct conn;
+struct evconnlistener;
+struct tls;
 
 /* The public and admin listening sockets, made by http_bind() before any
- * worker is forked (-1: none). */
+ * worker is forked (-1: none), one for each of listen's addresses. */
 struct listen_socks {
-	int			 pub;
+	int			 pub[CONF_LISTEN_MAX];
+	int			 npub;
 	int			 admin;
+};
+
+/* A listener of this process: one of listen's addresses, or the admin's. */
+struct listener {
+	struct proxy		*px;
+	struct evconnlistener	*lev;		/* NULL once closed */
+	int			 tls;		/* its connections are HTTPS */
 };
 
 struct proxy {
@@ -145,9 +160,10 @@ struct proxy {
 	struct cache		*cache;
 	struct upstream		*upstream;
 	struct listen_socks	 socks;		/* until its listener takes each */
-	struct evhttp		*http;		/* public listener */
-	struct evhttp_bound_socket *http_bound;	/* NULL once draining */
-	struct evhttp_bound_socket *admin_bound;
+	struct listener		 pub[CONF_LISTEN_MAX];	/* closed once draining */
+	int			 npub;
+	struct listener		 admin;		/* stats and control */
+	struct tls		*tls;		/* the tls listeners', or NULL */
 	int			 accept_paused;	/* at max_connections */
 	int			 accept_failing; /* accept() failed: backing off */
 	int			 accept_listening; /* the listener is enabled */
@@ -155,7 +171,6 @@ struct proxy {
 	int			 accept_failures; /* since the last log line */
 	int64_t			 accept_logged_ms;
 	struct event		*accept_ev;	/* ends a backoff */
-	struct evhttp		*admin;		/* stats and control */
 	int			 admin_conns;	/* open on it, accept to close */
 	int			 admin_outside;	/* ... from outside admin_allow */
 	int			 admin_unlogged; /* refusals not yet logged */
@@ -163,10 +178,14 @@ struct proxy {
 	struct dict		*flights;	/* key -> struct flight */
 	struct dict		*refreshes;	/* key -> struct refresh (locked) */
 	TAILQ_HEAD(, req)	 reqs;		/* every live request */
+	TAILQ_HEAD(, req)	 req_pool;	/* finished ones, kept for reuse */
+	int			 nreq_pool;
 	TAILQ_HEAD(, flight)	 flight_list;	/* every live flight */
 	TAILQ_HEAD(, refresh)	 refresh_list;	/* every live refresh */
 	struct dict		*vary;		/* key -> what its responses vary on */
-	struct dict		*conns;		/* client connections, accept to close */
+	TAILQ_HEAD(, conn)	 conn_list;	/* every connection (proxy_conn.c) */
+	int			 nconn;		/* ... how many */
+	int			 nclients;	/* of those, public and peer ones */
 	struct lingers		*lingers;	/* refused ones, closing (proxy_linger.h) */
 	struct access_log	*access_log;	/* NULL when off */
 	int			 draining;	/* stopping: finish what is running */
@@ -187,7 +206,7 @@ struct proxy {
 	struct l1		*l1;		/* the near cache */
 	struct l2		*l2;		/* the instance's (NULL: none) */
 	int64_t			 started_ms;
-	struct evhttp		*peer;		/* workers > 1: its siblings ask */
+	struct evconnlistener	*peer_lev;	/* workers > 1: its siblings ask */
 	struct upstream		*peers;		/* ... and it asks them */
 	pid_t			 master_pid;	/* names the peer sockets */
 	struct budget		*budget;	/* the default pool's budget */

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include <event2/buffer.h>
-#include <event2/http.h>
 
 #include "cache/cache.h"
 #include "common/dict.h"
@@ -20,6 +19,7 @@
 #include "proxy/proxy.h"
 #include "proxy/proxy_admin.h"
 #include "proxy/proxy_auth.h"
+#include "proxy/proxy_conn.h"
 #include "proxy/proxy_control.h"
 #include "proxy/proxy_feed.h"
 #include "proxy/proxy_figures.h"
@@ -179,6 +179,24 @@ redis_json(struct proxy *px, const struct proxy_figures *fig,
 	evbuffer_add_printf(out, "]}");
 }
 
+/* "tls": the tls listeners' handshakes and certificate (null: no TLS). */
+static void
+tls_json(const struct proxy_figures *fig, struct evbuffer *out)
+{
+	if (fig->tls_not_after == 0) {
+		evbuffer_add_printf(out, ", \"tls\": null");
+		return;
+	}
+	evbuffer_add_printf(out, ", \"tls\": {\"handshakes\": %" PRIu64
+	    ", \"resumed\": %" PRIu64 ", \"certificate_not_after\": %" PRId64
+	    ", \"failures\": {", fig->tls.handshakes, fig->tls.resumed,
+	    fig->tls_not_after);
+	for (int i = 1; i < TLS_FAIL_MAX; i++)
+		evbuffer_add_printf(out, "%s\"%s\": %" PRIu64, i > 1 ? ", " : "",
+		    tls_fail_name((enum tls_fail)i), fig->tls.failed[i]);
+	evbuffer_add_printf(out, "}}");
+}
+
 /* "total", "routes" and "unrouted": the counters of each scope. */
 static void
 counters_json(const struct proxy_figures *fig, const struct metrics_view *v,
@@ -236,6 +254,7 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	origin_budget_json(px, &fig->budget, out);
 	pool_stats_json(&fig->pools, out);
 	feeds_json(px, out);
+	tls_json(fig, out);
 	evbuffer_add_printf(out, ", \"in_progress\": {\"requests\": %" PRId64
 	    ", \"flights\": %" PRId64 ", \"refreshes\": %" PRId64
 	    ", \"upstream_fetches\": %" PRId64 "}, ", fig->requests,
@@ -245,19 +264,16 @@ stats_json(struct proxy *px, struct evbuffer *out)
 }
 
 void
-admin_handle(struct evhttp_request *ev, void *arg)
+admin_handle(struct proxy *px, struct hreq *ev)
 {
-	struct proxy *px = arg;
-	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(ev));
+	const char *path = ev->path;
 	struct evbuffer *out;
 
 	assert(px->magic == PROXY_MAGIC);
 	if ((out = evbuffer_new()) == NULL) {
-		evhttp_send_error(ev, HTTP_SERVUNAVAIL, NULL);
+		hreq_reply(ev, HTTP_SERVUNAVAIL, NULL, NULL);
 		return;
 	}
-	if (path == NULL)
-		path = "";
 	if (!auth_admit(px, ev, path)) {
 		evbuffer_free(out);
 		return;		/* answered */

@@ -33,15 +33,15 @@
 #include <sys/queue.h>
 
 #include <event2/buffer.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
+#include "common/hlist.h"
 #include "common/host.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "conf/conf.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_auth.h"
+#include "proxy/proxy_conn.h"
 
 #define AUTH_LOG_PER_S		20	/* refusals logged a second, at most */
 #define AUTH_REALM		"Bearer realm=\"corral admin\""
@@ -55,12 +55,9 @@ static int	 log_hidden;	/* ... not logged */
 
 /* One refusal: counted, and logged unless too many come at once. */
 static void
-refused(struct evhttp_request *ev, int code, const char *why)
+refused(struct hreq *ev, int code, const char *why)
 {
-	struct evhttp_connection *evcon = evhttp_request_get_connection(ev);
-	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(ev));
-	char *addr = NULL;
-	ev_uint16_t port = 0;
+	const char *path = ev->path;
 	int64_t now = util_now_ms() / 1000;
 
 	if (now != log_second) {
@@ -73,28 +70,24 @@ refused(struct evhttp_request *ev, int code, const char *why)
 		log_hidden++;
 		return;
 	}
-	if (evcon != NULL)
-		evhttp_connection_get_peer(evcon, &addr, &port);
-	log_warn("admin: %d %s %s from %s: %s", code,
-	    evhttp_request_get_command(ev) == EVHTTP_REQ_GET ? "GET" :
-	    evhttp_request_get_command(ev) == EVHTTP_REQ_HEAD ? "HEAD" : "POST",
-	    path != NULL ? path : "?", addr != NULL ? addr : "?", why);
+	log_warn("admin: %d %s %s from %s: %s", code, ev->method_name,
+	    path[0] != '\0' ? path : "?", hreq_client(ev), why);
 }
 
 static void
-answer(struct evhttp_request *ev, int code, const char *why)
+answer(struct hreq *ev, int code, const char *why)
 {
-	struct evkeyvalq *out = evhttp_request_get_output_headers(ev);
+	struct hlist *out = &ev->out;
 	struct evbuffer *body = evbuffer_new();
 
 	refused(ev, code, why);
 	if (code == HTTP_UNAUTHORIZED)
-		evhttp_add_header(out, "WWW-Authenticate", AUTH_REALM);
-	evhttp_add_header(out, "Content-Type", "text/plain");
-	evhttp_add_header(out, "Cache-Control", "no-store");
+		hl_add(out, "WWW-Authenticate", AUTH_REALM);
+	hl_add(out, "Content-Type", "text/plain");
+	hl_add(out, "Cache-Control", "no-store");
 	if (body != NULL)
 		evbuffer_add_printf(body, "%d %s\n", code, why);
-	evhttp_send_reply(ev, code, NULL, body);
+	hreq_reply(ev, code, NULL, body);
 	if (body != NULL)
 		evbuffer_free(body);
 }
@@ -149,7 +142,7 @@ same_origin(const char *url, const char *host)
 	    strncasecmp(hu.name, hh.name, hu.len) == 0 && hu.port == hh.port;
 }
 
-static int fields(const struct evkeyvalq *in, const char *name);
+static int fields(const struct hlist *in, const char *name);
 
 /*
  * Gate 2: NULL when the host the request names (its absolute-form
@@ -159,13 +152,13 @@ static int fields(const struct evkeyvalq *in, const char *name);
  * count?
  */
 static const char *
-foreign(const struct conf *c, const struct evkeyvalq *in, const char *target,
+foreign(const struct conf *c, const struct hlist *in, const char *target,
     int change, char *authority, size_t authlen)
 {
-	const char *host = evhttp_find_header(in, "Host");
-	const char *origin = evhttp_find_header(in, "Origin");
+	const char *host = hl_find(in, "Host");
+	const char *origin = hl_find(in, "Origin");
 	const char *from = origin != NULL ? origin :
-	    evhttp_find_header(in, "Referer");
+	    hl_find(in, "Referer");
 	size_t sl = strlen(AUTH_OWN_SCHEME);
 
 	if (fields(in, "Host") > 1 || fields(in, "Origin") > 1 ||
@@ -191,12 +184,12 @@ foreign(const struct conf *c, const struct evkeyvalq *in, const char *target,
 
 /* How many fields named name in. */
 static int
-fields(const struct evkeyvalq *in, const char *name)
+fields(const struct hlist *in, const char *name)
 {
-	const struct evkeyval *h;
+	const struct hfield *h;
 	int n = 0;
 
-	TAILQ_FOREACH(h, in, next)
+	HL_FOREACH(h, in)
 		if (strcasecmp(h->key, name) == 0)
 			n++;
 	return n;
@@ -204,10 +197,10 @@ fields(const struct evkeyvalq *in, const char *name)
 
 /* Gate 3: the scope of the request's Bearer token; *why says why none. */
 static enum admin_scope
-bearer_scope(const struct conf *c, const struct evkeyvalq *in,
+bearer_scope(const struct conf *c, const struct hlist *in,
     const char **why)
 {
-	const char *v = evhttp_find_header(in, "Authorization");
+	const char *v = hl_find(in, "Authorization");
 	size_t sl = strlen(AUTH_BEARER), sp, n;
 
 	*why = "no Bearer token";
@@ -227,17 +220,15 @@ bearer_scope(const struct conf *c, const struct evkeyvalq *in,
 }
 
 int
-auth_admit(struct proxy *px, struct evhttp_request *ev, const char *path)
+auth_admit(struct proxy *px, struct hreq *ev, const char *path)
 {
 	const struct conf *c = px->conf;
-	struct evkeyvalq *in = evhttp_request_get_input_headers(ev);
-	enum evhttp_cmd_type cmd = evhttp_request_get_command(ev);
-	int change = cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD;
+	struct hlist *in = &ev->in;
+	enum hmethod cmd = ev->method;
+	int change = cmd != HM_GET && cmd != HM_HEAD;
 	int page = !change && (strcmp(path, "/") == 0 ||
 	    strcmp(path, "/index.html") == 0);
-	struct evhttp_connection *evcon = evhttp_request_get_connection(ev);
-	char *addr = NULL;
-	ev_uint16_t port = 0;
+	const char *addr = hreq_client(ev);
 	const char *why;
 	char authority[CONF_HOST_MAX + 8];
 	enum admin_scope scope;
@@ -246,15 +237,12 @@ auth_admit(struct proxy *px, struct evhttp_request *ev, const char *path)
 	if (strcmp(path, "/health") == 0 && !change)
 		return 1;
 	if (c->nadmin_allow > 0) {
-		if (evcon != NULL)
-			evhttp_connection_get_peer(evcon, &addr, &port);
-		if (addr == NULL ||
-		    !conf_cidrs_match(c->admin_allow, c->nadmin_allow, addr)) {
+		if (!conf_cidrs_match(c->admin_allow, c->nadmin_allow, addr)) {
 			answer(ev, HTTP_FORBIDDEN, "not in admin_allow");
 			return 0;
 		}
 	}
-	if ((why = foreign(c, in, evhttp_request_get_uri(ev), change,
+	if ((why = foreign(c, in, ev->target, change,
 	    authority, sizeof(authority))) != NULL) {
 		answer(ev, HTTP_FORBIDDEN, why);
 		return 0;

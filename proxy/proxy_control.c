@@ -31,15 +31,16 @@
 #include <sys/queue.h>
 
 #include <event2/buffer.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #include "cache/cache.h"
 #include "cache/cache_entry.h"
 #include "cache/cache_keyrule.h"
+#include "common/hlist.h"
+#include "common/uri.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_conn.h"
 #include "proxy/proxy_control.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_json.h"
@@ -81,7 +82,7 @@ struct job {
 	struct proxy		*px;
 	enum job_kind		 kind;
 	int64_t			 since_ms;	/* entries stored since: fresh */
-	struct evhttp_request	*ev;		/* NULL once answered */
+	struct hreq *ev;		/* NULL once answered */
 	int			 listing;	/* more keys may come */
 	int			 listed_ok;	/* ... and every one came */
 	struct cache_op		*soften_op;	/* url=: its soft purge */
@@ -109,10 +110,10 @@ static void job_pump(struct job *job);
 
 /* A 503 says when to try again. */
 static void
-job_error(struct evhttp_request *ev, int code, const char *msg)
+job_error(struct hreq *ev, int code, const char *msg)
 {
 	if (code == HTTP_SERVUNAVAIL)
-		evhttp_add_header(evhttp_request_get_output_headers(ev),
+		hl_add(&ev->out,
 		    "Retry-After", JOB_RETRY_AFTER);
 	json_error(ev, code, msg);
 }
@@ -192,7 +193,7 @@ control_shutdown(struct proxy *px)
 }
 
 static struct job *
-job_new(struct proxy *px, struct evhttp_request *ev, enum job_kind kind)
+job_new(struct proxy *px, struct hreq *ev, enum job_kind kind)
 {
 	struct control *ctl = px->control;
 	struct job *job;
@@ -263,7 +264,7 @@ job_answer(struct job *job)
 		    job->listed_ok ? "" : ", \"error\": \"redis unavailable: "
 		    "not every entry was reached, retry it\"");
 	if (code != HTTP_OK)
-		evhttp_add_header(evhttp_request_get_output_headers(job->ev),
+		hl_add((&(job->ev)->out),
 		    "Retry-After", JOB_RETRY_AFTER);
 	json_send(job->ev, code, out);
 	job->ev = NULL;
@@ -291,15 +292,15 @@ on_job_refreshed(struct refresh_report *rep, void *arg)
 /* What goes upstream for a key of host: as for a request of the route. */
 static void
 job_headers(const struct proxy *px, const struct conf_route *rt,
-    const char *host, struct evkeyvalq *h)
+    const char *host, struct hlist *h)
 {
 	const char *name = rt->key_host ? host : px->conf->forwarded_host;
 
 	if (rt->key_host)
-		evhttp_add_header(h, "Host", host);
+		hl_add(h, "Host", host);
 	if (name[0] != '\0')
-		evhttp_add_header(h, "X-Forwarded-Host", name);
-	evhttp_add_header(h, "X-Forwarded-Proto", "http");
+		hl_add(h, "X-Forwarded-Host", name);
+	hl_add(h, "X-Forwarded-Proto", "http");
 }
 
 /* Starts jo's refresh of its key: 0, or -1 (not refreshed). */
@@ -310,7 +311,7 @@ job_refresh(struct job *job, struct job_op *jo)
 	const char *key = jo->k->key, *uri = key + strcspn(key, "/");
 	char host[CACHE_KEY_MAX + 1], path[CACHE_KEY_MAX + 1];
 	const struct conf_route *rt;
-	struct evkeyvalq headers;
+	struct hlist headers;
 	struct refresh_args a;
 
 	snprintf(host, sizeof(host), "%.*s", (int)(uri - key), key);
@@ -318,7 +319,7 @@ job_refresh(struct job *job, struct job_op *jo)
 	if (*uri != '/' || (rt = conf_route_match(px->conf, path)) == NULL ||
 	    maint_avoids(px, uri))
 		return -1;
-	TAILQ_INIT(&headers);
+	hl_init(&headers);
 	job_headers(px, rt, host, &headers);
 	memset(&a, 0, sizeof(a));
 	a.mode = RF_LOCKED;
@@ -331,7 +332,7 @@ job_refresh(struct job *job, struct job_op *jo)
 	a.waited = "";
 	a.lowest = 1;
 	jo->rf = refresh_start(px, &a, on_job_refreshed, jo);
-	evhttp_clear_headers(&headers);
+	hl_free(&headers);
 	return jo->rf != NULL ? 0 : -1;
 }
 
@@ -512,27 +513,27 @@ refresh_list(struct job *job, const char *url, const char *prefix,
 }
 
 void
-admin_refresh(struct proxy *px, struct evhttp_request *ev)
+admin_refresh(struct proxy *px, struct hreq *ev)
 {
-	const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(ev));
-	struct evkeyvalq params;
+	const char *query = ev->query;
+	struct hlist params;
 	struct job *job;
 	const char *why;
 	int rc;
 
 	assert(px->magic == PROXY_MAGIC);
-	if (evhttp_request_get_command(ev) != EVHTTP_REQ_POST) {
+	if (ev->method != HM_POST) {
 		job_error(ev, HTTP_BADMETHOD, "use POST /refresh?url=URL, "
 		    "?prefix=PREFIX or ?tag=TAG");
 		return;
 	}
-	TAILQ_INIT(&params);
+	hl_init(&params);
 	if (query != NULL)
-		(void)evhttp_parse_query_str(query, &params);
+		(void)uri_query_parse(query, strlen(query), &params);
 	if ((job = job_new(px, ev, JOB_REFRESH)) != NULL) {
-		rc = refresh_list(job, evhttp_find_header(&params, "url"),
-		    evhttp_find_header(&params, "prefix"),
-		    evhttp_find_header(&params, "tag"), &why);
+		rc = refresh_list(job, hl_find(&params, "url"),
+		    hl_find(&params, "prefix"),
+		    hl_find(&params, "tag"), &why);
 		if (rc != 0) {
 			job_error(ev, rc, why);
 			job->ev = NULL;
@@ -541,7 +542,7 @@ admin_refresh(struct proxy *px, struct evhttp_request *ev)
 			log_info("admin: refresh %s", query);
 		}
 	}
-	evhttp_clear_headers(&params);
+	hl_free(&params);
 }
 
 /* The URLs of a warm-up's body: each line's key taken; -1 when there
@@ -572,19 +573,19 @@ warm_urls(struct job *job, struct evbuffer *body)
 }
 
 void
-admin_warm(struct proxy *px, struct evhttp_request *ev)
+admin_warm(struct proxy *px, struct hreq *ev)
 {
 	struct job *job;
 
 	assert(px->magic == PROXY_MAGIC);
-	if (evhttp_request_get_command(ev) != EVHTTP_REQ_POST) {
+	if (ev->method != HM_POST) {
 		job_error(ev, HTTP_BADMETHOD, "use POST /warm with URLs, one "
 		    "a line");
 		return;
 	}
 	if ((job = job_new(px, ev, JOB_WARM)) == NULL)
 		return;
-	if (warm_urls(job, evhttp_request_get_input_buffer(ev)) == -1) {
+	if (warm_urls(job, ev->body) == -1) {
 		job_error(ev, ENTITY_TOO_LARGE, "at most 1000 URLs a warm-up");
 		job->ev = NULL;
 		job_free(job);

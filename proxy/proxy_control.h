@@ -1,13 +1,14 @@
 #ifndef PROXY_PROXY_CONTROL_H
 #define PROXY_PROXY_CONTROL_H
 
+struct hreq;
+
 /*
  * POST /refresh and POST /warm on the admin listener: jobs of lookups and
  * refreshes through the lock (proxy_refresh.c), at the origin budget's
  * lowest rank.
  */
 
-#include <event2/http.h>
 
 struct proxy;
 
@@ -18,8 +19,8 @@ void	control_shutdown(struct proxy *px);
 /* Jobs running in this process, for /stats. */
 int	control_jobs(const struct proxy *px);
 /* POST /refresh?url=URL | prefix=PREFIX | tag=TAG */
-void	admin_refresh(struct proxy *px, struct evhttp_request *ev);
+void	admin_refresh(struct proxy *px, struct hreq *ev);
 /* POST /warm, a body of URLs, one a line */
-void	admin_warm(struct proxy *px, struct evhttp_request *ev);
+void	admin_warm(struct proxy *px, struct hreq *ev);
 
 #endif

@@ -18,6 +18,16 @@
 #include "proxy/proxy_stats.h"
 #include "upstream/upstream.h"
 
+/* Adds src's handshakes into dst. */
+static void
+tls_counters_add(struct tls_counters *dst, const struct tls_counters *src)
+{
+	dst->handshakes += src->handshakes;
+	dst->resumed += src->resumed;
+	for (int i = 0; i < TLS_FAIL_MAX; i++)
+		dst->failed[i] += src->failed[i];
+}
+
 /* Copies this worker's gauges to its slot for the other workers to see. */
 void
 proxy_publish(struct proxy *px)
@@ -29,7 +39,7 @@ proxy_publish(struct proxy *px)
 	ws->redis_up = cache_is_up(px->cache);
 	snprintf(ws->redis_down, sizeof(ws->redis_down), "%s",
 	    cache_down_reason(px->cache));
-	ws->connections = (int64_t)dict_count(px->conns);
+	ws->connections = px->nclients;
 	ws->admin_connections = px->admin_conns + px->admin_outside;
 	ws->admin_outside = px->admin_outside;
 	ws->requests = px->nrequests - px->npeers;	/* clients' */
@@ -41,6 +51,8 @@ proxy_publish(struct proxy *px)
 	ws->l1_rejected = l1_counters(px->l1)->rejected;
 	budget_publish(px->budget, &ws->budget.g);
 	pool_publish(px, &ws->pools);
+	tls_counters(&ws->tls);
+	ws->tls_not_after = px->tls != NULL ? tls_not_after(px->tls) : 0;
 }
 
 void
@@ -80,6 +92,10 @@ proxy_figures(struct proxy *px, struct proxy_figures *f)
 		f->l1_rejected += ws->l1_rejected;
 		budget_gauges_add(&f->budget, &ws->budget.g);
 		pool_rows_add(&f->pools, &ws->pools);
+		tls_counters_add(&f->tls, &ws->tls);
+		if (ws->tls_not_after > 0 && (f->tls_not_after == 0 ||
+		    ws->tls_not_after < f->tls_not_after))
+			f->tls_not_after = ws->tls_not_after;
 	}
 	l2_counters(px->l2, &f->l2);
 	f->stats = px->nslots > 1 ? &sum : px->stats;

@@ -33,12 +33,11 @@
 #include <sys/queue.h>
 
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #include "cache/cache.h"
 #include "cache/cache_entry.h"
 #include "common/dict.h"
+#include "common/hlist.h"
 #include "common/log.h"
 #include "common/timer.h"
 #include "common/util.h"
@@ -166,7 +165,7 @@ on_flight_stream(const struct upstream_response *resp, struct evbuffer *chunk,
 		return waitlist_interim(&fl->waiters, resp);
 	if (!stream_wanted(resp, 1) ||
 	    !hdr_shareable(&resp->headers, fl->authorized, &fl->rt, &why) ||
-	    evhttp_find_header(&resp->headers, "Vary") != NULL ||
+	    hl_find(&resp->headers, "Vary") != NULL ||
 	    stream_start(fl, resp) == -1) {
 		fl->stream_state = STREAM_WHOLE;
 		waitlist_refuse_peers(&fl->waiters, &fl->verdict);
@@ -347,7 +346,7 @@ flight_done(struct flight *fl)
 	entry_unref(&fl->look_entry);
 	entry_unref(&fl->rep.entry);
 	entry_unref(&fl->fill);
-	evhttp_clear_headers(&fl->headers);
+	hl_free(&fl->headers);
 	fetch_drop(&fl->fetch);
 	event_free(fl->poll_ev);
 	hold_free(&fl->hold);
@@ -531,7 +530,7 @@ flight_new(struct proxy *px, const char *key, const char *uri, int route,
 	fl->rt = *rt;
 	fl->verdict.upstream_ms = -1;
 	TAILQ_INIT(&fl->waiters);
-	TAILQ_INIT(&fl->headers);
+	hl_init(&fl->headers);
 	snprintf(fl->key, sizeof(fl->key), "%s", key);
 	fl->uri = strdup(uri);
 	fl->poll_ev = evtimer_new(px->base, on_flight_poll, fl);

@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <event2/http.h>
 
 #include "cache/cache_entry.h"
+#include "common/hlist.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_flight_int.h"
@@ -58,7 +58,7 @@ stale_if_error(const struct flight *fl)
 enum flight_step
 flight_redirect(struct flight *fl, struct cache_entry **marker)
 {
-	const char *spec = evhttp_find_header(&(*marker)->headers, "Vary");
+	const char *spec = hl_find(&(*marker)->headers, "Vary");
 
 	snprintf(fl->verdict.vary, sizeof(fl->verdict.vary), "%s", spec != NULL ? spec : "");
 	if (strchr(fl->key, '\n') == NULL)

@@ -12,7 +12,6 @@
 #include <sys/queue.h>
 
 #include <event2/event.h>
-#include <event2/keyvalq_struct.h>
 
 #include "cache/cache.h"
 #include "cache/cache_entry.h"
@@ -21,6 +20,8 @@
 #include "proxy/proxy_hold.h"
 #include "proxy/proxy_refresh.h"
 #include "proxy/proxy_waitlist.h"
+
+#include "common/hlist.h"
 
 #define FLIGHT_MAGIC		0x464c4754u	/* "FLGT" */
 
@@ -51,7 +52,7 @@ struct flight {
 	struct conf_route	 rt;		/* its settings when the flight began */
 	char			 key[FLOW_KEY_MAX + 1];
 	char			*uri;
-	struct evkeyvalq	 headers;	/* sent upstream */
+	struct hlist	 headers;	/* sent upstream */
 	struct fetch_kept	 fetch;		/* method, body, url tag */
 	struct waiters		 waiters;	/* the first one leads */
 	TAILQ_ENTRY(flight)	 link;		/* in px->flight_list */

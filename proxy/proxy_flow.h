@@ -24,13 +24,14 @@
 #include <sys/queue.h>
 
 #include <event2/event.h>
-#include <event2/keyvalq_struct.h>
 
 #include "cache/cache.h"
 #include "cache/cache_key.h"
 #include "cache/cache_keyrule.h"
 #include "common/util.h"
 #include "upstream/upstream.h"
+
+struct hlist;
 
 #define FLOW_KEY_MAX		(CACHE_KEY_MAX + 1 + CACHE_VARIANT_MAX)
 #define VARY_MARKER		"X-Corral-Vary-Marker"	/* never from upstream */
@@ -145,7 +146,7 @@ struct waiter_ops {
 	/* The flight's answer; w is out of the flight already. */
 	void	(*answer)(struct waiter *w, const struct handover *h);
 	/* Appends what goes upstream for w to dst, less what flags name. */
-	void	(*forward)(struct waiter *w, struct evkeyvalq *dst, int flags);
+	void	(*forward)(struct waiter *w, struct hlist *dst, int flags);
 	/* Starts w's reply with resp's head, the body to come (collapsed:
 	 * another request's fetch). 0, or -1 when w cannot stream. */
 	int	(*start)(struct waiter *w, const struct upstream_response *resp,
@@ -163,7 +164,7 @@ struct waiter_ops {
 		    int64_t upstream_ms);
 	/* An interim (1xx) response of the fetch w waits for, before its
 	 * answer, with w's interim_arg. 0. */
-	int	(*interim)(int status, const struct evkeyvalq *headers,
+	int	(*interim)(int status, const struct hlist *headers,
 		    void *arg);
 };
 
@@ -174,7 +175,7 @@ struct waiter {
 	struct stream		*stream;	/* its reply streams, or NULL */
 	TAILQ_ENTRY(waiter)	 flight_link;
 	TAILQ_ENTRY(waiter)	 stream_link;
-	const struct evkeyvalq	*headers;	/* the request's */
+	const struct hlist	*headers;	/* the request's */
 	const struct fetch_spec	*spec;		/* how its key's fetch goes, or
 						 * NULL: a GET as it came */
 	void			*interim_arg;	/* for ops->interim */

@@ -11,24 +11,20 @@
 #include <sys/queue.h>
 
 #include <event2/buffer.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
+#include "common/hlist.h"
 #include "common/host.h"
 #include "conf/conf.h"
+#include "proxy/proxy_conn.h"
 #include "proxy/proxy_forward.h"
 #include "proxy/proxy_hdr.h"
 
-char *
-forward_client(struct evhttp_request *ev)
+const char *
+forward_client(const struct hreq *r)
 {
-	struct evhttp_connection *evcon = evhttp_request_get_connection(ev);
-	char *peer = NULL;
-	ev_uint16_t port;
+	const char *peer = hreq_client(r);
 
-	if (evcon != NULL)
-		evhttp_connection_get_peer(evcon, &peer, &port);
-	return peer;
+	return strcmp(peer, "-") != 0 ? peer : NULL;
 }
 
 /*
@@ -36,69 +32,54 @@ forward_client(struct evhttp_request *ev)
  * 9112 3.2.2: a Host that says otherwise is ignored), else its Host, in
  * normal form (common/host.h), so that one name is one key and one Host
  * upstream. Kept as given when it is not a host: then it is not served.
+ * In r's scratch; NULL when out of memory.
  */
 static char *
-asked_host(struct evhttp_request *ev, const struct evhttp_uri *u)
+asked_host(struct hreq *r)
 {
-	const char *uhost = u != NULL ? evhttp_uri_get_host(u) : NULL;
-	const char *host = evhttp_find_header(
-	    evhttp_request_get_input_headers(ev), "Host");
-	size_t len = strlen(uhost != NULL ? uhost : host != NULL ? host : "") +
-	    sizeof(":65535");
-	char *raw = malloc(len), *out;
+	const struct uri *u = &r->uri;
+	const char *host = hl_find(&r->in, "Host");
+	size_t len = (u->host != NULL ? u->host_len : host != NULL ?
+	    strlen(host) : 0) + sizeof(":65535");
+	char *raw = hreq_alloc(r, len), *out;
 	struct host h;
 
 	if (raw == NULL)
 		return NULL;
-	if (uhost != NULL)
-		snprintf(raw, len, evhttp_uri_get_port(u) >= 0 ? "%s:%d" : "%s",
-		    uhost, evhttp_uri_get_port(u));
+	if (u->host != NULL)
+		snprintf(raw, len, u->port >= 0 ? "%.*s:%d" : "%.*s",
+		    (int)u->host_len, u->host, u->port);
 	else
 		snprintf(raw, len, "%s", host != NULL ? host : "");
 	if (raw[0] == '\0' || host_parse(raw, strlen(raw), &h) == -1)
 		return raw;
-	if ((out = malloc(HOST_TEXT_MAX)) != NULL)
+	if ((out = hreq_alloc(r, HOST_TEXT_MAX)) != NULL)
 		host_format(&h, out);
-	free(raw);
 	return out;
 }
 
 int
-forward_target(struct evhttp_request *ev, char **hostp, char **urip,
-    const char **pathp, char **copyp)
+forward_target(struct hreq *r, char **hostp, char **urip, const char **pathp)
 {
-	const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(ev);
-	const char *raw = evhttp_request_get_uri(ev);
-	const char *target = u != NULL ? evhttp_uri_get_path(u) : NULL;
-	const char *query = u != NULL ? evhttp_uri_get_query(u) : NULL;
-	/* "//m/new" is a path whose first segment is empty (RFC 9112 3.2.1,
-	 * RFC 3986 3.3), which libevent reads as the authority "m" and the
-	 * path "/new": the path is the target's, up to its query. */
-	int empty_first = raw != NULL && strncmp(raw, "//", 2) == 0;
+	const char *target = r->path, *query = r->query;
+	char *plain;
 	size_t len;
-	int dots;
 
-	*copyp = NULL;
 	*urip = NULL;
-	*hostp = asked_host(ev, empty_first ? NULL : u);
-	if (empty_first &&
-	    (target = *copyp = strndup(raw, strcspn(raw, "?"))) == NULL)
-		return -1;
-	if (target == NULL || target[0] == '\0')
+	*hostp = asked_host(r);
+	if (target[0] == '\0')
 		target = "/";
 	/* The path the origin resolves is the one routed, keyed and sent;
 	 * only a '.' or a %-escape (%2E) can make it another. */
-	dots = strpbrk(target, ".%") != NULL;
 	*pathp = target;
-	if (dots && *copyp == NULL)
-		*copyp = strdup(target);
-	if (dots && *copyp != NULL) {
-		hdr_normalize_path(*copyp);
-		*pathp = *copyp;
+	if (strpbrk(target, ".%") != NULL) {
+		if ((plain = hreq_strndup(r, target, strlen(target))) == NULL)
+			return -1;
+		hdr_normalize_path(plain);
+		*pathp = plain;
 	}
-	len = strlen(target) + (query != NULL ? strlen(query) + 1 : 0) + 1;
-	if ((dots && *copyp == NULL) || (*urip = malloc(len)) == NULL ||
-	    *hostp == NULL)
+	len = strlen(*pathp) + (query != NULL ? strlen(query) + 1 : 0) + 1;
+	if ((*urip = hreq_alloc(r, len)) == NULL || *hostp == NULL)
 		return -1;
 	snprintf(*urip, len, "%s%s%s", *pathp, query != NULL ? "?" : "",
 	    query != NULL ? query : "");
@@ -117,26 +98,27 @@ forward_target(struct evhttp_request *ev, char **hostp, char **urip,
  * shared fetch gets must not vary with what its key ignores.
  */
 void
-forward_headers(struct evhttp_request *ev, const struct conf *conf,
-    const char *asked, int keyed, struct evkeyvalq *dst, int flags)
+forward_headers(struct hreq *ev, const struct conf *conf,
+    const char *asked, int keyed, struct hlist *dst, int flags)
 {
-	struct evkeyvalq *in = evhttp_request_get_input_headers(ev);
-	char *peer = forward_client(ev), *fwd;
+	const struct hlist *in = &ev->in;
+	const char *peer = forward_client(ev);
+	char *fwd;
 	int trusted = peer != NULL && conf_trusted_proxy(conf, peer);
 	const char *name = keyed ? asked : conf->forwarded_host;
 	const char *proto = NULL;
-	const struct evkeyval *h;
+	const struct hfield *h;
 	struct evbuffer *xff;
 
 	hdr_copy(in, dst, flags | HDR_DROP_HOST | HDR_DROP_FORWARDED |
 	    HDR_DROP_UNDERSCORED);
 	/* Corral has the body already: libevent answered any 100-continue. */
-	evhttp_remove_header(dst, "Expect");
+	hl_remove(dst, "Expect");
 	if (keyed && asked[0] != '\0')
-		evhttp_add_header(dst, "Host", asked);	/* it is keyed */
+		hl_add(dst, "Host", asked);	/* it is keyed */
 	if ((xff = evbuffer_new()) == NULL)
 		return;
-	TAILQ_FOREACH(h, in, next) {
+	HL_FOREACH(h, in) {
 		if (!trusted)
 			break;
 		if (strcasecmp(h->key, "X-Forwarded-For") == 0)
@@ -146,21 +128,21 @@ forward_headers(struct evhttp_request *ev, const struct conf *conf,
 			proto = h->value;
 		else if (strcasecmp(h->key, "Forwarded") == 0 &&
 		    (fwd = hdr_forwarded_without(h->value, "host")) != NULL) {
-			evhttp_add_header(dst, h->key, fwd);
+			hl_add(dst, h->key, fwd);
 			free(fwd);
 		}
 	}
 	if (peer != NULL) {
 		evbuffer_add_printf(xff, "%s", peer);
 		evbuffer_add(xff, "", 1);
-		evhttp_add_header(dst, "X-Forwarded-For",
+		hl_add(dst, "X-Forwarded-For",
 		    (const char *)evbuffer_pullup(xff, -1));
 	}
 	evbuffer_free(xff);
 	if (name[0] != '\0')
-		evhttp_add_header(dst, "X-Forwarded-Host", name);
-	evhttp_add_header(dst, "X-Forwarded-Proto", proto != NULL ? proto :
-	    "http");
+		hl_add(dst, "X-Forwarded-Host", name);
+	hl_add(dst, "X-Forwarded-Proto", proto != NULL ? proto :
+	    hreq_tls(ev) ? "https" : "http");
 }
 
 /*
@@ -169,11 +151,11 @@ forward_headers(struct evhttp_request *ev, const struct conf *conf,
  * strict reader before libevent saw it (proxy_frame.c).
  */
 void
-forward_note(struct evhttp_request *ev, int *credentials, int *conditional)
+forward_note(struct hreq *ev, int *credentials, int *conditional)
 {
-	const struct evkeyval *h;
+	const struct hfield *h;
 
-	TAILQ_FOREACH(h, evhttp_request_get_input_headers(ev), next) {
+	HL_FOREACH(h, &ev->in) {
 		if (strcasecmp(h->key, "Authorization") == 0 ||
 		    strcasecmp(h->key, "Cookie") == 0)
 			*credentials = 1;
@@ -184,8 +166,8 @@ forward_note(struct evhttp_request *ev, int *credentials, int *conditional)
 }
 
 int
-forward_unsafe(enum evhttp_cmd_type cmd)
+forward_unsafe(enum hmethod cmd)
 {
-	return cmd == EVHTTP_REQ_POST || cmd == EVHTTP_REQ_PUT ||
-	    cmd == EVHTTP_REQ_DELETE || cmd == EVHTTP_REQ_PATCH;
+	return cmd == HM_POST || cmd == HM_PUT ||
+	    cmd == HM_DELETE || cmd == HM_PATCH;
 }

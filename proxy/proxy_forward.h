@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef PROXY_PROXY_FORWARD_H
 #define PROXY_PROXY_FORWARD_H
 
@@ -7,35 +8,36 @@
  * asked written by Corral, not taken from the client.
  */
 
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
+#include "proxy/proxy_method.h"
 
 struct conf;
+struct hlist;
+struct hreq;
 
-/* The client's address, or NULL when the connection is gone. */
-char	*forward_client(struct evhttp_request *ev);
+/* The client's address, or NULL for a Unix socket's (a sibling's). */
+const char *forward_client(const struct hreq *r);
 /*
- * The host and the target of ev as the origin resolves them: *hostp (the
+ * The host and the target of r as the origin resolves them: *hostp (the
  * absolute-form target's, else Host's, in normal form: common/host.h),
- * *urip (path[?query]), *pathp the normalized path ("//a/b" is a path,
- * not the authority "a") and *copyp what holds it, or NULL. The caller
- * frees *hostp, *urip and *copyp, also after -1 (no memory).
+ * *urip (path[?query]) and *pathp the normalized path ("//a/b" is a path,
+ * not the authority "a"), all in r's scratch (hreq_alloc()). -1 when out
+ * of memory.
  */
-int	forward_target(struct evhttp_request *ev, char **hostp, char **urip,
-	    const char **pathp, char **copyp);
+int	forward_target(struct hreq *r, char **hostp, char **urip,
+	    const char **pathp);
 /* Appends to dst what goes upstream for ev: its end-to-end headers less
  * those flags name and its Host; Host: asked if keyed; and who asked
  * (X-Forwarded-*, kept from a trusted proxy only), with X-Forwarded-Host
  * asked if keyed, else conf's forwarded_host (if any), never the
  * client's. */
-void	forward_headers(struct evhttp_request *ev, const struct conf *conf,
-	    const char *asked, int keyed, struct evkeyvalq *dst, int flags);
+void	forward_headers(struct hreq *ev, const struct conf *conf,
+	    const char *asked, int keyed, struct hlist *dst, int flags);
 
 /* Notes what the request's headers say of it: credentials (Authorization
  * or Cookie) and a condition (If-None-Match or If-Modified-Since). */
-void	forward_note(struct evhttp_request *ev, int *credentials,
+void	forward_note(struct hreq *ev, int *credentials,
 	    int *conditional);
 /* Does the method change the resource (RFC 9110 9.2.1)? */
-int	forward_unsafe(enum evhttp_cmd_type cmd);
+int	forward_unsafe(enum hmethod cmd);
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The strict reader of the client's byte stream (see proxy_frame.h). Its
  * rules follow RFC 9112: the request line (section 3), field lines
@@ -5,12 +6,14 @@
  * (section 7.1). Where the RFC lets a server be lenient, this one is not:
  * a bare LF ends no line, whitespace before a colon and obs-fold are
  * errors, and a transfer coding other than a single chunked is refused.
+ * A head that passes is indexed where it lies: its names and values are
+ * ended with NULs in the door's buffer and listed, so that nothing of it
+ * is copied again.
  */
 
 #include "proxy/proxy_frame.h"
 
 #include <assert.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +21,13 @@
 #include <sys/types.h>
 
 #include "common/host.h"
+#include "proxy/proxy_frame_int.h"
 
 #define FRAME_MAGIC	0x46524d45u	/* "FRME" */
 #define BUF_INITIAL	512
 #define CHUNK_LINE_MAX	1024	/* a chunk-size line with its extensions */
-#define CHUNK_DIGITS	15	/* significant hex digits: below 2^60 */
 #define LENGTH_DIGITS	18	/* Content-Length digits: below 10^18 */
-#define LENGTH_LINE_MAX	48	/* "Content-Length: %" PRIu64 "\r\n" */
+#define FIELDS_INITIAL	32
 
 enum state {
 	ST_HEAD,	/* a head, line by line, into buf */
@@ -56,13 +59,17 @@ struct frame {
 	struct buf	 head;		/* the head being read, or held */
 	size_t		 line;		/* where head's current line starts */
 	struct buf	 chunk_line;	/* a chunk-size or trailer line */
-	struct buf	 chunks;	/* a chunked body, decoded */
-	int		 held;		/* head waits for its chunked body */
+	struct frame_field *fields;	/* the head's, indexed */
+	size_t		 fields_cap;
 	size_t		 skipped;	/* empty lines before a request line */
 	size_t		 trailers;	/* bytes of trailer lines */
 	uint64_t	 left;		/* of the body or the chunk */
 	uint64_t	 body;		/* body bytes of this request */
-	int		 discard;	/* libevent reads no body: drop it */
+	int		 discard;	/* a HEAD's body: read and dropped */
+	int		 paused;	/* the last end asked to stop */
+	int		 host_rules;	/* Host: once, and the target's */
+	const struct frame_ops *ops;	/* of the frame_feed() under way */
+	void		*arg;
 	int		 status;
 	const char	*reason;
 	uint64_t	 requests;
@@ -84,6 +91,7 @@ struct head {
 	int		 codings;	/* transfer codings named */
 	int		 chunked;	/* of them, chunked */
 	int		 last_chunked;	/* the final one is chunked */
+	int		 expect_continue;	/* Expect: 100-continue */
 };
 
 static int
@@ -105,6 +113,7 @@ frame_new(size_t head_max, uint64_t body_max)
 	f->magic = FRAME_MAGIC;
 	f->st = ST_HEAD;
 	f->reason = "";
+	f->host_rules = 1;
 	frame_set_limits(f, head_max, body_max);
 	return f;
 }
@@ -120,7 +129,7 @@ frame_free(struct frame **fp)
 	f->magic = 0;
 	free(f->head.p);
 	free(f->chunk_line.p);
-	free(f->chunks.p);
+	free(f->fields);
 	free(f);
 	*fp = NULL;
 }
@@ -133,6 +142,12 @@ frame_set_limits(struct frame *f, size_t head_max, uint64_t body_max)
 	f->body_max = body_max;
 }
 
+void
+frame_set_host_rules(struct frame *f, int on)
+{
+	f->host_rules = on;
+}
+
 int
 frame_status(const struct frame *f)
 {
@@ -143,6 +158,12 @@ const char *
 frame_reason(const struct frame *f)
 {
 	return f->reason;
+}
+
+int
+frame_idle(const struct frame *f)
+{
+	return f->st == ST_HEAD && f->head.len == 0;
 }
 
 int
@@ -161,47 +182,6 @@ uint64_t
 frame_body_bytes(const struct frame *f)
 {
 	return f->body;
-}
-
-/* ---- characters (RFC 9110 section 5.6.2, RFC 9112 section 3.2) ----------- */
-
-static int
-is_tchar(unsigned char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9') ||
-	    (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
-}
-
-static int
-is_ows(unsigned char c)
-{
-	return c == ' ' || c == '\t';
-}
-
-/* A field-value byte: VCHAR, obs-text, SP or HTAB; no other CTL. */
-static int
-is_field_byte(unsigned char c)
-{
-	return c == '\t' || (c >= 0x20 && c != 0x7f);
-}
-
-static int
-is_hex(unsigned char c)
-{
-	return (c >= '0' && c <= '9') ||
-	    ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
-}
-
-static int
-is_token(const char *p, size_t n)
-{
-	if (n == 0)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!is_tchar((unsigned char)p[i]))
-			return 0;
-	return 1;
 }
 
 static int
@@ -437,11 +417,42 @@ note_host(struct frame *f, struct head *h, const char *v, size_t vn)
 {
 	struct host parsed;
 
-	if (vn > 0 && host_parse(v, vn, &parsed) == -1)
+	if (f->host_rules && vn > 0 && host_parse(v, vn, &parsed) == -1)
 		return reject(f, 400, "bad Host");
 	h->hosts++;
 	h->host = v;
 	h->host_len = vn;
+	return 0;
+}
+
+/* Expect (RFC 9110 10.1.1), from an HTTP/1.1 client: 100-continue, or
+ * refused with 417. An HTTP/1.0 client's is ignored: it waits for no
+ * interim response. */
+static int
+note_expect(struct frame *f, struct head *h, const char *v, size_t vn)
+{
+	if (h->minor == 0)
+		return 0;
+	if (!name_is(v, vn, "100-continue"))
+		return reject(f, 417, "expectation not supported");
+	h->expect_continue = 1;
+	return 0;
+}
+
+/* RFC 9112 3.2: one Host, in HTTP/1.1, and an absolute-form target's
+ * authority the same. */
+static int
+check_hosts(struct frame *f, const struct head *h)
+{
+	if (h->hosts > 1)
+		return reject(f, 400, "more than one Host");
+	if (h->hosts == 0 && h->minor == 1)
+		return reject(f, 400, "HTTP/1.1 request without Host");
+	if (h->authority != NULL && h->hosts == 1 &&
+	    (h->host_len != h->authority_len ||
+	    strncasecmp(h->host, h->authority, h->host_len) != 0))
+		return reject(f, 400,
+		    "Host differs from the target's authority");
 	return 0;
 }
 
@@ -463,10 +474,10 @@ next_line(const char *buf, size_t len, size_t *off, const char **line,
 }
 
 static int
-is_framing(const char *line, size_t n)
+is_framing(const char *name, size_t n)
 {
-	return (n >= 15 && strncasecmp(line, "Content-Length:", 15) == 0) ||
-	    (n >= 18 && strncasecmp(line, "Transfer-Encoding:", 18) == 0);
+	return name_is(name, n, "Content-Length") ||
+	    name_is(name, n, "Transfer-Encoding");
 }
 
 /* The rules of RFC 9112 sections 3.2, 5 and 6, in that order. */
@@ -491,16 +502,12 @@ check_head(struct frame *f, struct head *h, enum framing *framing)
 			return -1;
 		if (name_is(line, name, "Host") && note_host(f, h, v, vn) == -1)
 			return -1;
+		if (name_is(line, name, "Expect") &&
+		    note_expect(f, h, v, vn) == -1)
+			return -1;
 	}
-	if (h->hosts > 1)
-		return reject(f, 400, "more than one Host");
-	if (h->hosts == 0 && h->minor == 1)
-		return reject(f, 400, "HTTP/1.1 request without Host");
-	if (h->authority != NULL && h->hosts == 1 &&
-	    (h->host_len != h->authority_len ||
-	    strncasecmp(h->host, h->authority, h->host_len) != 0))
-		return reject(f, 400,
-		    "Host differs from the target's authority");
+	if (f->host_rules && check_hosts(f, h) == -1)
+		return -1;
 	*framing = BODY_NONE;
 	if (h->encodings > 0) {
 		if (h->minor == 0)
@@ -524,63 +531,96 @@ check_head(struct frame *f, struct head *h, enum framing *framing)
 	return 0;
 }
 
-/*
- * The head as received, but with its framing lines replaced by one
- * Content-Length, or none when there is no body for libevent to read.
- */
-static void
-emit_head(struct frame *f, int with_length, uint64_t length,
-    frame_emit_fn emit, void *arg)
+/* Room for one more field in the index; -1 when out of memory. */
+static int
+fields_room(struct frame *f, size_t k)
 {
-	char canon[LENGTH_LINE_MAX];
-	const char *buf = f->head.p, *line;
-	size_t off = 0, run = 0, n;
-	int len;
+	struct frame_field *v;
+	size_t cap;
 
-	next_line(buf, f->head.len, &off, &line, &n);
-	while (next_line(buf, f->head.len, &off, &line, &n) && n > 0) {
-		if (!is_framing(line, n))
-			continue;
-		emit(arg, buf + run, (size_t)(line - buf) - run);
-		run = off;
-	}
-	/* Everything but the empty line that ends the head. */
-	emit(arg, buf + run, f->head.len - 2 - run);
-	if (with_length) {
-		len = snprintf(canon, sizeof(canon), "Content-Length: %" PRIu64
-		    "\r\n", length);
-		emit(arg, canon, (size_t)len);
-	}
-	emit(arg, "\r\n", 2);
-	f->requests++;
-	f->head.len = f->line = 0;
+	if (k < f->fields_cap)
+		return 0;
+	cap = f->fields_cap > 0 ? f->fields_cap * 2 : FIELDS_INITIAL;
+	if ((v = realloc(f->fields, cap * sizeof(*v))) == NULL)
+		return -1;
+	f->fields = v;
+	f->fields_cap = cap;
+	return 0;
 }
 
 /*
- * A whole head is in f->head: check it, and pass it on unless its body is
- * chunked. A chunked body is read whole first (it is bounded by body_max,
- * and libevent would hold all of it anyway), so that a fault in it is
- * found before anything of its request has been passed on; the request
- * then goes on with a Content-Length.
+ * The head that passed check_head(), indexed where it lies: NULs end the
+ * method, the target, each field's name and its value (without OWS), and
+ * the fields are listed but for the framing lines. -1 when out of memory.
  */
 static int
-end_head(struct frame *f, frame_emit_fn emit, void *arg)
+index_head(struct frame *f, struct frame_head *out)
+{
+	char *buf = f->head.p, *sp1, *sp2;
+	const char *line, *v;
+	size_t off = 0, n, name, vn, k = 0;
+
+	next_line(buf, f->head.len, &off, &line, &n);
+	sp1 = memchr(buf, ' ', n);
+	sp2 = memchr(sp1 + 1, ' ', n - (size_t)(sp1 + 1 - buf));
+	*sp1 = *sp2 = '\0';
+	out->method = buf;
+	out->target = sp1 + 1;
+	while (next_line(buf, f->head.len, &off, &line, &n) && n > 0) {
+		(void)check_field(f, line, n, &name, &v, &vn);
+		if (is_framing(line, name))
+			continue;
+		if (fields_room(f, k) == -1)
+			return -1;
+		buf[line - f->head.p + (ptrdiff_t)name] = '\0';
+		buf[v - f->head.p + (ptrdiff_t)vn] = '\0';
+		f->fields[k].name = line;
+		f->fields[k++].value = v;
+	}
+	out->fields = f->fields;
+	out->nfields = k;
+	return 0;
+}
+
+/* A request has been read whole: the head is kept until the next one
+ * begins (the next frame_feed()), and the caller may ask to stop. */
+static int
+end_message(struct frame *f)
+{
+	f->st = ST_HEAD;
+	f->head.len = f->line = 0;
+	f->paused = f->ops->end(f->arg) != 0;
+	return 0;
+}
+
+/*
+ * A whole head is in f->head: check it, index it and hand it on; then its
+ * body, if it has one. A HEAD's body is read and dropped.
+ */
+static int
+end_head(struct frame *f)
 {
 	struct head h;
 	enum framing framing;
+	struct frame_head out;
 
 	if (check_head(f, &h, &framing) == -1)
 		return -1;
-	/* Of the methods served, libevent 2.1 reads a body for all but HEAD
-	 * (evhttp_method_may_have_body): what followed a HEAD would be taken
-	 * for the next request. */
 	f->discard = method_is(&h, "HEAD");
 	f->body = 0;
 	f->skipped = 0;
-	f->held = framing == BODY_CHUNKED && !f->discard;
-	if (!f->held)
-		emit_head(f, framing == BODY_LENGTH && !f->discard, h.length,
-		    emit, arg);
+	memset(&out, 0, sizeof(out));
+	if (index_head(f, &out) == -1)
+		return reject(f, 503, "out of memory");
+	out.minor = h.minor;
+	out.body = f->discard ? FRAME_BODY_NONE : framing == BODY_CHUNKED ?
+	    FRAME_BODY_CHUNKED : framing == BODY_LENGTH ? FRAME_BODY_LENGTH :
+	    FRAME_BODY_NONE;
+	out.length = out.body == FRAME_BODY_LENGTH ? h.length : 0;
+	out.dropped = framing != BODY_NONE && f->discard;
+	out.expect_continue = h.expect_continue;
+	f->requests++;
+	f->ops->head(f->arg, &out);
 	if (framing == BODY_CHUNKED) {
 		f->st = ST_CHUNK_LINE;
 		f->trailers = 0;
@@ -588,97 +628,22 @@ end_head(struct frame *f, frame_emit_fn emit, void *arg)
 		f->st = ST_LENGTH;
 		f->left = h.length;
 	} else {
-		f->st = ST_HEAD;
+		return end_message(f);
 	}
 	return 0;
 }
 
 /* ---- chunked coding (RFC 9112 section 7.1) ------------------------------- */
 
-/* quoted-string (RFC 9110 section 5.6.4) at *p: moves *p past it. */
-static int
-skip_quoted(const char **p, const char *end)
-{
-	const char *s = *p + 1;
-
-	for (; s < end; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"') {
-			*p = s + 1;
-			return 0;
-		}
-		if (c == '\\') {
-			if (++s == end || !is_field_byte((unsigned char)*s))
-				return -1;
-		} else if (!is_field_byte(c)) {
-			return -1;
-		}
-	}
-	return -1;
-}
-
-/* chunk-size [ chunk-ext ]: chunk-ext = *( BWS ";" BWS name [ BWS "="
- * BWS value ] ), value a token or a quoted-string. Extensions are read
- * and dropped. */
-static int
-parse_chunk_line(struct frame *f, const char *p, size_t n, uint64_t *size)
-{
-	const char *end = p + n, *s;
-	int digits = 0;
-
-	*size = 0;
-	for (s = p; s < end && *s == '0'; s++)
-		;
-	for (; s < end && is_hex((unsigned char)*s); s++) {
-		if (++digits > CHUNK_DIGITS)
-			return reject(f, 413, "body too large");
-		*size = *size * 16 + (uint64_t)(*s <= '9' ? *s - '0' :
-		    (*s | 0x20) - 'a' + 10);
-	}
-	if (s == p)
-		return reject(f, 400, "bad chunk size");
-	for (;;) {
-		const char *name;
-
-		if (s == end)
-			return 0;
-		while (s < end && is_ows((unsigned char)*s))
-			s++;
-		if (s == end || *s++ != ';')
-			return reject(f, 400, "bad chunk size");
-		while (s < end && is_ows((unsigned char)*s))
-			s++;
-		for (name = s; s < end && is_tchar((unsigned char)*s); s++)
-			;
-		if (s == name)
-			return reject(f, 400, "bad chunk extension");
-		while (s < end && is_ows((unsigned char)*s))
-			s++;
-		if (s == end || *s != '=')
-			continue;
-		for (s++; s < end && is_ows((unsigned char)*s); s++)
-			;
-		if (s < end && *s == '"') {
-			if (skip_quoted(&s, end) == -1)
-				return reject(f, 400, "bad chunk extension");
-		} else {
-			for (name = s; s < end &&
-			    is_tchar((unsigned char)*s); s++)
-				;
-			if (s == name)
-				return reject(f, 400, "bad chunk extension");
-		}
-	}
-}
-
 static int
 end_chunk_line(struct frame *f, const char *line, size_t n)
 {
+	const char *why;
 	uint64_t size;
+	int status;
 
-	if (parse_chunk_line(f, line, n, &size) == -1)
-		return -1;
+	if ((status = chunk_line_parse(line, n, &size, &why)) != 0)
+		return reject(f, status, why);
 	if (size > f->body_max - f->body)
 		return reject(f, 413, "body too large");
 	if (size == 0) {
@@ -694,24 +659,14 @@ end_chunk_line(struct frame *f, const char *line, size_t n)
 /* A trailer field is checked like any field, and dropped; the empty line
  * ends the body. */
 static int
-end_trailer_line(struct frame *f, const char *line, size_t n,
-    frame_emit_fn emit, void *arg)
+end_trailer_line(struct frame *f, const char *line, size_t n)
 {
 	const char *v;
 	size_t name, vn;
 
 	if (n > 0)
 		return check_field(f, line, n, &name, &v, &vn);
-	if (f->held) {
-		emit_head(f, 1, f->chunks.len, emit, arg);
-		if (f->chunks.len > 0)
-			emit(arg, f->chunks.p, f->chunks.len);
-		free(f->chunks.p);
-		memset(&f->chunks, 0, sizeof(f->chunks));
-		f->held = 0;
-	}
-	f->st = ST_HEAD;
-	return 0;
+	return end_message(f);
 }
 
 /* ---- the driver ---------------------------------------------------------- */
@@ -758,7 +713,7 @@ take_line(struct buf *b, const char *p, size_t n, size_t max, int *done,
 
 /* A line of the head has come: the empty line ends it. */
 static int
-head_line(struct frame *f, frame_emit_fn emit, void *arg)
+head_line(struct frame *f)
 {
 	size_t n = f->head.len - f->line;
 	struct head h;
@@ -772,7 +727,7 @@ head_line(struct frame *f, frame_emit_fn emit, void *arg)
 		    reject(f, 400, "too many empty lines") : 0;
 	}
 	if (n == 2)
-		return end_head(f, emit, arg);
+		return end_head(f);
 	/* The request line is judged as soon as it ends: a client that
 	 * waits for the answer (HTTP/0.9) sends no more lines. */
 	if (f->line == 0) {
@@ -786,8 +741,7 @@ head_line(struct frame *f, frame_emit_fn emit, void *arg)
 
 /* The bytes a line-reading state takes from p; -1 once rejected. */
 static ssize_t
-feed_line(struct frame *f, const char *p, size_t n, frame_emit_fn emit,
-    void *arg)
+feed_line(struct frame *f, const char *p, size_t n)
 {
 	enum state was = f->st;
 	struct buf *b = was == ST_HEAD ? &f->head : &f->chunk_line;
@@ -818,66 +772,72 @@ feed_line(struct frame *f, const char *p, size_t n, frame_emit_fn emit,
 	if (b->len - start < 2 || b->p[b->len - 2] != '\r')
 		return reject(f, 400, "line not ended by CRLF");
 	if (was == ST_HEAD)
-		rc = head_line(f, emit, arg);
+		rc = head_line(f);
 	else if (was == ST_CHUNK_LINE)
 		rc = end_chunk_line(f, b->p, b->len - 2);
 	else {
 		f->trailers += b->len;
-		rc = end_trailer_line(f, b->p, b->len - 2, emit, arg);
+		rc = end_trailer_line(f, b->p, b->len - 2);
 	}
 	if (was != ST_HEAD)
 		b->len = 0;
 	return rc == -1 ? -1 : (ssize_t)used;
 }
 
-/* Body bytes: passed on, held, or dropped. -1 once rejected. */
+/* Body bytes: handed on, or dropped. -1 once rejected. */
 static ssize_t
-feed_data(struct frame *f, const char *p, size_t n, frame_emit_fn emit,
-    void *arg)
+feed_data(struct frame *f, const char *p, size_t n)
 {
 	size_t take = n < f->left ? n : (size_t)f->left;
 
-	if (f->held) {
-		if (buf_add(&f->chunks, p, take) == -1)
-			return reject(f, 503, "out of memory");
-	} else if (!f->discard) {
-		emit(arg, p, take);
-	}
+	if (!f->discard)
+		f->ops->body(f->arg, p, take);
 	if (f->st == ST_LENGTH)
 		f->body += take;
-	if ((f->left -= take) == 0)
-		f->st = f->st == ST_LENGTH ? ST_HEAD : ST_CHUNK_CR;
+	if ((f->left -= take) > 0)
+		return (ssize_t)take;
+	if (f->st == ST_LENGTH)
+		end_message(f);
+	else
+		f->st = ST_CHUNK_CR;
 	return (ssize_t)take;
 }
 
+/* The CRLF after a chunk's data, a byte at a time. */
+static ssize_t
+feed_crlf(struct frame *f, const char *p)
+{
+	if (*p != (f->st == ST_CHUNK_CR ? '\r' : '\n'))
+		return reject(f, 400, "chunk data not followed by CRLF");
+	f->st = f->st == ST_CHUNK_CR ? ST_CHUNK_LF : ST_CHUNK_LINE;
+	return 1;
+}
+
 enum frame_result
-frame_feed(struct frame *f, const char *p, size_t n, frame_emit_fn emit,
-    void *arg)
+frame_feed(struct frame *f, const char *p, size_t n, size_t *usedp,
+    const struct frame_ops *ops, void *arg)
 {
 	ssize_t used;
 
 	assert(f->magic == FRAME_MAGIC);
-	while (n > 0 && f->st != ST_REJECTED) {
+	f->ops = ops;
+	f->arg = arg;
+	f->paused = 0;
+	*usedp = 0;
+	while (n > 0 && f->st != ST_REJECTED && !f->paused) {
 		switch (f->st) {
 		case ST_HEAD:
 		case ST_CHUNK_LINE:
 		case ST_TRAILER:
-			used = feed_line(f, p, n, emit, arg);
+			used = feed_line(f, p, n);
 			break;
 		case ST_LENGTH:
 		case ST_CHUNK_DATA:
-			used = feed_data(f, p, n, emit, arg);
+			used = feed_data(f, p, n);
 			break;
 		case ST_CHUNK_CR:
 		case ST_CHUNK_LF:
-			if (*p != (f->st == ST_CHUNK_CR ? '\r' : '\n')) {
-				used = reject(f, 400,
-				    "chunk data not followed by CRLF");
-				break;
-			}
-			f->st = f->st == ST_CHUNK_CR ? ST_CHUNK_LF :
-			    ST_CHUNK_LINE;
-			used = 1;
+			used = feed_crlf(f, p);
 			break;
 		default:
 			used = -1;
@@ -887,6 +847,9 @@ frame_feed(struct frame *f, const char *p, size_t n, frame_emit_fn emit,
 			break;
 		p += used;
 		n -= (size_t)used;
+		*usedp += (size_t)used;
 	}
-	return f->st == ST_REJECTED ? FRAME_REJECT : FRAME_OK;
+	if (f->st == ST_REJECTED)
+		return FRAME_REJECT;
+	return f->paused ? FRAME_PAUSE : FRAME_OK;
 }

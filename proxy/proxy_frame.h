@@ -4,15 +4,11 @@
 /*
  * The door: a strict RFC 9112 reader of a client's byte stream, with no
  * libevent in it. It takes the bytes as they arrive, in any split, and
- * passes on a canonical stream that libevent's lenient parser cannot
- * read two ways: each request's head as received, its Content-Length and
- * Transfer-Encoding lines replaced by one Content-Length line, then its
- * body. A chunked body is read whole first (up to body_max), its
- * extensions and trailers dropped, and passed on with that length; so a
- * fault in it is found before any of its request was passed on. A HEAD's
- * body (libevent reads none for it) is read and dropped, with its framing
- * lines. A method the public port does not serve (PURGE, TRACE, any
- * unknown one) is refused at its request line: 405 or 501.
+ * says what they are: each request's head (its method, target, version
+ * and field lines, the framing lines left out), then its body, decoded
+ * from chunked coding with extensions and trailers dropped, then its end.
+ * Bodies of HEAD requests are read and dropped. So what is served is what
+ * was read, once: no second parser reads the bytes.
  *
  * At the first request another server could frame or route differently it
  * stops: frame_feed() returns FRAME_REJECT, and frame_status() and
@@ -23,12 +19,51 @@
 #include <stdint.h>
 
 enum frame_result {
-	FRAME_OK,		/* all of it read; emitted what is complete */
+	FRAME_OK,		/* all of it read */
+	FRAME_PAUSE,		/* a request ended and its end asked to stop:
+				 * the rest is for later */
 	FRAME_REJECT		/* answer frame_status() and close */
 };
 
-/* Where the canonical stream goes. */
-typedef void	(*frame_emit_fn)(void *arg, const char *p, size_t n);
+/* A field line as received, name and value NUL-terminated, the value
+ * without its leading and trailing whitespace. */
+struct frame_field {
+	const char	*name;
+	const char	*value;
+};
+
+/* How a request's body is framed, as the door hands it on. */
+enum frame_body {
+	FRAME_BODY_NONE,	/* no body */
+	FRAME_BODY_LENGTH,	/* Content-Length: length (0 included) */
+	FRAME_BODY_CHUNKED	/* chunked: its length is known at its end */
+};
+
+/*
+ * A request's head. Its strings point into the door's own buffer, valid
+ * until its next head begins: a caller that serves one request at a time
+ * stops feeding at its end (FRAME_PAUSE) until it is done with it.
+ */
+struct frame_head {
+	const char		*method;	/* a token, as sent */
+	const char		*target;	/* as sent (checked) */
+	int			 minor;		/* HTTP/1.minor */
+	const struct frame_field *fields;	/* in order, but Content-Length
+						 * and Transfer-Encoding */
+	size_t			 nfields;
+	enum frame_body		 body;		/* none for a HEAD's, dropped */
+	uint64_t		 length;	/* FRAME_BODY_LENGTH's */
+	int			 dropped;	/* a body read and dropped (HEAD) */
+	int			 expect_continue; /* Expect: 100-continue */
+};
+
+/* What the door reads, as it reads it. end() returns nonzero to stop
+ * after this request (FRAME_PAUSE). */
+struct frame_ops {
+	void	(*head)(void *arg, const struct frame_head *h);
+	void	(*body)(void *arg, const char *p, size_t n);
+	int	(*end)(void *arg);
+};
 
 struct frame;
 
@@ -41,17 +76,27 @@ void		 frame_free(struct frame **fp);
 void		 frame_set_limits(struct frame *f, size_t head_max,
 		    uint64_t body_max);
 
-enum frame_result frame_feed(struct frame *f, const char *p, size_t n,
-		    frame_emit_fn emit, void *arg);
+/* Reads n bytes at p; *used says how many were taken (all of them but
+ * after a FRAME_PAUSE). */
+/* The Host rules (one Host line, in HTTP/1.1, the same as an absolute-form
+ * target's authority) on or off: off for a listener whose handler judges
+ * the Host itself (the admin listener, which answers 403). On at first. */
+void		 frame_set_host_rules(struct frame *f, int on);
 
-/* After FRAME_REJECT: the status (400, 413, 414, 431, 501, 505) and a
- * short static reason ("space before colon"). 0 and "" before. */
+enum frame_result frame_feed(struct frame *f, const char *p, size_t n,
+		    size_t *used, const struct frame_ops *ops, void *arg);
+
+/* After FRAME_REJECT: the status (400, 413, 414, 417, 431, 501, 505) and
+ * a short static reason ("space before colon"). 0 and "" before. */
 int		 frame_status(const struct frame *f);
 const char	*frame_reason(const struct frame *f);
-/* Inside a body, which may be held back (chunked) or dropped: bytes read
- * there are progress even when nothing is emitted. */
+/* Between requests: no byte of a next one read yet (a connection idle,
+ * or its head's first bytes only, may be closed). */
+int		 frame_idle(const struct frame *f);
+/* Inside a body: bytes read there are progress even when nothing is
+ * handed on. */
 int		 frame_in_body(const struct frame *f);
-/* Request heads emitted so far. */
+/* Request heads read so far. */
 uint64_t	 frame_requests(const struct frame *f);
 /* Body bytes of the latest request framed so far (a chunk counts from
  * its size line). */

@@ -14,12 +14,12 @@
 #include <sys/queue.h>
 #include <time.h>
 
-#include <event2/http.h>
 
 #include "common/fields.h"
 #include "common/util.h"
 #include "conf/conf.h"
 #include "proxy/proxy_sf.h"
+#include "common/hlist.h"
 
 /* Statuses stored under the route's TTL (heuristically cacheable ones,
  * RFC 9110 section 15.1, less 404/405/410/414/501). */
@@ -112,15 +112,15 @@ hdr_normalize_path(char *path)
 }
 
 void
-hdr_copy(const struct evkeyvalq *src, struct evkeyvalq *dst, int flags)
+hdr_copy(const struct hlist *src, struct hlist *dst, int flags)
 {
-	const char *connection = evhttp_find_header(src, "Connection");
-	const struct evkeyval *h;
+	const char *connection = hl_find(src, "Connection");
+	const struct hfield *h;
 
-	TAILQ_FOREACH(h, src, next) {
+	HL_FOREACH(h, src) {
 		if (hdr_is_hop_by_hop(h->key, connection) || dropped(h->key, flags))
 			continue;
-		evhttp_add_header(dst, h->key, h->value);
+		hl_add(dst, h->key, h->value);
 	}
 }
 
@@ -219,13 +219,13 @@ key_is(const struct sf_member *m, const char *name)
 /* Parses "name" or "name=value" directives of every line of field (a
  * Cache-Control; a targeted one is a Structured Field: parse_targeted). */
 static void
-parse_cc(const struct evkeyvalq *headers, const char *field, struct cc *cc)
+parse_cc(const struct hlist *headers, const char *field, struct cc *cc)
 {
-	const struct evkeyval *h;
+	const struct hfield *h;
 
 	memset(cc, 0, sizeof(*cc));
 	cc->s_maxage = cc->max_age = cc->swr = cc->sie = -1;
-	TAILQ_FOREACH(h, headers, next) {
+	HL_FOREACH(h, headers) {
 		const char *p = h->value;
 
 		if (strcasecmp(h->key, field) != 0)
@@ -311,7 +311,7 @@ on_directive(const struct sf_member *m, void *arg)
 /* Every line of a targeted field as one Dictionary into cc: 0, or -1
  * when it is not one (then it is ignored as a whole). */
 static int
-parse_targeted(const struct evkeyvalq *headers, const char *field,
+parse_targeted(const struct hlist *headers, const char *field,
     struct cc *cc)
 {
 	char buf[TARGETED_MAX];
@@ -332,15 +332,15 @@ parse_targeted(const struct evkeyvalq *headers, const char *field,
 #define VARY_LIST_MAX	512	/* a Vary list longer than this is not stored */
 
 const char *
-hdr_join(const struct evkeyvalq *headers, const char *name, char *out,
+hdr_join(const struct hlist *headers, const char *name, char *out,
     size_t outlen, int *lines)
 {
-	const struct evkeyval *h;
+	const struct hfield *h;
 	size_t used = 0;
 	int n = 0, cut = 0;
 
 	out[0] = '\0';
-	TAILQ_FOREACH(h, headers, next) {
+	HL_FOREACH(h, headers) {
 		if (strcasecmp(h->key, name) != 0)
 			continue;
 		used += (size_t)snprintf(out + used, outlen - used, "%s%s",
@@ -374,10 +374,10 @@ hdr_delta_seconds(const char *s)
 /* RFC 9111 5.1: Age is a singleton, but a list (on one line or several)
  * counts by its first member; an invalid one is ignored. */
 int64_t
-hdr_age(const struct evkeyvalq *headers)
+hdr_age(const struct hlist *headers)
 {
 	char buf[32];
-	const char *age = evhttp_find_header(headers, "Age");
+	const char *age = hl_find(headers, "Age");
 	size_t n;
 
 	if (age == NULL)
@@ -412,14 +412,14 @@ not_storable(struct freshness *f, const char *why)
 } while (0)
 
 int
-hdr_tags(const struct evkeyvalq *headers, void (*fn)(const char *tag,
+hdr_tags(const struct hlist *headers, void (*fn)(const char *tag,
     void *arg), void *arg)
 {
-	const struct evkeyval *h;
+	const struct hfield *h;
 	char tag[HDR_TAG_MAX + 1];
 	int n = 0, dropped = 0;
 
-	TAILQ_FOREACH(h, headers, next) {
+	HL_FOREACH(h, headers) {
 		const char *sep, *p = h->value;
 
 		if (strcasecmp(h->key, "Surrogate-Key") == 0)
@@ -473,7 +473,7 @@ next_targeted(const char **p, size_t *len)
 }
 
 const char *
-hdr_targeted(const struct evkeyvalq *resp, const struct conf_route *rt,
+hdr_targeted(const struct hlist *resp, const struct conf_route *rt,
     char *name, size_t namelen)
 {
 	const char *p = rt->targeted_cc, *t;
@@ -483,7 +483,7 @@ hdr_targeted(const struct evkeyvalq *resp, const struct conf_route *rt,
 
 	while ((t = next_targeted(&p, &len)) != NULL) {
 		snprintf(name, namelen, "%.*s", (int)len, t);
-		if (evhttp_find_header(resp, name) != NULL &&
+		if (hl_find(resp, name) != NULL &&
 		    parse_targeted(resp, name, &cc) == 0)
 			return name;
 	}
@@ -506,7 +506,7 @@ hdr_is_targeted(const char *name, const struct conf_route *rt)
  * origin_cache_control mode, when it has a valid one), else its
  * Cache-Control. The targeted field's name, or NULL. */
 static const char *
-directives(const struct evkeyvalq *resp, const struct conf_route *rt,
+directives(const struct hlist *resp, const struct conf_route *rt,
     char *name, size_t namelen, struct cc *cc)
 {
 	const char *target = rt != NULL && rt->origin_cache_control ?
@@ -521,10 +521,10 @@ directives(const struct evkeyvalq *resp, const struct conf_route *rt,
 
 /* Is a response that directives cc rule one to share? */
 static int
-shared_by(const struct evkeyvalq *resp, const struct cc *cc, int authorized,
+shared_by(const struct hlist *resp, const struct cc *cc, int authorized,
     const char **why)
 {
-	*why = evhttp_find_header(resp, "Set-Cookie") != NULL ? "set-cookie" :
+	*why = hl_find(resp, "Set-Cookie") != NULL ? "set-cookie" :
 	    cc->no_store ? "no-store" : cc->private_ ? "private" :
 	    authorized && !cc->public_ && cc->s_maxage < 0 &&
 	    !cc->must_revalidate ? "authorization" : NULL;
@@ -532,7 +532,7 @@ shared_by(const struct evkeyvalq *resp, const struct cc *cc, int authorized,
 }
 
 int
-hdr_shareable(const struct evkeyvalq *resp, int authorized,
+hdr_shareable(const struct hlist *resp, int authorized,
     const struct conf_route *rt, const char **why)
 {
 	char tbuf[CONF_FIELDS_MAX];
@@ -546,7 +546,7 @@ hdr_shareable(const struct evkeyvalq *resp, int authorized,
  * *lifetime: none with no-cache, then s-maxage, max-age, or (without a
  * targeted field) Expires less Date. 0, or -1 when it gives none. */
 static int
-origin_lifetime(const struct evkeyvalq *resp, const struct cc *cc,
+origin_lifetime(const struct hlist *resp, const struct cc *cc,
     int targeted, int64_t now_ms, int64_t *lifetime)
 {
 	char exp_buf[64];
@@ -566,7 +566,7 @@ origin_lifetime(const struct evkeyvalq *resp, const struct cc *cc,
 	else {
 		/* An invalid Expires means already expired (RFC 9111 5.3);
 		 * so does more than one. */
-		date = evhttp_find_header(resp, "Date");
+		date = hl_find(resp, "Date");
 		t = lines == 1 ? hdr_parse_date(expires) : -1;
 		*lifetime = t < 0 ? 0 : t - (date != NULL &&
 		    hdr_parse_date(date) >= 0 ? hdr_parse_date(date) : now_ms);
@@ -575,7 +575,7 @@ origin_lifetime(const struct evkeyvalq *resp, const struct cc *cc,
 }
 
 void
-hdr_freshness(int status, const struct evkeyvalq *resp, int authorized,
+hdr_freshness(int status, const struct hlist *resp, int authorized,
     const struct conf_route *rt, int64_t now_ms, struct freshness *f)
 {
 	char vary_buf[VARY_LIST_MAX], tbuf[CONF_FIELDS_MAX];
@@ -624,15 +624,15 @@ hdr_freshness(int status, const struct evkeyvalq *resp, int authorized,
 	f->swr_ms = cc.swr >= 0 ? secs(cc.swr) : strict ? 0 : rt->swr_ms;
 	f->sie_ms = cc.sie >= 0 ? secs(cc.sie) : strict ? 0 :
 	    rt->stale_if_error_ms;
-	validators = evhttp_find_header(resp, "ETag") != NULL ||
-	    evhttp_find_header(resp, "Last-Modified") != NULL;
+	validators = hl_find(resp, "ETag") != NULL ||
+	    hl_find(resp, "Last-Modified") != NULL;
 	if (f->ttl_ms == 0 && f->swr_ms == 0 && f->sie_ms == 0 && !validators)
 		REFUSE(f, "no-freshness");
 	f->storable = 1;
 }
 
 int
-hdr_stale_if_error(int status, const struct evkeyvalq *headers,
+hdr_stale_if_error(int status, const struct hlist *headers,
     int64_t fresh_until_ms, const struct conf_route *rt)
 {
 	struct freshness f;
@@ -792,10 +792,10 @@ opaque_tag(const char *tag, size_t *len)
 }
 
 int
-hdr_not_modified(const struct evkeyvalq *req, const struct evkeyvalq *stored)
+hdr_not_modified(const struct hlist *req, const struct hlist *stored)
 {
-	const char *inm = evhttp_find_header(req, "If-None-Match");
-	const char *ims = evhttp_find_header(req, "If-Modified-Since");
+	const char *inm = hl_find(req, "If-None-Match");
+	const char *ims = hl_find(req, "If-Modified-Since");
 	const char *etag, *lm, *p, *tag;
 	size_t taglen;
 	int64_t since, modified;
@@ -805,7 +805,7 @@ hdr_not_modified(const struct evkeyvalq *req, const struct evkeyvalq *stored)
 		if (strspn(inm, " \t") + 1 == strlen(inm) &&
 		    inm[strspn(inm, " \t")] == '*')
 			return 1;
-		if ((etag = evhttp_find_header(stored, "ETag")) == NULL)
+		if ((etag = hl_find(stored, "ETag")) == NULL)
 			return 0;
 		tag = opaque_tag(etag, &taglen);
 		for (p = inm; *p != '\0'; ) {
@@ -827,7 +827,7 @@ hdr_not_modified(const struct evkeyvalq *req, const struct evkeyvalq *stored)
 		}
 		return 0;
 	}
-	if (ims == NULL || (lm = evhttp_find_header(stored, "Last-Modified")) == NULL)
+	if (ims == NULL || (lm = hl_find(stored, "Last-Modified")) == NULL)
 		return 0;
 	since = hdr_parse_date(ims);
 	modified = hdr_parse_date(lm);
@@ -853,17 +853,17 @@ replaces_on_304(const char *name, const char *connection)
 }
 
 void
-hdr_merge_304(struct evkeyvalq *stored, const struct evkeyvalq *fresh)
+hdr_merge_304(struct hlist *stored, const struct hlist *fresh)
 {
-	const char *connection = evhttp_find_header(fresh, "Connection");
-	const struct evkeyval *h;
+	const char *connection = hl_find(fresh, "Connection");
+	const struct hfield *h;
 
 	/* First every stored header a 304's one replaces, then those. */
-	TAILQ_FOREACH(h, fresh, next)
+	HL_FOREACH(h, fresh)
 		if (replaces_on_304(h->key, connection))
-			while (evhttp_remove_header(stored, h->key) == 0)
+			while (hl_remove(stored, h->key) == 0)
 				;
-	TAILQ_FOREACH(h, fresh, next)
+	HL_FOREACH(h, fresh)
 		if (replaces_on_304(h->key, connection))
-			evhttp_add_header(stored, h->key, h->value);
+			hl_add(stored, h->key, h->value);
 }

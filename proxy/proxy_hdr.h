@@ -8,7 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include <event2/keyvalq_struct.h>
+struct hlist;
+
 
 /* Which headers hdr_copy drops besides the hop-by-hop ones. */
 #define HDR_DROP_HOST		0x01	/* Host: the upstream URL sets it */
@@ -31,7 +32,7 @@ int	hdr_is_hop_by_hop(const char *name, const char *connection);
  */
 void	hdr_normalize_path(char *path);
 /* Appends src's end-to-end headers to dst, minus those flags name. */
-void	hdr_copy(const struct evkeyvalq *src, struct evkeyvalq *dst, int flags);
+void	hdr_copy(const struct hlist *src, struct hlist *dst, int flags);
 /* A Forwarded value (RFC 7239 4) without its param= pairs ("host"), as a
  * new string for free(); NULL when nothing is left, it does not parse, or
  * there is no memory. */
@@ -51,7 +52,7 @@ struct conf_route;
  * rules in its origin_cache_control mode (rt may be NULL). If not, *why
  * says why ("set-cookie", "no-store", "private", "authorization").
  */
-int	hdr_shareable(const struct evkeyvalq *resp, int authorized,
+int	hdr_shareable(const struct hlist *resp, int authorized,
 	    const struct conf_route *rt, const char **why);
 
 /* How long a response may be reused, as a shared cache decides it. */
@@ -74,12 +75,12 @@ struct freshness {
  * a request with Authorization only when the response says public,
  * s-maxage or must-revalidate.
  */
-void	hdr_freshness(int status, const struct evkeyvalq *resp,
+void	hdr_freshness(int status, const struct hlist *resp,
 	    int authorized, const struct conf_route *rt, int64_t now_ms,
 	    struct freshness *out);
 /* May a stored response (status, headers, fresh until then) still be
  * served because the upstream failed (stale-if-error, RFC 5861)? */
-int	hdr_stale_if_error(int status, const struct evkeyvalq *headers,
+int	hdr_stale_if_error(int status, const struct hlist *headers,
 	    int64_t fresh_until_ms, const struct conf_route *rt);
 /*
  * Every line of the field name, joined by ", " as one list (RFC 9110
@@ -87,12 +88,12 @@ int	hdr_stale_if_error(int status, const struct evkeyvalq *headers,
  * gets how many lines there were. A list too long for out is cut short
  * and *lines set to -1.
  */
-const char *hdr_join(const struct evkeyvalq *headers, const char *name,
+const char *hdr_join(const struct hlist *headers, const char *name,
 	    char *out, size_t outlen, int *lines);
 /* The Age of a response in seconds: the first member of its first Age
  * line, a list's others discarded (RFC 9111 5.1); -1 when there is none
  * or that member is not all digits. */
-int64_t	hdr_age(const struct evkeyvalq *headers);
+int64_t	hdr_age(const struct hlist *headers);
 /* delta-seconds (1*DIGIT, capped at 2^31), or -1 if s is not one. */
 int64_t	hdr_delta_seconds(const char *s);
 /*
@@ -103,7 +104,7 @@ int64_t	hdr_delta_seconds(const char *s);
  * ignored whole. In origin_cache_control mode it rules
  * freshness instead of Cache-Control and Expires.
  */
-const char *hdr_targeted(const struct evkeyvalq *resp,
+const char *hdr_targeted(const struct hlist *resp,
 	    const struct conf_route *rt, char *name, size_t namelen);
 /*
  * Calls fn with each tag the response names, in Surrogate-Key (space-
@@ -113,7 +114,7 @@ const char *hdr_targeted(const struct evkeyvalq *resp,
  */
 #define HDR_TAGS_MAX	32
 #define HDR_TAG_MAX	128
-int	hdr_tags(const struct evkeyvalq *headers,
+int	hdr_tags(const struct hlist *headers,
 	    void (*fn)(const char *tag, void *arg), void *arg);
 /* Is name one of the targeted fields the route reads? */
 int	hdr_is_targeted(const char *name, const struct conf_route *rt);
@@ -127,11 +128,11 @@ void	hdr_format_date(int64_t ms, char *out, size_t outlen);
  * by a stored response with these headers? (RFC 9110 13.2.2: If-None-Match
  * with weak comparison first; If-Modified-Since only without it.)
  */
-int	hdr_not_modified(const struct evkeyvalq *req,
-	    const struct evkeyvalq *stored);
+int	hdr_not_modified(const struct hlist *req,
+	    const struct hlist *stored);
 
 /* RFC 9111 4.3.4: a 304's headers replace the stored ones of the same
  * name (except Content-Length and the like). */
-void	hdr_merge_304(struct evkeyvalq *stored, const struct evkeyvalq *fresh);
+void	hdr_merge_304(struct hlist *stored, const struct hlist *fresh);
 
 #endif

@@ -12,10 +12,9 @@
 #include <string.h>
 #include <sys/queue.h>
 
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #include "cache/cache_entry.h"
+#include "common/hlist.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_flow.h"
@@ -31,7 +30,7 @@ refresh_stale(struct proxy *px, struct waiter *w, const char *key,
     const char *uri, int route, const struct conf_route *rt,
     struct cache_entry *e)
 {
-	struct evkeyvalq headers;
+	struct hlist headers;
 	struct fetch_kept fetch;
 	struct refresh_args a = {
 		.mode = RF_LOCKED,
@@ -50,12 +49,12 @@ refresh_stale(struct proxy *px, struct waiter *w, const char *key,
 	if (refresh_running(px, key) ||
 	    near_refresh_asked(px, key, rt->lock_poll_ms))
 		return;
-	TAILQ_INIT(&headers);
+	hl_init(&headers);
 	if (fetch_keep(&fetch, w->spec) == -1)
 		return;
 	a.authorized = fetch_shared_headers(w, rt, &headers);
 	(void)refresh_start(px, &a, NULL, NULL);	/* it copies a */
-	evhttp_clear_headers(&headers);
+	hl_free(&headers);
 	fetch_drop(&fetch);
 }
 

@@ -1,12 +1,12 @@
+/* SPDX-License-Identifier: MIT */
 /*
- * The listeners: the public port, which every request enters through
+ * The listeners: the public port, whose requests enter through
  * proxy_req.c (req_recv(), or req_refused() for what the door refused),
  * the admin port, which never serves proxied traffic and keeps at most
  * admin_max_connections of its own (and ADMIN_OUTSIDE_MAX more, apart,
  * for peers outside admin_allow), and with workers > 1 the peer socket
- * its siblings ask. Each connection is read through the door
- * (proxy_frame.c; an admin connection through none) and written by the
- * pump.
+ * its siblings ask. Each accepted connection is Corral's own
+ * (proxy_conn.c), read through the door.
  */
 
 #include <arpa/inet.h>
@@ -23,37 +23,30 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 #include <event2/util.h>
 
 #include "cache/cache_entry.h"
-#include "common/dict.h"
+#include "common/hlist.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_admin.h"
+#include "proxy/proxy_conn.h"
 #include "proxy/proxy_flow.h"
-#include "proxy/proxy_frame.h"
 #include "proxy/proxy_http.h"
 #include "proxy/proxy_linger.h"
+#include "proxy/proxy_outcome.h"
 #include "proxy/proxy_peer.h"
 #include "proxy/proxy_req.h"
+#include "proxy/proxy_tls.h"
 #include "upstream/upstream.h"
 
 /* A response within max_upstream_headers always fits in a cache entry. */
 _Static_assert(CONF_UPSTREAM_HEADERS_MAX <= ENTRY_MAX_HEADERS,
     "max_upstream_headers allows more lines than an entry holds");
 
-#define SINGLE_WRITE_MAX	(4 * 1024 * 1024)	/* bytes one write(2) may take */
-#define PUBLIC_METHODS	(EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST | \
-			 EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | \
-			 EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH)
-#define ADMIN_METHODS	(EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST)
-#define CONN_MAGIC	0x434f4e4eu	/* "CONN" */
-#define CONN_KEY_MAX	32	/* a connection's address, as "%p" */
+#define ADMIN_METHODS	(HM_GET | HM_HEAD | HM_POST)
 #define LISTEN_BACKLOG	1024
 #define ACCEPT_DELAY_MIN_MS	10	/* first pause after accept() fails */
 #define ACCEPT_DELAY_MAX_MS	1000
@@ -70,66 +63,27 @@ _Static_assert(CONF_UPSTREAM_HEADERS_MAX <= ENTRY_MAX_HEADERS,
 #define ADMIN_REPLY_MAX	256
 
 /*
- * What libevent reads in place of a request the door refused, so that its
- * answer goes out after those of the requests before it. No client can
- * send it: a field name with a space never passes proxy_frame.c.
- */
-#define STAND_IN_MARK	"Corral rejected"
-#define STAND_IN	"GET / HTTP/1.1\r\nHost: corral\r\n" \
-			"Connection: close\r\n" STAND_IN_MARK ": 1\r\n\r\n"
-
-/*
- * A client connection on the public or admin port, from accept to close.
- * libevent reads it through a filtering bufferevent whose input filter is
- * the door (proxy_frame.c; the admin port has none, its bytes pass). Output is moved to the socket by on_pump(), which tells
- * libevent a write is done only once the socket has taken all of it:
- * libevent 2.1's filters neither start writing data added before EV_WRITE
- * is enabled nor keep what is left when libevent closes the socket.
- */
-/* Where an admin connection counts. */
-enum admit {
-	ADMIT_NONE,		/* a public one */
-	ADMIT_REFUSED,		/* an admin one over its cap: told, closing */
-	ADMIT_PENDING,		/* accepted; its peer is read once libevent
-				 * has given it its socket */
-	ADMIT_ALLOWED,		/* in admin_conns */
-	ADMIT_OUTSIDE		/* in admin_outside: a peer outside
-				 * admin_allow, which may ask /health only */
-};
-
-struct conn {
-	uint32_t		 magic;
-	struct proxy		*px;
-	struct bufferevent	*bev;		/* the filter libevent reads */
-	struct bufferevent	*sock;		/* under it: the socket */
-	struct frame		*frame;		/* NULL: an admin connection */
-	struct event		*pump_ev;
-	int			 admin;
-	enum admit		 admit;
-	int			 status;	/* refused with this, or 0 */
-	const char		*reason;
-	char			 key[CONN_KEY_MAX];
-};
-
-/*
- * A listener's error callback is given the listener's evhttp, not the
- * proxy; there is one proxy per process.
+ * A listener's error callback is given the listener, not the proxy; there
+ * is one proxy per process.
  */
 static struct proxy *accept_proxy;
 
-/* bound is NULL once the listener is gone (a stop). */
 static void
-listener_set(struct evhttp_bound_socket *bound, int on)
+listener_set(struct listener *l, int on)
 {
-	struct evconnlistener *lev;
-
-	if (bound == NULL)
+	if (l->lev == NULL)
 		return;
-	lev = evhttp_bound_socket_get_listener(bound);
 	if (on)
-		evconnlistener_enable(lev);
+		evconnlistener_enable(l->lev);
 	else
-		evconnlistener_disable(lev);
+		evconnlistener_disable(l->lev);
+}
+
+static void
+public_set(struct proxy *px, int on)
+{
+	for (int i = 0; i < px->npub; i++)
+		listener_set(&px->pub[i], on);
 }
 
 /*
@@ -143,19 +97,19 @@ accept_update(struct proxy *px)
 
 	if (on == px->accept_listening)
 		return;
-	listener_set(px->http_bound, on);
+	public_set(px, on);
 	px->accept_listening = on;
 }
 
 static void
 accept_limit(struct proxy *px)
 {
-	int full = dict_count(px->conns) >= (size_t)px->conf->max_connections;
+	int full = px->nclients >= px->conf->max_connections;
 
 	if (full == px->accept_paused)
 		return;
 	px->accept_paused = full;
-	log_info("%d connections: %s accepting", (int)dict_count(px->conns),
+	log_info("%d connections: %s accepting", px->nclients,
 	    full ? "stopped" : "resumed");
 	accept_update(px);
 }
@@ -168,7 +122,7 @@ on_accept_retry(evutil_socket_t fd, short what, void *arg)
 	assert(px->magic == PROXY_MAGIC);
 	px->accept_failing = 0;
 	accept_update(px);
-	listener_set(px->admin_bound, 1);
+	listener_set(&px->admin, 1);
 }
 
 /*
@@ -201,32 +155,153 @@ on_accept_error(struct evconnlistener *lev, void *arg)
 	/* Descriptors are the process's: both listeners pause. */
 	px->accept_failing = 1;
 	accept_update(px);
-	listener_set(px->admin_bound, 0);
+	listener_set(&px->admin, 0);
 	tv = util_timeval(px->accept_delay_ms);
 	evtimer_add(px->accept_ev, &tv);
 }
 
+/* ---- the public port ------------------------------------------------ */
+
+static void
+public_refused(struct proxy *px, struct hreq *r, int status,
+    const char *reason)
+{
+	req_refused(px, r, status, reason);
+}
+
+static void
+client_closed(struct proxy *px, struct conn *c)
+{
+	px->nclients--;
+	if (!px->draining)
+		accept_limit(px);
+}
+
+static const struct conn_kind public_kind = {
+	.name = "public",
+	.serve = req_recv,
+	.refused = public_refused,
+	.closed = client_closed,
+};
+
+static void
+on_accept(struct evconnlistener *lev, evutil_socket_t fd,
+    struct sockaddr *sa, int socklen, void *arg)
+{
+	struct listener *l = arg;
+	struct proxy *px = l->px;
+
+	assert(px->magic == PROXY_MAGIC);
+	px->accept_delay_ms = 0;
+	px->nclients++;
+	if (conn_new(px, &public_kind, fd, l->tls ? px->tls : NULL) == NULL)
+		return;		/* closed: its count went with it */
+	accept_limit(px);
+}
+
+/* ---- the admin port ------------------------------------------------- */
+
+/* A refusal of a port that is no proxy's: its status and why, as text. */
+static void
+plain_refusal(struct hreq *r, int status, const char *reason)
+{
+	struct evbuffer *body = evbuffer_new();
+
+	(void)hl_add(&r->out, "Content-Type", "text/plain");
+	(void)hl_add(&r->out, "Connection", "close");
+	if (body != NULL)
+		evbuffer_add_printf(body, "%d %s: %s\n", status,
+		    hreq_phrase(status), reason);
+	hreq_reply(r, status, NULL, body);
+	if (body != NULL)
+		evbuffer_free(body);
+}
+
+static void
+admin_refused_req(struct proxy *px, struct hreq *r, int status,
+    const char *reason)
+{
+	plain_refusal(r, status, reason);
+}
+
+static void
+admin_serve(struct proxy *px, struct hreq *r)
+{
+	if (!(r->method & ADMIN_METHODS)) {
+		(void)hl_add(&r->out, "Allow", "GET, HEAD, POST");
+		plain_refusal(r, 405, "the admin listener takes GET, HEAD "
+		    "and POST");
+		return;
+	}
+	admin_handle(px, r);
+}
+
+static void
+admin_allowed_closed(struct proxy *px, struct conn *c)
+{
+	px->admin_conns--;
+}
+
+static void
+admin_outside_closed(struct proxy *px, struct conn *c)
+{
+	px->admin_outside--;
+}
+
+static const struct conn_kind admin_allowed_kind = {
+	.name = "admin",
+	.own_host_rules = 1,	/* proxy_auth.c: 403 */
+	.serve = admin_serve,
+	.refused = admin_refused_req,
+	.closed = admin_allowed_closed,
+};
+
+/* A peer outside admin_allow, which may ask /health only (proxy_auth.c). */
+static const struct conn_kind admin_outside_kind = {
+	.name = "admin",
+	.own_host_rules = 1,
+	.serve = admin_serve,
+	.refused = admin_refused_req,
+	.closed = admin_outside_closed,
+};
+
 /*
  * An admin connection over its cap gets a 503 written straight to its
- * socket (it has sent nothing libevent read), and is closed as if the
- * client had left: libevent frees it.
+ * socket and is closed, on the loop's next turn: what its client sent
+ * by then is read and dropped first, so that the close does not reset
+ * the answer. Neither port can starve the other, and idle connections
+ * cannot take every descriptor, nor wait in the backlog unanswered.
  */
+/* arg: the socket, shifted, and which cap it is over in the low bit. */
 static void
-turn_away(struct conn *c, const char *body)
+on_turn_away(evutil_socket_t unused, short what, void *arg)
 {
-	evutil_socket_t sock = bufferevent_getfd(c->sock);
+	uintptr_t v = (uintptr_t)arg;
+	evutil_socket_t fd = (evutil_socket_t)(v >> 1);
+	const char *body = (v & 1) ? ADMIN_OUTSIDE_BODY : ADMIN_FULL_BODY;
 	char reply[ADMIN_REPLY_MAX];
 	int n;
 
-	c->admit = ADMIT_REFUSED;
+	while (recv(fd, reply, sizeof(reply), MSG_DONTWAIT) > 0)
+		;
 	n = snprintf(reply, sizeof(reply), "HTTP/1.1 503 Service Unavailable"
 	    "\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
 	    "Cache-Control: no-store\r\nConnection: close\r\n\r\n%s",
 	    strlen(body), body);
-	if (sock != -1 && n > 0 && (size_t)n < sizeof(reply))
-		(void)send(sock, reply, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
-	bufferevent_trigger_event(c->bev, BEV_EVENT_READING | BEV_EVENT_EOF,
-	    BEV_TRIG_DEFER_CALLBACKS);
+	if (n > 0 && (size_t)n < sizeof(reply))
+		(void)send(fd, reply, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	evutil_closesocket(fd);
+}
+
+static void
+turn_away(struct proxy *px, evutil_socket_t fd, int outside)
+{
+	struct timeval now = { 0, 0 };
+	void *arg = (void *)(((uintptr_t)fd << 1) | (outside != 0));
+
+	if (event_base_once(px->base, -1, EV_TIMEOUT, on_turn_away, arg,
+	    &now) == -1)
+		on_turn_away(-1, EV_TIMEOUT, arg);
 }
 
 /* One more admin connection turned away: counted, and said at most once
@@ -250,26 +325,21 @@ admin_refused(struct proxy *px)
 	px->admin_logged_ms = now;
 }
 
-/* Is the connection's peer in admin_allow? */
+/* Is the peer at sa in admin_allow? */
 static int
-peer_allowed(const struct conn *c)
+peer_allowed(const struct proxy *px, const struct sockaddr *sa)
 {
-	const struct conf *conf = c->px->conf;
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
+	const struct conf *conf = px->conf;
 	char addr[INET6_ADDRSTRLEN];
 	const void *a;
 
-	if (getpeername(bufferevent_getfd(c->sock), (struct sockaddr *)&ss,
-	    &len) == -1)
-		return 0;
-	if (ss.ss_family == AF_INET)
-		a = &((const struct sockaddr_in *)&ss)->sin_addr;
-	else if (ss.ss_family == AF_INET6)
-		a = &((const struct sockaddr_in6 *)&ss)->sin6_addr;
+	if (sa->sa_family == AF_INET)
+		a = &((const struct sockaddr_in *)(const void *)sa)->sin_addr;
+	else if (sa->sa_family == AF_INET6)
+		a = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
 	else
 		return 0;
-	return inet_ntop(ss.ss_family, a, addr, sizeof(addr)) != NULL &&
+	return inet_ntop(sa->sa_family, a, addr, sizeof(addr)) != NULL &&
 	    conf_cidrs_match(conf->admin_allow, conf->nadmin_allow, addr);
 }
 
@@ -281,303 +351,33 @@ peer_allowed(const struct conn *c)
  * however many connections they hold, never lock the operators out.
  */
 static void
-admit(struct conn *c)
+on_admin_accept(struct evconnlistener *lev, evutil_socket_t fd,
+    struct sockaddr *sa, int socklen, void *arg)
 {
-	struct proxy *px = c->px;
+	struct listener *l = arg;
+	struct proxy *px = l->px;
 	const struct conf *conf = px->conf;
+	struct tls *t = l->tls ? px->tls : NULL;
 
-	assert(c->admit == ADMIT_PENDING);
-	if (conf->nadmin_allow > 0 && !peer_allowed(c)) {
+	assert(px->magic == PROXY_MAGIC);
+	px->accept_delay_ms = 0;
+	if (conf->nadmin_allow > 0 && !peer_allowed(px, sa)) {
 		if (px->admin_outside >= ADMIN_OUTSIDE_MAX) {
-			turn_away(c, ADMIN_OUTSIDE_BODY);
+			turn_away(px, fd, 1);
 			admin_refused(px);
 			return;
 		}
 		px->admin_outside++;
-		c->admit = ADMIT_OUTSIDE;
+		(void)conn_new(px, &admin_outside_kind, fd, t);
 		return;
 	}
 	if (px->admin_conns >= conf->admin_max_connections) {
-		turn_away(c, ADMIN_FULL_BODY);
+		turn_away(px, fd, 0);
 		admin_refused(px);
 		return;
 	}
 	px->admin_conns++;
-	c->admit = ADMIT_ALLOWED;
-}
-
-/*
- * Is a reply being written? libevent reads no request meanwhile (it
- * keeps the read enabled only to notice a close).
- *
- * client_timeout counts the client's own silence: while a request is
- * read or the connection idles, the bytes it does not send; while a
- * reply is written, the bytes queued for it that it does not take.
- * libevent would also time the read it keeps on during a reply, and the
- * write while nothing is queued: Corral's own waits (an origin that
- * pauses mid-body, a stream paused for its fastest client) would close
- * the connection. So during a reply the read is off (a client that
- * leaves is noticed as its write fails), and the write is on only while
- * something is queued for the socket.
- */
-static int
-replying(struct conn *c)
-{
-	bufferevent_data_cb readcb;
-
-	bufferevent_getcb(c->bev, &readcb, NULL, NULL, NULL);
-	return readcb == NULL;
-}
-
-/* Moves what libevent wrote to the socket; once the socket has sent all
- * of it, libevent's write is done. */
-static void
-on_pump(evutil_socket_t fd, short what, void *arg)
-{
-	struct conn *c = arg;
-	struct evbuffer *out, *wire;
-	evutil_socket_t sock;
-	int wrote = 0;
-
-	assert(c->magic == CONN_MAGIC);
-	if (c->admit == ADMIT_PENDING)
-		admit(c);
-	if (c->admit == ADMIT_REFUSED)
-		return;
-	if (bufferevent_getfd(c->bev) == -1 ||
-	    (sock = bufferevent_getfd(c->sock)) == -1)
-		return;		/* libevent is closing it */
-	out = bufferevent_get_output(c->bev);
-	wire = bufferevent_get_output(c->sock);
-	if (evbuffer_get_length(out) > 0) {
-		wrote = 1;
-		/*
-		 * Nothing queued before it: write at once, as most replies fit
-		 * the socket's buffer. Only what the kernel does not take waits
-		 * for EV_WRITE; an error is left for the socket's own write to
-		 * find and report.
-		 */
-		while (evbuffer_get_length(wire) == 0 &&
-		    evbuffer_get_length(out) > 0 &&
-		    evbuffer_write(out, sock) > 0)
-			;	/* one writev takes 128 pieces at most */
-		evbuffer_add_buffer(wire, out);
-	}
-	if (replying(c))
-		bufferevent_disable(c->bev, EV_READ);
-	if (!(bufferevent_get_enabled(c->bev) & EV_WRITE))
-		return;
-	if (evbuffer_get_length(wire) == 0 && !wrote) {
-		/* All sent: the client owes nothing until more is queued
-		 * (libevent enables the write with it). Before the callback,
-		 * which may queue. */
-		bufferevent_disable(c->bev, EV_WRITE);
-		bufferevent_trigger(c->bev, EV_WRITE, 0);
-	} else if (evbuffer_get_length(wire) == 0)
-		event_active(c->pump_ev, EV_TIMEOUT, 0);
-	else	/* still sending: restart the write timeout */
-		bufferevent_enable(c->bev, EV_WRITE);
-}
-
-/* On both buffers: bytes libevent wrote, and bytes the socket sent. */
-static void
-on_moved(struct evbuffer *buf, const struct evbuffer_cb_info *info,
-    void *arg)
-{
-	struct conn *c = arg;
-
-	if (info->n_added > 0 || info->n_deleted > 0)
-		event_active(c->pump_ev, EV_TIMEOUT, 0);
-}
-
-/* Output is moved by on_pump() alone. */
-static enum bufferevent_filter_result
-filter_out(struct evbuffer *src, struct evbuffer *dst, ev_ssize_t limit,
-    enum bufferevent_flush_mode mode, void *arg)
-{
-	return BEV_NEED_MORE;
-}
-
-static void
-emit_to(void *arg, const char *p, size_t n)
-{
-	evbuffer_add(arg, p, n);
-}
-
-/*
- * The door: the client's bytes go through proxy_frame.c to libevent.
- * BEV_OK restarts the client timeout: a head must come whole within it,
- * a body only keep moving.
- */
-static enum bufferevent_filter_result
-filter_in(struct evbuffer *src, struct evbuffer *dst, ev_ssize_t limit,
-    enum bufferevent_flush_mode mode, void *arg)
-{
-	struct conn *c = arg;
-	size_t before = evbuffer_get_length(dst);
-	int fed = evbuffer_get_length(src) > 0;
-	int body;
-	struct evbuffer_iovec v;
-
-	assert(c->magic == CONN_MAGIC);
-	if (c->frame == NULL) {		/* the admin port: no door */
-		if (c->admit == ADMIT_REFUSED)
-			evbuffer_drain(src, evbuffer_get_length(src));
-		else
-			evbuffer_add_buffer(dst, src);
-		return evbuffer_get_length(dst) > before ? BEV_OK :
-		    BEV_NEED_MORE;
-	}
-	body = frame_in_body(c->frame);
-	while (c->status == 0 && evbuffer_peek(src, -1, NULL, &v, 1) > 0) {
-		if (frame_feed(c->frame, v.iov_base, v.iov_len, emit_to,
-		    dst) == FRAME_REJECT) {
-			c->status = frame_status(c->frame);
-			c->reason = frame_reason(c->frame);
-			evbuffer_add(dst, STAND_IN, sizeof(STAND_IN) - 1);
-		}
-		evbuffer_drain(src, v.iov_len);
-	}
-	evbuffer_drain(src, evbuffer_get_length(src));	/* after a refusal */
-	body |= frame_in_body(c->frame);
-	return evbuffer_get_length(dst) > before || (fed && body) ? BEV_OK :
-	    BEV_NEED_MORE;
-}
-
-/* The filter is being freed: the connection is closed. */
-static void
-conn_free(void *arg)
-{
-	struct conn *c = arg;
-	struct proxy *px = c->px;
-
-	assert(c->magic == CONN_MAGIC);
-	evbuffer_remove_cb(bufferevent_get_output(c->bev), on_moved, c);
-	evbuffer_remove_cb(bufferevent_get_output(c->sock), on_moved, c);
-	event_free(c->pump_ev);
-	frame_free(&c->frame);
-	if (c->admit == ADMIT_ALLOWED)
-		px->admin_conns--;
-	else if (c->admit == ADMIT_OUTSIDE)
-		px->admin_outside--;
-	else if (!c->admin && px->conns != NULL) {	/* NULL: being freed */
-		dict_del(px->conns, c->key);
-		accept_limit(px);
-	}
-	/* Refused at the door: the client may still be sending. */
-	if (c->status != 0 && c->sock != NULL)
-		linger_start(px->lingers, bufferevent_getfd(c->sock));
-	c->magic = 0;
-	free(c);
-}
-
-/* A connection just accepted, read through its filter: the door, or for
- * an admin connection none. NULL when out of memory. */
-static struct conn *
-conn_new(struct proxy *px, struct event_base *base, int admin)
-{
-	struct conn *c;
-
-	px->accept_delay_ms = 0;
-	if ((c = calloc(1, sizeof(*c))) == NULL)
-		goto fail;
-	c->magic = CONN_MAGIC;
-	c->px = px;
-	c->admin = admin;
-	if ((!admin && (c->frame = frame_new((size_t)px->conf->max_header_bytes,
-	    (uint64_t)px->conf->max_body_bytes)) == NULL) ||
-	    (c->pump_ev = event_new(base, -1, 0, on_pump, c)) == NULL ||
-	    (c->sock = bufferevent_socket_new(base, -1,
-	    BEV_OPT_CLOSE_ON_FREE)) == NULL)
-		goto fail;
-	/* libevent writes 16 KiB a loop iteration by default: a 100 KiB hit
-	 * would take seven. Let the kernel take what it can at once. */
-	bufferevent_set_max_single_write(c->sock, SINGLE_WRITE_MAX);
-	c->bev = bufferevent_filter_new(c->sock, filter_in, filter_out,
-	    BEV_OPT_CLOSE_ON_FREE, conn_free, c);
-	if (c->bev == NULL)
-		goto fail;
-	snprintf(c->key, sizeof(c->key), "%p", (void *)c->bev);
-	if (evbuffer_add_cb(bufferevent_get_output(c->bev), on_moved,
-	    c) == NULL || evbuffer_add_cb(bufferevent_get_output(c->sock),
-	    on_moved, c) == NULL ||
-	    (!admin && dict_set(px->conns, c->key, c) == -1)) {
-		bufferevent_free(c->bev);	/* frees c */
-		return NULL;
-	}
-	return c;
-fail:
-	/* libevent then makes a bufferevent of its own, which cannot be
-	 * filtered: out of memory, it is unlikely to get far. */
-	log_error("out of memory for a new connection");
-	if (c != NULL) {
-		if (c->sock != NULL)
-			bufferevent_free(c->sock);
-		if (c->pump_ev != NULL)
-			event_free(c->pump_ev);
-		frame_free(&c->frame);
-		free(c);
-	}
-	return NULL;
-}
-
-/* evhttp's bufferevent callback: a connection was just accepted on the
- * public port or the peer socket. */
-static struct bufferevent *
-on_accept(struct event_base *base, void *arg)
-{
-	struct proxy *px = arg;
-	struct conn *c;
-
-	assert(px->magic == PROXY_MAGIC);
-	if ((c = conn_new(px, base, 0)) == NULL)
-		return NULL;
-	accept_limit(px);
-	return c->bev;
-}
-
-/*
- * The same on the admin port, whose connections have caps of their own
- * (admin(), at once after this: libevent gives the connection its socket,
- * and so its peer, only once this returns), so that neither port can
- * starve the other: past its cap a connection is answered 503 and closed
- * at once, so that idle ones cannot take every descriptor, nor wait in
- * the backlog unanswered.
- */
-static struct bufferevent *
-on_admin_accept(struct event_base *base, void *arg)
-{
-	struct proxy *px = arg;
-	struct conn *c;
-
-	assert(px->magic == PROXY_MAGIC);
-	if ((c = conn_new(px, base, 1)) == NULL)
-		return NULL;
-	c->admit = ADMIT_PENDING;
-	event_active(c->pump_ev, EV_TIMEOUT, 0);
-	return c->bev;
-}
-
-static void
-on_request(struct evhttp_request *ev, void *arg)
-{
-	struct proxy *px = arg;
-	struct evhttp_connection *evcon = evhttp_request_get_connection(ev);
-	struct conn *c = NULL;
-	char key[CONN_KEY_MAX];
-
-	assert(px->magic == PROXY_MAGIC);
-	if (evcon != NULL) {
-		snprintf(key, sizeof(key), "%p",
-		    (void *)evhttp_connection_get_bufferevent(evcon));
-		c = dict_get(px->conns, key);
-	}
-	if (c != NULL && c->status != 0 && evhttp_find_header(
-	    evhttp_request_get_input_headers(ev), STAND_IN_MARK) != NULL) {
-		req_refused(px, ev, c->status, c->reason);
-		return;
-	}
-	req_recv(px, ev);
+	(void)conn_new(px, &admin_allowed_kind, fd, t);
 }
 
 /*
@@ -634,15 +434,22 @@ int
 http_bind(const struct conf *conf, struct listen_socks *ls, char *err,
     size_t errlen)
 {
-	ls->pub = bind_one("listen", conf->listen_host, conf->listen_port,
-	    err, errlen);
-	if (ls->pub == -1)
-		return -1;
-	ls->admin = bind_one("admin_listen", conf->admin_host,
-	    conf->admin_port, err, errlen);
-	if (ls->admin == -1) {
-		close(ls->pub);
-		ls->pub = -1;
+	const struct conf_listen *a = &conf->admin_listener[0];
+
+	ls->npub = 0;
+	ls->admin = -1;
+	for (int i = 0; i < conf->nlisteners; i++) {
+		ls->pub[i] = bind_one("listen", conf->listeners[i].host,
+		    conf->listeners[i].port, err, errlen);
+		if (ls->pub[i] == -1) {
+			http_unbind(ls);
+			return -1;
+		}
+		ls->npub++;
+	}
+	if ((ls->admin = bind_one("admin_listen", a->host, a->port, err,
+	    errlen)) == -1) {
+		http_unbind(ls);
 		return -1;
 	}
 	return 0;
@@ -651,97 +458,54 @@ http_bind(const struct conf *conf, struct listen_socks *ls, char *err,
 void
 http_unbind(struct listen_socks *ls)
 {
-	if (ls->pub != -1)
-		close(ls->pub);
+	for (int i = 0; i < ls->npub; i++)
+		if (ls->pub[i] != -1)
+			close(ls->pub[i]);
 	if (ls->admin != -1)
 		close(ls->admin);
-	ls->pub = ls->admin = -1;
+	ls->npub = 0;
+	ls->admin = -1;
 }
 
-/* This process's listener on *fdp, a socket of http_bind()'s, which the
- * listener then owns (*fdp is -1) and closes when freed: a worker's copy,
- * or the only process's socket. */
-static struct evhttp_bound_socket *
-listen_fd(struct event_base *base, struct evhttp *http, int *fdp, char *err,
+/* This process's listener l on *fdp, a socket of http_bind()'s, which
+ * the listener then owns (*fdp is -1) and closes when freed: a worker's
+ * copy, or the only process's socket. */
+static int
+listen_fd(struct listener *l, int *fdp, evconnlistener_cb cb, char *err,
     size_t errlen)
 {
-	struct evconnlistener *lev;
-	struct evhttp_bound_socket *bound = NULL;
-
 	/* Backlog 0: the socket listens already. */
-	lev = evconnlistener_new(base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE |
+	l->lev = evconnlistener_new(l->px->base, cb, l, LEV_OPT_CLOSE_ON_FREE |
 	    LEV_OPT_CLOSE_ON_EXEC, 0, *fdp);
-	if (lev != NULL)
-		*fdp = -1;
-	if (lev == NULL || (bound = evhttp_bind_listener(http, lev)) == NULL) {
-		if (lev != NULL)
-			evconnlistener_free(lev);
+	if (l->lev == NULL) {
 		snprintf(err, errlen, "out of memory");
-		return NULL;
+		return -1;
 	}
-	return bound;
+	*fdp = -1;
+	evconnlistener_set_error_cb(l->lev, on_accept_error);
+	return 0;
 }
 
-/*
- * http's connections are read through the door and written by the pump,
- * and count against max_connections: the public listener's, and the
- * siblings' on the peer socket, whose streams must leave as soon as they
- * are queued (a socket bufferevent would wait for the loop's next turn,
- * behind every client written meanwhile).
- */
 static void
-http_connections(struct evhttp *http, struct proxy *px)
+listener_close(struct listener *l)
 {
-	evhttp_set_bevcb(http, on_accept, px);
-}
-
-void
-http_limits(struct evhttp *http, const struct conf *conf)
-{
-	struct timeval tv = util_timeval(conf->client_timeout_ms);
-
-	/* Ours to enforce, with a 431: see request_problem(). */
-	evhttp_set_max_headers_size(http, conf->max_header_bytes * HEADER_SLACK);
-	evhttp_set_max_body_size(http, conf->max_body_bytes);
-	evhttp_set_timeout_tv(http, &tv);
-}
-
-static struct evhttp *
-listen_on(struct event_base *base, const struct conf *conf, int *fdp,
-    int methods, void (*cb)(struct evhttp_request *, void *),
-    void *arg, struct evhttp_bound_socket **bound, char *err, size_t errlen)
-{
-	struct evhttp *http;
-
-	if ((http = evhttp_new(base)) == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	evhttp_set_allowed_methods(http, (ev_uint16_t)methods);
-	http_limits(http, conf);
-	evhttp_set_default_content_type(http, NULL);
-	evhttp_set_gencb(http, cb, arg);
-	if ((*bound = listen_fd(base, http, fdp, err, errlen)) == NULL) {
-		evhttp_free(http);
-		return NULL;
-	}
-	return http;
+	if (l->lev != NULL)
+		evconnlistener_free(l->lev);
+	l->lev = NULL;
 }
 
 /* ---- the peer socket: sibling workers ask for responses in flight --- */
 
-/* Is the process at the other end of ev's connection a sibling worker? */
+/* Is the process at the other end of r's connection a sibling worker? */
 static int
-from_sibling(struct proxy *px, struct evhttp_request *ev)
+from_sibling(struct proxy *px, const struct hreq *r)
 {
-	struct evhttp_connection *evcon = evhttp_request_get_connection(ev);
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
-	evutil_socket_t fd;
+	int fd = hreq_fd(r);
 
-	if (evcon == NULL ||
-	    (fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evcon))) ==
-	    -1 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1)
+	if (fd == -1 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred,
+	    &len) == -1)
 		return 0;
 	for (int s = 0; s < px->nslots; s++)
 		if (s != px->slot && px->slots[s].pid > 0 &&
@@ -751,29 +515,50 @@ from_sibling(struct proxy *px, struct evhttp_request *ev)
 }
 
 static void
-on_peer_request(struct evhttp_request *ev, void *arg)
+on_peer_request(struct proxy *px, struct hreq *r)
 {
-	struct proxy *px = arg;
-	const char *key = evhttp_find_header(evhttp_request_get_input_headers(ev),
-	    PEER_KEY_HEADER);
+	const char *key = hl_find(&r->in, PEER_KEY_HEADER);
 	char flight_key[FLOW_KEY_MAX + 1], *p;
 
 	assert(px->magic == PROXY_MAGIC);
-	if (!from_sibling(px, ev)) {
+	if (!from_sibling(px, r)) {
 		log_warn("peer socket: a request from a process that is not a "
 		    "sibling worker; closing");
-		evhttp_connection_free(evhttp_request_get_connection(ev));
+		hreq_abort(r);
 		return;
 	}
-	if (key == NULL || strlen(key) > FLOW_KEY_MAX ||
-	    strchr(key, '\n') != NULL) {
-		evhttp_send_error(ev, HTTP_BADREQUEST, NULL);
+	if (r->method != HM_GET || key == NULL ||
+	    strlen(key) > FLOW_KEY_MAX || strchr(key, '\n') != NULL) {
+		plain_refusal(r, r->method != HM_GET ? 405 : 400,
+		    "not a sibling's request");
 		return;
 	}
 	snprintf(flight_key, sizeof(flight_key), "%s", key);
 	while ((p = strchr(flight_key, ' ')) != NULL)
 		*p = '\n';
-	req_peer_recv(px, ev, flight_key);
+	req_peer_recv(px, r, flight_key);
+}
+
+static const struct conn_kind peer_kind = {
+	.name = "peer",
+	.no_body = 1,
+	.serve = on_peer_request,
+	.refused = admin_refused_req,
+	.closed = client_closed,
+};
+
+/* A sibling's connection: read through the door and counted against
+ * max_connections, as a client's. */
+static void
+on_peer_accept(struct evconnlistener *lev, evutil_socket_t fd,
+    struct sockaddr *sa, int socklen, void *arg)
+{
+	struct proxy *px = arg;
+
+	assert(px->magic == PROXY_MAGIC);
+	px->nclients++;
+	if (conn_new(px, &peer_kind, fd, NULL) != NULL)
+		accept_limit(px);
 }
 
 /* Workers > 1: the private socket siblings ask for responses in flight
@@ -783,7 +568,6 @@ static int
 peer_listen(struct proxy *px, char *err, size_t errlen)
 {
 	struct sockaddr_un sa;
-	struct evconnlistener *lev;
 	char name[PEER_NAME_MAX];
 	size_t n;
 
@@ -796,85 +580,115 @@ peer_listen(struct proxy *px, char *err, size_t errlen)
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
 	memcpy(sa.sun_path + 1, name, n);	/* abstract: sun_path[0] is 0 */
-	if ((px->peers = upstream_new(px->base)) == NULL ||
-	    (px->peer = evhttp_new(px->base)) == NULL) {
+	if ((px->peers = upstream_new(px->base)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	evhttp_set_allowed_methods(px->peer, EVHTTP_REQ_GET);
-	http_limits(px->peer, px->conf);
-	evhttp_set_max_body_size(px->peer, 0);	/* a peer GET has none */
-	evhttp_set_default_content_type(px->peer, NULL);
-	evhttp_set_gencb(px->peer, on_peer_request, px);
-	http_connections(px->peer, px);
-	lev = evconnlistener_new_bind(px->base, NULL, NULL,
+	px->peer_lev = evconnlistener_new_bind(px->base, on_peer_accept, px,
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, PEER_BACKLOG,
 	    (struct sockaddr *)&sa,
 	    (int)(offsetof(struct sockaddr_un, sun_path) + 1 + n));
-	if (lev == NULL || evhttp_bind_listener(px->peer, lev) == NULL) {
+	if (px->peer_lev == NULL)
 		/* Not fatal: its siblings' waiters wait as before. */
 		log_warn("peer socket @%s: %s; responses in flight are not "
 		    "shared with the other workers", name, strerror(errno));
-		if (lev != NULL)
-			evconnlistener_free(lev);
-		evhttp_free(px->peer);
-		px->peer = NULL;
-	}
 	return 0;
 }
 
 static void
 peer_close(struct proxy *px)
 {
-	if (px->peer != NULL)
-		evhttp_free(px->peer);
-	px->peer = NULL;
+	if (px->peer_lev != NULL)
+		evconnlistener_free(px->peer_lev);
+	px->peer_lev = NULL;
 	upstream_free(&px->peers);
 	if (px->slots != NULL && px->nslots > 1)
 		peer_forget(&px->slots[px->slot].peer);
 }
 
+/* The tls listeners' context, from tls_certificate and tls_key. */
+static int
+tls_start(struct proxy *px, char *err, size_t errlen)
+{
+	const struct conf *c = px->conf;
+	int tls = c->admin_listener[0].tls;
+
+	for (int i = 0; i < c->nlisteners; i++)
+		tls |= c->listeners[i].tls;
+	if (!tls)
+		return 0;
+	if ((px->tls = tls_new(c->tls_certificate, c->tls_key, err,
+	    errlen)) == NULL)
+		return -1;
+	if (err[0] != '\0')
+		log_warn("%s", err);	/* it expires soon */
+	err[0] = '\0';
+	return 0;
+}
+
 int
 http_listen(struct proxy *px, char *err, size_t errlen)
 {
-	const struct conf *conf = px->conf;
-	struct event_base *base = px->base;
+	const struct conf *c = px->conf;
 
-	px->http = listen_on(base, conf, &px->socks.pub, PUBLIC_METHODS,
-	    on_request, px, &px->http_bound, err, errlen);
-	if (px->http == NULL)
+	if (tls_start(px, err, errlen) == -1)
 		return -1;
-	px->admin = listen_on(base, conf, &px->socks.admin, ADMIN_METHODS,
-	    admin_handle, px, &px->admin_bound, err, errlen);
-	if (px->admin == NULL)
+	for (int i = 0; i < px->socks.npub; i++) {
+		px->pub[i].px = px;
+		px->pub[i].tls = c->listeners[i].tls;
+		if (listen_fd(&px->pub[i], &px->socks.pub[i], on_accept, err,
+		    errlen) == -1)
+			return -1;
+		px->npub++;
+	}
+	px->admin.px = px;
+	px->admin.tls = c->admin_listener[0].tls;
+	if (listen_fd(&px->admin, &px->socks.admin, on_admin_accept, err,
+	    errlen) == -1)
 		return -1;
-	if ((px->accept_ev = evtimer_new(base, on_accept_retry, px)) == NULL) {
+	if ((px->accept_ev = evtimer_new(px->base, on_accept_retry, px)) ==
+	    NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
 	accept_proxy = px;
 	px->accept_listening = 1;
-	http_connections(px->http, px);
-	evhttp_set_bevcb(px->admin, on_admin_accept, px);
-	evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(
-	    px->http_bound), on_accept_error);
-	evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(
-	    px->admin_bound), on_accept_error);
 	return peer_listen(px, err, errlen);
+}
+
+void
+http_stop_accepting(struct proxy *px)
+{
+	for (int i = 0; i < px->npub; i++)
+		listener_close(&px->pub[i]);
 }
 
 void
 http_close(struct proxy *px)
 {
 	peer_close(px);
-	if (px->http != NULL)
-		evhttp_free(px->http);
-	if (px->admin != NULL)
-		evhttp_free(px->admin);
-	px->http = px->admin = NULL;
-	http_unbind(&px->socks);	/* those no listener took */
+	http_stop_accepting(px);
+	listener_close(&px->admin);
+	conn_close_all(px);
+	tls_unref(&px->tls);
 	if (px->accept_ev != NULL)
 		event_free(px->accept_ev);
 	px->accept_ev = NULL;
 	accept_proxy = NULL;
+}
+
+void
+http_reload(struct proxy *px, const struct conf *c)
+{
+	char err[512];
+
+	if (px->tls == NULL)
+		return;
+	if (tls_reload(&px->tls, c->tls_certificate, c->tls_key, err,
+	    sizeof(err)) == -1) {
+		log_error("reload: %s; the running certificate goes on", err);
+		return;
+	}
+	log_info("reload: TLS certificate %s loaded%s%s", c->tls_certificate,
+	    err[0] != '\0' ? "; " : "", err);
 }

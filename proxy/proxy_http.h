@@ -2,12 +2,10 @@
 #ifndef PROXY_PROXY_HTTP_H
 #define PROXY_PROXY_HTTP_H
 
-/* The public, admin and peer listeners, and the door and pump of their
- * connections. */
+/* The public, admin and peer listeners; their connections are
+ * proxy_conn.c's. */
 
 #include <stddef.h>
-
-#include <event2/http.h>
 
 struct conf;
 struct listen_socks;
@@ -20,9 +18,12 @@ int	http_bind(const struct conf *conf, struct listen_socks *ls, char *err,
 	    size_t errlen);
 void	http_unbind(struct listen_socks *ls);
 int	http_listen(struct proxy *px, char *err, size_t errlen);
+/* A stop: the public listener closes; what is open goes on. */
+void	http_stop_accepting(struct proxy *px);
+/* Closes every listener and connection. */
 void	http_close(struct proxy *px);
-/* Sets a listener's request limits (headers, body, client timeout) from
- * c: when it starts, and again on a reload. */
-void	http_limits(struct evhttp *http, const struct conf *c);
+/* SIGHUP: the tls listeners' certificate and key read again (open
+ * connections keep theirs); on an error the running ones go on. */
+void	http_reload(struct proxy *px, const struct conf *c);
 
 #endif

@@ -29,13 +29,14 @@
 #include <sys/queue.h>
 
 #include <event2/buffer.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #include "cache/cache.h"
 #include "cache/cache_entry.h"
+#include "common/hlist.h"
+#include "common/uri.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_conn.h"
 #include "proxy/proxy_hdr.h"
 #include "proxy/proxy_inspect.h"
 #include "proxy/proxy_json.h"
@@ -50,7 +51,7 @@
 /* What the inspection's callback needs, the request's own. */
 struct entry_ask {
 	struct proxy		*px;
-	struct evhttp_request	*ev;
+	struct hreq *ev;
 	char			*url;
 	char			 key[CACHE_KEY_MAX + 1];
 	struct conf_route	 rt;
@@ -84,7 +85,7 @@ entry_json(const struct cache_inspection *in, struct evbuffer *out)
 	    entry_state_name(entry_state(e, util_now_ms())),
 	    e->stored_ms, e->fresh_until_ms, e->stale_until_ms,
 	    in->entry_pttl_ms, marker ? (size_t)0 : e->body_len);
-	if (marker && (vary = evhttp_find_header(&e->headers, "Vary")) != NULL)
+	if (marker && (vary = hl_find(&e->headers, "Vary")) != NULL)
 		json_string(out, vary);
 	else
 		evbuffer_add_printf(out, "null");
@@ -179,20 +180,20 @@ done:
 }
 
 void
-admin_inspect(struct proxy *px, struct evhttp_request *ev)
+admin_inspect(struct proxy *px, struct hreq *ev)
 {
-	const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(ev));
+	const char *query = ev->query;
 	const struct conf_route *rt = NULL;
-	struct evkeyvalq params;
+	struct hlist params;
 	struct entry_ask *a = NULL;
 	const char *url;
 	int rc;
 
 	assert(px->magic == PROXY_MAGIC);
-	TAILQ_INIT(&params);
+	hl_init(&params);
 	if (query != NULL)
-		(void)evhttp_parse_query_str(query, &params);
-	if ((url = evhttp_find_header(&params, "url")) == NULL) {
+		(void)uri_query_parse(query, strlen(query), &params);
+	if ((url = hl_find(&params, "url")) == NULL) {
 		json_error(ev, HTTP_BADREQUEST, "need url=URL");
 		goto done;
 	}
@@ -221,5 +222,5 @@ fail:
 		free(a->url);
 	free(a);
 done:
-	evhttp_clear_headers(&params);
+	hl_free(&params);
 }

@@ -2,12 +2,13 @@
  * JSON answers of the admin listener (proxy_json.h).
  */
 
+#include "common/hlist.h"
+#include "proxy/proxy_conn.h"
 #include "proxy/proxy_json.h"
 
 #include <stddef.h>
 
 #include <event2/buffer.h>
-#include <event2/http.h>
 
 void
 json_string(struct evbuffer *out, const char *s)
@@ -26,18 +27,18 @@ json_string(struct evbuffer *out, const char *s)
 }
 
 void
-json_reply(struct evhttp_request *ev, int code, const char *type,
+json_reply(struct hreq *ev, int code, const char *type,
     struct evbuffer *out)
 {
-	struct evkeyvalq *headers = evhttp_request_get_output_headers(ev);
+	struct hlist *headers = &ev->out;
 
-	evhttp_add_header(headers, "Content-Type", type);
-	evhttp_add_header(headers, "Cache-Control", "no-store");
-	evhttp_send_reply(ev, code, NULL, out);
+	hl_add(headers, "Content-Type", type);
+	hl_add(headers, "Cache-Control", "no-store");
+	hreq_reply(ev, code, NULL, out);
 }
 
 void
-json_send(struct evhttp_request *ev, int code, struct evbuffer *out)
+json_send(struct hreq *ev, int code, struct evbuffer *out)
 {
 	json_reply(ev, code, "application/json", out);
 	if (out != NULL)
@@ -45,7 +46,7 @@ json_send(struct evhttp_request *ev, int code, struct evbuffer *out)
 }
 
 void
-json_error(struct evhttp_request *ev, int code, const char *msg)
+json_error(struct hreq *ev, int code, const char *msg)
 {
 	struct evbuffer *out = evbuffer_new();
 

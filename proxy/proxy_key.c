@@ -21,13 +21,14 @@
 #include <sys/queue.h>
 
 #include <event2/buffer.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #include "cache/cache_graphql.h"
 #include "cache/cache_keyrule.h"
+#include "common/hlist.h"
+#include "common/uri.h"
 #include "conf/conf.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_conn.h"
 #include "proxy/proxy_forward.h"
 #include "proxy/proxy_hdr.h"
 #include "proxy/proxy_key.h"
@@ -76,7 +77,7 @@ key_of_url(const struct conf_route *rt, const char *host, const char *path,
 /* The key_headers values the request has; -1 when one is too long to
  * key whole (the request is not cached). */
 static int
-key_headers(const struct conf_route *rt, const struct evkeyvalq *in,
+key_headers(const struct conf_route *rt, const struct hlist *in,
     struct key_parts *kp, char bufs[][KEY_HEADER_JOIN_MAX],
     char names[][CONF_FIELDS_MAX])
 {
@@ -107,7 +108,7 @@ key_headers(const struct conf_route *rt, const struct evkeyvalq *in,
  * Content-Type is not JSON's (the server may read it otherwise).
  */
 static int
-graphql_request(const struct evkeyvalq *in, const char *query)
+graphql_request(const struct hlist *in, const char *query)
 {
 	char buf[CONF_FIELDS_MAX];
 	int lines;
@@ -125,7 +126,7 @@ graphql_request(const struct evkeyvalq *in, const char *query)
  * the origin may read either of two, so the body is not cached.
  */
 static int
-content_type_norm(const struct evkeyvalq *hdrs, char *norm, size_t normsize)
+content_type_norm(const struct hlist *hdrs, char *norm, size_t normsize)
 {
 	char buf[CONF_FIELDS_MAX];
 	int lines, in_value = 0;
@@ -151,11 +152,11 @@ content_type_norm(const struct evkeyvalq *hdrs, char *norm, size_t normsize)
  * Content-Type). */
 static int
 body_digest(const struct conf *c, const struct conf_route *rt,
-    struct evhttp_request *ev, const char *query, struct req_key *k,
+    struct hreq *ev, const char *query, struct req_key *k,
     char *hex)
 {
-	struct evbuffer *in = evhttp_request_get_input_buffer(ev);
-	const struct evkeyvalq *hdrs = evhttp_request_get_input_headers(ev);
+	struct evbuffer *in = ev->body;
+	const struct hlist *hdrs = &ev->in;
 	size_t len = evbuffer_get_length(in);
 	const char *body = len > 0 ? (const char *)evbuffer_pullup(in, -1) : "";
 	struct keyrule_digest d;
@@ -225,10 +226,10 @@ authorization_keyed(const struct conf_route *rt)
  * ""), and the Cookie its fetch sends. 0, or -1 on no memory. */
 static int
 credential_digest(const struct conf *c, const struct conf_route *rt,
-    const struct evkeyvalq *in, struct req_key *k, char *hex)
+    const struct hlist *in, struct req_key *k, char *hex)
 {
 	struct keyrule_digest d;
-	const struct evkeyval *h;
+	const struct hfield *h;
 	struct evbuffer *cookie = evbuffer_new();
 	int parts = 0, ncookies = 0;
 	char name[CONF_HEADER_NAME_MAX];
@@ -246,7 +247,7 @@ credential_digest(const struct conf *c, const struct conf_route *rt,
 			    rt->credential_header[i]);
 		keyrule_digest_part(&d, name, n);
 	}
-	TAILQ_FOREACH(h, in, next) {
+	HL_FOREACH(h, in) {
 		if (strcasecmp(h->key, rt->credential_header) == 0) {
 			keyrule_digest_part(&d, "a", 1);
 			keyrule_digest_part(&d, h->value, strlen(h->value));
@@ -287,10 +288,10 @@ key_rule(const struct conf_route *rt, const struct key_parts *kp)
 
 enum key_verdict
 key_of_request(const struct conf *c, const struct conf_route *rt,
-    struct evhttp_request *ev, const char *host, const char *path,
+    struct hreq *ev, const char *host, const char *path,
     const char *query, struct req_key *k)
 {
-	const struct evkeyvalq *in = evhttp_request_get_input_headers(ev);
+	const struct hlist *in = &ev->in;
 	char bufs[KEYRULE_HEADERS_MAX][KEY_HEADER_JOIN_MAX];
 	char names[KEYRULE_HEADERS_MAX][CONF_FIELDS_MAX];
 	char body_hex[KEYRULE_DIGEST_HEX + 1], cred_hex[KEYRULE_DIGEST_HEX + 1];
@@ -298,7 +299,7 @@ key_of_request(const struct conf *c, const struct conf_route *rt,
 	    .sort_query = rt->sort_query, .secret = c->key_secret,
 	    .secret_len = c->key_secret_len };
 	char *q = NULL;
-	int post = evhttp_request_get_command(ev) == EVHTTP_REQ_POST;
+	int post = ev->method == HM_POST;
 	enum key_verdict v = KEY_NOMEM;
 
 	memset(k, 0, sizeof(*k));
@@ -347,22 +348,20 @@ graphql_param(const char *p, size_t len, enum graphql_kind *kind)
 
 	if (nlen > len)
 		nlen = len;
-	if ((name = strndup(p, nlen)) == NULL)
+	if ((name = malloc(nlen + 1)) == NULL)
 		return -1;
-	value = evhttp_uridecode(name, 1, NULL);
-	is_query = value != NULL && strcasecmp(value, "query") == 0;
-	free(value);
+	(void)uri_decode(p, nlen, 1, name);
+	is_query = strcasecmp(name, "query") == 0;
 	free(name);
 	if (!is_query)
 		return 0;
 	*kind = GRAPHQL_INVALID;
-	if ((name = strndup(p + nlen + (nlen < len), len - nlen -
-	    (nlen < len))) == NULL)
+	vlen = len - nlen - (nlen < len);
+	if ((value = malloc(vlen + 1)) == NULL)
 		return 1;
-	if ((value = evhttp_uridecode(name, 1, &vlen)) != NULL)
-		*kind = graphql_document(value, vlen);
+	vlen = uri_decode(p + nlen + (nlen < len), vlen, 1, value);
+	*kind = graphql_document(value, vlen);
 	free(value);
-	free(name);
 	return 1;
 }
 
@@ -395,17 +394,17 @@ graphql_get_passed(const char *query)
  */
 enum key_decision
 key_decide(struct proxy *px, int route, const struct conf_route *rt,
-    struct evhttp_request *ev, const char *host, const char *path,
+    struct hreq *ev, const char *host, const char *path,
     const char *query, int credentials, struct req_key *k, char *key,
     struct answer *a)
 {
-	enum evhttp_cmd_type cmd = evhttp_request_get_command(ev);
+	enum hmethod cmd = ev->method;
 	int shut = rt == NULL || (rt->cache_authorized == CONF_AUTHZ_OFF &&
 	    credentials);
-	int post = cmd == EVHTTP_REQ_POST && !shut && rt->cache_post;
+	int post = cmd == HM_POST && !shut && rt->cache_post;
 
 	key[0] = '\0';
-	if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD && !post) {
+	if (cmd != HM_GET && cmd != HM_HEAD && !post) {
 		/* With no memory for the key, nothing is dropped. */
 		if (rt != NULL && forward_unsafe(cmd) &&
 		    key_of_url(rt, host, path, query, key) == -1)
@@ -497,24 +496,24 @@ fetch_drop(struct fetch_kept *k)
  * and Authorization only when it is the credential keyed. */
 static void
 fetch_headers(const struct fetch_spec *spec, const struct conf_route *rt,
-    struct evkeyvalq *dst)
+    struct hlist *dst)
 {
 	if (spec == NULL || spec->cookie == NULL)
 		return;
-	while (evhttp_remove_header(dst, "Cookie") == 0)
+	while (hl_remove(dst, "Cookie") == 0)
 		;
 	if (spec->cookie[0] != '\0')
-		evhttp_add_header(dst, "Cookie", spec->cookie);
+		hl_add(dst, "Cookie", spec->cookie);
 	if (!authorization_keyed(rt))
-		while (evhttp_remove_header(dst, "Authorization") == 0)
+		while (hl_remove(dst, "Authorization") == 0)
 			;
 }
 
 int
-key_authorized(const struct conf_route *rt, const struct evkeyvalq *in)
+key_authorized(const struct conf_route *rt, const struct hlist *in)
 {
 	return rt != NULL && rt->cache_authorized == CONF_AUTHZ_ON &&
-	    evhttp_find_header(in, "Authorization") != NULL;
+	    hl_find(in, "Authorization") != NULL;
 }
 
 /* What a shared fetch sends: no credentials where the key does not hold
@@ -522,7 +521,7 @@ key_authorized(const struct conf_route *rt, const struct evkeyvalq *in)
  * the route's credential_header). */
 int
 fetch_shared_headers(struct waiter *w, const struct conf_route *rt,
-    struct evkeyvalq *dst)
+    struct hlist *dst)
 {
 	int anonymous = rt->cache_authorized == CONF_AUTHZ_ANONYMOUS;
 	int flags = HDR_DROP_HOST | HDR_DROP_LENGTH | HDR_DROP_CONDITIONAL |
@@ -532,7 +531,7 @@ fetch_shared_headers(struct waiter *w, const struct conf_route *rt,
 	w->ops->forward(w, dst, flags);
 	fetch_headers(w->spec, rt, dst);
 	if (anonymous)
-		while (evhttp_remove_header(dst, rt->credential_header) == 0)
+		while (hl_remove(dst, rt->credential_header) == 0)
 			;
 	return key_authorized(rt, w->headers);
 }

@@ -7,9 +7,11 @@
  * the credential's digest; and whether it may be cached at all.
  */
 
-#include <event2/http.h>
 
 #include "proxy/proxy_flow.h"
+
+struct hreq;
+struct hlist;
 
 struct conf;
 struct conf_route;
@@ -33,7 +35,7 @@ struct req_key {
 /* The key of ev (a GET, HEAD or POST) on route rt; host is what the key
  * holds (the upstream's, or the client's with key_host). */
 enum key_verdict key_of_request(const struct conf *c,
-	    const struct conf_route *rt, struct evhttp_request *ev,
+	    const struct conf_route *rt, struct hreq *ev,
 	    const char *host, const char *path, const char *query,
 	    struct req_key *k);
 /* The key of a URL (a purge, an invalidation) on route rt (or NULL): its
@@ -55,7 +57,7 @@ struct proxy;
 /* The decision for ev on route rt (NULL: none), whose headers carry
  * credentials (Authorization or Cookie) or not; counts what it passes. */
 enum key_decision key_decide(struct proxy *px, int route,
-	    const struct conf_route *rt, struct evhttp_request *ev,
+	    const struct conf_route *rt, struct hreq *ev,
 	    const char *host, const char *path, const char *query,
 	    int credentials, struct req_key *k, char *key, struct answer *a);
 /* Does rt add parts after the URL (its keys are filed under a tag)? */
@@ -74,12 +76,12 @@ void	fetch_drop(struct fetch_kept *k);
  * credentials its key does not hold (cache_authorized = on and an
  * Authorization)? Its answer is then shared only when the origin says so
  * (hdr_shareable). */
-int	key_authorized(const struct conf_route *rt, const struct evkeyvalq *in);
+int	key_authorized(const struct conf_route *rt, const struct hlist *in);
 /* The headers of a fetch a flight shares, from its lead w on route rt:
  * nothing that would make the answer one client's (per-credential: only
  * the Cookie its key holds, or none; anonymous: no credentials at all).
  * key_authorized() of the lead. */
 int	fetch_shared_headers(struct waiter *w, const struct conf_route *rt,
-	    struct evkeyvalq *dst);
+	    struct hlist *dst);
 
 #endif

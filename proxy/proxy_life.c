@@ -108,11 +108,8 @@ proxy_drain(struct proxy *px)
 		return;
 	}
 	px->draining = 1;
+	http_stop_accepting(px);
 	feeds_drain(px);	/* another instance leads at once */
-	if (px->http_bound != NULL) {
-		evhttp_del_accept_socket(px->http, px->http_bound);
-		px->http_bound = NULL;
-	}
 	px->drain_deadline_us = util_mono_us() +
 	    px->conf->shutdown_timeout_ms * 1000;
 	if (px->drain_ev == NULL &&
@@ -149,7 +146,7 @@ _Static_assert(RK_COUNT == CONF_RESTART_KEYS, "one name for each");
 #define restart_names	conf_restart_keys
 
 /* How a field of struct conf is compared. */
-enum field_kind { FK_STRING, FK_NUMBER, FK_ADDRESSES };
+enum field_kind { FK_STRING, FK_NUMBER, FK_ADDRESSES, FK_LISTENS };
 
 /* One field of a restart-only key (a key may be stored in several). */
 struct restart_field {
@@ -165,8 +162,11 @@ struct restart_field {
 static const struct restart_field restart_fields[] = {
 	RF(RK_LISTEN, FK_STRING, listen_host),
 	RF(RK_LISTEN, FK_NUMBER, listen_port),
+	RF(RK_LISTEN, FK_NUMBER, nlisteners),
+	RF(RK_LISTEN, FK_LISTENS, listeners),
 	RF(RK_ADMIN_LISTEN, FK_STRING, admin_host),
 	RF(RK_ADMIN_LISTEN, FK_NUMBER, admin_port),
+	RF(RK_ADMIN_LISTEN, FK_LISTENS, admin_listener),
 	RF(RK_WORKERS, FK_NUMBER, workers),
 	RF(RK_L1_MAX_BYTES, FK_NUMBER, l1_max_bytes),
 	RF(RK_L2_MAX_BYTES, FK_NUMBER, l2_max_bytes),
@@ -196,8 +196,17 @@ same_field(const struct restart_field *f, const struct conf *a,
 {
 	const char *pa = (const char *)a + f->off, *pb = (const char *)b + f->off;
 	const struct conf_hostport *ha, *hb;
+	const struct conf_listen *la, *lb;
 
 	switch (f->kind) {
+	case FK_LISTENS:
+		la = (const struct conf_listen *)(const void *)pa;
+		lb = (const struct conf_listen *)(const void *)pb;
+		for (size_t i = 0; i < f->size / sizeof(*la); i++)
+			if (strcmp(la[i].host, lb[i].host) != 0 ||
+			    la[i].port != lb[i].port || la[i].tls != lb[i].tls)
+				return 0;
+		return 1;
 	case FK_STRING:
 		return strcmp(pa, pb) == 0;
 	case FK_NUMBER:
@@ -336,10 +345,9 @@ proxy_reload(struct proxy *px, struct conf **confp, const char *path)
 	if (pools_reload(px, new) == -1)
 		log_error("reload: out of memory; some upstream pools keep "
 		    "their old servers");
-	if (px->http != NULL)
-		http_limits(px->http, new);
 	if (px->upstream != NULL)
 		upstream_set_max_headers(px->upstream, new->max_upstream_headers);
+	http_reload(px, new);
 	log_set_level(new->log_level);
 	if (px->cache != NULL)	/* password files were read again */
 		cache_credentials(px->cache, new);
@@ -366,13 +374,14 @@ static int
 make_parts(struct proxy *px)
 {
 	TAILQ_INIT(&px->reqs);
+	TAILQ_INIT(&px->req_pool);
 	TAILQ_INIT(&px->flight_list);
 	TAILQ_INIT(&px->refresh_list);
 	TAILQ_INIT(&px->pools);
+	TAILQ_INIT(&px->conn_list);
 	if ((px->flights = dict_new()) == NULL ||
 	    (px->refreshes = dict_new()) == NULL ||
 	    (px->vary = dict_new()) == NULL ||
-	    (px->conns = dict_new()) == NULL ||
 	    (px->lingers = linger_new(px->base)) == NULL ||
 	    (px->l1 = l1_new(px->conf->l1_max_bytes)) == NULL ||
 	    (px->upstream = upstream_new(px->base)) == NULL)
@@ -457,8 +466,7 @@ proxy_stop(struct proxy *px)
 	dict_free(&px->flights);
 	dict_free(&px->refreshes);
 	vary_free(px);
-	dict_free(&px->conns);		/* after evhttp_free: it closes them */
-	linger_free(&px->lingers);	/* ... and may leave some lingering */
+	linger_free(&px->lingers);	/* after http_close: it may leave some */
 	l1_free(&px->l1);
 	if (px->drain_ev != NULL)
 		event_free(px->drain_ev);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/queue.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 
 #define LINGER_MAGIC	0x4c494e47u	/* "LING" */
 #define LINGER_READ	16384		/* bytes dropped per read */
+#define LINGER_FD_SHARE	8		/* at most 1/8 of RLIMIT_NOFILE */
 
 struct lingering {
 	uint32_t		 magic;
@@ -35,17 +37,25 @@ struct lingers {
 	struct event_base	*base;
 	TAILQ_HEAD(, lingering)	 list;
 	int			 n;
+	int			 max;		/* at once */
 };
 
 struct lingers *
 linger_new(struct event_base *base)
 {
 	struct lingers *l = calloc(1, sizeof(*l));
+	struct rlimit rl;
 
 	if (l == NULL)
 		return NULL;
 	l->base = base;
 	TAILQ_INIT(&l->list);
+	/* Never more than an eighth of the descriptors: a flood of refused
+	 * connections must not take those that serve. */
+	l->max = LINGER_MAX;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / LINGER_FD_SHARE < (rlim_t)l->max)
+		l->max = (int)(rl.rlim_cur / LINGER_FD_SHARE);
 	return l;
 }
 
@@ -102,7 +112,7 @@ linger_start(struct lingers *l, evutil_socket_t fd)
 	struct timeval tv = util_timeval(LINGER_MS);
 	struct lingering *g;
 
-	if (l == NULL || fd < 0 || l->n >= LINGER_MAX)
+	if (l == NULL || fd < 0 || l->n >= l->max)
 		return;
 	if ((g = calloc(1, sizeof(*g))) == NULL)
 		return;

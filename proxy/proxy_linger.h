@@ -9,7 +9,8 @@
  * sending side is shut instead (the client sees the answer end), and what
  * the client still sends is read and dropped, at most LINGER_BYTES_MAX
  * bytes for at most LINGER_MS, then it is closed. At most LINGER_MAX
- * connections linger at once; past that one is closed at once.
+ * connections linger at once, and never more than an eighth of the
+ * process's descriptors; past that one is closed at once.
  */
 
 #include <event2/util.h>

@@ -28,13 +28,14 @@
 
 #include <event2/buffer.h>
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #include "cache/cache.h"
+#include "common/hlist.h"
+#include "common/uri.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_conn.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_hdr.h"
 #include "proxy/proxy_json.h"
@@ -59,7 +60,7 @@ struct maint {
 /* What the POST that set a mode waits for. */
 struct maint_set {
 	struct maint		*m;
-	struct evhttp_request	*ev;
+	struct hreq *ev;
 	char			 route[CONF_ROUTE_PREFIX_MAX];
 	int			 avoid;
 };
@@ -428,7 +429,7 @@ route_valid(const char *route)
 
 /* Starts the change; it answers later (or now, when it cannot start). */
 static void
-maint_set(struct proxy *px, struct evhttp_request *ev, const char *route,
+maint_set(struct proxy *px, struct hreq *ev, const char *route,
     int avoid)
 {
 	struct maint_set *ms;
@@ -449,16 +450,16 @@ maint_set(struct proxy *px, struct evhttp_request *ev, const char *route,
 }
 
 void
-admin_maintenance(struct proxy *px, struct evhttp_request *ev)
+admin_maintenance(struct proxy *px, struct hreq *ev)
 {
-	const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(ev));
-	struct evkeyvalq params;
+	const char *query = ev->query;
+	struct hlist params;
 	const char *route, *mode;
 	char *plain;
 	struct evbuffer *out;
 
 	assert(px->magic == PROXY_MAGIC && px->maint != NULL);
-	if (evhttp_request_get_command(ev) != EVHTTP_REQ_POST) {
+	if (ev->method != HM_POST) {
 		if ((out = evbuffer_new()) != NULL) {
 			maint_json(px, out);
 			evbuffer_add(out, "\n", 1);
@@ -466,11 +467,11 @@ admin_maintenance(struct proxy *px, struct evhttp_request *ev)
 		json_send(ev, HTTP_OK, out);
 		return;
 	}
-	TAILQ_INIT(&params);
+	hl_init(&params);
 	if (query != NULL)
-		(void)evhttp_parse_query_str(query, &params);
-	route = evhttp_find_header(&params, "route");
-	mode = evhttp_find_header(&params, "mode");
+		(void)uri_query_parse(query, strlen(query), &params);
+	route = hl_find(&params, "route");
+	mode = hl_find(&params, "mode");
 	/* Kept plain, as the paths it is matched against. */
 	plain = route_valid(route) ? plain_path(route) : NULL;
 	if (route_valid(route) && plain == NULL)
@@ -484,5 +485,5 @@ admin_maintenance(struct proxy *px, struct evhttp_request *ev)
 	else
 		maint_set(px, ev, plain, strcmp(mode, MODE_AVOID) == 0);
 	free(plain);
-	evhttp_clear_headers(&params);
+	hl_free(&params);
 }

@@ -9,7 +9,8 @@
  */
 
 #include <event2/buffer.h>
-#include <event2/http.h>
+
+struct hreq;
 
 struct proxy;
 
@@ -24,6 +25,6 @@ void	maint_json(const struct proxy *px, struct evbuffer *out);
 /* " maintenance=/api/,/b/" for /health, or nothing. */
 void	maint_health(const struct proxy *px, struct evbuffer *out);
 /* GET or POST /maintenance?route=PREFIX&mode=avoid|normal */
-void	admin_maintenance(struct proxy *px, struct evhttp_request *ev);
+void	admin_maintenance(struct proxy *px, struct hreq *ev);
 
 #endif

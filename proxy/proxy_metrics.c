@@ -614,6 +614,27 @@ budget_metrics(struct evbuffer *out, const struct proxy *px,
 	    "local share divides by it).", 0, g->instances, -1);
 }
 
+/* The tls listeners' handshakes and certificate; none without TLS. */
+static void
+tls_metrics(struct evbuffer *out, const struct proxy_figures *fig)
+{
+	if (fig->tls_not_after == 0)
+		return;
+	redis_counter(out, "corral_tls_handshakes_total", "TLS handshakes "
+	    "finished on the tls listeners.", fig->tls.handshakes);
+	redis_counter(out, "corral_tls_resumed_total", "Of those, resumed "
+	    "from a session ticket.", fig->tls.resumed);
+	metrics_family(out, "corral_tls_handshake_failures_total", "counter",
+	    "TLS handshakes that failed, by why.");
+	for (int i = 1; i < TLS_FAIL_MAX; i++)
+		evbuffer_add_printf(out, "corral_tls_handshake_failures_total"
+		    "{reason=\"%s\"} %" PRIu64 "\n",
+		    tls_fail_name((enum tls_fail)i), fig->tls.failed[i]);
+	gauge(out, "corral_tls_certificate_expiry_timestamp_seconds", "When "
+	    "the tls listeners' certificate expires, in seconds since the "
+	    "epoch.", (double)fig->tls_not_after);
+}
+
 void
 metrics_prometheus(struct proxy *px, struct evbuffer *out)
 {
@@ -628,6 +649,7 @@ metrics_prometheus(struct proxy *px, struct evbuffer *out)
 	budget_metrics(out, px, &v->fig.budget);
 	pool_metrics(&v->fig.pools, out);
 	feeds_prometheus(px, out);
+	tls_metrics(out, &v->fig);
 }
 
 /* ---- JSON ---- */

@@ -7,11 +7,11 @@
 
 #include <assert.h>
 
-#include <event2/http.h>
 
 #include "cache/cache_entry.h"
 #include "cache/cache_l1.h"
 #include "cache/cache_l2.h"
+#include "common/hlist.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_flow.h"
@@ -62,7 +62,7 @@ near_fill(struct proxy *px, const char *key, struct cache_entry *e)
 	near_drop(px, key);	/* a newer entry is in Redis */
 	/* What came along serves only fresh, and only as itself. */
 	if (e == NULL || entry_state(e, util_now_ms()) != ENTRY_FRESH ||
-	    evhttp_find_header(&e->headers, VARY_MARKER) != NULL)
+	    hl_find(&e->headers, VARY_MARKER) != NULL)
 		return NULL;
 	near_put(px, key, e);
 	return e;

@@ -32,9 +32,8 @@
 
 #include <event2/buffer.h>
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
+#include "common/hlist.h"
 #include "common/log.h"
 #include "common/timer.h"
 #include "common/util.h"
@@ -78,7 +77,7 @@ struct origin_fetch {
 	struct upstream_request	 ur;		/* its url and headers are ours */
 	char			*target;
 	char			*url;		/* the server's URL and target */
-	struct evkeyvalq	 headers;
+	struct hlist	 headers;
 	struct budget_ticket	*ticket;	/* its slot, or its place in line */
 	struct pool_choice	 choice;	/* the servers its ticket asks for */
 	struct pool_server	*server;	/* the try in flight's */
@@ -123,7 +122,7 @@ origin_free(struct origin_fetch *f)
 	if (f->timer != NULL)
 		event_free(f->timer);
 	pool_release(f->pool);
-	evhttp_clear_headers(&f->headers);
+	hl_free(&f->headers);
 	free(f->url);
 	free(f->target);
 	f->magic = 0;
@@ -169,7 +168,7 @@ origin_unsent(struct origin_fetch *f, enum upstream_result r, const char *why)
 		log_error("origin: out of memory for an unsent fetch's answer");
 		return OS_PARK;
 	}
-	TAILQ_INIT(&resp->headers);
+	hl_init(&resp->headers);
 	resp->result = r;
 	resp->elapsed_ms = (util_mono_us() - f->asked_us) / 1000;
 	snprintf(resp->error, sizeof(resp->error), "%s", why);
@@ -491,7 +490,7 @@ on_first_byte_timeout(evutil_socket_t fd, short what, void *arg)
 		free(resp);
 		return;		/* the whole timeout ends it */
 	}
-	TAILQ_INIT(&resp->headers);
+	hl_init(&resp->headers);
 	upstream_cancel(&f->up);
 	resp->result = UPSTREAM_ERR_TIMEOUT;
 	resp->elapsed_ms = first_byte_ms(pool_conf(f->pool));
@@ -517,7 +516,7 @@ static int
 origin_copy(struct origin_fetch *f, const struct origin_args *oa,
     const struct upstream_request *ur)
 {
-	const struct evkeyval *h;
+	const struct hfield *h;
 
 	f->ur = *ur;
 	f->ur.url = NULL;
@@ -525,8 +524,8 @@ origin_copy(struct origin_fetch *f, const struct origin_args *oa,
 	    NULL)
 		return -1;
 	if (ur->headers != NULL) {
-		TAILQ_FOREACH(h, ur->headers, next)
-			if (evhttp_add_header(&f->headers, h->key,
+		HL_FOREACH(h, ur->headers)
+			if (hl_add(&f->headers, h->key,
 			    h->value) == -1)
 				return -1;
 		f->ur.headers = &f->headers;
@@ -561,7 +560,7 @@ origin_fetch(struct proxy *px, const struct origin_args *oa,
 	f->asked_us = util_mono_us();
 	f->pool = pool_get(px, oa->pool);
 	pool_hold(f->pool);
-	TAILQ_INIT(&f->headers);
+	hl_init(&f->headers);
 	if ((f->timer = evtimer_new(px->base, on_origin_refused, f)) == NULL ||
 	    origin_copy(f, oa, ur) == -1)
 		goto fail;

@@ -9,16 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/http.h>
-#include <event2/http_struct.h>
-#include <event2/keyvalq_struct.h>
 
 #include "cache/cache_entry.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "proxy/proxy_conn.h"
 #include "proxy/proxy_hdr.h"
-#include "proxy/proxy_stats.h"
 #include "proxy/proxy_outcome.h"
+#include "proxy/proxy_stats.h"
 
 #define STATUS_LOG_MS	10000	/* a response's warning: said at most this
 					 * often */
@@ -346,16 +344,18 @@ outcome_count_upstream(struct stats *st, int route,
 }
 
 const char *
-outcome_method(enum evhttp_cmd_type cmd)
+outcome_method(enum hmethod cmd)
 {
-	static const char *const names[] = {
-		"GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE",
-		"CONNECT", "PATCH",
-	};
-
-	for (size_t i = 0; i < ARRAY_LEN(names); i++)
-		if ((unsigned)cmd == (1u << i))
-			return names[i];
+	switch (cmd) {
+	case HM_GET:		return "GET";
+	case HM_HEAD:		return "HEAD";
+	case HM_POST:		return "POST";
+	case HM_PUT:		return "PUT";
+	case HM_DELETE:		return "DELETE";
+	case HM_OPTIONS:	return "OPTIONS";
+	case HM_PATCH:		return "PATCH";
+	case HM_OTHER:		break;
+	}
 	return "-";
 }
 

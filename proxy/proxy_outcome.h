@@ -17,9 +17,9 @@
 #define HTTP_BAD_GATEWAY	502
 #define HTTP_GATEWAY_TIMEOUT	504
 
-#include <event2/http.h>
 
 #include "proxy/proxy_flow.h"
+#include "proxy/proxy_method.h"
 
 #define CACHE_STATUS_MAX	160	/* a Cache-Status value */
 
@@ -52,6 +52,6 @@ void	outcome_variants_full(struct stats *st, int route, const char *key,
 	    int max);
 /* Did an answer of outcome o wait for another request's fetch? */
 int	outcome_waited(enum outcome o);
-const char *outcome_method(enum evhttp_cmd_type cmd);
+const char *outcome_method(enum hmethod cmd);
 
 #endif

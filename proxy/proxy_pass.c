@@ -25,12 +25,11 @@
 #include <string.h>
 #include <sys/queue.h>
 
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #include "cache/cache.h"
 #include "cache/cache_entry.h"
 #include "cache/cache_graphql.h"
+#include "common/hlist.h"
 #include "common/log.h"
 #include "conf/conf.h"
 #include "proxy/proxy.h"
@@ -207,7 +206,7 @@ pass_fetched(struct pass *p)
 	} else {
 		next = answered(p, resp);
 		p->outcome = p->a.kind;
-		if (p->stream == NULL && (cl = evhttp_find_header(
+		if (p->stream == NULL && (cl = hl_find(
 		    &resp->headers, "Content-Length")) != NULL)
 			snprintf(p->head_length, sizeof(p->head_length), "%s",
 			    cl);
@@ -315,7 +314,7 @@ struct pass *
 pass_start(struct proxy *px, const struct pass_args *a)
 {
 	struct waiter *w = a->waiter;
-	struct evkeyvalq headers;
+	struct hlist headers;
 	struct origin_args oa = {
 		.cls = BUDGET_PASS,
 		.route = a->route,
@@ -358,11 +357,11 @@ pass_start(struct proxy *px, const struct pass_args *a)
 		p->mutation = 1;
 		ur.keep_body = MUTATION_KEEP_MAX;
 	}
-	TAILQ_INIT(&headers);
+	hl_init(&headers);
 	w->ops->forward(w, &headers, HDR_DROP_HOST | HDR_DROP_LENGTH);
 	ur.headers = &headers;
 	p->fetch = origin_fetch(px, &oa, &ur, on_pass_fetched, p);
-	evhttp_clear_headers(&headers);
+	hl_free(&headers);
 	if (p->fetch == NULL) {
 		pass_free(p);
 		return NULL;

@@ -49,10 +49,9 @@
 
 #include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 
+#include "common/hlist.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_flow.h"
@@ -91,7 +90,7 @@ peer_publish(struct proxy *px, const char *key)
 	struct peer_row *row = &px->slots[px->slot].peer;
 	uint64_t h = key_hash(key);
 
-	if (px->peer == NULL)
+	if (px->peer_lev == NULL)
 		return -1;
 	for (int i = 0; i < PEER_FETCHES_MAX; i++) {
 		if (atomic_load_explicit(&row->fetching[i],
@@ -142,7 +141,7 @@ peer_fetch(struct proxy *px, int slot, const char *key, const char *uri,
 	char *url;
 	size_t urllen = sizeof("http://" PEER_HOST) + strlen(uri);
 	pid_t pid = px->slots[slot].pid;
-	struct evkeyvalq headers;
+	struct hlist headers;
 	struct upstream_fetch *f;
 	struct upstream_request ur = {
 		.method = "GET",
@@ -167,12 +166,12 @@ peer_fetch(struct proxy *px, int slot, const char *key, const char *uri,
 	snprintf(value, sizeof(value), "%s", key);
 	while ((p = strchr(value, '\n')) != NULL)
 		*p = ' ';
-	TAILQ_INIT(&headers);
-	evhttp_add_header(&headers, PEER_KEY_HEADER, value);
+	hl_init(&headers);
+	hl_add(&headers, PEER_KEY_HEADER, value);
 	ur.url = url;
 	ur.headers = &headers;
 	f = upstream_fetch(px->peers, &ur, cb, arg);
-	evhttp_clear_headers(&headers);
+	hl_free(&headers);
 	free(url);
 	return f;
 }

@@ -34,14 +34,15 @@
 #include <sys/queue.h>
 
 #include <event2/buffer.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #include "cache/cache.h"
 #include "cache/cache_key.h"
 #include "cache/cache_keyrule.h"
+#include "common/hlist.h"
+#include "common/uri.h"
 #include "common/log.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_conn.h"
 #include "proxy/proxy_hdr.h"
 #include "proxy/proxy_json.h"
 #include "proxy/proxy_key.h"
@@ -53,7 +54,7 @@
 #define NEED_WHAT		"need url=URL, prefix=PREFIX or tag=TAG"
 
 static void
-reply_purged(struct evhttp_request *ev, int64_t n)
+reply_purged(struct hreq *ev, int64_t n)
 {
 	struct evbuffer *out = evbuffer_new();
 
@@ -139,7 +140,7 @@ static void on_many_purged(int64_t n, int ok, void *arg);
 
 /* Purges key (of a route whose keys add parts when tagged) for ev. */
 static void
-purge_url(struct proxy *px, struct evhttp_request *ev, const char *key,
+purge_url(struct proxy *px, struct hreq *ev, const char *key,
     int tagged, int soft)
 {
 	const char *why;
@@ -157,7 +158,7 @@ purge_url(struct proxy *px, struct evhttp_request *ev, const char *key,
 static void
 on_many_purged(int64_t n, int ok, void *arg)
 {
-	struct evhttp_request *ev = arg;
+	struct hreq *ev = arg;
 	struct evbuffer *out;
 
 	if (ok) {
@@ -173,10 +174,10 @@ on_many_purged(int64_t n, int ok, void *arg)
 
 /* A purge that could not start: Redis is down, or too many run. */
 static void
-purge_refused(struct evhttp_request *ev, enum purge_start r)
+purge_refused(struct hreq *ev, enum purge_start r)
 {
 	if (r == PURGE_BUSY) {
-		evhttp_add_header(evhttp_request_get_output_headers(ev),
+		hl_add(&ev->out,
 		    "Retry-After", PURGE_RETRY_AFTER);
 		json_error(ev, HTTP_SERVUNAVAIL, "too many purges running");
 	} else {
@@ -192,37 +193,27 @@ int
 admin_url_key(const struct proxy *px, const char *url,
     char key[CACHE_KEY_MAX + 1], const struct conf_route **rtp, int *tagged)
 {
-	struct evhttp_uri *u = evhttp_uri_parse(url);
-	const char *host, *path, *scheme;
 	const struct conf_route *rt;
-	char hostport[CONF_HOST_MAX + 8], *plain = NULL;
+	char hostport[CONF_HOST_MAX + 8], *path, *query = NULL;
+	struct uri u;
 	int rc = 0;
 
 	/* An http(s) URL only: the path a request for it would have. */
-	if (u == NULL || (host = evhttp_uri_get_host(u)) == NULL ||
-	    (scheme = evhttp_uri_get_scheme(u)) == NULL ||
-	    (strcasecmp(scheme, "http") != 0 &&
-	    strcasecmp(scheme, "https") != 0)) {
-		if (u != NULL)
-			evhttp_uri_free(u);
+	if (uri_split(url, strlen(url), &u) == -1 || u.scheme == NULL ||
+	    u.host == NULL || u.host_len == 0 || u.host_len > CONF_HOST_MAX ||
+	    ((u.scheme_len != 4 || strncasecmp(u.scheme, "http", 4) != 0) &&
+	    (u.scheme_len != 5 || strncasecmp(u.scheme, "https", 5) != 0)))
 		return HTTP_BADREQUEST;
+	snprintf(hostport, sizeof(hostport), u.port > 0 ? "%.*s:%d" : "%.*s",
+	    (int)u.host_len, u.host, u.port);
+	if ((path = strndup(u.path_len > 0 ? u.path : "/", u.path_len > 0 ?
+	    u.path_len : 1)) == NULL || (u.query != NULL &&
+	    (query = strndup(u.query, u.query_len)) == NULL)) {
+		free(path);
+		return HTTP_SERVUNAVAIL;
 	}
-	if (evhttp_uri_get_port(u) > 0)
-		snprintf(hostport, sizeof(hostport), "%s:%d", host,
-		    evhttp_uri_get_port(u));
-	else
-		snprintf(hostport, sizeof(hostport), "%s", host);
-	path = evhttp_uri_get_path(u);
-	if (path == NULL || *path == '\0')
-		path = "/";
-	if (strpbrk(path, ".%") != NULL) {
-		if ((plain = strdup(path)) == NULL) {
-			evhttp_uri_free(u);
-			return HTTP_SERVUNAVAIL;
-		}
-		hdr_normalize_path(plain);	/* as a request's (forward.c) */
-		path = plain;
-	}
+	if (strpbrk(path, ".%") != NULL)
+		hdr_normalize_path(path);	/* as a request's (forward.c) */
 	rt = conf_route_match(px->conf, path);
 	if (rtp != NULL)
 		*rtp = rt;
@@ -231,10 +222,10 @@ admin_url_key(const struct proxy *px, const char *url,
 		    px->conf->upstream_authority);
 	if (tagged != NULL)
 		*tagged = key_has_parts(rt);
-	if (key_of_url(rt, hostport, path, evhttp_uri_get_query(u), key) == -1)
+	if (key_of_url(rt, hostport, path, query, key) == -1)
 		rc = HTTP_SERVUNAVAIL;
-	free(plain);
-	evhttp_uri_free(u);
+	free(path);
+	free(query);
 	return rc;
 }
 
@@ -274,33 +265,33 @@ admin_prefix_key(const struct proxy *px, const char *prefix,
 }
 
 void
-admin_purge(struct proxy *px, struct evhttp_request *ev)
+admin_purge(struct proxy *px, struct hreq *ev)
 {
-	const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(ev));
-	struct evkeyvalq params;
+	const char *query = ev->query;
+	struct hlist params;
 	const char *url, *prefix, *tag, *soft_arg;
 	char key[CACHE_KEY_MAX + 1];
 	enum purge_start r;
 	int rc, soft, tagged;
 
 	assert(px->magic == PROXY_MAGIC);
-	if (evhttp_request_get_command(ev) != EVHTTP_REQ_POST) {
+	if (ev->method != HM_POST) {
 		json_error(ev, HTTP_BADMETHOD, "use POST /purge?url=URL, "
 		    "?prefix=PREFIX or ?tag=TAG");
 		return;
 	}
-	TAILQ_INIT(&params);
-	if (query == NULL || evhttp_parse_query_str(query, &params) == -1) {
+	hl_init(&params);
+	if (query == NULL || uri_query_parse(query, strlen(query), &params) == -1) {
 		json_error(ev, HTTP_BADREQUEST, NEED_WHAT);
-		evhttp_clear_headers(&params);
+		hl_free(&params);
 		return;
 	}
-	url = evhttp_find_header(&params, "url");
-	prefix = evhttp_find_header(&params, "prefix");
-	tag = evhttp_find_header(&params, "tag");
+	url = hl_find(&params, "url");
+	prefix = hl_find(&params, "prefix");
+	tag = hl_find(&params, "tag");
 	/* soft: mark stale, refreshed once on the next request. The
 	 * default for tags, which may name many popular entries. */
-	soft_arg = evhttp_find_header(&params, "soft");
+	soft_arg = hl_find(&params, "soft");
 	soft = soft_arg != NULL ? strcmp(soft_arg, "0") != 0 : tag != NULL;
 	if (url != NULL) {
 		if ((rc = admin_url_key(px, url, key, NULL, &tagged)) != 0)
@@ -328,5 +319,5 @@ admin_purge(struct proxy *px, struct evhttp_request *ev)
 	} else {
 		json_error(ev, HTTP_BADREQUEST, NEED_WHAT);
 	}
-	evhttp_clear_headers(&params);
+	hl_free(&params);
 }

@@ -12,9 +12,10 @@
 
 #include <stdint.h>
 
-#include <event2/http.h>
 
 #include "cache/cache_key.h"
+
+struct hreq;
 
 struct conf_route;
 struct proxy;
@@ -36,7 +37,7 @@ struct target_purge *purge_target(struct proxy *px, const char *key,
 void	purge_target_detach(struct target_purge **tp);
 
 /* POST /purge?url=URL, ?prefix=PREFIX or ?tag=TAG on the admin listener. */
-void	admin_purge(struct proxy *px, struct evhttp_request *ev);
+void	admin_purge(struct proxy *px, struct hreq *ev);
 /* "http://Host:80/a?b" -> the cache key of that URL, as a request's (and
  * with rtp, its route or NULL; with tagged, whether its route's keys add
  * parts): 0, or the status to answer with (400 for a URL that is not an

@@ -41,13 +41,12 @@
 #include <sys/queue.h>
 
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #include "cache/cache.h"
 #include "cache/cache_entry.h"
 #include "cache/cache_graphql.h"
 #include "common/dict.h"
+#include "common/hlist.h"
 #include "common/log.h"
 #include "common/timer.h"
 #include "common/util.h"
@@ -59,10 +58,10 @@
 #include "proxy/proxy_maint.h"
 #include "proxy/proxy_near.h"
 #include "proxy/proxy_origin.h"
+#include "proxy/proxy_outcome.h"
 #include "proxy/proxy_peer.h"
 #include "proxy/proxy_refresh.h"
 #include "proxy/proxy_refresh_int.h"
-#include "proxy/proxy_outcome.h"
 #include "proxy/proxy_tags.h"
 #include "proxy/proxy_vary.h"
 #include "proxy/proxy_waitlist.h"
@@ -133,7 +132,7 @@ on_refresh_done(evutil_socket_t fd, short what, void *arg)
 	entry_unref(&rf->lock_e);
 	if (rf->resp != NULL)
 		upstream_response_free(&rf->resp);
-	evhttp_clear_headers(&rf->headers);
+	hl_free(&rf->headers);
 	fetch_drop(&rf->sent);
 	event_free(rf->renew_ev);
 	event_free(rf->sibling_ev);
@@ -515,8 +514,8 @@ expire_at(const struct refresh *rf)
 	const struct cache_entry *e = rf->report.entry;
 	int64_t at = MAX(e->stale_until_ms, e->fresh_until_ms + rf->sie_ms);
 
-	if (evhttp_find_header(&e->headers, "ETag") != NULL ||
-	    evhttp_find_header(&e->headers, "Last-Modified") != NULL)
+	if (hl_find(&e->headers, "ETag") != NULL ||
+	    hl_find(&e->headers, "Last-Modified") != NULL)
 		at = MAX(at, e->stored_ms + KEEP_VALIDATORS_MS);
 	return at;
 }
@@ -676,10 +675,10 @@ revalidate(struct refresh *rf, struct cache_entry *base)
 	const char *etag, *lm;
 
 	rf->base = entry_ref(base);
-	if ((etag = evhttp_find_header(&base->headers, "ETag")) != NULL)
-		evhttp_add_header(&rf->headers, "If-None-Match", etag);
-	if ((lm = evhttp_find_header(&base->headers, "Last-Modified")) != NULL)
-		evhttp_add_header(&rf->headers, "If-Modified-Since", lm);
+	if ((etag = hl_find(&base->headers, "ETag")) != NULL)
+		hl_add(&rf->headers, "If-None-Match", etag);
+	if ((lm = hl_find(&base->headers, "Last-Modified")) != NULL)
+		hl_add(&rf->headers, "If-Modified-Since", lm);
 }
 
 /* Its own copies of what it sends, its token and its events. 0 or -1. */
@@ -749,7 +748,7 @@ refresh_start(struct proxy *px, const struct refresh_args *a,
 	rf->budget = a->lowest ? BUDGET_OPERATOR : cb != NULL ? BUDGET_MISS :
 	    base != NULL && entry_state(base, util_now_ms()) == ENTRY_FRESH ?
 	    BUDGET_EARLY : BUDGET_STALE;
-	TAILQ_INIT(&rf->headers);
+	hl_init(&rf->headers);
 	if (refresh_prepare(rf, a) == -1)
 		goto fail;
 	if (base != NULL && cb == NULL)	/* see proxy_hit.h */
@@ -770,7 +769,7 @@ fail:
 		event_free(rf->sibling_ev);
 	if (rf->done_ev != NULL)
 		event_free(rf->done_ev);
-	evhttp_clear_headers(&rf->headers);
+	hl_free(&rf->headers);
 	fetch_drop(&rf->sent);
 	entry_unref(&rf->base);
 	free(rf->url);

@@ -11,10 +11,11 @@
 
 #include <stdint.h>
 
-#include <event2/keyvalq_struct.h>
 
 #include "proxy/proxy_flow.h"
 #include "upstream/upstream.h"
+
+struct hlist;
 
 struct cache_entry;
 struct conf;
@@ -56,7 +57,7 @@ struct refresh_args {
 	int			 route;
 	const struct conf_route	*rt;
 	int			 authorized;
-	const struct evkeyvalq	*headers;	/* sent upstream */
+	const struct hlist	*headers;	/* sent upstream */
 	const struct fetch_kept	*fetch;		/* method, body, url tag; a
 						 * revalidated base's stored
 						 * request body goes instead */

@@ -10,12 +10,13 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
-#include <event2/keyvalq_struct.h>
 
 #include "cache/cache.h"
 #include "proxy/proxy_budget.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_refresh.h"
+
+#include "common/hlist.h"
 
 #define REFRESH_MAGIC		0x52465348u	/* "RFSH" */
 
@@ -51,7 +52,7 @@ struct refresh {
 	struct conf_route	 rt;		/* its settings when it began */
 	char			 key[FLOW_KEY_MAX + 1];
 	char			*url;
-	struct evkeyvalq	 headers;
+	struct hlist	 headers;
 	struct fetch_kept	 sent;		/* method, body, url tag */
 	char			 token[UTIL_TOKEN_HEX + 1];
 	char			 seen_gen[ENTRY_GEN_LEN + 1];

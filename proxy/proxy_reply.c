@@ -2,7 +2,8 @@
  * Every reply head a client gets: from a stored entry (rendered into the
  * entry once for a plain hit, field by field otherwise), from a live
  * response that streams, or made up by Corral. Calls proxy_hdr.c and
- * libevent only; the caller says what the reply is (struct reply).
+ * the connection's replies (proxy_conn.h) only; the caller says what the
+ * reply is (struct reply).
  */
 
 #include <stdio.h>
@@ -10,18 +11,18 @@
 #include <string.h>
 #include <strings.h>
 
+#include <sys/uio.h>
+
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/http.h>
-#include <event2/http_struct.h>
-#include <event2/keyvalq_struct.h>
 
 #include "cache/cache_entry.h"
+#include "common/hlist.h"
 #include "common/util.h"
 #include "conf/conf.h"
+#include "proxy/proxy_conn.h"
 #include "proxy/proxy_hdr.h"
-#include "proxy/proxy_reply.h"
 #include "proxy/proxy_outcome.h"
+#include "proxy/proxy_reply.h"
 
 #define REPLY_RETRY_AFTER	"1"	/* s: a 503 of Corral's own (the queue
 				 * moves as fetches end; a retry waits its turn) */
@@ -29,57 +30,19 @@
 /* A 405's Allow: the methods the door serves (proxy_frame.c). */
 #define REPLY_ALLOW	"GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH"
 #define VIA_MAX			1024	/* the origin's Via lines, joined */
-#define STATUS_LINE_MAX		128
 #define TAIL_MAX		(CACHE_STATUS_MAX + 80)
 
 size_t
-reply_backlog(struct evhttp_request *ev)
+reply_backlog(struct hreq *ev)
 {
-	struct evhttp_connection *evcon = evhttp_request_get_connection(ev);
-	struct bufferevent *bev, *wire;
-	size_t n;
-
-	if (evcon == NULL)
-		return 0;	/* the client left */
-	bev = evhttp_connection_get_bufferevent(evcon);
-	n = evbuffer_get_length(bufferevent_get_output(bev));
-	if ((wire = bufferevent_get_underlying(bev)) != NULL)
-		n += evbuffer_get_length(bufferevent_get_output(wire));
-	return n;
+	return hreq_backlog(ev);
 }
 
-/*
- * libevent's evhttp sends no 1xx: the interim head goes to the socket's
- * own buffer, under the connection's filter (proxy_http.c), whose pump
- * appends the reply after it. Only while nothing of the reply is queued.
- */
+/* A 1xx ahead of ev's reply, to an HTTP/1.1 client (proxy_conn.c). */
 int
-reply_interim(int status, const struct evkeyvalq *headers, void *arg)
+reply_interim(int status, const struct hlist *headers, void *arg)
 {
-	struct evhttp_request *ev = arg;
-	struct evhttp_connection *evcon = evhttp_request_get_connection(ev);
-	const char *conn = evhttp_find_header(headers, "Connection");
-	const struct evkeyval *h;
-	struct bufferevent *bev, *wire;
-	struct evbuffer *out;
-
-	if (evcon == NULL || ev->major != 1 || ev->minor < 1)
-		return 0;
-	bev = evhttp_connection_get_bufferevent(evcon);
-	if ((wire = bufferevent_get_underlying(bev)) == NULL ||
-	    evbuffer_get_length(bufferevent_get_output(bev)) > 0 ||
-	    (out = evbuffer_new()) == NULL)
-		return 0;
-	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status,
-	    status == 103 ? "Early Hints" : "Informational");
-	TAILQ_FOREACH(h, headers, next)
-		if (!hdr_is_hop_by_hop(h->key, conn) &&
-		    strcasecmp(h->key, "Content-Length") != 0)
-			evbuffer_add_printf(out, "%s: %s\r\n", h->key,
-			    h->value);
-	evbuffer_add(out, "\r\n", 2);
-	bufferevent_write_buffer(wire, out);
-	evbuffer_free(out);
+	hreq_interim(arg, status, headers);
 	return 0;
 }
 
@@ -182,12 +145,12 @@ stored_fields(const struct cache_entry *e, const struct conf_route *rt,
     void *arg, struct stored_fields *sf)
 {
 	const char *origin_age = NULL;
-	const struct evkeyval *h;
+	const struct hfield *h;
 	int ages = 0;
 
 	sf->has_date = 0;
 	sf->via.len = 0;
-	TAILQ_FOREACH(h, &e->headers, next) {
+	HL_FOREACH(h, &e->headers) {
 		if (strcasecmp(h->key, "Via") == 0) {
 			via_add(&sf->via, h->value);
 		} else if (cached && strcasecmp(h->key, "Age") == 0) {
@@ -205,7 +168,7 @@ stored_fields(const struct cache_entry *e, const struct conf_route *rt,
 static void
 emit_header(void *arg, const char *name, const char *value)
 {
-	evhttp_add_header(arg, name, value);
+	hl_add(arg, name, value);
 }
 
 static void
@@ -266,68 +229,37 @@ render_head(struct cache_entry *e, const struct conf_route *rt, int strip,
 }
 
 /*
- * A hit with a body, as HTTP/1.1: the head is the entry's rendering plus
- * three lines, instead of a field list built and formatted per request.
- * libevent still writes the reply (so that it knows the exchange is over
- * and what to do with the connection); its own head (status line, Date,
- * Content-Length: 0, maybe Connection) is then replaced in the output
- * buffer, keeping its status line, before the body. 0 if this reply does
- * not qualify, and nothing was sent.
+ * A hit with a body, as HTTP/1.1: its head is the entry's rendering plus
+ * two lines, the body the entry's own, by reference; nothing is built
+ * field by field, and nothing is allocated when the socket takes it all.
+ * 0 if this reply does not qualify, and nothing was sent.
  */
 static int
 reply_rendered(struct reply *r, struct cache_entry *e, uint64_t *sentp)
 {
-	struct evhttp_request *ev = r->ev;
-	struct evhttp_connection *evcon = evhttp_request_get_connection(ev);
-	struct evkeyvalq *out_headers;
+	struct hreq *ev = r->ev;
 	int strip = strip_targeted(r->rt);
 	uint64_t tag = head_tag(r->rt, strip);
-	char line[STATUS_LINE_MAX], tail[TAIL_MAX], num[24];
-	struct evbuffer_ptr eol;
-	struct bufferevent *bev;
-	struct evbuffer *out, *body;
-	const char *conn;
-	size_t written;
-	int n, status_len;
+	char tail[TAIL_MAX], num[24];
+	struct iovec parts[2];
 
-	if (e->body_len == 0 || r->head || r->conditional ||
-	    ev->major != 1 || ev->minor != 1 || evcon == NULL ||
-	    (bev = evhttp_connection_get_bufferevent(evcon)) == NULL)
+	if (e->body_len == 0 || r->head || r->conditional || ev->minor != 1)
 		return 0;
-	out = bufferevent_get_output(bev);
-	if (evbuffer_get_length(out) != 0)
-		return 0;	/* not alone in the buffer: the usual way */
 	if ((e->head == NULL || e->head_tag != tag) &&
 	    render_head(e, r->rt, strip, tag) == -1)
 		return 0;
-	if ((body = body_of(e)) == NULL)
-		return 0;
-	out_headers = evhttp_request_get_output_headers(ev);
-	if (r->closing)
-		evhttp_add_header(out_headers, "Connection", "close");
-	evhttp_send_reply(ev, e->status, NULL, NULL);
-	written = evbuffer_get_length(out);
-	eol = evbuffer_search(out, "\r\n", 2, NULL);
-	n = eol.pos < 0 || (size_t)eol.pos + 2 > sizeof(line) ? -1 :
-	    (int)evbuffer_remove(out, line, (size_t)eol.pos + 2);
-	evbuffer_drain(out, written);
-	if (n < 0)	/* cannot be: libevent's status lines are short */
-		n = snprintf(line, sizeof(line), "HTTP/1.1 %d OK\r\n",
-		    e->status);
-	status_len = n;
-	/* libevent's own choice to close (the client asked, a stop) */
-	conn = evhttp_find_header(out_headers, "Connection");
-	n = snprintf(tail, sizeof(tail), "Cache-Status: %s\r\nAge: %s\r\n%s\r\n",
-	    r->cache_status, hit_age(e, e->origin_age, num),
-	    conn != NULL && evutil_ascii_strcasecmp(conn, "close") == 0 ?
-	    "Connection: close\r\n" : "");
-	evbuffer_add(out, line, (size_t)status_len);
-	evbuffer_add(out, e->head, e->head_len);
-	evbuffer_add(out, tail, (size_t)n);
-	evbuffer_add_buffer(out, body);
-	evbuffer_free(body);
+	parts[0].iov_base = e->head;
+	parts[0].iov_len = e->head_len;
+	parts[1].iov_base = tail;
+	parts[1].iov_len = (size_t)snprintf(tail, sizeof(tail),
+	    "Cache-Status: %s\r\nAge: %s\r\n", r->cache_status,
+	    hit_age(e, e->origin_age, num));
 	if (r->record)	/* the access record names it */
-		evhttp_add_header(out_headers, "Cache-Status", r->cache_status);
+		(void)hl_add(&ev->out, "Cache-Status", r->cache_status);
+	if (r->closing)
+		(void)hl_add(&ev->out, "Connection", "close");
+	hreq_reply_rendered(ev, e->status, parts, 2, e->body, e->body_len,
+	    on_body_sent, entry_ref(e));
 	*sentp = e->body_len;
 	return 1;
 }
@@ -335,22 +267,22 @@ reply_rendered(struct reply *r, struct cache_entry *e, uint64_t *sentp)
 uint64_t
 reply_error(struct reply *r, int code, const char *phrase, const char *text)
 {
-	struct evkeyvalq *out = evhttp_request_get_output_headers(r->ev);
+	struct hlist *out = (&(r->ev)->out);
 	struct evbuffer *body;
 	uint64_t sent;
 
-	evhttp_add_header(out, "Via", VIA_TOKEN);
-	evhttp_add_header(out, "Cache-Status", r->cache_status);
-	evhttp_add_header(out, "Content-Type", "text/plain");
-	evhttp_add_header(out, "Connection", "close");
+	hl_add(out, "Via", VIA_TOKEN);
+	hl_add(out, "Cache-Status", r->cache_status);
+	hl_add(out, "Content-Type", "text/plain");
+	hl_add(out, "Connection", "close");
 	if (code == HTTP_SERVUNAVAIL)	/* no origin slot, or stopping */
-		evhttp_add_header(out, "Retry-After", REPLY_RETRY_AFTER);
+		hl_add(out, "Retry-After", REPLY_RETRY_AFTER);
 	if (code == HTTP_BADMETHOD)	/* what the public port serves */
-		evhttp_add_header(out, "Allow", REPLY_ALLOW);
+		hl_add(out, "Allow", REPLY_ALLOW);
 	if ((body = evbuffer_new()) != NULL)
 		evbuffer_add_printf(body, "%d %s\n", code, text);
 	sent = body != NULL && !r->head ? evbuffer_get_length(body) : 0;
-	evhttp_send_reply(r->ev, code, phrase, r->head ? NULL : body);
+	hreq_reply(r->ev, code, phrase, r->head ? NULL : body);
 	if (body != NULL)
 		evbuffer_free(body);
 	return sent;
@@ -359,7 +291,7 @@ reply_error(struct reply *r, int code, const char *phrase, const char *text)
 uint64_t
 reply_entry(struct reply *r, struct cache_entry *e)
 {
-	struct evkeyvalq *out = evhttp_request_get_output_headers(r->ev);
+	struct hlist *out = (&(r->ev)->out);
 	char num[24], date[64];
 	struct stored_fields sf;
 	struct evbuffer *body;
@@ -369,38 +301,38 @@ reply_entry(struct reply *r, struct cache_entry *e)
 		return sent;
 	stored_fields(e, r->rt, strip_targeted(r->rt), r->cached, emit_header,
 	    out, &sf);
-	evhttp_add_header(out, "Via", sf.via.line);
+	hl_add(out, "Via", sf.via.line);
 	if (r->closing)
-		evhttp_add_header(out, "Connection", "close");
-	evhttp_add_header(out, "Cache-Status", r->cache_status);
+		hl_add(out, "Connection", "close");
+	hl_add(out, "Cache-Status", r->cache_status);
 	if (r->cached) {
-		evhttp_add_header(out, "Age", hit_age(e, sf.origin_age, num));
+		hl_add(out, "Age", hit_age(e, sf.origin_age, num));
 		if (!sf.has_date) {
 			hdr_format_date(e->stored_ms, date, sizeof(date));
-			evhttp_add_header(out, "Date", date);
+			hl_add(out, "Date", date);
 		}
 		if (e->status == 200 && r->conditional && hdr_not_modified(
-		    evhttp_request_get_input_headers(r->ev), &e->headers)) {
+		    (&(r->ev)->in), &e->headers)) {
 			r->not_modified = 1;
-			evhttp_remove_header(out, "Content-Type");
-			evhttp_send_reply(r->ev, HTTP_NOTMODIFIED, NULL, NULL);
+			hl_remove(out, "Content-Type");
+			hreq_reply(r->ev, HTTP_NOTMODIFIED, NULL, NULL);
 			return 0;
 		}
 	}
 	if (r->head || e->body_len == 0) {
 		if (r->head && e->status != 204 && e->status != 304) {
 			snprintf(num, sizeof(num), "%zu", e->body_len);
-			evhttp_add_header(out, "Content-Length",
+			hl_add(out, "Content-Length",
 			    r->head_length[0] != '\0' ? r->head_length : num);
 		}
-		evhttp_send_reply(r->ev, e->status, NULL, NULL);
+		hreq_reply(r->ev, e->status, NULL, NULL);
 		return 0;
 	}
 	if ((body = body_of(e)) == NULL) {
-		evhttp_send_reply(r->ev, HTTP_SERVUNAVAIL, NULL, NULL);
+		hreq_reply(r->ev, HTTP_SERVUNAVAIL, NULL, NULL);
 		return 0;
 	}
-	evhttp_send_reply(r->ev, e->status, NULL, body);
+	hreq_reply(r->ev, e->status, NULL, body);
 	evbuffer_free(body);
 	return e->body_len;
 }
@@ -408,59 +340,50 @@ reply_entry(struct reply *r, struct cache_entry *e)
 void
 reply_stream_head(struct reply *r, const struct upstream_response *resp)
 {
-	struct evkeyvalq *out = evhttp_request_get_output_headers(r->ev);
-	const char *cl = evhttp_find_header(&resp->headers, "Content-Length");
-	const char *conn = evhttp_find_header(&resp->headers, "Connection");
+	struct hlist *out = (&(r->ev)->out);
+	const char *cl = hl_find(&resp->headers, "Content-Length");
+	const char *conn = hl_find(&resp->headers, "Connection");
 	int strip = strip_targeted(r->rt);
-	const struct evkeyval *h;
+	const struct hfield *h;
 	struct via via = { .len = 0 };
 	char date[64];
 
-	TAILQ_FOREACH(h, &resp->headers, next) {
+	HL_FOREACH(h, &resp->headers) {
 		/* End-to-end ones, as an entry keeps them. */
 		if (strcasecmp(h->key, "Via") == 0)
 			via_add(&via, h->value);
 		else if (!hdr_is_hop_by_hop(h->key, conn) &&
 		    strcasecmp(h->key, "Content-Length") != 0 &&
 		    !(strip && hdr_is_targeted(h->key, r->rt)))
-			evhttp_add_header(out, h->key, h->value);
+			hl_add(out, h->key, h->value);
 	}
-	evhttp_add_header(out, "Via", via_end(&via));
+	hl_add(out, "Via", via_end(&via));
 	if (cl != NULL)		/* checked by the upstream side */
-		evhttp_add_header(out, "Content-Length", cl);
-	if (evhttp_find_header(out, "Date") == NULL) {
+		hl_add(out, "Content-Length", cl);
+	if (hl_find(out, "Date") == NULL) {
 		hdr_format_date(util_now_ms(), date, sizeof(date));
-		evhttp_add_header(out, "Date", date);
+		hl_add(out, "Date", date);
 	}
-	evhttp_add_header(out, "Cache-Status", r->cache_status);
+	hl_add(out, "Cache-Status", r->cache_status);
 	if (r->closing)
-		evhttp_add_header(out, "Connection", "close");
-	evhttp_send_reply_start(r->ev, resp->status, NULL);
+		hl_add(out, "Connection", "close");
+	hreq_start(r->ev, resp->status, NULL);
 }
 
 void
-reply_peer_head(struct evhttp_request *ev, const struct upstream_response *resp)
+reply_peer_head(struct hreq *ev, const struct upstream_response *resp)
 {
-	struct evkeyvalq *out = evhttp_request_get_output_headers(ev);
-	const char *cl = evhttp_find_header(&resp->headers, "Content-Length");
+	struct hlist *out = &ev->out;
+	const char *cl = hl_find(&resp->headers, "Content-Length");
 
 	hdr_copy(&resp->headers, out, HDR_DROP_LENGTH);
 	if (cl != NULL)
-		evhttp_add_header(out, "Content-Length", cl);
-	evhttp_send_reply_start(ev, resp->status, NULL);
+		hl_add(out, "Content-Length", cl);
+	hreq_start(ev, resp->status, NULL);
 }
 
 const char *
 reply_phrase(int status)
 {
-	switch (status) {
-	case 405:	return "Method Not Allowed";
-	case 413:	return "Content Too Large";
-	case 414:	return "URI Too Long";
-	case 431:	return "Request Header Fields Too Large";
-	case 501:	return "Not Implemented";
-	case 503:	return "Service Unavailable";
-	case 505:	return "HTTP Version Not Supported";
-	default:	return "Bad Request";
-	}
+	return hreq_phrase(status);
 }

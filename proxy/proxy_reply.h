@@ -5,23 +5,25 @@
  * Every reply head a client gets, built in one place: from a stored entry
  * (rendered once per entry for plain hits, field by field otherwise), from
  * a live response that streams, or made up by Corral. One Via join, one
- * Age, one end-to-end filter. It writes to libevent's request and calls
- * proxy_hdr.c only.
+ * Age, one end-to-end filter. It writes through the connection's replies
+ * (proxy_conn.h) and calls proxy_hdr.c only.
  */
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include <event2/http.h>
 
 #include "upstream/upstream.h"
+
+struct hreq;
+struct hlist;
 
 struct cache_entry;
 struct conf_route;
 
 /* What a reply needs to know of its request. */
 struct reply {
-	struct evhttp_request	*ev;
+	struct hreq *ev;
 	const struct conf_route	*rt;		/* its route's settings */
 	const char		*cache_status;
 	const char		*head_length;	/* a passed HEAD: the origin's
@@ -38,21 +40,21 @@ struct reply {
 /* Answers with entry e; returns the body bytes sent. */
 uint64_t reply_entry(struct reply *r, struct cache_entry *e);
 /* Answers with a status Corral makes up ("CODE text" as the body; phrase
- * NULL for libevent's own) and closes; returns the body bytes sent. */
+ * NULL for the usual one) and closes; returns the body bytes sent. */
 uint64_t reply_error(struct reply *r, int code, const char *phrase,
 	    const char *text);
 /* Starts a streamed reply with resp's status and end-to-end headers; the
- * body follows with evhttp_send_reply_chunk(). */
+ * body follows with hreq_chunk(). */
 void	reply_stream_head(struct reply *r, const struct upstream_response *resp);
 /* Starts a sibling worker's streamed reply: the origin's status and
  * end-to-end headers as they came, with its length when it had one. */
-void	reply_peer_head(struct evhttp_request *ev,
+void	reply_peer_head(struct hreq *ev,
 	    const struct upstream_response *resp);
 /* Sends an interim (1xx) response with headers' end-to-end fields ahead
  * of ev's reply, to an HTTP/1.1 client (RFC 9110 15.2: none to 1.0). 0. */
-int	reply_interim(int status, const struct evkeyvalq *headers, void *ev);
+int	reply_interim(int status, const struct hlist *headers, void *ev);
 /* The bytes queued for ev's client, not yet sent (0 once it is gone). */
-size_t	reply_backlog(struct evhttp_request *ev);
+size_t	reply_backlog(struct hreq *ev);
 /* The reason phrase of a refusal at the door (proxy_frame.c's statuses). */
 const char *reply_phrase(int status);
 

@@ -29,17 +29,16 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/http_struct.h>
-#include <event2/keyvalq_struct.h>
 
 #include "cache/cache.h"
 #include "cache/cache_entry.h"
 #include "cache/cache_key.h"
+#include "common/hlist.h"
 #include "common/log.h"
 #include "common/timer.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_conn.h"
 #include "proxy/proxy_flight.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_forward.h"
@@ -49,13 +48,13 @@
 #include "proxy/proxy_log.h"
 #include "proxy/proxy_near.h"
 #include "proxy/proxy_origin.h"
+#include "proxy/proxy_outcome.h"
+#include "proxy/proxy_pass.h"
 #include "proxy/proxy_purge.h"
 #include "proxy/proxy_refresh.h"
 #include "proxy/proxy_reply.h"
 #include "proxy/proxy_req.h"
 #include "proxy/proxy_response.h"
-#include "proxy/proxy_outcome.h"
-#include "proxy/proxy_pass.h"
 #include "proxy/proxy_stream.h"
 #include "proxy/proxy_vary.h"
 #include "upstream/upstream.h"
@@ -64,6 +63,7 @@
 #define STREAM_END_CHECK_MS	20	/* an ended stream still being sent */
 #define REJECT_REASON_MAX	160	/* of a refusal, in its body */
 #define REJECT_TEXT_MAX		(REJECT_REASON_MAX + 48)
+#define REQ_POOL_MAX		1024	/* finished requests kept for reuse */
 
 enum req_step {
 	REQ_RECV,		/* read the head, decide */
@@ -93,13 +93,13 @@ struct req {
 	uint32_t		 magic;
 	uint64_t		 id;		/* for the step trace */
 	struct proxy		*px;
-	struct evhttp_request	*ev;
+	struct hreq *ev;
 	enum req_step		 step;
 	int			 route;		/* index, or -1 */
 	struct conf_route	 rt;		/* its settings when it began */
 	int			 head;
-	char			*uri;		/* path[?query] */
-	char			*host;
+	char			*uri;		/* path[?query], in ev's scratch */
+	char			*host;		/* ... */
 	char			 key[FLOW_KEY_MAX + 1];
 	struct req_key		 rk;		/* how its key was made */
 	TAILQ_ENTRY(req)	 link;		/* in px->reqs */
@@ -168,7 +168,7 @@ req_reply(struct req *req)
 
 	if (req->waiter.peer) {
 		/* No stream for it: the sibling waits for the entry. */
-		evhttp_send_reply(req->ev, HTTP_NOCONTENT, NULL, NULL);
+		hreq_reply(req->ev, HTTP_NOCONTENT, NULL, NULL);
 		return 0;
 	}
 	if (e == NULL) {
@@ -194,23 +194,23 @@ req_reply(struct req *req)
 static void
 req_record(struct req *req, uint64_t bytes, int status)
 {
-	struct evhttp_request *ev = req->ev;
-	struct evkeyvalq *in = evhttp_request_get_input_headers(ev);
-	char *client = forward_client(ev);
+	struct hreq *ev = req->ev;
+	struct hlist *in = &ev->in;
+	const char *client = forward_client(ev);
 	int door = req->refusal != NULL;	/* nothing of it was parsed */
 	struct access_record r = {
 		.client = client != NULL ? client : "-",
 		.method = door ? "-" :
-		    outcome_method(evhttp_request_get_command(ev)),
+		    outcome_method(ev->method),
 		.uri = door ? NULL : req->uri != NULL ? req->uri :
-		    evhttp_request_get_uri(ev),
+		    ev->target,
 		.status = status,
 		.bytes = bytes,
-		.referer = evhttp_find_header(in, "Referer"),
-		.user_agent = evhttp_find_header(in, "User-Agent"),
+		.referer = hl_find(in, "Referer"),
+		.user_agent = hl_find(in, "User-Agent"),
 		.cache = outcome_label(req->answer.outcome),
-		.cache_status = door ? NULL : evhttp_find_header(
-		    evhttp_request_get_output_headers(ev), "Cache-Status"),
+		.cache_status = door ? NULL : hl_find(
+		    &ev->out, "Cache-Status"),
 		.route = req->route >= 0 ? req->rt.prefix : NULL,
 		.upstream_ms = req->upstream_ms,
 		.lock_wait_ms = outcome_waited(req->answer.outcome) ?
@@ -218,7 +218,7 @@ req_record(struct req *req, uint64_t bytes, int status)
 		.total_ms = (util_mono_us() - req->t_start_us) / 1000,
 		.key = req->answer.key_rule != KEY_RULE_URL ?
 		    keyrule_name(req->answer.key_rule) : NULL,
-		.proto_major = ev->major,	/* no accessor in libevent 2.1 */
+		.proto_major = 1,
 		.proto_minor = ev->minor,
 	};
 	access_log_write(req->px, &r);
@@ -238,10 +238,14 @@ req_free(struct req *req)
 	px->npeers -= req->waiter.peer;
 	entry_unref(&req->answer.entry);
 	key_release(&req->rk);
-	free(req->uri);
-	free(req->host);
 	req->magic = 0;
-	free(req);
+	/* Kept for the next: a request costs no allocation of its own. */
+	if (px->nreq_pool < REQ_POOL_MAX) {
+		TAILQ_INSERT_HEAD(&px->req_pool, req, link);
+		px->nreq_pool++;
+	} else {
+		free(req);
+	}
 }
 
 /* Counts req and writes its access record (a sibling's: its sibling). */
@@ -265,8 +269,8 @@ req_account(struct req *req, uint64_t bytes, int status)
 static void
 req_finish(struct req *req, enum req_end why)
 {
-	struct evhttp_request *ev = req->ev;
-	struct evhttp_connection *evcon = evhttp_request_get_connection(ev);
+	struct hreq *ev = req->ev;
+	int gone = hreq_gone(ev);
 	uint64_t bytes;
 
 	assert(req->magic == REQ_MAGIC);
@@ -284,35 +288,31 @@ req_finish(struct req *req, enum req_end why)
 			req->answer.outcome = OUT_UNAVAILABLE;
 			why = END_CUT;
 		} else {
-			/* A client that left: libevent frees ev as it is
-			 * answered, so its record comes first. */
-			if (evcon == NULL)
+			/* A client that left: its record says what it would
+			 * have been answered, nothing sent. */
+			if (gone)
 				req_account(req, 0, outcome_code(&req->answer));
 			bytes = req_reply(req);
-			if (evcon != NULL)
-				req_account(req, bytes,
-				    evhttp_request_get_response_code(ev));
+			if (!gone)
+				req_account(req, bytes, ev->status);
 			req_free(req);
 			return;
 		}
 	}
-	/* A client that leaves mid-stream makes libevent say 400: the
-	 * record names the status the stream began with. */
+	/* The record names the status the stream began with. */
 	req_account(req, req->streamed, req->stream_status);
-	req_free(req);		/* before ev goes */
+	req_free(req);
 	if (why == END_STREAMED)
-		evhttp_send_reply_end(ev);	/* may free ev at once */
-	else if (evcon != NULL)
-		evhttp_connection_free(evcon);	/* frees ev */
+		hreq_end(ev);
 	else
-		evhttp_send_reply_end(ev);	/* the client left: frees ev */
+		hreq_abort(ev);	/* cut: it must not pass for whole */
 }
 
 /* ---- streaming: the reply goes out as the response arrives ------- */
 
 /* What was queued for the client has been sent. */
 static void
-on_stream_written(struct evhttp_connection *evcon, void *arg)
+on_stream_written(void *arg)
 {
 	struct req *req = arg;
 
@@ -353,7 +353,7 @@ on_waiter_start(struct waiter *w, const struct upstream_response *resp,
 	};
 
 	assert(!req->streaming);
-	if (evhttp_request_get_connection(req->ev) == NULL || req->head)
+	if (hreq_gone(req->ev) || req->head)
 		return -1;
 	req->streaming = 1;
 	if (req->waiter.peer) {
@@ -380,7 +380,7 @@ on_waiter_data(struct waiter *w, struct evbuffer *chunk)
 	struct evbuffer *buf;
 
 	assert(req->streaming);
-	if (evhttp_request_get_connection(req->ev) == NULL)
+	if (hreq_gone(req->ev))
 		return 0;
 	if ((buf = evbuffer_new()) == NULL ||
 	    evbuffer_add_buffer_reference(buf, chunk) == -1) {
@@ -389,7 +389,7 @@ on_waiter_data(struct waiter *w, struct evbuffer *chunk)
 		return 0;	/* the end will find it short */
 	}
 	req->streamed += evbuffer_get_length(buf);
-	evhttp_send_reply_chunk_with_cb(req->ev, buf, on_stream_written, req);
+	hreq_chunk(req->ev, buf, on_stream_written, req);
 	evbuffer_free(buf);
 	return reply_backlog(req->ev);
 }
@@ -453,7 +453,7 @@ on_waiter_answer(struct waiter *w, const struct handover *h)
 }
 
 static void
-on_waiter_forward(struct waiter *w, struct evkeyvalq *dst, int flags)
+on_waiter_forward(struct waiter *w, struct hlist *dst, int flags)
 {
 	struct req *req = waiter_req(w);
 
@@ -477,11 +477,11 @@ static const struct waiter_ops req_waiter_ops = {
 static int
 pass_begin(struct req *req)
 {
-	struct evbuffer *in = evhttp_request_get_input_buffer(req->ev);
-	int unsafe = forward_unsafe(evhttp_request_get_command(req->ev));
+	struct evbuffer *in = req->ev->body;
+	int unsafe = forward_unsafe(req->ev->method);
 	struct pass_args a = {
 		.waiter = &req->waiter,
-		.method = outcome_method(evhttp_request_get_command(req->ev)),
+		.method = outcome_method(req->ev->method),
 		.body_len = evbuffer_get_length(in),
 		.route = req->route,
 		.rt = req->route >= 0 ? &req->rt : NULL,
@@ -493,7 +493,7 @@ pass_begin(struct req *req)
 		.write = unsafe && req->waiter.spec == NULL,
 		.hit_for_miss = req->answer.hit_for_miss,
 		.authorized = key_authorized(req->route >= 0 ? &req->rt : NULL,
-		    evhttp_request_get_input_headers(req->ev)),
+		    (&req->ev->in)),
 	};
 
 	a.body = a.body_len > 0 ? evbuffer_pullup(in, -1) : NULL;
@@ -553,7 +553,7 @@ req_join(struct req *req)
 			return REQ_PASS;
 		/* Its key varies: on to its own variant. */
 		vary_variant(req->px, &req->rt, req->key, req->hand_vary,
-		    evhttp_request_get_input_headers(req->ev));
+		    (&req->ev->in));
 		req->hand_vary = NULL;
 	}
 	req->t_join_us = util_mono_us();
@@ -608,8 +608,7 @@ recv_decide(struct req *req, const char *path)
 {
 	struct proxy *px = req->px;
 	const struct conf_route *rt = req->route >= 0 ? &req->rt : NULL;
-	const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req->ev);
-	const char *query = u != NULL ? evhttp_uri_get_query(u) : NULL;
+	const char *query = req->ev->query;
 	/* Only the key_host routes key on the client's Host; the others on
 	 * the upstream's, so that every name of the fleet shares entries. */
 	int keyed = rt != NULL && rt->key_host;
@@ -633,7 +632,7 @@ recv_decide(struct req *req, const char *path)
 		break;
 	}
 	req->waiter.spec = &req->rk.spec;
-	vary_key(px, rt, req->key, evhttp_request_get_input_headers(req->ev));
+	vary_key(px, rt, req->key, (&req->ev->in));
 	return near_hit(req, rt) ? REQ_DELIVER : REQ_JOIN;
 }
 
@@ -643,12 +642,8 @@ req_recv_head(struct req *req)
 	struct proxy *px = req->px;
 	const struct conf_route *rt;
 	const char *path;
-	char *copy;
-	enum req_step next;
 
-	if (forward_target(req->ev, &req->host, &req->uri, &path,
-	    &copy) == -1) {
-		free(copy);
+	if (forward_target(req->ev, &req->host, &req->uri, &path) == -1) {
 		req->answer.outcome = OUT_UNAVAILABLE;
 		return REQ_DELIVER;
 	}
@@ -656,14 +651,12 @@ req_recv_head(struct req *req)
 	req->route = rt != NULL ? (int)(rt - px->conf->routes) : -1;
 	if (rt != NULL)
 		req->rt = *rt;	/* a reload does not change it midway */
-	req->head = evhttp_request_get_command(req->ev) == EVHTTP_REQ_HEAD;
+	req->head = req->ev->method == HM_HEAD;
 	STAT_INC(px->stats, req->route, requests);
 	log_debug("req %llu: %s %s", (unsigned long long)req->id,
-	    outcome_method(evhttp_request_get_command(req->ev)), req->uri);
+	    outcome_method(req->ev->method), req->uri);
 	forward_note(req->ev, &req->credentials, &req->conditional);
-	next = recv_decide(req, path);
-	free(copy);
-	return next;
+	return recv_decide(req, path);
 }
 
 static void
@@ -739,11 +732,9 @@ on_client_closed(evutil_socket_t fd, short what, void *arg)
 static void
 watch_client(struct req *req)
 {
-	struct evhttp_connection *evcon = evhttp_request_get_connection(req->ev);
-	evutil_socket_t fd;
+	int fd = hreq_fd(req->ev);
 
-	if (req->gone_ev != NULL || evcon == NULL || req->waiter.peer ||
-	    (fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evcon))) < 0)
+	if (req->gone_ev != NULL || fd < 0 || req->waiter.peer)
 		return;
 	if ((req->gone_ev = event_new(req->px->base, fd, EV_CLOSED,
 	    on_client_closed, req)) != NULL)
@@ -753,14 +744,18 @@ watch_client(struct req *req)
 /* ---- entry points --------------------------------------------------- */
 
 static struct req *
-req_new(struct proxy *px, struct evhttp_request *ev, enum req_step step)
+req_new(struct proxy *px, struct hreq *ev, enum req_step step)
 {
 	struct req *req;
 
 	assert(px->magic == PROXY_MAGIC);
-	if ((req = calloc(1, sizeof(*req))) == NULL) {
+	if ((req = TAILQ_FIRST(&px->req_pool)) != NULL) {
+		TAILQ_REMOVE(&px->req_pool, req, link);
+		px->nreq_pool--;
+		memset(req, 0, sizeof(*req));
+	} else if ((req = calloc(1, sizeof(*req))) == NULL) {
 		log_error("out of memory for a request; answering 503");
-		evhttp_send_error(ev, HTTP_SERVUNAVAIL, NULL);
+		hreq_reply(ev, HTTP_SERVUNAVAIL, NULL, NULL);
 		return NULL;
 	}
 	req->magic = REQ_MAGIC;
@@ -772,7 +767,7 @@ req_new(struct proxy *px, struct evhttp_request *ev, enum req_step step)
 	req->upstream_ms = -1;
 	req->t_start_us = req->t_join_us = util_mono_us();
 	req->waiter.ops = &req_waiter_ops;
-	req->waiter.headers = evhttp_request_get_input_headers(ev);
+	req->waiter.headers = &ev->in;
 	req->waiter.interim_arg = ev;
 
 	TAILQ_INSERT_TAIL(&px->reqs, req, link);
@@ -781,7 +776,7 @@ req_new(struct proxy *px, struct evhttp_request *ev, enum req_step step)
 }
 
 void
-req_recv(struct proxy *px, struct evhttp_request *ev)
+req_recv(struct proxy *px, struct hreq *ev)
 {
 	struct req *req;
 
@@ -790,14 +785,13 @@ req_recv(struct proxy *px, struct evhttp_request *ev)
 }
 
 void
-req_refused(struct proxy *px, struct evhttp_request *ev, int status,
+req_refused(struct proxy *px, struct hreq *ev, int status,
     const char *reason)
 {
 	struct req *req;
-	char *client = forward_client(ev);
 
-	log_info("rejected a request from %s: %d %s",
-	    client != NULL ? client : "-", status, reason);
+	log_info("rejected a request from %s: %d %s", hreq_client(ev), status,
+	    reason);
 	STAT_INC(px->stats, -1, requests);
 	if ((req = req_new(px, ev, REQ_DELIVER)) == NULL)
 		return;
@@ -808,7 +802,7 @@ req_refused(struct proxy *px, struct evhttp_request *ev, int status,
 }
 
 void
-req_peer_recv(struct proxy *px, struct evhttp_request *ev, const char *key)
+req_peer_recv(struct proxy *px, struct hreq *ev, const char *key)
 {
 	struct req *req;
 
@@ -817,7 +811,8 @@ req_peer_recv(struct proxy *px, struct evhttp_request *ev, const char *key)
 	req->waiter.peer = 1;	/* it takes a stream or a 204 */
 	px->npeers++;
 	snprintf(req->key, sizeof(req->key), "%s", key);
-	if ((req->uri = strdup(evhttp_request_get_uri(ev))) == NULL ||
+	if ((req->uri = hreq_strndup(ev, ev->target,
+	    strlen(ev->target))) == NULL ||
 	    flight_attach_peer(px, &req->waiter, req->key) == -1)
 		req->step = REQ_DELIVER;	/* a 204 now */
 	req_run(req);
@@ -857,4 +852,9 @@ req_shutdown_all(struct proxy *px)
 		req->answer.outcome = OUT_UNAVAILABLE;
 		req_finish(req, END_REPLY);
 	}
+	while ((req = TAILQ_FIRST(&px->req_pool)) != NULL) {
+		TAILQ_REMOVE(&px->req_pool, req, link);
+		free(req);
+	}
+	px->nreq_pool = 0;
 }

@@ -7,10 +7,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #include "cache/cache_entry.h"
+#include "common/hlist.h"
 #include "common/util.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_hdr.h"
@@ -32,7 +31,7 @@ response_entry(struct upstream_response *resp, const char *gen,
 	e->stored_ms = e->fresh_until_ms = e->stale_until_ms = now;
 	e->fetch_ms = (uint32_t)(fetch_ms > UINT32_MAX ? UINT32_MAX : fetch_ms);
 	hdr_copy(&resp->headers, &e->headers, HDR_DROP_LENGTH);
-	while (evhttp_remove_header(&e->headers, VARY_MARKER) == 0)
+	while (hl_remove(&e->headers, VARY_MARKER) == 0)
 		;	/* only Corral writes markers */
 	if (entry_set_body(e, resp->body) == -1 || (sent != NULL &&
 	    entry_set_request(e, sent->body, sent->body_len) == -1)) {

@@ -20,9 +20,8 @@
 
 #include <event2/buffer.h>
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
+#include "common/hlist.h"
 #include "common/timer.h"
 #include "common/util.h"
 #include "proxy/proxy_hdr.h"
@@ -185,7 +184,7 @@ stream_free(struct stream **stp)
 int
 stream_wanted(const struct upstream_response *resp, int cached)
 {
-	const char *cl = evhttp_find_header(&resp->headers, "Content-Length");
+	const char *cl = hl_find(&resp->headers, "Content-Length");
 	/* Its digits were checked on the upstream side. */
 	long long len = cl != NULL ? strtoll(cl, NULL, 10) : -1;
 
@@ -211,7 +210,7 @@ stream_begin(struct stream *st, const struct upstream_response *resp,
 		st->head = NULL;
 		return;		/* a late waiter gets none */
 	}
-	TAILQ_INIT(&st->head->headers);
+	hl_init(&st->head->headers);
 	st->head->status = resp->status;
 	hdr_copy(&resp->headers, &st->head->headers, 0);
 	st->keep = keep;

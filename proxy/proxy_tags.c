@@ -22,11 +22,10 @@
 #include <string.h>
 
 #include <event2/buffer.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #include "cache/cache.h"
 #include "cache/cache_graphql.h"
+#include "common/hlist.h"
 #include "common/log.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_stats.h"
@@ -163,14 +162,14 @@ graphql_response_tags(const char *body, size_t len,
 /* The tags of rt's purge_header fields in headers: the one place this
  * file reads a response's header. */
 static void
-header_tags(const struct conf_route *rt, const struct evkeyvalq *headers,
+header_tags(const struct conf_route *rt, const struct hlist *headers,
     struct tags *t)
 {
 	char names[CONF_PURGE_HEADER_MAX], tag[CACHE_TAG_MAX + 1];
-	const struct evkeyval *h;
+	const struct hfield *h;
 
 	snprintf(names, sizeof(names), "%s", rt->purge_header);
-	TAILQ_FOREACH(h, headers, next) {
+	HL_FOREACH(h, headers) {
 		size_t nlen = strlen(h->key);
 		const char *p = strcasestr(names, h->key);
 

@@ -10,12 +10,12 @@
 #include <string.h>
 #include <strings.h>
 
-#include <event2/http.h>
 
 #include "cache/cache_entry.h"
 #include "cache/cache_keyrule.h"
 #include "common/dict.h"
 #include "common/fields.h"
+#include "common/hlist.h"
 #include "common/util.h"
 #include "conf/conf.h"
 #include "proxy/proxy.h"
@@ -91,11 +91,11 @@ vary_relevant(const char *spec, const struct vary_keying *vk)
  * secret is one (or none).
  */
 void
-vary_id(const char *spec, const struct evkeyvalq *headers,
+vary_id(const char *spec, const struct hlist *headers,
     const struct vary_keying *vk, char out[CACHE_VARIANT_MAX])
 {
 	struct keyrule_digest d;
-	const struct evkeyval *kv;
+	const struct hfield *kv;
 	const char *name;
 	char lower[VARY_SPEC_MAX + 1];
 	size_t n;
@@ -108,7 +108,7 @@ vary_id(const char *spec, const struct evkeyvalq *headers,
 			lower[i + 1] = (char)tolower((unsigned char)name[i]);
 		keyrule_digest_part(&d, lower, 1 + (n < VARY_SPEC_MAX ? n :
 		    VARY_SPEC_MAX));
-		TAILQ_FOREACH(kv, headers, next) {
+		HL_FOREACH(kv, headers) {
 			if (!name_is(name, n, kv->key))
 				continue;
 			keyrule_digest_part(&d, "V", 1);
@@ -138,7 +138,7 @@ vary_learn(struct proxy *px, const char *key, const char *spec)
 
 void
 vary_key(struct proxy *px, const struct conf_route *rt,
-    char key[FLOW_KEY_MAX + 1], const struct evkeyvalq *headers)
+    char key[FLOW_KEY_MAX + 1], const struct hlist *headers)
 {
 	const char *spec = dict_get(px->vary, key);
 
@@ -149,13 +149,13 @@ vary_key(struct proxy *px, const struct conf_route *rt,
 int
 vary_is_marker(const struct cache_entry *e)
 {
-	return evhttp_find_header(&e->headers, VARY_MARKER) != NULL;
+	return hl_find(&e->headers, VARY_MARKER) != NULL;
 }
 
 void
 vary_variant(struct proxy *px, const struct conf_route *rt,
     char key[FLOW_KEY_MAX + 1], const char *spec,
-    const struct evkeyvalq *headers)
+    const struct hlist *headers)
 {
 	char id[CACHE_VARIANT_MAX];
 	size_t base = strcspn(key, "\n");

@@ -16,10 +16,11 @@
  * left out of ID (a Vary on them alone makes no variants).
  */
 
-#include <event2/keyvalq_struct.h>
 
 #include "cache/cache.h"
 #include "proxy/proxy_flow.h"
+
+struct hlist;
 
 struct cache_entry;
 struct conf;
@@ -45,21 +46,21 @@ void	vary_keying(const struct conf *c, const struct conf_route *rt,
 int	vary_relevant(const char *spec, const struct vary_keying *vk);
 /* The variant id of a request with these headers for a response that
  * varies on spec. */
-void	vary_id(const char *spec, const struct evkeyvalq *headers,
+void	vary_id(const char *spec, const struct hlist *headers,
 	    const struct vary_keying *vk, char out[CACHE_VARIANT_MAX]);
 /* Remembers what key's responses vary on (bounded). */
 void	vary_learn(struct proxy *px, const char *key, const char *spec);
 /* Appends "\nID" to key for a request with these headers on route rt,
  * when key is known to vary. */
 void	vary_key(struct proxy *px, const struct conf_route *rt,
-	    char key[FLOW_KEY_MAX + 1], const struct evkeyvalq *headers);
+	    char key[FLOW_KEY_MAX + 1], const struct hlist *headers);
 /* Does e only say what its key's responses vary on? */
 int	vary_is_marker(const struct cache_entry *e);
 /* Makes key (K, or a variant of K) the variant of K for a request with
  * these headers on route rt, for a response that varies on spec. */
 void	vary_variant(struct proxy *px, const struct conf_route *rt,
 	    char key[FLOW_KEY_MAX + 1], const char *spec,
-	    const struct evkeyvalq *headers);
+	    const struct hlist *headers);
 /* Forgets every key's Vary (px->vary is freed). */
 void	vary_free(struct proxy *px);
 

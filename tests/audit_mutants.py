@@ -290,8 +290,8 @@ AUDIT = [
 
     # -- listeners (proxy/proxy_http.c) ----------------------------------------
     Mutant("audit_http_max_connections_plus_one", "proxy/proxy_http.c",
-           "int full = dict_count(px->conns) >= (size_t)px->conf->max_connections;",
-           "int full = dict_count(px->conns) > (size_t)px->conf->max_connections;",
+           "int full = px->nclients >= px->conf->max_connections;",
+           "int full = px->nclients > px->conf->max_connections;",
            EDGES_CLIENT + LIFECYCLE,
            "a worker accepts max_connections + 1 clients"),
 
@@ -312,10 +312,7 @@ AUDIT = [
 
     # -- a fetch through the budget (proxy/proxy_origin.c) ---------------------
     Mutant("audit_origin_queued_fetch_loses_headers", "proxy/proxy_origin.c",
-           "\t\tTAILQ_FOREACH(h, ur->headers, next)\n"
-           "\t\t\tif (evhttp_add_header(&f->headers, h->key,\n"
-           "\t\t\t    h->value) == -1)\n"
-           "\t\t\t\treturn -1;\n",
+           "\t\tHL_FOREACH(h, ur->headers)\n\t\t\tif (hl_add(&f->headers, h->key,\n\t\t\t    h->value) == -1)\n\t\t\t\treturn -1;\n",
            "\t\t(void)h;\n",
            BUDGET + UPSTREAM,
            "with max_requests set, the request goes upstream without its headers "

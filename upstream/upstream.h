@@ -14,7 +14,8 @@
 
 #include <event2/event.h>
 #include <event2/buffer.h>
-#include <event2/keyvalq_struct.h>
+
+#include "common/hlist.h"
 
 struct upstream;
 struct upstream_fetch;
@@ -53,7 +54,7 @@ enum upstream_result {
 struct upstream_request {
 	const char		*method;	/* "GET", "HEAD", "POST", ... */
 	const char		*url;		/* absolute URL */
-	const struct evkeyvalq	*headers;	/* sent as given; may be NULL */
+	const struct hlist	*headers;	/* sent as given; may be NULL */
 	const void		*body;		/* request body; may be NULL */
 	size_t			 body_len;
 	int64_t			 connect_timeout_ms;
@@ -80,7 +81,7 @@ struct upstream_request {
 struct upstream_response {
 	enum upstream_result	 result;
 	int			 status;	/* HTTP status when UPSTREAM_OK */
-	struct evkeyvalq	 headers;	/* final response's headers */
+	struct hlist	 headers;	/* final response's headers */
 	struct evbuffer		*body;
 	int			 body_partial;	/* streamed past keep_body */
 	uint64_t		 body_bytes;	/* received, kept or not */

@@ -33,7 +33,6 @@
 
 #include <curl/curl.h>
 #include <event2/event.h>
-#include <event2/http.h>
 
 #include "common/log.h"
 #include "common/prio.h"
@@ -207,7 +206,7 @@ response_new(void)
 
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		return NULL;
-	TAILQ_INIT(&r->headers);
+	hl_init(&r->headers);
 	if ((r->body = evbuffer_new()) == NULL) {
 		free(r);
 		return NULL;
@@ -222,7 +221,7 @@ upstream_response_free(struct upstream_response **rp)
 
 	if (rp == NULL || (r = *rp) == NULL)
 		return;
-	evhttp_clear_headers(&r->headers);
+	hl_free(&r->headers);
 	if (r->body != NULL)
 		evbuffer_free(r->body);
 	free(r);
@@ -608,7 +607,7 @@ finish(struct upstream_fetch *f, CURLcode rc)
 		resp->status = (int)status;
 	} else {
 		resp->status = 0;
-		evhttp_clear_headers(&resp->headers);
+		hl_free(&resp->headers);
 		evbuffer_drain(resp->body, evbuffer_get_length(resp->body));
 	}
 	resp->elapsed_ms = (util_mono_us() - f->start_us) / 1000;
@@ -766,7 +765,7 @@ listener_ok(struct upstream_fetch *f)
 
 /* Stores one "Name: value" line; -1 only when out of memory. */
 static int
-add_header_line(struct evkeyvalq *headers, const char *line, size_t len)
+add_header_line(struct hlist *headers, const char *line, size_t len)
 {
 	const char *colon, *v;
 	size_t nlen, vlen;
@@ -794,7 +793,7 @@ add_header_line(struct evkeyvalq *headers, const char *line, size_t len)
 	buf[nlen] = '\0';
 	memcpy(buf + nlen + 1, v, vlen);
 	buf[nlen + 1 + vlen] = '\0';
-	rc = evhttp_add_header(headers, buf, buf + nlen + 1);
+	rc = hl_add(headers, buf, buf + nlen + 1);
 	free(buf);
 	return rc;
 }
@@ -857,7 +856,7 @@ head_begins(struct upstream_fetch *f)
 {
 	if (!listener_ok(f))
 		return ABORT_LISTENER;
-	evhttp_clear_headers(&f->resp->headers);
+	hl_free(&f->resp->headers);
 	f->header_bytes = 0;
 	f->header_lines = f->lengths = f->coded = 0;
 	f->headers_done = 0;
@@ -1000,12 +999,12 @@ append_header(struct curl_slist **list, const char *line)
 static int
 build_headers(struct upstream_fetch *f, const struct upstream_request *req)
 {
-	const struct evkeyval *kv;
+	const struct hfield *kv;
 	int has_accept = 0, has_type = 0;
 	char *line;
 
 	if (req->headers != NULL) {
-		TAILQ_FOREACH(kv, req->headers, next) {
+		HL_FOREACH(kv, req->headers) {
 			if (kv->key[0] == '\0' || strpbrk(kv->key, ":\r\n") ||
 			    strpbrk(kv->value, "\r\n")) {
 				log_warn("upstream: malformed request header "

@@ -83,7 +83,8 @@ def split_hostport(text):
 
 
 def server_addresses(config_text):
-    """(listen, admin_listen) as (host, port) pairs from [server] of an INI text."""
+    """(listen, admin_listen) as (host, port) pairs from [server] of an INI text:
+    the first address of each (a later one may be "tls")."""
     section, found = None, {}
     for raw in config_text.splitlines():
         line = raw.split(";")[0].split("#")[0].strip()
@@ -92,7 +93,7 @@ def server_addresses(config_text):
         elif section == "server" and "=" in line:
             key, value = (s.strip() for s in line.split("=", 1))
             if key in ("listen", "admin_listen"):
-                found[key] = split_hostport(value)
+                found[key] = split_hostport(value.split(",")[0].split()[0])
     if "listen" not in found or "admin_listen" not in found:
         raise AssertionError("config has no [server] listen and admin_listen")
     return found["listen"], found["admin_listen"]

@@ -166,9 +166,6 @@ def alloc_counter_sees_every_allocator_entry_point_and_glibcs_own_calls(env):
 
 
 @scenario
-@expected_failure("the HTTP front allocates per request: evhttp's request, its "
-                  "header lists, each header's name and value, buffers, the URI; and "
-                  "Corral's request", "allocations over")
 def hot_hits_from_the_near_cache_allocate_nothing_on_kept_alive_connections(env):
     build()
     redis, origin = env.redis(), env.origin()

@@ -281,7 +281,8 @@ def deb_installs_into_a_scratch_root_keeps_an_edited_config_and_purges(env):
         expect(re.search(r"root/root .* " + re.escape(path) + "$", listing, re.M),
                f"dpkg-deb -c lists {path} owned by root:\n{listing}")
     info = run(["dpkg-deb", "-I", deb])
-    for want in ("Package: corral", "Depends: libc6", "libevent-2.1-7", "libhiredis0.14",
+    for want in ("Package: corral", "Depends: libc6", "libevent-core-2.1-7",
+                 "libevent-openssl-2.1-7", "libssl3", "libhiredis0.14",
                  "libcurl4", "libinih1", "procps", "postinst", "prerm", "postrm", "conffiles"):
         expect(want in info, f"dpkg-deb -I shows {want!r}:\n{info}")
     control = os.path.join(env.workdir, "control")

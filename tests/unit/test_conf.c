@@ -658,7 +658,7 @@ t_bad_values_reported_per_type(void)
 	CHECK(cf.log_format == LOG_FORMAT_TEXT);
 	CHECK(load("[server]\nlisten = 8080\n") == 1);
 	CHECK(has_error(2, "listen: \"8080\" is not host:port (such as "
-	    "127.0.0.1:8080 or [::1]:8080, port 1 to 65535)"));
+	    "127.0.0.1:8080 or [::1]:8443 tls, port 1 to 65535)"));
 	CHECK(load("[server]\nlisten =\n") == 1);
 	CHECK(has_error(2, "listen: missing value"));
 }
@@ -1037,6 +1037,49 @@ t_bad_fixtures_report_exactly_their_listed_lines(void)
 	    "must start with '/'\n") != NULL);
 }
 
+/* listen takes up to four addresses, each maybe "tls"; a tls listener needs
+ * a certificate and key, and a certificate needs a tls listener. */
+static void
+t_listen_lists_and_tls_go_together(void)
+{
+	CHECK(load("[server]\nlisten = 127.0.0.1:8080, [::1]:8443 tls\n"
+	    "tls_certificate = /c.pem\ntls_key = /k.pem\n") == 0);
+	CHECK(cf.nlisteners == 2);
+	CHECK(!cf.listeners[0].tls && cf.listeners[1].tls);
+	CHECK_STR(cf.listeners[1].host, "::1");
+	CHECK(cf.listeners[1].port == 8443);
+	CHECK_STR(cf.listen_host, "127.0.0.1");
+	CHECK(cf.listen_port == 8080);
+	CHECK(load("[server]\nlisten = 127.0.0.1:1, 127.0.0.1:2, "
+	    "127.0.0.1:3, 127.0.0.1:4\n") == 0);
+	CHECK(cf.nlisteners == 4);
+	CHECK(load("[server]\nlisten = 127.0.0.1:1, 127.0.0.1:2, "
+	    "127.0.0.1:3, 127.0.0.1:4, 127.0.0.1:5\n") == 1);
+	CHECK(has_error(2, "listen: at most 4 addresses"));
+	CHECK(load("[server]\nlisten = 127.0.0.1:8443 tlsv13\n") == 1);
+	CHECK(has_error(2, "listen: \"127.0.0.1:8443 tlsv13\": after an "
+	    "address only \"tls\" may come"));
+	CHECK(load("[server]\nlisten = 127.0.0.1:1,\n") == 1);
+	CHECK(has_error(2, "listen: \"127.0.0.1:1,\" ends in a comma"));
+	CHECK(load("[server]\nlisten = 127.0.0.1:1, ,127.0.0.1:2\n") == 1);
+	CHECK(has_error(2, "listen: \"\" is not host:port"));
+	CHECK(load("[server]\nlisten = 127.0.0.1:1, 127.0.0.1:1 tls\n"
+	    "tls_certificate = /c.pem\ntls_key = /k.pem\n") == 1);
+	CHECK(has_error(2, "listen: 127.0.0.1:1 is named twice"));
+	CHECK(load("[server]\nlisten = 0.0.0.0:8443 tls\n"
+	    "tls_certificate = /c.pem\n") == 1);
+	CHECK(has_error(2, "a tls listener needs tls_certificate and tls_key"));
+	CHECK(load("[server]\nadmin_listen = 127.0.0.1:9443 tls\n"
+	    "tls_key = /k.pem\n") == 1);
+	CHECK(has_error(2, "a tls listener needs tls_certificate and tls_key"));
+	CHECK(load("[server]\nlisten = 0.0.0.0:8080\n"
+	    "tls_key = /k.pem\n") == 1);
+	CHECK(has_error(3, "no listener is tls"));
+	CHECK(load("[server]\nadmin_listen = 127.0.0.1:8080, "
+	    "127.0.0.1:9\n") == 1);
+	CHECK(has_error(2, "admin_listen: one address only"));
+}
+
 static void
 t_status_ttls_parse_and_look_up(void)
 {
@@ -1118,7 +1161,7 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
 	/* timeout and max_body_bytes are in two sections */
-	CHECK(count_lines(out) == 1 + 100);
+	CHECK(count_lines(out) == 1 + 102);
 	{	/* the restart-only keys (conf_restart.c) are each a key */
 		int marked = 0;
 
@@ -1499,6 +1542,7 @@ main(void)
 	RUN(t_errors_name_the_file_on_every_line);
 	RUN(t_longest_prefix_route_wins);
 	RUN(t_bad_fixtures_report_exactly_their_listed_lines);
+	RUN(t_listen_lists_and_tls_go_together);
 	RUN(t_status_ttls_parse_and_look_up);
 	RUN(t_bad_status_ttls_are_reported);
 	RUN(t_float_keys_parse_and_range_check);

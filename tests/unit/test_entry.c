@@ -1,3 +1,4 @@
+#include "common/hlist.h"
 #include "cache/cache_entry.h"
 
 #include <sys/queue.h>
@@ -7,7 +8,6 @@
 #include <string.h>
 
 #include <event2/buffer.h>
-#include <event2/http.h>
 
 #include "tests/unit/unit.h"
 
@@ -93,7 +93,7 @@ t_round_trip_preserves_headers_times_and_binary_body(void)
 {
 	struct cache_entry *e = sample_entry(binary_body, sizeof(binary_body));
 	struct cache_entry *d;
-	const struct evkeyval *kv;
+	const struct hfield *kv;
 	char err[128] = "";
 	unsigned char *p;
 	size_t len;
@@ -112,16 +112,16 @@ t_round_trip_preserves_headers_times_and_binary_body(void)
 	CHECK(d->status == 200);
 	CHECK(d->body_len == sizeof(binary_body));
 	CHECK(memcmp(d->body, binary_body, sizeof(binary_body)) == 0);
-	TAILQ_FOREACH(kv, &d->headers, next)
+	HL_FOREACH(kv, &d->headers)
 		n++;
 	CHECK(n == 3);
-	kv = TAILQ_FIRST(&d->headers);
+	kv = (d->headers).v;
 	CHECK_STR(kv->key, "Content-Type");
 	CHECK_STR(kv->value, "application/octet-stream");
-	kv = TAILQ_NEXT(kv, next);
+	kv++;
 	CHECK_STR(kv->key, "X-Empty");
 	CHECK_STR(kv->value, "");
-	kv = TAILQ_NEXT(kv, next);
+	kv++;
 	CHECK_STR(kv->key, "Set-Cookie");
 	CHECK_STR(kv->value, "a=1; Path=/");
 	entry_unref(&d);
@@ -345,7 +345,7 @@ t_max_headers_round_trip_and_one_more_is_refused(void)
 	d = entry_decode(p, len, NULL, 0);
 	free(p);
 	CHECK(d != NULL);
-	CHECK_STR(evhttp_find_header(&d->headers, "X-H127"), "v");
+	CHECK_STR(hl_find(&d->headers, "X-H127"), "v");
 	entry_unref(&d);
 }
 
@@ -362,7 +362,7 @@ t_add_header_refuses_crlf_and_bad_names(void)
 	CHECK(entry_add_header(e, "", "v") == -1);
 	CHECK(entry_add_header(e, "X A", "v") == -1);
 	CHECK(entry_add_header(e, "X:A", "v") == -1);
-	CHECK(TAILQ_EMPTY(&e->headers));
+	CHECK((e->headers).n == 0);
 	CHECK(entry_add_header(e, "X-A", "a\tb") == 0);
 	entry_unref(&e);
 }
@@ -428,7 +428,7 @@ t_ref_then_two_unrefs_frees_and_nulls(void)
 	CHECK(a->refcnt == 1);
 	CHECK(a->magic == ENTRY_MAGIC);
 	CHECK(a->gen[0] == '\0');
-	CHECK(TAILQ_EMPTY(&a->headers));
+	CHECK((a->headers).n == 0);
 	CHECK(entry_add_header(a, "X-A", "1") == 0);
 	b = entry_ref(a);
 	CHECK(b == a);
@@ -436,7 +436,7 @@ t_ref_then_two_unrefs_frees_and_nulls(void)
 	entry_unref(&a);
 	CHECK(a == NULL);
 	CHECK(b->refcnt == 1);
-	CHECK_STR(evhttp_find_header(&b->headers, "X-A"), "1");
+	CHECK_STR(hl_find(&b->headers, "X-A"), "1");
 	entry_unref(&b);	/* freed, or ASan reports a leak */
 	CHECK(b == NULL);
 	entry_unref(&b);		/* NULL is a no-op */

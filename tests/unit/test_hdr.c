@@ -10,9 +10,8 @@
 #include <string.h>
 #include <sys/queue.h>
 
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
+#include "common/hlist.h"
 #include "conf/conf.h"
 #include "proxy/proxy_hdr.h"
 #include "tests/unit/unit.h"
@@ -26,7 +25,7 @@
 #define DATE_BUF	64
 
 static struct conf_route rt;
-static struct evkeyvalq hs, req;
+static struct hlist hs, req;
 static struct freshness f;
 
 /* A route as conf_defaults leaves it, but with a distinct
@@ -51,24 +50,24 @@ route_reset(int origin_cache_control)
 static void
 clear(void)
 {
-	evhttp_clear_headers(&hs);
-	evhttp_clear_headers(&req);
-	TAILQ_INIT(&hs);
-	TAILQ_INIT(&req);
+	hl_free(&hs);
+	hl_free(&req);
+	hl_init(&hs);
+	hl_init(&req);
 	memset(&f, 0xa5, sizeof(f));	/* hdr_freshness must set every field */
 }
 
 static void
 add(const char *name, const char *value)
 {
-	if (evhttp_add_header(&hs, name, value) != 0)
+	if (hl_add(&hs, name, value) != 0)
 		abort();
 }
 
 static void
 add_req(const char *name, const char *value)
 {
-	if (evhttp_add_header(&req, name, value) != 0)
+	if (hl_add(&req, name, value) != 0)
 		abort();
 }
 
@@ -93,12 +92,12 @@ refused(const char *why)
 }
 
 static int
-count(const struct evkeyvalq *q, const char *name)
+count(const struct hlist *q, const char *name)
 {
-	const struct evkeyval *h;
+	const struct hfield *h;
 	int n = 0;
 
-	TAILQ_FOREACH(h, q, next)
+	HL_FOREACH(h, q)
 		if (strcasecmp(h->key, name) == 0)
 			n++;
 	return n;
@@ -579,19 +578,19 @@ t_not_modified_strong_and_weak_etags(void)
 	add("ETag", "\"v1\"");
 	add_req("If-None-Match", "\"v1\"");
 	CHECK(hdr_not_modified(&req, &hs));
-	evhttp_clear_headers(&req);
+	hl_free(&req);
 	add_req("If-None-Match", "W/\"v1\"");	/* weak comparison */
 	CHECK(hdr_not_modified(&req, &hs));
-	evhttp_clear_headers(&req);
+	hl_free(&req);
 	add_req("If-None-Match", "\"v2\"");
 	CHECK(!hdr_not_modified(&req, &hs));
-	evhttp_clear_headers(&req);
+	hl_free(&req);
 	add_req("If-None-Match", "\"v10\"");
 	CHECK(!hdr_not_modified(&req, &hs));
-	evhttp_clear_headers(&req);
+	hl_free(&req);
 	add_req("If-None-Match", "\"v");
 	CHECK(!hdr_not_modified(&req, &hs));
-	evhttp_clear_headers(&req);
+	hl_free(&req);
 	add_req("If-None-Match", "v1");		/* not a quoted tag */
 	CHECK(!hdr_not_modified(&req, &hs));
 
@@ -599,7 +598,7 @@ t_not_modified_strong_and_weak_etags(void)
 	add("ETag", "W/\"v1\"");
 	add_req("If-None-Match", "\"v1\"");
 	CHECK(hdr_not_modified(&req, &hs));
-	evhttp_clear_headers(&req);
+	hl_free(&req);
 	add_req("If-None-Match", "W/\"v1\"");
 	CHECK(hdr_not_modified(&req, &hs));
 }
@@ -611,16 +610,16 @@ t_not_modified_lists_and_star(void)
 	add("ETag", "\"v1\"");
 	add_req("If-None-Match", "\"a\", \"v1\"");
 	CHECK(hdr_not_modified(&req, &hs));
-	evhttp_clear_headers(&req);
+	hl_free(&req);
 	add_req("If-None-Match", " \"a\" ,\t\"v1\" , W/\"b\" ");
 	CHECK(hdr_not_modified(&req, &hs));
-	evhttp_clear_headers(&req);
+	hl_free(&req);
 	add_req("If-None-Match", "\"a\", W/\"b\"");
 	CHECK(!hdr_not_modified(&req, &hs));
-	evhttp_clear_headers(&req);
+	hl_free(&req);
 	add_req("If-None-Match", "*");
 	CHECK(hdr_not_modified(&req, &hs));
-	evhttp_clear_headers(&req);
+	hl_free(&req);
 	add_req("If-None-Match", "");
 	CHECK(!hdr_not_modified(&req, &hs));
 }
@@ -643,16 +642,16 @@ t_not_modified_if_modified_since(void)
 	add("Last-Modified", "Sun, 06 Nov 1994 08:49:37 GMT");
 	add_req("If-Modified-Since", "Sun, 06 Nov 1994 08:49:37 GMT");
 	CHECK(hdr_not_modified(&req, &hs));
-	evhttp_clear_headers(&req);
+	hl_free(&req);
 	add_req("If-Modified-Since", "Mon, 07 Nov 1994 08:49:37 GMT");
 	CHECK(hdr_not_modified(&req, &hs));
-	evhttp_clear_headers(&req);
+	hl_free(&req);
 	add_req("If-Modified-Since", "Sunday, 06-Nov-94 08:49:37 GMT");
 	CHECK(hdr_not_modified(&req, &hs));
-	evhttp_clear_headers(&req);
+	hl_free(&req);
 	add_req("If-Modified-Since", "Sun, 06 Nov 1994 08:49:36 GMT");
 	CHECK(!hdr_not_modified(&req, &hs));
-	evhttp_clear_headers(&req);
+	hl_free(&req);
 	add_req("If-Modified-Since", "not a date");
 	CHECK(!hdr_not_modified(&req, &hs));
 
@@ -675,7 +674,7 @@ t_not_modified_if_none_match_takes_precedence(void)
 	add_req("If-None-Match", "\"v2\"");
 	add_req("If-Modified-Since", "Mon, 07 Nov 1994 08:49:37 GMT");
 	CHECK(!hdr_not_modified(&req, &hs));	/* IMS ignored */
-	evhttp_clear_headers(&req);
+	hl_free(&req);
 	add_req("If-None-Match", "\"v1\"");
 	add_req("If-Modified-Since", "Sat, 05 Nov 1994 08:49:37 GMT");
 	CHECK(hdr_not_modified(&req, &hs));	/* IMS ignored */
@@ -692,9 +691,9 @@ t_not_modified_if_none_match_takes_precedence(void)
 static void
 t_merge_304_replaces_same_name_headers(void)
 {
-	struct evkeyvalq fresh304;
+	struct hlist fresh304;
 
-	TAILQ_INIT(&fresh304);
+	hl_init(&fresh304);
 	clear();
 	add("Content-Type", "text/plain");
 	add("ETag", "\"v1\"");
@@ -702,26 +701,26 @@ t_merge_304_replaces_same_name_headers(void)
 	add("X-Multi", "2");
 	add("Content-Length", "10");
 	add("X-Kept", "k");
-	evhttp_add_header(&fresh304, "ETag", "\"v2\"");
-	evhttp_add_header(&fresh304, "x-multi", "3");
-	evhttp_add_header(&fresh304, "Cache-Control", "max-age=5");
-	evhttp_add_header(&fresh304, "Content-Length", "0");
-	evhttp_add_header(&fresh304, "Connection", "close, X-Hop");
-	evhttp_add_header(&fresh304, "X-Hop", "h");
-	evhttp_add_header(&fresh304, "Keep-Alive", "timeout=5");
-	evhttp_add_header(&fresh304, "Transfer-Encoding", "chunked");
+	hl_add(&fresh304, "ETag", "\"v2\"");
+	hl_add(&fresh304, "x-multi", "3");
+	hl_add(&fresh304, "Cache-Control", "max-age=5");
+	hl_add(&fresh304, "Content-Length", "0");
+	hl_add(&fresh304, "Connection", "close, X-Hop");
+	hl_add(&fresh304, "X-Hop", "h");
+	hl_add(&fresh304, "Keep-Alive", "timeout=5");
+	hl_add(&fresh304, "Transfer-Encoding", "chunked");
 	hdr_merge_304(&hs, &fresh304);
-	evhttp_clear_headers(&fresh304);
+	hl_free(&fresh304);
 
 	CHECK(count(&hs, "ETag") == 1);
-	CHECK_STR(evhttp_find_header(&hs, "ETag"), "\"v2\"");
+	CHECK_STR(hl_find(&hs, "ETag"), "\"v2\"");
 	CHECK(count(&hs, "X-Multi") == 1);
-	CHECK_STR(evhttp_find_header(&hs, "X-Multi"), "3");
-	CHECK_STR(evhttp_find_header(&hs, "Cache-Control"), "max-age=5");
+	CHECK_STR(hl_find(&hs, "X-Multi"), "3");
+	CHECK_STR(hl_find(&hs, "Cache-Control"), "max-age=5");
 	CHECK(count(&hs, "Content-Length") == 1);
-	CHECK_STR(evhttp_find_header(&hs, "Content-Length"), "10");
-	CHECK_STR(evhttp_find_header(&hs, "Content-Type"), "text/plain");
-	CHECK_STR(evhttp_find_header(&hs, "X-Kept"), "k");
+	CHECK_STR(hl_find(&hs, "Content-Length"), "10");
+	CHECK_STR(hl_find(&hs, "Content-Type"), "text/plain");
+	CHECK_STR(hl_find(&hs, "X-Kept"), "k");
 	CHECK(count(&hs, "Connection") == 0);
 	CHECK(count(&hs, "X-Hop") == 0);
 	CHECK(count(&hs, "Keep-Alive") == 0);
@@ -731,16 +730,16 @@ t_merge_304_replaces_same_name_headers(void)
 static void
 t_merge_304_keeps_content_encoding_and_range(void)
 {
-	struct evkeyvalq fresh304;
+	struct hlist fresh304;
 
-	TAILQ_INIT(&fresh304);
+	hl_init(&fresh304);
 	clear();
 	add("Content-Encoding", "gzip");
-	evhttp_add_header(&fresh304, "Content-Encoding", "br");
-	evhttp_add_header(&fresh304, "Content-Range", "bytes 0-1/2");
+	hl_add(&fresh304, "Content-Encoding", "br");
+	hl_add(&fresh304, "Content-Range", "bytes 0-1/2");
 	hdr_merge_304(&hs, &fresh304);
-	evhttp_clear_headers(&fresh304);
-	CHECK_STR(evhttp_find_header(&hs, "Content-Encoding"), "gzip");
+	hl_free(&fresh304);
+	CHECK_STR(hl_find(&hs, "Content-Encoding"), "gzip");
 	CHECK(count(&hs, "Content-Range") == 0);
 }
 
@@ -749,10 +748,10 @@ t_merge_304_keeps_content_encoding_and_range(void)
 static void
 t_copy_drops_hop_by_hop_always(void)
 {
-	struct evkeyvalq out;
-	const struct evkeyval *h;
+	struct hlist out;
+	const struct hfield *h;
 
-	TAILQ_INIT(&out);
+	hl_init(&out);
 	clear();
 	add("Connection", "keep-alive, X-Private-Hop");
 	add("Keep-Alive", "timeout=5");
@@ -767,12 +766,12 @@ t_copy_drops_hop_by_hop_always(void)
 	add("X-End", "1");
 	add("Host", "h");
 	hdr_copy(&hs, &out, 0);
-	h = TAILQ_FIRST(&out);
-	CHECK(h != NULL && strcmp(h->key, "X-End") == 0);
-	h = TAILQ_NEXT(h, next);
-	CHECK(h != NULL && strcmp(h->key, "Host") == 0);
-	CHECK(TAILQ_NEXT(h, next) == NULL);
-	evhttp_clear_headers(&out);
+	CHECK(out.n == 2);
+	h = out.v;
+	CHECK(strcmp(h->key, "X-End") == 0);
+	h++;
+	CHECK(strcmp(h->key, "Host") == 0);
+	hl_free(&out);
 	CHECK(hdr_is_hop_by_hop("te", NULL));
 	CHECK(hdr_is_hop_by_hop("X-A", "close, x-a"));
 	CHECK(!hdr_is_hop_by_hop("X-A", "close"));
@@ -798,13 +797,13 @@ t_copy_flags_each_drop_their_headers(void)
 	    "If-None-Match", "If-Modified-Since", "if-match", "Range",
 	    "Accept-Encoding", "Authorization", "Cookie", "Age", "Via",
 	    "Accept", "X-Other", "X_API_Key", "_", "x-a_" };
-	struct evkeyvalq out;
+	struct hlist out;
 
 	clear();
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		add(all[i], "v");
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-		TAILQ_INIT(&out);
+		hl_init(&out);
 		hdr_copy(&hs, &out, cases[c].flag);
 		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
 			int dropped = 0;
@@ -813,22 +812,21 @@ t_copy_flags_each_drop_their_headers(void)
 				    cases[c].names[j]) == 0;
 			CHECK(count(&out, all[i]) == (dropped ? 0 : 1));
 		}
-		evhttp_clear_headers(&out);
+		hl_free(&out);
 	}
-	TAILQ_INIT(&out);
+	hl_init(&out);
 	hdr_copy(&hs, &out, HDR_DROP_HOST | HDR_DROP_LENGTH |
 	    HDR_DROP_CONDITIONAL | HDR_DROP_ENCODING | HDR_DROP_CREDENTIALS |
 	    HDR_DROP_UNDERSCORED);
 	CHECK(count(&out, "Accept") == 1 && count(&out, "X-Other") == 1);
 	CHECK(count(&out, "Age") == 1 && count(&out, "Via") == 1);
-	CHECK(TAILQ_NEXT(TAILQ_NEXT(TAILQ_NEXT(TAILQ_NEXT(TAILQ_FIRST(&out),
-	    next), next), next), next) == NULL);	/* those four only */
-	evhttp_clear_headers(&out);
-	TAILQ_INIT(&out);
+	CHECK(out.n == 4);	/* those four only */
+	hl_free(&out);
+	hl_init(&out);
 	hdr_copy(&hs, &out, 0);
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		CHECK(count(&out, all[i]) == 1);
-	evhttp_clear_headers(&out);
+	hl_free(&out);
 }
 
 static void
@@ -1101,8 +1099,8 @@ t_forwarded_loses_its_host_pairs(void)
 int
 main(void)
 {
-	TAILQ_INIT(&hs);
-	TAILQ_INIT(&req);
+	hl_init(&hs);
+	hl_init(&req);
 	RUN(t_route_mode_uses_route_times);
 	RUN(t_forwarded_loses_its_host_pairs);
 	RUN(t_route_mode_ignores_origin_freshness);

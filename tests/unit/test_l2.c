@@ -1,3 +1,4 @@
+#include "common/hlist.h"
 #include "cache/cache_l2.h"
 
 #include <sys/wait.h>
@@ -10,7 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <event2/http.h>
 
 #include "tests/unit/unit.h"
 #include "tests/unit/unit_entry.h"
@@ -100,7 +100,7 @@ t_hit_is_a_decoded_copy_of_its_own(void)
 	CHECK(got->fresh_until_ms == e->fresh_until_ms);
 	CHECK(got->body_len == BODY_LEN);
 	CHECK(memcmp(got->body, e->body, BODY_LEN) == 0);
-	CHECK_STR(evhttp_find_header(&got->headers, "Content-Type"),
+	CHECK_STR(hl_find(&got->headers, "Content-Type"),
 	    "text/plain");
 	CHECK(got->refcnt == 1);
 	entry_unref(&got);

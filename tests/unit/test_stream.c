@@ -15,6 +15,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "common/hlist.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_stream.h"
 #include "tests/unit/unit.h"
@@ -161,7 +162,7 @@ stream_for(size_t keep, int n)
 	struct waiters list;
 	struct stream *st;
 
-	TAILQ_INIT(&head.headers);
+	hl_init(&head.headers);
 	TAILQ_INIT(&list);
 	st = stream_new(base, WINDOW, 0, on_resume, NULL);
 	stream_begin(st, &head, keep);

@@ -28,6 +28,7 @@
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 
+#include "common/hlist.h"
 #include "tests/unit/unit.h"
 
 #define SAFETY_MS		5000	/* a wait longer than this fails */
@@ -79,7 +80,7 @@ keep(char *dst, size_t dstlen, const char *src)
 static void
 record(struct got *g, struct upstream_response *resp)
 {
-	const struct evkeyval *kv;
+	const struct hfield *kv;
 	size_t n;
 
 	g->done++;
@@ -93,7 +94,7 @@ record(struct got *g, struct upstream_response *resp)
 	evbuffer_copyout(resp->body, g->body, n);
 	g->body[n] = '\0';
 	g->nheaders = 0;
-	TAILQ_FOREACH(kv, &resp->headers, next) {
+	HL_FOREACH(kv, &resp->headers) {
 		if (g->nheaders == HDR_KEEP)
 			break;
 		keep(g->name[g->nheaders], HDR_NAME_MAX, kv->key);
@@ -630,7 +631,7 @@ SCENARIO(head_returns_headers_without_body_even_over_the_limit)
 SCENARIO(post_sends_the_exact_body_and_only_the_given_headers)
 {
 	static const char payload[] = "a=1\0b=2";	/* with a NUL */
-	struct evkeyvalq *h = malloc(sizeof(*h));
+	struct hlist *h = malloc(sizeof(*h));
 	char *u = malloc(URL_MAX), *method = strdup("POST");
 	char *body = malloc(sizeof(payload) - 1);
 	struct upstream_request r;
@@ -639,10 +640,10 @@ SCENARIO(post_sends_the_exact_body_and_only_the_given_headers)
 
 	if (h == NULL || u == NULL || method == NULL || body == NULL)
 		abort();
-	TAILQ_INIT(h);
-	evhttp_add_header(h, "X-Req", "abc");
-	evhttp_add_header(h, "X-Empty", "");
-	evhttp_add_header(h, "Expect", "100-continue");
+	hl_init(h);
+	hl_add(h, "X-Req", "abc");
+	hl_add(h, "X-Empty", "");
+	hl_add(h, "Expect", "100-continue");
 	memcpy(body, payload, sizeof(payload) - 1);
 	url(u, origin.port, "/echo");
 	r = request(method, u);
@@ -652,7 +653,7 @@ SCENARIO(post_sends_the_exact_body_and_only_the_given_headers)
 
 	CHECK(upstream_fetch(up, &r, on_done, &g) != NULL);
 	/* Everything in the request is the caller's to free now. */
-	evhttp_clear_headers(h);
+	hl_free(h);
 	free(h);
 	free(u);
 	free(method);

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Header fields in order (see hlist.h). Copies go into blocks that never
+ * move, so a value found stays valid until the list is cleared; clearing
+ * keeps one block as large as all of them were, so the next message of
+ * the same size takes no allocation.
+ */
+
+#include "common/hlist.h"
+
+#include <assert.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define HL_BLOCK_MIN	1024		/* bytes of a list's first block */
+#define HL_KEEP_MAX	(64 * 1024)	/* bytes of copies a clear keeps */
+#define HL_FIELDS_MIN	16
+
+struct hl_block {
+	struct hl_block	*next;
+	size_t		 used, cap;
+	char		 data[];
+};
+
+void
+hl_init(struct hlist *h)
+{
+	memset(h, 0, sizeof(*h));
+}
+
+static void
+free_blocks(struct hl_block *b)
+{
+	struct hl_block *next;
+
+	for (; b != NULL; b = next) {
+		next = b->next;
+		free(b);
+	}
+}
+
+void
+hl_clear(struct hlist *h)
+{
+	struct hl_block *b = h->blocks;
+	size_t total = 0;
+
+	h->n = 0;
+	if (b == NULL)
+		return;
+	if (b->next == NULL) {
+		b->used = 0;
+		return;
+	}
+	/* Several blocks: one as large as them all, made at the next add. */
+	for (; b != NULL; b = b->next)
+		total += b->cap;
+	free_blocks(h->blocks);
+	h->blocks = NULL;
+	if (total > HL_KEEP_MAX)
+		return;
+	if ((b = malloc(sizeof(*b) + total)) != NULL) {
+		b->next = NULL;
+		b->used = 0;
+		b->cap = total;
+		h->blocks = b;
+	}
+}
+
+void
+hl_free(struct hlist *h)
+{
+	free_blocks(h->blocks);
+	free(h->v);
+	hl_init(h);
+}
+
+/* Room for n bytes of copies; NULL when out of memory. */
+static char *
+reserve(struct hlist *h, size_t n)
+{
+	struct hl_block *b = h->blocks;
+	size_t cap;
+
+	if (b == NULL || b->cap - b->used < n) {
+		cap = b == NULL ? HL_BLOCK_MIN : b->cap * 2;
+		if (cap < n)
+			cap = n;
+		if ((b = malloc(sizeof(*b) + cap)) == NULL)
+			return NULL;
+		b->used = 0;
+		b->cap = cap;
+		b->next = h->blocks;
+		h->blocks = b;
+	}
+	b->used += n;
+	return b->data + b->used - n;
+}
+
+static int
+append(struct hlist *h, const char *key, const char *value)
+{
+	struct hfield *v;
+	size_t cap;
+
+	if (h->n == h->cap) {
+		cap = h->cap == 0 ? HL_FIELDS_MIN : h->cap * 2;
+		if ((v = realloc(h->v, cap * sizeof(*v))) == NULL)
+			return -1;
+		h->v = v;
+		h->cap = cap;
+	}
+	h->v[h->n].key = key;
+	h->v[h->n].value = value;
+	h->n++;
+	return 0;
+}
+
+/* Would the n bytes at p, as a field's name or value, read as two? */
+static int
+splits(const char *p, size_t n)
+{
+	return memchr(p, '\r', n) != NULL || memchr(p, '\n', n) != NULL ||
+	    memchr(p, '\0', n) != NULL;
+}
+
+int
+hl_addn(struct hlist *h, const char *key, size_t n, const char *value,
+    size_t m)
+{
+	char *k, *v;
+
+	if (splits(key, n) || splits(value, m) || n > SIZE_MAX / 2 - m)
+		return -1;
+	if ((k = reserve(h, n + 1 + m + 1)) == NULL)
+		return -1;
+	v = k + n + 1;
+	memcpy(k, key, n);
+	k[n] = '\0';
+	memcpy(v, value, m);
+	v[m] = '\0';
+	if (append(h, k, v) == -1) {
+		h->blocks->used -= n + 1 + m + 1;
+		return -1;
+	}
+	return 0;
+}
+
+int
+hl_add(struct hlist *h, const char *key, const char *value)
+{
+	return hl_addn(h, key, strlen(key), value, strlen(value));
+}
+
+int
+hl_add_ref(struct hlist *h, const char *key, const char *value)
+{
+	return append(h, key, value);
+}
+
+const char *
+hl_find(const struct hlist *h, const char *key)
+{
+	const struct hfield *f;
+
+	HL_FOREACH(f, h)
+		if (strcasecmp(f->key, key) == 0)
+			return f->value;
+	return NULL;
+}
+
+static void
+drop_at(struct hlist *h, size_t i)
+{
+	memmove(&h->v[i], &h->v[i + 1], (h->n - i - 1) * sizeof(h->v[0]));
+	h->n--;
+}
+
+int
+hl_remove(struct hlist *h, const char *key)
+{
+	for (size_t i = 0; i < h->n; i++)
+		if (strcasecmp(h->v[i].key, key) == 0) {
+			drop_at(h, i);
+			return 0;
+		}
+	return -1;
+}
+
+size_t
+hl_remove_all(struct hlist *h, const char *key)
+{
+	size_t i, j, gone;
+
+	for (i = j = 0; i < h->n; i++)
+		if (strcasecmp(h->v[i].key, key) != 0)
+			h->v[j++] = h->v[i];
+	gone = h->n - j;
+	h->n = j;
+	return gone;
+}
+
+int
+hl_copy(struct hlist *dst, const struct hlist *src)
+{
+	const struct hfield *f;
+
+	assert(dst != src);
+	HL_FOREACH(f, src)
+		if (hl_add(dst, f->key, f->value) == -1)
+			return -1;
+	return 0;
+}
