@@ -345,10 +345,31 @@ UNREACHABLE_FEED = ("[changes t]\npostgres = host=127.0.0.1 port=1 dbname=x\n"
                     "publication = p\n")
 
 
-def with_feed(env, redis, origin, routes=None, extra=None):
-    """A corral with every feature on: a [changes] section too; waits
-    until it leads the section's feed."""
-    config = corral_config(redis, origin, free_port(), free_port(), routes, extra) + \
+def self_signed(env):
+    """A certificate for localhost and its key, made with openssl."""
+    cert = os.path.join(env.workdir, "tls.pem")
+    key = os.path.join(env.workdir, "tls.key")
+    p = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert,
+                        "-days", "30", "-subj", "/CN=localhost", "-addext",
+                        "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+    expect(p.returncode == 0, f"openssl req: {p.stderr}")
+    os.chmod(key, 0o600)
+    return cert, key
+
+
+def every_feature_on(env, redis, origin, routes=None, extra=None):
+    """A corral with every feature on: a tls listener beside the plain one
+    and a [changes] section too; waits until it leads the section's
+    feed."""
+    cert, key = self_signed(env)
+    plain = free_port()
+    extra = dict(extra or {})
+    extra["server"] = dict({"listen": f"127.0.0.1:{plain}, 127.0.0.1:{free_port()} tls",
+                            "tls_certificate": cert, "tls_key": key},
+                           **extra.get("server", {}))
+    config = corral_config(redis, origin, plain, free_port(), routes, extra) + \
         UNREACHABLE_FEED
     corral = env.corral(config=config)
     wait_for(lambda: corral.stats()["changes"]["t"]["leader"], timeout=30,
@@ -386,7 +407,7 @@ def grafana_dashboard_queries_only_metrics_that_metrics_exposes(env):
     expect(len(queries) >= 10, f"the dashboard's queries: {queries}")
 
     redis, origin = env.redis(), env.origin()
-    corral = with_feed(env, redis, origin, routes={"/api/": {}})
+    corral = every_feature_on(env, redis, origin, routes={"/api/": {}})
     corral.get("/api/a")
     r = http_request(corral.admin_host, corral.admin_port, "/metrics",
                      {"Host": f"{corral.admin_host}:{corral.admin_port}"})
@@ -628,7 +649,7 @@ def the_manual_pages_document_every_metric_counter_cache_status_and_endpoint(env
     # table of docs/operations.md (which corral-metrics(7) is made from)
     # and in corral-metrics(7); and nothing they list that it does not.
     redis, origin = env.redis(), env.origin()
-    corral = with_feed(env, redis, origin, routes={"/api/": {}}, extra={
+    corral = every_feature_on(env, redis, origin, routes={"/api/": {}}, extra={
         "upstream": {"max_requests": "4", "health_path": "/"}})
     corral.get("/api/a")
     r = http_request(corral.admin_host, corral.admin_port, "/metrics",
