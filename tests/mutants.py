@@ -191,10 +191,8 @@ MUTANTS = [
            "after an unstored fetch the key stays locked until lock_ttl"),
     Mutant("hop_by_hop_headers_stored", "proxy/proxy_response.c",
            "hdr_copy(&resp->headers, &e->headers, HDR_DROP_LENGTH);",
-           "for (const struct evkeyval *h = resp->headers.tqh_first; h != NULL; "
-           "h = h->next.tqe_next) "
-           "if (evutil_ascii_strcasecmp(h->key, \"Content-Length\") != 0) "
-           "evhttp_add_header(&e->headers, h->key, h->value);",
+           "(void)hl_copy(&e->headers, &resp->headers); "
+           "(void)hl_remove_all(&e->headers, \"Content-Length\");",
            ["hop_by_hop_response_headers_are_neither_stored_nor_served"],
            "Connection, the headers it names and Keep-Alive are served on every hit"),
     # -- what goes upstream (proxy/proxy_req.c) ----------------------------------
@@ -1800,8 +1798,8 @@ MUTANTS = [
 
     # -- writes that readers see --------------------------------------------------
     Mutant("write_invalidates_only_the_plain_entry", "proxy/proxy_pass.c",
-           "purge_target(p->px, p->key, key_has_parts(rt),",
-           "purge_target(p->px, p->key, 0,",
+           "purge_target(p->px, p->key, !objects &&\n\t\t    key_has_parts(rt),",
+           "purge_target(p->px, p->key, !objects &&\n\t\t    0,",
            ["a_write_invalidates_every_stored_response_of_its_target"],
            "a write leaves the credentials' and POST bodies' entries of its target"),
     Mutant("write_answered_before_its_invalidation", "proxy/proxy_pass.c",
