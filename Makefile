@@ -18,7 +18,8 @@ DEB_MAINTAINER ?= Corral maintainers <maintainers@users.noreply.a-seed-d6bbd95e.
 # bufferevents: not its HTTP layer (libevent_extra's evhttp); the server
 # is Corral's own (proxy/proxy_conn.c). --as-needed keeps the full
 # libevent that libevent_openssl's pkg-config names out of the binary.
-PKGS    := libevent_core libevent_openssl libssl libcrypto hiredis libcurl inih
+# libpq is the change feed's (changes/).
+PKGS    := libevent_core libevent_openssl libssl libcrypto hiredis libcurl inih libpq
 JOBS    := $(shell nproc 2>/dev/null || echo 1)
 
 CC      ?= cc
@@ -30,7 +31,7 @@ BASE    := $(DEFS) $(WARN)
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = -Wl,--as-needed $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c)
+SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c changes/*.c)
 # The configuration alone, for the man page's key list and the fuzzers.
 CONF_SRC := $(wildcard conf/*.c)
 GEN_SRC  := build/gen/dashboard.c
@@ -136,12 +137,21 @@ build/tools/alloc_probe: tests/tools/alloc_probe.c tests/unit/unit.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -O0 -fno-builtin -pthread -o $@ $< -ldl
 
-# Only cache/ may include hiredis, only upstream/ may include curl, and
-# only the TLS module (proxy/proxy_tls*) OpenSSL or libevent's OpenSSL
-# bufferevents (the unit tests and the benchmark's own TLS client aside).
+# Programs the tests drive (not run by tests/run.py): the change feed's
+# probe for tests/changes/test_feed.py (the scenario
+# change_feed_module_against_postgres runs it).
+build/asan/tools/%: tests/tools/%.c $(ASAN_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(ASAN_FLAGS) $(PKG_CFLAGS) -o $@ $< $(ASAN_OBJ) $(PKG_LIBS) -lm
+
+# Only cache/ may include hiredis, only upstream/ curl, only changes/
+# libpq, and only the TLS module (proxy/proxy_tls*) OpenSSL or libevent's
+# OpenSSL bufferevents (the unit tests and the benchmark's own TLS client
+# aside).
 check-boundaries:
 	@bad=$$(grep -ln '#include <hiredis' $$(ls */*.[ch] | grep -v '^cache/'); \
 	        grep -ln '#include <curl' $$(ls */*.[ch] | grep -v '^upstream/'); \
+	        grep -ln '#include <libpq-fe.h>' $$(ls */*.[ch] | grep -v '^changes/'); \
 	        grep -lE '#include <(openssl/|event2/bufferevent_ssl)' \
 	            $$(ls */*.[ch] | grep -v -e '^proxy/proxy_tls' -e '^bench/')); \
 	if [ -n "$$bad" ]; then echo "module boundary broken in: $$bad"; exit 1; fi
@@ -156,7 +166,8 @@ test: test-deps
 	python3 tests/run.py --bin build/asan/corral --unit build/asan/unit
 
 test-build: check-boundaries check-size build/asan/corral $(UNIT_BIN) man deb \
-            build/release/corral build/tools/alloc_count.so build/tools/alloc_probe
+            build/release/corral build/tools/alloc_count.so build/tools/alloc_probe \
+            build/asan/tools/changes_probe
 
 # Mutation tests of every module (tests/mutants.py): each mutant must make
 # one of its tests fail. Not part of make test (about 24 minutes on 2 cores);
@@ -298,7 +309,7 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
 FUZZ_FLAGS   := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer
-FUZZ_TARGETS := entry conf key hdr frame
+FUZZ_TARGETS := entry conf key hdr frame pgoutput
 FUZZ_LINK     = @mkdir -p $(dir $@); \
                 $(FUZZ_CC) $(BASE) $(FUZZ_FLAGS) $(PKG_CFLAGS) -o $@ $(filter %.c,$^) \
                 $(PKG_LIBS) -lm
@@ -326,6 +337,10 @@ build/fuzz/fuzz_hdr: fuzz/fuzz_hdr.c proxy/proxy_hdr.c proxy/proxy_sf.c $(CONF_S
 	$(FUZZ_LINK)
 
 build/fuzz/fuzz_frame: fuzz/fuzz_frame.c proxy/proxy_frame.c proxy/proxy_chunk.c common/host.c $(wildcard */*.h)
+	$(FUZZ_LINK)
+
+build/fuzz/fuzz_pgoutput: fuzz/fuzz_pgoutput.c changes/pgoutput.c changes/txn.c changes/rules.c \
+                          common/dict.c common/util.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
 build/fuzz/seed_entry: fuzz/seed_entry.c cache/cache_entry.c $(wildcard */*.h)

@@ -194,10 +194,8 @@ MUTANTS = [
            "after an unstored fetch the key stays locked until lock_ttl"),
     Mutant("hop_by_hop_headers_stored", "proxy/proxy_response.c",
            "hdr_copy(&resp->headers, &e->headers, HDR_DROP_LENGTH);",
-           "for (const struct evkeyval *h = resp->headers.tqh_first; h != NULL; "
-           "h = h->next.tqe_next) "
-           "if (evutil_ascii_strcasecmp(h->key, \"Content-Length\") != 0) "
-           "evhttp_add_header(&e->headers, h->key, h->value);",
+           "(void)hl_copy(&e->headers, &resp->headers); "
+           "(void)hl_remove_all(&e->headers, \"Content-Length\");",
            ["hop_by_hop_response_headers_are_neither_stored_nor_served"],
            "Connection, the headers it names and Keep-Alive are served on every hit"),
     # -- what goes upstream (proxy/proxy_req.c) ----------------------------------
@@ -1803,8 +1801,8 @@ MUTANTS = [
 
     # -- writes that readers see --------------------------------------------------
     Mutant("write_invalidates_only_the_plain_entry", "proxy/proxy_pass.c",
-           "purge_target(p->px, p->key, key_has_parts(rt),",
-           "purge_target(p->px, p->key, 0,",
+           "purge_target(p->px, p->key, !objects &&\n\t\t    key_has_parts(rt),",
+           "purge_target(p->px, p->key, !objects &&\n\t\t    0,",
            ["a_write_invalidates_every_stored_response_of_its_target"],
            "a write leaves the credentials' and POST bodies' entries of its target"),
     Mutant("write_answered_before_its_invalidation", "proxy/proxy_pass.c",
@@ -2104,6 +2102,83 @@ MUTANTS = [
            "| `proxy_hold.h` |",
            ["hacking_layout_names_every_file_of_the_code"],
            "a file of the code the map does not name"),
+    # -- the change feeds (proxy/proxy_feed.c, proxy_apply.c, changes/) --------
+    Mutant("ack_before_the_purge", "proxy/proxy_feed.c",
+           "\tf->commits++;\n\tapply_commit(f->ap, c);",
+           "\tf->commits++;\n\tchanges_ack(f->ch, c->lsn);\n\tapply_commit(f->ap, c);",
+           ["redis_stopped_for_10_s_nothing_acknowledged_then_everything_applied"],
+           "a commit is acknowledged to PostgreSQL before its purges are applied: "
+           "with Redis away, it is lost"),
+    Mutant("purge_at_the_change_not_the_commit", "changes/txn.c",
+           "\tif (rules_change(t->rules, ev, on_tag, t, err, errlen) == -1)\n"
+           "\t\treturn TXN_ERROR;\n\treturn TXN_MORE;",
+           "\tif (rules_change(t->rules, ev, on_tag, t, err, errlen) == -1)\n"
+           "\t\treturn TXN_ERROR;\n"
+           "\tt->out = (struct changes_commit){ (const char *const *)t->exact.v,\n"
+           "\t    t->exact.n, CHANGES_EXACT, t->begin_lsn, 0, NULL };\n"
+           "\treturn TXN_READY;",
+           ["rollback_purges_nothing_three_touches_purge_once", "test_pgoutput"],
+           "each row change is purged as it comes, not once per tag at its commit"),
+    Mutant("uncommitted_transaction_applied", "changes/txn.c",
+           "\t\tif (t->open) {\n"
+           "\t\t\tsnprintf(err, errlen, \"a Begin inside a transaction\");\n"
+           "\t\t\treturn TXN_ERROR;\n\t\t}\n\t\tbegin(t, ev);",
+           "\t\tif (!t->open)\n\t\t\tbegin(t, ev);\n\t\tt->begin_lsn = ev->lsn;",
+           ["test_pgoutput"],
+           "the changes of a transaction whose Commit never came (rolled back, from "
+           "the stream's view) are applied with the next transaction's"),
+    Mutant("two_leaders", "cache/cache_leader.c",
+           "\t\"elseif not cur and ARGV[3] == '1' and\\n\"\n"
+           "\t\"    redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\\n\"",
+           "\t\"elseif ARGV[3] == '1' and\\n\"\n"
+           "\t\"    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) then\\n\"",
+           ["one_leader_and_a_leader_that_loses_its_lease"],
+           "every instance takes the lease: two leaders read (and are refused) in turn"),
+    Mutant("leader_reads_on_after_losing_its_lease", "proxy/proxy_feed.c",
+           "\t} else if (a->r == LEADER_OTHER && f->leading) {",
+           "\t} else if (a->r == LEADER_OTHER && f->leading && 0) {",
+           ["one_leader_and_a_leader_that_loses_its_lease"],
+           "a leader whose lease another holds reads until its own time runs out"),
+    Mutant("purge_does_not_fence_a_refresh_in_flight", "cache/cache_script.c",
+           "\t\"    n = n + 1\\n\"\n\t\"  end\\n\"\n\t\"end\\n\"\n\tLUA_FENCE\n",
+           "\t\"    n = n + 1\\n\"\n\t\"  end\\n\"\n\t\"end\\n\"\n",
+           ["a_purge_fences_a_refresh_held_at_the_origin"],
+           "a refresh that fetched before a commit stores what it got as fresh after "
+           "the commit's purge"),
+    Mutant("change_refreshes_rank_with_cold_misses", "proxy/proxy_refresh.c",
+           "BUDGET_EARLY : BUDGET_STALE;", "BUDGET_EARLY : BUDGET_MISS;",
+           ["bulk_update_of_100000_rows_goes_through_the_budget"],
+           "the refreshes a bulk change causes queue with clients' cold misses, which "
+           "wait behind them"),
+    Mutant("no_tag_families", "cache/cache_tag.c",
+           "\tif (cache_tag_family(tag, family) == 0 &&",
+           "\tif (0 && cache_tag_family(tag, family) == 0 &&",
+           ["bulk_update_of_100000_rows_goes_through_the_budget"],
+           "a bulk change's broad purge (the table's family, T:*) reaches no entry"),
+    Mutant("purge_header_ignored", "proxy/proxy_tags.c",
+           "\tif (rt->purge_header[0] != '\\0')\n\t\theader_tags(rt, &resp->headers, &t);",
+           "\tif (0 && rt->purge_header[0] != '\\0')\n\t\theader_tags(rt, &resp->headers, &t);",
+           ["purge_header_of_a_successful_write"],
+           "the tags a write's answer names are not purged"),
+    Mutant("purge_header_purges_hard", "proxy/proxy_tags.c",
+           "cache_purge_tag(px->cache, t.v[i], 1, on_write_purged,",
+           "cache_purge_tag(px->cache, t.v[i], 0, on_write_purged,",
+           ["purge_header_of_a_successful_write"],
+           "a write's tags are deleted, not made stale: a stampede on popular ones"),
+    Mutant("graphql_tags_unbounded", "proxy/proxy_tags.c",
+           "\tif (fits && t->objects < GRAPHQL_TAGS_MAX) {", "\tif (fits) {",
+           ["graphql_mutation_refreshes_every_query_holding_its_objects"],
+           "a stored GraphQL response is filed under every object it holds: no bound"),
+    Mutant("graphql_erring_mutation_purges", "proxy/proxy_tags.c",
+           "\tif (graphql_errors(text, len))\n\t\treturn 0;\n", "",
+           ["graphql_mutation_refreshes_every_query_holding_its_objects"],
+           "a mutation that reports errors purges the objects it names"),
+    Mutant("graphql_mutation_drops_every_query", "proxy/proxy_pass.c",
+           "p->invalidation = purge_target(p->px, p->key, !objects &&",
+           "p->invalidation = purge_target(p->px, p->key, (objects || 1) &&",
+           ["graphql_mutation_refreshes_every_query_holding_its_objects"],
+           "a mutation drops every stored query of its endpoint, not only those "
+           "holding its objects"),
     # -- TLS on the listeners (proxy/proxy_tls*.c) -------------------------------
     Mutant("tls_allows_tls11", "proxy/proxy_tls.c",
            "#define TLS_VERSION_MIN\t\tTLS1_2_VERSION",

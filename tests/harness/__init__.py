@@ -23,6 +23,7 @@ them from harness. Each module imports only those above it:
     keys     HOST, PREFIX, entry_key, lock_key and the other Redis keys
     http     Headers, CacheStatus, Response, http_request, raw_exchange
     redis    RedisServer, RedisProxy, expect_entry and the other entry helpers
+    postgres PostgresServer (a private PostgreSQL 15), PsqlError
     origin   Origin (runs tests/origin.py)
     corral   corral_config, Corral, fleet_counters, children, tcp_socket_owner
     clients  stampede, Background, paced
@@ -43,9 +44,11 @@ from .http import (CacheStatus, Headers, RawReply, Response, get_request, http_r
 from .keys import (HOST, PREFIX, TOKEN_RE, backoff_key, cache_key, entry_key, fails_key,
                    hfm_key, is_token, lock_key)
 from .origin import ORIGIN_PY, TESTS_DIR, Origin, WsgiOrigin, origin_max_active
+from .postgres import PostgresServer, PsqlError
 from .procs import MARK_ENV, group_members, kill_pids, marked
-from .redis import (RedisProxy, RedisServer, expect_entry, expect_entry_pttl, expect_no_entries,
-                    expect_pttl, find_redis_server, stale_fleet, wait_until_stale)
+from .redis import (RedisProxy, RedisServer, entry_fresh_until, entry_is_fresh, expect_entry,
+                    expect_entry_pttl, expect_no_entries, expect_pttl, find_redis_server,
+                    stale_fleet, wait_until_stale)
 from .resp import RespClient, RespError
 from .wait import (CLIENT_TIMEOUT_S, LOG_TAIL_LINES, NOT_YET, POLL_S, SANITIZER_MARKERS,
                    SLOWNESS, START_TIMEOUT_S, STOP_TIMEOUT_S, expect, expect_eq, free_port,
@@ -58,8 +61,10 @@ __all__ = [
     "SCENARIOS", "SLOWNESS", "START_TIMEOUT_S", "STOP_TIMEOUT_S", "TESTS_DIR", "TOKEN_RE",
     "VALGRIND_ERROR_EXIT", "WRAPPER",
     "Background", "CacheStatus", "WsgiOrigin", "closed_by_server", "Corral", "Env", "Headers", "Origin", "RawReply",
+    "PostgresServer", "PsqlError",
     "RedisProxy", "RedisServer", "RespClient", "RespError", "Response", "StampedeResult",
-    "backoff_key", "cache_key", "children", "corral_config", "entry_key", "expect",
+    "backoff_key", "cache_key", "children", "corral_config", "entry_fresh_until",
+    "entry_is_fresh", "entry_key", "expect",
     "expect_entry", "expect_entry_pttl", "expect_eq", "expect_fetches", "expect_no_entries",
     "expected_failure",
     "expect_pttl", "fails_key", "fetch_story", "fills_that_woke", "find_redis_server", "fleet_counters",

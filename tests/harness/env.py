@@ -9,6 +9,7 @@ import tempfile
 
 from .corral import WRAPPER, Corral, corral_config
 from .origin import Origin, WsgiOrigin
+from .postgres import PostgresServer
 from .redis import RedisProxy, RedisServer
 from .wait import SLOWNESS, START_TIMEOUT_S, free_port, sanitizer_report, tail, wait_for
 
@@ -92,6 +93,14 @@ class Env:
     def redis_proxy(self, redis):
         """A RedisProxy in front of redis; give its .address to a corral."""
         return self.track(RedisProxy(redis, self.name("redisproxy")))
+
+    def postgres(self, settings=None):
+        """A private PostgreSQL 15 (wal_level = logical) on a free port,
+        its data in this scenario's directory, which is opened to the
+        postgres user it runs as (PostgreSQL refuses to run as root)."""
+        os.chmod(self.workdir, 0o755)
+        return self.track(PostgresServer(self.workdir, self.name("postgres"),
+                                         settings=settings))
 
     def origin(self, delay=None, port=None):
         """A new origin; on port if given (e.g. to restart one that was

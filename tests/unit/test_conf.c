@@ -505,13 +505,86 @@ t_pool_errors_name_their_lines(void)
 	    "[upstream] section's pool"));
 }
 
+/* [changes NAME]: its keys, its per-table rules, the slot's default. */
+static void
+t_changes_sections_and_their_rules(void)
+{
+	const struct conf_changes *cc;
+
+	CHECK(load("[changes orders]\npostgres = host=db dbname=app "
+	    "user=feed\npublication = corral\ntags.orders = orders:{id} "
+	    "customers:{customer_id} orders\npurge.orders = hard\n"
+	    "tags.sales.invoices = invoices:{id}\npurge = hard\n"
+	    "purge.sales.invoices = soft\nbroad_tags = orders customers\n"
+	    "max_lag = 64m\nmax_lag_time = 30s\nlease = 3s\n"
+	    "[changes tags]\nmode = notify\npostgres = "
+	    "postgresql://feed@db/app\nchannel = corral_tags\n"
+	    "[route /]\npurge_header = Corral-Purge\n") == 0);
+	CHECK(cf.nchanges == 2);
+	cc = conf_changes_find(&cf, "orders");
+	CHECK(cc != NULL && cc->mode == CHANGES_MODE_REPLICATION);
+	CHECK_STR(cc->slot, "corral_orders");
+	CHECK_STR(cc->publication, "corral");
+	CHECK(cc->hard == 1 && cc->nrules == 2 && cc->line == 1);
+	CHECK_STR(cc->rules[0].table, "orders");
+	CHECK(cc->rules[0].hard == 1 && cc->rules[0].line == 4);
+	CHECK_STR(cc->rules[1].table, "sales.invoices");
+	CHECK_STR(cc->rules[1].tags, "invoices:{id}");
+	CHECK(cc->rules[1].hard == 0);
+	CHECK(cc->max_lag == 64 * 1024 * 1024 && cc->max_lag_time_ms == 30000);
+	CHECK(cc->lease_ms == 3000 && cc->status_interval_ms == 10000);
+	cc = conf_changes_find(&cf, "tags");
+	CHECK(cc != NULL && cc->mode == CHANGES_MODE_NOTIFY && cc->hard == 0);
+	CHECK_STR(cc->channel, "corral_tags");
+	CHECK(cc->lease_ms == 10000 && cc->max_lag == 1024LL * 1024 * 1024);
+	CHECK_STR(cf.routes[0].purge_header, "Corral-Purge");
+}
+
+/* Every [changes] error in one run, each at its line. */
+static void
+t_changes_errors_name_their_lines(void)
+{
+	CHECK(load("[changes Orders]\npostgres = x\n"
+	    "[changes a]\npublication = p\ntags.bad-name = x\n"
+	    "tags.t = a\ntags.t = b\npurge.u = medium\npurge.v = hard\n"
+	    "[changes a]\n[changes b]\npostgres = host=x password=y\n"
+	    "mode = notify\nslot = s\n[changes c]\npostgres = "
+	    "postgres://u:p@h/d\npublication = p\n") == 11);
+	CHECK(has_error(1, "[changes] needs a name of 1 to 31 of a-z, 0-9 "
+	    "and _, not \"Orders\""));
+	CHECK(has_error(3, "[changes a] needs postgres (a libpq connection "
+	    "string"));
+	CHECK(has_error(5, "tags.bad-name: \"bad-name\" is not \"table\" "
+	    "or \"schema.table\""));
+	CHECK(has_error(7, "tags.t: duplicate key \"tags.t\" (first set on "
+	    "line 6)"));
+	CHECK(has_error(8, "purge.u: \"medium\" is not a purge (use soft or "
+	    "hard)"));
+	CHECK(has_error(9, "[changes a]: purge.v needs tags.v"));
+	CHECK(has_error(10, "duplicate section [changes a] (first on line "
+	    "3)"));
+	CHECK(has_error(11, "[changes b]: postgres holds a password: put it in "
+	    "password_file"));
+	CHECK(has_error(11, "[changes b]: mode = notify needs channel"));
+	CHECK(has_error(11, "[changes b]: slot only with mode = replication"));
+	CHECK(has_error(15, "[changes c]: postgres holds a password"));
+	CHECK(load("[changes c]\npostgres = dbname=x\npublication = p\n"
+	    "slot = Big\n") == 1);
+	CHECK(has_error(1, "[changes c]: slot \"Big\" must be a-z, 0-9 and "
+	    "_"));
+	CHECK(load("[changes c]\npostgres = dbname=x\npublication = p\n"
+	    "password_file = /nonexistent/pw\n") == 1);
+	CHECK(has_error(1, "[changes c]: password_file: "));
+}
+
 static void
 t_unknown_section_reported_and_its_keys_skipped(void)
 {
 	CHECK(load("[serve]\nfo = 1\nlisten = nonsense\n[server]\n"
 	    "log_level = debug\n") == 1);
 	CHECK(has_error(1, "unknown section [serve] (expected [server], "
-	    "[redis], [upstream], [upstream NAME] or [route PREFIX])"));
+	    "[redis], [upstream], [upstream NAME], [route PREFIX] or "
+	    "[changes NAME])"));
 	CHECK(cf.log_level == LOGL_DEBUG);
 	CHECK(load("[server extra]\n") == 1);
 	CHECK(has_error(1, "unknown section [server extra]"));
@@ -1088,7 +1161,7 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
 	/* timeout and max_body_bytes are in two sections */
-	CHECK(count_lines(out) == 1 + 86);
+	CHECK(count_lines(out) == 1 + 102);
 	{	/* the restart-only keys (conf_restart.c) are each a key */
 		int marked = 0;
 
@@ -1502,6 +1575,8 @@ main(void)
 	RUN(t_unix_socket_path_longer_than_sun_path_is_rejected);
 	RUN(t_upstream_url_is_checked_and_loses_trailing_slash);
 	RUN(t_redis_prefix_rejects_hash_tags_and_spaces);
+	RUN(t_changes_sections_and_their_rules);
+	RUN(t_changes_errors_name_their_lines);
 	RUN(t_unknown_section_reported_and_its_keys_skipped);
 	RUN(t_pools_and_their_servers);
 	RUN(t_pool_errors_name_their_lines);
