@@ -137,3 +137,30 @@ def _tag(tag):
 def feeds_fresh(fleet, name):
     """Is query name answered as a fresh hit by every instance?"""
     return all(("hit" in s and "ttl=-" not in s) for s in (status_of(c, name) for c in fleet))
+
+
+@scenario
+def graphql_purge_lists_refreshes_the_lists_of_a_mutated_type_only_when_on(env):
+    origin = env.origin()
+    origin.script("/graphql", body="{h:X-Answer}", headers={"Content-Type": "application/json"})
+    lists = {"/graphql": dict(LONG, cache_post="on", graphql="on", graphql_purge_lists="on"),
+             "/": {}}
+    for on, routes in ((False, ROUTES), (True, lists)):
+        redis = env.redis()
+        fleet = env.fleet(2, redis, origin, routes=routes)
+        for name, (q, a) in QUERIES.items():
+            expect_eq(ask(fleet[0], q, a).status, 200, f"lists {on}: query {name} stored")
+        # Order 99, held by no stored query: only a list of Orders can
+        # hold it (a new one), and only with the setting on is it purged.
+        r = ask(fleet[1], "mutation { add { id } }", {"data": {"add": order(99)}})
+        expect_eq(r.status, 200, f"lists {on}: the mutation answered")
+        expect_eq(sum(c.counters()["write_tag_purges"] for c in fleet), 3 if on else 2,
+                  f"lists {on}: tags purged (Order:99, Order:+, and Order with lists on)")
+        if on:
+            for name in ("list", "customer"):	# Orders within a list
+                wait_for(lambda n=name, f=fleet: "ttl=-" in status_of(f[0], n), timeout=30,
+                         what=f"query {name} (a list of Orders) stale")
+        for name in ("q42", "q7", "big") + (() if on else ("list", "customer")):
+            expect(feeds_fresh(fleet, name), f"lists {on}: query {name} still fresh")
+        for c in fleet:
+            c.stop()
