@@ -442,8 +442,12 @@ connection_says(const struct hlist *in, const char *token)
 	return 0;
 }
 
-/* A request read whole goes to its handler; nothing more is read until
- * it is answered. */
+/*
+ * A request read whole goes to its handler; nothing more is read until
+ * it is answered. A plain socket's read event stays on meanwhile, and is
+ * turned off only if the client sends before its answer (on_readable()):
+ * a client that waits for each answer costs no epoll_ctl() a request.
+ */
 static void
 serve(struct conn *c)
 {
@@ -451,7 +455,8 @@ serve(struct conn *c)
 
 	c->st = CS_SERVE;
 	c->busy = 1;
-	reading(c, 0);
+	if (c->bev != NULL)
+		reading(c, 0);
 	evtimer_del(c->timer);
 	c->keep = r->minor >= 1 ? !connection_says(&r->in, "close") :
 	    connection_says(&r->in, "keep-alive");
@@ -535,6 +540,10 @@ on_readable(evutil_socket_t fd, short what, void *arg)
 	ssize_t n;
 
 	assert(c->magic == CONN_MAGIC);
+	if (c->st != CS_READ) {		/* pipelined, or gone: read later */
+		reading(c, 0);
+		return;
+	}
 	if (c->in_off > 0) {
 		memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
 		c->in_len -= c->in_off;
