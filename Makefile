@@ -13,7 +13,7 @@
 VERSION := 0.1.0
 DEB_REVISION := 1	# the package's own: corral_VERSION-REVISION_ARCH.deb
 DEB_MAINTAINER ?= Corral maintainers <maintainers@users.noreply.a-seed-d6bbd95e.example>
-PKGS    := libevent hiredis libcurl inih
+PKGS    := libevent hiredis libcurl inih libcrypto
 JOBS    := $(shell nproc 2>/dev/null || echo 1)
 
 CC      ?= cc
@@ -24,7 +24,7 @@ BASE    := -std=c11 -D_GNU_SOURCE -DCORRAL_VERSION='"$(VERSION)"' -I. $(WARN) -g
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c)
+SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c auth/*.c)
 GEN_SRC  := build/gen/dashboard.c
 LIB_SRC  := $(filter-out proxy/main.c,$(SRC)) $(GEN_SRC)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
