@@ -113,10 +113,13 @@ build/asan/unit/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(ASAN_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(ASAN_FLAGS) $(PKG_CFLAGS) -o $@ $< $(ASAN_OBJ) $(PKG_LIBS) -lm
 
-# Only cache/ may include hiredis and only upstream/ may include curl.
+# Only cache/ may include hiredis, only upstream/ curl, and only auth/ and
+# common/digest.c OpenSSL.
 check-boundaries:
 	@bad=$$(grep -ln '#include <hiredis' $$(ls */*.[ch] | grep -v '^cache/'); \
-	        grep -ln '#include <curl' $$(ls */*.[ch] | grep -v '^upstream/')); \
+	        grep -ln '#include <curl' $$(ls */*.[ch] | grep -v '^upstream/'); \
+	        grep -ln '#include <openssl' $$(ls */*.[ch] | \
+	            grep -v -e '^auth/' -e '^common/digest\.c$$')); \
 	if [ -n "$$bad" ]; then echo "module boundary broken in: $$bad"; exit 1; fi
 
 # The builds run on every core; the scenarios two at a time (tests/run.py -j).

@@ -16,8 +16,8 @@
 
 #define HMAC_NAME	"HMAC"
 #define HMAC_DIGEST	"SHA256"
-/* A stand-in for an empty key: EVP_MAC_init takes a NULL key as "keep
- * the one set before", and some providers refuse a zero-length buffer. */
+/* Where an empty key points: EVP_MAC_init takes a NULL key to mean
+ * "no key given" rather than a key of no bytes. */
 static const unsigned char no_key[1];
 
 void
