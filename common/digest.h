@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef COMMON_DIGEST_H
+#define COMMON_DIGEST_H
+
+/*
+ * SHA-256 and HMAC-SHA-256 through libcrypto (EVP), shaped as sha256.h
+ * is: init, update, final on a caller's struct. libcrypto hides behind
+ * it; no caller includes an OpenSSL header.
+ *
+ * init allocates libcrypto's context, so it may fail: a failure is kept
+ * in the struct, update then does nothing, and final reports it. Only
+ * final's result need be checked (a digest a caller uses without
+ * checking could be one shared by every input). Every init must be
+ * matched by a final, which frees the context whatever happened.
+ */
+
+#include <stddef.h>
+
+#define DIGEST_LEN		32	/* bytes of a SHA-256 digest */
+#define DIGEST_BLOCK		64	/* bytes of a SHA-256 block */
+
+struct evp_md_ctx_st;
+struct evp_mac_ctx_st;
+
+struct digest {
+	struct evp_md_ctx_st	*ctx;
+	int			 failed;
+};
+
+void	digest_init(struct digest *d);
+void	digest_update(struct digest *d, const void *p, size_t len);
+/* 0, or -1 (out holds nothing) when a step failed. */
+int	digest_final(struct digest *d, unsigned char out[DIGEST_LEN])
+	    __attribute__((warn_unused_result));
+
+/* HMAC-SHA-256 (RFC 2104): init with the key, update with the message,
+ * final. A key may have any length, none included. */
+struct digest_hmac {
+	struct evp_mac_ctx_st	*ctx;
+	int			 failed;
+};
+
+void	digest_hmac_init(struct digest_hmac *m, const void *key,
+	    size_t keylen);
+void	digest_hmac_update(struct digest_hmac *m, const void *p, size_t len);
+int	digest_hmac_final(struct digest_hmac *m, unsigned char out[DIGEST_LEN])
+	    __attribute__((warn_unused_result));
+
+#endif
