@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <openssl/crypto.h>
 #include <openssl/ec.h>
@@ -27,12 +26,14 @@
 #include <openssl/rsa.h>
 
 #include "common/base64.h"
+#include "common/digest.h"
 #include "common/json.h"
 
 #define WHY_MAX		128	/* bytes of a JSON reader's error */
 #define ALG_NONE	"none"	/* RFC 7518 3.6, refused in any case */
-#define TYP_JWT		"JWT"	/* RFC 7519 5.1, in any case */
-#define HMAC_NAME	"HMAC"
+#define TYP_MEDIA	"application/"	/* RFC 7515 4.1.9: may be left out */
+#define TYP_SEPS	" \t,"	/* between a policy's typs */
+#define TYP_MAX		127	/* bytes of a typ value */
 
 enum part {
 	PART_HEADER,
@@ -62,6 +63,11 @@ struct checks {
 	int		 require_exp;
 };
 
+/* What a token is read with: the policy's typs. */
+struct reading {
+	const char	*typs;		/* NULL: JWT_TYPS_ANY */
+};
+
 static const char *const result_names[] = {
 	[JWT_OK] = "ok",
 	[JWT_TOO_LARGE] = "too_large",
@@ -69,6 +75,7 @@ static const char *const result_names[] = {
 	[JWT_ALG_NONE] = "alg_none",
 	[JWT_ALG_UNSUPPORTED] = "alg_unsupported",
 	[JWT_KEY_UNKNOWN] = "key_unknown",
+	[JWT_KID_NEEDED] = "kid_needed",
 	[JWT_ALG_KEY_MISMATCH] = "alg_key_mismatch",
 	[JWT_BAD_SIGNATURE] = "bad_signature",
 	[JWT_EXPIRED] = "expired",
@@ -135,25 +142,80 @@ decode(struct token *t, enum part which, unsigned char **out,
 	return 0;
 }
 
-static int
-is_caseless(const char *s, size_t len, const char *word)
+/* s[0..len) without "application/" before it, in any case. */
+static const char *
+media_subtype(const char *s, size_t *len)
 {
-	return len == strlen(word) && strncasecmp(s, word, len) == 0;
+	size_t n = strlen(TYP_MEDIA);
+
+	if (*len > n && jwt_is_caseless(s, n, TYP_MEDIA)) {
+		*len -= n;
+		return s + n;
+	}
+	return s;
+}
+
+/* Does the list typs (TYP_SEPS between its values) hold typ[0..len),
+ * each compared without "application/" and in any case (RFC 7515
+ * 4.1.9)? */
+static int
+typ_listed(const char *typs, const char *typ, size_t len)
+{
+	const char *v;
+	size_t n;
+
+	typ = media_subtype(typ, &len);
+	for (const char *p = typs + strspn(typs, TYP_SEPS); *p != '\0';
+	    p += strspn(p, TYP_SEPS)) {
+		v = p;
+		n = strcspn(p, TYP_SEPS);
+		p += n;
+		v = media_subtype(v, &n);
+		if (n == len && strncasecmp(v, typ, len) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+int
+jwt_typs_valid(const char *typs, char *err, size_t errlen)
+{
+	size_t n, count = 0;
+
+	if (strcmp(typs, JWT_TYPS_ANY) == 0)
+		return 0;
+	for (const char *p = typs + strspn(typs, TYP_SEPS); *p != '\0';
+	    p += strspn(p, TYP_SEPS)) {
+		if ((n = strcspn(p, TYP_SEPS)) > TYP_MAX) {
+			snprintf(err, errlen, "a typ longer than %d bytes",
+			    TYP_MAX);
+			return -1;
+		}
+		p += n;
+		count++;
+	}
+	if (count == 0) {
+		snprintf(err, errlen, "no typ values (\"%s\" takes any)",
+		    JWT_TYPS_ANY);
+		return -1;
+	}
+	return 0;
 }
 
 /* typ, crit and kid (RFC 7515 4.1.9, 4.1.11, 4.1.4). */
 static enum jwt_result
-header_params(struct token *t, const struct json_value *h, char *err,
-    size_t errlen)
+header_params(struct token *t, const struct json_value *h,
+    const struct reading *rd, char *err, size_t errlen)
 {
 	const struct json_value *v;
 	const char *s;
 	size_t len;
 
-	if ((v = json_member(h, "typ", 3)) != NULL &&
+	if (rd->typs != NULL && (v = json_member(h, "typ", 3)) != NULL &&
 	    ((s = json_get_string(v, &len)) == NULL ||
-	    !is_caseless(s, len, TYP_JWT)))
-		return say(JWT_MALFORMED, err, errlen, "typ is not JWT");
+	    !typ_listed(rd->typs, s, len)))
+		return say(JWT_MALFORMED, err, errlen, "typ is not one of "
+		    "those accepted (%s)", rd->typs);
 	if (json_member(h, "crit", 4) != NULL)
 		return say(JWT_MALFORMED, err, errlen, "crit names extensions, "
 		    "and none is understood");
@@ -164,7 +226,8 @@ header_params(struct token *t, const struct json_value *h, char *err,
 }
 
 static enum jwt_result
-read_header(struct token *t, char *err, size_t errlen)
+read_header(struct token *t, const struct reading *rd, char *err,
+    size_t errlen)
 {
 	const struct json_value *h, *v;
 	unsigned char *text;
@@ -187,18 +250,18 @@ read_header(struct token *t, char *err, size_t errlen)
 	    (alg = json_get_string(v, &len)) == NULL)
 		return say(JWT_MALFORMED, err, errlen, "header has no alg "
 		    "string");
-	if (is_caseless(alg, len, ALG_NONE))
+	if (jwt_is_caseless(alg, len, ALG_NONE))
 		return say(JWT_ALG_NONE, err, errlen, "alg none: unsigned");
 	if ((a = jwt_alg_find(alg, len)) == -1)
 		return say(JWT_ALG_UNSUPPORTED, err, errlen, "alg is not one "
 		    "Corral verifies");
 	t->alg = (enum jwt_alg)a;
-	return header_params(t, h, err, errlen);
+	return header_params(t, h, rd, err, errlen);
 }
 
 static enum jwt_result
-read_token(struct token *t, const char *token, size_t len, char *err,
-    size_t errlen)
+read_token(struct token *t, const char *token, size_t len,
+    const struct reading *rd, char *err, size_t errlen)
 {
 	enum jwt_result r;
 
@@ -208,7 +271,7 @@ read_token(struct token *t, const char *token, size_t len, char *err,
 	/* The decoded parts are shorter than their texts together. */
 	if ((t->buf = malloc(len + 1)) == NULL)
 		return say(JWT_ERROR, err, errlen, "out of memory");
-	if ((r = read_header(t, err, errlen)) != JWT_OK)
+	if ((r = read_header(t, rd, err, errlen)) != JWT_OK)
 		return r;
 	if (decode(t, PART_SIG, &t->sig, &t->siglen) == -1)
 		return say(JWT_MALFORMED, err, errlen, "signature is not "
@@ -297,13 +360,12 @@ verify_hmac(const struct jwt_key *k, const struct jwt_alg_info *a,
     const unsigned char *sig, size_t siglen, const char *input,
     size_t inputlen)
 {
-	unsigned char mac[EVP_MAX_MD_SIZE];
+	unsigned char mac[DIGEST_MAC_MAX];
 	size_t n = 0;
 	int rc;
 
-	if (EVP_Q_mac(NULL, HMAC_NAME, NULL, a->md, NULL, k->secret,
-	    k->secretlen, (const unsigned char *)input, inputlen, mac,
-	    sizeof(mac), &n) == NULL) {
+	if (digest_mac(a->md, k->secret, k->secretlen, input, inputlen, mac,
+	    sizeof(mac), &n) == -1) {
 		ERR_clear_error();
 		return -1;
 	}
@@ -338,8 +400,21 @@ kid_is(const struct jwt_key *k, const struct token *t)
 	    memcmp(k->kid, t->kid, t->kidlen) == 0;
 }
 
-/* The keys the kid names (every key without one) whose type fits the
- * alg, tried in turn. */
+/* Without a kid: how many keys fit the alg (jwt.h: more than one is
+ * refused, not tried one after another). */
+static size_t
+keys_fitting(const struct jwt_keys *keys, enum jwt_alg alg)
+{
+	size_t fit = 0;
+
+	for (size_t i = 0; i < keys->n; i++)
+		if (keys->key[i].algs & JWT_ALG_BIT(alg))
+			fit++;
+	return fit;
+}
+
+/* The keys the kid names whose type fits the alg, tried in turn; with
+ * no kid, the one key that fits. */
 static enum jwt_result
 check_signature(const struct jwt_keys *keys, const struct token *t,
     char *err, size_t errlen)
@@ -348,6 +423,9 @@ check_signature(const struct jwt_keys *keys, const struct token *t,
 	size_t named = 0, fit = 0;
 	int v;
 
+	if (t->kid == NULL && keys_fitting(keys, t->alg) > 1)
+		return say(JWT_KID_NEEDED, err, errlen, "no kid, and more than "
+		    "one key verifies %s", alg);
 	for (size_t i = 0; i < keys->n; i++) {
 		if (t->kid != NULL && !kid_is(&keys->key[i], t))
 			continue;
@@ -426,23 +504,17 @@ check_dates(const struct json_value *c, const struct checks *ck, char *err,
 	if (!has_exp && ck->require_exp)
 		return say(JWT_NO_EXP, err, errlen, "no exp claim");
 	if (has_exp && ck->now >= exp + ck->leeway)
-		return say(JWT_EXPIRED, err, errlen, "expired at %.0f, now is "
-		    "%.0f (leeway %.0f s)", exp, ck->now, ck->leeway);
+		return say(JWT_EXPIRED, err, errlen, "expired at %.17g, now is "
+		    "%.17g (leeway %.17g s)", exp, ck->now, ck->leeway);
 	if (has_nbf && ck->now + ck->leeway < nbf)
 		return say(JWT_NOT_YET_VALID, err, errlen, "not valid before "
-		    "%.0f, now is %.0f (leeway %.0f s)", nbf, ck->now,
+		    "%.17g, now is %.17g (leeway %.17g s)", nbf, ck->now,
 		    ck->leeway);
 	if (has_iat && ck->now + ck->leeway < iat)
-		return say(JWT_NOT_YET_VALID, err, errlen, "issued at %.0f, "
-		    "later than now, %.0f (leeway %.0f s)", iat, ck->now,
+		return say(JWT_NOT_YET_VALID, err, errlen, "issued at %.17g, "
+		    "later than now, %.17g (leeway %.17g s)", iat, ck->now,
 		    ck->leeway);
 	return JWT_OK;
-}
-
-static int
-string_is(const char *s, size_t len, const char *want)
-{
-	return len == strlen(want) && memcmp(s, want, len) == 0;
 }
 
 /* Does aud (a string, or an array of strings) hold want? 1 or 0, or -1
@@ -455,14 +527,14 @@ aud_holds(const struct json_value *aud, const char *want)
 	int found = 0;
 
 	if ((s = json_get_string(aud, &len)) != NULL)
-		return want != NULL && string_is(s, len, want);
+		return want != NULL && jwt_is(s, len, want);
 	if (json_type(aud) != JSON_ARRAY)
 		return -1;
 	for (size_t i = 0; i < json_len(aud); i++) {
 		if ((s = json_get_string(json_index(aud, i, NULL, NULL),
 		    &len)) == NULL)
 			return -1;
-		found |= want != NULL && string_is(s, len, want);
+		found |= want != NULL && jwt_is(s, len, want);
 	}
 	return found;
 }
@@ -483,7 +555,7 @@ check_parties(const struct json_value *c, const struct checks *ck,
 	if (aud != NULL && (held = aud_holds(aud, ck->audience)) == -1)
 		return say(JWT_MALFORMED, err, errlen, "aud is neither a string "
 		    "nor an array of strings");
-	if (ck->issuer != NULL && (s == NULL || !string_is(s, len, ck->issuer)))
+	if (ck->issuer != NULL && (s == NULL || !jwt_is(s, len, ck->issuer)))
 		return say(JWT_ISSUER, err, errlen, "iss is not the issuer "
 		    "expected");
 	if (ck->audience != NULL && !held)
@@ -497,22 +569,29 @@ check_parties(const struct json_value *c, const struct checks *ck,
 
 enum jwt_result
 jwt_verify(const struct jwt_keys *keys, const char *token, size_t len,
-    int64_t now, int64_t leeway, const char *issuer, const char *audience,
-    int require_exp, struct json **claims, char *err, size_t errlen)
+    int64_t now, const struct jwt_policy *policy, struct json **claims,
+    char *err, size_t errlen)
 {
-	struct checks ck = { (double)now, (double)leeway, issuer, audience,
-	    require_exp };
+	struct checks ck = { (double)now, (double)policy->leeway,
+	    policy->issuer, policy->audience, policy->require_exp };
+	struct reading rd = { policy->typs != NULL ? policy->typs :
+	    JWT_TYPS_DEFAULT };
 	const struct json_value *c;
 	struct token t;
 	enum jwt_result r;
 
-	assert(keys->magic == JWT_KEYS_MAGIC && leeway >= 0);
+	assert(keys->magic == JWT_KEYS_MAGIC);
 	*claims = NULL;
+	if (strcmp(rd.typs, JWT_TYPS_ANY) == 0)
+		rd.typs = NULL;
+	if (policy->leeway < 0 || policy->leeway > JWT_LEEWAY_MAX)
+		return say(JWT_ERROR, err, errlen, "a leeway of %lld s: it must "
+		    "be 0 to %d", (long long)policy->leeway, JWT_LEEWAY_MAX);
 	if (len > JWT_TOKEN_MAX)
 		return say(JWT_TOO_LARGE, err, errlen, "a token of %zu bytes: "
 		    "at most %d are read", len, JWT_TOKEN_MAX);
 	memset(&t, 0, sizeof(t));
-	if ((r = read_token(&t, token, len, err, errlen)) == JWT_OK &&
+	if ((r = read_token(&t, token, len, &rd, err, errlen)) == JWT_OK &&
 	    (r = check_signature(keys, &t, err, errlen)) == JWT_OK &&
 	    (r = read_claims(&t, claims, err, errlen)) == JWT_OK) {
 		c = json_root(*claims);

@@ -20,6 +20,9 @@ struct json;
 #define JWT_KEYS_FILE_MAX	(1024 * 1024)	/* bytes of a key file */
 #define JWT_SECRET_MIN		32	/* bytes of an HMAC secret (HS256) */
 #define JWT_RSA_BITS_MIN	2048	/* RFC 7518 3.3 */
+#define JWT_LEEWAY_MAX		300	/* seconds of clock skew allowed */
+#define JWT_TYPS_DEFAULT	"JWT at+jwt"	/* RFC 7519 5.1, RFC 9068 2.1 */
+#define JWT_TYPS_ANY		"any"	/* typ is not looked at */
 
 /* ---- key sets ------------------------------------------------------- */
 
@@ -55,10 +58,13 @@ enum jwt_keys_format {
 struct jwt_keys;
 
 /*
- * Loads the file at path (at most JWT_KEYS_FILE_MAX bytes). The caller
- * decides, from the file's owner and mode, whether it may hold a secret
- * (allow_secrets): a secret file, or an oct key in a JWK Set, is an
- * error when not. NULL, with "path: what" in err, when the file holds
+ * Loads the file at path (at most JWT_KEYS_FILE_MAX bytes). It is opened
+ * without blocking (a FIFO or a device is refused, never waited on) and
+ * judged by fstat() of what was opened: it must be a regular file, and
+ * it may hold a secret (a secret file, or an oct key in a JWK Set) only
+ * when allow_secrets and it is private to its owner (no permission for
+ * group or others; owned by the effective user or root), as a systemd
+ * credential is. NULL, with "path: what" in err, when the file holds
  * anything wrong, or no key.
  */
 struct jwt_keys	*jwt_keys_load(const char *path, enum jwt_keys_format format,
@@ -79,6 +85,7 @@ enum jwt_result {
 	JWT_ALG_NONE,		/* "none" in any case */
 	JWT_ALG_UNSUPPORTED,	/* an alg Corral does not verify */
 	JWT_KEY_UNKNOWN,	/* no key with its kid, or none for its alg */
+	JWT_KID_NEEDED,		/* no kid, and more than one key fits its alg */
 	JWT_ALG_KEY_MISMATCH,	/* its kid names a key of another type */
 	JWT_BAD_SIGNATURE,
 	JWT_EXPIRED,
@@ -86,7 +93,19 @@ enum jwt_result {
 	JWT_NOT_YET_VALID,	/* nbf or iat later than now + leeway */
 	JWT_ISSUER,
 	JWT_AUDIENCE,
-	JWT_ERROR,		/* out of memory or a libcrypto failure */
+	JWT_ERROR,		/* out of memory, a libcrypto failure, or a
+				 * policy out of its bounds */
+};
+
+/* What a token is checked against besides its signature. */
+struct jwt_policy {
+	int64_t		 leeway;	/* seconds, 0 to JWT_LEEWAY_MAX */
+	const char	*issuer;	/* iss must be this; NULL: any */
+	const char	*audience;	/* aud must hold this; NULL: none */
+	/* typ values accepted, separated by spaces or commas; NULL:
+	 * JWT_TYPS_DEFAULT; JWT_TYPS_ANY: typ is not looked at. */
+	const char	*typs;
+	int		 require_exp;
 };
 
 /* Its name for logs and metrics: "ok", "malformed", "alg_none", ... */
@@ -96,25 +115,33 @@ const char	*jwt_result_name(enum jwt_result r);
  * Verifies token[0..len) with keys at now (seconds since the epoch).
  *
  * The header must be a JSON object with a supported alg, a typ (if
- * any) of "JWT" in any case, a kid (if any) that is a string, and no
- * crit. A kid picks the keys with that kid (a key without one is not
- * among them); without one, every key whose type fits the alg is tried.
- * Nothing of the payload is read before a signature verifies.
+ * any, and unless the policy ignores typ) that is one of the policy's
+ * typs, compared in any case and with or without "application/" before
+ * it (RFC 7515 4.1.9), a kid (if any) that is a string, and no crit. A
+ * kid picks the keys with that kid (a key without one is not among
+ * them), each tried in turn; without one, the one key whose type fits
+ * the alg is used, and a token without a kid is refused (JWT_KID_NEEDED)
+ * when more than one key fits: a set of several keys for one alg needs
+ * its tokens to name theirs. Nothing of the payload is read before a
+ * signature verifies.
  *
  * Then the claims: exp (a number, integer or not; required when
  * require_exp) must be later than now - leeway, nbf and iat no later
- * than now + leeway; iss must be issuer (NULL: any); aud, a string or
- * an array of strings, must hold audience, and a token with an aud is
- * refused when audience is NULL (RFC 7519 4.1.3). iss and aud must be
- * strings wherever they appear, and the dates numbers.
+ * than now + leeway; iss must be the policy's issuer (NULL: any); aud, a
+ * string or an array of strings, must hold its audience, and a token
+ * with an aud is refused when audience is NULL (RFC 7519 4.1.3). iss and
+ * aud must be strings wherever they appear, and the dates numbers. A
+ * leeway below 0 or over JWT_LEEWAY_MAX is refused (JWT_ERROR).
  *
  * JWT_OK with the claims (the payload object) in *claims, for the
  * caller to json_free(); otherwise *claims is NULL and err says why.
  */
 enum jwt_result	 jwt_verify(const struct jwt_keys *keys, const char *token,
-		    size_t len, int64_t now, int64_t leeway, const char *issuer,
-		    const char *audience, int require_exp, struct json **claims,
-		    char *err, size_t errlen);
+		    size_t len, int64_t now, const struct jwt_policy *policy,
+		    struct json **claims, char *err, size_t errlen);
+/* 0, or -1 with why in err when typs (a policy's) is empty or names a
+ * value longer than a typ may be. */
+int		 jwt_typs_valid(const char *typs, char *err, size_t errlen);
 
 /* ---- claims for a cache key ----------------------------------------- */
 
@@ -131,7 +158,8 @@ int		 jwt_claims_valid(const char *names, char *err,
  * hash of: for each name in the list's order, the name as the list
  * writes it, then a space and the value's canonical JSON text
  * (json_write(): an object's members sorted by name, an array in its
- * order, a number as the token wrote it), then a newline; a claim that
+ * order, a number in one form whichever way the token wrote it), then a
+ * newline; a claim that
  * is absent is its name and the newline alone, so it differs from one
  * that is null. No name holds a space or newline and no canonical text
  * a newline, so the text has one reading. *out (malloc'd, with a NUL

@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <strings.h>
 
 #include <openssl/evp.h>
 
@@ -49,6 +51,29 @@ extern const struct jwt_alg_info jwt_algs[JWT_ALG_COUNT];
 
 /* The alg named name[0..len) exactly, or -1. */
 int	jwt_alg_find(const char *name, size_t len);
+
+/* Is s[0..len) word exactly? */
+static inline int
+jwt_is(const char *s, size_t len, const char *word)
+{
+	return len == strlen(word) && memcmp(s, word, len) == 0;
+}
+
+/* Is s[0..len) word in any case? */
+static inline int
+jwt_is_caseless(const char *s, size_t len, const char *word)
+{
+	return len == strlen(word) && strncasecmp(s, word, len) == 0;
+}
+
+/* Does s[0..len) start with prefix? */
+static inline int
+jwt_starts(const char *s, size_t len, const char *prefix)
+{
+	size_t k = strlen(prefix);
+
+	return len >= k && memcmp(s, prefix, k) == 0;
+}
 
 struct jwt_key {
 	char		*kid;		/* NULL: none */

@@ -39,6 +39,8 @@
 #define EC_UNCOMPRESSED	0x04	/* SEC 1 2.3.3: a point as 04 || x || y */
 #define EC_COORD_MAX	48	/* bytes of a P-384 coordinate */
 #define ED25519_KEY_LEN	32	/* RFC 8032 5.1.5 */
+#define ED25519_ALG_ALIAS "Ed25519"	/* a JWK's alg taken as EdDSA */
+#define BLANKS		" \t\r\n"
 
 const struct jwt_alg_info jwt_algs[JWT_ALG_COUNT] = {
 	[JWT_HS256] = { "HS256", FAMILY_HMAC, "SHA256", 32 },
@@ -80,17 +82,11 @@ say(char *why, size_t whylen, const char *fmt, ...)
 	return -1;
 }
 
-static int
-is(const char *s, size_t len, const char *word)
-{
-	return len == strlen(word) && memcmp(s, word, len) == 0;
-}
-
 int
 jwt_alg_find(const char *name, size_t len)
 {
 	for (int a = 0; a < JWT_ALG_COUNT; a++)
-		if (is(name, len, jwt_algs[a].name))
+		if (jwt_is(name, len, jwt_algs[a].name))
 			return a;
 	return -1;
 }
@@ -245,14 +241,6 @@ add_secret(struct jwt_keys *keys, const unsigned char *secret, size_t len,
 
 /* ---- PEM ---------------------------------------------------------------- */
 
-static int
-starts(const char *line, size_t n, const char *prefix)
-{
-	size_t k = strlen(prefix);
-
-	return n >= k && memcmp(line, prefix, k) == 0;
-}
-
 /* The line at *pp (before end), without its line end or trailing blanks,
  * in *line: its length. *pp moves past it. */
 static size_t
@@ -281,7 +269,7 @@ block_end(const char **pp, const char *end, const char *begin, size_t n,
 		len = next_line(pp, end, &line);
 		(*lineno)++;
 		if (len == strlen(PEM_END) + labellen &&
-		    starts(line, len, PEM_END) &&
+		    jwt_starts(line, len, PEM_END) &&
 		    memcmp(line + strlen(PEM_END), label, labellen) == 0)
 			return 0;
 	}
@@ -380,13 +368,13 @@ load_pem(struct jwt_keys *keys, const char *text, size_t len, char *why,
 		begin = p;
 		n = next_line(&p, end, &line);
 		lineno++;
-		if (starts(line, n, KID_LINE)) {
+		if (jwt_starts(line, n, KID_LINE)) {
 			if (kid != NULL || kid_of(line, n, &kid, &kidlen) == -1)
 				return say(why, whylen, "line %zu: an empty kid "
 				    "or a second one before a key", lineno);
 			kidline = lineno;
 		} else if (n > 0 && line[0] != '#') {
-			if (!starts(line, n, PEM_BEGIN))
+			if (!jwt_starts(line, n, PEM_BEGIN))
 				return say(why, whylen, "line %zu: neither a "
 				    "comment nor a PEM block", lineno);
 			first = lineno;
@@ -504,7 +492,7 @@ jwk_ec(const struct json_value *jwk, EVP_PKEY **pkey, char *why,
 	if ((crv = member_string(jwk, "crv", &crvlen)) == NULL)
 		return say(why, whylen, "no crv string");
 	for (size_t i = 0; i < sizeof(curves) / sizeof(curves[0]); i++)
-		if (is(crv, crvlen, curves[i].jwk))
+		if (jwt_is(crv, crvlen, curves[i].jwk))
 			c = &curves[i];
 	if (c == NULL)
 		return 0;
@@ -544,7 +532,7 @@ jwk_okp(const struct json_value *jwk, EVP_PKEY **pkey, char *why,
 
 	if ((crv = member_string(jwk, "crv", &crvlen)) == NULL)
 		return say(why, whylen, "no crv string");
-	if (!is(crv, crvlen, "Ed25519"))
+	if (!jwt_is(crv, crvlen, "Ed25519"))
 		return 0;	/* Ed448, X25519: not verified here */
 	if (member_bytes(jwk, "x", &x, &xlen, why, whylen) == -1)
 		return -1;
@@ -568,11 +556,11 @@ jwk_pkey(const struct json_value *jwk, const char *kty, size_t ktylen,
 	if (json_member(jwk, "d", 1) != NULL)
 		return say(why, whylen, "a private key (d): give the public "
 		    "key only");
-	if (is(kty, ktylen, "RSA"))
+	if (jwt_is(kty, ktylen, "RSA"))
 		return (*pkey = jwk_rsa(jwk, why, whylen)) != NULL ? 1 : -1;
-	if (is(kty, ktylen, "EC"))
+	if (jwt_is(kty, ktylen, "EC"))
 		return jwk_ec(jwk, pkey, why, whylen);
-	if (is(kty, ktylen, "OKP"))
+	if (jwt_is(kty, ktylen, "OKP"))
 		return jwk_okp(jwk, pkey, why, whylen);
 	return 0;
 }
@@ -594,7 +582,7 @@ jwk_wanted(const struct json_value *jwk, int *alg, char *why, size_t whylen)
 	if ((v = json_member(jwk, "use", 3)) != NULL) {
 		if ((s = json_get_string(v, &len)) == NULL)
 			return say(why, whylen, "a use that is not a string");
-		if (!is(s, len, "sig"))
+		if (!jwt_is(s, len, "sig"))
 			return 0;
 	}
 	if ((ops = json_member(jwk, "key_ops", 7)) != NULL) {
@@ -605,7 +593,7 @@ jwk_wanted(const struct json_value *jwk, int *alg, char *why, size_t whylen)
 			    &len)) == NULL)
 				return say(why, whylen, "key_ops with a "
 				    "member that is not a string");
-			verify |= is(s, len, "verify");
+			verify |= jwt_is(s, len, "verify");
 		}
 		if (!verify)
 			return 0;
@@ -613,7 +601,11 @@ jwk_wanted(const struct json_value *jwk, int *alg, char *why, size_t whylen)
 	if ((v = json_member(jwk, "alg", 3)) != NULL) {
 		if ((s = json_get_string(v, &len)) == NULL)
 			return say(why, whylen, "an alg that is not a string");
-		if ((*alg = jwt_alg_find(s, len)) == -1)
+		/* "Ed25519" for EdDSA, as some issuers write it (the
+		 * curve's name, not RFC 8037's alg). */
+		if (jwt_is(s, len, ED25519_ALG_ALIAS))
+			*alg = JWT_EDDSA;
+		else if ((*alg = jwt_alg_find(s, len)) == -1)
 			return 0;
 	}
 	return 1;
@@ -658,7 +650,7 @@ jwk_add(struct jwt_keys *keys, const struct json_value *jwk,
 		return say(why, whylen, "a kid that is not a string");
 	if ((rc = jwk_wanted(jwk, &alg, why, whylen)) <= 0)
 		return rc;
-	if (is(kty, ktylen, "oct"))
+	if (jwt_is(kty, ktylen, "oct"))
 		return jwk_oct(keys, jwk, allow_secrets, kid, kidlen, alg, why,
 		    whylen);
 	if ((rc = jwk_pkey(jwk, kty, ktylen, &pkey, why, whylen)) <= 0)
@@ -690,6 +682,25 @@ load_jwks(struct jwt_keys *keys, const char *text, size_t len,
 
 /* ---- secrets, files and sets ------------------------------------------- */
 
+/*
+ * A secret that is a public key's file, or a key set, given as a secret
+ * by mistake: a PEM block anywhere in it, or a first byte past blanks
+ * that opens a JSON object or a comment. Taken as a secret, a public
+ * key would let anyone who has it sign (the RSA-as-HMAC confusion).
+ */
+static int
+secret_is_a_key_file(const unsigned char *data, size_t len)
+{
+	const char *p = (const char *)data;
+	size_t i = 0;
+
+	if (memmem(p, len, PEM_BEGIN, strlen(PEM_BEGIN)) != NULL)
+		return 1;
+	while (i < len && strchr(BLANKS, p[i]) != NULL && p[i] != '\0')
+		i++;
+	return i < len && (p[i] == '{' || p[i] == '#');
+}
+
 static int
 load_secret(struct jwt_keys *keys, const unsigned char *data, size_t len,
     int allow_secrets, char *why, size_t whylen)
@@ -697,23 +708,37 @@ load_secret(struct jwt_keys *keys, const unsigned char *data, size_t len,
 	if (!allow_secrets)
 		return say(why, whylen, "an HMAC secret, where secrets are not "
 		    "allowed");
-	if (starts((const char *)data, len, PEM_BEGIN))
-		return say(why, whylen, "a PEM file, not an HMAC secret");
+	if (secret_is_a_key_file(data, len))
+		return say(why, whylen, "a PEM block, a JWK Set or a commented "
+		    "key file, not an HMAC secret");
 	return add_secret(keys, data, len, NULL, 0, -1, why, whylen);
 }
 
-/* The file at path into *data (malloc'd, *len bytes). */
+/* May the file st describes hold a secret? Private to its owner: no
+ * permission for group or others, owned by us or root. */
 static int
-read_file(const char *path, char **data, size_t *len, char *err,
-    size_t errlen)
+is_private(const struct stat *st)
+{
+	return (st->st_mode & (S_IRWXG | S_IRWXO)) == 0 &&
+	    (st->st_uid == geteuid() || st->st_uid == 0);
+}
+
+/* The file at path into *data (malloc'd, *len bytes); *private: whether
+ * what was opened is private to its owner. Opened without blocking and
+ * judged by fstat() of the descriptor, never by a name looked up again. */
+static int
+read_file(const char *path, char **data, size_t *len, int *private,
+    char *err, size_t errlen)
 {
 	struct stat st;
 	ssize_t got;
 	int fd;
 
 	*len = 0;
+	*private = 0;
 	if ((*data = malloc(JWT_KEYS_FILE_MAX + 1)) == NULL ||
-	    (fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) == -1) {
+	    (fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) ==
+	    -1) {
 		snprintf(err, errlen, "%s: cannot open: %s", path,
 		    strerror(*data == NULL ? ENOMEM : errno));
 		return -1;
@@ -722,6 +747,7 @@ read_file(const char *path, char **data, size_t *len, char *err,
 		snprintf(err, errlen, "%s: not a regular file", path);
 		goto fail;
 	}
+	*private = is_private(&st);
 	while (*len <= JWT_KEYS_FILE_MAX && (got = read(fd, *data + *len,
 	    JWT_KEYS_FILE_MAX + 1 - *len)) != 0) {
 		if (got == -1 && errno == EINTR)
@@ -747,10 +773,11 @@ jwt_keys_load(const char *path, enum jwt_keys_format format,
 	struct jwt_keys *keys = NULL;
 	char *data;
 	size_t len;
+	int private;
 
-	if (read_file(path, &data, &len, err, errlen) == 0)
-		keys = jwt_keys_parse(path, data, len, format, allow_secrets,
-		    err, errlen);
+	if (read_file(path, &data, &len, &private, err, errlen) == 0)
+		keys = jwt_keys_parse(path, data, len, format,
+		    allow_secrets && private, err, errlen);
 	if (data != NULL)
 		OPENSSL_cleanse(data, len);	/* it may be a secret */
 	free(data);

@@ -49,26 +49,46 @@ digest_final(struct digest *d, unsigned char out[DIGEST_LEN])
 	return d->failed ? -1 : 0;
 }
 
+/*
+ * libcrypto's HMAC, fetched once for the process and kept (a fetch looks
+ * the algorithm up by name each time). Each worker is one thread.
+ */
+static EVP_MAC *
+hmac(void)
+{
+	static EVP_MAC *mac;
+
+	if (mac == NULL)
+		mac = EVP_MAC_fetch(NULL, HMAC_NAME, NULL);
+	return mac;
+}
+
+/* A context for HMAC over md keyed with key, or NULL. */
+static EVP_MAC_CTX *
+hmac_ctx(const char *md, const void *key, size_t keylen)
+{
+	OSSL_PARAM params[2];
+	EVP_MAC_CTX *ctx;
+	EVP_MAC *mac;
+
+	if ((mac = hmac()) == NULL || (ctx = EVP_MAC_CTX_new(mac)) == NULL)
+		return NULL;
+	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+	    (char *)md, 0);
+	params[1] = OSSL_PARAM_construct_end();
+	if (EVP_MAC_init(ctx, keylen > 0 ? key : no_key, keylen, params) !=
+	    1) {
+		EVP_MAC_CTX_free(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
 void
 digest_hmac_init(struct digest_hmac *m, const void *key, size_t keylen)
 {
-	OSSL_PARAM params[2];
-	EVP_MAC *mac;
-
-	m->failed = 0;
-	m->ctx = NULL;
-	if ((mac = EVP_MAC_fetch(NULL, HMAC_NAME, NULL)) == NULL) {
-		m->failed = 1;
-		return;
-	}
-	m->ctx = EVP_MAC_CTX_new(mac);
-	EVP_MAC_free(mac);	/* the context holds its own reference */
-	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
-	    (char *)HMAC_DIGEST, 0);
-	params[1] = OSSL_PARAM_construct_end();
-	if (m->ctx == NULL || EVP_MAC_init(m->ctx, keylen > 0 ? key : no_key,
-	    keylen, params) != 1)
-		m->failed = 1;
+	m->ctx = hmac_ctx(HMAC_DIGEST, key, keylen);
+	m->failed = m->ctx == NULL;
 }
 
 void
@@ -89,4 +109,19 @@ digest_hmac_final(struct digest_hmac *m, unsigned char out[DIGEST_LEN])
 	EVP_MAC_CTX_free(m->ctx);
 	m->ctx = NULL;
 	return m->failed ? -1 : 0;
+}
+
+int
+digest_mac(const char *md, const void *key, size_t keylen, const void *msg,
+    size_t len, unsigned char *out, size_t outcap, size_t *outlen)
+{
+	EVP_MAC_CTX *ctx = hmac_ctx(md, key, keylen);
+	int rc = -1;
+
+	*outlen = 0;
+	if (ctx != NULL && (len == 0 || EVP_MAC_update(ctx, msg, len) == 1) &&
+	    EVP_MAC_final(ctx, out, outlen, outcap) == 1)
+		rc = 0;
+	EVP_MAC_CTX_free(ctx);
+	return rc;
 }

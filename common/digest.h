@@ -12,6 +12,9 @@
  * final's result need be checked (a digest a caller uses without
  * checking could be one shared by every input). Every init must be
  * matched by a final, which frees the context whatever happened.
+ *
+ * This is the one module of Corral that hashes: cache keys' digests
+ * (cache/cache_keyrule.c) and JWT HMACs (auth/) come here.
  */
 
 #include <stddef.h>
@@ -45,5 +48,13 @@ void	digest_hmac_init(struct digest_hmac *m, const void *key,
 void	digest_hmac_update(struct digest_hmac *m, const void *p, size_t len);
 int	digest_hmac_final(struct digest_hmac *m, unsigned char out[DIGEST_LEN])
 	    __attribute__((warn_unused_result));
+
+/* HMAC of msg with key over the digest md ("SHA256", "SHA384",
+ * "SHA512": libcrypto's names), in one call, into out[0..outcap): 0 with
+ * its length in *outlen, or -1. */
+#define DIGEST_MAC_MAX		64	/* bytes of the largest (SHA-512) */
+int	digest_mac(const char *md, const void *key, size_t keylen,
+	    const void *msg, size_t len, unsigned char *out, size_t outcap,
+	    size_t *outlen) __attribute__((warn_unused_result));
 
 #endif

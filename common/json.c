@@ -25,6 +25,9 @@
 #define SURROGATE_END	0xe000
 #define SURROGATE_BASE	0x10000
 #define SURROGATE_BITS	10
+#define NUMBER_INT_DIGITS 21	/* digits of an integer written out whole */
+#define NUMBER_EXP_MAX	1000000000LL	/* an exponent read as a value */
+#define NUMBER_EXP_TEXT	32	/* bytes of "e" and an exponent */
 
 struct json_value {
 	enum json_type		 type;
@@ -733,6 +736,92 @@ put_string(struct out *o, const char *s, size_t len)
 	put(o, "\"", 1);
 }
 
+/* A number's exponent, its sign included, from p (past the 'e'): 0, or
+ * -1 when it is past NUMBER_EXP_MAX. */
+static int
+exponent(const char *p, const char *end, long long *e)
+{
+	int neg = 0;
+
+	*e = 0;
+	if (p < end && (*p == '+' || *p == '-'))
+		neg = *p++ == '-';
+	for (; p < end; p++)
+		if ((*e = *e * 10 + (*p - '0')) > NUMBER_EXP_MAX)
+			return -1;
+	if (neg)
+		*e = -*e;
+	return 0;
+}
+
+/*
+ * A number's text (valid: number_at() read it) as its value in one form:
+ * its significant digits D, without leading or trailing zeros, and the
+ * power of ten E they are scaled by; then D and E zeros when the value
+ * is an integer of at most NUMBER_INT_DIGITS digits, else D, 'e' and E.
+ * 1, 1.0, 1e0 and 10E-1 are all "1"; 1.5 is "15e-1"; -0 is "0". The
+ * value is kept exactly (no double between): two numbers are one text
+ * only when they are one value. An exponent past NUMBER_EXP_MAX is
+ * written as the text gave it (still one value to one text).
+ */
+static void
+put_number(struct out *o, const char *s, size_t len)
+{
+	const char *p = s, *end = s + len, *digits, *frac = NULL;
+	size_t ndig, nint, lead = 0, trail = 0, nfrac = 0;
+	long long e = 0, scale;
+	int neg = 0;
+	char buf[NUMBER_EXP_TEXT];
+
+	if (p < end && *p == '-') {
+		neg = 1;
+		p++;
+	}
+	digits = p;
+	while (p < end && *p >= '0' && *p <= '9')
+		p++;
+	nint = (size_t)(p - digits);
+	if (p < end && *p == '.') {
+		frac = ++p;
+		while (p < end && *p >= '0' && *p <= '9')
+			p++;
+		nfrac = (size_t)(p - frac);
+	}
+	if (p < end && (*p == 'e' || *p == 'E') &&
+	    exponent(p + 1, end, &e) == -1) {
+		put(o, s, len);		/* out of reach: as the text gave it */
+		return;
+	}
+	/* The digits D run over the integer part and the fraction. */
+	ndig = nint + nfrac;
+#define DIGIT(i) ((i) < nint ? digits[(i)] : frac[(i) - nint])
+	while (lead < ndig && DIGIT(lead) == '0')
+		lead++;
+	if (lead == ndig) {
+		put(o, "0", 1);
+		return;
+	}
+	while (DIGIT(ndig - 1 - trail) == '0')
+		trail++;
+	scale = e - (long long)nfrac + (long long)trail;
+	if (neg)
+		put(o, "-", 1);
+	for (size_t i = lead; i < ndig - trail; i++) {
+		char d = DIGIT(i);
+
+		put(o, &d, 1);
+	}
+#undef DIGIT
+	if (scale >= 0 && (long long)(ndig - trail - lead) + scale <=
+	    NUMBER_INT_DIGITS) {
+		for (long long i = 0; i < scale; i++)
+			put(o, "0", 1);
+		return;
+	}
+	snprintf(buf, sizeof(buf), "e%lld", scale);
+	put(o, buf, strlen(buf));
+}
+
 static void
 put_value(struct out *o, const struct json_value *v)
 {
@@ -746,7 +835,7 @@ put_value(struct out *o, const struct json_value *v)
 		put(o, v->len ? "true" : "false", v->len ? 4 : 5);
 		return;
 	case JSON_NUMBER:
-		put(o, v->s, v->len);
+		put_number(o, v->s, v->len);
 		return;
 	case JSON_STRING:
 		put_string(o, v->s, v->len);

@@ -81,7 +81,9 @@ int		 json_get_bool(const struct json_value *v, int *out);
 
 /*
  * The canonical text of v: no whitespace, an object's members in name
- * order, numbers as the document gave them, strings with '"' and '\'
+ * order, a number in one form for its value however the document wrote
+ * it (1, 1.0, 1e0 and 10E-1 are "1", -0 is "0", 1.5 is "15e-1"; exact,
+ * never through a double), strings with '"' and '\'
  * escaped as \" and \\, \b \f \n \r \t for those controls, every other
  * control as \u00XX (lower-case hex), and every other character as its
  * UTF-8 bytes. Two values with the same text are the same value.

@@ -437,13 +437,42 @@ t_canonical_text_sorts_members_and_escapes_minimally(void)
 	CHECK_STR(canon(" { \"b\" : [ 1 , 2.50 ] , \"a\" : \"x\\u0001\\\"\\\\"
 	    "\\/\\u00e9\\ud83d\\ude00\" , \"c\" : { \"z\" : null , \"y\" : true ,"
 	    " \"x\" : false } , \"d\" : { } , \"e\" : [ ] } "),
-	    "{\"a\":\"x\\u0001\\\"\\\\/\xc3\xa9\xf0\x9f\x98\x80\",\"b\":[1,2.50],"
+	    "{\"a\":\"x\\u0001\\\"\\\\/\xc3\xa9\xf0\x9f\x98\x80\",\"b\":[1,25e-1],"
 	    "\"c\":{\"x\":false,\"y\":true,\"z\":null},\"d\":{},\"e\":[]}");
-	CHECK_STR(canon("1E+2"), "1E+2");
+	CHECK_STR(canon("1E+2"), "100");
 	CHECK_STR(canon("[\"\\u0008\\u000c\\u000A\\u000d\\u0009\"]"),
 	    "[\"\\b\\f\\n\\r\\t\"]");
 	CHECK_STR(canon("{\"\\u0062\":1,\"a\":[3,2,1]}"),
 	    "{\"a\":[3,2,1],\"b\":1}");
+}
+
+/* A number is written by its value: every text of one value is one
+ * text, and two values are never one. */
+static void
+t_canonical_numbers_are_one_text_per_value(void)
+{
+	const char *one[] = { "1", "1.0", "1e0", "10E-1", "0.1e1", "1.000e+0",
+	    "100e-2", "1E0" };
+	const char *zero[] = { "0", "-0", "0.0", "-0.0e5", "0e-7", "-0E+0" };
+
+	for (size_t i = 0; i < sizeof(one) / sizeof(one[0]); i++)
+		CHECK_STR(canon(one[i]), "1");
+	for (size_t i = 0; i < sizeof(zero) / sizeof(zero[0]); i++)
+		CHECK_STR(canon(zero[i]), "0");
+	CHECK_STR(canon("-12.50"), "-125e-1");
+	CHECK_STR(canon("-1.25e1"), "-125e-1");
+	CHECK_STR(canon("1700000000"), "1700000000");
+	CHECK_STR(canon("17e8"), "1700000000");
+	CHECK_STR(canon("0.001"), "1e-3");
+	CHECK_STR(canon("1e20"), "100000000000000000000");
+	CHECK_STR(canon("1e21"), "1e21");
+	CHECK_STR(canon("120e20"), "12e21");
+	/* Past a double's precision, two integers stay two. */
+	CHECK_STR(canon("12345678901234567891"), "12345678901234567891");
+	CHECK_STR(canon("12345678901234567892"), "12345678901234567892");
+	CHECK_STR(canon("[1,1.0,-0]"), "[1,1,0]");
+	/* An exponent too large to take as a value: the text as it came. */
+	CHECK_STR(canon("1e99999999999"), "1e99999999999");
 }
 
 static void
@@ -489,5 +518,6 @@ main(void)
 	RUN(t_invalid_paths_are_told_apart);
 	RUN(t_canonical_text_sorts_members_and_escapes_minimally);
 	RUN(t_canonical_text_is_cut_as_snprintf_cuts);
+	RUN(t_canonical_numbers_are_one_text_per_value);
 	return unit_exit();
 }

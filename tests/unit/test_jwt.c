@@ -170,8 +170,8 @@ t_every_alg_verifies_a_token_it_signed_with_or_without_a_kid(void)
 		t = tok(hdr(talgs[i].name, NULL), claims(""), talgs[i].name, &s);
 		CHECK(verify(all, t) == JWT_OK);
 	}
-	CHECK(jwt_verify(all, t, strlen(t), NOW, 0, NULL, NULL, 1, &c,
-	    unit_err, sizeof(unit_err)) == JWT_OK);
+	CHECK(jwt_verify(all, t, strlen(t), NOW, &plain, &c, unit_err,
+	    sizeof(unit_err)) == JWT_OK);
 	CHECK(c != NULL && unit_err[0] == '\0');
 	CHECK_STR(json_get_string(json_member(json_root(c), "sub", 3), NULL),
 	    "u1");
@@ -187,6 +187,7 @@ t_the_rfc_example_tokens_verify(void)
 	    "ODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ";
 	char a1[TOK_COPY], a3[TOK_COPY], ed8037[TOK_COPY];
 	struct jwt_keys *k;
+	struct jwt_policy joe = { 0, "joe", NULL, NULL, 1 };
 	struct json *c = NULL;
 	int root = 0;
 
@@ -205,8 +206,8 @@ t_the_rfc_example_tokens_verify(void)
 	    "6HLN_tue659LNpXW6pCyStikYjKIWI5a0\"},{\"kty\":\"OKP\",\"crv\":"
 	    "\"Ed25519\",\"x\":\"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo\"}"
 	    "]}", 1)) != NULL);
-	CHECK(jwt_verify(k, a1, strlen(a1), RFC_NOW, 0, "joe", NULL, 1, &c,
-	    unit_err, sizeof(unit_err)) == JWT_OK);
+	CHECK(jwt_verify(k, a1, strlen(a1), RFC_NOW, &joe, &c, unit_err,
+	    sizeof(unit_err)) == JWT_OK);
 	CHECK(json_get_bool(json_path(json_root(c),
 	    "http://example\\.com/is_root"), &root) == 0 && root == 1);
 	json_free(&c);
@@ -297,7 +298,24 @@ t_an_rsa_public_key_used_as_an_hmac_secret_is_refused(void)
 	jwt_keys_free(&k);
 	jwt_keys_free(&j);
 	CHECK(keys_of(JWT_KEYS_SECRET, pem, 1) == NULL);
-	CHECK(strstr(unit_err, "a PEM file, not an HMAC secret") != NULL);
+	CHECK(strstr(unit_err, "not an HMAC secret") != NULL);
+	/* Nor when something comes before the PEM block: blanks, a
+	 * comment, a kid line, other text. */
+	snprintf(text, sizeof(text), "\n  %s", pem);
+	CHECK(keys_of(JWT_KEYS_SECRET, text, 1) == NULL);
+	snprintf(text, sizeof(text), "# kid: r1\n%s", pem);
+	CHECK(keys_of(JWT_KEYS_SECRET, text, 1) == NULL);
+	snprintf(text, sizeof(text), "the key is:%s", pem);
+	CHECK(keys_of(JWT_KEYS_SECRET, text, 1) == NULL);
+	CHECK(strstr(unit_err, "not an HMAC secret") != NULL);
+	/* A JWK Set given as a secret, past blanks too. */
+	snprintf(text, sizeof(text), " \t\r\n{\"keys\":[%s]}", jwk);
+	CHECK(keys_of(JWT_KEYS_SECRET, text, 1) == NULL);
+	CHECK(strstr(unit_err, "not an HMAC secret") != NULL);
+	/* A secret of ordinary bytes with '{' or '#' inside is one. */
+	CHECK((k = keys_of(JWT_KEYS_SECRET, "0123456789abcdef{0123456789#abcdef",
+	    1)) != NULL);
+	jwt_keys_free(&k);
 }
 
 /* The token a's header and signature around b's payload. */
@@ -380,8 +398,10 @@ t_every_key_a_token_may_name_is_tried(void)
 	struct jwt_keys *k;
 
 	CHECK((k = two_rsa(NULL, NULL)) != NULL);
+	/* Two keys for RS256 and no kid: which one is not guessed. */
 	CHECK(verify(k, tok(hdr("RS256", NULL), claims(""), "RS256", &s)) ==
-	    JWT_OK);
+	    JWT_KID_NEEDED);
+	CHECK(strstr(unit_err, "no kid") != NULL);
 	CHECK(verify(k, tok(hdr("ES256", NULL), claims(""), "RS256", &s)) ==
 	    JWT_KEY_UNKNOWN);
 	jwt_keys_free(&k);
@@ -391,7 +411,7 @@ t_every_key_a_token_may_name_is_tried(void)
 	CHECK(verify(k, tok(hdr("PS384", "a"), claims(""), "PS384", &s)) ==
 	    JWT_BAD_SIGNATURE);
 	CHECK(verify(k, tok(hdr("PS384", NULL), claims(""), "PS384", &s)) ==
-	    JWT_OK);
+	    JWT_KID_NEEDED);
 	jwt_keys_free(&k);
 	CHECK((k = two_rsa("a", "a")) != NULL);
 	CHECK(verify(k, tok(hdr("RS512", "a"), claims(""), "RS512", &s)) ==
@@ -439,6 +459,7 @@ t_tokens_over_16_kib_are_refused_unread(void)
 static void
 t_exp_is_refused_from_exp_less_leeway_on(void)
 {
+	struct jwt_policy no_exp = { 0, NULL, NULL, NULL, 0 };
 	char p[TEXT_BUF];
 	struct json *c = NULL;
 	const char *t;
@@ -461,8 +482,8 @@ t_exp_is_refused_from_exp_less_leeway_on(void)
 	CHECK(verify_with(all, hs(p), NOW + 5, 0, NULL, NULL) == JWT_EXPIRED);
 	CHECK(verify(all, hs("{\"sub\":\"u1\"}")) == JWT_NO_EXP);
 	t = hs("{\"sub\":\"u1\"}");
-	CHECK(jwt_verify(all, t, strlen(t), NOW, 0, NULL, NULL, 0, &c,
-	    unit_err, sizeof(unit_err)) == JWT_OK);
+	CHECK(jwt_verify(all, t, strlen(t), NOW, &no_exp, &c, unit_err,
+	    sizeof(unit_err)) == JWT_OK);
 	json_free(&c);
 	CHECK(verify(all, hs("{\"exp\":\"1900000000\"}")) == JWT_MALFORMED);
 	CHECK(verify(all, hs("{\"exp\":1e400}")) == JWT_MALFORMED);
@@ -813,6 +834,117 @@ t_every_result_has_a_name_of_its_own(void)
 
 /* Claims that are arrays and objects come out canonical: an object's
  * members by name, an array in its order. */
+/* typ (RFC 7515 4.1.9, RFC 9068 2.1): "JWT" and "at+jwt" by default, in
+ * any case, with or without "application/"; a policy's own list; or
+ * typ not looked at. */
+static void
+t_typ_is_one_of_the_policys_list_with_or_without_application(void)
+{
+	struct signer s = by_secret(secret, sizeof(secret));
+	const char *deflt[] = { "JWT", "jwt", "application/JWT",
+	    "APPLICATION/jwt", "at+jwt", "application/at+JWT" };
+	const char *refused[] = { "JOSE", "application/", "application/JOSE",
+	    "JWT ", "text/JWT", "at+jwt;x" };
+	struct jwt_policy only = { 0, NULL, NULL, "application/dpop+jwt, x",
+	    1 }, any = { 0, NULL, NULL, JWT_TYPS_ANY, 1 };
+	struct json *c = NULL;
+	char h[ERR_BUF];
+	const char *t;
+
+	for (size_t i = 0; i < sizeof(deflt) / sizeof(deflt[0]); i++) {
+		snprintf(h, sizeof(h), "{\"alg\":\"HS256\",\"typ\":\"%s\"}",
+		    deflt[i]);
+		CHECK(verify(all, tok(h, claims(""), "HS256", &s)) == JWT_OK);
+	}
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		snprintf(h, sizeof(h), "{\"alg\":\"HS256\",\"typ\":\"%s\"}",
+		    refused[i]);
+		CHECK(verify(all, tok(h, claims(""), "HS256", &s)) ==
+		    JWT_MALFORMED);
+	}
+	t = tok("{\"alg\":\"HS256\",\"typ\":\"DPoP+JWT\"}", claims(""),
+	    "HS256", &s);
+	CHECK(jwt_verify(all, t, strlen(t), NOW, &only, &c, unit_err,
+	    sizeof(unit_err)) == JWT_OK);
+	json_free(&c);
+	t = tok("{\"alg\":\"HS256\",\"typ\":\"JWT\"}", claims(""), "HS256",
+	    &s);
+	CHECK(jwt_verify(all, t, strlen(t), NOW, &only, &c, unit_err,
+	    sizeof(unit_err)) == JWT_MALFORMED);
+	t = tok("{\"alg\":\"HS256\",\"typ\":7}", claims(""), "HS256", &s);
+	CHECK(jwt_verify(all, t, strlen(t), NOW, &any, &c, unit_err,
+	    sizeof(unit_err)) == JWT_OK);
+	json_free(&c);
+	CHECK(jwt_typs_valid(JWT_TYPS_DEFAULT, unit_err, sizeof(unit_err)) ==
+	    0 && jwt_typs_valid(JWT_TYPS_ANY, unit_err, sizeof(unit_err)) == 0);
+	CHECK(jwt_typs_valid(" , ", unit_err, sizeof(unit_err)) == -1);
+}
+
+/* The leeway is bounded: 0 to JWT_LEEWAY_MAX seconds, and a policy out
+ * of that is refused whatever the token. */
+static void
+t_a_leeway_below_0_or_over_the_maximum_is_refused(void)
+{
+	char p[TEXT_BUF];
+	const char *t;
+
+	snprintf(p, sizeof(p), "{\"exp\":%lld}", NOW);
+	t = hs(p);
+	CHECK(verify_with(all, t, NOW + JWT_LEEWAY_MAX - 1, JWT_LEEWAY_MAX,
+	    NULL, NULL) == JWT_OK);
+	CHECK(verify_with(all, t, NOW + JWT_LEEWAY_MAX, JWT_LEEWAY_MAX, NULL,
+	    NULL) == JWT_EXPIRED);
+	CHECK(verify_with(all, t, NOW - 10, JWT_LEEWAY_MAX + 1, NULL, NULL) ==
+	    JWT_ERROR);
+	CHECK(strstr(unit_err, "leeway") != NULL);
+	CHECK(verify_with(all, t, NOW - 10, -1, NULL, NULL) == JWT_ERROR);
+	CHECK(verify_with(all, t, NOW - 10, 86400, NULL, NULL) == JWT_ERROR);
+}
+
+/* Dates in errors keep their fraction and their size (%.17g). */
+static void
+t_dates_in_errors_are_written_whole(void)
+{
+	char p[TEXT_BUF];
+
+	snprintf(p, sizeof(p), "{\"exp\":%lld.25}", NOW);
+	CHECK(verify_with(all, hs(p), NOW + 1, 0, NULL, NULL) == JWT_EXPIRED);
+	CHECK(strstr(unit_err, "expired at 1700000000.25,") != NULL);
+	snprintf(p, sizeof(p), "{\"exp\":%lld,\"nbf\":1e300}", NOW + HOUR);
+	CHECK(verify(all, hs(p)) == JWT_NOT_YET_VALID);
+	CHECK(strstr(unit_err, "not valid before 1.0000000000000001e+300") !=
+	    NULL);
+}
+
+/* A claim's number keys by its value: 1, 1.0, 1e0 and 10E-1 are one
+ * claim set, and -0 is 0's. */
+static void
+t_claim_numbers_written_otherwise_make_the_same_set(void)
+{
+	const char *texts[] = { "1", "1.0", "1e0", "10E-1" };
+	char first[TEXT_BUF], more[TEXT_BUF];
+	struct json *c = NULL;
+	const char *t;
+	size_t len;
+	char *set;
+
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]) + 2; i++) {
+		snprintf(more, sizeof(more), ",\"tenant_id\":%s,\"role\":\"r\"",
+		    i < 4 ? texts[i] : i == 4 ? "-0" : "0");
+		t = hs(claims(more));
+		CHECK(jwt_verify(all, t, strlen(t), NOW, &plain, &c, unit_err,
+		    sizeof(unit_err)) == JWT_OK);
+		CHECK(jwt_claims_canon(c, "role tenant_id", &set, &len,
+		    unit_err, sizeof(unit_err)) == 0);
+		json_free(&c);
+		if (i == 0)
+			snprintf(first, sizeof(first), "%s", set);
+		CHECK_STR(set, i < 4 ? first : "role \"r\"\ntenant_id 0\n");
+		free(set);
+	}
+	CHECK_STR(first, "role \"r\"\ntenant_id 1\n");
+}
+
 static void
 t_verified_claims_make_one_canonical_claim_set(void)
 {
@@ -823,8 +955,8 @@ t_verified_claims_make_one_canonical_claim_set(void)
 
 	t = hs(claims(",\"roles\":[\"b\",\"a\"],\"app_metadata\":{\"tier\":"
 	    "1,\"org\":{\"name\":\"x\",\"id\":7}},\"tenant_id\":null"));
-	CHECK(jwt_verify(all, t, strlen(t), NOW, 0, NULL, NULL, 1, &c,
-	    unit_err, sizeof(unit_err)) == JWT_OK);
+	CHECK(jwt_verify(all, t, strlen(t), NOW, &plain, &c, unit_err,
+	    sizeof(unit_err)) == JWT_OK);
 	CHECK(jwt_claims_canon(c, "roles app_metadata.org tenant_id role "
 	    "app_metadata", &set, &len, unit_err, sizeof(unit_err)) == 0);
 	json_free(&c);
@@ -867,6 +999,10 @@ main(void)
 	RUN(t_hmac_algs_need_a_secret_as_long_as_their_hash);
 	RUN(t_verified_claims_make_one_canonical_claim_set);
 	RUN(t_every_result_has_a_name_of_its_own);
+	RUN(t_typ_is_one_of_the_policys_list_with_or_without_application);
+	RUN(t_a_leeway_below_0_or_over_the_maximum_is_refused);
+	RUN(t_dates_in_errors_are_written_whole);
+	RUN(t_claim_numbers_written_otherwise_make_the_same_set);
 	teardown();
 	return unit_exit();
 }

@@ -16,6 +16,7 @@
 #include <openssl/encoder.h>
 #include <openssl/x509.h>
 
+#include "common/util.h"
 #include "tests/unit/unit.h"
 #include "tests/unit/unit_jwt.h"
 
@@ -103,7 +104,8 @@ cert_of(EVP_PKEY *key, char *out, size_t outlen)
 	return bio_text(bio, ok, out, outlen);
 }
 
-/* Writes len bytes of data to the file name in the test directory. */
+/* Writes len bytes of data to the file name in the test directory,
+ * private to its owner (0600). */
 static const char *
 put_file(const char *name, const void *data, size_t len)
 {
@@ -111,7 +113,8 @@ put_file(const char *name, const void *data, size_t len)
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if ((f = fopen(path, "w")) == NULL || fwrite(data, 1, len, f) != len) {
+	if ((f = fopen(path, "w")) == NULL || fwrite(data, 1, len, f) != len ||
+	    fchmod(fileno(f), 0600) == -1) {
 		fprintf(stderr, "cannot write %s\n", path);
 		abort();
 	}
@@ -123,7 +126,7 @@ static void
 remove_files(void)
 {
 	static const char *const names[] = { "keys.pem", "keys.json",
-	    "secret", "big" };
+	    "secret", "big", "fifo" };
 	char path[PATH_BUF];
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -397,6 +400,75 @@ t_hmac_secret_files_are_read_whole(void)
 	    "or directory");
 }
 
+/* A secret is read only from a file private to its owner, judged on
+ * what was opened; a FIFO or a device is refused at once, not read. */
+static void
+t_secrets_only_from_private_files_and_never_a_fifo(void)
+{
+	static const mode_t shared[] = { 0640, 0604, 0660, 0644, 0610 };
+	char secret[40], fifo[PATH_BUF], pem[TEXT_BUF];
+	struct jwt_keys *k;
+	const char *path;
+	int64_t start;
+
+	memset(secret, 'q', sizeof(secret));
+	path = put_file("secret", secret, sizeof(secret));
+	CHECK((k = jwt_keys_load(path, JWT_KEYS_SECRET, 1, unit_err,
+	    sizeof(unit_err))) != NULL);
+	jwt_keys_free(&k);
+	CHECK(chmod(path, 0400) == 0);
+	CHECK((k = jwt_keys_load(path, JWT_KEYS_SECRET, 1, unit_err,
+	    sizeof(unit_err))) != NULL);
+	jwt_keys_free(&k);
+	for (size_t i = 0; i < sizeof(shared) / sizeof(shared[0]); i++) {
+		CHECK(chmod(path, shared[i]) == 0);
+		CHECK(jwt_keys_load(path, JWT_KEYS_SECRET, 1, unit_err,
+		    sizeof(unit_err)) == NULL);
+		CHECK(strstr(unit_err, "where secrets are not allowed") !=
+		    NULL);
+	}
+	/* A public key file needs no such care. */
+	pem_of(rsa, pem, sizeof(pem));
+	path = put_file("keys.pem", pem, strlen(pem));
+	CHECK(chmod(path, 0644) == 0);
+	CHECK((k = jwt_keys_load(path, JWT_KEYS_PEM, 1, unit_err,
+	    sizeof(unit_err))) != NULL);
+	jwt_keys_free(&k);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	CHECK(mkfifo(fifo, 0600) == 0);
+	start = util_mono_us();
+	CHECK(jwt_keys_load(fifo, JWT_KEYS_SECRET, 1, unit_err,
+	    sizeof(unit_err)) == NULL);
+	CHECK(strstr(unit_err, "not a regular file") != NULL);
+	CHECK(jwt_keys_load(fifo, JWT_KEYS_PEM, 0, unit_err,
+	    sizeof(unit_err)) == NULL);
+	CHECK(util_mono_us() - start < 5 * 1000000);	/* not a hang */
+	CHECK(jwt_keys_load("/dev/null", JWT_KEYS_PEM, 0, unit_err,
+	    sizeof(unit_err)) == NULL);
+	CHECK(strstr(unit_err, "not a regular file") != NULL);
+}
+
+/* "alg": "Ed25519" in a JWK is EdDSA, as some issuers write it. */
+static void
+t_a_jwk_alg_of_ed25519_is_eddsa(void)
+{
+	char text[FILE_BUF], j[TEXT_BUF];
+	struct signer s = by(ed);
+	struct jwt_keys *k;
+
+	snprintf(text, sizeof(text), "{\"keys\":[%s]}", jwk_of(ed,
+	    "\"kid\":\"d\",\"alg\":\"Ed25519\",", j, sizeof(j)));
+	CHECK((k = keys_of(JWT_KEYS_JWKS, text, 0)) != NULL);
+	CHECK(k != NULL && jwt_keys_count(k) == 1);
+	CHECK(verify(k, tok(hdr("EdDSA", "d"), claims(), "EdDSA", &s)) ==
+	    JWT_OK);
+	jwt_keys_free(&k);
+	/* On a key of another type it does not fit. */
+	snprintf(text, sizeof(text), "{\"keys\":[%s]}", jwk_of(ec256,
+	    "\"alg\":\"Ed25519\",", j, sizeof(j)));
+	CHECK(refused(JWT_KEYS_JWKS, text, 0, "alg EdDSA does not fit"));
+}
+
 /* The canonical claim set of the document text for names. */
 static const char *
 canon(const char *text, const char *names)
@@ -434,7 +506,7 @@ t_claim_sets_are_canonical_and_tell_absent_from_null(void)
 	    "app_metadata.org \"acme\"\n"
 	    "nul null\n"
 	    "missing\n"
-	    "app_metadata {\"a\":{\"x\":2,\"y\":1.0},\"org\":\"acme\",\"z\":[3,1]}\n"
+	    "app_metadata {\"a\":{\"x\":2,\"y\":1},\"org\":\"acme\",\"z\":[3,1]}\n"
 	    "arr [\"b\",\"a\"]\n"
 	    "u \"\xc3\xa9\\n\"\n"
 	    "https://x\\.io/t true\n"
@@ -506,6 +578,8 @@ main(void)
 	RUN(t_jwk_sets_with_a_wrong_key_are_refused);
 	RUN(t_documents_that_are_no_jwk_set_are_refused);
 	RUN(t_hmac_secret_files_are_read_whole);
+	RUN(t_secrets_only_from_private_files_and_never_a_fifo);
+	RUN(t_a_jwk_alg_of_ed25519_is_eddsa);
 	RUN(t_claim_sets_are_canonical_and_tell_absent_from_null);
 	RUN(t_the_same_claims_written_otherwise_make_the_same_set);
 	RUN(t_claim_name_lists_are_checked);

@@ -290,9 +290,10 @@ verify_with(const struct jwt_keys *keys, const char *token, long long now,
 {
 	struct json *claims = NULL;
 	enum jwt_result r;
+	struct jwt_policy p = { leeway, iss, aud, NULL, 1 };
 
-	r = jwt_verify(keys, token, strlen(token), now, leeway, iss, aud, 1,
-	    &claims, unit_err, sizeof(unit_err));
+	r = jwt_verify(keys, token, strlen(token), now, &p, &claims, unit_err,
+	    sizeof(unit_err));
 	if ((r == JWT_OK) != (claims != NULL)) {
 		fprintf(stderr, "claims do not follow the result\n");
 		abort();
@@ -300,6 +301,10 @@ verify_with(const struct jwt_keys *keys, const char *token, long long now,
 	json_free(&claims);
 	return r;
 }
+
+/* The policy of verify(): no leeway, issuer or audience, the default
+ * typs, exp required. */
+static const struct jwt_policy plain = { 0, NULL, NULL, NULL, 1 };
 
 /* At NOW, no leeway, no issuer or audience, exp required. */
 static inline enum jwt_result
