@@ -290,7 +290,7 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
 FUZZ_FLAGS   := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer
-FUZZ_TARGETS := entry conf key hdr frame
+FUZZ_TARGETS := entry conf key hdr frame json base64 jwt
 FUZZ_LINK     = @mkdir -p $(dir $@); \
                 $(FUZZ_CC) $(BASE) $(FUZZ_FLAGS) $(PKG_CFLAGS) -o $@ $(filter %.c,$^) \
                 $(PKG_LIBS) -lm
@@ -318,6 +318,16 @@ build/fuzz/fuzz_hdr: fuzz/fuzz_hdr.c proxy/proxy_hdr.c proxy/proxy_sf.c $(CONF_S
 	$(FUZZ_LINK)
 
 build/fuzz/fuzz_frame: fuzz/fuzz_frame.c proxy/proxy_frame.c proxy/proxy_chunk.c common/host.c $(wildcard */*.h)
+	$(FUZZ_LINK)
+
+build/fuzz/fuzz_json: fuzz/fuzz_json.c common/json.c $(wildcard */*.h)
+	$(FUZZ_LINK)
+
+build/fuzz/fuzz_base64: fuzz/fuzz_base64.c common/base64.c $(wildcard */*.h)
+	$(FUZZ_LINK)
+
+build/fuzz/fuzz_jwt: fuzz/fuzz_jwt.c auth/jwt.c auth/jwt_keys.c auth/jwt_claims.c common/json.c \
+                     common/base64.c common/digest.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
 build/fuzz/seed_entry: fuzz/seed_entry.c cache/cache_entry.c $(wildcard */*.h)

@@ -24,7 +24,7 @@
 #include <stddef.h>
 
 #include "cache/cache_key.h"
-#include "common/sha256.h"
+#include "common/digest.h"
 
 #define KEYRULE_SEP		'|'	/* between a key's parts */
 #define KEYRULE_DIGEST_HEX	32	/* 128 bits of HMAC-SHA-256 */
@@ -62,16 +62,20 @@ char	*keyrule_query(const char *query, const char *ignore,
 size_t	keyrule_header_value(const char *in, char *out, size_t outlen);
 
 /* A digest's hex digits: HMAC-SHA-256 over what keyrule_digest_part()
- * fed (each part length-prefixed, so parts never run together). */
+ * fed (each part length-prefixed, so parts never run together). hex
+ * returns -1 (and hex holds nothing) when libcrypto failed: a key must
+ * then not be made, never one shared by every failure. */
 struct keyrule_digest {
-	struct hmac256	 m;
+	struct digest_hmac	 m;
 };
 void	keyrule_digest_init(struct keyrule_digest *d, const void *secret,
 	    size_t secret_len, const char *label);
 void	keyrule_digest_part(struct keyrule_digest *d, const void *p,
 	    size_t len);
-void	keyrule_digest_hex(struct keyrule_digest *d,
-	    char hex[KEYRULE_DIGEST_HEX + 1]);
+int	keyrule_digest_hex(struct keyrule_digest *d,
+	    char hex[KEYRULE_DIGEST_HEX + 1]) __attribute__((warn_unused_result));
+/* Lets go of a digest begun and not wanted. */
+void	keyrule_digest_drop(struct keyrule_digest *d);
 
 /* What a key is made of. The URL's query is taken as it is: filter it
  * first with keyrule_query(). */
@@ -95,7 +99,9 @@ struct key_parts {
  * URL, its URL's tag (else ""). 0, or -1 on no memory. */
 int	keyrule_build(const struct key_parts *kp, char key[CACHE_KEY_MAX + 1],
 	    char tag[KEYRULE_TAG_MAX + 1]);
-/* The tag of the URL key url (keyrule_build()'s tag for its keys). */
-void	keyrule_url_tag(const char *url, char tag[KEYRULE_TAG_MAX + 1]);
+/* The tag of the URL key url (keyrule_build()'s tag for its keys). 0,
+ * or -1 when its digest failed. */
+int	keyrule_url_tag(const char *url, char tag[KEYRULE_TAG_MAX + 1])
+	    __attribute__((warn_unused_result));
 
 #endif

@@ -54,7 +54,8 @@ refresh_vary(struct refresh *rf)
 	if (strchr(rf->key, '\n') != NULL) {
 		snprintf(rep->variant, sizeof(rep->variant), "%s", rf->key);
 	} else {
-		vary_id(spec, &rf->headers, &vk, id);
+		if (vary_id(spec, &rf->headers, &vk, id) == -1)
+			return -1;
 		snprintf(rep->variant, sizeof(rep->variant), "%s\n%s", base, id);
 	}
 	vary_learn(rf->px, base, spec);

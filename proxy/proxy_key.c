@@ -173,7 +173,7 @@ body_digest(const struct conf *c, const struct conf_route *rt,
 		keyrule_digest_init(&d, c->key_secret, c->key_secret_len,
 		    "graphql");
 		if (graphql_read(body, len, &d) != GRAPHQL_QUERY) {
-			keyrule_digest_hex(&d, hex);	/* wipes it */
+			keyrule_digest_drop(&d);
 			return -1;
 		}
 	} else {
@@ -186,8 +186,7 @@ body_digest(const struct conf *c, const struct conf_route *rt,
 		keyrule_digest_part(&d, norm, strlen(norm));
 		keyrule_digest_part(&d, body, len);
 	}
-	keyrule_digest_hex(&d, hex);
-	return 0;
+	return keyrule_digest_hex(&d, hex);
 }
 
 /* Each "name=value" of a Cookie line named name: its value into d, and
@@ -258,7 +257,10 @@ credential_digest(const struct conf *c, const struct conf_route *rt,
 			    cookie, &ncookies);
 		}
 	}
-	keyrule_digest_hex(&d, hex);
+	if (keyrule_digest_hex(&d, hex) == -1) {
+		evbuffer_free(cookie);
+		return -1;
+	}
 	if (parts + ncookies == 0)
 		hex[0] = '\0';	/* anonymous: the URL's own entry */
 	evbuffer_add(cookie, "", 1);

@@ -552,8 +552,11 @@ req_join(struct req *req)
 		if (req->hand_kind == HAND_PASS)
 			return REQ_PASS;
 		/* Its key varies: on to its own variant. */
-		vary_variant(req->px, &req->rt, req->key, req->hand_vary,
-		    (&req->ev->in));
+		if (vary_variant(req->px, &req->rt, req->key, req->hand_vary,
+		    (&req->ev->in)) == -1) {
+			req->answer.outcome = OUT_UNAVAILABLE;
+			return REQ_DELIVER;
+		}
 		req->hand_vary = NULL;
 	}
 	req->t_join_us = util_mono_us();
@@ -632,7 +635,10 @@ recv_decide(struct req *req, const char *path)
 		break;
 	}
 	req->waiter.spec = &req->rk.spec;
-	vary_key(px, rt, req->key, (&req->ev->in));
+	if (vary_key(px, rt, req->key, (&req->ev->in)) == -1) {
+		req->answer.outcome = OUT_UNAVAILABLE;
+		return REQ_DELIVER;
+	}
 	return near_hit(req, rt) ? REQ_DELIVER : REQ_JOIN;
 }
 

@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * SHA-256 and HMAC-SHA-256 by libcrypto (common/digest.c): the published
- * vectors, and the same bytes as common/sha256.c for any input however
- * it is cut, so that one may replace the other.
+ * SHA-256 and HMAC by libcrypto (common/digest.c): the published
+ * vectors, and the same bytes for any input however it is cut. The
+ * keys made with them are pinned in test_keyrule.c.
  */
 
 #include "common/digest.h"
-#include "common/sha256.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -138,50 +137,48 @@ t_hmac_sha256_matches_rfc_4231(void)
 	    "3a35e2");
 }
 
-/* Feeds msg[0..len) to both in the same random pieces. */
+/* msg[0..len) fed in random pieces hashes as fed whole. */
 static int
 same_digest(const unsigned char *msg, size_t len)
 {
 	unsigned char a[DIGEST_LEN], b[DIGEST_LEN];
-	struct digest d;
-	struct sha256 s;
+	struct digest d, w;
 	size_t i = 0, n;
 
 	digest_init(&d);
-	sha256_init(&s);
 	while (i < len) {
 		n = (size_t)(next() % (len - i + 1));
 		digest_update(&d, msg + i, n);
-		sha256_update(&s, msg + i, n);
 		i += n;
 	}
-	sha256_final(&s, b);
-	return digest_final(&d, a) == 0 && memcmp(a, b, DIGEST_LEN) == 0;
+	digest_init(&w);
+	digest_update(&w, msg, len);
+	return digest_final(&d, a) == 0 && digest_final(&w, b) == 0 &&
+	    memcmp(a, b, DIGEST_LEN) == 0;
 }
 
+/* The same for HMAC, and the one-call digest_mac() agrees. */
 static int
 same_hmac(const unsigned char *key, size_t keylen, const unsigned char *msg,
     size_t len)
 {
-	unsigned char a[DIGEST_LEN], b[DIGEST_LEN];
+	unsigned char a[DIGEST_LEN], b[DIGEST_MAC_MAX];
 	struct digest_hmac d;
-	struct hmac256 s;
-	size_t i = 0, n;
+	size_t i = 0, n, blen = 0;
 
 	digest_hmac_init(&d, key, keylen);
-	hmac256_init(&s, key, keylen);
 	while (i < len) {
 		n = (size_t)(next() % (len - i + 1));
 		digest_hmac_update(&d, msg + i, n);
-		hmac256_update(&s, msg + i, n);
 		i += n;
 	}
-	hmac256_final(&s, b);
-	return digest_hmac_final(&d, a) == 0 && memcmp(a, b, DIGEST_LEN) == 0;
+	return digest_hmac_final(&d, a) == 0 && digest_mac("SHA256", key,
+	    keylen, msg, len, b, sizeof(b), &blen) == 0 && blen ==
+	    DIGEST_LEN && memcmp(a, b, DIGEST_LEN) == 0;
 }
 
 static void
-t_sha256_gives_sha256_c_bytes_for_every_length_and_cut(void)
+t_sha256_is_the_same_for_every_length_and_cut(void)
 {
 	static const size_t more[] = { 511, 512, 513, 1000, 4095, 4096, 65537 };
 	unsigned char *msg = malloc(more[6]);
@@ -203,7 +200,7 @@ t_sha256_gives_sha256_c_bytes_for_every_length_and_cut(void)
 }
 
 static void
-t_hmac_gives_sha256_c_bytes_for_every_key_length(void)
+t_hmac_is_the_same_for_every_key_length_and_cut(void)
 {
 	unsigned char key[KEY_LEN_MAX], msg[RANDOM_LEN_MAX];
 
@@ -215,24 +212,36 @@ t_hmac_gives_sha256_c_bytes_for_every_key_length(void)
 		CHECK(same_hmac(key, len % 70, msg, len));
 }
 
+/* RFC 4231 test case 2 with SHA-384 and SHA-512, in one call. */
+static void
+t_digest_mac_matches_rfc_4231_for_sha384_and_sha512(void)
+{
+	unsigned char d[DIGEST_MAC_MAX];
+	char hex[2 * DIGEST_MAC_MAX + 1];
+	size_t n = 0;
+
+	CHECK(digest_mac("SHA384", "Jefe", 4, "what do ya want for nothing?",
+	    28, d, sizeof(d), &n) == 0 && n == 48);
+	CHECK_STR(hex_of(d, n, hex), "af45d2e376484031617f78d2b58a6b1b9c7ef464f"
+	    "5a01b47e42ec3736322445e8e2240ca5e69e2c78b3239ecfab21649");
+	CHECK(digest_mac("SHA512", "Jefe", 4, "what do ya want for nothing?",
+	    28, d, sizeof(d), &n) == 0 && n == 64);
+	CHECK_STR(hex_of(d, n, hex), "164b7a7bfcf819e2e395fbe73b56e0a387bd64222"
+	    "e831fd610270cd7ea2505549758bf75c05a994a6d034f65f8f0e6fdcaeab1a34d"
+	    "4a6b4b636e070a38bce737");
+	CHECK(digest_mac("NOSUCH", "Jefe", 4, "x", 1, d, sizeof(d), &n) == -1);
+}
+
 /* final frees what init made, even when nothing was fed. */
 static void
 t_an_empty_key_and_an_empty_message_are_hashed(void)
 {
 	char hex[HEX_LEN];
-	struct sha256 s;
-	struct hmac256 m;
-	unsigned char b[DIGEST_LEN];
-	char want[HEX_LEN];
 
-	hmac256_init(&m, "", 0);
-	hmac256_final(&m, b);
-	CHECK_STR(hmac_hex("", 0, "", 0, hex), hex_of(b, sizeof(b), want));
 	CHECK_STR(hmac_hex("", 0, "", 0, hex), "b613679a0814d9ec772f95d778c35f"
 	    "c5ff1697c493715653c6c712144292c5ad");
-	sha256_init(&s);
-	sha256_final(&s, b);
-	CHECK_STR(sha_hex(NULL, 0, hex), hex_of(b, sizeof(b), want));
+	CHECK_STR(sha_hex(NULL, 0, hex), "e3b0c44298fc1c149afbf4c8996fb924"
+	    "27ae41e4649b934ca495991b7852b855");
 }
 
 int
@@ -240,8 +249,9 @@ main(void)
 {
 	RUN(t_sha256_matches_the_fips_180_4_examples);
 	RUN(t_hmac_sha256_matches_rfc_4231);
-	RUN(t_sha256_gives_sha256_c_bytes_for_every_length_and_cut);
-	RUN(t_hmac_gives_sha256_c_bytes_for_every_key_length);
+	RUN(t_sha256_is_the_same_for_every_length_and_cut);
+	RUN(t_hmac_is_the_same_for_every_key_length_and_cut);
+	RUN(t_digest_mac_matches_rfc_4231_for_sha384_and_sha512);
 	RUN(t_an_empty_key_and_an_empty_message_are_hashed);
 	return unit_exit();
 }
