@@ -47,6 +47,12 @@ enum jwt_keys_format {
 	JWT_KEYS_JWKS,
 	/* One HMAC secret: every byte of the file (a final newline too). */
 	JWT_KEYS_SECRET,
+	/*
+	 * Told by the text: a JWK Set when its first byte past blanks is
+	 * '{', PEM when that is '#' or it holds a PEM block, else a secret
+	 * (which therefore can never be a key file read as a secret).
+	 */
+	JWT_KEYS_AUTO,
 };
 
 /*
@@ -57,15 +63,25 @@ enum jwt_keys_format {
  */
 struct jwt_keys;
 
+/* What jwt_keys_load() lets a file hold besides public keys. */
+enum jwt_secrets {
+	JWT_SECRETS_NO,		/* public keys only */
+	JWT_SECRETS_PRIVATE,	/* secrets from a file private to its owner */
+	JWT_SECRETS_CREDENTIAL,	/* ... or, a systemd credential, that its
+				 * group may read too (0440: systemd's ACL
+				 * shows as the group's bits) */
+};
+
 /*
  * Loads the file at path (at most JWT_KEYS_FILE_MAX bytes). It is opened
  * without blocking (a FIFO or a device is refused, never waited on) and
  * judged by fstat() of what was opened: it must be a regular file, and
  * it may hold a secret (a secret file, or an oct key in a JWK Set) only
- * when allow_secrets and it is private to its owner (no permission for
- * group or others; owned by the effective user or root), as a systemd
- * credential is. NULL, with "path: what" in err, when the file holds
- * anything wrong, or no key.
+ * as allow_secrets (enum jwt_secrets) says and when it is private to
+ * its owner: owned by the effective user or root, nothing for others,
+ * nothing for its group (JWT_SECRETS_CREDENTIAL: its group may read).
+ * NULL, with "path: what" in err, when the file holds anything wrong, or
+ * no key.
  */
 struct jwt_keys	*jwt_keys_load(const char *path, enum jwt_keys_format format,
 		    int allow_secrets, char *err, size_t errlen);

@@ -682,23 +682,34 @@ load_jwks(struct jwt_keys *keys, const char *text, size_t len,
 
 /* ---- secrets, files and sets ------------------------------------------- */
 
-/*
- * A secret that is a public key's file, or a key set, given as a secret
- * by mistake: a PEM block anywhere in it, or a first byte past blanks
- * that opens a JSON object or a comment. Taken as a secret, a public
- * key would let anyone who has it sign (the RSA-as-HMAC confusion).
- */
-static int
-secret_is_a_key_file(const unsigned char *data, size_t len)
+/* JWT_KEYS_AUTO's format for data[0..len). */
+static enum jwt_keys_format
+sniff(const unsigned char *data, size_t len)
 {
 	const char *p = (const char *)data;
 	size_t i = 0;
 
-	if (memmem(p, len, PEM_BEGIN, strlen(PEM_BEGIN)) != NULL)
-		return 1;
 	while (i < len && strchr(BLANKS, p[i]) != NULL && p[i] != '\0')
 		i++;
-	return i < len && (p[i] == '{' || p[i] == '#');
+	if (i < len && p[i] == '{')
+		return JWT_KEYS_JWKS;
+	if ((i < len && p[i] == '#') ||
+	    memmem(p, len, PEM_BEGIN, strlen(PEM_BEGIN)) != NULL)
+		return JWT_KEYS_PEM;
+	return JWT_KEYS_SECRET;
+}
+
+/*
+ * A secret that is a public key's file, or a key set, given as a secret
+ * by mistake: a PEM block anywhere in it, or a first byte past blanks
+ * that opens a JSON object or a comment (what sniff() takes for a key
+ * file). Taken as a secret, a public key would let anyone who has it
+ * sign (the RSA-as-HMAC confusion).
+ */
+static int
+secret_is_a_key_file(const unsigned char *data, size_t len)
+{
+	return sniff(data, len) != JWT_KEYS_SECRET;
 }
 
 static int
@@ -714,12 +725,17 @@ load_secret(struct jwt_keys *keys, const unsigned char *data, size_t len,
 	return add_secret(keys, data, len, NULL, 0, -1, why, whylen);
 }
 
-/* May the file st describes hold a secret? Private to its owner: no
- * permission for group or others, owned by us or root. */
+/* May the file st describes hold a secret, as allow (enum jwt_secrets)
+ * says? Private to its owner: nothing for others or its group (a
+ * credential's group may read), owned by us or root. */
 static int
-is_private(const struct stat *st)
+is_private(const struct stat *st, int allow)
 {
-	return (st->st_mode & (S_IRWXG | S_IRWXO)) == 0 &&
+	mode_t group = allow == JWT_SECRETS_CREDENTIAL ? S_IWGRP | S_IXGRP :
+	    S_IRWXG;
+
+	return allow != JWT_SECRETS_NO &&
+	    (st->st_mode & (group | S_IRWXO)) == 0 &&
 	    (st->st_uid == geteuid() || st->st_uid == 0);
 }
 
@@ -727,8 +743,8 @@ is_private(const struct stat *st)
  * what was opened is private to its owner. Opened without blocking and
  * judged by fstat() of the descriptor, never by a name looked up again. */
 static int
-read_file(const char *path, char **data, size_t *len, int *private,
-    char *err, size_t errlen)
+read_file(const char *path, int allow, char **data, size_t *len,
+    int *private, char *err, size_t errlen)
 {
 	struct stat st;
 	ssize_t got;
@@ -747,7 +763,7 @@ read_file(const char *path, char **data, size_t *len, int *private,
 		snprintf(err, errlen, "%s: not a regular file", path);
 		goto fail;
 	}
-	*private = is_private(&st);
+	*private = is_private(&st, allow);
 	while (*len <= JWT_KEYS_FILE_MAX && (got = read(fd, *data + *len,
 	    JWT_KEYS_FILE_MAX + 1 - *len)) != 0) {
 		if (got == -1 && errno == EINTR)
@@ -775,9 +791,10 @@ jwt_keys_load(const char *path, enum jwt_keys_format format,
 	size_t len;
 	int private;
 
-	if (read_file(path, &data, &len, &private, err, errlen) == 0)
-		keys = jwt_keys_parse(path, data, len, format,
-		    allow_secrets && private, err, errlen);
+	if (read_file(path, allow_secrets, &data, &len, &private, err,
+	    errlen) == 0)
+		keys = jwt_keys_parse(path, data, len, format, private, err,
+		    errlen);
 	if (data != NULL)
 		OPENSSL_cleanse(data, len);	/* it may be a secret */
 	free(data);
@@ -798,6 +815,8 @@ jwt_keys_parse(const char *name, const void *data, size_t len,
 		return NULL;
 	}
 	keys->magic = JWT_KEYS_MAGIC;
+	if (format == JWT_KEYS_AUTO)
+		format = sniff(data, len);
 	if (len > JWT_KEYS_FILE_MAX)
 		say(why, sizeof(why), "larger than %d bytes", JWT_KEYS_FILE_MAX);
 	else if (format == JWT_KEYS_PEM)

@@ -448,6 +448,41 @@ t_secrets_only_from_private_files_and_never_a_fifo(void)
 	CHECK(strstr(unit_err, "not a regular file") != NULL);
 }
 
+/* JWT_KEYS_AUTO tells a file by its text; a systemd credential's group
+ * may read it (0440), a private file's may not. */
+static void
+t_auto_tells_the_format_and_credentials_may_be_group_readable(void)
+{
+	char pem[TEXT_BUF], text[FILE_BUF], j[TEXT_BUF], secret[40];
+	struct jwt_keys *k;
+	const char *path;
+
+	pem_of(rsa, pem, sizeof(pem));
+	snprintf(text, sizeof(text), "# kid: r\n%s", pem);
+	CHECK((k = keys_of(JWT_KEYS_AUTO, text, 0)) != NULL);
+	jwt_keys_free(&k);
+	CHECK((k = keys_of(JWT_KEYS_AUTO, pem, 0)) != NULL);
+	jwt_keys_free(&k);
+	snprintf(text, sizeof(text), "\n {\"keys\":[%s]}", jwk_of(ec256, "", j,
+	    sizeof(j)));
+	CHECK((k = keys_of(JWT_KEYS_AUTO, text, 0)) != NULL);
+	jwt_keys_free(&k);
+	memset(secret, 's', sizeof(secret));
+	secret[sizeof(secret) - 1] = '\0';
+	CHECK(refused(JWT_KEYS_AUTO, secret, 0, "where secrets are not allowed"));
+	path = put_file("secret", secret, strlen(secret));
+	CHECK(chmod(path, 0440) == 0);
+	CHECK(jwt_keys_load(path, JWT_KEYS_AUTO, JWT_SECRETS_PRIVATE, unit_err,
+	    sizeof(unit_err)) == NULL);
+	CHECK((k = jwt_keys_load(path, JWT_KEYS_AUTO, JWT_SECRETS_CREDENTIAL,
+	    unit_err, sizeof(unit_err))) != NULL);
+	jwt_keys_free(&k);
+	CHECK(chmod(path, 0460) == 0);
+	CHECK(jwt_keys_load(path, JWT_KEYS_AUTO, JWT_SECRETS_CREDENTIAL,
+	    unit_err, sizeof(unit_err)) == NULL);
+	CHECK(chmod(path, 0600) == 0);
+}
+
 /* "alg": "Ed25519" in a JWK is EdDSA, as some issuers write it. */
 static void
 t_a_jwk_alg_of_ed25519_is_eddsa(void)
@@ -580,6 +615,7 @@ main(void)
 	RUN(t_hmac_secret_files_are_read_whole);
 	RUN(t_secrets_only_from_private_files_and_never_a_fifo);
 	RUN(t_a_jwk_alg_of_ed25519_is_eddsa);
+	RUN(t_auto_tells_the_format_and_credentials_may_be_group_readable);
 	RUN(t_claim_sets_are_canonical_and_tell_absent_from_null);
 	RUN(t_the_same_claims_written_otherwise_make_the_same_set);
 	RUN(t_claim_name_lists_are_checked);
