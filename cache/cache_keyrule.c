@@ -29,6 +29,7 @@ static const char *const rule_names[] = {
 	[KEY_RULE_POST] = "post",
 	[KEY_RULE_GRAPHQL] = "graphql",
 	[KEY_RULE_CREDENTIAL] = "credential",
+	[KEY_RULE_CLAIMS] = "claims",
 };
 
 static const char hex_digits[] = "0123456789abcdef";
@@ -366,6 +367,9 @@ key_suffix(const struct key_parts *kp, char out[KEYRULE_PARTS_MAX + 1])
 	if (kp->credential_digest != NULL)
 		n += snprintf(out + n, KEYRULE_PARTS_MAX + 1 - (size_t)n,
 		    "%cc=%s", KEYRULE_SEP, kp->credential_digest);
+	if (kp->claims_digest != NULL)
+		n += snprintf(out + n, KEYRULE_PARTS_MAX + 1 - (size_t)n,
+		    "%cj=%s", KEYRULE_SEP, kp->claims_digest);
 	return n;
 }
 

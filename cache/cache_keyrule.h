@@ -5,13 +5,13 @@
  * What a route's key rules add to a request's URL key (cache_key.h), and
  * what they take out of it. Pure: same inputs, same key.
  *
- *	host/path?query|h=name:value,...|m=POST|b=DIGEST|c=DIGEST
+ *	host/path?query|h=name:value,...|m=POST|b=DIGEST|c=DIGEST|j=DIGEST
  *
  * The query loses the names key_ignore_query lists (or keeps only those
  * key_query lists); then come, each only when it applies, the key_headers
  * values, the method of a cached POST, the digest of its body (b=, or g=
  * for a GraphQL query: its query text, operationName and variables) and
- * the digest of the credential (c=). '|' never appears raw in a URL key
+ * the digest of the credential (c=) or of the verified claim set (j=). '|' never appears raw in a URL key
  * (it is percent-encoded), so the URL part ends at the first one. Digests
  * are HMAC-SHA-256 keyed with the key secret, cut to KEYRULE_DIGEST_HEX
  * hex digits: a key reveals no credential and no body.
@@ -44,9 +44,11 @@ enum key_rule {
 	KEY_RULE_POST,		/* cache_post: the body's digest */
 	KEY_RULE_GRAPHQL,	/* graphql: the query's digest */
 	KEY_RULE_CREDENTIAL,	/* per-credential: the credential's digest */
+	KEY_RULE_CLAIMS,	/* claims: the verified claim set's digest */
 };
 
-/* "url", "query-rules", "headers", "post", "graphql", "credential". */
+/* "url", "query-rules", "headers", "post", "graphql", "credential",
+ * "claims". */
 const char *keyrule_name(enum key_rule r);
 
 /* Does list ("a, b, utm_*": names, or prefixes ending in '*') name the
@@ -93,6 +95,7 @@ struct key_parts {
 	const char	*body_digest;	/* b=, or NULL */
 	const char	*graphql_digest;	/* g=, or NULL */
 	const char	*credential_digest;	/* c=, or NULL */
+	const char	*claims_digest;		/* j=, or NULL */
 };
 
 /* Writes the key (at most CACHE_KEY_MAX bytes) and, when parts follow its

@@ -126,6 +126,7 @@ struct proxy_figures {
 struct access_log;
 struct control;
 struct maint;
+struct jwt_state;
 struct req;
 struct flight;
 struct refresh;
@@ -208,6 +209,7 @@ struct proxy {
 	TAILQ_HEAD(pool_list, pool) pools;	/* proxy_pool.c; default first */
 	struct control		*control;	/* refreshes asked (proxy_control.c) */
 	struct maint		*maint;		/* routes in maintenance */
+	struct jwt_state	*jwt;		/* claims keys (proxy_jwt.c) */
 };
 
 /* proxy_life.c: slots[slot] is this worker's (nslots 1: the only one);

@@ -43,6 +43,7 @@
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_forward.h"
 #include "proxy/proxy_hdr.h"
+#include "proxy/proxy_jwt.h"
 #include "proxy/proxy_hit.h"
 #include "proxy/proxy_key.h"
 #include "proxy/proxy_log.h"
@@ -162,6 +163,8 @@ req_reply(struct req *req)
 		.cached = req->answer.pass_kind == OUT_NONE,
 		.closing = req->px->draining,
 		.record = req->px->access_log != NULL,
+		.challenge = req->answer.reject_code == HTTP_UNAUTHORIZED ?
+		    jwt_challenge(req->answer.jwt_refused) : NULL,
 	};
 	uint64_t sent;
 	int code;
@@ -350,6 +353,7 @@ on_waiter_start(struct waiter *w, const struct upstream_response *resp,
 		.outcome = req->answer.pass_kind != OUT_NONE ? req->answer.pass_kind :
 		    collapsed ? OUT_COLLAPSED : OUT_FETCHED,
 		.pass_kind = req->answer.pass_kind,
+		.jwt_refused = req->answer.jwt_refused,
 	};
 
 	assert(!req->streaming);
@@ -631,6 +635,8 @@ recv_decide(struct req *req, const char *path)
 	case DECIDE_FAIL:
 		req->answer.outcome = OUT_UNAVAILABLE;
 		return REQ_DELIVER;
+	case DECIDE_REFUSED:
+		return REQ_DELIVER;	/* 401: its answer says so */
 	case DECIDE_CACHE:
 		break;
 	}
