@@ -2156,6 +2156,32 @@ MUTANTS = [
            "\t*(int *)arg = 1;", "\t(void)arg;",
            ["test_tls_check"],
            "an encrypted key is called \"no PEM private key\""),
+    Mutant("jwt_exp_not_checked", "auth/jwt.c",
+           "\tif (has_exp && ck->now >= exp + ck->leeway)",
+           "\tif (0 && has_exp && ck->now >= exp + ck->leeway)",
+           ["every_bad_token_is_passed_uncached_and_never_shared",
+            "every_bad_token_is_refused_401_with_jwt_reject"],
+           "an expired token is verified and served its claims' entry"),
+    Mutant("jwt_leeway_ignored", "proxy/proxy_jwt.c",
+           "\tstruct jwt_policy policy = { c->jwt_leeway_ms / MS_PER_S,",
+           "\tstruct jwt_policy policy = { 0,",
+           ["two_users_of_one_role_share_one_origin_fetch_and_other_claims_never_do"],
+           "jwt_leeway is not applied: a token a clock's skew past exp is refused"),
+    Mutant("jwt_alg_none_accepted", "auth/jwt.c",
+           "\tif ((r = read_token(&t, token, len, &rd, err, errlen)) == JWT_OK &&\n"
+           "\t    (r = check_signature(keys, &t, err, errlen)) == JWT_OK &&",
+           "\tif (((r = read_token(&t, token, len, &rd, err, errlen)) == JWT_OK ||\n"
+           "\t    r == JWT_ALG_NONE) && (r == JWT_ALG_NONE ||\n"
+           "\t    (r = check_signature(keys, &t, err, errlen)) == JWT_OK) &&",
+           ["every_bad_token_is_passed_uncached_and_never_shared",
+            "every_bad_token_is_refused_401_with_jwt_reject"],
+           "an unsigned token (alg none) is taken at its word and served its "
+           "claims' entry"),
+    Mutant("jwt_claim_dropped_from_key", "auth/jwt_claims.c",
+           "\twhile ((n = next_name(&names, name)) > 0)",
+           "\tif ((n = next_name(&names, name)) > 0)",
+           ["two_users_of_one_role_share_one_origin_fetch_and_other_claims_never_do"],
+           "only the first of jwt_claims is keyed: two tenants of one role share"),
 ]
 
 
