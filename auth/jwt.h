@@ -21,7 +21,7 @@ struct json;
 #define JWT_SECRET_MIN		32	/* bytes of an HMAC secret (HS256) */
 #define JWT_RSA_BITS_MIN	2048	/* RFC 7518 3.3 */
 #define JWT_LEEWAY_MAX		300	/* seconds of clock skew allowed */
-#define JWT_TYPS_DEFAULT	"JWT at+jwt"	/* RFC 7519 5.1, RFC 9068 2.1 */
+#define JWT_TYPS_DEFAULT	"JWT,at+jwt"	/* RFC 7519 5.1, RFC 9068 2.1 */
 #define JWT_TYPS_ANY		"any"	/* typ is not looked at */
 
 /* ---- key sets ------------------------------------------------------- */

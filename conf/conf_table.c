@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "auth/jwt.h"
 #include "common/util.h"
 
 #define DB_MAX		255
@@ -113,7 +114,7 @@ const struct key table_keys[] = {
 	{ "jwt_leeway", SECT_SERVER, T_DURATION, "30s", 0,
 	  CONF_JWT_LEEWAY_MAX_MS, IN_CONF(jwt_leeway_ms),
 	  "claims: clock skew allowed on exp, nbf and iat" },
-	{ "jwt_typ", SECT_SERVER, T_STRING, "JWT at+jwt", 1,
+	{ "jwt_typ", SECT_SERVER, T_STRING, JWT_TYPS_DEFAULT, 1,
 	  CONF_JWT_TEXT_MAX - 1, IN_CONF(jwt_typ),
 	  "claims: typ values accepted, with or without application/ (any: "
 	  "typ not read)" },
