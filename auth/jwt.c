@@ -360,12 +360,14 @@ verify_hmac(const struct jwt_key *k, const struct jwt_alg_info *a,
     const unsigned char *sig, size_t siglen, const char *input,
     size_t inputlen)
 {
+	const struct digest_mac_key *key = k->mac[(a - jwt_algs) - JWT_HS256];
 	unsigned char mac[DIGEST_MAC_MAX];
 	size_t n = 0;
 	int rc;
 
-	if (digest_mac(a->md, k->secret, k->secretlen, input, inputlen, mac,
-	    sizeof(mac), &n) == -1) {
+	assert(key != NULL);	/* keyed for every HS alg it verifies */
+	if (digest_mac_with(key, input, inputlen, mac, sizeof(mac), &n) ==
+	    -1) {
 		ERR_clear_error();
 		return -1;
 	}

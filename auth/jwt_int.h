@@ -14,6 +14,8 @@
 
 #include <openssl/evp.h>
 
+struct digest_mac_key;
+
 #define JWT_KEYS_MAGIC	0x4a4b4559u	/* "JKEY" */
 
 /* How an alg signs (RFC 7518 3.1). */
@@ -82,6 +84,10 @@ struct jwt_key {
 	EVP_PKEY	*pkey;		/* a public key, or */
 	unsigned char	*secret;	/* an HMAC secret */
 	size_t		 secretlen;
+	/* The secret set up for each HMAC alg it verifies (HS256, HS384,
+	 * HS512 in turn; NULL for one it does not): keyed once, copied for
+	 * each token. */
+	struct digest_mac_key *mac[JWT_HS512 - JWT_HS256 + 1];
 };
 
 struct jwt_keys {

@@ -29,6 +29,7 @@
 #include <openssl/x509.h>
 
 #include "common/base64.h"
+#include "common/digest.h"
 #include "common/json.h"
 
 #define WHY_MAX		256	/* bytes of an error, before its file's name */
@@ -236,6 +237,11 @@ add_secret(struct jwt_keys *keys, const unsigned char *secret, size_t len,
 	memcpy(k->secret, secret, len);
 	k->secretlen = len;
 	k->algs = algs;
+	for (int a = JWT_HS256; a <= JWT_HS512; a++)
+		if ((algs & JWT_ALG_BIT(a)) && (k->mac[a - JWT_HS256] =
+		    digest_mac_key_new(jwt_algs[a].md, secret, len)) == NULL)
+			return say(why, whylen, "libcrypto cannot key HMAC "
+			    "with %s", jwt_algs[a].md);
 	return 0;
 }
 
@@ -854,6 +860,8 @@ jwt_keys_free(struct jwt_keys **keysp)
 	for (size_t i = 0; i < keys->n; i++) {
 		EVP_PKEY_free(keys->key[i].pkey);
 		OPENSSL_clear_free(keys->key[i].secret, keys->key[i].secretlen);
+		for (size_t m = 0; m < JWT_HS512 - JWT_HS256 + 1; m++)
+			digest_mac_key_free(&keys->key[i].mac[m]);
 		free(keys->key[i].kid);
 	}
 	free(keys->key);

@@ -8,6 +8,7 @@
 
 #include "common/digest.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include <openssl/core_names.h>
@@ -111,11 +112,39 @@ digest_hmac_final(struct digest_hmac *m, unsigned char out[DIGEST_LEN])
 	return m->failed ? -1 : 0;
 }
 
-int
-digest_mac(const char *md, const void *key, size_t keylen, const void *msg,
-    size_t len, unsigned char *out, size_t outcap, size_t *outlen)
+struct digest_mac_key {
+	EVP_MAC_CTX	*ctx;		/* keyed, never fed: copied for each use */
+};
+
+struct digest_mac_key *
+digest_mac_key_new(const char *md, const void *key, size_t keylen)
 {
-	EVP_MAC_CTX *ctx = hmac_ctx(md, key, keylen);
+	struct digest_mac_key *k = malloc(sizeof(*k));
+
+	if (k == NULL)
+		return NULL;
+	if ((k->ctx = hmac_ctx(md, key, keylen)) == NULL) {
+		free(k);
+		return NULL;
+	}
+	return k;
+}
+
+void
+digest_mac_key_free(struct digest_mac_key **kp)
+{
+	if (*kp == NULL)
+		return;
+	EVP_MAC_CTX_free((*kp)->ctx);
+	free(*kp);
+	*kp = NULL;
+}
+
+int
+digest_mac_with(const struct digest_mac_key *k, const void *msg, size_t len,
+    unsigned char *out, size_t outcap, size_t *outlen)
+{
+	EVP_MAC_CTX *ctx = EVP_MAC_CTX_dup(k->ctx);
 	int rc = -1;
 
 	*outlen = 0;

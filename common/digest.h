@@ -49,12 +49,20 @@ void	digest_hmac_update(struct digest_hmac *m, const void *p, size_t len);
 int	digest_hmac_final(struct digest_hmac *m, unsigned char out[DIGEST_LEN])
 	    __attribute__((warn_unused_result));
 
-/* HMAC of msg with key over the digest md ("SHA256", "SHA384",
- * "SHA512": libcrypto's names), in one call, into out[0..outcap): 0 with
- * its length in *outlen, or -1. */
+/*
+ * HMAC over the digest md ("SHA256", "SHA384", "SHA512": libcrypto's
+ * names) with a key set up once (its pads computed) and used for many
+ * messages: each digest_mac_with() copies the keyed context and writes
+ * the MAC of msg into out[0..outcap), 0 with its length in *outlen, or
+ * -1. new gives NULL on a failure; free takes NULL.
+ */
 #define DIGEST_MAC_MAX		64	/* bytes of the largest (SHA-512) */
-int	digest_mac(const char *md, const void *key, size_t keylen,
-	    const void *msg, size_t len, unsigned char *out, size_t outcap,
-	    size_t *outlen) __attribute__((warn_unused_result));
+struct digest_mac_key;
+struct digest_mac_key *digest_mac_key_new(const char *md, const void *key,
+	    size_t keylen);
+void	digest_mac_key_free(struct digest_mac_key **k);
+int	digest_mac_with(const struct digest_mac_key *k, const void *msg,
+	    size_t len, unsigned char *out, size_t outcap, size_t *outlen)
+	    __attribute__((warn_unused_result));
 
 #endif
