@@ -272,3 +272,51 @@ def sighup_loads_the_keys_file_the_configuration_names(env):
               "k2's token verifies after the reload")
     expect_eq(corral.get("/orders", bearer(k1.token(claims()))).cache_status.params.get(
         "detail"), "jwt-key-unknown", "k1 is gone with the old file")
+
+
+@scenario
+def claims_that_are_arrays_objects_or_nested_key_by_their_whole_value(env):
+    """A claim keys by its canonical JSON value: an array or an object is
+    never taken for the string inside it, and a nested claim (a path)
+    keys by the value it names."""
+    redis, origin = env.redis(), env.origin()
+    k1 = Signer(env, "k1")
+    corral = claims_corral(env, redis, origin, keys_file(env, ("k1", k1)),
+                           route={"jwt_claims": "role app.org"})
+    origin.script("/orders", body="orders n={n}")
+    tokens = [("role reader", claims(), "orders n=1"),
+              ("role [reader]", claims(role=["reader"]), "orders n=2"),
+              ("role {name: reader}", claims(role={"name": "reader"}), "orders n=3"),
+              ("app.org 1", claims(app={"org": 1, "plan": "a"}), "orders n=4"),
+              ("app.org 2", claims(app={"org": 2}), "orders n=5"),
+              ("app.org 1.0, another plan", claims(app={"plan": "b", "org": 1.0}),
+               "orders n=4")]
+    for what, c, body in tokens:
+        r = corral.get("/orders", bearer(k1.token(c)))
+        expect_eq((r.text, r.cache_status.params.get("key")), (body, "claims"), what)
+    expect_eq(origin.count("/orders"), 5, "one fetch per claim set")
+
+
+@scenario
+def a_stale_hits_refresh_sends_the_token_of_the_request_that_started_it(env):
+    """The background refresh of a claims key is fetched with the token of
+    the verified request whose stale hit started it: the most recent
+    requester of that claim set, never a stored token and never none."""
+    redis, origin = env.redis(), env.origin()
+    k1 = Signer(env, "k1")
+    corral = claims_corral(env, redis, origin, keys_file(env, ("k1", k1)),
+                           route={"ttl": "1s", "stale_while_revalidate": "60s"})
+    origin.script("/orders", body="orders n={n}")
+    alice, bob = k1.token(claims(sub="alice")), k1.token(claims(sub="bob"))
+    expect_eq(corral.get("/orders", bearer(alice)).text, "orders n=1", "alice fills it")
+    stored = time.time()
+    wait_for(lambda: time.time() > stored + 2.2, timeout=10, what="the entry to go stale")
+    r = corral.get("/orders", dict(bearer(bob), Cookie="sid=bob"))
+    expect_eq((r.text, r.cache_status.stale), ("orders n=1", True), "bob: a stale hit")
+    wait_for(lambda: origin.count("/orders") == 2, timeout=10, what="the background refresh")
+    expect_eq(origin.path_stats("/orders")["headers"].get("Authorization"), f"Bearer {bob}",
+              "the refresh sent the token of the request that started it")
+    expect("Cookie" not in origin.path_stats("/orders")["headers"],
+           "and not bob's cookie: the key does not hold it")
+    wait_for(lambda: corral.get("/orders", bearer(alice)).text == "orders n=2", timeout=10,
+             what="the refreshed entry served to the claim set")
