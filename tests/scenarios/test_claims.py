@@ -17,7 +17,8 @@ import signal
 import subprocess
 import time
 
-from harness import Background, expect, expect_eq, release_once_joined, scenario, stampede, wait_for
+from harness import (HOST, Background, expect, expect_eq, release_once_joined, scenario,
+                     stampede, wait_for)
 
 SECRET = "claims-test-secret-0123456789abcdef"
 ROUTE = {"cache_authorized": "claims", "jwt_claims": "role tenant_id", "lock_poll": "5s"}
@@ -320,3 +321,23 @@ def a_stale_hits_refresh_sends_the_token_of_the_request_that_started_it(env):
            "and not bob's cookie: the key does not hold it")
     wait_for(lambda: corral.get("/orders", bearer(alice)).text == "orders n=2", timeout=10,
              what="the refreshed entry served to the claim set")
+
+
+@scenario
+def a_purge_by_url_drops_the_entry_of_every_claim_set(env):
+    """Claims keys are filed under their URL's tag, as every key with
+    parts after its URL: POST /purge?url= reaches each claim set's entry."""
+    redis, origin = env.redis(), env.origin()
+    k1 = Signer(env, "k1")
+    corral = claims_corral(env, redis, origin, keys_file(env, ("k1", k1)))
+    origin.script("/orders", body="orders n={n}")
+    reader, writer = k1.token(claims()), k1.token(claims(role="writer"))
+    for t in (reader, writer):
+        corral.get("/orders", bearer(t))
+    expect(corral.get("/orders", bearer(writer)).cache_status.hit, "stored")
+    p = corral.purge(url=f"http://{HOST}/orders")
+    expect_eq((p.status, p.json()["purged"]), (200, 2), "both claim sets' entries purged")
+    for t in (reader, writer):
+        r = corral.get("/orders", bearer(t))
+        expect(not r.cache_status.hit, f"fetched again after the purge: {r.cache_status.raw}")
+    expect_eq(origin.count("/orders"), 4, "one fetch per claim set, twice")
