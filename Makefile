@@ -7,6 +7,7 @@
 #   make deb        build/corral_VERSION-REVISION_ARCH.deb
 #   make test       unit + scenario tests under AddressSanitizer and UBSan
 #   make test-mutants  mutation tests: every mutant of every module is caught
+#   make test-mutants-sampled MODULE=FILE  mutations drawn at random from FILE
 #   make bench      benchmark against nginx and Varnish (see bench/)
 #   make clean
 
@@ -17,7 +18,8 @@ DEB_MAINTAINER ?= Corral maintainers <maintainers@users.noreply.a-seed-d6bbd95e.
 # bufferevents: not its HTTP layer (libevent_extra's evhttp); the server
 # is Corral's own (proxy/proxy_conn.c). --as-needed keeps the full
 # libevent that libevent_openssl's pkg-config names out of the binary.
-PKGS    := libevent_core libevent_openssl libssl libcrypto hiredis libcurl inih
+# libpq is the change feed's (changes/).
+PKGS    := libevent_core libevent_openssl libssl libcrypto hiredis libcurl inih libpq
 JOBS    := $(shell nproc 2>/dev/null || echo 1)
 
 CC      ?= cc
@@ -29,7 +31,7 @@ BASE    := $(DEFS) $(WARN)
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = -Wl,--as-needed $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c auth/*.c)
+SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c auth/*.c changes/*.c)
 # The configuration alone, for the man page's key list and the fuzzers
 # (with the JWT code it loads jwt_keys_file with).
 CONF_SRC := $(wildcard conf/*.c auth/*.c) common/json.c common/base64.c common/digest.c
@@ -79,8 +81,8 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/unit/%)
 # The unit tests' own origins may use libevent's HTTP layer; Corral does not.
 UNIT_LIBS = $(shell pkg-config --libs libevent_extra 2>/dev/null)
 
-.PHONY: all deps test-deps run test test-build test-mutants unit scenarios bench clean \
-        check-boundaries check-size man install deb
+.PHONY: all deps test-deps run test test-build test-mutants test-mutants-sampled unit \
+        scenarios bench clean check-boundaries check-size man install deb
 
 all: deps build/release/corral man
 
@@ -136,17 +138,26 @@ build/tools/alloc_probe: tests/tools/alloc_probe.c tests/unit/unit.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -O0 -fno-builtin -pthread -o $@ $< -ldl
 
-# Only cache/ may include hiredis, only upstream/ may include curl, and
-# only the TLS module (proxy/proxy_tls*), the JWT module (auth/) and
-# common/digest.c OpenSSL, and only the TLS module libevent's OpenSSL
-# bufferevents (the unit tests aside).
+# Programs the tests drive (not run by tests/run.py): the change feed's
+# probe for tests/changes/test_feed.py (the scenario
+# change_feed_module_against_postgres runs it).
+build/asan/tools/%: tests/tools/%.c $(ASAN_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(ASAN_FLAGS) $(PKG_CFLAGS) -o $@ $< $(ASAN_OBJ) $(PKG_LIBS) -lm
+
+# Only cache/ may include hiredis, only upstream/ curl, only changes/
+# libpq; OpenSSL only the TLS module (proxy/proxy_tls*), the JWT module
+# (auth/) and common/digest.c (every digest and HMAC); libevent's OpenSSL
+# bufferevents only the TLS module. The unit tests (tests/unit/, not
+# listed by */*) and the benchmark's own TLS client (bench/) aside.
 check-boundaries:
 	@bad=$$(grep -ln '#include <hiredis' $$(ls */*.[ch] | grep -v '^cache/'); \
 	        grep -ln '#include <curl' $$(ls */*.[ch] | grep -v '^upstream/'); \
+	        grep -ln '#include <libpq-fe.h>' $$(ls */*.[ch] | grep -v '^changes/'); \
 	        grep -l '#include <event2/bufferevent_ssl' \
-	            $$(ls */*.[ch] | grep -v '^proxy/proxy_tls'); \
-	        grep -l '#include <openssl/' $$(ls */*.[ch] | \
-	            grep -v -e '^proxy/proxy_tls' -e '^auth/' -e '^common/digest\.c$$')); \
+	            $$(ls */*.[ch] | grep -v -e '^proxy/proxy_tls' -e '^bench/'); \
+	        grep -l '#include <openssl/' $$(ls */*.[ch] | grep -v -e '^proxy/proxy_tls' \
+	            -e '^auth/' -e '^common/digest\.c$$' -e '^bench/')); \
 	if [ -n "$$bad" ]; then echo "module boundary broken in: $$bad"; exit 1; fi
 
 # No file in proxy/, cache/ or conf/ over 900 lines, no function over 60.
@@ -159,13 +170,24 @@ test: test-deps
 	python3 tests/run.py --bin build/asan/corral --unit build/asan/unit
 
 test-build: check-boundaries check-size build/asan/corral $(UNIT_BIN) man deb \
-            build/release/corral build/tools/alloc_count.so build/tools/alloc_probe
+            build/release/corral build/tools/alloc_count.so build/tools/alloc_probe \
+            build/asan/tools/changes_probe
 
 # Mutation tests of every module (tests/mutants.py): each mutant must make
 # one of its tests fail. Not part of make test (about 24 minutes on 2 cores);
 # works on scratch copies under build/mutants/, two mutants at once.
 test-mutants: test-deps
 	python3 tests/mutants.py
+
+# Sampled mutation tests of one module (tests/mutate.py): N mutations drawn
+# at random from its operators, boundaries and constants, each built and
+# run against the tests aimed at the module; survivors are listed. SEED
+# draws the same N again.
+#   make test-mutants-sampled MODULE=proxy/proxy_hdr.c [N=20] [SEED=...]
+test-mutants-sampled: test-deps
+	@test -n "$(MODULE)" || { echo "usage: make test-mutants-sampled" \
+	    "MODULE=proxy/proxy_hdr.c [N=20] [SEED=...]"; exit 2; }
+	python3 tests/mutate.py $(MODULE) -n $(or $(N),20) $(if $(SEED),--seed $(SEED))
 
 run: all
 	scripts/run-demo
@@ -291,7 +313,7 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
 FUZZ_FLAGS   := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer
-FUZZ_TARGETS := entry conf key hdr frame json base64 jwt
+FUZZ_TARGETS := entry conf key hdr frame json base64 jwt pgoutput
 FUZZ_LINK     = @mkdir -p $(dir $@); \
                 $(FUZZ_CC) $(BASE) $(FUZZ_FLAGS) $(PKG_CFLAGS) -o $@ $(filter %.c,$^) \
                 $(PKG_LIBS) -lm
@@ -314,7 +336,7 @@ build/fuzz/fuzz_conf: fuzz/fuzz_conf.c $(CONF_SRC) common/fields.c common/host.c
 build/fuzz/fuzz_key: fuzz/fuzz_key.c cache/cache_key.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
-build/fuzz/fuzz_hdr: fuzz/fuzz_hdr.c proxy/proxy_hdr.c proxy/proxy_sf.c $(CONF_SRC) common/fields.c common/hlist.c common/host.c common/util.c \
+build/fuzz/fuzz_hdr: fuzz/fuzz_hdr.c proxy/proxy_hdr.c proxy/proxy_sf.c $(CONF_SRC) common/fields.c common/arena.c common/hlist.c common/host.c common/util.c \
                      common/log.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
@@ -329,6 +351,10 @@ build/fuzz/fuzz_base64: fuzz/fuzz_base64.c common/base64.c $(wildcard */*.h)
 
 build/fuzz/fuzz_jwt: fuzz/fuzz_jwt.c auth/jwt.c auth/jwt_keys.c auth/jwt_claims.c common/json.c \
                      common/base64.c common/digest.c $(wildcard */*.h)
+	$(FUZZ_LINK)
+
+build/fuzz/fuzz_pgoutput: fuzz/fuzz_pgoutput.c changes/pgoutput.c changes/txn.c changes/rules.c \
+                          common/dict.c common/util.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
 build/fuzz/seed_entry: fuzz/seed_entry.c cache/cache_entry.c $(wildcard */*.h)

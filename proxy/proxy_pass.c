@@ -28,6 +28,7 @@
 
 #include "cache/cache.h"
 #include "cache/cache_entry.h"
+#include "cache/cache_graphql.h"
 #include "common/hlist.h"
 #include "common/log.h"
 #include "conf/conf.h"
@@ -41,10 +42,13 @@
 #include "proxy/proxy_response.h"
 #include "proxy/proxy_stats.h"
 #include "proxy/proxy_stream.h"
+#include "proxy/proxy_tags.h"
 #include "upstream/upstream.h"
 
 #define PASS_MAGIC		0x50415353u	/* "PASS" */
 #define HEAD_LENGTH_MAX		24	/* a passed HEAD's Content-Length */
+#define MUTATION_KEEP_MAX	(1024 * 1024)	/* of a mutation's answer, read
+						 * for the objects it returns */
 
 enum pass_step {
 	PS_FETCH,		/* the origin's response */
@@ -76,6 +80,7 @@ struct pass {
 	enum outcome		 outcome;
 	enum upstream_result	 uerr;
 	struct cache_entry	*entry;		/* the answer, when whole */
+	int			 mutation;	/* a GraphQL mutation */
 
 	/* What callbacks left for the step they re-enter. */
 	struct upstream_response *resp;		/* FETCH: it came */
@@ -143,20 +148,27 @@ on_pass_data(const struct upstream_response *resp, struct evbuffer *chunk,
 }
 
 /* What a successful answer tells the cache: a write's invalidation (the
- * next step waits for it), or the end of a hit-for-miss mark. */
+ * next step waits for it) and the tags its answer names (a 2xx's: not
+ * waited for), or the end of a hit-for-miss mark. A GraphQL mutation's
+ * invalidation is of its URL's own key only, not of every query of the
+ * endpoint: the objects it returns name what it changed. */
 static enum pass_step
 answered(struct pass *p, const struct upstream_response *resp)
 {
 	const struct conf_route *rt = p->routed ? &p->rt : NULL;
 	const char *why;
+	int objects = 0;
 
 	if (p->key[0] == '\0')
 		return PS_DONE;
 	if (p->a.write) {
 		if (resp->status >= 400)
 			return PS_DONE;
-		p->invalidation = purge_target(p->px, p->key, key_has_parts(rt),
-		    0, on_pass_invalidated, p, &why);
+		if (rt != NULL && resp->status >= 200 && resp->status < 300)
+			objects = write_purge(p->px, rt, p->a.route, p->uri,
+			    resp, p->mutation) != -1 && p->mutation;
+		p->invalidation = purge_target(p->px, p->key, !objects &&
+		    key_has_parts(rt), 0, on_pass_invalidated, p, &why);
 		if (p->invalidation == NULL) {
 			log_warn("%s: a write could not invalidate its "
 			    "target: %s", p->uri, why);
@@ -338,6 +350,13 @@ pass_start(struct proxy *px, const struct pass_args *a)
 	}
 	oa.target = p->uri;
 	ur.data_arg = p;
+	/* A GraphQL mutation's answer is read for the objects it returns. */
+	if (p->routed && p->rt.graphql && a->write && a->body != NULL &&
+	    strcmp(a->method, "POST") == 0 &&
+	    graphql_is_mutation(a->body, a->body_len)) {
+		p->mutation = 1;
+		ur.keep_body = MUTATION_KEEP_MAX;
+	}
 	hl_init(&headers);
 	w->ops->forward(w, &headers, HDR_DROP_HOST | HDR_DROP_LENGTH);
 	ur.headers = &headers;

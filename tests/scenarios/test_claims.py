@@ -73,14 +73,15 @@ def keys_file(env, *pairs, name="keys.pem"):
     return path
 
 
-def claims_corral(env, redis, origin, keys, route=None):
+def claims_corral(env, redis, origin, keys, route=None, server=None):
     secret = os.path.join(env.workdir, "key.secret")
     with open(secret, "w") as f:
         f.write(SECRET + "\n")
     os.chmod(secret, 0o600)
     # Heads up to 128 KiB: a 64 KiB token reaches the verifier.
-    extra = {"server": {"key_secret_file": secret, "jwt_keys_file": keys,
-                        "jwt_leeway": f"{LEEWAY_S}s", "max_header_bytes": "128k"}}
+    extra = {"server": dict({"key_secret_file": secret, "jwt_keys_file": keys,
+                             "jwt_leeway": f"{LEEWAY_S}s", "max_header_bytes": "128k"},
+                            **(server or {}))}
     return env.corral(redis, origin, routes={"/": dict(ROUTE, **(route or {}))}, extra=extra)
 
 
@@ -341,3 +342,43 @@ def a_purge_by_url_drops_the_entry_of_every_claim_set(env):
         r = corral.get("/orders", bearer(t))
         expect(not r.cache_status.hit, f"fetched again after the purge: {r.cache_status.raw}")
     expect_eq(origin.count("/orders"), 4, "one fetch per claim set, twice")
+
+
+@scenario
+def only_the_issuer_audience_and_typ_configured_are_keyed_by_claims(env):
+    """jwt_issuer, jwt_audience and jwt_typ: a token from another issuer,
+    for another audience or of another typ is never shared (passed
+    uncached, its refusal named); one that names them is keyed."""
+    redis, origin = env.redis(), env.origin()
+    k1 = Signer(env, "k1")
+    corral = claims_corral(env, redis, origin, keys_file(env, ("k1", k1)), server={
+        "jwt_issuer": "https://auth.example", "jwt_audience": "orders-api",
+        "jwt_typ": "at+jwt"})
+    origin.script("/orders", body="orders n={n}")
+    at = {"alg": "RS256", "typ": "at+jwt", "kid": "k1"}
+    good = dict(iss="https://auth.example", aud=["billing", "orders-api"])
+    r = corral.get("/orders", bearer(k1.token(claims(**good), header=at)))
+    expect_eq((r.text, r.cache_status.params.get("key")), ("orders n=1", "claims"),
+              f"issuer, audience and typ as configured: keyed ({r.cache_status.raw})")
+    for what, c, h in (
+            ("aud a string, typ with application/",
+             claims(iss="https://auth.example", aud="orders-api"),
+             dict(at, typ="application/AT+JWT")),):
+        r = corral.get("/orders", bearer(k1.token(c, header=h)))
+        expect_eq((r.text, r.cache_status.hit), ("orders n=1", True), what)
+    for what, c, h, detail in (
+            ("another issuer", claims(iss="https://evil.example", aud="orders-api"), at,
+             "jwt-issuer"),
+            ("no issuer", claims(aud="orders-api"), at, "jwt-issuer"),
+            ("another audience", claims(iss="https://auth.example", aud="billing"), at,
+             "jwt-audience"),
+            ("no audience", claims(iss="https://auth.example"), at, "jwt-audience"),
+            ("typ JWT, not at+jwt", claims(**good), dict(at, typ="JWT"), "jwt-malformed")):
+        r = corral.get("/orders", bearer(k1.token(c, header=h)))
+        expect_eq((r.cache_status.params.get("fwd"), r.cache_status.params.get("detail")),
+                  ("bypass", detail), f"{what}: Cache-Status {r.cache_status.raw}")
+        expect(not r.cache_status.hit and r.text != "orders n=1",
+               f"{what}: never the shared entry ({r.text})")
+    expect_eq(origin.count("/orders"), 6, "the keyed fetch and the five passed")
+    c = corral.counters("/")
+    expect_eq((c["key_claims_stores"], c["jwt_passed"]), (1, 5), "one entry, five passed")
