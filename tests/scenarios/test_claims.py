@@ -382,3 +382,65 @@ def only_the_issuer_audience_and_typ_configured_are_keyed_by_claims(env):
     expect_eq(origin.count("/orders"), 6, "the keyed fetch and the five passed")
     c = corral.counters("/")
     expect_eq((c["key_claims_stores"], c["jwt_passed"]), (1, 5), "one entry, five passed")
+
+
+@scenario
+def an_expired_token_starts_no_refresh_and_the_next_verified_requester_refreshes(env):
+    """A refresh whose only token has expired: the stale entry of alice's
+    claim set, and alice's token now past exp (no leeway). Her request is
+    passed uncached with its own token: it is not served the stale entry
+    and starts no refresh, so no background fetch ever sends the expired
+    token. The next verified requester of the claim set (a renewed token)
+    gets the stale hit, and its refresh sends that requester's token."""
+    redis, origin = env.redis(), env.origin()
+    k1 = Signer(env, "k1")
+    corral = claims_corral(env, redis, origin, keys_file(env, ("k1", k1)),
+                           route={"ttl": "1s", "stale_while_revalidate": "60s"},
+                           server={"jwt_leeway": "0s"})
+    origin.script("/orders", body="orders n={n} auth=[{h:Authorization}]")
+    alice = k1.token(claims(sub="alice", ttl=2))
+    expires = time.time() + 2
+    first = corral.get("/orders", bearer(alice)).text
+    expect_eq(first, f"orders n=1 auth=[Bearer {alice}]", "alice fills her claim set's entry")
+    wait_for(lambda: time.time() > expires + 1.2, timeout=10,
+             what="alice's token expired and the entry stale")
+    r = corral.get("/orders", bearer(alice))
+    expect_eq((r.cache_status.params.get("fwd"), r.cache_status.params.get("detail")),
+              ("bypass", "jwt-expired"), f"the expired token: {r.cache_status.raw}")
+    expect_eq(r.text, f"orders n=2 auth=[Bearer {alice}]",
+              "passed with its own token, not served the stale entry")
+    c = corral.counters("/")
+    expect_eq((c["key_claims_stores"], c["key_claims_hits"], origin.count("/orders")),
+              (1, 0, 2), "no stale hit, no refresh: the entry is as alice left it")
+    renewed = k1.token(claims(sub="alice", ttl=600, jti="renewed"))
+    r = corral.get("/orders", bearer(renewed))
+    expect_eq((r.text, r.cache_status.stale), (first, True),
+              "the renewed token: a stale hit on the claim set's entry")
+    wait_for(lambda: origin.count("/orders") == 3, timeout=10, what="the background refresh")
+    wait_for(lambda: corral.get("/orders", bearer(renewed)).text ==
+             f"orders n=3 auth=[Bearer {renewed}]", timeout=10,
+             what="the refreshed entry, fetched with the renewed token (never the expired one)")
+    expect_eq(origin.count("/orders"), 3, "one refresh, and no other fetch")
+
+
+@scenario
+def a_64_kib_token_at_the_default_max_header_bytes_is_refused_at_the_door(env):
+    """max_header_bytes (16k by default) is met before the verifier: a
+    64 KiB token's head is refused 431 at the door, never sent to the
+    origin nor keyed. Raised past the token (128k, as the other scenarios
+    run), the verifier refuses it as jwt-too-large (every_bad_token_*)."""
+    redis, origin = env.redis(), env.origin()
+    k1 = Signer(env, "k1")
+    corral = claims_corral(env, redis, origin, keys_file(env, ("k1", k1)),
+                           server={"max_header_bytes": "16k"})
+    origin.script("/orders", body="orders n={n}")
+    good = k1.token(claims())
+    expect_eq(corral.get("/orders", bearer(good)).text, "orders n=1", "the reader's entry")
+    r = corral.get("/orders", bearer(k1.token(claims(pad="x" * 65536))))
+    expect_eq(r.status, 431, "a 64 KiB token's head: too large")
+    expect_eq(origin.count("/orders"), 1, "not sent to the origin")
+    c = corral.counters("/")
+    expect_eq((c["jwt_verified"], c["jwt_malformed"], c["jwt_passed"]), (1, 0, 0),
+              "never reached the verifier")
+    r = corral.get("/orders", bearer(good))
+    expect_eq((r.cache_status.hit, r.text), (True, "orders n=1"), "the entry is untouched")
