@@ -2260,6 +2260,29 @@ MUTANTS = [
            "\tif ((n = next_name(&names, name)) > 0)",
            ["two_users_of_one_role_share_one_origin_fetch_and_other_claims_never_do"],
            "only the first of jwt_claims is keyed: two tenants of one role share"),
+    Mutant("jwt_signature_not_checked", "auth/jwt.c",
+           "\t\tif ((v = verify_with(&keys->key[i], t)) == 1)",
+           "\t\tif ((v = verify_with(&keys->key[i], t)) >= 0)",
+           ["test_jwt", "every_bad_token_is_passed_uncached_and_never_shared",
+            "every_bad_token_is_refused_401_with_jwt_reject"],
+           "a tampered payload under the old signature is verified and keyed by "
+           "the claims it was given"),
+    Mutant("jwt_claims_read_when_verification_failed", "auth/jwt.c",
+           "\t    (r = check_signature(keys, &t, err, errlen)) == JWT_OK &&\n"
+           "\t    (r = read_claims(&t, claims, err, errlen)) == JWT_OK) {",
+           "\t    ((r = check_signature(keys, &t, err, errlen)) == JWT_OK ||\n"
+           "\t    r == JWT_KEY_UNKNOWN || r == JWT_BAD_SIGNATURE) &&\n"
+           "\t    (r = read_claims(&t, claims, err, errlen)) == JWT_OK) {",
+           ["test_jwt", "every_bad_token_is_passed_uncached_and_never_shared",
+            "every_bad_token_is_refused_401_with_jwt_reject"],
+           "the payload's claims are taken when the signature did not verify or "
+           "no key has the kid: anyone can claim any role"),
+    Mutant("jwt_key_from_the_token", "proxy/proxy_jwt.c",
+           "\tkeyrule_digest_part(&d, set, len);",
+           "\tkeyrule_digest_part(&d, v->token, v->len);",
+           ["two_users_of_one_role_share_one_origin_fetch_and_other_claims_never_do"],
+           "the key is the token's digest, not its claim set's: users of one role "
+           "never share and a renewed token starts cold"),
     Mutant("tls_stalled_handshake_not_counted", "proxy/proxy_conn.c",
            "\tif (c->bev != NULL && !c->handshaken)\t/* counted as a timeout */",
            "\tif (0)",
