@@ -322,16 +322,25 @@ refuse(struct jwt_verdict *v, int missing, const char *why)
 	return -1;
 }
 
+/* What a token must meet, as c says. */
+static struct jwt_policy
+policy_of(const struct conf *c)
+{
+	struct jwt_policy policy = { c->jwt_leeway_ms / MS_PER_S,
+	    c->jwt_issuer[0] != '\0' ? c->jwt_issuer : NULL,
+	    c->jwt_audience[0] != '\0' ? c->jwt_audience : NULL, c->jwt_typ,
+	    1 };
+
+	return policy;
+}
+
 int
 jwt_check(struct proxy *px, int route, const struct conf_route *rt,
     const struct hlist *in, struct jwt_verdict *v)
 {
 	const struct conf *c = px->conf;
 	struct jwt_state *js = px->jwt;
-	struct jwt_policy policy = { c->jwt_leeway_ms / MS_PER_S,
-	    c->jwt_issuer[0] != '\0' ? c->jwt_issuer : NULL,
-	    c->jwt_audience[0] != '\0' ? c->jwt_audience : NULL, c->jwt_typ,
-	    1 };
+	struct jwt_policy policy = policy_of(c);
 	struct json *claims = NULL;
 	char err[ERR_MAX];
 	enum jwt_result r;
@@ -360,6 +369,27 @@ jwt_check(struct proxy *px, int route, const struct conf_route *rt,
 	rc = claim_digest(c, rt, claims, v) == 0 ? 0 : -2;
 	json_free(&claims);
 	return rc;
+}
+
+int
+jwt_still_valid(struct proxy *px, const struct hlist *in)
+{
+	struct jwt_state *js = px->jwt;
+	struct jwt_policy policy = policy_of(px->conf);
+	struct json *claims = NULL;
+	const char *token;
+	char err[ERR_MAX];
+	enum jwt_result r;
+	size_t len;
+
+	if (js == NULL || js->keys == NULL || bearer(in, &token, &len) != 1)
+		return 0;
+	r = jwt_verify(js->keys, token, len, util_now_ms() / MS_PER_S, &policy,
+	    &claims, err, sizeof(err));
+	json_free(&claims);
+	if (r != JWT_OK)
+		log_debug("a fetch's token no longer verifies: %s", err);
+	return r == JWT_OK;
 }
 
 const char *

@@ -15,7 +15,13 @@
  * hit started it (the most recent verified requester of the claim set).
  * The refresh holds a copy of that request's headers in this process's
  * memory for its one fetch; no token is kept past it, and none is ever
- * written to Redis. An operator's refresh of a claims key only marks
+ * written to Redis. Just before it sends, the refresh verifies that
+ * token again (jwt_still_valid()): one that expired meanwhile (waiting
+ * for the lock or an origin slot) is not sent, and the refresh ends as
+ * one that could not start (an upstream error, no failure recorded: the
+ * next verified requester's stale hit refreshes with its own token). A
+ * request whose own token has expired is passed uncached and starts no
+ * refresh, so an expired token is never sent by a refresh. An operator's refresh of a claims key only marks
  * its entry stale, as for per-credential keys (proxy_control.c): the
  * next verified request of the claim set refetches it with its own
  * token. Nothing is fetched for a claims key without a token.
@@ -58,6 +64,10 @@ void	jwt_reload(struct proxy *px);
  */
 int	jwt_check(struct proxy *px, int route, const struct conf_route *rt,
 	    const struct hlist *in, struct jwt_verdict *v);
+/* Does the Bearer token in in still verify, now (a fetch about to send
+ * it: it has not expired, past jwt_leeway, nor lost its key since its
+ * request was verified)? 1 or 0; not counted. */
+int	jwt_still_valid(struct proxy *px, const struct hlist *in);
 /* WWW-Authenticate for a refusal whose Cache-Status detail is refused. */
 const char *jwt_challenge(const char *refused);
 

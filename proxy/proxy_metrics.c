@@ -203,6 +203,9 @@ static const struct counter_row counter_rows[] = {
 	  "action", "rejected", FIELD(jwt_rejected), NO_FIELD },
 	{ "corral_jwt_refusals_total", NULL, "action", "passed",
 	  FIELD(jwt_passed), NO_FIELD },
+	{ "corral_jwt_refreshes_expired_total", "Refreshes on claims routes "
+	  "not sent: their requester's token expired before the send.", NULL,
+	  NULL, FIELD(jwt_refresh_expired), NO_FIELD },
 	{ "corral_jwt_key_loads_total", "Loads of jwt_keys_file (at start, "
 	  "on SIGHUP, when it changes), by result.", "result", "ok",
 	  FIELD(jwt_keys_reloads), NO_FIELD },

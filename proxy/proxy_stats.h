@@ -90,6 +90,7 @@
 	X(jwt_errors,		"claims routes: verifications that failed for want of memory")	\
 	X(jwt_rejected,		"claims routes: requests without a valid token answered 401 (jwt_reject)")	\
 	X(jwt_passed,		"claims routes: requests without a valid token passed uncached")	\
+	X(jwt_refresh_expired,	"claims routes: refreshes not sent: their token expired before the send")	\
 	X(jwt_keys_reloads,	"jwt_keys_file loads that succeeded (start, SIGHUP, a change)")	\
 	X(jwt_keys_reload_errors, "jwt_keys_file loads that failed (the keys before stay)")
 

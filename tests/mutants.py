@@ -2283,6 +2283,11 @@ MUTANTS = [
            ["two_users_of_one_role_share_one_origin_fetch_and_other_claims_never_do"],
            "the key is the token's digest, not its claim set's: users of one role "
            "never share and a renewed token starts cold"),
+    Mutant("jwt_refresh_token_not_checked_at_send", "proxy/proxy_refresh.c",
+           "\trf->token_expired = !jwt_still_valid(rf->px, &rf->headers);",
+           "\trf->token_expired = 0;",
+           ["a_refresh_whose_token_expires_while_it_waits_for_a_slot_is_not_sent"],
+           "a refresh that waited for its slot sends a token that expired meanwhile"),
     Mutant("tls_stalled_handshake_not_counted", "proxy/proxy_conn.c",
            "\tif (c->bev != NULL && !c->handshaken)\t/* counted as a timeout */",
            "\tif (0)",

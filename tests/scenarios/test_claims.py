@@ -73,7 +73,7 @@ def keys_file(env, *pairs, name="keys.pem"):
     return path
 
 
-def claims_corral(env, redis, origin, keys, route=None, server=None):
+def claims_corral(env, redis, origin, keys, route=None, server=None, upstream=None):
     secret = os.path.join(env.workdir, "key.secret")
     with open(secret, "w") as f:
         f.write(SECRET + "\n")
@@ -82,6 +82,8 @@ def claims_corral(env, redis, origin, keys, route=None, server=None):
     extra = {"server": dict({"key_secret_file": secret, "jwt_keys_file": keys,
                              "jwt_leeway": f"{LEEWAY_S}s", "max_header_bytes": "128k"},
                             **(server or {}))}
+    if upstream:
+        extra["upstream"] = upstream
     return env.corral(redis, origin, routes={"/": dict(ROUTE, **(route or {}))}, extra=extra)
 
 
@@ -444,3 +446,45 @@ def a_64_kib_token_at_the_default_max_header_bytes_is_refused_at_the_door(env):
               "never reached the verifier")
     r = corral.get("/orders", bearer(good))
     expect_eq((r.cache_status.hit, r.text), (True, "orders n=1"), "the entry is untouched")
+
+
+@scenario
+def a_refresh_whose_token_expires_while_it_waits_for_a_slot_is_not_sent(env):
+    """A refresh verifies its requester's token once more as its fetch is
+    about to go: bob's stale hit starts a refresh that waits for the only
+    origin slot (max_requests = 1, held by another fetch) while bob's
+    token expires; once the slot is free the refresh is not sent, the
+    lock goes with no failure, and the next verified requester (carol)
+    refreshes with her own token."""
+    redis, origin = env.redis(), env.origin()
+    k1 = Signer(env, "k1")
+    corral = claims_corral(env, redis, origin, keys_file(env, ("k1", k1)),
+                           route={"ttl": "1s", "stale_while_revalidate": "60s",
+                                  "lock_poll": "500ms"},
+                           server={"jwt_leeway": "0s"},
+                           upstream={"max_requests": "1", "queue_timeout": "30s"})
+    origin.script("/orders", body="orders n={n} auth=[{h:Authorization}]")
+    origin.script("/slow", hold=True, body="slow")
+    alice = k1.token(claims(sub="alice"))
+    first = corral.get("/orders", bearer(alice)).text
+    stored = time.time()
+    slow = Background(corral.get, "/slow", bearer(alice))
+    wait_for(lambda: origin.held("/slow") == 1, timeout=10, what="the only slot taken")
+    bob = k1.token(claims(sub="bob", ttl=2))
+    expires = time.time() + 2
+    wait_for(lambda: time.time() > stored + 1.2, timeout=10, what="the entry to go stale")
+    r = corral.get("/orders", bearer(bob))
+    expect_eq((r.text, r.cache_status.stale), (first, True), "bob: a stale hit")
+    wait_for(lambda: corral.stats()["origin_budget"]["queue_length"] == 1, timeout=10,
+             what="bob's refresh waiting for the slot")
+    wait_for(lambda: time.time() > expires + 1.2, timeout=10, what="bob's token to expire")
+    origin.release("/slow")
+    expect_eq(slow.result().text, "slow", "the fetch that held the slot")
+    wait_for(lambda: corral.counters("/")["jwt_refresh_expired"] == 1, timeout=10,
+             what="bob's refresh held back: its token expired")
+    expect_eq(origin.count("/orders"), 1, "bob's expired token was never sent")
+    carol = k1.token(claims(sub="carol"))
+    wait_for(lambda: corral.get("/orders", bearer(carol)).text ==
+             f"orders n=2 auth=[Bearer {carol}]", timeout=15,
+             what="carol's stale hit refreshing the entry with her own token")
+    expect("not fetched: its requester's token expired" in corral.log(), "logged")
