@@ -31,9 +31,10 @@ BASE    := $(DEFS) $(WARN)
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = -Wl,--as-needed $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c changes/*.c)
-# The configuration alone, for the man page's key list and the fuzzers.
-CONF_SRC := $(wildcard conf/*.c)
+SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c auth/*.c changes/*.c)
+# The configuration alone, for the man page's key list and the fuzzers
+# (with the JWT code it loads jwt_keys_file with).
+CONF_SRC := $(wildcard conf/*.c auth/*.c) common/json.c common/base64.c common/digest.c
 GEN_SRC  := build/gen/dashboard.c
 LIB_SRC  := $(filter-out proxy/main.c,$(SRC)) $(GEN_SRC)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -145,15 +146,18 @@ build/asan/tools/%: tests/tools/%.c $(ASAN_OBJ)
 	$(CC) $(BASE) $(ASAN_FLAGS) $(PKG_CFLAGS) -o $@ $< $(ASAN_OBJ) $(PKG_LIBS) -lm
 
 # Only cache/ may include hiredis, only upstream/ curl, only changes/
-# libpq, and only the TLS module (proxy/proxy_tls*) OpenSSL or libevent's
-# OpenSSL bufferevents (the unit tests and the benchmark's own TLS client
-# aside).
+# libpq; OpenSSL only the TLS module (proxy/proxy_tls*), the JWT module
+# (auth/) and common/digest.c (every digest and HMAC); libevent's OpenSSL
+# bufferevents only the TLS module. The unit tests (tests/unit/, not
+# listed by */*) and the benchmark's own TLS client (bench/) aside.
 check-boundaries:
 	@bad=$$(grep -ln '#include <hiredis' $$(ls */*.[ch] | grep -v '^cache/'); \
 	        grep -ln '#include <curl' $$(ls */*.[ch] | grep -v '^upstream/'); \
 	        grep -ln '#include <libpq-fe.h>' $$(ls */*.[ch] | grep -v '^changes/'); \
-	        grep -lE '#include <(openssl/|event2/bufferevent_ssl)' \
-	            $$(ls */*.[ch] | grep -v -e '^proxy/proxy_tls' -e '^bench/')); \
+	        grep -l '#include <event2/bufferevent_ssl' \
+	            $$(ls */*.[ch] | grep -v -e '^proxy/proxy_tls' -e '^bench/'); \
+	        grep -l '#include <openssl/' $$(ls */*.[ch] | grep -v -e '^proxy/proxy_tls' \
+	            -e '^auth/' -e '^common/digest\.c$$' -e '^bench/')); \
 	if [ -n "$$bad" ]; then echo "module boundary broken in: $$bad"; exit 1; fi
 
 # No file in proxy/, cache/ or conf/ over 900 lines, no function over 60.
@@ -309,7 +313,7 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
 FUZZ_FLAGS   := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer
-FUZZ_TARGETS := entry conf key hdr frame pgoutput
+FUZZ_TARGETS := entry conf key hdr frame json base64 jwt pgoutput
 FUZZ_LINK     = @mkdir -p $(dir $@); \
                 $(FUZZ_CC) $(BASE) $(FUZZ_FLAGS) $(PKG_CFLAGS) -o $@ $(filter %.c,$^) \
                 $(PKG_LIBS) -lm
@@ -337,6 +341,16 @@ build/fuzz/fuzz_hdr: fuzz/fuzz_hdr.c proxy/proxy_hdr.c proxy/proxy_sf.c $(CONF_S
 	$(FUZZ_LINK)
 
 build/fuzz/fuzz_frame: fuzz/fuzz_frame.c proxy/proxy_frame.c proxy/proxy_chunk.c common/host.c $(wildcard */*.h)
+	$(FUZZ_LINK)
+
+build/fuzz/fuzz_json: fuzz/fuzz_json.c common/json.c $(wildcard */*.h)
+	$(FUZZ_LINK)
+
+build/fuzz/fuzz_base64: fuzz/fuzz_base64.c common/base64.c $(wildcard */*.h)
+	$(FUZZ_LINK)
+
+build/fuzz/fuzz_jwt: fuzz/fuzz_jwt.c auth/jwt.c auth/jwt_keys.c auth/jwt_claims.c common/json.c \
+                     common/base64.c common/digest.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
 build/fuzz/fuzz_pgoutput: fuzz/fuzz_pgoutput.c changes/pgoutput.c changes/txn.c changes/rules.c \

@@ -636,12 +636,11 @@ int
 graphql_is_mutation(const char *body, size_t len)
 {
 	struct keyrule_digest d;
-	char hex[KEYRULE_DIGEST_HEX + 1];
 	enum graphql_kind k;
 
 	keyrule_digest_init(&d, NULL, 0, "graphql");
 	k = graphql_read(body, len, &d);
-	keyrule_digest_hex(&d, hex);	/* wipes it */
+	keyrule_digest_drop(&d);	/* only the kind is wanted */
 	return k == GRAPHQL_MUTATION;
 }
 

@@ -3,7 +3,7 @@
  * and digests it adds, and the tag that files a key under its URL. See
  * cache_keyrule.h.
  *
- * Calls cache_key.c and common/sha256.c. Called from outside cache/ (the
+ * Calls cache_key.c and common/digest.c. Called from outside cache/ (the
  * request's key, a purge by URL).
  */
 
@@ -29,6 +29,7 @@ static const char *const rule_names[] = {
 	[KEY_RULE_POST] = "post",
 	[KEY_RULE_GRAPHQL] = "graphql",
 	[KEY_RULE_CREDENTIAL] = "credential",
+	[KEY_RULE_CLAIMS] = "claims",
 };
 
 static const char hex_digits[] = "0123456789abcdef";
@@ -218,7 +219,7 @@ void
 keyrule_digest_init(struct keyrule_digest *d, const void *secret,
     size_t secret_len, const char *label)
 {
-	hmac256_init(&d->m, secret, secret_len);
+	digest_hmac_init(&d->m, secret, secret_len);
 	keyrule_digest_part(d, label, strlen(label));
 }
 
@@ -229,21 +230,33 @@ keyrule_digest_part(struct keyrule_digest *d, const void *p, size_t len)
 
 	for (int i = 0; i < 8; i++)
 		n[i] = (unsigned char)((uint64_t)len >> (8 * i));
-	hmac256_update(&d->m, n, sizeof(n));
-	hmac256_update(&d->m, p, len);
+	digest_hmac_update(&d->m, n, sizeof(n));
+	digest_hmac_update(&d->m, p, len);
 }
 
-void
+int
 keyrule_digest_hex(struct keyrule_digest *d, char hex[KEYRULE_DIGEST_HEX + 1])
 {
-	unsigned char mac[SHA256_LEN];
+	unsigned char mac[DIGEST_LEN];
 
-	hmac256_final(&d->m, mac);
+	hex[0] = '\0';
+	if (digest_hmac_final(&d->m, mac) == -1)
+		return -1;
 	for (int i = 0; i < KEYRULE_DIGEST_HEX / 2; i++) {
 		hex[2 * i] = hex_digits[mac[i] >> 4];
 		hex[2 * i + 1] = hex_digits[mac[i] & 0xf];
 	}
 	hex[KEYRULE_DIGEST_HEX] = '\0';
+	return 0;
+}
+
+void
+keyrule_digest_drop(struct keyrule_digest *d)
+{
+	unsigned char mac[DIGEST_LEN];
+
+	if (digest_hmac_final(&d->m, mac) == 0)
+		memset(mac, 0, sizeof(mac));
 }
 
 /* A header value's byte as a key holds it: safe bytes raw, others %XX
@@ -309,7 +322,7 @@ header_digest(const struct key_parts *kp, char *out, size_t outlen)
 		size_t len = strlen(kp->header_values[i]) + 1;
 
 		if ((v = malloc(len)) == NULL) {
-			keyrule_digest_hex(&d, hex);	/* wipes it */
+			keyrule_digest_drop(&d);
 			return -1;
 		}
 		keyrule_digest_part(&d, kp->header_names[i],
@@ -318,7 +331,8 @@ header_digest(const struct key_parts *kp, char *out, size_t outlen)
 		keyrule_digest_part(&d, v, len);
 		free(v);
 	}
-	keyrule_digest_hex(&d, hex);
+	if (keyrule_digest_hex(&d, hex) == -1)
+		return -1;
 	return snprintf(out, outlen, "h#%s", hex);
 }
 
@@ -353,10 +367,13 @@ key_suffix(const struct key_parts *kp, char out[KEYRULE_PARTS_MAX + 1])
 	if (kp->credential_digest != NULL)
 		n += snprintf(out + n, KEYRULE_PARTS_MAX + 1 - (size_t)n,
 		    "%cc=%s", KEYRULE_SEP, kp->credential_digest);
+	if (kp->claims_digest != NULL)
+		n += snprintf(out + n, KEYRULE_PARTS_MAX + 1 - (size_t)n,
+		    "%cj=%s", KEYRULE_SEP, kp->claims_digest);
 	return n;
 }
 
-void
+int
 keyrule_url_tag(const char *url, char tag[KEYRULE_TAG_MAX + 1])
 {
 	struct keyrule_digest d;
@@ -365,8 +382,11 @@ keyrule_url_tag(const char *url, char tag[KEYRULE_TAG_MAX + 1])
 	/* Not secret: anyone may purge a URL they can name. */
 	keyrule_digest_init(&d, NULL, 0, "url");
 	keyrule_digest_part(&d, url, strlen(url));
-	keyrule_digest_hex(&d, hex);
+	tag[0] = '\0';
+	if (keyrule_digest_hex(&d, hex) == -1)
+		return -1;
 	snprintf(tag, KEYRULE_TAG_MAX + 1, "%s%s", KEYRULE_TAG_PREFIX, hex);
+	return 0;
 }
 
 /*
@@ -391,7 +411,8 @@ keyrule_build(const struct key_parts *kp, char key[CACHE_KEY_MAX + 1],
 	if (cache_key_for(kp->host, kp->path, kp->query, kp->sort_query,
 	    url) == -1)
 		return -1;
-	keyrule_url_tag(url, tag);
+	if (keyrule_url_tag(url, tag) == -1)
+		return -1;
 	memcpy(key + strlen(key), suffix, slen + 1);
 	return 0;
 }

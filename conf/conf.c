@@ -780,6 +780,8 @@ conf_load(struct conf *c, const char *path, FILE *errs)
 	ld.nerr += conf_changes_check(c, path, errs);
 	check_secrets(&ld);
 	check_keys(&ld);
+	ld.nerr += conf_jwt_check(c, path, line_of(&ld, SECT_SERVER,
+	    "jwt_keys_file"), line_of(&ld, SECT_SERVER, "jwt_typ"), errs);
 	if (line_of(&ld, SECT_SERVER, "admin_token_file") != -1)
 		ld.nerr += conf_tokens_load(c, path, line_of(&ld, SECT_SERVER,
 		    "admin_token_file"), errs);

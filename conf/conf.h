@@ -45,6 +45,9 @@
 #define CONF_CREDENTIAL_HEADER	"Authorization"	/* its default */
 #define CONF_KEY_SECRET_MIN	16	/* bytes of key_secret_file */
 #define CONF_KEY_SECRET_MAX	1024
+#define CONF_CLAIMS_MAX		256	/* jwt_claims */
+#define CONF_JWT_TEXT_MAX	256	/* jwt_issuer, jwt_audience, jwt_typ */
+#define CONF_JWT_LEEWAY_MAX_MS	300000	/* jwt_leeway: JWT_LEEWAY_MAX s */
 #define CONF_CHANGES_MAX	4	/* [changes NAME] sections */
 #define CONF_CHANGES_NAME_MAX	32	/* NAME: a-z, 0-9, _ */
 #define CONF_CHANGES_RULES_MAX	32	/* tables with tags. or purge. */
@@ -60,6 +63,7 @@ enum conf_authz {
 	CONF_AUTHZ_ON,		/* one entry for every credential */
 	CONF_AUTHZ_CREDENTIAL,	/* per-credential: an entry per credential */
 	CONF_AUTHZ_ANONYMOUS,	/* one entry, fetched without credentials */
+	CONF_AUTHZ_CLAIMS,	/* claims: an entry per verified claim set */
 };
 
 #define CONF_TOKENS_MAX		64	/* admin_token_file: tokens */
@@ -201,6 +205,10 @@ struct conf_route {
 	/* per-credential: the header keyed, and a cookie ("": none) */
 	char	 credential_header[CONF_HEADER_NAME_MAX];
 	char	 credential_cookie[CONF_COOKIE_MAX];
+	/* claims: the claims keyed ("role tenant_id", paths), and whether a
+	 * request without a valid token is refused (401) or passed */
+	char	 jwt_claims[CONF_CLAIMS_MAX];
+	int	 jwt_reject;
 	char	 key_ignore_query[CONF_QUERY_NAMES_MAX];	/* "a, utm_*" */
 	char	 key_query[CONF_QUERY_NAMES_MAX];	/* "" : every name */
 	char	 key_headers[CONF_FIELDS_MAX];	/* field names, ", " between */
@@ -281,6 +289,14 @@ struct conf {
 	 * the first name in hosts, else "" (none is sent). */
 	char		 forwarded_host[HOST_TEXT_MAX];
 	char		 key_secret_file[CONF_PATH_MAX];	/* or "" */
+	/* cache_authorized = claims: the keys tokens are verified with
+	 * (reloaded by each worker on SIGHUP and when the file changes),
+	 * and what their claims must say. */
+	char		 jwt_keys_file[CONF_PATH_MAX];	/* or "" */
+	char		 jwt_issuer[CONF_JWT_TEXT_MAX];	/* "": any */
+	char		 jwt_audience[CONF_JWT_TEXT_MAX];	/* "": none */
+	char		 jwt_typ[CONF_JWT_TEXT_MAX];	/* accepted typs */
+	int64_t		 jwt_leeway_ms;
 	/* Not a key: what key_secret_file holds, read as the file loads. */
 	unsigned char	 key_secret[CONF_KEY_SECRET_MAX];
 	size_t		 key_secret_len;
@@ -381,6 +397,22 @@ enum admin_scope conf_token_scope(const struct conf *c, const char *s,
 /* The index of the route with this prefix in c, or -1. */
 int	conf_route_index(const struct conf *c, const char *prefix);
 
+/*
+ * conf_jwt.c: jwt_keys_file loaded as a worker will load it (its format
+ * told by its text), and jwt_typ checked; line is where jwt_keys_file was
+ * set (0: not set), typ_line jwt_typ's. Errors as "file:line: what".
+ * Returns the number of errors.
+ */
+int	conf_jwt_check(const struct conf *c, const char *conf_path, int line,
+	    int typ_line, FILE *errs);
+/* The path jwt_keys_file names (conf_secret.h: an absolute path or a
+ * systemd credential) and the secrets it may hold (enum jwt_secrets). 0,
+ * or -1 with why in err. */
+int	conf_jwt_keys_path(const struct conf *c, char *path, size_t pathlen,
+	    int *allow, char *err, size_t errlen);
+/* The route checks of cache_authorized = claims: 0, or -1 with why. */
+int	conf_jwt_check_route(const struct conf *c, const struct conf_route *r,
+	    char *err, size_t errlen);
 /* conf_changes.c: the section of that name, or NULL. */
 const struct conf_changes *conf_changes_find(const struct conf *c,
 	    const char *name);

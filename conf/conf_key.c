@@ -21,6 +21,7 @@
 
 #define PER_CREDENTIAL	"per-credential"
 #define ANONYMOUS	"anonymous"
+#define CLAIMS		"claims"
 #define NAME_SHOW_MAX	40	/* characters of a bad name quoted */
 #define HOP_BY_HOP	"a hop-by-hop field never reaches the origin"
 #define UNDERSCORED	"a field name with '_' never reaches the origin " \
@@ -40,9 +41,14 @@ conf_key_set_authz(const char *v, int *out, char *err, size_t errlen)
 		*out = CONF_AUTHZ_ANONYMOUS;
 		return 0;
 	}
+	if (strcasecmp(v, CLAIMS) == 0) {
+		*out = CONF_AUTHZ_CLAIMS;
+		return 0;
+	}
 	if (util_parse_bool(v, &b) == -1) {
 		snprintf(err, errlen, "\"%.*s\" is not off, on, "
-		    PER_CREDENTIAL " or " ANONYMOUS, NAME_SHOW_MAX, v);
+		    PER_CREDENTIAL ", " ANONYMOUS " or " CLAIMS, NAME_SHOW_MAX,
+		    v);
 		return -1;
 	}
 	*out = b ? CONF_AUTHZ_ON : CONF_AUTHZ_OFF;
@@ -309,5 +315,5 @@ conf_key_check_route(const struct conf *c, const struct conf_route *r,
 		    "credentials' digests are keyed with)");
 		return -1;
 	}
-	return 0;
+	return conf_jwt_check_route(c, r, err, errlen);
 }

@@ -42,7 +42,7 @@ syntax_of(enum type type)
 	case T_BALANCE:
 		return "least_outstanding|round-robin";
 	case T_AUTHZ:
-		return "off|on|per-credential|anonymous";
+		return "off|on|per-credential|anonymous|claims";
 	case T_QUERY_NAMES:
 		return "name,prefix*,...";
 	case T_COOKIE:

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "auth/jwt.h"
 #include "common/util.h"
 
 #define DB_MAX		255
@@ -101,7 +102,24 @@ const struct key table_keys[] = {
 	  IN_CONF(log_format), "text, or json: one object a line" },
 	{ "key_secret_file", SECT_SERVER, T_STRING, "", 0, CONF_PATH_MAX - 1,
 	  IN_CONF(key_secret_file),
-	  "secret of per-credential keys' HMAC; others may not read it" },
+	  "secret of per-credential and claims keys' HMAC; others may not "
+	  "read it" },
+	{ "jwt_keys_file", SECT_SERVER, T_STRING, "", 0, CONF_PATH_MAX - 1,
+	  IN_CONF(jwt_keys_file),
+	  "claims: PEM public keys, a JWK Set or an HMAC secret (a private "
+	  "file) tokens are verified with; reloaded when it changes" },
+	{ "jwt_issuer", SECT_SERVER, T_STRING, "", 0, CONF_JWT_TEXT_MAX - 1,
+	  IN_CONF(jwt_issuer), "claims: iss must be this (empty: any)" },
+	{ "jwt_audience", SECT_SERVER, T_STRING, "", 0, CONF_JWT_TEXT_MAX - 1,
+	  IN_CONF(jwt_audience),
+	  "claims: aud must hold this (empty: a token with aud is refused)" },
+	{ "jwt_leeway", SECT_SERVER, T_DURATION, "30s", 0,
+	  CONF_JWT_LEEWAY_MAX_MS, IN_CONF(jwt_leeway_ms),
+	  "claims: clock skew allowed on exp, nbf and iat" },
+	{ "jwt_typ", SECT_SERVER, T_STRING, JWT_TYPS_DEFAULT, 1,
+	  CONF_JWT_TEXT_MAX - 1, IN_CONF(jwt_typ),
+	  "claims: typ values accepted, with or without application/ (any: "
+	  "typ not read)" },
 
 	{ "mode", SECT_REDIS, T_MODE, "single", 0, 0,
 	  IN_CONF(redis_mode), "what address names" },
@@ -204,8 +222,8 @@ const struct key table_keys[] = {
 	{ "cache_authorized", SECT_ROUTE, T_AUTHZ, "off", 0, 0,
 	  IN_ROUTE(cache_authorized),
 	  "cache requests with credentials: off (passed), on (shared when the "
-	  "origin says public), per-credential, or anonymous (fetched "
-	  "without them)" },
+	  "origin says public), per-credential, anonymous (fetched without "
+	  "them), or claims (by verified JWT claims)" },
 	{ "credential_header", SECT_ROUTE, T_HEADER, CONF_CREDENTIAL_HEADER, 1,
 	  CONF_HEADER_NAME_MAX - 1, IN_ROUTE(credential_header),
 	  "per-credential: the request header that holds the credential; "
@@ -213,6 +231,13 @@ const struct key table_keys[] = {
 	{ "credential_cookie", SECT_ROUTE, T_COOKIE, "", 0, CONF_COOKIE_MAX - 1,
 	  IN_ROUTE(credential_cookie),
 	  "per-credential: this cookie is a credential too (others not sent)" },
+	{ "jwt_claims", SECT_ROUTE, T_STRING, "", 0, CONF_CLAIMS_MAX - 1,
+	  IN_ROUTE(jwt_claims),
+	  "claims: the verified claims keyed, e.g. role tenant_id "
+	  "app_metadata.org" },
+	{ "jwt_reject", SECT_ROUTE, T_BOOL, "off", 0, 1, IN_ROUTE(jwt_reject),
+	  "claims: refuse a request without a valid token (401) instead "
+	  "of passing it uncached" },
 	{ "key_ignore_query", SECT_ROUTE, T_QUERY_NAMES, "", 0,
 	  CONF_QUERY_NAMES_MAX - 1, IN_ROUTE(key_ignore_query),
 	  "query parameters left out of the key, e.g. _, utm_*, fbclid" },

@@ -131,6 +131,7 @@ struct access_log;
 struct control;
 struct feeds;
 struct maint;
+struct jwt_state;
 struct req;
 struct flight;
 struct refresh;
@@ -213,6 +214,7 @@ struct proxy {
 	TAILQ_HEAD(pool_list, pool) pools;	/* proxy_pool.c; default first */
 	struct control		*control;	/* refreshes asked (proxy_control.c) */
 	struct maint		*maint;		/* routes in maintenance */
+	struct jwt_state	*jwt;		/* claims keys (proxy_jwt.c) */
 	struct feeds		*feeds;		/* slot 0: the change feeds */
 };
 

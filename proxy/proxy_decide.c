@@ -1,7 +1,8 @@
 /*
  * DECIDE, the refresh protocol's table (proxy_refresh_int.h): what the
- * response a refresh fetched becomes. Not sent (no origin slot): released
- * with no failure. Failed, or a 5xx: released with the failure, which
+ * response a refresh fetched becomes. Not sent (no origin slot, or a
+ * claims token that expired before the send): released with no failure.
+ * Failed, or a 5xx: released with the failure, which
  * starts the key's backoff. A 304 revalidates the entry it had; any other
  * response becomes an entry, stored if its route and headers let it be
  * kept, the lock is still ours and it is whole, else released (one user's:
@@ -54,7 +55,8 @@ refresh_vary(struct refresh *rf)
 	if (strchr(rf->key, '\n') != NULL) {
 		snprintf(rep->variant, sizeof(rep->variant), "%s", rf->key);
 	} else {
-		vary_id(spec, &rf->headers, &vk, id);
+		if (vary_id(spec, &rf->headers, &vk, id) == -1)
+			return -1;
 		snprintf(rep->variant, sizeof(rep->variant), "%s\n%s", base, id);
 	}
 	vary_learn(rf->px, base, spec);
@@ -87,6 +89,18 @@ decide_unsent(struct refresh *rf)
 	if (rf->cb == NULL)
 		STAT_INC(rf->px->stats, rf->route, shed_refresh);
 	log_info("%s: no origin slot within queue_timeout", rf->key);
+	return RF_RELEASE;
+}
+
+enum refresh_step
+refresh_token_expired(struct refresh *rf)
+{
+	rf->report.result = RFR_UPSTREAM_ERROR;
+	rf->report.uerr = UPSTREAM_ERR_PROTOCOL;
+	rf->report.fetch_ms = -1;
+	STAT_INC(rf->px->stats, rf->route, jwt_refresh_expired);
+	log_info("%s: not fetched: its requester's token expired before the "
+	    "send", rf->key);
 	return RF_RELEASE;
 }
 
@@ -170,7 +184,8 @@ refresh_decide(struct refresh *rf)
 	rep->fetch_ms = (util_mono_us() - rf->fetch_start_us) / 1000;
 	outcome_count_upstream(rf->px->stats, rf->route, resp);
 	if (resp->result == UPSTREAM_NOT_SENT) {
-		next = decide_unsent(rf);
+		next = rf->token_expired ? refresh_token_expired(rf) :
+		    decide_unsent(rf);
 	} else if (resp->result != UPSTREAM_OK) {
 		log_warn("upstream %s: %s (%s)", rf->url,
 		    upstream_result_name(resp->result), resp->error);

@@ -82,6 +82,9 @@ struct answer {
 						 * static token), or NULL */
 	int			 reject_code;	/* OUT_REJECTED */
 	enum key_rule		 key_rule;	/* what made its key */
+	const char		*jwt_refused;	/* claims: why its token was
+						 * refused (a static detail:
+						 * proxy_jwt.h), or NULL */
 };
 
 /*

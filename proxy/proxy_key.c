@@ -31,7 +31,9 @@
 #include "proxy/proxy_conn.h"
 #include "proxy/proxy_forward.h"
 #include "proxy/proxy_hdr.h"
+#include "proxy/proxy_jwt.h"
 #include "proxy/proxy_key.h"
+#include "proxy/proxy_outcome.h"
 #include "proxy/proxy_stats.h"
 
 #define KEY_HEADER_JOIN_MAX	1024	/* a keyed header's lines, joined */
@@ -43,7 +45,8 @@ int
 key_has_parts(const struct conf_route *rt)
 {
 	return rt != NULL && (rt->key_headers[0] != '\0' || rt->cache_post ||
-	    rt->cache_authorized == CONF_AUTHZ_CREDENTIAL);
+	    rt->cache_authorized == CONF_AUTHZ_CREDENTIAL ||
+	    rt->cache_authorized == CONF_AUTHZ_CLAIMS);
 }
 
 /* The query as the route's rules keep it: malloc'd, or query itself. */
@@ -173,7 +176,7 @@ body_digest(const struct conf *c, const struct conf_route *rt,
 		keyrule_digest_init(&d, c->key_secret, c->key_secret_len,
 		    "graphql");
 		if (graphql_read(body, len, &d) != GRAPHQL_QUERY) {
-			keyrule_digest_hex(&d, hex);	/* wipes it */
+			keyrule_digest_drop(&d);
 			return -1;
 		}
 	} else {
@@ -186,8 +189,7 @@ body_digest(const struct conf *c, const struct conf_route *rt,
 		keyrule_digest_part(&d, norm, strlen(norm));
 		keyrule_digest_part(&d, body, len);
 	}
-	keyrule_digest_hex(&d, hex);
-	return 0;
+	return keyrule_digest_hex(&d, hex);
 }
 
 /* Each "name=value" of a Cookie line named name: its value into d, and
@@ -258,7 +260,10 @@ credential_digest(const struct conf *c, const struct conf_route *rt,
 			    cookie, &ncookies);
 		}
 	}
-	keyrule_digest_hex(&d, hex);
+	if (keyrule_digest_hex(&d, hex) == -1) {
+		evbuffer_free(cookie);
+		return -1;
+	}
 	if (parts + ncookies == 0)
 		hex[0] = '\0';	/* anonymous: the URL's own entry */
 	evbuffer_add(cookie, "", 1);
@@ -273,6 +278,8 @@ credential_digest(const struct conf *c, const struct conf_route *rt,
 static enum key_rule
 key_rule(const struct conf_route *rt, const struct key_parts *kp)
 {
+	if (kp->claims_digest != NULL)
+		return KEY_RULE_CLAIMS;
 	if (kp->credential_digest != NULL)
 		return KEY_RULE_CREDENTIAL;
 	if (kp->graphql_digest != NULL)
@@ -289,7 +296,7 @@ key_rule(const struct conf_route *rt, const struct key_parts *kp)
 enum key_verdict
 key_of_request(const struct conf *c, const struct conf_route *rt,
     struct hreq *ev, const char *host, const char *path,
-    const char *query, struct req_key *k)
+    const char *query, const char *claims_hex, struct req_key *k)
 {
 	const struct hlist *in = &ev->in;
 	char bufs[KEYRULE_HEADERS_MAX][KEY_HEADER_JOIN_MAX];
@@ -324,6 +331,12 @@ key_of_request(const struct conf *c, const struct conf_route *rt,
 		if (credential_digest(c, rt, in, k, cred_hex) == -1)
 			goto done;
 		kp.credential_digest = cred_hex[0] != '\0' ? cred_hex : NULL;
+	}
+	if (claims_hex != NULL) {
+		/* Keyed on the claims, fetched with the token: no Cookie. */
+		kp.claims_digest = claims_hex;
+		k->spec.cookie = "";
+		k->spec.per_credential = 1;
 	}
 	if (keyrule_build(&kp, k->key, k->spec.url_tag) == -1)
 		goto done;
@@ -388,6 +401,33 @@ graphql_get_passed(const char *query)
 }
 
 /*
+ * A claims route's request (proxy_jwt.h): verified, it is keyed on its
+ * claim set (DECIDE_CACHE, v holds the digest); else never by claims:
+ * refused with 401 (jwt_reject) or passed uncached, a->jwt_refused
+ * saying why.
+ */
+static enum key_decision
+claims_decide(struct proxy *px, int route, const struct conf_route *rt,
+    const struct hlist *in, struct jwt_verdict *v, struct answer *a)
+{
+	switch (jwt_check(px, route, rt, in, v)) {
+	case 0:
+		return DECIDE_CACHE;
+	case -2:
+		return DECIDE_FAIL;
+	}
+	a->jwt_refused = v->refused;
+	if (rt->jwt_reject) {
+		STAT_INC(px->stats, route, jwt_rejected);
+		a->outcome = OUT_REJECTED;
+		a->reject_code = HTTP_UNAUTHORIZED;
+		return DECIDE_REFUSED;
+	}
+	STAT_INC(px->stats, route, jwt_passed);
+	return DECIDE_PASS;
+}
+
+/*
  * Methods other than GET, HEAD and a cached POST pass; so do credentials
  * where cache_authorized is off, a POST that is not cached (counted), and
  * on a graphql route a GET that is not a query.
@@ -401,6 +441,8 @@ key_decide(struct proxy *px, int route, const struct conf_route *rt,
 	enum hmethod cmd = ev->method;
 	int shut = rt == NULL || (rt->cache_authorized == CONF_AUTHZ_OFF &&
 	    credentials);
+	struct jwt_verdict jv = { 0 };
+	enum key_decision d;
 	int post = cmd == HM_POST && !shut && rt->cache_post;
 
 	key[0] = '\0';
@@ -419,7 +461,11 @@ key_decide(struct proxy *px, int route, const struct conf_route *rt,
 	a->pass_kind = OUT_BYPASS;
 	if (shut)
 		return DECIDE_PASS;
-	switch (key_of_request(px->conf, rt, ev, host, path, query, k)) {
+	if (rt->cache_authorized == CONF_AUTHZ_CLAIMS && (d = claims_decide(px,
+	    route, rt, &ev->in, &jv, a)) != DECIDE_CACHE)
+		return d;
+	switch (key_of_request(px->conf, rt, ev, host, path, query,
+	    jv.refused == NULL && jv.token != NULL ? jv.digest : NULL, k)) {
 	case KEY_CACHE:
 		break;
 	case KEY_METHOD:

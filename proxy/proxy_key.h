@@ -37,7 +37,7 @@ struct req_key {
 enum key_verdict key_of_request(const struct conf *c,
 	    const struct conf_route *rt, struct hreq *ev,
 	    const char *host, const char *path, const char *query,
-	    struct req_key *k);
+	    const char *claims_hex, struct req_key *k);
 /* The key of a URL (a purge, an invalidation) on route rt (or NULL): its
  * query by rt's rules. 0, or -1 on no memory. */
 int	key_of_url(const struct conf_route *rt, const char *host,
@@ -50,6 +50,8 @@ enum key_decision {
 				 * succeeds), or "" */
 	DECIDE_CACHE,		/* key and k hold its key; a->key_rule set */
 	DECIDE_FAIL,		/* no memory */
+	DECIDE_REFUSED,		/* claims, jwt_reject: a->outcome and
+				 * a->reject_code (401) say so */
 };
 
 struct proxy;
@@ -79,7 +81,8 @@ void	fetch_drop(struct fetch_kept *k);
 int	key_authorized(const struct conf_route *rt, const struct hlist *in);
 /* The headers of a fetch a flight shares, from its lead w on route rt:
  * nothing that would make the answer one client's (per-credential: only
- * the Cookie its key holds, or none; anonymous: no credentials at all).
+ * the Cookie its key holds, or none; anonymous: no credentials at all;
+ * claims: its verified token and no Cookie).
  * key_authorized() of the lead. */
 int	fetch_shared_headers(struct waiter *w, const struct conf_route *rt,
 	    struct hlist *dst);

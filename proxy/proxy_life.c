@@ -29,6 +29,7 @@
 #include "proxy/proxy_http.h"
 #include "proxy/proxy_linger.h"
 #include "proxy/proxy_log.h"
+#include "proxy/proxy_jwt.h"
 #include "proxy/proxy_maint.h"
 #include "proxy/proxy_near.h"
 #include "proxy/proxy_refresh.h"
@@ -348,6 +349,7 @@ proxy_reload(struct proxy *px, struct conf **confp, const char *path)
 	if (px->upstream != NULL)
 		upstream_set_max_headers(px->upstream, new->max_upstream_headers);
 	http_reload(px, new);
+	jwt_reload(px);
 	log_set_level(new->log_level);
 	if (px->cache != NULL)	/* password files were read again */
 		cache_credentials(px->cache, new);
@@ -435,6 +437,8 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 	    maint_new(px) == -1 || publish_start(px) == -1 ||
 	    feeds_start(px) == -1)
 		goto no_memory;
+	if (jwt_start(px, err, errlen) == -1)
+		goto fail;
 	log_info("corral %s listening on %s:%d (admin %s:%d), upstream %s%s, "
 	    "%d pool%s, %d route%s", CORRAL_VERSION, conf->listen_host,
 	    conf->listen_port, conf->admin_host, conf->admin_port,
@@ -462,6 +466,7 @@ proxy_stop(struct proxy *px)
 	http_close(px);
 	upstream_free(&px->upstream);
 	maint_free(px);
+	jwt_stop(px);
 	cache_free(&px->cache);
 	dict_free(&px->flights);
 	dict_free(&px->refreshes);

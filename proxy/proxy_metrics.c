@@ -158,6 +158,8 @@ static const struct counter_row counter_rows[] = {
 	  FIELD(key_graphql_hits), NO_FIELD },
 	{ "corral_key_rule_hits_total", NULL, "rule", "credential",
 	  FIELD(key_credential_hits), NO_FIELD },
+	{ "corral_key_rule_hits_total", NULL, "rule", "claims",
+	  FIELD(key_claims_hits), NO_FIELD },
 	{ "corral_key_rule_stores_total", "Entries stored for misses on keys a "
 	  "key rule made, by the rule.", "rule", "query-rules",
 	  FIELD(key_query_stores), NO_FIELD },
@@ -169,9 +171,46 @@ static const struct counter_row counter_rows[] = {
 	  FIELD(key_graphql_stores), NO_FIELD },
 	{ "corral_key_rule_stores_total", NULL, "rule", "credential",
 	  FIELD(key_credential_stores), NO_FIELD },
+	{ "corral_key_rule_stores_total", NULL, "rule", "claims",
+	  FIELD(key_claims_stores), NO_FIELD },
 	{ "corral_post_passed_total", "POSTs on cache_post routes passed "
 	  "uncached: mutations, long or unreadable bodies.", NULL, NULL,
 	  FIELD(post_passed), NO_FIELD },
+
+	{ "corral_jwt_verifications_total", "Tokens of requests on claims "
+	  "routes, by what verifying them came to.", "result", "verified",
+	  FIELD(jwt_verified), NO_FIELD },
+	{ "corral_jwt_verifications_total", NULL, "result", "missing",
+	  FIELD(jwt_missing), NO_FIELD },
+	{ "corral_jwt_verifications_total", NULL, "result", "malformed",
+	  FIELD(jwt_malformed), NO_FIELD },
+	{ "corral_jwt_verifications_total", NULL, "result", "alg_refused",
+	  FIELD(jwt_alg_refused), NO_FIELD },
+	{ "corral_jwt_verifications_total", NULL, "result", "key_unknown",
+	  FIELD(jwt_key_unknown), NO_FIELD },
+	{ "corral_jwt_verifications_total", NULL, "result", "bad_signature",
+	  FIELD(jwt_bad_signature), NO_FIELD },
+	{ "corral_jwt_verifications_total", NULL, "result", "expired",
+	  FIELD(jwt_expired), NO_FIELD },
+	{ "corral_jwt_verifications_total", NULL, "result", "not_yet_valid",
+	  FIELD(jwt_not_yet_valid), NO_FIELD },
+	{ "corral_jwt_verifications_total", NULL, "result", "claims_refused",
+	  FIELD(jwt_claims_refused), NO_FIELD },
+	{ "corral_jwt_verifications_total", NULL, "result", "error",
+	  FIELD(jwt_errors), NO_FIELD },
+	{ "corral_jwt_refusals_total", "Requests on claims routes without a "
+	  "valid token: answered 401 (jwt_reject) or passed uncached.",
+	  "action", "rejected", FIELD(jwt_rejected), NO_FIELD },
+	{ "corral_jwt_refusals_total", NULL, "action", "passed",
+	  FIELD(jwt_passed), NO_FIELD },
+	{ "corral_jwt_refreshes_expired_total", "Refreshes on claims routes "
+	  "not sent: their requester's token expired before the send.", NULL,
+	  NULL, FIELD(jwt_refresh_expired), NO_FIELD },
+	{ "corral_jwt_key_loads_total", "Loads of jwt_keys_file (at start, "
+	  "on SIGHUP, when it changes), by result.", "result", "ok",
+	  FIELD(jwt_keys_reloads), NO_FIELD },
+	{ "corral_jwt_key_loads_total", NULL, "result", "error",
+	  FIELD(jwt_keys_reload_errors), NO_FIELD },
 };
 
 /* A per-route histogram family. */

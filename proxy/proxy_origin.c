@@ -11,6 +11,8 @@
  *	SLOT, MOVE -> DONE (no slot within queue_timeout: not sent, or the
  *	              first try's failure)
  *	ASK -> DONE (its route is in maintenance, proxy_maint.c: not sent)
+ *	SEND -> DONE (its asker's may_send holds its first try back: not
+ *	              sent; a refresh whose token expired meanwhile)
  *
  * It keeps a copy of the request while it waits, gives the budget the
  * servers it would take, best first (its pool's choice), starts
@@ -88,6 +90,8 @@ struct origin_fetch {
 	struct event		*timer;		/* no first byte, refused */
 	upstream_done_cb	*cb;
 	void			*arg;
+	origin_may_send_cb	*may_send;	/* NULL: it always may */
+	void			*may_send_arg;
 	int64_t			 asked_us;
 	int64_t			 sent_us;	/* its first try's start */
 	int			 tries;
@@ -358,6 +362,10 @@ origin_send(struct origin_fetch *f)
 	int at = f->ticket != NULL ? budget_server(f->ticket) : -1;
 	int rc;
 
+	if (f->failure == NULL && f->may_send != NULL &&
+	    !f->may_send(f->may_send_arg))
+		return origin_unsent(f, UPSTREAM_NOT_SENT, "held back by its "
+		    "asker");
 	if (at >= 0 && at < f->choice.n)
 		s = f->choice.s[at];
 	else
@@ -557,6 +565,8 @@ origin_fetch(struct proxy *px, const struct origin_args *oa,
 	f->route = oa->route;
 	f->cb = cb;
 	f->arg = arg;
+	f->may_send = oa->may_send;
+	f->may_send_arg = oa->may_send_arg;
 	f->asked_us = util_mono_us();
 	f->pool = pool_get(px, oa->pool);
 	pool_hold(f->pool);

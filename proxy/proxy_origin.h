@@ -25,11 +25,17 @@ struct origin_fetch;
 
 /* What the fetch is, for its place in the budget's queue, and where it
  * goes. */
+/* Asked as a fetch's first try is about to go, its slot granted: 1 lets
+ * it go, 0 holds it back (answered UPSTREAM_NOT_SENT, nothing sent). */
+typedef int origin_may_send_cb(void *arg);
+
 struct origin_args {
 	enum budget_class	 cls;
 	int			 route;		/* for counters, or -1 */
 	budget_weight_cb	*weight;	/* NULL: 1 */
 	void			*weight_arg;
+	origin_may_send_cb	*may_send;	/* NULL: it always may */
+	void			*may_send_arg;
 	const char		*pool;		/* its [upstream NAME] ("" or
 						 * NULL: the default) */
 	const char		*target;	/* path and query, after the

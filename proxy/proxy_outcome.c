@@ -107,13 +107,26 @@ value_stale_error(const struct answer *a, int64_t now, char *out,
 	    "; detail=stale-if-error", fs, seconds_stale(a->entry, now));
 }
 
+/* Passed: why, when a rule says (hit-for-miss, a claims route's token
+ * refused). */
+static void
+value_bypass(const struct answer *a, int fwd_status, char *out,
+    size_t outlen)
+{
+	const char *why = a->hit_for_miss ? "hit-for-miss" : a->jwt_refused;
+
+	snprintf(out, outlen, "corral; fwd=bypass; fwd-status=%d%s%s",
+	    fwd_status, why != NULL ? "; detail=" : "", why != NULL ? why : "");
+}
+
 static void
 outcome_value_of(const struct answer *a, int fwd_status, char *out,
     size_t outlen)
 {
+	const char *detail = a->outcome == OUT_REJECTED &&
+	    a->jwt_refused != NULL ? a->jwt_refused : plain_detail(a->outcome);
 	const struct cache_entry *e = a->entry;
 	int64_t now = util_now_ms();
-	const char *detail = plain_detail(a->outcome);
 
 	if (detail != NULL)
 		snprintf(out, outlen, "corral; detail=%s", detail);
@@ -144,8 +157,7 @@ outcome_value_of(const struct answer *a, int fwd_status, char *out,
 		    a->not_stored : "cache-unavailable");
 		break;
 	case OUT_BYPASS:
-		snprintf(out, outlen, "corral; fwd=bypass; fwd-status=%d%s",
-		    fwd_status, a->hit_for_miss ? "; detail=hit-for-miss" : "");
+		value_bypass(a, fwd_status, out, outlen);
 		break;
 	case OUT_METHOD:
 		snprintf(out, outlen, "corral; fwd=method; fwd-status=%d",
@@ -209,6 +221,8 @@ outcome_error_text(const struct answer *a, int code)
 {
 	switch (a->outcome) {
 	case OUT_REJECTED:
+		if (code == HTTP_UNAUTHORIZED)
+			return "unauthorized: a valid Bearer token is needed";
 		return code == HTTP_MISDIRECTED ?
 		    "misdirected request: this host is not served here" :
 		    "bad request";
@@ -257,6 +271,10 @@ count_rule(struct stats *st, int r, const struct answer *a)
 	case KEY_RULE_CREDENTIAL:
 		STAT_ADD(st, r, key_credential_hits, hit);
 		STAT_ADD(st, r, key_credential_stores, stored);
+		break;
+	case KEY_RULE_CLAIMS:
+		STAT_ADD(st, r, key_claims_hits, hit);
+		STAT_ADD(st, r, key_claims_stores, stored);
 		break;
 	}
 }

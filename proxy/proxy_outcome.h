@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define HTTP_UNAUTHORIZED	401	/* claims: no valid token (jwt_reject) */
 #define HTTP_MISDIRECTED	421	/* a Host not served */
 #define HTTP_CLIENT_GONE	499	/* logged only: nginx's "client closed
 					 * request" */

@@ -116,8 +116,11 @@ purge_target(struct proxy *px, const char *key, int tagged, int soft,
 	tp->soft = soft;
 	tp->cb = cb;
 	tp->arg = arg;
-	if (tagged)
-		keyrule_url_tag(key, tp->tag);
+	if (tagged && keyrule_url_tag(key, tp->tag) == -1) {
+		*why = "out of memory";
+		free(tp);
+		return NULL;
+	}
 	near_drop(px, key);	/* the others hear by broadcast */
 	if ((soft ? cache_soften : cache_invalidate)(px->cache, key,
 	    on_target_key_purged, tp) == NULL) {

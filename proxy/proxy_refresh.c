@@ -54,6 +54,7 @@
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_hdr.h"
 #include "proxy/proxy_hold.h"
+#include "proxy/proxy_jwt.h"
 #include "proxy/proxy_key.h"
 #include "proxy/proxy_maint.h"
 #include "proxy/proxy_near.h"
@@ -372,6 +373,19 @@ on_refresh_data(const struct upstream_response *resp, struct evbuffer *chunk,
 	    rf->stream(resp, chunk, rf->cb_arg) : 0;
 }
 
+/* Its fetch is about to go, its origin slot granted: the token of a
+ * claims key's requester must still verify (it may have expired while
+ * the refresh waited for the lock or the slot). */
+static int
+on_refresh_may_send(void *arg)
+{
+	struct refresh *rf = arg;
+
+	assert(rf->magic == REFRESH_MAGIC);
+	rf->token_expired = !jwt_still_valid(rf->px, &rf->headers);
+	return !rf->token_expired;
+}
+
 static int
 start_fetch(struct refresh *rf)
 {
@@ -382,6 +396,9 @@ start_fetch(struct refresh *rf)
 		.route = rf->route,
 		.weight = on_refresh_weight,
 		.weight_arg = rf,
+		.may_send = rt->cache_authorized == CONF_AUTHZ_CLAIMS ?
+		    on_refresh_may_send : NULL,
+		.may_send_arg = rf,
 		.pool = rt->upstream,
 		.target = rf->url,
 	};
@@ -437,6 +454,8 @@ refresh_fetch(struct refresh *rf)
 		return RF_RELEASE;
 	}
 	if (start_fetch(rf) == -1) {
+		if (rf->token_expired)	/* held back at once */
+			return refresh_token_expired(rf);
 		rf->report.result = RFR_UPSTREAM_ERROR;
 		rf->report.uerr = UPSTREAM_ERR_PROTOCOL;
 		return RF_RELEASE;

@@ -53,6 +53,7 @@ struct refresh {
 	char			 key[FLOW_KEY_MAX + 1];
 	char			*url;
 	struct hlist	 headers;
+	int			 token_expired;	/* may_send held it back */
 	struct fetch_kept	 sent;		/* method, body, url tag */
 	char			 token[UTIL_TOKEN_HEX + 1];
 	char			 seen_gen[ENTRY_GEN_LEN + 1];
@@ -97,5 +98,9 @@ struct refresh {
 /* DECIDE: what the response rf->resp is (an entry to store, to release
  * with, a failure), its report filled in; RF_STORE or RF_RELEASE. */
 enum refresh_step refresh_decide(struct refresh *rf);
+/* Its claims token no longer verified as the fetch was to go: not sent,
+ * the lock let go with no failure, its waiters answered as for an
+ * upstream error. */
+enum refresh_step refresh_token_expired(struct refresh *rf);
 
 #endif

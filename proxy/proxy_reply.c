@@ -279,6 +279,8 @@ reply_error(struct reply *r, int code, const char *phrase, const char *text)
 		hl_add(out, "Retry-After", REPLY_RETRY_AFTER);
 	if (code == HTTP_BADMETHOD)	/* what the public port serves */
 		hl_add(out, "Allow", REPLY_ALLOW);
+	if (r->challenge != NULL)	/* RFC 9110 15.5.2 */
+		hl_add(out, "WWW-Authenticate", r->challenge);
 	if ((body = evbuffer_new()) != NULL)
 		evbuffer_add_printf(body, "%d %s\n", code, text);
 	sent = body != NULL && !r->head ? evbuffer_get_length(body) : 0;

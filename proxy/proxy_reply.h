@@ -24,6 +24,7 @@ struct conf_route;
 /* What a reply needs to know of its request. */
 struct reply {
 	struct hreq *ev;
+	const char		*challenge;	/* a 401's WWW-Authenticate */
 	const struct conf_route	*rt;		/* its route's settings */
 	const char		*cache_status;
 	const char		*head_length;	/* a passed HEAD: the origin's

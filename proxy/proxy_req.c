@@ -43,6 +43,7 @@
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_forward.h"
 #include "proxy/proxy_hdr.h"
+#include "proxy/proxy_jwt.h"
 #include "proxy/proxy_hit.h"
 #include "proxy/proxy_key.h"
 #include "proxy/proxy_log.h"
@@ -162,6 +163,8 @@ req_reply(struct req *req)
 		.cached = req->answer.pass_kind == OUT_NONE,
 		.closing = req->px->draining,
 		.record = req->px->access_log != NULL,
+		.challenge = req->answer.reject_code == HTTP_UNAUTHORIZED ?
+		    jwt_challenge(req->answer.jwt_refused) : NULL,
 	};
 	uint64_t sent;
 	int code;
@@ -350,6 +353,7 @@ on_waiter_start(struct waiter *w, const struct upstream_response *resp,
 		.outcome = req->answer.pass_kind != OUT_NONE ? req->answer.pass_kind :
 		    collapsed ? OUT_COLLAPSED : OUT_FETCHED,
 		.pass_kind = req->answer.pass_kind,
+		.jwt_refused = req->answer.jwt_refused,
 	};
 
 	assert(!req->streaming);
@@ -552,8 +556,11 @@ req_join(struct req *req)
 		if (req->hand_kind == HAND_PASS)
 			return REQ_PASS;
 		/* Its key varies: on to its own variant. */
-		vary_variant(req->px, &req->rt, req->key, req->hand_vary,
-		    (&req->ev->in));
+		if (vary_variant(req->px, &req->rt, req->key, req->hand_vary,
+		    (&req->ev->in)) == -1) {
+			req->answer.outcome = OUT_UNAVAILABLE;
+			return REQ_DELIVER;
+		}
 		req->hand_vary = NULL;
 	}
 	req->t_join_us = util_mono_us();
@@ -628,11 +635,16 @@ recv_decide(struct req *req, const char *path)
 	case DECIDE_FAIL:
 		req->answer.outcome = OUT_UNAVAILABLE;
 		return REQ_DELIVER;
+	case DECIDE_REFUSED:
+		return REQ_DELIVER;	/* 401: its answer says so */
 	case DECIDE_CACHE:
 		break;
 	}
 	req->waiter.spec = &req->rk.spec;
-	vary_key(px, rt, req->key, (&req->ev->in));
+	if (vary_key(px, rt, req->key, (&req->ev->in)) == -1) {
+		req->answer.outcome = OUT_UNAVAILABLE;
+		return REQ_DELIVER;
+	}
 	return near_hit(req, rt) ? REQ_DELIVER : REQ_JOIN;
 }
 

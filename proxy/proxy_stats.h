@@ -75,7 +75,24 @@
 	X(key_graphql_stores,	"entries stored for misses on those keys")	\
 	X(key_credential_hits,	"hits on per-credential keys")		\
 	X(key_credential_stores, "entries stored for misses on those keys")	\
-	X(post_passed,		"POSTs on cache_post routes passed: mutations, long or unreadable bodies")
+	X(post_passed,		"POSTs on cache_post routes passed: mutations, long or unreadable bodies") \
+	X(key_claims_hits,	"hits on claims keys")			\
+	X(key_claims_stores,	"entries stored for misses on those keys")	\
+	X(jwt_verified,		"claims routes: tokens verified")	\
+	X(jwt_missing,		"claims routes: requests without a Bearer token")	\
+	X(jwt_malformed,	"claims routes: tokens not a JWS, too large, or two Authorization fields")	\
+	X(jwt_alg_refused,	"claims routes: alg none, unsupported, or not the key's")	\
+	X(jwt_key_unknown,	"claims routes: no key for the token's kid or alg, or no kid where several keys fit")	\
+	X(jwt_bad_signature,	"claims routes: signatures that do not verify")	\
+	X(jwt_expired,		"claims routes: tokens past exp and the leeway")	\
+	X(jwt_not_yet_valid,	"claims routes: tokens before nbf or iat, less the leeway")	\
+	X(jwt_claims_refused,	"claims routes: tokens without exp, or of another issuer or audience")	\
+	X(jwt_errors,		"claims routes: verifications that failed for want of memory")	\
+	X(jwt_rejected,		"claims routes: requests without a valid token answered 401 (jwt_reject)")	\
+	X(jwt_passed,		"claims routes: requests without a valid token passed uncached")	\
+	X(jwt_refresh_expired,	"claims routes: refreshes not sent: their token expired before the send")	\
+	X(jwt_keys_reloads,	"jwt_keys_file loads that succeeded (start, SIGHUP, a change)")	\
+	X(jwt_keys_reload_errors, "jwt_keys_file loads that failed (the keys before stay)")
 
 struct stats_counters {
 #define STATS_MEMBER(name, doc)	uint64_t name;

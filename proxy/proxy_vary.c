@@ -90,7 +90,7 @@ vary_relevant(const char *spec, const struct vary_keying *vk)
  * credential. Every instance of a fleet computes the same id: their key
  * secret is one (or none).
  */
-void
+int
 vary_id(const char *spec, const struct hlist *headers,
     const struct vary_keying *vk, char out[CACHE_VARIANT_MAX])
 {
@@ -115,7 +115,7 @@ vary_id(const char *spec, const struct hlist *headers,
 			keyrule_digest_part(&d, kv->value, strlen(kv->value));
 		}
 	}
-	keyrule_digest_hex(&d, out);
+	return keyrule_digest_hex(&d, out);
 }
 
 void
@@ -136,14 +136,15 @@ vary_learn(struct proxy *px, const char *key, const char *spec)
 	free(old);
 }
 
-void
+int
 vary_key(struct proxy *px, const struct conf_route *rt,
     char key[FLOW_KEY_MAX + 1], const struct hlist *headers)
 {
 	const char *spec = dict_get(px->vary, key);
 
 	if (spec != NULL && strchr(key, '\n') == NULL)
-		vary_variant(px, rt, key, spec, headers);
+		return vary_variant(px, rt, key, spec, headers);
+	return 0;
 }
 
 int
@@ -152,7 +153,7 @@ vary_is_marker(const struct cache_entry *e)
 	return hl_find(&e->headers, VARY_MARKER) != NULL;
 }
 
-void
+int
 vary_variant(struct proxy *px, const struct conf_route *rt,
     char key[FLOW_KEY_MAX + 1], const char *spec,
     const struct hlist *headers)
@@ -162,8 +163,10 @@ vary_variant(struct proxy *px, const struct conf_route *rt,
 	struct vary_keying vk;
 
 	vary_keying(px->conf, rt, &vk);
-	vary_id(spec, headers, &vk, id);
+	if (vary_id(spec, headers, &vk, id) == -1)
+		return -1;
 	snprintf(key + base, FLOW_KEY_MAX + 1 - base, "\n%s", id);
+	return 0;
 }
 
 static void

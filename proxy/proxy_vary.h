@@ -45,22 +45,24 @@ void	vary_keying(const struct conf *c, const struct conf_route *rt,
 /* Does spec name any header that tells variants apart? */
 int	vary_relevant(const char *spec, const struct vary_keying *vk);
 /* The variant id of a request with these headers for a response that
- * varies on spec. */
-void	vary_id(const char *spec, const struct hlist *headers,
-	    const struct vary_keying *vk, char out[CACHE_VARIANT_MAX]);
+ * varies on spec. 0, or -1 (out is "") when its digest failed. */
+int	vary_id(const char *spec, const struct hlist *headers,
+	    const struct vary_keying *vk, char out[CACHE_VARIANT_MAX])
+	    __attribute__((warn_unused_result));
 /* Remembers what key's responses vary on (bounded). */
 void	vary_learn(struct proxy *px, const char *key, const char *spec);
 /* Appends "\nID" to key for a request with these headers on route rt,
- * when key is known to vary. */
-void	vary_key(struct proxy *px, const struct conf_route *rt,
-	    char key[FLOW_KEY_MAX + 1], const struct hlist *headers);
+ * when key is known to vary. 0, or -1 when the id could not be made. */
+int	vary_key(struct proxy *px, const struct conf_route *rt,
+	    char key[FLOW_KEY_MAX + 1], const struct hlist *headers)
+	    __attribute__((warn_unused_result));
 /* Does e only say what its key's responses vary on? */
 int	vary_is_marker(const struct cache_entry *e);
 /* Makes key (K, or a variant of K) the variant of K for a request with
  * these headers on route rt, for a response that varies on spec. */
-void	vary_variant(struct proxy *px, const struct conf_route *rt,
+int	vary_variant(struct proxy *px, const struct conf_route *rt,
 	    char key[FLOW_KEY_MAX + 1], const char *spec,
-	    const struct hlist *headers);
+	    const struct hlist *headers) __attribute__((warn_unused_result));
 /* Forgets every key's Vary (px->vary is freed). */
 void	vary_free(struct proxy *px);
 

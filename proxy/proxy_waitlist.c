@@ -102,8 +102,9 @@ same_variant(const struct verdict *v, const struct waiter *w,
 {
 	char id[CACHE_VARIANT_MAX];
 
-	vary_id(v->vary, w->headers, vk, id);
-	return strcmp(id, v->variant) == 0;
+	/* No id: not known to be the same, so it looks for its own. */
+	return vary_id(v->vary, w->headers, vk, id) == 0 &&
+	    strcmp(id, v->variant) == 0;
 }
 
 void

@@ -127,14 +127,16 @@ def broken_links(name):
 def cache_status_details():
     """Every detail= value of Cache-Status the code can write: the ones
     proxy_outcome.c names (plain_detail() and its values), why a fetched
-    answer was not stored (proxy_decide.c, proxy_refresh.c) and why a
-    response may not be shared (proxy_hdr.c)."""
+    answer was not stored (proxy_decide.c, proxy_refresh.c), why a
+    response may not be shared (proxy_hdr.c) and why a claims route's
+    token was refused (proxy_jwt.c)."""
     def src(name):
         return doc(os.path.join("proxy", name))
     outcome = src("proxy_outcome.c")
     found = set(re.findall(r"detail=([a-z-]+)", outcome))
-    found |= set(re.findall(r'"(origin-busy|upstream-error|stale-if-error|cache-unavailable)"',
-                            outcome))
+    found |= set(re.findall(r'"(origin-busy|upstream-error|stale-if-error|cache-unavailable|'
+                            r'hit-for-miss)"', outcome))
+    found |= set(re.findall(r'"(jwt-[a-z-]+)"', src("proxy_jwt.c")))
     plain = outcome[outcome.index("plain_detail(enum outcome o)"):]
     found |= set(re.findall(r'return "([a-z-]+)";', plain[:plain.index("\n}\n")]))
     found |= set(re.findall(r'return "([a-z-]+)";', src("proxy_decide.c")))

@@ -749,11 +749,22 @@ ROUTE_COUNTERS = {
     "corral_clients_gone_total": "client_gone",
     "corral_key_rule_hits_total": ("rule", {r: f"key_{f}_hits" for r, f in (
         ("query-rules", "query"), ("headers", "headers"), ("post", "post"),
-        ("graphql", "graphql"), ("credential", "credential"))}),
+        ("graphql", "graphql"), ("credential", "credential"), ("claims", "claims"))}),
     "corral_key_rule_stores_total": ("rule", {r: f"key_{f}_stores" for r, f in (
         ("query-rules", "query"), ("headers", "headers"), ("post", "post"),
-        ("graphql", "graphql"), ("credential", "credential"))}),
+        ("graphql", "graphql"), ("credential", "credential"), ("claims", "claims"))}),
     "corral_post_passed_total": "post_passed",
+    "corral_jwt_verifications_total": ("result", {
+        "verified": "jwt_verified", "missing": "jwt_missing", "malformed": "jwt_malformed",
+        "alg_refused": "jwt_alg_refused", "key_unknown": "jwt_key_unknown",
+        "bad_signature": "jwt_bad_signature", "expired": "jwt_expired",
+        "not_yet_valid": "jwt_not_yet_valid", "claims_refused": "jwt_claims_refused",
+        "error": "jwt_errors"}),
+    "corral_jwt_refusals_total": ("action", {"rejected": "jwt_rejected",
+                                             "passed": "jwt_passed"}),
+    "corral_jwt_refreshes_expired_total": "jwt_refresh_expired",
+    "corral_jwt_key_loads_total": ("result", {"ok": "jwt_keys_reloads",
+                                              "error": "jwt_keys_reload_errors"}),
 }
 ROUTE_HISTOGRAMS = {
     "corral_upstream_duration_seconds": "upstream_duration",

@@ -643,7 +643,7 @@ t_bad_values_reported_per_type(void)
 	CHECK(has_error(2, "db: \"one\" is not a whole number"));
 	CHECK(load("[route /]\ncache_authorized = maybe\n") == 1);
 	CHECK(has_error(2, "cache_authorized: \"maybe\" is not off, on, "
-	    "per-credential or anonymous"));
+	    "per-credential, anonymous or claims"));
 	CHECK(load("[route /]\ncache_authorized = Anonymous\n") == 0);
 	CHECK(cf.routes[0].cache_authorized == CONF_AUTHZ_ANONYMOUS);
 	CHECK(load("[server]\nlog_level = verbose\n") == 1);
@@ -1161,7 +1161,7 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
 	/* timeout and max_body_bytes are in two sections */
-	CHECK(count_lines(out) == 1 + 102);
+	CHECK(count_lines(out) == 1 + 109);
 	{	/* the restart-only keys (conf_restart.c) are each a key */
 		int marked = 0;
 
@@ -1558,6 +1558,64 @@ t_credential_header_is_a_field_the_origin_sees(void)
 	unlink(sf);
 }
 
+/* cache_authorized = claims and its keys: every error at its line, in
+ * one run; the keys file loaded as a worker loads it. */
+static void
+t_claims_routes_need_keys_claims_and_a_secret(void)
+{
+	char text[4096], ks[sizeof(TMP_TEMPLATE)], sf[sizeof(TMP_TEMPLATE)];
+	const char *hs = "0123456789abcdef0123456789abcdef-hs";
+
+	snprintf(ks, sizeof(ks), "%s", secret_file(hs, 0600));
+	snprintf(sf, sizeof(sf), "%s", secret_file("a-secret-of-32-bytes-"
+	    "0123456789a\n", 0600));
+	snprintf(text, sizeof(text), "[server]\nkey_secret_file = %s\n"
+	    "jwt_keys_file = %s\njwt_issuer = https://auth.example\n"
+	    "jwt_audience = api\njwt_leeway = 5s\njwt_typ = JWT, at+jwt\n"
+	    "[route /api]\ncache_authorized = claims\n"
+	    "jwt_claims = role app_metadata.tenant_id\njwt_reject = on\n",
+	    sf, ks);
+	CHECK(load(text) == 0);
+	CHECK(cf.routes[0].cache_authorized == CONF_AUTHZ_CLAIMS);
+	CHECK_STR(cf.routes[0].jwt_claims, "role app_metadata.tenant_id");
+	CHECK(cf.routes[0].jwt_reject == 1 && cf.jwt_leeway_ms == 5000);
+	CHECK_STR(cf.jwt_issuer, "https://auth.example");
+	/* A secret others may read is refused at its line. */
+	chmod(ks, 0644);
+	CHECK(load(text) == 1);
+	CHECK(has_error(3, "jwt_keys_file: "));
+	CHECK(strstr(errs, "secrets are not allowed") != NULL);
+	chmod(ks, 0600);
+	/* The leeway is bounded; the claims, the keys and the secret are
+	 * needed; typ may not be empty. */
+	snprintf(text, sizeof(text), "[server]\njwt_leeway = 301s\n"
+	    "jwt_typ = ,\n[route /a]\ncache_authorized = claims\n"
+	    "[route /b]\njwt_claims = role\n");
+	CHECK(load(text) == 4);
+	CHECK(has_error(2, "jwt_leeway"));
+	CHECK(has_error(3, "jwt_typ: no typ values"));
+	CHECK(has_error(4, "[route /a]: cache_authorized = claims needs "
+	    "jwt_keys_file"));
+	CHECK(has_error(6, "[route /b]: jwt_claims and jwt_reject need "
+	    "cache_authorized = claims"));
+	snprintf(text, sizeof(text), "[server]\njwt_keys_file = %s\n"
+	    "key_secret_file = %s\n[route /a]\ncache_authorized = claims\n"
+	    "jwt_claims = a..b\n", ks, sf);
+	CHECK(load(text) == 1);
+	CHECK(has_error(4, "[route /a]: jwt_claims: claim \"a..b\""));
+	snprintf(text, sizeof(text), "[server]\njwt_keys_file = %s\n"
+	    "[route /a]\ncache_authorized = claims\njwt_claims = role\n", ks);
+	CHECK(load(text) == 1);
+	CHECK(has_error(3, "[route /a]: cache_authorized = claims needs "
+	    "key_secret_file"));
+	snprintf(text, sizeof(text), "[server]\njwt_keys_file = "
+	    "/nonexistent/keys.pem\n");
+	CHECK(load(text) == 1);
+	CHECK(has_error(2, "jwt_keys_file: /nonexistent/keys.pem: cannot open"));
+	unlink(ks);
+	unlink(sf);
+}
+
 int
 main(void)
 {
@@ -1613,6 +1671,7 @@ main(void)
 	RUN(t_secret_files_others_may_neither_read_nor_write);
 	RUN(t_key_rule_keys_parse_and_check_each_other);
 	RUN(t_credential_header_is_a_field_the_origin_sees);
+	RUN(t_claims_routes_need_keys_claims_and_a_secret);
 	free(errs);
 	return unit_exit();
 }
