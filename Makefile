@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Corral: caching HTTP reverse proxy that stops cache stampedes.
 #
 #   make            build build/release/corral (installs missing packages first)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The change workload of bench/run: fresh on change against fresh by TTL.
 
 CHANGE_ROWS hot entries (/chg/ID, 1 KiB, each tagged items:ID) on a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * floor: the benchmark's yardstick for cold misses. An HTTP server with
  * nothing behind it: it reads each request, and 500 ms after the first

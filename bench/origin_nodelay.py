@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """tests/origin.py, with TCP_NODELAY on its sockets.
 
 The origin writes a response's head and body in two send() calls. On a

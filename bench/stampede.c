@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stampede: the benchmark's load client for bursts, where Python threads are
  * too noisy for millisecond figures.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tlsnew: the benchmark's client for new TLS connections, every one a
  * full handshake.

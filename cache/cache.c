@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The shared cache in Redis (cache.h): the object, its life cycle and its
  * figures. The routing table (cache_route.c) gives each command the node

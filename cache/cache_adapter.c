@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hiredis's async contexts on the libevent loop: the events of each
  * connection, and the read that fills the reply reader in place. Which

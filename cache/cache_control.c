@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The control plane's side of Redis: what Redis holds for one key, read
  * at once (cache_inspect); the maintenance modes, one hash the whole

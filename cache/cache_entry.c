@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Cached responses: their references, headers and body, their encoding
  * for Redis and the shared near cache and its decoding, and their

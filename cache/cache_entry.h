@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef CACHE_CACHE_ENTRY_H
 #define CACHE_CACHE_ENTRY_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * GraphQL POST bodies: a strict JSON scan of the top-level object (RFC
  * 8259), the query text decoded, and its operations told apart by the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Cache keys: built from a request, bounded and hashed, their Redis hash
  * slot, and the rules for variant keys. See cache_key.h.

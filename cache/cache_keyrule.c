@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Key rules: the query parameters a key drops, the header values, method
  * and digests it adds, and the tag that files a key under its URL. See

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The near cache of one process. See cache_l1.h.
  *

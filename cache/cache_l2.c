@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The near cache the workers of one instance share. See cache_l2.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The fleet's leader leases (cache_leader.h): their scripts and the ops
  * that run them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The fleet's origin slots (cache_lease.h): their Lua scripts, the ops
  * that run them, and the subscription to the "freed" shard channel, which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The command transport: one struct cache_op per operation, sent to the
  * node that owns its key's slot (cache_route.c). While it waits for a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Invalidations and purges: a key's entry and variants deleted (or, soft,
  * made stale); the runner of purges of many keys (see struct purge), which

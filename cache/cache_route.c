@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The routing table: slot -> node, the nodes' connections, and how the
  * table is learnt (the configured address, CLUSTER SLOTS, or the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef CACHE_CACHE_ROUTE_H
 #define CACHE_CACHE_ROUTE_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The Lua scripts of the lock protocol, the invalidations and the tags
  * (see cache.h), and their loading: each node's command connection loads

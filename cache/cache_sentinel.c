@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Asking the sentinels who the primary is, and listening to one of them
  * for +switch-master. See cache_sentinel.h.

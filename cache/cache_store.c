@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The entries and their lock: lookup, acquire, renew, store, release and
  * the end of a hit-for-miss (the lock protocol of cache.h), each one op

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A subscriber connection: a bufferevent, hiredis's RESP reader, and one
  * callback for everything the server sends. See cache_sub.h. The answer

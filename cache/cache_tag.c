@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tags (Surrogate-Key, Cache-Tag): each tag's keys, in a sorted set on the
  * tag's own hash tag scored by when each key's entry expires (Redis's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The subscriptions: fill watches and the purge channel. A store or
  * release SPUBLISHes the key on "<prefix>{key}:filled", a shard channel

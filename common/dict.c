@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A string-keyed hash table (dict.h): chained buckets, grown as it fills.
  * Calls common/util.c only.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef COMMON_DICT_H
 #define COMMON_DICT_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fields by what they are (fields.h). Pure: calls nothing of Corral.
  */

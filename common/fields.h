@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef COMMON_FIELDS_H
 #define COMMON_FIELDS_H
 

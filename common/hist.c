@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Latency histograms with fixed bounds (hist.h). Calls nothing.
  */

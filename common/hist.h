@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef COMMON_HIST_H
 #define COMMON_HIST_H
 

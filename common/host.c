@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Hosts and the patterns that allow them (host.h). Pure: calls nothing of
  * Corral.

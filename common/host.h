@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef COMMON_HOST_H
 #define COMMON_HOST_H
 

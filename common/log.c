@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Leveled logging (log.h), as text or JSON lines, to stderr or a file.
  * Calls common/util.c only.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef COMMON_LOG_H
 #define COMMON_LOG_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sd_notify(3)'s protocol, spoken directly (notify.h). Calls nothing.
  */

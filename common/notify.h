@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef COMMON_NOTIFY_H
 #define COMMON_NOTIFY_H
 

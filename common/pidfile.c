@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The PID file: see pidfile.h. */
 
 #include "common/pidfile.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef COMMON_PIDFILE_H
 #define COMMON_PIDFILE_H
 

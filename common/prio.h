@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef COMMON_PRIO_H
 #define COMMON_PRIO_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Small helpers every module may call (util.h): clocks, random tokens,
  * parsing durations and sizes, JSON escapes and a string hash. Calls

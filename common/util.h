@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef COMMON_UTIL_H
 #define COMMON_UTIL_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * [server] admin_token_file: the Bearer tokens of the admin API, read
  * whenever the configuration is loaded (at start and on every reload, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cache_authorized = claims, as configured: [server] jwt_keys_file,
  * loaded here as each worker loads it (so that corral -t and a reload

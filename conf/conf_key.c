@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What a cache key is made of, as configured: the syntax of the key rule
  * values, the key secret file, and the checks across a route's keys. See

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef CONF_CONF_KEY_H
 #define CONF_CONF_KEY_H
 

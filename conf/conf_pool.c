@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The upstream pools of a configuration: the server list of url (each a
  * base URL, http(s)://host[:port][/path], with an optional weight=N),

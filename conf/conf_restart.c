@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The keys a reload cannot change: the listeners are bound, Redis is
  * connected, the logs and near caches opened when a process starts.

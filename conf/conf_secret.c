@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Secret files (conf_secret.h): where a name points, opening it only if
  * others may not read it, and reading one line from it without ever

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The file's text as an error message quotes it (conf_show.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: base64url (common/base64.c). A text that decodes
  * encodes back to itself (one text per byte string), every byte string

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: conf_load() on any file. conf_load() takes a path, so
  * the input is written to an in-memory file (memfd) and loaded through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: entry_decode() on any bytes. An input it accepts must
  * encode back to exactly the same bytes (the format has one encoding per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: the strict reader of the client byte stream
  * (proxy/proxy_frame.c). The first byte seeds how the rest is split into

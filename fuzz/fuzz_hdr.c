@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: the response and request header rules of
  * proxy/proxy_hdr.c, which read what the origin and clients send.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: the JSON reader (common/json.c). Whatever the input,
  * it is read or refused with a reason, never past its end; a document it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: token verification (auth/jwt.c). The input is a
  * token, verified against a fixed key set of an HMAC secret and an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: the cache key. The input is host NUL path NUL query.
  * A key is at most CACHE_KEY_MAX bytes, never holds '{', '}', spaces or

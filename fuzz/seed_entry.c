@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Writes valid encoded entries, one per file, into DIR: the seed corpus of
  * fuzz_entry (fuzz/corpus/entry). Run by `make fuzz-seeds`.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Prints the configuration keys as man(7) paragraphs, from the same table
  * that corral -h prints: the Makefile puts them into corral.conf(5).

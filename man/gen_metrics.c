@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Prints the counters of /stats (proxy_stats.h's STATS_FIELDS, the table
  * the JSON is made from) and the histograms' bucket bounds (common/hist.c)

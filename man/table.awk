@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Prints one markdown table of the docs as man(7) paragraphs, for the
 # manual pages the Makefile makes: the table is the one under the line that
 # is exactly `header`; each row becomes .TP, its first cell, then the rest.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef PROXY_DASHBOARD_H
 #define PROXY_DASHBOARD_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * corral: a caching HTTP reverse proxy that stops cache stampedes.
  */

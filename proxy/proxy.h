@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef PROXY_PROXY_H
 #define PROXY_PROXY_H
 

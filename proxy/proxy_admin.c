@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The admin listener: GET / (the dashboard), GET /stats (JSON), GET
  * /stats.txt (a table for terminals), GET /metrics (Prometheus), GET

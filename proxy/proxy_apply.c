@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The applier of a change feed: each commit's tags purged, and the
  * commit's position handed back (the applied hook, which acknowledges it

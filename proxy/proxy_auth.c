@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Who may ask the admin listener what, in three gates, each answered
  * with one status and one log line (never a token):

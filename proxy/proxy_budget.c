@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The origin budget (proxy_budget.h): each worker's queue of requests
  * that wait for an origin slot, the leases its fetches hold, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * POST /refresh and POST /warm: a job of keys, each looked up and then,
  * if it should be, refreshed through proxy_refresh.c's usual path (the

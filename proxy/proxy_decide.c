@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * DECIDE, the refresh protocol's table (proxy_refresh_int.h): what the
  * response a refresh fetched becomes. Not sent (no origin slot, or a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A change feed's runner, one per [changes NAME] section in worker slot 0
  * of each instance (proxy_feed.h): its claim on the fleet's leader lease,

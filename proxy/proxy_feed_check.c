@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A [changes NAME] section as the change feed takes it
  * (changes_config), the tags a broad purge names, and the checks of a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef PROXY_PROXY_FEED_INT_H
 #define PROXY_PROXY_FEED_INT_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What the change feeds say of themselves, from their rows in the
  * workers' shared memory (proxy_feed.h): a section of /stats, families

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The figures the admin listener reports: each worker copies its gauges to
  * its slot in shared memory, and the listener sums every slot. Reads the

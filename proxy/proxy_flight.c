@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * struct flight: every request of this process for one key that has no
  * answer yet. One Redis round trip per key per process, not per request;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The request as it goes upstream: its target as the origin resolves it,
  * and its headers, with who asked written by Corral (h2o's build_request

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * HTTP header rules (proxy_hdr.h): hop-by-hop filtering, paths as the
  * origin resolves them, freshness as a shared cache decides it, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Active health checks (proxy_health.h): a timer per probe, and one GET in
  * flight at most through the worker's upstream; the answer goes to the

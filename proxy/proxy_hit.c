@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Answers from the near caches (proxy_hit.h). A stale copy starts the
  * key's refresh as a flight's stale lookup does (proxy_flight.c), with

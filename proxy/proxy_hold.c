@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * How long a flight's waiters stay with the lock's holder (lock_wait):
  * see proxy_hold.h. Calls libevent only.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * GET /entry?url=URL (read scope): what Redis holds for the key a request
  * for URL maps to (admin_url_key(), the same key a request gets, after

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * JSON answers of the admin listener (proxy_json.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * JSON answers of the admin listener: a string escaped for JSON, and a
  * reply that is never cached. It depends on the connection's replies

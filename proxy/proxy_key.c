@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A request's cache key by its route's key rules: which query parameters
  * count, which header values are keyed, a cached POST's body digest (or

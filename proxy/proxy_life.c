@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A worker's proxy from start to stop: it is set up (its registries, the
  * near cache, Redis, the upstream, the listeners), drained, reloaded and

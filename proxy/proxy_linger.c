@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Lingering close of a refused connection (see proxy_linger.h): a copy of
  * its descriptor, shut for writing, read and dropped until the client

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The access log (proxy_log.h): opening and reopening its file, and the
  * one line of each finished request, as text or JSON. Calls common/ only.

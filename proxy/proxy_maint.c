@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Maintenance modes: POST /maintenance?route=PREFIX&mode=avoid|normal.
  * A route (a path prefix) in "avoid" never reaches the origin: what is

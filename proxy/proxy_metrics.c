@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Metrics in the Prometheus text format, histograms in JSON, and a table
  * for terminals. Every per-route metric is one row of a table below; a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The near caches, asked as one: the worker's own (L1), then the one its
  * instance's workers share (L2). An entry found in L2 is offered to L1,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A fetch from the origin through its pool's budget and a server of the
  * pool (origin_fetch(), proxy_budget.h).

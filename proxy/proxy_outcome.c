@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What an answer is called: the Cache-Status header, the text of an answer
  * Corral makes up, the counters and the access log's label. It reads

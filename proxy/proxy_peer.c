@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Peer streaming: the workers of one instance share a response in flight.
  *

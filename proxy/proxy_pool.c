@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The upstream pools of a worker (proxy_pool.h): servers, the choice of
  * one, passive health and each server's state, the pools' budgets, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Probes on the fill path (proxy_probe.h): a flight's hand-out, timed.
  * Calls proxy_waitlist.c and proxy_vary.c.

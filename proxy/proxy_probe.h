@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef PROXY_PROXY_PROBE_H
 #define PROXY_PROXY_PROBE_H
 

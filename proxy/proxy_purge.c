@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * POST /purge on the admin listener: drops cached entries from Redis and,
  * through a pub/sub broadcast, from every Corral's memory.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * struct refresh: one fetch of a key for a flight (or for nobody: a
  * background refresh of a stale entry). It owns a lock token and a curl

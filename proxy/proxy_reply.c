@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Every reply head a client gets: from a stored entry (rendered into the
  * entry once for a plain hit, field by field otherwise), from a live

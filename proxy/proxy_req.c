@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * struct req: one client request, from its head to its one reply.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef PROXY_PROXY_REQ_H
 #define PROXY_PROXY_REQ_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Entries made from what the origin answered (proxy_response.h): a
  * response as it came, or the entry a 304 revalidated. Both are fresh

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What Corral tells a service manager (proxy_service.h): readiness,
  * reloads, the stop and a watchdog, through common/notify.c. Reads the

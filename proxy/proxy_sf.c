@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * RFC 8941 section 4.2, the parsing algorithms, for a Dictionary: the
  * field value is one Dictionary or it is not valid at all (then a

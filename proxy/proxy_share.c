@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The local share's counters in shared memory (proxy_share.h). Only a
  * worker writes its own row; any reads them all.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Counters (proxy_stats.h): the JSON of a set, and sums over the workers.
  * Calls nothing.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * struct stream: one response, its waiters, their window, and the body
  * kept for those fed at their own pace. It calls its waiters' struct

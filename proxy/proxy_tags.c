@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tags that responses name beyond Surrogate-Key: the objects of a stored
  * GraphQL query (graphql = on), and what a successful write's answer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The upstream servers' figures (proxy_pool.h), summed over the workers,
  * as /stats shows them ("upstreams") and as Prometheus families labelled

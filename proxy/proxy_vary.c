@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Vary: the variant id of a request, and what each key of this process is
  * known to vary on (px->vary). Calls common/dict.c, common/fields.c (which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A flight's waiting list and its rush: each waiter is handed, once, its
  * answer or its way on, through the ops it joined with. Calls

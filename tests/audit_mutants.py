@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A batch of mutants written from the README, the manual pages and the C
 source, spread over the request reader, the header rules, the listeners,
 the origin budget, the streams, the near caches, the Redis routing, the

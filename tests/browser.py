@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Headless Chromium for scenario tests, driven over the DevTools protocol
 on a pipe (--remote-debugging-pipe): Python standard library only.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Which configuration keys no scenario sets to a value other than their
 default: the key table comes from `corral -h`, the settings from the text
 of the scenarios and the harness (Python standard library only).

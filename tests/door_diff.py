@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A differential test of the client's door: for every byte stream of
 tests/fixtures/door/streams.py, what a real corral made of it, compared with
 a golden record (tests/fixtures/door/golden.json).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Mutation tests of the lock protocol and the request flow: make test-mutants.
 
     python3 tests/mutants.py [-k NAME]... [--list] [--no-baseline]
@@ -2079,6 +2080,11 @@ MUTANTS = [
            "| `shed_refreshes` | background refreshes dropped",
            ["the_docs_tables_list_every_counter"],
            "a /stats counter the docs do not describe"),
+    Mutant("a_source_file_without_its_licence_line", "common/prio.h",
+           "/* SPDX-License-Identifier: MIT */\n#ifndef COMMON_PRIO_H",
+           "#ifndef COMMON_PRIO_H",
+           ["every_source_file_names_its_licence"],
+           "a source file that does not say its licence"),
     Mutant("readme_links_to_a_heading_that_is_gone", "README.md",
            "(docs/design.md#the-origin-budget)",
            "(docs/design.md#origin-budget)",

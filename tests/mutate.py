@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Sampled, mechanical mutation tests: make test-mutants-sampled MODULE=...
 
     python3 tests/mutate.py MODULE... [-n 20] [--seed S] [--tests T]... [-j 1]

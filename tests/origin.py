@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A scriptable, countable, slow HTTP origin for Corral's tests and demo.
 
     python3 tests/origin.py --port 9000 [--host 127.0.0.1] [--delay 300ms] [--log]

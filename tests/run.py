@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Runs Corral's tests: the C unit-test binaries, then every scenario.
 
     python3 tests/run.py --bin build/asan/corral --unit build/asan/unit [-k substring]...

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A real WSGI origin (Python's wsgiref), for what origins that read '_' as
 '-' do: wsgiref, like Puma, Rails's default server and every CGI-style
 gateway, files the fields X-API-Key and X_API_Key both under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef UPSTREAM_UPSTREAM_H
 #define UPSTREAM_UPSTREAM_H
 

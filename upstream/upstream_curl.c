@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * upstream.h on libcurl's multi_socket interface, driven by libevent (after
  * curl's docs/examples/multi-event.c and hiperfifo.c).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The change feed (changes/) against a real PostgreSQL 15: a private
 cluster (postgres.py) and the probe (tests/tools/changes_probe.c), which
 runs the feed on a libevent loop and prints each commit's LSN and tags.

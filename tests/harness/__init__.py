@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Building blocks for Corral's scenario tests (Python 3 standard library only).
 
 A scenario is a function decorated with @scenario that takes an Env. The Env

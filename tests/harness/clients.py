@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Concurrent and paced clients: stampede (n clients released together),
 Background (a call in a thread) and paced (calls spread evenly over time).
 """

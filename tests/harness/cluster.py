@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Redis Cluster and Redis Sentinel for scenario tests: real redis-server
 processes on free loopback ports, started and stopped by the scenario's Env.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The corral process: corral_config (the INI text of one instance), Corral
 (one process, stopped and checked for a clean exit), fleet_counters,
 children (a process's child pids) and the wrapper (valgrind) it may run

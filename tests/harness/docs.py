@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The project's documents as the tests read them: the markdown files
 (README.md, HACKING.md, docs/*.md), their tables, headings and links, and
 the configuration guide's keys (docs/operations.md, "Configuration").

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The environment of one scenario (Env: starts processes and always stops
 them) and the scenario registry (@scenario, SCENARIOS).
 """

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The change feeds' scenarios: a database ready for a feed (a role, its
 password file, tables, a publication), a [changes NAME] section for it,
 and what the instances and the server say of the feed (leaders, states,

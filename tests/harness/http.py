@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """HTTP clients: Headers, CacheStatus and Response, http_request (one request
 on a fresh connection), and raw connections (raw_exchange, RawReply,
 send_and_leave, get_request) for bytes no HTTP client would send.

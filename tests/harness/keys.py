@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The Redis keys corral keeps for a path (entry, lock, backoff, hfm, fails),
 the Host every client sends (HOST), the key prefix (PREFIX), and what a
 refresh-lock token looks like.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The scriptable origin: Origin runs tests/origin.py (the origin server
 itself, run as a program) in a subprocess and drives its control API.
 """

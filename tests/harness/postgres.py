@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """PostgreSQL for the change-feed tests: PostgresServer (a private
 PostgreSQL 15 cluster with wal_level = logical in a temporary directory,
 on a free port) and its psql client. Standard library only.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Processes a scenario leaves behind: the members of a process group, and
 the processes that carry a scenario's mark (MARK_ENV in their
 environment, inherited by everything a scenario starts).

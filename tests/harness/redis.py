@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Redis for a scenario: RedisServer (a private redis-server), RedisProxy
 (a proxy that can hold back replies and cut subscriptions), and the
 helpers that look at cache entries in Redis (expect_entry, wait_until_stale,

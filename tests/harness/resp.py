@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A minimal RESP2 client for Redis: RespClient, RespError (an error reply)
 and _decode (bulk strings to str).
 """

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Waiting and asserting: the time limits of the harness (SLOWNESS, slow()),
 wait_for, expect, expect_eq, free ports, and reading logs (tail, read_text,
 sanitizer_report).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Heap allocations per request, counted by tests/tools/alloc_count.so
 preloaded into the release build (build/release/corral: ASan brings its
 own malloc, which a preloaded counter cannot stand in front of).

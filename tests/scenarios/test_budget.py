@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The fleet-wide origin budget ([upstream] max_requests): every request to
 the origin takes a slot, a lease in Redis, so that the origin never sees
 more than max_requests at once from the whole fleet; a freed slot goes to

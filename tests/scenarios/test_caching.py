@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What one instance stores, for how long, and what it says about it:
 per-route TTLs, Cache-Status and Age, HEAD from the GET entry, and the
 requests and responses that must never be stored.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The change feed in Corral: a real PostgreSQL 15 (harness.postgres, run
 as its own user), Redis, the origin and two instances of two workers.
 A committed change soft-purges the tags of what it changed, fleet-wide,

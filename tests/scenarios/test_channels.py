@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What notifications cost a fleet: a store is heard only by the processes
 that wait for its key; an invalidation or purge by every process. Measured
 on a fleet of 12 processes (3 instances of 4 workers) on one Redis, and on

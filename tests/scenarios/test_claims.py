@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """cache_authorized = claims: entries shared by the verified claims of a
 JWT (jwt_claims = role tenant_id), not by the token. Users of one role
 and tenant share one entry and one origin fetch; other claims never share;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Corral on a real Redis Cluster (3 primaries, 3 replicas, short
 cluster-node-timeout): one fetch per key for the whole fleet, whichever
 primary owns the key, through a slot migration and through a failover."""

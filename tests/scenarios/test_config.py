@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The command line: `corral -t` checks a configuration and reports every
 error in one run as FILE:LINE: message; -V and -h. A comment after a
 value, with ';' or '#', is a comment in every key."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The control plane: the admin API's tokens and gates, refresh and warm-up
 through the lock, entry inspection, and maintenance mode.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """When Redis or the origin is down or slow: Corral degrades to a plain
 proxy without Redis, answers 502/504 when the origin fails, and keeps
 serving a stale entry while the origin is down."""

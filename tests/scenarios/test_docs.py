@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The documents themselves: the README stays a short entry with `make run`
 first, every relative link of the markdown documents leads to a file and
 heading that exist, the configuration guide names every key, the docs'
@@ -151,3 +152,34 @@ def hacking_layout_names_every_file_of_the_code(env):
         if os.path.isdir(os.path.join(docs.ROOT, name)) and not name.startswith(".") \
                 and name not in ("build", "__pycache__"):
             expect(f"{name}/" in named, f"HACKING.md's Layout names the folder {name}/")
+
+
+SPDX = "SPDX-License-Identifier: MIT"
+SCRIPTS = ("Makefile", "bench/run", "bench/profile", "bench/install-deps", ".ci/run")
+
+
+def licensed_sources():
+    """The code's files git tracks: C, Python, awk and the scripts (test
+    fixtures and fuzzing corpora are data)."""
+    out = subprocess.run(["git", "ls-files"], cwd=docs.ROOT, capture_output=True,
+                         text=True, check=True).stdout.split("\n")
+    for path in out:
+        if not path or path.startswith(("tests/fixtures/", "fuzz/corpus/")):
+            continue
+        if (path.endswith((".c", ".h", ".py", ".awk")) or path in SCRIPTS
+                or path.startswith("scripts/")):
+            yield path
+
+
+@scenario
+def every_source_file_names_its_licence(env):
+    missing, seen = [], 0
+    for path in licensed_sources():
+        seen += 1
+        with open(os.path.join(docs.ROOT, path), encoding="utf-8", errors="replace") as f:
+            head = [f.readline() for _ in range(3)]
+        if not any(SPDX in line for line in head):
+            missing.append(path)
+    expect(seen > 200, f"source files found: {seen}")
+    expect_eq(missing, [], f"files without \"{SPDX}\" in their first three lines")
+    expect(os.path.exists(os.path.join(docs.ROOT, "LICENSE")), "LICENSE")

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The client's door, differentially: every byte stream of
 tests/fixtures/door/streams.py, sent to a real corral, makes the responses,
 closes, access-log lines, origin requests and upstream hosts recorded in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The client edge: requests another server could frame or route differently
 are refused with a 4xx and their connection closed, before anything reaches
 the origin (proxy/proxy_frame.c); bodies nobody asked for (a HEAD's) are

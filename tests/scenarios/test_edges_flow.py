@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The request flow's edges: what a client may not decide for the origin
 (X-Forwarded-*, the target's dot segments, an absolute-form target's
 host), and work that outlives the configuration or the process it began

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Faults: a failing origin (the fleet-wide outage backoff, stale_if_error,
 waiters of a failed fetch), a lock holder that dies, a client that leaves,
 and Redis down, killed, restarted or too slow. Corral fails open: every

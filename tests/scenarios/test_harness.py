@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The test tools themselves: the origin, the RESP client, stampede, wait_for.
 
 These need no corral binary; if they fail, no other scenario can be trusted.

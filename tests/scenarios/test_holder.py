@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Waiters stay with a live lock holder: a query slower than lock_wait used
 to be fetched once per process. While the holder renews its lock, a waiter
 anywhere in the fleet keeps waiting (its budget is lock_wait, by default as

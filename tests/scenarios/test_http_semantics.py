@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """HTTP caching semantics: early refresh (XFetch), freshness from the
 origin's Cache-Control / Expires / Age, validators and 304s (to clients and
 from the origin), Vary, invalidation by unsafe methods, admin purges, and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What a cache key is made of, beyond the URL: query rules that drop
 cache-busters (key_ignore_query) or keep only some names (key_query),
 request headers (key_headers), the credential (cache_authorized =

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What a cache key is made of. By default the upstream's authority, path
 and query, so that every name clients reach the fleet by shares one entry
 (nginx's default proxy_cache_key); key_host = on keys on the client's Host

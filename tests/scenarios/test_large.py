@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Large responses: no Nagle stall on keep-alive connections, and bodies
 that flow to the requester and to every waiter of the same flight as they
 arrive, with bounded memory."""

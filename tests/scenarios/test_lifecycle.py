@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Stopping and reloading a running Corral: SIGTERM lets work in progress
 finish (and past shutdown_timeout releases every lock it holds, so the fleet
 need not wait out lock_ttl); SIGHUP applies a new configuration without

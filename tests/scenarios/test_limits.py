@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Limits and what is stored: negative caching (ttl_404, ttl_status), the
 largest entry stored (max_entry_bytes), one key for any query order
 (sort_query), and requests refused on the public port: malformed,

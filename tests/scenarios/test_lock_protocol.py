@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The refresh lock's protocol where only its details decide the outcome:
 the token compare of release and renew, the generation that tells a
 waiter someone else refreshed, a notification that overtakes the reply to

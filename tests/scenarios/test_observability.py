@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Watching Corral: Prometheus metrics (every family moves when its event
 happens, and promtool accepts the exposition), /stats histograms, the
 access and error logs (format, SIGUSR1 reopen), the connections gauge,

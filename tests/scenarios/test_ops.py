@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Running Corral as a system service: JSON logs, the service manager's
 notifications, make install, the Debian package, the manual pages and the
 Grafana dashboard."""

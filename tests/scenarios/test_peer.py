@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Peer streaming between the workers of one instance: a response that one
 worker fetches and streams reaches the waiters of its sibling workers as
 it arrives, not once it is stored; a sibling with nothing to stream

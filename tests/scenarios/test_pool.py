@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Upstream pools: [upstream] url lists several servers (and [upstream NAME]
 pools serve the routes that name them). A request goes to the server with
 the fewest requests in flight; a server that fails max_fails times within

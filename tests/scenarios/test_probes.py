@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The fill path's probes: a fill message carries the moment Redis published
 it, so the process it wakes times the message's trip (redis.fill_delay),
 then the wake of the waiting flight (fill_wake: the message's receipt to

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Surrogate keys and soft purge: entries are filed under the tags the
 origin names (Surrogate-Key, Cache-Tag); POST /purge?tag=T reaches every
 entry with that tag in the fleet. A soft purge (the default for tags, or

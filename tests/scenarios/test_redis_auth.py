@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Redis credentials: an ACL user whose password is in a file (read at start
 and on SIGHUP, or named as a systemd credential), a refused password (said
 once, /health says why, requests answered from the origin, protection back

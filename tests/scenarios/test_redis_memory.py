@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Redis at its memory limit. With noeviction, a full Redis refuses every
 write: Corral says so in /health, /stats, /metrics and each answer's
 Cache-Status (detail=redis-full), logs it once a second rather than once a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What a failing or per-user upstream costs: the error backoff starts only
 after error_backoff_after failures in a row, fleet-wide, and answers with
 the origin's own last error response; a key whose response is one user's

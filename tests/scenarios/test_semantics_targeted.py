@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Targeted cache control (RFC 9213): an origin gives the shared cache its
 own rules in CDN-Cache-Control, or in a field meant for Corral alone
 (targeted_cache_control, Corral-Cache-Control by default), above

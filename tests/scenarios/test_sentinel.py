@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Corral behind Redis Sentinel (1 primary, 1 replica, 3 sentinels): it
 asks the sentinels for the primary, and follows a failover."""
 

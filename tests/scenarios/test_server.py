@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Corral's own HTTP server (proxy/proxy_conn.c, proxy/proxy_conn_reply.c)
 from a client's side: Expect: 100-continue answered before the body is
 read, any other expectation refused with 417; HTTP/1.0's keep-alive and

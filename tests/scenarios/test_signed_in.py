@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Signed-in traffic: what a response to a request with credentials may be
 given to, the modes of cache_authorized side by side, fields spelled with
 '_' that origins read as '-', and GraphQL bodies whose answer depends on

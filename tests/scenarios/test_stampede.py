@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Stampede protection across a fleet: one fetch per key, waiters woken by
 Redis pub/sub, stale entries served while one refresh runs, and the refresh
 lock's token fencing (renewal, lost locks). Waiting past lock_wait, a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Starting where Corral cannot run, and stopping whatever its workers do: a
 port another program holds ends the start at once, with status 1 and the
 port named; a second instance on the address of a running one is refused,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Strict to the last detail: the small edges an attacker, an operator or a
 packager finds. The client's door (an HTTP/0.9 request line, invalid
 percent-encoding, a 413 while the client still uploads), the upstream's

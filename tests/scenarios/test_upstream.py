@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The upstream side: what Corral never sends twice, and what it refuses
 to take from an upstream. A request that is not idempotent reaches the
 upstream at most once; a response whose framing the next hop could read

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Several worker processes behind one port, and the near cache each keeps:
 the admin listener of any worker reports the sum; a stampede still costs
 one fetch; a worker that dies is restarted, with the configuration the

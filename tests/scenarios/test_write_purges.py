@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What a successful write's answer purges beyond its own target (RFC
 9111 4.4): the tags the origin names in the route's purge_header field,
 and on a graphql route the objects a mutation returns, whose Type:id

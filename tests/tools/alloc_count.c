@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * alloc_count.so: counts a process's heap allocations, for tests.
  *

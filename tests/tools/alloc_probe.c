@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * alloc_probe: checks what alloc_count.so sees, on the glibc it runs on.
  *

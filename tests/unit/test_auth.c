@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The admin gate's rules that need no connection (proxy/proxy_auth.c):
  * which Host names the admin listener, and which Origin is its own. The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * conf/ (the loader conf.c, the key table, the value types and the host
  * checks): defaults, every kind of error with its line, range bounds,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "common/hlist.h"
 #include "cache/cache_entry.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * proxy/proxy_frame.c: every rule of the strict reader, pipelining, the
  * canonical stream it emits, that any split of the input reads the same

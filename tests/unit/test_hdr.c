@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * proxy/proxy_hdr.c: freshness as a shared cache decides it (route mode
  * and origin mode, every branch), HTTP dates, conditional requests from

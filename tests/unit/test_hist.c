@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "common/hist.h"
 
 #include <math.h>

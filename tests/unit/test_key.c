@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "cache/cache_key.h"
 
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Key rules (cache/cache_keyrule.c), GraphQL bodies (cache/cache_graphql.c)
  * and their digests (common/digest.c, pinned): pure, so the same inputs make the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "cache/cache_l1.h"
 
 #include <stdint.h>

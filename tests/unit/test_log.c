@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * common/log.c: a message that quotes what a client sent cannot forge or
  * break a line of the error log: control bytes are written as \xHH.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Regression tests: one per bug found by the fault and limit scenarios or
  * by the fuzz targets in fuzz/, feeding the input that exposed it to the

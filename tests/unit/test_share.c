@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The local share's counters (proxy/proxy_share.c): a cap is counted by
  * its identity in every worker's row, whatever column each worker keeps it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * proxy/proxy_stream.c: one body fanned out to clients that read at their
  * own pace. A client far behind while another keeps up is detached and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * upstream against in-process origins on the same event loop: an evhttp
  * origin with a few scripted paths, and a raw TCP origin that answers every

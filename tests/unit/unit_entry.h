@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #ifndef TESTS_UNIT_ENTRY_H
 #define TESTS_UNIT_ENTRY_H
 
