@@ -13,7 +13,7 @@
 VERSION := 0.1.0
 DEB_REVISION := 1	# the package's own: corral_VERSION-REVISION_ARCH.deb
 DEB_MAINTAINER ?= Corral maintainers <maintainers@users.noreply.a-seed-d6bbd95e.example>
-PKGS    := libevent hiredis libcurl inih
+PKGS    := libevent hiredis libcurl inih zlib libbrotlienc libbrotlidec libzstd
 JOBS    := $(shell nproc 2>/dev/null || echo 1)
 
 CC      ?= cc
@@ -24,7 +24,7 @@ BASE    := -std=c11 -D_GNU_SOURCE -DCORRAL_VERSION='"$(VERSION)"' -I. $(WARN) -g
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c)
+SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c codec/*.c)
 GEN_SRC  := build/gen/dashboard.c
 LIB_SRC  := $(filter-out proxy/main.c,$(SRC)) $(GEN_SRC)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -113,10 +113,12 @@ build/asan/unit/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(ASAN_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(ASAN_FLAGS) $(PKG_CFLAGS) -o $@ $< $(ASAN_OBJ) $(PKG_LIBS) -lm
 
-# Only cache/ may include hiredis and only upstream/ may include curl.
+# Only cache/ may include hiredis, only upstream/ curl, and only codec/
+# zlib, brotli and zstd.
 check-boundaries:
 	@bad=$$(grep -ln '#include <hiredis' $$(ls */*.[ch] | grep -v '^cache/'); \
-	        grep -ln '#include <curl' $$(ls */*.[ch] | grep -v '^upstream/')); \
+	        grep -ln '#include <curl' $$(ls */*.[ch] | grep -v '^upstream/'); \
+	        grep -lE '#include <(zlib|brotli/|zstd)' $$(ls */*.[ch] | grep -v '^codec/')); \
 	if [ -n "$$bad" ]; then echo "module boundary broken in: $$bad"; exit 1; fi
 
 # The builds run on every core; the scenarios two at a time (tests/run.py -j).
