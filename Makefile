@@ -8,6 +8,7 @@
 #   make test       unit + scenario tests under AddressSanitizer and UBSan
 #   make test-mutants  mutation tests: every mutant of every module is caught
 #   make bench      benchmark against nginx and Varnish (see bench/)
+#   make bench-codec   what each content coding and level costs on JSON
 #   make clean
 
 VERSION := 0.1.0
@@ -67,7 +68,7 @@ REL_OBJ  := $(LIB_SRC:%.c=build/release/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/unit/%)
 
-.PHONY: all deps test-deps run test test-build test-mutants unit scenarios bench clean \
+.PHONY: all deps test-deps run test test-build test-mutants unit scenarios bench bench-codec clean \
         check-boundaries man install deb
 
 all: deps build/release/corral man
@@ -112,6 +113,18 @@ build/asan/corral: $(ASAN_OBJ) build/asan/proxy/main.o build/asan/FLAGS
 build/asan/unit/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(ASAN_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(ASAN_FLAGS) $(PKG_CFLAGS) -o $@ $< $(ASAN_OBJ) $(PKG_LIBS) -lm
+
+# What each coding and level costs on a JSON response (bench/codec_bench.c):
+# sizes and single-thread times, for store_encoding's default. Not part of
+# make test or make bench.
+CODEC_REL_OBJ := $(filter build/release/codec/%,$(REL_OBJ))
+
+build/bench/codec_bench: bench/codec_bench.c $(CODEC_REL_OBJ)
+	@mkdir -p $(dir $@)
+	$(REL_CC) -o $@ $< $(CODEC_REL_OBJ) $(LDFLAGS) $(PKG_LIBS)
+
+bench-codec: build/bench/codec_bench
+	build/bench/codec_bench
 
 # Only cache/ may include hiredis, only upstream/ curl, and only codec/
 # zlib, brotli and zstd.
