@@ -8,6 +8,7 @@
 #   make test       unit + scenario tests under AddressSanitizer and UBSan
 #   make test-mutants  mutation tests: every mutant of every module is caught
 #   make bench      benchmark against nginx and Varnish (see bench/)
+#   make bench-codec   what each content coding and level costs on JSON
 #   make clean
 
 VERSION := 0.1.0
@@ -17,7 +18,9 @@ DEB_MAINTAINER ?= Corral maintainers <maintainers@users.noreply.a-seed-d6bbd95e.
 # bufferevents: not its HTTP layer (libevent_extra's evhttp); the server
 # is Corral's own (proxy/proxy_conn.c). --as-needed keeps the full
 # libevent that libevent_openssl's pkg-config names out of the binary.
-PKGS    := libevent_core libevent_openssl libssl libcrypto hiredis libcurl inih
+# zlib, brotli and zstd are the content codings' (codec/).
+PKGS    := libevent_core libevent_openssl libssl libcrypto hiredis libcurl inih \
+           zlib libbrotlienc libbrotlidec libzstd
 JOBS    := $(shell nproc 2>/dev/null || echo 1)
 
 CC      ?= cc
@@ -29,7 +32,7 @@ BASE    := $(DEFS) $(WARN)
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = -Wl,--as-needed $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c)
+SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c codec/*.c)
 # The configuration alone, for the man page's key list and the fuzzers.
 CONF_SRC := $(wildcard conf/*.c)
 GEN_SRC  := build/gen/dashboard.c
@@ -78,7 +81,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/unit/%)
 # The unit tests' own origins may use libevent's HTTP layer; Corral does not.
 UNIT_LIBS = $(shell pkg-config --libs libevent_extra 2>/dev/null)
 
-.PHONY: all deps test-deps run test test-build test-mutants unit scenarios bench clean \
+.PHONY: all deps test-deps run test test-build test-mutants unit scenarios bench bench-codec clean \
         check-boundaries check-size man install deb
 
 all: deps build/release/corral man
@@ -135,14 +138,27 @@ build/tools/alloc_probe: tests/tools/alloc_probe.c tests/unit/unit.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -O0 -fno-builtin -pthread -o $@ $< -ldl
 
-# Only cache/ may include hiredis, only upstream/ may include curl, and
-# only the TLS module (proxy/proxy_tls*) OpenSSL or libevent's OpenSSL
-# bufferevents (the unit tests aside).
+# What each coding and level costs on a JSON response (bench/codec_bench.c):
+# sizes and single-thread times, for store_encoding's default. Not part of
+# make test or make bench.
+CODEC_REL_OBJ := $(filter build/release/codec/%,$(REL_OBJ))
+
+build/bench/codec_bench: bench/codec_bench.c $(CODEC_REL_OBJ)
+	@mkdir -p $(dir $@)
+	$(REL_CC) -o $@ $< $(CODEC_REL_OBJ) $(LDFLAGS) $(PKG_LIBS)
+
+bench-codec: build/bench/codec_bench
+	build/bench/codec_bench
+
+# Only cache/ may include hiredis, only upstream/ may include curl, only
+# the TLS module (proxy/proxy_tls*) OpenSSL or libevent's OpenSSL
+# bufferevents, and only codec/ zlib, brotli and zstd (the unit tests aside).
 check-boundaries:
 	@bad=$$(grep -ln '#include <hiredis' $$(ls */*.[ch] | grep -v '^cache/'); \
 	        grep -ln '#include <curl' $$(ls */*.[ch] | grep -v '^upstream/'); \
 	        grep -lE '#include <(openssl/|event2/bufferevent_ssl)' \
-	            $$(ls */*.[ch] | grep -v '^proxy/proxy_tls')); \
+	            $$(ls */*.[ch] | grep -v '^proxy/proxy_tls'); \
+	        grep -lE '#include <(zlib|brotli/|zstd)' $$(ls */*.[ch] | grep -v '^codec/')); \
 	if [ -n "$$bad" ]; then echo "module boundary broken in: $$bad"; exit 1; fi
 
 # No file in proxy/, cache/ or conf/ over 900 lines, no function over 60.
