@@ -6,8 +6,11 @@
  * make test or make bench.
  *
  *	build/bench/codec_bench [bytes...]	(default: 102400 1024)
+ *
+ * Each size is a decimal count of bytes, BODY_MIN to BODY_MAX.
  */
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,6 +25,8 @@
 #define SAMPLE_MIN_NS	20000000.0	/* a run repeats up to this long */
 #define RECORD_MAX	2048		/* one object of the response */
 #define NS		1e9
+#define BODY_MIN	64		/* the least body measured, bytes */
+#define BODY_MAX	((size_t)64 << 20)	/* the most: 64 MiB */
 
 static const char *const firsts[] = {
 	"Ada", "Grace", "Alan", "Edsger", "Barbara", "Donald", "Frances",
@@ -203,17 +208,40 @@ measure(const char *body, size_t len)
 	}
 }
 
+/* A body size from the command line: *len, or -1 with a message. */
+static int
+parse_size(const char *arg, size_t *len)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (arg[0] < '0' || arg[0] > '9' || *end != '\0' || errno != 0 ||
+	    v < BODY_MIN || v > BODY_MAX) {
+		fprintf(stderr, "codec_bench: %s: a size is %d to %zu bytes\n",
+		    arg, BODY_MIN, BODY_MAX);
+		return -1;
+	}
+	*len = (size_t)v;
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
 	static const size_t sizes[] = { 100 * 1024, 1024 };
 	char *body;
-	size_t len;
+	size_t len, want;
 
+	for (int i = 1; i < argc; i++)
+		if (parse_size(argv[i], &want) == -1)
+			return 2;
 	for (int i = 0; i < (argc > 1 ? argc - 1 : 2); i++) {
-		size_t want = argc > 1 ? strtoull(argv[i + 1], NULL, 10) :
-		    sizes[i];
-
+		if (argc > 1)
+			(void)parse_size(argv[i + 1], &want);
+		else
+			want = sizes[i];
 		if ((body = make_json(want, &len)) == NULL)
 			return 1;
 		measure(body, len);

@@ -18,6 +18,12 @@
 #include <event2/buffer.h>
 
 #define GROW_MIN	4096	/* codec_encode_alloc's first buffer */
+#define X_GZIP		"x-gzip"	/* gzip's old name (RFC 9110 §8.4.1.3) */
+#define X_GZIP_LEN	(sizeof(X_GZIP) - 1)
+
+/* Decoders alive in this process (identity aside), and their cap. */
+static unsigned decoders_live;
+static unsigned decoders_max = CODEC_DECODERS_MAX;
 
 static const char *const names[CODING_COUNT] = {
 	"identity", "gzip", "br", "zstd",
@@ -93,7 +99,7 @@ codec_token(const char *p, size_t n)
 	for (int c = 0; c < CODING_COUNT; c++)
 		if (strlen(names[c]) == n && strncasecmp(p, names[c], n) == 0)
 			return (enum coding)c;
-	if (n == 6 && strncasecmp(p, "x-gzip", n) == 0)
+	if (n == X_GZIP_LEN && strncasecmp(p, X_GZIP, n) == 0)
 		return CODING_GZIP;
 	return CODING_UNKNOWN;
 }
@@ -240,16 +246,35 @@ start(struct codec *cd, char *err, size_t errlen)
 	return cd;
 }
 
+void
+codec_decoders_limit(unsigned max)
+{
+	decoders_max = max;
+}
+
+unsigned
+codec_decoders_live(void)
+{
+	return decoders_live;
+}
+
 struct codec *
 codec_decoder_new(enum coding c, size_t max_out, codec_out_fn out, void *arg,
     char *err, size_t errlen)
 {
 	struct codec *cd;
 
+	if (c != CODING_IDENTITY && decoders_live >= decoders_max) {
+		snprintf(err, errlen, "%s: %u decoders at once already",
+		    codec_name(c), decoders_live);
+		return NULL;
+	}
 	if ((cd = alloc_codec(c, 0, out, arg, err, errlen)) == NULL)
 		return NULL;
 	cd->max_out = max_out;
-	return start(cd, err, errlen);
+	if ((cd = start(cd, err, errlen)) != NULL && c != CODING_IDENTITY)
+		decoders_live++;
+	return cd;
 }
 
 struct codec *
@@ -330,6 +355,10 @@ codec_free(struct codec **cdp)
 		return;
 	assert(cd->magic == CODEC_MAGIC);
 	cd->ops->done(cd);
+	if (!cd->encode && cd->coding != CODING_IDENTITY) {
+		assert(decoders_live > 0);
+		decoders_live--;
+	}
 	cd->magic = 0;
 	free(cd);
 	*cdp = NULL;
@@ -435,6 +464,30 @@ codec_encode_alloc(enum coding c, int level, const void *in, size_t len,
 	return 0;
 }
 
+static void
+on_free_once(const void *data, size_t len, void *arg)
+{
+	free((void *)data);
+}
+
+/* A zstd body decoded in one call into out, if it can be (1; 0: it
+ * cannot, -1: out of memory); out is appended to only on 1. */
+static int
+decode_once(struct evbuffer *out, const void *in, size_t len, size_t max_out)
+{
+	unsigned char *p;
+	size_t n;
+	int rc;
+
+	if ((rc = zstd_decode_once(in, len, max_out, &p, &n)) != 1)
+		return rc;
+	if (evbuffer_add_reference(out, p, n, on_free_once, NULL) == -1) {
+		free(p);
+		return -1;
+	}
+	return 1;
+}
+
 enum codec_result
 codec_decode_to(struct evbuffer *out, enum coding c, const void *in,
     size_t len, size_t max_out)
@@ -444,6 +497,13 @@ codec_decode_to(struct evbuffer *out, enum coding c, const void *in,
 	enum codec_result r = CODEC_ERROR;
 	char err[CODEC_ERR_LEN];
 
+	if (c == CODING_ZSTD)
+		switch (decode_once(out, in, len, max_out)) {
+		case 1:
+			return CODEC_OK;
+		case -1:
+			return CODEC_ERROR;
+		}
 	if ((tmp = evbuffer_new()) == NULL)
 		return CODEC_ERROR;
 	cd = codec_decoder_new(c, max_out, codec_sink_evbuffer, tmp, err,

@@ -55,6 +55,13 @@ enum codec_result {
 #define CODEC_SIZE_UNKNOWN SIZE_MAX	/* an encoder's input length, unknown */
 #define CODEC_ERR_LEN	128		/* a codec's error text */
 #define CODEC_ZSTD_WINDOW_LOG_MAX 23	/* 8 MiB */
+/*
+ * Decoders alive at once in a process, by default: each may hold its
+ * coding's window (brotli up to 16 MiB, zstd 8 MiB, gzip 32 KiB), so 16
+ * bound a worker's decoders to 256 MiB at worst. Past the cap
+ * codec_decoder_new fails (the caller sends what is stored, or 503).
+ */
+#define CODEC_DECODERS_MAX	16
 
 /* Levels: gzip 1-9, brotli quality 0-11, zstd 1-19 (20-22 want windows
  * past what a decoder must accept). The defaults are store_encoding's. */
@@ -112,6 +119,10 @@ struct codec	*codec_decoder_new(enum coding c, size_t max_out,
 		    codec_out_fn out, void *arg, char *err, size_t errlen);
 struct codec	*codec_encoder_new(enum coding c, int level, size_t size,
 		    codec_out_fn out, void *arg, char *err, size_t errlen);
+/* The cap on decoders alive at once (CODEC_DECODERS_MAX by default), and
+ * how many are. An encoder, or identity, is not counted. */
+void		 codec_decoders_limit(unsigned max);
+unsigned	 codec_decoders_live(void);
 /*
  * Feeds len bytes. CODEC_OK when all were taken; any other result stops
  * the codec, and every later call returns it again.
@@ -143,7 +154,9 @@ int	codec_encode_alloc(enum coding c, int level, const void *in,
 /*
  * A whole stored body decoded into out, in pieces, at most max_out bytes
  * (identity to a client that does not accept the stored coding). Out is
- * appended to only on CODEC_OK.
+ * appended to only on CODEC_OK. A zstd frame that records its length is
+ * decoded in one call, with no window buffer and not counted among the
+ * decoders alive.
  */
 enum codec_result codec_decode_to(struct evbuffer *out, enum coding c,
 	    const void *in, size_t len, size_t max_out);
@@ -153,8 +166,14 @@ enum codec_result codec_decode_to(struct evbuffer *out, enum coding c,
  * one of list's media types (space-separated, case-insensitive; NULL:
  * the default list)? A list entry is a media type, or a pattern: a
  * subtype of "*" matches any, one of "*+json" any ending in "+json", and
- * a type of "*" any type.
+ * a type of "*" any type. text/event-stream never is, whatever the list:
+ * a stream of events must reach its client as each is sent, and a
+ * compressor holds them back.
  */
 int	codec_compressible(const char *content_type, const char *list);
+/* Is list a valid list for codec_compressible (at least one entry, each
+ * type "/" subtype of tchar, "*" or "*+suffix")? 0, or -1 with err set
+ * naming the first bad entry. */
+int	codec_types_valid(const char *list, char *err, size_t errlen);
 
 #endif

@@ -51,11 +51,12 @@ dec_feed(struct codec *cd, const unsigned char *in, size_t len)
 		avail_out = CODEC_CHUNK;
 		br = BrotliDecoderDecompressStream(cd->lib, &len, &next_in,
 		    &avail_out, &next_out, NULL);
-		if (br == BROTLI_DECODER_RESULT_ERROR)
-			return dec_error(cd);
+		/* What came before a fault is handed on, then the fault. */
 		if ((r = codec_emit(cd, cd->chunk, CODEC_CHUNK - avail_out)) !=
 		    CODEC_OK)
 			return r;
+		if (br == BROTLI_DECODER_RESULT_ERROR)
+			return dec_error(cd);
 		if (br == BROTLI_DECODER_RESULT_SUCCESS) {
 			cd->ended = 1;
 			break;

@@ -47,15 +47,16 @@ inflate_feed(struct codec *cd, const unsigned char *in, size_t len)
 		z->next_out = cd->chunk;
 		z->avail_out = CODEC_CHUNK;
 		zr = inflate(z, Z_NO_FLUSH);
+		/* What came before a fault is handed on, then the fault. */
+		r = codec_emit(cd, cd->chunk, CODEC_CHUNK - z->avail_out);
+		if (r != CODEC_OK)
+			return r;
 		if (zr == Z_MEM_ERROR)
 			return codec_fail(cd, CODEC_ERROR, "out of memory");
 		if (zr == Z_DATA_ERROR || zr == Z_NEED_DICT ||
 		    zr == Z_STREAM_ERROR)
 			return codec_fail(cd, CODEC_CORRUPT, z->msg != NULL ?
 			    z->msg : "invalid data");
-		r = codec_emit(cd, cd->chunk, CODEC_CHUNK - z->avail_out);
-		if (r != CODEC_OK)
-			return r;
 		if (zr == Z_STREAM_END) {
 			cd->ended = 1;
 			break;

@@ -14,6 +14,8 @@
 #define CODEC_MAGIC	0x636f6463u	/* "codc" */
 /* The most input a backend is given at once: fits the libraries' counts. */
 #define CODEC_FEED_MAX	((size_t)1 << 30)
+/* The largest body zstd_decode_once decodes in one buffer. */
+#define CODEC_ONCE_MAX	((size_t)64 << 20)
 
 struct codec_ops {
 	/* Sets cd->lib up (from cd->level and cd->size); 0 or -1 with
@@ -48,6 +50,15 @@ struct codec {
 extern const struct codec_ops codec_gzip_decoder, codec_gzip_encoder;
 extern const struct codec_ops codec_br_decoder, codec_br_encoder;
 extern const struct codec_ops codec_zstd_decoder, codec_zstd_encoder;
+
+/*
+ * A whole zstd body of one data frame that records its length (at most
+ * max_out and CODEC_ONCE_MAX) decoded in one call, with no window buffer:
+ * 1 with *outp malloc'd, 0 when it cannot be (the streaming decoder then
+ * runs and says why), -1 out of memory.
+ */
+int	zstd_decode_once(const unsigned char *in, size_t len, size_t max_out,
+	    unsigned char **outp, size_t *outlen);
 
 /* Hands n bytes at p to the sink, as many as max_out leaves room for:
  * CODEC_OK, CODEC_TOO_LARGE (the rest dropped) or CODEC_ERROR. */

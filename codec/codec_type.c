@@ -8,10 +8,12 @@
 
 #include "codec/codec_int.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #define OWS	" \t"
+#define EVENT_STREAM	"text/event-stream"	/* never compressed */
 
 /* A run of text: [p, p + n). */
 struct word {
@@ -79,10 +81,59 @@ codec_compressible(const char *content_type, const char *list)
 		list = CODEC_COMPRESSIBLE_DEFAULT;
 	if (content_type == NULL || media_type(content_type, &t, &st) == -1)
 		return 0;
+	if (t.n + 1 + st.n == sizeof(EVENT_STREAM) - 1 &&
+	    strncasecmp(t.p, EVENT_STREAM, t.n + 1 + st.n) == 0)
+		return 0;
 	for (p = list; *p != '\0'; p += n) {
 		p += strspn(p, OWS);
 		if ((n = strcspn(p, OWS)) > 0 && match(p, n, t, st))
 			return 1;
+	}
+	return 0;
+}
+
+/* Is the entry p (n bytes) a media type or a pattern? */
+static int
+entry_valid(const char *p, size_t n)
+{
+	const char *end = p + n, *slash = memchr(p, '/', n);
+	size_t tn, sn;
+
+	if (slash == NULL)
+		return 0;
+	tn = (size_t)(slash - p);
+	sn = (size_t)(end - slash - 1);
+	if (tn == 0 || codec_tchars(p, slash) != tn || sn == 0)
+		return 0;
+	if (sn > 2 && slash[1] == '*' && slash[2] == '+')
+		return codec_tchars(slash + 3, end) == sn - 2;
+	return codec_tchars(slash + 1, end) == sn &&
+	    (sn == 1 || memchr(slash + 1, '*', sn) == NULL) &&
+	    (tn == 1 || memchr(p, '*', tn) == NULL);
+}
+
+int
+codec_types_valid(const char *list, char *err, size_t errlen)
+{
+	const char *p;
+	size_t n;
+	int entries = 0;
+
+	for (p = list; *p != '\0'; p += n) {
+		p += strspn(p, OWS);
+		if ((n = strcspn(p, OWS)) == 0)
+			continue;
+		if (!entry_valid(p, n)) {
+			snprintf(err, errlen, "\"%.*s\" is not a media type "
+			    "or a pattern (type/subtype, type/*, */*+suffix)",
+			    (int)(n < 64 ? n : 64), p);
+			return -1;
+		}
+		entries++;
+	}
+	if (entries == 0) {
+		snprintf(err, errlen, "no media types");
+		return -1;
 	}
 	return 0;
 }

@@ -1,34 +1,93 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * zstd (RFC 8878) on libzstd: one frame, windows up to 8 MiB
- * (CODEC_ZSTD_WINDOW_LOG_MAX), nothing after its end. The frames written
- * carry a checksum, and their length when it is known. See codec.h.
+ * zstd (RFC 8878) on libzstd: one data frame, windows up to 8 MiB
+ * (CODEC_ZSTD_WINDOW_LOG_MAX), nothing after its end. Skippable frames
+ * (RFC 8878 §3.1.2) before it are skipped, as the RFC asks; a body of
+ * skippable frames only has no data frame and never ends (truncated).
+ * The frames written carry a checksum, and their length when it is
+ * known. A whole body whose frame records its length is decoded in one
+ * call, with no window buffer (zstd_decode_once). See codec.h.
  *
  * Calls libzstd and codec.c's emit. Called from codec.c only.
  */
 
 #include "codec/codec_int.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include <zstd.h>
 #include <zstd_errors.h>
 
-static int
-dec_init(struct codec *cd)
+#define MAGIC_LEN		4		/* a frame's magic number */
+#define SKIPPABLE_MAGIC		0x184D2A50u	/* RFC 8878 §3.1.2 */
+#define SKIPPABLE_MASK		0xFFFFFFF0u	/* its low 4 bits are free */
+
+/* The decoder: libzstd's context, and the magic of the frame it is in. */
+struct zdec {
+	ZSTD_DCtx	*d;
+	unsigned char	 magic[MAGIC_LEN];
+	size_t		 seen;		/* bytes of magic seen, 0-4 */
+	size_t		 next;		/* input libzstd asks for next */
+};
+
+static ZSTD_DCtx *
+new_dctx(struct codec *cd)
 {
 	ZSTD_DCtx *d;
 
 	if ((d = ZSTD_createDCtx()) == NULL) {
 		codec_fail(cd, CODEC_ERROR, "out of memory");
-		return -1;
+		return NULL;
 	}
 	if (ZSTD_isError(ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax,
 	    CODEC_ZSTD_WINDOW_LOG_MAX))) {
 		codec_fail(cd, CODEC_ERROR, "cannot bound the window");
 		ZSTD_freeDCtx(d);
+		return NULL;
+	}
+	return d;
+}
+
+static int
+dec_init(struct codec *cd)
+{
+	struct zdec *z;
+
+	if ((z = calloc(1, sizeof(*z))) == NULL) {
+		codec_fail(cd, CODEC_ERROR, "out of memory");
 		return -1;
 	}
-	cd->lib = d;
+	if ((z->d = new_dctx(cd)) == NULL) {
+		free(z);
+		return -1;
+	}
+	z->next = MAGIC_LEN;
+	cd->lib = z;
 	return 0;
+}
+
+/* Notes the magic bytes of the current frame among in[*at, len), bytes
+ * not looked at yet, without taking them from libzstd; moves *at. */
+static void
+see_magic(struct zdec *z, const unsigned char *in, size_t len, size_t *at)
+{
+	size_t n = MAGIC_LEN - z->seen;
+
+	if (n > len - *at)
+		n = len - *at;
+	memcpy(z->magic + z->seen, in + *at, n);
+	z->seen += n;
+	*at += n;
+}
+
+static int
+skippable(const struct zdec *z)
+{
+	uint32_t m = (uint32_t)z->magic[0] | (uint32_t)z->magic[1] << 8 |
+	    (uint32_t)z->magic[2] << 16 | (uint32_t)z->magic[3] << 24;
+
+	return z->seen == MAGIC_LEN && (m & SKIPPABLE_MASK) == SKIPPABLE_MAGIC;
 }
 
 /* A library failure: memory is ours, anything else the stream's. */
@@ -40,31 +99,57 @@ zstd_error(struct codec *cd, size_t zr, enum codec_result otherwise)
 	return codec_fail(cd, otherwise, ZSTD_getErrorName(zr));
 }
 
+/*
+ * The output made before an error is handed on first (a client of a
+ * stream cut by a bad byte still gets what came before it), then the
+ * error. libzstd does not say how much it wrote in a call that fails, so
+ * no call may both make output and fail: each is given only the input
+ * libzstd asks for next (one block, or the checksum), and none while
+ * the last call's output filled the chunk (it is flushed first, with no
+ * input). A skippable frame's end starts the next frame.
+ */
 static enum codec_result
 dec_feed(struct codec *cd, const unsigned char *in, size_t len)
 {
-	ZSTD_inBuffer ib = { in, len, 0 };
+	struct zdec *z = cd->lib;
+	ZSTD_inBuffer ib;
 	ZSTD_outBuffer ob;
 	enum codec_result r;
-	size_t zr;
+	size_t zr, pos = 0, looked = 0, want;
+	int full = 0;
 
 	for (;;) {
+		see_magic(z, in, len, &looked);
+		want = full ? 0 : len - pos < z->next ? len - pos : z->next;
+		ib.src = in;
+		ib.size = pos + want;
+		ib.pos = pos;
 		ob.dst = cd->chunk;
 		ob.size = CODEC_CHUNK;
 		ob.pos = 0;
-		zr = ZSTD_decompressStream(cd->lib, &ob, &ib);
-		if (ZSTD_isError(zr))
-			return zstd_error(cd, zr, CODEC_CORRUPT);
+		zr = ZSTD_decompressStream(z->d, &ob, &ib);
+		pos = ib.pos;
 		if ((r = codec_emit(cd, cd->chunk, ob.pos)) != CODEC_OK)
 			return r;
+		if (ZSTD_isError(zr))
+			return zstd_error(cd, zr, CODEC_CORRUPT);
+		full = ob.pos == ob.size;
+		z->next = zr > 0 ? zr : MAGIC_LEN;
+		if (zr == 0 && skippable(z)) {
+			z->seen = 0;	/* skipped: a frame may follow */
+			looked = pos;
+			if (pos == len)
+				break;
+			continue;
+		}
 		if (zr == 0) {
 			cd->ended = 1;	/* the frame is whole and flushed */
 			break;
 		}
-		if (ib.pos == ib.size && ob.pos < ob.size)
+		if (pos == len && !full)
 			break;
 	}
-	if (ib.pos < ib.size)
+	if (pos < len)
 		return codec_fail(cd, CODEC_CORRUPT,
 		    "bytes after the end of the stream");
 	return CODEC_OK;
@@ -73,8 +158,48 @@ dec_feed(struct codec *cd, const unsigned char *in, size_t len)
 static void
 dec_done(struct codec *cd)
 {
-	ZSTD_freeDCtx(cd->lib);
+	struct zdec *z = cd->lib;
+
+	if (z != NULL)
+		ZSTD_freeDCtx(z->d);
+	free(z);
 	cd->lib = NULL;
+}
+
+int
+zstd_decode_once(const unsigned char *in, size_t len, size_t max_out,
+    unsigned char **outp, size_t *outlen)
+{
+	unsigned long long size;
+	struct zdec magic = { NULL, { 0 }, 0, 0 };
+	ZSTD_DCtx *d;
+	unsigned char *out;
+	size_t zr, looked = 0;
+
+	see_magic(&magic, in, len, &looked);
+	if (magic.seen < MAGIC_LEN || skippable(&magic))
+		return 0;
+	size = ZSTD_getFrameContentSize(in, len);
+	if (size == ZSTD_CONTENTSIZE_UNKNOWN ||
+	    size == ZSTD_CONTENTSIZE_ERROR || size > max_out ||
+	    size > CODEC_ONCE_MAX || ZSTD_findFrameCompressedSize(in, len) !=
+	    len)
+		return 0;	/* the streaming decoder says why, if not ok */
+	if ((out = malloc(size > 0 ? (size_t)size : 1)) == NULL)
+		return -1;
+	if ((d = ZSTD_createDCtx()) == NULL) {
+		free(out);
+		return -1;
+	}
+	zr = ZSTD_decompressDCtx(d, out, (size_t)size, in, len);
+	ZSTD_freeDCtx(d);
+	if (ZSTD_isError(zr) || zr != size) {
+		free(out);
+		return 0;
+	}
+	*outp = out;
+	*outlen = zr;
+	return 1;
 }
 
 static int

@@ -4,7 +4,9 @@
  * byte for byte; damaged, cut and padded streams are told apart; a
  * decoder never hands on more than its limit however much a small input
  * expands to; Content-Encoding names one coding or it is passed through;
- * compressible media types are matched by pattern.
+ * compressible media types are matched by pattern, and their lists
+ * checked; zstd's skippable frames are skipped; decoders alive at once
+ * are capped.
  */
 
 #include <stdint.h>
@@ -25,6 +27,7 @@
 #define BOMB_PACKED_MAX	(2 * MIB)		/* what it may take packed */
 #define CUT_BODY	(6 * KIB)		/* cut at every byte */
 #define SPLITS		50			/* random splits tried */
+#define FAULT_BODY	(100 * KIB)		/* decoded, then a fault */
 
 static const enum coding codings[] = {
 	CODING_IDENTITY, CODING_GZIP, CODING_BR, CODING_ZSTD,
@@ -626,6 +629,205 @@ t_compressible_types_match_by_pattern(void)
 	CHECK(codec_compressible("text/html", "\ttext/plain  Text/HTML"));
 }
 
+/* A zstd skippable frame (RFC 8878 §3.1.2) of n bytes of payload. */
+static size_t
+skippable_frame(unsigned char *p, size_t n)
+{
+	static const unsigned char magic[] = { 0x5a, 0x2a, 0x4d, 0x18 };
+
+	memcpy(p, magic, 4);
+	p[4] = (unsigned char)n;
+	p[5] = (unsigned char)(n >> 8);
+	p[6] = (unsigned char)(n >> 16);
+	p[7] = (unsigned char)(n >> 24);
+	memset(p + 8, 'S', n);
+	return 8 + n;
+}
+
+static void
+t_zstd_skippable_frames_are_skipped_and_are_not_a_body(void)
+{
+	unsigned char *body = make_body(40 * KIB, 0), *z, *framed;
+	struct sink s = { evbuffer_new(), 0, 0 };
+	size_t zlen, n;
+
+	CHECK(body != NULL && s.buf != NULL);
+	CHECK((z = pack(CODING_ZSTD, body, 40 * KIB, &zlen)) != NULL);
+	CHECK((framed = malloc(zlen + 2 * (8 + 300))) != NULL);
+	/* Two skippable frames, then the data frame: read in any pieces. */
+	n = skippable_frame(framed, 300);
+	n += skippable_frame(framed + n, 0);
+	memcpy(framed + n, z, zlen);
+	for (size_t step = 1; step <= 4 * KIB; step *= 4) {
+		CHECK(decode_pieces(CODING_ZSTD, framed, n + zlen, step,
+		    CODEC_NO_LIMIT, &s) == CODEC_OK);
+		CHECK(same_bytes(s.buf, body, 40 * KIB));
+		evbuffer_drain(s.buf, 40 * KIB);
+	}
+	CHECK(decode_whole(CODING_ZSTD, framed, n + zlen, CODEC_NO_LIMIT) ==
+	    CODEC_OK);
+	/* Skippable frames only: no data frame, not a whole body. */
+	CHECK(decode_pieces(CODING_ZSTD, framed, n, 0, CODEC_NO_LIMIT, &s) ==
+	    CODEC_TRUNCATED);
+	CHECK(decode_whole(CODING_ZSTD, framed, n, CODEC_NO_LIMIT) ==
+	    CODEC_TRUNCATED);
+	CHECK(evbuffer_get_length(s.buf) == 0);
+	/* A skippable frame after the data frame is a byte after its end. */
+	memcpy(framed, z, zlen);
+	n = skippable_frame(framed + zlen, 4);
+	CHECK(decode_whole(CODING_ZSTD, framed, zlen + n, CODEC_NO_LIMIT) ==
+	    CODEC_CORRUPT);
+	free(framed);
+	free(z);
+	free(body);
+	evbuffer_free(s.buf);
+}
+
+/* A damaged checksum (gzip's CRC-32, zstd's XXH64) is found after the
+ * whole body has been made: it is all handed on, then the failure. A
+ * damaged brotli stream hands on a prefix of the body at most. */
+static void
+t_decoders_hand_on_what_they_made_before_a_fault(void)
+{
+	unsigned char *body = make_body(FAULT_BODY, 0), *z;
+	struct sink s = { evbuffer_new(), 0, 0 };
+	enum codec_result r;
+	size_t zlen, got;
+
+	CHECK(body != NULL && s.buf != NULL);
+	for (size_t i = 0; i < NPACKED; i++) {
+		enum coding c = packed[i];
+
+		CHECK((z = pack(c, body, FAULT_BODY, &zlen)) != NULL);
+		if (c == CODING_GZIP)
+			z[zlen - 8] ^= 0x01;	/* the CRC-32 */
+		else if (c == CODING_ZSTD)
+			z[zlen - 1] ^= 0x01;	/* the checksum */
+		else
+			z[zlen - 3] ^= 0xff;	/* near the stream's end */
+		r = decode_pieces(c, z, zlen, zlen, CODEC_NO_LIMIT, &s);
+		got = evbuffer_get_length(s.buf);
+		CHECK(r == CODEC_CORRUPT || (c == CODING_BR && r != CODEC_OK));
+		CHECK(got <= FAULT_BODY && (got == 0 ||
+		    memcmp(evbuffer_pullup(s.buf, -1), body, got) == 0));
+		if (c != CODING_BR)
+			CHECK(got == FAULT_BODY);
+		evbuffer_drain(s.buf, got);
+		free(z);
+	}
+	free(body);
+	evbuffer_free(s.buf);
+}
+
+static void
+t_an_event_stream_is_never_compressible(void)
+{
+	CHECK(codec_compressible("text/event-stream", NULL) == 0);
+	CHECK(codec_compressible("Text/Event-Stream; charset=utf-8",
+	    "text/*") == 0);
+	CHECK(codec_compressible("text/event-stream", "text/event-stream") ==
+	    0);
+	CHECK(codec_compressible("text/event-stream", "*/*") == 0);
+	CHECK(codec_compressible("text/event-streams", "text/*") == 1);
+	CHECK(codec_compressible("text/plain", "text/*") == 1);
+}
+
+static void
+t_type_lists_are_checked(void)
+{
+	char err[CODEC_ERR_LEN];
+
+	CHECK(codec_types_valid(CODEC_COMPRESSIBLE_DEFAULT, err,
+	    sizeof(err)) == 0);
+	CHECK(codec_types_valid("text/*  */*+json\tapplication/json", err,
+	    sizeof(err)) == 0);
+	CHECK(codec_types_valid("*/*", err, sizeof(err)) == 0);
+	CHECK(codec_types_valid("", err, sizeof(err)) == -1);
+	CHECK(strstr(err, "no media types") != NULL);
+	CHECK(codec_types_valid("   ", err, sizeof(err)) == -1);
+	CHECK(codec_types_valid("text/html json", err, sizeof(err)) == -1);
+	CHECK(strstr(err, "\"json\"") != NULL);
+	CHECK(codec_types_valid("text/", err, sizeof(err)) == -1);
+	CHECK(codec_types_valid("/json", err, sizeof(err)) == -1);
+	CHECK(codec_types_valid("text/ht*ml", err, sizeof(err)) == -1);
+	CHECK(codec_types_valid("te*t/html", err, sizeof(err)) == -1);
+	CHECK(codec_types_valid("text/html,text/css", err, sizeof(err)) ==
+	    -1);
+	CHECK(codec_types_valid("application/*+", err, sizeof(err)) == -1);
+	CHECK(codec_types_valid("text/a/b", err, sizeof(err)) == -1);
+	CHECK(codec_types_valid("text/\"x\"", err, sizeof(err)) == -1);
+}
+
+static void
+t_decoders_alive_at_once_are_capped(void)
+{
+	unsigned char *body = make_body(20 * KIB, 0), *gz, *zs, *zs_unsized;
+	struct evbuffer *out = evbuffer_new(), *enc = evbuffer_new();
+	struct codec *a, *b, *c, *id, *e;
+	char err[CODEC_ERR_LEN];
+	size_t gzlen, zslen, ulen;
+	struct codec *cd;
+
+	CHECK(body != NULL && out != NULL && enc != NULL);
+	CHECK(codec_decoders_live() == 0);
+	codec_decoders_limit(2);
+	a = codec_decoder_new(CODING_GZIP, CODEC_NO_LIMIT, NULL, NULL, err,
+	    sizeof(err));
+	b = codec_decoder_new(CODING_BR, CODEC_NO_LIMIT, NULL, NULL, err,
+	    sizeof(err));
+	CHECK(a != NULL && b != NULL && codec_decoders_live() == 2);
+	c = codec_decoder_new(CODING_ZSTD, CODEC_NO_LIMIT, NULL, NULL, err,
+	    sizeof(err));
+	CHECK(c == NULL);
+	CHECK(strstr(err, "2 decoders at once") != NULL);
+	/* Identity and encoders are not counted. */
+	id = codec_decoder_new(CODING_IDENTITY, CODEC_NO_LIMIT, NULL, NULL,
+	    err, sizeof(err));
+	e = codec_encoder_new(CODING_GZIP, 1, CODEC_SIZE_UNKNOWN, NULL, NULL,
+	    err, sizeof(err));
+	CHECK(id != NULL && e != NULL && codec_decoders_live() == 2);
+	codec_free(&id);
+	codec_free(&e);
+	/* At the cap, a gzip body cannot be decoded whole; a zstd frame
+	 * that records its length can, in one call, with no decoder. */
+	CHECK((gz = pack(CODING_GZIP, body, 20 * KIB, &gzlen)) != NULL);
+	CHECK((zs = pack(CODING_ZSTD, body, 20 * KIB, &zslen)) != NULL);
+	CHECK(codec_decode_to(out, CODING_GZIP, gz, gzlen, CODEC_NO_LIMIT) ==
+	    CODEC_ERROR);
+	CHECK(codec_decode_to(out, CODING_ZSTD, zs, zslen, 20 * KIB) ==
+	    CODEC_OK);
+	CHECK(same_bytes(out, body, 20 * KIB));
+	evbuffer_drain(out, 20 * KIB);
+	/* ... but not past max_out, nor a frame that does not record it. */
+	CHECK(codec_decode_to(out, CODING_ZSTD, zs, zslen, 20 * KIB - 1) ==
+	    CODEC_ERROR);
+	cd = codec_encoder_new(CODING_ZSTD, 3, CODEC_SIZE_UNKNOWN,
+	    codec_sink_evbuffer, enc, err, sizeof(err));
+	CHECK(cd != NULL);
+	CHECK(codec_feed(cd, body, 20 * KIB) == CODEC_OK);
+	CHECK(codec_finish(cd) == CODEC_OK);
+	codec_free(&cd);
+	ulen = evbuffer_get_length(enc);
+	zs_unsized = evbuffer_pullup(enc, -1);
+	CHECK(codec_decode_to(out, CODING_ZSTD, zs_unsized, ulen,
+	    CODEC_NO_LIMIT) == CODEC_ERROR);
+	codec_free(&a);
+	CHECK(codec_decoders_live() == 1);
+	CHECK(codec_decode_to(out, CODING_ZSTD, zs_unsized, ulen,
+	    CODEC_NO_LIMIT) == CODEC_OK);
+	CHECK(same_bytes(out, body, 20 * KIB));
+	evbuffer_drain(out, 20 * KIB);
+	CHECK(codec_decoders_live() == 1);
+	codec_free(&b);
+	CHECK(codec_decoders_live() == 0);
+	codec_decoders_limit(CODEC_DECODERS_MAX);
+	free(gz);
+	free(zs);
+	free(body);
+	evbuffer_free(out);
+	evbuffer_free(enc);
+}
+
 int
 main(void)
 {
@@ -645,5 +847,10 @@ main(void)
 	RUN(t_a_sink_that_refuses_stops_the_codec);
 	RUN(t_content_encoding_names_exactly_one_known_coding);
 	RUN(t_compressible_types_match_by_pattern);
+	RUN(t_zstd_skippable_frames_are_skipped_and_are_not_a_body);
+	RUN(t_decoders_hand_on_what_they_made_before_a_fault);
+	RUN(t_an_event_stream_is_never_compressible);
+	RUN(t_type_lists_are_checked);
+	RUN(t_decoders_alive_at_once_are_capped);
 	return unit_exit();
 }
