@@ -33,8 +33,9 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = -Wl,--as-needed $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c codec/*.c)
-# The configuration alone, for the man page's key list and the fuzzers.
-CONF_SRC := $(wildcard conf/*.c)
+# The configuration alone, for the man page's key list and the fuzzers,
+# with the content codings its checks ask (store_encoding, compress_types).
+CONF_SRC := $(wildcard conf/*.c) $(wildcard codec/*.c)
 GEN_SRC  := build/gen/dashboard.c
 LIB_SRC  := $(filter-out proxy/main.c,$(SRC)) $(GEN_SRC)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)

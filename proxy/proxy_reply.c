@@ -19,6 +19,7 @@
 #include "common/hlist.h"
 #include "common/util.h"
 #include "conf/conf.h"
+#include "proxy/proxy_coding.h"
 #include "proxy/proxy_conn.h"
 #include "proxy/proxy_hdr.h"
 #include "proxy/proxy_outcome.h"
@@ -31,6 +32,8 @@
 #define REPLY_ALLOW	"GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH"
 #define VIA_MAX			1024	/* the origin's Via lines, joined */
 #define TAIL_MAX		(CACHE_STATUS_MAX + 80)
+#define ETAG_MAX		512	/* an ETag made weak */
+#define VARY_CODING		"Accept-Encoding"
 
 size_t
 reply_backlog(struct hreq *ev)
@@ -139,13 +142,30 @@ struct stored_fields {
 	int		 has_date;
 };
 
+/* A stored field as reply cr has it (NULL: not sent): Corral's marker
+ * never, Content-Encoding only when the stored body goes, the ETag weak
+ * when the body sent is Corral's making. */
+static const char *
+coded_value(const struct hfield *h, const struct coding_reply *cr,
+    char etag[ETAG_MAX])
+{
+	if (strcasecmp(h->key, CODING_MARKER) == 0)
+		return NULL;
+	if (strcasecmp(h->key, "Content-Encoding") == 0)
+		return cr->send == cr->stored ? h->value : NULL;
+	if (cr->transformed && strcasecmp(h->key, "ETag") == 0)
+		return coding_weak_etag(h->value, etag, ETAG_MAX);
+	return h->value;
+}
+
 static void
 stored_fields(const struct cache_entry *e, const struct conf_route *rt,
     int strip, int cached, void (*emit)(void *, const char *, const char *),
-    void *arg, struct stored_fields *sf)
+    void *arg, struct stored_fields *sf, const struct coding_reply *cr)
 {
-	const char *origin_age = NULL;
+	const char *origin_age = NULL, *v;
 	const struct hfield *h;
+	char etag[ETAG_MAX];
 	int ages = 0;
 
 	sf->has_date = 0;
@@ -156,11 +176,14 @@ stored_fields(const struct cache_entry *e, const struct conf_route *rt,
 		} else if (cached && strcasecmp(h->key, "Age") == 0) {
 			origin_age = h->value, ages++;
 		} else if (strcasecmp(h->key, "Content-Length") != 0 &&
-		    !(strip && hdr_is_targeted(h->key, rt))) {
+		    !(strip && hdr_is_targeted(h->key, rt)) &&
+		    (v = coded_value(h, cr, etag)) != NULL) {
 			sf->has_date |= strcasecmp(h->key, "Date") == 0;
-			emit(arg, h->key, h->value);
+			emit(arg, h->key, v);
 		}
 	}
+	if (cr->vary)
+		emit(arg, "Vary", VARY_CODING);
 	via_end(&sf->via);
 	sf->origin_age = ages == 1 ? hdr_delta_seconds(origin_age) : -1;
 }
@@ -196,7 +219,7 @@ head_tag(const struct conf_route *rt, int strip)
  */
 static int
 render_head(struct cache_entry *e, const struct conf_route *rt, int strip,
-    uint64_t tag)
+    uint64_t tag, const struct coding_reply *cr)
 {
 	struct evbuffer *b = evbuffer_new();
 	struct stored_fields sf;
@@ -205,7 +228,7 @@ render_head(struct cache_entry *e, const struct conf_route *rt, int strip,
 
 	if (b == NULL)
 		return -1;
-	stored_fields(e, rt, strip, 1, emit_line, b, &sf);
+	stored_fields(e, rt, strip, 1, emit_line, b, &sf, cr);
 	evbuffer_add_printf(b, "Via: %s\r\n", sf.via.line);
 	if (!sf.has_date) {
 		hdr_format_date(e->stored_ms, date, sizeof(date));
@@ -235,7 +258,8 @@ render_head(struct cache_entry *e, const struct conf_route *rt, int strip,
  * 0 if this reply does not qualify, and nothing was sent.
  */
 static int
-reply_rendered(struct reply *r, struct cache_entry *e, uint64_t *sentp)
+reply_rendered(struct reply *r, struct cache_entry *e,
+    const struct coding_reply *cr, uint64_t *sentp)
 {
 	struct hreq *ev = r->ev;
 	int strip = strip_targeted(r->rt);
@@ -243,10 +267,13 @@ reply_rendered(struct reply *r, struct cache_entry *e, uint64_t *sentp)
 	char tail[TAIL_MAX], num[24];
 	struct iovec parts[2];
 
-	if (e->body_len == 0 || r->head || r->conditional || ev->minor != 1)
+	/* The rendering is of the stored body as it is: the same for every
+	 * client that takes it. */
+	if (e->body_len == 0 || r->head || r->conditional || ev->minor != 1 ||
+	    cr->send != cr->stored)
 		return 0;
 	if ((e->head == NULL || e->head_tag != tag) &&
-	    render_head(e, r->rt, strip, tag) == -1)
+	    render_head(e, r->rt, strip, tag, cr) == -1)
 		return 0;
 	parts[0].iov_base = e->head;
 	parts[0].iov_len = e->head_len;
@@ -288,19 +315,53 @@ reply_error(struct reply *r, int code, const char *phrase, const char *text)
 	return sent;
 }
 
+/* The body of e a reply sends, with its length in *len: the stored one
+ * by reference, or (decode) decoded to identity. NULL: none could be
+ * made. With only the length asked for (HEAD), body is not made. */
+static struct evbuffer *
+sent_body(struct reply *r, struct cache_entry *e, int decode, size_t *len)
+{
+	struct evbuffer *body;
+
+	*len = e->body_len;
+	if (!decode)
+		return r->head ? NULL : body_of(e);
+	r->decoded = 1;
+	if (r->head) {
+		(void)coding_decode(e, r->max_decoded, NULL, len);
+		return NULL;
+	}
+	if ((body = evbuffer_new()) != NULL &&
+	    coding_decode(e, r->max_decoded, body, len) == CODEC_OK)
+		return body;
+	if (body != NULL)
+		evbuffer_free(body);
+	return NULL;
+}
+
 uint64_t
 reply_entry(struct reply *r, struct cache_entry *e)
 {
 	struct hlist *out = (&(r->ev)->out);
 	char num[24], date[64];
 	struct stored_fields sf;
+	struct coding_reply cr = { ACCEPT_SEND, CODING_IDENTITY,
+	    CODING_IDENTITY, 0, 0 };
 	struct evbuffer *body;
+	size_t len;
 	uint64_t sent;
 
-	if (r->cached && reply_rendered(r, e, &sent))
+	if (r->cached)	/* a pass's body is as its client asked */
+		coding_choose(&r->ev->in, e, &cr);
+	if (cr.verdict == ACCEPT_NOT_ACCEPTABLE) {
+		r->not_acceptable = 1;
+		return reply_error(r, HTTP_NOTACCEPTABLE, NULL,
+		    "Not Acceptable: no coding of this response is");
+	}
+	if (r->cached && reply_rendered(r, e, &cr, &sent))
 		return sent;
 	stored_fields(e, r->rt, strip_targeted(r->rt), r->cached, emit_header,
-	    out, &sf);
+	    out, &sf, &cr);
 	hl_add(out, "Via", sf.via.line);
 	if (r->closing)
 		hl_add(out, "Connection", "close");
@@ -319,22 +380,25 @@ reply_entry(struct reply *r, struct cache_entry *e)
 			return 0;
 		}
 	}
+	body = e->body_len > 0 ? sent_body(r, e, cr.send != cr.stored, &len) :
+	    NULL;
 	if (r->head || e->body_len == 0) {
 		if (r->head && e->status != 204 && e->status != 304) {
-			snprintf(num, sizeof(num), "%zu", e->body_len);
+			snprintf(num, sizeof(num), "%zu", e->body_len > 0 ?
+			    len : 0);
 			hl_add(out, "Content-Length",
 			    r->head_length[0] != '\0' ? r->head_length : num);
 		}
 		hreq_reply(r->ev, e->status, NULL, NULL);
 		return 0;
 	}
-	if ((body = body_of(e)) == NULL) {
+	if (body == NULL) {
 		hreq_reply(r->ev, HTTP_SERVUNAVAIL, NULL, NULL);
 		return 0;
 	}
 	hreq_reply(r->ev, e->status, NULL, body);
 	evbuffer_free(body);
-	return e->body_len;
+	return len;
 }
 
 void
@@ -358,6 +422,8 @@ reply_stream_head(struct reply *r, const struct upstream_response *resp)
 			hl_add(out, h->key, h->value);
 	}
 	hl_add(out, "Via", via_end(&via));
+	if (coding_reply_varies(&resp->headers))
+		hl_add(out, "Vary", VARY_CODING);
 	if (cl != NULL)		/* checked by the upstream side */
 		hl_add(out, "Content-Length", cl);
 	if (hl_find(out, "Date") == NULL) {

@@ -38,6 +38,7 @@
 #include "common/timer.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_coding.h"
 #include "proxy/proxy_conn.h"
 #include "proxy/proxy_flight.h"
 #include "proxy/proxy_flow.h"
@@ -162,6 +163,7 @@ req_reply(struct req *req)
 		.cached = req->answer.pass_kind == OUT_NONE,
 		.closing = req->px->draining,
 		.record = req->px->access_log != NULL,
+		.max_decoded = (size_t)req->px->conf->max_entry_bytes,
 	};
 	uint64_t sent;
 	int code;
@@ -187,6 +189,8 @@ req_reply(struct req *req)
 	sent = reply_entry(&r, e);
 	if (r.not_modified)
 		STAT_INC(req->px->stats, req->route, not_modified);
+	STAT_ADD(req->px->stats, req->route, coding_406, r.not_acceptable);
+	STAT_ADD(req->px->stats, req->route, coding_decoded, r.decoded);
 	return sent;
 }
 
@@ -353,7 +357,11 @@ on_waiter_start(struct waiter *w, const struct upstream_response *resp,
 	};
 
 	assert(!req->streaming);
-	if (hreq_gone(req->ev) || req->head)
+	/* A client that does not take the response's coding gets the
+	 * entry, decoded, once it is whole (proxy_coding.h). */
+	if (hreq_gone(req->ev) || req->head ||
+	    (req->answer.pass_kind == OUT_NONE &&
+	    !coding_takes(&req->ev->in, &resp->headers)))
 		return -1;
 	req->streaming = 1;
 	if (req->waiter.peer) {

@@ -1,0 +1,79 @@
+#ifndef PROXY_PROXY_CODING_H
+#define PROXY_PROXY_CODING_H
+
+/*
+ * Content codings in the flow: what a shared fetch asks the origin for,
+ * what an entry keeps and what each client gets of it.
+ *
+ * An entry keeps one body in one coding: the origin's gzip, br or zstd
+ * body as it came (checked whole when stored, never held decoded), or an
+ * identity body of a compressible type (compress_types), at least
+ * compress_min_bytes long, compressed with its route's store_encoding
+ * (CODING_MARKER then says Corral made it). A coding Corral does not know
+ * is stored as it came and sent as it is. Each client gets the stored
+ * body when it accepts its coding, else the body decoded to identity;
+ * nothing acceptable at all (identity refused too): 406 (codec/accept.h).
+ * A body other than the one the origin sent carries the origin's ETag
+ * made weak (RFC 9110 §8.8.3), so that If-None-Match, which compares
+ * weakly, matches across codings. Every answer of a coded entry says
+ * Vary: Accept-Encoding; the cache's key never varies on it.
+ *
+ * Calls codec/ and reads entries' and requests' fields only.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec/accept.h"
+#include "codec/codec.h"
+
+struct cache_entry;
+struct conf_route;
+struct evbuffer;
+struct hlist;
+
+/* What a shared fetch asks for: every coding Corral can decode. */
+#define CODING_UPSTREAM_ACCEPT	"gzip, br, zstd"
+/* In an entry: Corral compressed its body (never from upstream). */
+#define CODING_MARKER		"X-Corral-Encoded"
+
+/* One reply of an entry, as its client's Accept-Encoding has it. */
+struct coding_reply {
+	enum accept_verdict	 verdict;
+	enum coding		 stored;	/* the entry's body */
+	enum coding		 send;		/* what the client gets */
+	int			 transformed;	/* not what the origin sent:
+						 * its ETag is made weak */
+	int			 vary;		/* say Vary: Accept-Encoding */
+};
+
+/* The coding of e's body (its Content-Encoding). */
+enum coding	coding_of(const struct cache_entry *e);
+/*
+ * Readies e's body to be stored on route rt: a coded body is decoded to
+ * nowhere to check it (at most max_out bytes: a bomb stops there); an
+ * identity one worth it is compressed. "" when it may be stored (*made:
+ * the coding Corral compressed it with, or CODING_IDENTITY; *plain: the
+ * body's length as identity), else why not: "bad-encoding" (corrupt, cut
+ * short, or past max_out), "out-of-memory".
+ */
+const char	*coding_store(struct cache_entry *e, const struct conf_route *rt,
+		    size_t max_out, enum coding *made, size_t *plain);
+/* What a request with headers req gets of e. */
+void		 coding_choose(const struct hlist *req,
+		    const struct cache_entry *e, struct coding_reply *cr);
+/* Does a request with headers req take a response with these headers
+ * as it comes (its coding, or identity)? */
+int		 coding_takes(const struct hlist *req,
+		    const struct hlist *resp);
+/* Does a live response with these headers, sent as it comes, need a
+ * Vary: Accept-Encoding it lacks (a known coding, no such Vary)? */
+int		 coding_reply_varies(const struct hlist *resp);
+/* e's body decoded, appended to out (NULL: only counted), at most
+ * max_out bytes; *len its length. CODEC_OK, or why not. */
+enum codec_result coding_decode(const struct cache_entry *e,
+		    size_t max_out, struct evbuffer *out, size_t *len);
+/* An ETag value made weak ("x" -> W/"x"), in out (len bytes). */
+const char	*coding_weak_etag(const char *etag, char *out, size_t len);
+
+#endif
