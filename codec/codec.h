@@ -77,12 +77,13 @@ enum codec_result {
 
 /* Media types worth compressing (codec_compressible's list). Text of
  * every kind, JSON, JavaScript, XML, SVG, WebAssembly and the uncompressed
- * font formats; images, audio, video and archives are compressed already. */
+ * font formats; images, audio, video and archives are compressed already.
+ * Commas separate them, so that the list is one word. */
 #define CODEC_COMPRESSIBLE_DEFAULT					\
-	"text/* application/json application/*+json "			\
-	"application/javascript application/x-javascript "		\
-	"application/xml application/*+xml image/svg+xml "		\
-	"application/wasm font/ttf font/otf"
+	"text/*,application/json,application/*+json,"			\
+	"application/javascript,application/x-javascript,"		\
+	"application/xml,application/*+xml,image/svg+xml,"		\
+	"application/wasm,font/ttf,font/otf"
 
 /* A sink: takes len (1 to CODEC_CHUNK) bytes of output; 0, or -1 to stop
  * the codec with CODEC_ERROR. */
@@ -163,7 +164,8 @@ enum codec_result codec_decode_to(struct evbuffer *out, enum coding c,
 
 /*
  * Is content_type (a Content-Type value; parameters ignored; NULL: none)
- * one of list's media types (space-separated, case-insensitive; NULL:
+ * one of list's media types (separated by commas or spaces,
+ * case-insensitive; NULL:
  * the default list)? A list entry is a media type, or a pattern: a
  * subtype of "*" matches any, one of "*+json" any ending in "+json", and
  * a type of "*" any type. text/event-stream never is, whatever the list:

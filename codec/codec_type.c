@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #define OWS	" \t"
+#define SEP	" \t,"		/* between a list's entries */
 #define EVENT_STREAM	"text/event-stream"	/* never compressed */
 
 /* A run of text: [p, p + n). */
@@ -85,8 +86,8 @@ codec_compressible(const char *content_type, const char *list)
 	    strncasecmp(t.p, EVENT_STREAM, t.n + 1 + st.n) == 0)
 		return 0;
 	for (p = list; *p != '\0'; p += n) {
-		p += strspn(p, OWS);
-		if ((n = strcspn(p, OWS)) > 0 && match(p, n, t, st))
+		p += strspn(p, SEP);
+		if ((n = strcspn(p, SEP)) > 0 && match(p, n, t, st))
 			return 1;
 	}
 	return 0;
@@ -120,8 +121,8 @@ codec_types_valid(const char *list, char *err, size_t errlen)
 	int entries = 0;
 
 	for (p = list; *p != '\0'; p += n) {
-		p += strspn(p, OWS);
-		if ((n = strcspn(p, OWS)) == 0)
+		p += strspn(p, SEP);
+		if ((n = strcspn(p, SEP)) == 0)
 			continue;
 		if (!entry_valid(p, n)) {
 			snprintf(err, errlen, "\"%.*s\" is not a media type "

@@ -268,8 +268,8 @@ const struct key table_keys[] = {
 	  "or identity (as they came); coded ones are kept as they came" },
 	{ "compress_types", SECT_ROUTE, T_STRING, CODEC_COMPRESSIBLE_DEFAULT, 1,
 	  CONF_TYPES_MAX - 1, IN_ROUTE(compress_types),
-	  "media types compressed on store (type/subtype, type/*, "
-	  "*/*+suffix; never text/event-stream)" },
+	  "media types compressed on store, comma-separated (type/subtype, "
+	  "type/*, */*+suffix; never text/event-stream)" },
 	{ "compress_min_bytes", SECT_ROUTE, T_SIZE, "256", 0, 1 * GIB,
 	  IN_ROUTE(compress_min_bytes),
 	  "shorter identity bodies are stored as they came" },

@@ -543,7 +543,7 @@ def keys_from_help(text):
 
 def keys_from_man(text):
     out, section = {}, None
-    text = text.replace("\\-", "-").replace("\\e", "\\")
+    text = text.replace("\\-", "-").replace("\\:", "").replace("\\e", "\\")
     for m in re.finditer(r'^\.SS "([^"]+)"$|^\.B (\S+)\ndefault \\fB(.*?)\\fR', text, re.M):
         if m.group(1):
             section = m.group(1)

@@ -751,8 +751,9 @@ t_type_lists_are_checked(void)
 	CHECK(codec_types_valid("/json", err, sizeof(err)) == -1);
 	CHECK(codec_types_valid("text/ht*ml", err, sizeof(err)) == -1);
 	CHECK(codec_types_valid("te*t/html", err, sizeof(err)) == -1);
-	CHECK(codec_types_valid("text/html,text/css", err, sizeof(err)) ==
-	    -1);
+	CHECK(codec_types_valid("text/html,text/css, image/svg+xml", err,
+	    sizeof(err)) == 0);
+	CHECK(codec_types_valid("text/html;q=1", err, sizeof(err)) == -1);
 	CHECK(codec_types_valid("application/*+", err, sizeof(err)) == -1);
 	CHECK(codec_types_valid("text/a/b", err, sizeof(err)) == -1);
 	CHECK(codec_types_valid("text/\"x\"", err, sizeof(err)) == -1);
