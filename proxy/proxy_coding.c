@@ -18,6 +18,7 @@
 
 #define CODING_VALUE_MAX	256	/* a Content-Encoding, lines joined */
 #define WEAK_PREFIX		"W/"
+#define NO_TRANSFORM		"no-transform"
 
 /* The lines of field name in h joined with ", " into out; NULL: none. */
 static const char *
@@ -50,6 +51,27 @@ enum coding
 coding_of(const struct cache_entry *e)
 {
 	return coding_in(&e->headers);
+}
+
+/* Does the response forbid an intermediary to transform its content
+ * (Cache-Control: no-transform, RFC 9111 §5.2.2.6)? */
+static int
+no_transform(const struct hlist *h)
+{
+	const struct hfield *f;
+	const char *p;
+
+	HL_FOREACH(f, h) {
+		if (strcasecmp(f->key, "Cache-Control") != 0)
+			continue;
+		for (p = f->value; (p = strcasestr(p, NO_TRANSFORM)) != NULL;
+		    p += sizeof(NO_TRANSFORM) - 1)
+			if ((p == f->value || p[-1] == ',' || p[-1] == ' ' ||
+			    p[-1] == '\t') && strchr(",; \t", p[
+			    sizeof(NO_TRANSFORM) - 1]) != NULL)
+				return 1;
+	}
+	return 0;
 }
 
 /* Compresses e's identity body with c at its default level, when that
@@ -98,6 +120,7 @@ coding_store(struct cache_entry *e, const struct conf_route *rt,
 		    "bad-encoding";	/* decoded to nowhere: checked */
 	want = codec_token(rt->store_encoding, strlen(rt->store_encoding));
 	if (want == CODING_IDENTITY || want == CODING_UNKNOWN ||
+	    no_transform(&e->headers) ||
 	    e->body_len == 0 || e->body_len < (uint64_t)rt->compress_min_bytes ||
 	    !codec_compressible(hl_find(&e->headers, "Content-Type"),
 	    rt->compress_types))

@@ -9,7 +9,8 @@
  * body as it came (checked whole when stored, never held decoded), or an
  * identity body of a compressible type (compress_types), at least
  * compress_min_bytes long, compressed with its route's store_encoding
- * (CODING_MARKER then says Corral made it). A coding Corral does not know
+ * (CODING_MARKER then says Corral made it), unless the response says
+ * Cache-Control: no-transform. A coding Corral does not know
  * is stored as it came and sent as it is. Each client gets the stored
  * body when it accepts its coding, else the body decoded to identity;
  * nothing acceptable at all (identity refused too): 406 (codec/accept.h).

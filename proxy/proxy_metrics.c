@@ -75,6 +75,22 @@ static const struct counter_row counter_rows[] = {
 	  FIELD(variants_refused), NO_FIELD },
 	{ "corral_not_modified_total", "304 answers to conditional requests, "
 	  "made from the cache.", NULL, NULL, FIELD(not_modified), NO_FIELD },
+	{ "corral_coding_total", "Content-coding work: identity bodies "
+	  "compressed on store (encoded), answers decoded for a client "
+	  "(decoded), coded upstream bodies refused (refused), 406 answers "
+	  "(not_acceptable).", "op", "encoded", FIELD(coding_encoded),
+	  NO_FIELD },
+	{ "corral_coding_total", NULL, "op", "decoded",
+	  FIELD(coding_decoded), NO_FIELD },
+	{ "corral_coding_total", NULL, "op", "refused",
+	  FIELD(coding_refused), NO_FIELD },
+	{ "corral_coding_total", NULL, "op", "not_acceptable",
+	  FIELD(coding_406), NO_FIELD },
+	{ "corral_coded_bytes_total", "Bytes of coded bodies stored (as "
+	  "stored), and the same bodies as identity (identity).", "as",
+	  "stored", FIELD(coded_stored_bytes), NO_FIELD },
+	{ "corral_coded_bytes_total", NULL, "as", "identity",
+	  FIELD(coded_plain_bytes), NO_FIELD },
 	{ "corral_invalidations_total", "Entries dropped after a successful "
 	  "unsafe request (POST, PUT, DELETE, PATCH).", NULL, NULL,
 	  FIELD(invalidations), NO_FIELD },

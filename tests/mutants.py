@@ -2156,6 +2156,28 @@ MUTANTS = [
            "\t*(int *)arg = 1;", "\t(void)arg;",
            ["test_tls_check"],
            "an encrypted key is called \"no PEM private key\""),
+    Mutant("coding_transformed_keeps_strong_etag", "proxy/proxy_reply.c",
+           "\tif (cr->transformed && strcasecmp(h->key, \"ETag\") == 0)",
+           "\tif (0 && strcasecmp(h->key, \"ETag\") == 0)",
+           ["every_origin_coding_reaches_every_client",
+            "if_none_match_and_head_work_across_codings"],
+           "a body Corral compressed or decoded carries the origin's strong ETag"),
+    Mutant("coding_vary_dropped", "proxy/proxy_reply.c",
+           "\tif (cr->vary)\n\t\temit(arg, \"Vary\", VARY_CODING);",
+           "\tif (0)\n\t\temit(arg, \"Vary\", VARY_CODING);",
+           ["every_origin_coding_reaches_every_client"],
+           "answers of a coded entry lack Vary: Accept-Encoding: a cache "
+           "downstream serves gzip to a client that did not ask for it"),
+    Mutant("coding_bomb_limit_off_by_a_factor", "proxy/proxy_decide.c",
+           "\t\t    (size_t)rf->px->conf->max_entry_bytes, &made,",
+           "\t\t    (size_t)rf->px->conf->max_entry_bytes * 100, &made,",
+           ["corrupt_cut_and_bomb_bodies_are_not_stored"],
+           "a gzip body that inflates to 64 times max_entry_bytes is stored"),
+    Mutant("accept_q0_ignored", "codec/accept.c",
+           "\treturn q > 0 ? q : WEIGHT_REFUSED;",
+           "\treturn q >= 0 ? q : WEIGHT_REFUSED;",
+           ["every_origin_coding_reaches_every_client", "test_accept"],
+           "a coding the client refused with q=0 is sent to it"),
 ]
 
 

@@ -141,11 +141,13 @@ def short_or_incompressible_bodies_are_stored_as_they_came(env):
     origin.script("/s/short", body='{"ok":true}', headers={"Content-Type": "application/json"})
     origin.script("/s/png", size=20000, headers={"Content-Type": "image/png"})
     origin.script("/s/events", size=20000, headers={"Content-Type": "text/event-stream"})
+    origin.script("/s/no-transform", body=json_body().decode(), headers={
+        "Content-Type": "application/json", "Cache-Control": "public, no-transform"})
     origin.script("/z/json", body=json_body().decode(),
                   headers={"Content-Type": "application/json"})
     corral = env.corral(redis, origin, routes={
         "/z/": {"store_encoding": "zstd"}, "/": {}})
-    for path in ("/s/short", "/s/png", "/s/events"):
+    for path in ("/s/short", "/s/png", "/s/events", "/s/no-transform"):
         corral.get(path, headers={"Accept-Encoding": "gzip"})
         r = corral.get(path, headers={"Accept-Encoding": "gzip, br, zstd"})
         expect_eq((r.status, r.headers.get("Content-Encoding")), (200, None), path)
@@ -227,6 +229,7 @@ def corrupt_cut_and_bomb_bodies_are_not_stored(env):
         for ae in ("gzip, zstd", None):
             r = corral.get(path, headers={"Accept-Encoding": ae} if ae else {})
             expect_eq(r.status, 502, f"{path} ({ae}): the origin's body does not decode")
+            expect_eq(r.cache_status.detail, "upstream-error", f"{path} ({ae}): Cache-Status")
         expect(not redis.exists(entry_key(path)), f"{path}: not stored")
     expect_eq(corral.counters()["coding_refused"], 6, "coded bodies refused")
     expect("does not decode whole" in corral.log(), "the log says why")
