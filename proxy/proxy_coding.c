@@ -119,8 +119,10 @@ coding_store(struct cache_entry *e, const struct conf_route *rt,
 		return coding_decode(e, max_out, NULL, plain) == CODEC_OK ? "" :
 		    "bad-encoding";	/* decoded to nowhere: checked */
 	want = codec_token(rt->store_encoding, strlen(rt->store_encoding));
+	/* Past max_out it is not stored (too-large), but still answers its
+	 * waiters: as it came, so that no client has to decode it. */
 	if (want == CODING_IDENTITY || want == CODING_UNKNOWN ||
-	    no_transform(&e->headers) ||
+	    no_transform(&e->headers) || e->body_len > max_out ||
 	    e->body_len == 0 || e->body_len < (uint64_t)rt->compress_min_bytes ||
 	    !codec_compressible(hl_find(&e->headers, "Content-Type"),
 	    rt->compress_types))
