@@ -20,6 +20,10 @@
 #define WEAK_PREFIX		"W/"
 #define NO_TRANSFORM		"no-transform"
 
+/* Bytes of decoded bodies queued to clients, not sent yet, in this
+ * process (at most CODING_QUEUED_MAX). */
+static size_t queued;
+
 /* The lines of field name in h joined with ", " into out; NULL: none. */
 static const char *
 joined(const struct hlist *h, const char *name, char *out, size_t len)
@@ -206,25 +210,50 @@ coding_takes(const struct hlist *req, const struct hlist *resp)
 	    send == c;
 }
 
-enum codec_result
-coding_decode(const struct cache_entry *e, size_t max_out,
-    struct evbuffer *out, size_t *len)
+/* A decoded body in one malloc'd block that doubles as it fills. */
+struct grown {
+	unsigned char	*p;
+	size_t		 len, cap;
+};
+
+static int
+on_grown(void *arg, const void *p, size_t len)
 {
-	enum coding c = coding_of(e);
+	struct grown *g = arg;
+	unsigned char *np;
+	size_t cap = g->cap > 0 ? g->cap : CODEC_CHUNK;
+
+	while (cap - g->len < len)
+		cap *= 2;
+	if (cap != g->cap) {
+		if ((np = realloc(g->p, cap)) == NULL)
+			return -1;
+		g->p = np;
+		g->cap = cap;
+	}
+	memcpy(g->p + g->len, p, len);
+	g->len += len;
+	return 0;
+}
+
+/* A decoded body has been sent (or its client is gone). */
+static void
+on_decoded_sent(const void *data, size_t len, void *arg)
+{
+	free((void *)data);
+	queued -= len;
+}
+
+/* Decodes e's body with a decoder writing to out(arg). */
+static enum codec_result
+decode_with(const struct cache_entry *e, enum coding c, size_t max_out,
+    codec_out_fn out, void *arg, size_t *len)
+{
 	struct codec *cd;
 	enum codec_result r;
 	char err[CODEC_ERR_LEN];
-	size_t before = out != NULL ? evbuffer_get_length(out) : 0;
 
-	if (c == CODING_UNKNOWN)
-		return CODEC_CORRUPT;
-	if (out != NULL) {
-		r = codec_decode_to(out, c, e->body, e->body_len, max_out);
-		if (len != NULL)
-			*len = evbuffer_get_length(out) - before;
-		return r;
-	}
-	if ((cd = codec_decoder_new(c, max_out, NULL, NULL, err,
+	if ((cd = codec_decoder_new(c, max_out, out, arg, err,
 	    sizeof(err))) == NULL)
 		return CODEC_ERROR;
 	if ((r = codec_feed(cd, e->body, e->body_len)) == CODEC_OK)
@@ -233,6 +262,40 @@ coding_decode(const struct cache_entry *e, size_t max_out,
 		*len = codec_total_out(cd);
 	codec_free(&cd);
 	return r;
+}
+
+enum codec_result
+coding_decode(const struct cache_entry *e, size_t max_out,
+    struct evbuffer *out, size_t *len)
+{
+	enum coding c = coding_of(e);
+	struct grown g = { NULL, 0, 0 };
+	enum codec_result r;
+
+	if (c == CODING_UNKNOWN)
+		return CODEC_CORRUPT;
+	if (out == NULL)
+		return decode_with(e, c, max_out, NULL, NULL, len);
+	if ((r = decode_with(e, c, max_out, on_grown, &g, len)) != CODEC_OK ||
+	    g.len == 0) {
+		free(g.p);
+		return r;
+	}
+	/* Held until sent: past what the process may hold, none is made. */
+	if (queued + g.len > CODING_QUEUED_MAX ||
+	    evbuffer_add_reference(out, g.p, g.len, on_decoded_sent,
+	    NULL) == -1) {
+		free(g.p);
+		return CODEC_ERROR;
+	}
+	queued += g.len;
+	return CODEC_OK;
+}
+
+size_t
+coding_queued(void)
+{
+	return queued;
 }
 
 const char *

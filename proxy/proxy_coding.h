@@ -35,6 +35,10 @@ struct hlist;
 
 /* What a shared fetch asks for: every coding Corral can decode. */
 #define CODING_UPSTREAM_ACCEPT	"gzip, br, zstd"
+/* The most bytes of decoded bodies a process holds for its clients, until
+ * each is sent: slow clients of a large decoded body get 503 past it,
+ * rather than each holding a copy of it (max_entry_bytes) in memory. */
+#define CODING_QUEUED_MAX	((size_t)64 << 20)
 /* In an entry: Corral compressed its body (never from upstream). */
 #define CODING_MARKER		"X-Corral-Encoded"
 
@@ -70,10 +74,16 @@ int		 coding_takes(const struct hlist *req,
 /* Does a live response with these headers, sent as it comes, need a
  * Vary: Accept-Encoding it lacks (a known coding, no such Vary)? */
 int		 coding_reply_varies(const struct hlist *resp);
-/* e's body decoded, appended to out (NULL: only counted), at most
- * max_out bytes; *len its length. CODEC_OK, or why not. */
+/*
+ * e's body decoded, appended to out (NULL: only counted), at most
+ * max_out bytes; *len its length. CODEC_OK, or why not: CODEC_ERROR also
+ * when the decoded bodies this process has queued to clients and not
+ * sent yet would pass CODING_QUEUED_MAX (the client gets 503).
+ */
 enum codec_result coding_decode(const struct cache_entry *e,
 		    size_t max_out, struct evbuffer *out, size_t *len);
+/* The bytes of decoded bodies queued to clients, not sent yet. */
+size_t		 coding_queued(void);
 /* An ETag value made weak ("x" -> W/"x"), in out (len bytes). */
 const char	*coding_weak_etag(const char *etag, char *out, size_t len);
 

@@ -445,6 +445,9 @@ process_metrics(struct evbuffer *out, const struct proxy *px,
 	    "in progress (with their lock).", (double)fig->refreshes);
 	gauge(out, "corral_upstream_requests_in_progress", "Upstream "
 	    "fetches in progress.", (double)fig->upstream_fetches);
+	gauge(out, "corral_decoded_bytes_queued", "Bytes of bodies decoded "
+	    "for clients, queued and not sent yet.",
+	    (double)fig->decoded_bytes);
 }
 
 /* The near caches: each worker's own, and the one they share. */

@@ -326,14 +326,15 @@ sent_body(struct reply *r, struct cache_entry *e, int decode, size_t *len)
 	*len = e->body_len;
 	if (!decode)
 		return r->head ? NULL : body_of(e);
-	r->decoded = 1;
 	if (r->head) {
 		(void)coding_decode(e, r->max_decoded, NULL, len);
 		return NULL;
 	}
 	if ((body = evbuffer_new()) != NULL &&
-	    coding_decode(e, r->max_decoded, body, len) == CODEC_OK)
+	    coding_decode(e, r->max_decoded, body, len) == CODEC_OK) {
+		r->decoded = 1;
 		return body;
+	}
 	if (body != NULL)
 		evbuffer_free(body);
 	return NULL;

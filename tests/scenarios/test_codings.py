@@ -13,9 +13,10 @@ libraries Corral uses (tests/harness/codings.py).
 import base64
 import gzip
 import json
+import socket
 
 from harness import (HOST, Background, entry_key, expect, expect_eq, release_once_joined,
-                     scenario)
+                     scenario, wait_for)
 from harness.codings import CODINGS, decode, encode
 
 UPSTREAM_ACCEPT = "gzip, br, zstd"
@@ -251,3 +252,39 @@ def purge_drops_a_key_for_every_coding(env):
         expect_body(corral.get("/p/doc", headers={"Accept-Encoding": ae} if ae else {}),
                     body, f"after the purge, {ae}")
     expect_eq(origin.count("/p/doc"), 2, "after the purge: one fetch again, for all codings")
+
+
+@scenario
+def decoded_bodies_held_for_slow_clients_are_bounded(env):
+    # Each client that does not take the stored coding holds its own
+    # decoded copy until it is sent: eight slow clients of an 8 MiB body
+    # hold the 64 MiB a worker may; a ninth gets 503, a gzip client still
+    # its stored copy, and the bytes are let go as the clients leave.
+    size, path = 8 << 20, "/q/big"
+    redis, origin = env.redis(), env.origin()
+    origin.script(path, size=size)	# JSON by default: stored as gzip
+    corral = env.corral(redis, origin, extra={"upstream": {"max_entry_bytes": "16m"}})
+    corral.get(path)	# streamed to it as it came, then stored
+    wait_for(lambda: corral.counters()["stores"] == 1, what="the body stored")
+    r = corral.get(path, headers={"Accept-Encoding": "gzip"})
+    expect_eq((r.status, r.headers.get("Content-Encoding")), (200, "gzip"), "the stored copy")
+    slow = []
+    for i in range(8):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect((corral.host, corral.port))
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode())
+        slow.append(s)
+        wait_for(lambda: corral.stats()["in_progress"]["decoded_bytes"] == (i + 1) * size,
+                 what=f"slow client {i + 1}'s decoded body queued")
+    r = corral.get(path)
+    expect_eq(r.status, 503, "a ninth client that takes identity only")
+    r = corral.get(path, headers={"Accept-Encoding": "gzip"})
+    expect_eq((r.status, r.headers.get("Content-Encoding")), (200, "gzip"),
+              "a gzip client: the stored copy")
+    for s in slow:
+        s.close()
+    wait_for(lambda: corral.stats()["in_progress"]["decoded_bytes"] == 0,
+             what="the slow clients' decoded bodies let go")
+    r = corral.get(path)
+    expect_eq((r.status, len(r.body)), (200, size), "identity again once they are gone")
