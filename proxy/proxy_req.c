@@ -358,9 +358,10 @@ on_waiter_start(struct waiter *w, const struct upstream_response *resp,
 
 	assert(!req->streaming);
 	/* A client that does not take the response's coding gets the
-	 * entry, decoded, once it is whole (proxy_coding.h). */
+	 * entry, decoded, once it is whole (proxy_coding.h); a sibling
+	 * worker takes it as it came, for its own clients. */
 	if (hreq_gone(req->ev) || req->head ||
-	    (req->answer.pass_kind == OUT_NONE &&
+	    (req->answer.pass_kind == OUT_NONE && !req->waiter.peer &&
 	    !coding_takes(&req->ev->in, &resp->headers)))
 		return -1;
 	req->streaming = 1;

@@ -288,3 +288,24 @@ def decoded_bodies_held_for_slow_clients_are_bounded(env):
              what="the slow clients' decoded bodies let go")
     r = corral.get(path)
     expect_eq((r.status, len(r.body)), (200, size), "identity again once they are gone")
+
+
+@scenario
+def two_workers_share_one_fetch_of_a_coded_body_across_codings(env):
+    # A sibling worker takes the stream as it came (gzip) for its own
+    # clients: each of them gets it or the entry decoded, from one fetch.
+    body = json_body(2000)
+    redis, origin = env.redis(), env.origin()
+    script_coded(origin, "/two/doc", "gzip", body, hold=True)
+    corral = env.corral(redis, origin, extra={"server": {"workers": "2"}})
+    wanted = [{}, {"Accept-Encoding": "gzip"}, {"Accept-Encoding": "br"},
+              {"Accept-Encoding": "gzip, br"}] * 3
+    clients = [Background(corral.get, "/two/doc", headers=h) for h in wanted]
+    release_once_joined(origin, "/two/doc", [corral], len(clients))
+    for i, b in enumerate(clients):
+        r = b.result()
+        expect_eq(r.status, 200, f"client {i} ({wanted[i]})")
+        sent = expect_body(r, body, f"client {i} ({wanted[i]})")
+        expect_eq(sent, "gzip" if "gzip" in wanted[i].get("Accept-Encoding", "") else
+                  "identity", f"client {i}: the coding")
+    expect_eq(origin.count("/two/doc"), 1, "one origin fetch for both workers' clients")
