@@ -202,6 +202,8 @@ entry_unref(struct cache_entry **ep)
 	body_release(e);
 	free(e->request);
 	free(e->head);
+	if (e->plain != NULL)
+		e->plain_drop(e->plain, e->plain_len);
 	e->magic = 0;
 	free(e);
 }

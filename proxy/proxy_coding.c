@@ -21,8 +21,10 @@
 #define NO_TRANSFORM		"no-transform"
 
 /* Bytes of decoded bodies queued to clients, not sent yet, in this
- * process (at most CODING_QUEUED_MAX). */
+ * process (at most CODING_QUEUED_MAX), and kept with their entries (at
+ * most CODING_KEPT_MAX). */
 static size_t queued;
+static size_t kept;
 
 /* The lines of field name in h joined with ", " into out; NULL: none. */
 static const char *
@@ -296,6 +298,40 @@ size_t
 coding_queued(void)
 {
 	return queued;
+}
+
+size_t
+coding_kept(void)
+{
+	return kept;
+}
+
+static void
+on_plain_drop(unsigned char *plain, size_t len)
+{
+	free(plain);
+	kept -= len;
+}
+
+int
+coding_plain(struct cache_entry *e, size_t max_out)
+{
+	struct grown g = { NULL, 0, 0 };
+	enum coding c = coding_of(e);
+
+	if (e->plain != NULL)
+		return 0;
+	if (c == CODING_UNKNOWN || kept >= CODING_KEPT_MAX ||
+	    decode_with(e, c, max_out, on_grown, &g, NULL) != CODEC_OK ||
+	    g.len == 0 || kept + g.len > CODING_KEPT_MAX) {
+		free(g.p);
+		return -1;
+	}
+	e->plain = g.p;
+	e->plain_len = g.len;
+	e->plain_drop = on_plain_drop;
+	kept += g.len;
+	return 0;
 }
 
 const char *

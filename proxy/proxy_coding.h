@@ -39,6 +39,10 @@ struct hlist;
  * each is sent: slow clients of a large decoded body get 503 past it,
  * rather than each holding a copy of it (max_entry_bytes) in memory. */
 #define CODING_QUEUED_MAX	((size_t)64 << 20)
+/* The most bytes of decoded bodies a process keeps with their entries
+ * (coding_plain), sent by reference to every client of an entry that
+ * takes only identity, with no decode each time. */
+#define CODING_KEPT_MAX		((size_t)64 << 20)
 /* In an entry: Corral compressed its body (never from upstream). */
 #define CODING_MARKER		"X-Corral-Encoded"
 
@@ -84,6 +88,12 @@ enum codec_result coding_decode(const struct cache_entry *e,
 		    size_t max_out, struct evbuffer *out, size_t *len);
 /* The bytes of decoded bodies queued to clients, not sent yet. */
 size_t		 coding_queued(void);
+/* e's body decoded, kept with e (e->plain, let go with it), within
+ * CODING_KEPT_MAX for the process and max_out: 0, or -1 when it is not
+ * (the caller decodes for its client alone). */
+int		 coding_plain(struct cache_entry *e, size_t max_out);
+/* The bytes of decoded bodies kept with their entries. */
+size_t		 coding_kept(void);
 /* An ETag value made weak ("x" -> W/"x"), in out (len bytes). */
 const char	*coding_weak_etag(const char *etag, char *out, size_t len);
 

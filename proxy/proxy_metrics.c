@@ -448,6 +448,9 @@ process_metrics(struct evbuffer *out, const struct proxy *px,
 	gauge(out, "corral_decoded_bytes_queued", "Bytes of bodies decoded "
 	    "for clients, queued and not sent yet.",
 	    (double)fig->decoded_bytes);
+	gauge(out, "corral_decoded_bytes_kept", "Bytes of bodies decoded "
+	    "once and kept with their entries for every client that takes "
+	    "only identity.", (double)fig->decoded_kept);
 }
 
 /* The near caches: each worker's own, and the one they share. */

@@ -57,15 +57,17 @@ on_body_sent(const void *data, size_t len, void *arg)
 	entry_unref(&e);
 }
 
-/* The body of e by reference: the entry is kept until it is sent. */
+/* The body of e (or its decoded copy, plain) by reference: the entry is
+ * kept until it is sent. */
 static struct evbuffer *
-body_of(struct cache_entry *e)
+body_of(struct cache_entry *e, int plain)
 {
 	struct evbuffer *body;
 
 	if ((body = evbuffer_new()) == NULL)
 		return NULL;
-	if (evbuffer_add_reference(body, e->body, e->body_len, on_body_sent,
+	if (evbuffer_add_reference(body, plain ? e->plain : e->body,
+	    plain ? e->plain_len : e->body_len, on_body_sent,
 	    entry_ref(e)) == 0)
 		return body;
 	entry_unref(&e);	/* the reference just taken */
@@ -325,7 +327,13 @@ sent_body(struct reply *r, struct cache_entry *e, int decode, size_t *len)
 
 	*len = e->body_len;
 	if (!decode)
-		return r->head ? NULL : body_of(e);
+		return r->head ? NULL : body_of(e, 0);
+	/* A copy kept with the entry serves every such client alike. */
+	if (coding_plain(e, r->max_decoded) == 0) {
+		*len = e->plain_len;
+		r->decoded = 1;
+		return r->head ? NULL : body_of(e, 1);
+	}
 	if (r->head) {
 		(void)coding_decode(e, r->max_decoded, NULL, len);
 		return NULL;

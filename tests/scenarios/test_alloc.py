@@ -170,8 +170,11 @@ def hot_hits_from_the_near_cache_allocate_nothing_on_kept_alive_connections(env)
     build()
     redis, origin = env.redis(), env.origin()
     sizes = {"1 KiB": ("/alloc/1k", KIB), "100 KiB": ("/alloc/100k", 100 * KIB)}
+    # Bodies stored as they came (not a type compressed on store): each
+    # hit sends the entry's own bytes. A client that takes only identity
+    # from a compressed entry gets a body decoded for it, which allocates.
     for path, size in sizes.values():
-        origin.script(path, size=size)
+        origin.script(path, size=size, headers={"Content-Type": "application/octet-stream"})
     counts_file = os.path.join(env.workdir, "alloc")
     corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}}, binary=RELEASE_BIN,
                         wrapper=[], env={"LD_PRELOAD": ALLOC_COUNT_SO,

@@ -254,38 +254,71 @@ def purge_drops_a_key_for_every_coding(env):
     expect_eq(origin.count("/p/doc"), 2, "after the purge: one fetch again, for all codings")
 
 
-@scenario
-def decoded_bodies_held_for_slow_clients_are_bounded(env):
-    # Each client that does not take the stored coding holds its own
-    # decoded copy until it is sent: eight slow clients of an 8 MiB body
-    # hold the 64 MiB a worker may; a ninth gets 503, a gzip client still
-    # its stored copy, and the bytes are let go as the clients leave.
-    size, path = 8 << 20, "/q/big"
+def slow_identity_client(corral, path):
+    """A client that asks path for identity and reads none of it."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect((corral.host, corral.port))
+    s.sendall(f"GET {path} HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode())
+    return s
+
+
+def decoded(corral):
+    p = corral.stats()["in_progress"]
+    return p["decoded_kept_bytes"], p["decoded_bytes"]
+
+
+def prime_big(env, size, path, extra=None):
+    """A JSON body of size bytes, stored as gzip; the corral."""
     redis, origin = env.redis(), env.origin()
     origin.script(path, size=size)	# JSON by default: stored as gzip
-    corral = env.corral(redis, origin, extra={"upstream": {"max_entry_bytes": "16m"}})
+    corral = env.corral(redis, origin, extra=dict(
+        {"upstream": {"max_entry_bytes": "16m"}}, **(extra or {})))
     corral.get(path)	# streamed to it as it came, then stored
     wait_for(lambda: corral.counters()["stores"] == 1, what="the body stored")
     r = corral.get(path, headers={"Accept-Encoding": "gzip"})
     expect_eq((r.status, r.headers.get("Content-Encoding")), (200, "gzip"), "the stored copy")
-    slow = []
-    for i in range(8):
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        s.connect((corral.host, corral.port))
-        s.sendall(f"GET {path} HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode())
-        slow.append(s)
-        wait_for(lambda: corral.stats()["in_progress"]["decoded_bytes"] == (i + 1) * size,
-                 what=f"slow client {i + 1}'s decoded body queued")
+    return corral
+
+
+@scenario
+def identity_clients_of_a_hot_entry_share_one_decoded_copy(env):
+    size, path = 8 << 20, "/q/hot"
+    corral = prime_big(env, size, path)
+    slow = [slow_identity_client(corral, path) for _ in range(8)]
+    wait_for(lambda: corral.counters()["coding_decoded"] == 8,
+             what="the eight slow clients answered")
+    expect_eq(decoded(corral), (size, 0), "one decoded copy, kept with the entry, for all")
+    for s in slow:
+        s.close()
     r = corral.get(path)
-    expect_eq(r.status, 503, "a ninth client that takes identity only")
+    expect_eq((r.status, len(r.body), r.headers.get("Content-Encoding")), (200, size, None),
+              "a client that reads it")
+
+
+@scenario
+def decoded_bodies_held_for_slow_clients_are_bounded(env):
+    # With no near cache each request has an entry of its own, and its
+    # decoded copy: kept copies fill their 64 MiB, copies for one client
+    # each their 64 MiB more, and past that a client that takes only
+    # identity gets 503 while one that takes gzip still gets the entry.
+    size, path = 8 << 20, "/q/big"
+    corral = prime_big(env, size, path, {"server": {"l1_max_bytes": "0",
+                                                     "l2_max_bytes": "0"}})
+    slow = []
+    for i in range(16):
+        slow.append(slow_identity_client(corral, path))
+        want = (min(i + 1, 8) * size, max(i + 1 - 8, 0) * size)
+        wait_for(lambda: decoded(corral) == want,
+                 what=f"slow client {i + 1}'s decoded body held {want}")
+    r = corral.get(path)
+    expect_eq(r.status, 503, "a client that takes identity only, past both bounds")
     r = corral.get(path, headers={"Accept-Encoding": "gzip"})
     expect_eq((r.status, r.headers.get("Content-Encoding")), (200, "gzip"),
               "a gzip client: the stored copy")
     for s in slow:
         s.close()
-    wait_for(lambda: corral.stats()["in_progress"]["decoded_bytes"] == 0,
-             what="the slow clients' decoded bodies let go")
+    wait_for(lambda: decoded(corral) == (0, 0), what="the slow clients' bodies let go")
     r = corral.get(path)
     expect_eq((r.status, len(r.body)), (200, size), "identity again once they are gone")
 
