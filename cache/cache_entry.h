@@ -72,6 +72,10 @@ struct cache_entry {
 	unsigned char		*plain;
 	size_t			 plain_len;
 	void			(*plain_drop)(unsigned char *plain, size_t len);
+	/* A rendering of the head of a reply with plain, as head above. */
+	char			*plain_head;
+	size_t			 plain_head_len;
+	uint64_t		 plain_head_tag;
 };
 
 /* A new entry with refcnt 1, no headers, no body. NULL on no memory. */

@@ -221,7 +221,7 @@ head_tag(const struct conf_route *rt, int strip)
  */
 static int
 render_head(struct cache_entry *e, const struct conf_route *rt, int strip,
-    uint64_t tag, const struct coding_reply *cr)
+    uint64_t tag, const struct coding_reply *cr, int plain)
 {
 	struct evbuffer *b = evbuffer_new();
 	struct stored_fields sf;
@@ -236,7 +236,8 @@ render_head(struct cache_entry *e, const struct conf_route *rt, int strip,
 		hdr_format_date(e->stored_ms, date, sizeof(date));
 		evbuffer_add_printf(b, "Date: %s\r\n", date);
 	}
-	evbuffer_add_printf(b, "Content-Length: %zu\r\n", e->body_len);
+	evbuffer_add_printf(b, "Content-Length: %zu\r\n", plain ?
+	    e->plain_len : e->body_len);
 	len = evbuffer_get_length(b);
 	if ((head = malloc(len)) == NULL ||
 	    evbuffer_remove(b, head, len) != (int)len) {
@@ -245,40 +246,40 @@ render_head(struct cache_entry *e, const struct conf_route *rt, int strip,
 		return -1;
 	}
 	evbuffer_free(b);
-	free(e->head);
-	e->head = head;
-	e->head_len = len;
-	e->head_tag = tag;
+	free(plain ? e->plain_head : e->head);
+	*(plain ? &e->plain_head : &e->head) = head;
+	*(plain ? &e->plain_head_len : &e->head_len) = len;
+	*(plain ? &e->plain_head_tag : &e->head_tag) = tag;
 	e->origin_age = sf.origin_age;
 	return 0;
 }
 
 /*
  * A hit with a body, as HTTP/1.1: its head is the entry's rendering plus
- * two lines, the body the entry's own, by reference; nothing is built
- * field by field, and nothing is allocated when the socket takes it all.
- * 0 if this reply does not qualify, and nothing was sent.
+ * two lines, the body the entry's own (or, plain, its decoded copy), by
+ * reference; nothing is built field by field, and nothing is allocated
+ * when the socket takes it all. 0 if this reply does not qualify, and
+ * nothing was sent.
  */
 static int
 reply_rendered(struct reply *r, struct cache_entry *e,
     const struct coding_reply *cr, uint64_t *sentp)
 {
 	struct hreq *ev = r->ev;
-	int strip = strip_targeted(r->rt);
+	int strip = strip_targeted(r->rt), plain = cr->send != cr->stored;
 	uint64_t tag = head_tag(r->rt, strip);
 	char tail[TAIL_MAX], num[24];
 	struct iovec parts[2];
 
-	/* The rendering is of the stored body as it is: the same for every
-	 * client that takes it. */
 	if (e->body_len == 0 || r->head || r->conditional || ev->minor != 1 ||
-	    cr->send != cr->stored)
+	    (plain && coding_plain(e, r->max_decoded) == -1))
 		return 0;
-	if ((e->head == NULL || e->head_tag != tag) &&
-	    render_head(e, r->rt, strip, tag, cr) == -1)
+	if (((plain ? e->plain_head : e->head) == NULL ||
+	    (plain ? e->plain_head_tag : e->head_tag) != tag) &&
+	    render_head(e, r->rt, strip, tag, cr, plain) == -1)
 		return 0;
-	parts[0].iov_base = e->head;
-	parts[0].iov_len = e->head_len;
+	parts[0].iov_base = plain ? e->plain_head : e->head;
+	parts[0].iov_len = plain ? e->plain_head_len : e->head_len;
 	parts[1].iov_base = tail;
 	parts[1].iov_len = (size_t)snprintf(tail, sizeof(tail),
 	    "Cache-Status: %s\r\nAge: %s\r\n", r->cache_status,
@@ -287,9 +288,10 @@ reply_rendered(struct reply *r, struct cache_entry *e,
 		(void)hl_add(&ev->out, "Cache-Status", r->cache_status);
 	if (r->closing)
 		(void)hl_add(&ev->out, "Connection", "close");
-	hreq_reply_rendered(ev, e->status, parts, 2, e->body, e->body_len,
-	    on_body_sent, entry_ref(e));
-	*sentp = e->body_len;
+	*sentp = plain ? e->plain_len : e->body_len;
+	hreq_reply_rendered(ev, e->status, parts, 2, plain ? e->plain :
+	    e->body, *sentp, on_body_sent, entry_ref(e));
+	r->decoded = plain;
 	return 1;
 }
 
