@@ -14,6 +14,7 @@ import base64
 import gzip
 import json
 import socket
+import zlib
 
 from harness import (HOST, Background, entry_key, expect, expect_eq, release_once_joined,
                      scenario, wait_for)
@@ -153,6 +154,16 @@ def short_or_incompressible_bodies_are_stored_as_they_came(env):
         r = corral.get(path, headers={"Accept-Encoding": "gzip, br, zstd"})
         expect_eq((r.status, r.headers.get("Content-Encoding")), (200, None), path)
         expect(not vary_says_coding(r), f"{path}: one body for all, no Vary")
+    # A coding Corral does not know is stored and sent as it came, never
+    # decoded (nor compressed again).
+    deflated = zlib.compress(json_body())
+    origin.script("/s/deflate", body_b64=base64.b64encode(deflated).decode(), headers={
+        "Content-Type": "application/json", "Content-Encoding": "deflate"})
+    for ae in ("deflate", None, "gzip"):
+        r = corral.get("/s/deflate", headers={"Accept-Encoding": ae} if ae else {})
+        expect_eq((r.status, r.headers.get("Content-Encoding"), r.body),
+                  (200, "deflate", deflated), f"/s/deflate, Accept-Encoding: {ae}")
+    expect_eq(origin.count("/s/deflate"), 1, "/s/deflate stored")
     corral.get("/z/json")
     r = corral.get("/z/json", headers={"Accept-Encoding": "zstd, gzip"})
     expect_eq(r.headers.get("Content-Encoding"), "zstd", "store_encoding = zstd")
