@@ -2178,6 +2178,16 @@ MUTANTS = [
            "\treturn q >= 0 ? q : WEIGHT_REFUSED;",
            ["every_origin_coding_reaches_every_client", "test_accept"],
            "a coding the client refused with q=0 is sent to it"),
+    Mutant("coding_live_stream_to_every_waiter", "proxy/proxy_req.c",
+           "\t    !coding_takes(&req->ev->in, &resp->headers)))",
+           "\t    !coding_takes(&req->ev->in, &req->ev->in)))",
+           ["waiters_of_a_cold_miss_with_mixed_codings_share_one_fetch"],
+           "a live gzip response streams to waiters that do not take gzip"),
+    Mutant("coding_no_transform_ignored", "proxy/proxy_coding.c",
+           "\t    no_transform(&e->headers) || e->body_len > max_out ||",
+           "\t    (0 && no_transform(&e->headers)) || e->body_len > max_out ||",
+           ["short_or_incompressible_bodies_are_stored_as_they_came"],
+           "a response that says Cache-Control: no-transform is compressed on store"),
 ]
 
 

@@ -13,6 +13,7 @@ libraries Corral uses (tests/harness/codings.py).
 import base64
 import gzip
 import json
+import random
 import socket
 import zlib
 
@@ -43,10 +44,16 @@ CLIENTS = [
 ]
 
 
-def json_body(n=120):
-    """About 9 KiB of a JSON API's answer: compressible, above any threshold."""
+def json_body(n=120, tokens=False):
+    """About 9 KiB of a JSON API's answer: compressible, above any threshold;
+    with tokens, each row has 32 random hex digits, so that even coded the
+    body is longer than a response Corral answers whole (it streams)."""
+    rng = random.Random(n)
     rows = [{"id": i, "name": f"user{i % 37}", "email": f"user{i}@example.org",
              "active": i % 3 != 0, "score": (i * 7919) % 1000} for i in range(n)]
+    if tokens:
+        for row in rows:
+            row["token"] = "%032x" % rng.getrandbits(128)
     return json.dumps({"data": rows, "page": 1}).encode()
 
 
@@ -203,22 +210,26 @@ def if_none_match_and_head_work_across_codings(env):
 
 @scenario
 def waiters_of_a_cold_miss_with_mixed_codings_share_one_fetch(env):
-    body = json_body(2000)	# about 150 KiB: streamed to those who take it
+    body = json_body(4000, tokens=True)	# coded, still past STREAM_MIN_BYTES:
+    expect(len(encode("gzip", body)) > 96 << 10, "a body that streams coded")
     redis, origin = env.redis(), env.origin()
     for c in ("gzip", "identity"):
         script_coded(origin, f"/w/{c}", c, body, hold=True)
     corral = env.corral(redis, origin)
     for c in ("gzip", "identity"):
         path = f"/w/{c}"
-        clients = [Background(corral.get, path, headers=h) for h in (
-            {}, {"Accept-Encoding": "gzip"}, {"Accept-Encoding": "br"},
-            {"Accept-Encoding": "zstd, gzip;q=0.1"}, {"Accept-Encoding": "*"},
-            {"Accept-Encoding": "identity"})]
+        wanted = [{}, {"Accept-Encoding": "gzip"}, {"Accept-Encoding": "br"},
+                  {"Accept-Encoding": "zstd, gzip;q=0.1"}, {"Accept-Encoding": "*"},
+                  {"Accept-Encoding": "identity"}]
+        clients = [Background(corral.get, path, headers=h) for h in wanted]
         release_once_joined(origin, path, [corral], len(clients))
         for i, b in enumerate(clients):
             r = b.result()
             expect_eq(r.status, 200, f"{path} client {i}")
-            expect_body(r, body, f"{path} client {i}")
+            sent = expect_body(r, body, f"{path} client {i}")
+            ae = wanted[i].get("Accept-Encoding")
+            expect(accepted(ae, sent) if ae else sent == "identity",
+                   f"{path} client {i} ({ae}): sent {sent}")
         expect_eq(origin.count(path), 1, f"{path}: one origin fetch for six codings")
 
 
@@ -338,7 +349,7 @@ def decoded_bodies_held_for_slow_clients_are_bounded(env):
 def two_workers_share_one_fetch_of_a_coded_body_across_codings(env):
     # A sibling worker takes the stream as it came (gzip) for its own
     # clients: each of them gets it or the entry decoded, from one fetch.
-    body = json_body(2000)
+    body = json_body(4000, tokens=True)
     redis, origin = env.redis(), env.origin()
     script_coded(origin, "/two/doc", "gzip", body, hold=True)
     corral = env.corral(redis, origin, extra={"server": {"workers": "2"}})
