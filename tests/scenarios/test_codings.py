@@ -18,7 +18,7 @@ import socket
 import zlib
 
 from harness import (HOST, Background, entry_key, expect, expect_eq, release_once_joined,
-                     scenario, wait_for)
+                     scenario, wait_for, wait_until_stale)
 from harness.codings import CODINGS, decode, encode
 
 UPSTREAM_ACCEPT = "gzip, br, zstd"
@@ -364,3 +364,27 @@ def two_workers_share_one_fetch_of_a_coded_body_across_codings(env):
         expect_eq(sent, "gzip" if "gzip" in wanted[i].get("Accept-Encoding", "") else
                   "identity", f"client {i}: the coding")
     expect_eq(origin.count("/two/doc"), 1, "one origin fetch for both workers' clients")
+
+
+@scenario
+def a_revalidated_entry_keeps_its_coding_and_its_etag(env):
+    # The refresh of a stale coded entry sends the origin's own ETag; the
+    # origin's 304 keeps the stored gzip body, served as before to both
+    # kinds of client.
+    body, path = json_body(), "/r/doc"
+    redis, origin = env.redis(), env.origin()
+    script_coded(origin, path, "gzip", body, etag=ETAG)
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "3s",
+                                                     "stale_while_revalidate": "60s"}},
+                        extra={"server": {"l1_max_bytes": "0", "l2_max_bytes": "0"}})
+    expect_body(corral.get(path, headers={"Accept-Encoding": "gzip"}), body, "the miss")
+    wait_until_stale(redis, path, 60_000)
+    corral.get(path)	# stale: starts the refresh
+    wait_for(lambda: corral.counters()["revalidated"] == 1, what="the refresh's 304")
+    sent = [h.get("If-None-Match") for h in origin.path_stats(path)["requests"]]
+    expect_eq(sent, [None, ETAG], "If-None-Match sent upstream: the origin's own ETag")
+    for ae, coding, etag in ((None, "identity", "W/" + ETAG), ("gzip", "gzip", ETAG)):
+        r = corral.get(path, headers={"Accept-Encoding": ae} if ae else {})
+        expect(r.cache_status.hit and r.cache_status.ttl >= 0, f"{ae}: a fresh hit: {r}")
+        expect_eq((expect_body(r, body, f"after the 304, {ae}"), r.headers.get("ETag")),
+                  (coding, etag), f"after the 304, {ae}")
