@@ -7,6 +7,7 @@
 #   make deb        build/corral_VERSION-REVISION_ARCH.deb
 #   make test       unit + scenario tests under AddressSanitizer and UBSan
 #   make test-mutants  mutation tests: every mutant of every module is caught
+#   make test-mutants-sampled MODULE=FILE  mutations drawn at random from FILE
 #   make bench      benchmark against nginx and Varnish (see bench/)
 #   make bench-codec   what each content coding and level costs on JSON
 #   make clean
@@ -18,8 +19,9 @@ DEB_MAINTAINER ?= Corral maintainers <maintainers@users.noreply.a-seed-d6bbd95e.
 # bufferevents: not its HTTP layer (libevent_extra's evhttp); the server
 # is Corral's own (proxy/proxy_conn.c). --as-needed keeps the full
 # libevent that libevent_openssl's pkg-config names out of the binary.
-# zlib, brotli and zstd are the content codings' (codec/).
-PKGS    := libevent_core libevent_openssl libssl libcrypto hiredis libcurl inih \
+# libpq is the change feed's (changes/); zlib, brotli and zstd are the
+# content codings' (codec/).
+PKGS    := libevent_core libevent_openssl libssl libcrypto hiredis libcurl inih libpq \
            zlib libbrotlienc libbrotlidec libzstd
 JOBS    := $(shell nproc 2>/dev/null || echo 1)
 
@@ -32,7 +34,7 @@ BASE    := $(DEFS) $(WARN)
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = -Wl,--as-needed $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c codec/*.c)
+SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c changes/*.c codec/*.c)
 # The configuration alone, for the man page's key list and the fuzzers,
 # with the content codings its checks ask (store_encoding, compress_types).
 CONF_SRC := $(wildcard conf/*.c) $(wildcard codec/*.c)
@@ -82,8 +84,8 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/unit/%)
 # The unit tests' own origins may use libevent's HTTP layer; Corral does not.
 UNIT_LIBS = $(shell pkg-config --libs libevent_extra 2>/dev/null)
 
-.PHONY: all deps test-deps run test test-build test-mutants unit scenarios bench bench-codec clean \
-        check-boundaries check-size man install deb
+.PHONY: all deps test-deps run test test-build test-mutants test-mutants-sampled unit \
+        scenarios bench bench-codec clean check-boundaries check-size man install deb
 
 all: deps build/release/corral man
 
@@ -151,14 +153,23 @@ build/bench/codec_bench: bench/codec_bench.c $(CODEC_REL_OBJ)
 bench-codec: build/bench/codec_bench
 	build/bench/codec_bench
 
-# Only cache/ may include hiredis, only upstream/ may include curl, only
-# the TLS module (proxy/proxy_tls*) OpenSSL or libevent's OpenSSL
-# bufferevents, and only codec/ zlib, brotli and zstd (the unit tests aside).
+# Programs the tests drive (not run by tests/run.py): the change feed's
+# probe for tests/changes/test_feed.py (the scenario
+# change_feed_module_against_postgres runs it).
+build/asan/tools/%: tests/tools/%.c $(ASAN_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(ASAN_FLAGS) $(PKG_CFLAGS) -o $@ $< $(ASAN_OBJ) $(PKG_LIBS) -lm
+
+# Only cache/ may include hiredis, only upstream/ curl, only changes/
+# libpq, and only the TLS module (proxy/proxy_tls*) OpenSSL or libevent's
+# OpenSSL bufferevents (the unit tests and the benchmark's own TLS client
+# aside), and only codec/ zlib, brotli and zstd.
 check-boundaries:
 	@bad=$$(grep -ln '#include <hiredis' $$(ls */*.[ch] | grep -v '^cache/'); \
 	        grep -ln '#include <curl' $$(ls */*.[ch] | grep -v '^upstream/'); \
+	        grep -ln '#include <libpq-fe.h>' $$(ls */*.[ch] | grep -v '^changes/'); \
 	        grep -lE '#include <(openssl/|event2/bufferevent_ssl)' \
-	            $$(ls */*.[ch] | grep -v '^proxy/proxy_tls'); \
+	            $$(ls */*.[ch] | grep -v -e '^proxy/proxy_tls' -e '^bench/'); \
 	        grep -lE '#include <(zlib|brotli/|zstd)' $$(ls */*.[ch] | grep -v '^codec/')); \
 	if [ -n "$$bad" ]; then echo "module boundary broken in: $$bad"; exit 1; fi
 
@@ -172,13 +183,24 @@ test: test-deps
 	python3 tests/run.py --bin build/asan/corral --unit build/asan/unit
 
 test-build: check-boundaries check-size build/asan/corral $(UNIT_BIN) man deb \
-            build/release/corral build/tools/alloc_count.so build/tools/alloc_probe
+            build/release/corral build/tools/alloc_count.so build/tools/alloc_probe \
+            build/asan/tools/changes_probe
 
 # Mutation tests of every module (tests/mutants.py): each mutant must make
 # one of its tests fail. Not part of make test (about 24 minutes on 2 cores);
 # works on scratch copies under build/mutants/, two mutants at once.
 test-mutants: test-deps
 	python3 tests/mutants.py
+
+# Sampled mutation tests of one module (tests/mutate.py): N mutations drawn
+# at random from its operators, boundaries and constants, each built and
+# run against the tests aimed at the module; survivors are listed. SEED
+# draws the same N again.
+#   make test-mutants-sampled MODULE=proxy/proxy_hdr.c [N=20] [SEED=...]
+test-mutants-sampled: test-deps
+	@test -n "$(MODULE)" || { echo "usage: make test-mutants-sampled" \
+	    "MODULE=proxy/proxy_hdr.c [N=20] [SEED=...]"; exit 2; }
+	python3 tests/mutate.py $(MODULE) -n $(or $(N),20) $(if $(SEED),--seed $(SEED))
 
 run: all
 	scripts/run-demo
@@ -304,7 +326,7 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
 FUZZ_FLAGS   := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer
-FUZZ_TARGETS := entry conf key hdr frame
+FUZZ_TARGETS := entry conf key hdr frame pgoutput
 FUZZ_LINK     = @mkdir -p $(dir $@); \
                 $(FUZZ_CC) $(BASE) $(FUZZ_FLAGS) $(PKG_CFLAGS) -o $@ $(filter %.c,$^) \
                 $(PKG_LIBS) -lm
@@ -327,11 +349,15 @@ build/fuzz/fuzz_conf: fuzz/fuzz_conf.c $(CONF_SRC) common/fields.c common/host.c
 build/fuzz/fuzz_key: fuzz/fuzz_key.c cache/cache_key.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
-build/fuzz/fuzz_hdr: fuzz/fuzz_hdr.c proxy/proxy_hdr.c proxy/proxy_sf.c $(CONF_SRC) common/fields.c common/hlist.c common/host.c common/util.c \
+build/fuzz/fuzz_hdr: fuzz/fuzz_hdr.c proxy/proxy_hdr.c proxy/proxy_sf.c $(CONF_SRC) common/fields.c common/arena.c common/hlist.c common/host.c common/util.c \
                      common/log.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
 build/fuzz/fuzz_frame: fuzz/fuzz_frame.c proxy/proxy_frame.c proxy/proxy_chunk.c common/host.c $(wildcard */*.h)
+	$(FUZZ_LINK)
+
+build/fuzz/fuzz_pgoutput: fuzz/fuzz_pgoutput.c changes/pgoutput.c changes/txn.c changes/rules.c \
+                          common/dict.c common/util.c $(wildcard */*.h)
 	$(FUZZ_LINK)
 
 build/fuzz/seed_entry: fuzz/seed_entry.c cache/cache_entry.c $(wildcard */*.h)

@@ -237,10 +237,17 @@ struct cache_op	*cache_soften(struct cache *c, const char *key, fence_cb *cb,
 		    void *arg);
 /* Records that key was stored with tag (Surrogate-Key, Cache-Tag) until
  * expire_at_ms, in the tag's own set, which drops a few keys whose entries
- * are gone on the way. Nobody is told the result. 0 or -1. */
-#define CACHE_TAG_MAX	128
+ * are gone on the way; and, for a tag "P:x", in its family's set too,
+ * "P:*", so that a purge of the family reaches every tag that begins
+ * "P:" (a change feed's broad purges, changes.h). Nobody is told the
+ * result. 0 or -1. */
+#define CACHE_TAG_MAX		128
+#define CACHE_TAG_FAMILY	"*"	/* "P:" CACHE_TAG_FAMILY */
 int		 cache_tag(struct cache *c, const char *key, const char *tag,
 		    int64_t expire_at_ms);
+/* The family of tag ("orders:42": "orders:*") into out: 0, or -1 when it
+ * has none (no ':', or it is one). */
+int		 cache_tag_family(const char *tag, char out[CACHE_TAG_MAX + 1]);
 /*
  * Invalidates (soft: softens) every key starting with prefix (SCAN on
  * every primary), a batch at a time: all running purges share a bounded
@@ -253,6 +260,9 @@ enum purge_start cache_purge_prefix(struct cache *c, const char *prefix,
  * rest for a retry. */
 enum purge_start cache_purge_tag(struct cache *c, const char *tag, int soft,
 		    purge_cb *cb, void *arg);
+/* The purges started with arg go on, but their cb will not run (their
+ * starter is gone). */
+void		 cache_purge_forget(struct cache *c, void *arg);
 /*
  * The same soft purges (cache_purge_prefix, cache_purge_tag with soft)
  * that also call visit with every key they reached, whether its entry

@@ -631,3 +631,147 @@ graphql_document(const char *q, size_t len)
 {
 	return classify(q, len);
 }
+
+int
+graphql_is_mutation(const char *body, size_t len)
+{
+	struct keyrule_digest d;
+	char hex[KEYRULE_DIGEST_HEX + 1];
+	enum graphql_kind k;
+
+	keyrule_digest_init(&d, NULL, 0, "graphql");
+	k = graphql_read(body, len, &d);
+	keyrule_digest_hex(&d, hex);	/* wipes it */
+	return k == GRAPHQL_MUTATION;
+}
+
+/* ---- a response's objects ----------------------------------------- */
+
+struct objects {
+	graphql_object_cb	*fn;
+	void			*arg;
+	int			 n;
+};
+
+/* What a member of an object says of the object: its __typename or its
+ * id, if it is one, decoded into out. */
+struct found {
+	char	 text[GRAPHQL_ID_MAX + 1];
+	size_t	 len;
+	int	 has;
+};
+
+static void	walk_value(struct span *s, int depth, int listed,
+		    struct objects *o);
+
+/* A member's value at s->p that is a string (or, numeric, a number) of at
+ * most max bytes: into f. Moves past the value either way. */
+static void
+take_scalar(struct span *s, struct found *f, size_t max, int numeric)
+{
+	struct span probe = *s;
+	const char *start = s->p;
+	size_t n;
+
+	if (*s->p == '"' && string_at(&probe, NULL, &n) == 0 && n <= max &&
+	    string_at(s, f->text, &f->len) == 0) {
+		f->has = 1;
+		return;
+	}
+	if (numeric && *s->p != '"' && number(s) == 0 &&
+	    (size_t)(s->p - start) <= max) {
+		memcpy(f->text, start, (size_t)(s->p - start));
+		f->len = (size_t)(s->p - start);
+		f->has = 1;
+		return;
+	}
+	s->p = start;
+	(void)skip_value(s, GRAPHQL_DEPTH_MAX);
+}
+
+static int
+name_is(const struct span *name, const char *quoted)
+{
+	size_t n = strlen(quoted);
+
+	return (size_t)(name->end - name->p) == n &&
+	    memcmp(name->p, quoted, n) == 0;
+}
+
+/* An object at s->p (valid JSON: each_member read it), its members
+ * walked, then itself if it is one of GraphQL's. */
+static void
+walk_object(struct span *s, int depth, int listed, struct objects *o)
+{
+	struct found type = { .has = 0 }, id = { .has = 0 };
+	struct span name;
+
+	s->p++;
+	for (skip_ws(s); s->p < s->end && *s->p != '}'; skip_ws(s)) {
+		name.p = s->p;
+		(void)string_at(s, NULL, NULL);
+		name.end = s->p;
+		skip_ws(s);
+		s->p++;		/* ':' */
+		skip_ws(s);
+		if (name_is(&name, "\"__typename\""))
+			take_scalar(s, &type, GRAPHQL_NAME_MAX, 0);
+		else if (name_is(&name, "\"id\""))
+			take_scalar(s, &id, GRAPHQL_ID_MAX, 1);
+		else
+			walk_value(s, depth + 1, listed, o);
+		skip_ws(s);
+		if (s->p < s->end && *s->p == ',')
+			s->p++;
+	}
+	s->p++;
+	if (type.has && id.has && type.len > 0) {
+		o->fn(type.text, type.len, id.text, id.len, listed, o->arg);
+		o->n++;
+	}
+}
+
+static void
+walk_value(struct span *s, int depth, int listed, struct objects *o)
+{
+	skip_ws(s);
+	if (s->p >= s->end)
+		return;
+	if (depth >= GRAPHQL_DEPTH_MAX || (*s->p != '{' && *s->p != '[')) {
+		(void)skip_value(s, depth);
+		return;
+	}
+	if (*s->p == '{') {
+		walk_object(s, depth, listed, o);
+		return;
+	}
+	s->p++;
+	for (skip_ws(s); s->p < s->end && *s->p != ']'; skip_ws(s)) {
+		walk_value(s, depth + 1, 1, o);
+		skip_ws(s);
+		if (s->p < s->end && *s->p == ',')
+			s->p++;
+	}
+	s->p++;
+}
+
+static int
+on_data_member(const struct span *name, const struct span *v, void *arg)
+{
+	struct span s = *v;
+
+	if (name_is(name, "\"data\""))
+		walk_value(&s, 1, 0, arg);
+	return 0;
+}
+
+int
+graphql_objects(const char *body, size_t len, graphql_object_cb *fn,
+    void *arg)
+{
+	struct objects o = { fn, arg, 0 };
+
+	if (each_member(body, len, on_data_member, &o) == -1)
+		return -1;
+	return o.n;
+}

@@ -51,6 +51,23 @@ int	graphql_media_type(const char *ctype);
 enum graphql_kind graphql_read(const char *body, size_t len,
 	    struct keyrule_digest *d);
 
+/*
+ * The objects of a response body (len bytes): fn runs for every object
+ * within its "data" member, at any depth up to GRAPHQL_DEPTH_MAX, that has
+ * a string "__typename" and an "id" (a string, decoded, or a number as
+ * written) of at most GRAPHQL_NAME_MAX and GRAPHQL_ID_MAX bytes; listed
+ * is 1 when it is within an array. The number of objects, or -1 when
+ * the body is not one JSON object.
+ */
+#define GRAPHQL_NAME_MAX	64	/* __typename */
+#define GRAPHQL_ID_MAX		64	/* id */
+typedef void graphql_object_cb(const char *type, size_t tlen, const char *id,
+    size_t idlen, int listed, void *arg);
+int	graphql_objects(const char *body, size_t len, graphql_object_cb *fn,
+	    void *arg);
+/* Is body (len bytes) a request for a mutation (or a subscription)? */
+int	graphql_is_mutation(const char *body, size_t len);
+
 /* What a query text q (len bytes, decoded: a GET's query parameter)
  * defines: GRAPHQL_QUERY, GRAPHQL_MUTATION (or a subscription), or
  * GRAPHQL_INVALID. Feeds nothing. */

@@ -13,6 +13,7 @@
  *	cache_purge.c	   invalidate, soften; purges of many keys, by prefix
  *	cache_tag.c	   tags: their sets of keys, purges by tag
  *	cache_lease.c	   the fleet's origin slots (cache_lease.h)
+ *	cache_leader.c	   the fleet's leader leases (cache_leader.h)
  *	cache_watch.c	   fill watches and the purge subscription
  *	cache_op.c	   the transport: send, redirect, park, time out
  *	cache_script.c	   the Lua scripts and their loading
@@ -34,6 +35,7 @@
 #include "cache/cache.h"
 #include "cache/cache_key.h"
 #include "cache/cache_route.h"
+#include "cache/cache_leader.h"
 #include "cache/cache_lease.h"
 
 #define CACHE_MAGIC		0x43414348u	/* "CACH" */
@@ -63,6 +65,8 @@ enum script_id {
 	SCRIPT_LEASE_RENEW,
 	SCRIPT_LEASE_RELEASE,
 	SCRIPT_LEASE_HELLO,
+	SCRIPT_LEADER_CLAIM,	/* cache_leader.c's */
+	SCRIPT_LEADER_RESIGN,
 	SCRIPT_COUNT,
 	SCRIPT_NONE = SCRIPT_COUNT	/* a plain command */
 };
@@ -132,6 +136,7 @@ struct cache_op {
 		lock_cb		*lock;
 		fence_cb	*fence;
 		lease_cb	*lease;
+		leader_cb	*leader;
 		cache_inspect_cb *inspect;
 		cache_maint_cb	*maint;
 	} cb;				/* the caller's */
@@ -324,5 +329,11 @@ void		 lease_node_gone(struct cache *c, struct node *n);
 void		 lease_map_changed(struct cache *c);
 /* Ends the subscription. */
 void		 lease_free(struct cache *c);
+
+/* ---- cache_leader.c ---- */
+
+/* The leader leases' scripts (see cache_leader.h), loaded with the others. */
+extern const char leader_script_claim[];
+extern const char leader_script_resign[];
 
 #endif

@@ -28,10 +28,29 @@
 #define PURGES_MAX		64	/* purges running at once; more wait */
 #define ITEMS_FIRST		64	/* a batch's room, doubled as it grows */
 
+/* The fence's keys (the lock, its failed hash) and the key's own. */
+static int
+fence_and_entry_keys(struct cache_op *op, const char *key)
+{
+	struct cache *c = op->cache;
+	char name[REDIS_KEY_MAX];
+	int failed = 0;
+
+	op_key_name(name, sizeof(name), c, key, "lock");
+	failed |= op_argstr(op, name);
+	op_key_name(name, sizeof(name), c, key, FAILED_SUFFIX);
+	failed |= op_argstr(op, name);
+	op_key_name(name, sizeof(name), c, key, "entry");
+	failed |= op_argstr(op, name);
+	op_key_name(name, sizeof(name), c, key, "variants");
+	return failed | op_argstr(op, name);
+}
+
 /*
  * Builds an invalidation's next command: SMEMBERS of the key's variants
- * (members NULL), or the script that drops the entry and those variants.
- * The key is in op->key.
+ * (members NULL), or the script that drops the entry and those variants
+ * (soft: makes them stale) and fences a refresh in flight. The key is in
+ * op->key.
  */
 static int
 invalidate_args(struct cache_op *op, const redisReply *members)
@@ -58,12 +77,9 @@ invalidate_args(struct cache_op *op, const redisReply *members)
 		    members->element[i]->len < CACHE_VARIANT_MAX)
 			nv++;
 	script_use(op, op->soft ? SCRIPT_SOFTEN : SCRIPT_INVALIDATE);
-	snprintf(numkeys, sizeof(numkeys), "%zu", 2 + nv);
+	snprintf(numkeys, sizeof(numkeys), "%zu", 4 + nv);
 	failed |= op_argstr(op, numkeys);
-	op_key_name(name, sizeof(name), c, key, "entry");
-	failed |= op_argstr(op, name);
-	op_key_name(name, sizeof(name), c, key, "variants");
-	failed |= op_argstr(op, name);
+	failed |= fence_and_entry_keys(op, key);
 	for (size_t i = 0; i < members->elements; i++) {
 		const redisReply *m = members->element[i];
 
@@ -75,6 +91,8 @@ invalidate_args(struct cache_op *op, const redisReply *members)
 	}
 	failed |= op_argstr(op, c->purge_channel);
 	failed |= op_argstr(op, key);
+	op_key_name(name, sizeof(name), c, key, FILL_SUFFIX);
+	failed |= op_argstr(op, name);
 	if (op->soft) {
 		char now[24];
 
@@ -330,6 +348,27 @@ purge_listed(struct purge *pg, int more)
 		next_batch(pg);
 	else
 		pump(pg->cache);
+}
+
+static void
+purge_unheard(int64_t purged, int ok, void *arg)
+{
+	(void)purged;
+	(void)ok;
+	(void)arg;
+}
+
+void
+cache_purge_forget(struct cache *c, void *arg)
+{
+	struct purge *pg;
+
+	TAILQ_FOREACH(pg, &c->purges, link) {
+		if (pg->arg == arg) {
+			pg->cb = purge_unheard;
+			pg->visit = NULL;
+		}
+	}
 }
 
 void

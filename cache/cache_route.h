@@ -37,7 +37,7 @@
 #include "conf/conf.h"
 
 #define ROUTE_SLOTS		CACHE_KEY_SLOTS
-#define ROUTE_SCRIPTS_MAX	12
+#define ROUTE_SCRIPTS_MAX	14
 #define ROUTE_NODES_MAX		CACHE_NODES_MAX
 
 struct route;

@@ -116,20 +116,43 @@ static const char script_store[] =
 	"return 1\n";
 
 /*
- * invalidate: KEYS entry, variants, then the entry of every variant the
- * caller read from the set; ARGV purge channel, key, then those variants'
- * ids. Every key it touches is named in KEYS (they share the hash tag).
- * Deletes them, and the set unless a variant joined it meanwhile (then
- * -1: the caller reads the set again); tells every process to drop its
+ * The fence of an invalidation or a soft purge (KEYS[1] the key's lock,
+ * KEYS[2] its failed hash; ARGV[2] the key, ARGV[3] its fill channel): a
+ * refresh that holds the key's lock now fetched before the purge, so the
+ * lock goes, and the fenced store then refuses its entry (FENCE_LOST):
+ * what it fetched is never stored as fresh after the purge. Its token is
+ * kept as released (with no failure) for as long as the lock would have
+ * lived, so that the key's waiters, woken on the fill channel, take the
+ * lock as from a holder that let it go, one of them fetching again.
+ */
+#define LUA_FENCE \
+	"local holder = redis.call('GET', KEYS[1])\n" \
+	"if holder then\n" \
+	"  local left = redis.call('PTTL', KEYS[1])\n" \
+	"  redis.call('DEL', KEYS[1], KEYS[2])\n" \
+	"  redis.call('HSET', KEYS[2], 'token', holder)\n" \
+	"  redis.call('PEXPIRE', KEYS[2], left > 0 and left or 1)\n" \
+	"  local k = ARGV[2]\n" \
+	FILL_AT("k") \
+	"  redis.call('SPUBLISH', ARGV[3], k)\n" \
+	"end\n"
+
+/*
+ * invalidate: KEYS lock, failed, entry, variants, then the entry of every
+ * variant the caller read from the set; ARGV purge channel, key, fill
+ * channel, then those variants' ids. Every key it touches is named in
+ * KEYS (they share the hash tag). Deletes them, and the set unless a
+ * variant joined it meanwhile (then -1: the caller reads the set again);
+ * fences a refresh in flight (LUA_FENCE); tells every process to drop its
  * copies. Returns how many entries went.
  */
 static const char script_invalidate[] =
 	"local n = 0\n"
-	"for i = 1, #KEYS do\n"
-	"  if i ~= 2 then n = n + redis.call('DEL', KEYS[i]) end\n"
-	"end\n"
-	"for i = 3, #ARGV do redis.call('SREM', KEYS[2], ARGV[i]) end\n"
-	"if redis.call('SCARD', KEYS[2]) > 0 then return -1 end\n"
+	"for i = 5, #KEYS do n = n + redis.call('DEL', KEYS[i]) end\n"
+	"n = n + redis.call('DEL', KEYS[3])\n"
+	"for i = 4, #ARGV do redis.call('SREM', KEYS[4], ARGV[i]) end\n"
+	"if redis.call('SCARD', KEYS[4]) > 0 then return -1 end\n"
+	LUA_FENCE
 	"redis.call('PUBLISH', ARGV[1], ARGV[2])\n"
 	"return n\n";
 
@@ -184,18 +207,19 @@ static const char script_release[] =
 	"return 1\n";
 
 /*
- * soften: KEYS entry, variants, then the entry of every variant the caller
- * read from the set; ARGV purge channel, key, now ms. A soft purge: each
- * entry still fresh becomes stale now (its fresh-until, ENTRY_LUA_FRESH in
- * the encoding, is lowered; nothing else changes, so it is served stale
- * while one refresh runs); every process drops its copies. Returns how
- * many changed.
+ * soften: KEYS lock, failed, entry, variants, then the entry of every
+ * variant the caller read from the set; ARGV purge channel, key, fill
+ * channel, now ms. A soft purge: each entry still fresh becomes stale now
+ * (its fresh-until, ENTRY_LUA_FRESH in the encoding, is lowered; nothing
+ * else changes, so it is served stale while one refresh runs); a refresh
+ * in flight is fenced (LUA_FENCE); every process drops its copies.
+ * Returns how many changed.
  */
 static const char script_soften[] =
-	"local now = tonumber(ARGV[3])\n"
+	"local now = tonumber(ARGV[4])\n"
 	"local n = 0\n"
-	"for i = 1, #KEYS do\n"
-	"  local e = i ~= 2 and redis.call('GET', KEYS[i])\n"
+	"for i = 3, #KEYS do\n"
+	"  local e = i ~= 4 and redis.call('GET', KEYS[i])\n"
 	"  if e and #e >= " STRINGIFY(ENTRY_LUA_TIMES_END) " and"
 	" struct.unpack('<i8', e, " STRINGIFY(ENTRY_LUA_FRESH) ") > now then\n"
 	"    redis.call('SET', KEYS[i], string.sub(e, 1, "
@@ -204,6 +228,7 @@ static const char script_soften[] =
 	"    n = n + 1\n"
 	"  end\n"
 	"end\n"
+	LUA_FENCE
 	"redis.call('PUBLISH', ARGV[1], ARGV[2])\n"
 	"return n\n";
 
@@ -271,7 +296,7 @@ static const char *const script_src[SCRIPT_COUNT] = {
 	script_acquire, script_renew, script_store, script_release,
 	script_invalidate, script_soften, script_tag, script_tag_take,
 	lease_script_acquire, lease_script_renew, lease_script_release,
-	lease_script_hello,
+	lease_script_hello, leader_script_claim, leader_script_resign,
 };
 
 static void

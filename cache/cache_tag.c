@@ -88,8 +88,9 @@ on_tag_reply(struct cache_op *op, redisReply *reply)
 	c->counters.tag_members_pruned += (uint64_t)reply->element[1]->integer;
 }
 
-int
-cache_tag(struct cache *c, const char *key, const char *tag,
+/* Files key under tag (cache_tag). 0 or -1. */
+static int
+tag_file(struct cache *c, const char *key, const char *tag,
     int64_t expire_at_ms)
 {
 	char name[CACHE_TAG_MAX + 8], set[REDIS_KEY_MAX], px[24], grace[24];
@@ -113,6 +114,29 @@ cache_tag(struct cache *c, const char *key, const char *tag,
 	failed |= op_argstr(op, grace);
 	failed |= op_argstr(op, TAG_PRUNE_MAX);
 	return op_start(op, failed) != NULL ? 0 : -1;
+}
+
+int
+cache_tag_family(const char *tag, char out[CACHE_TAG_MAX + 1])
+{
+	size_t n = strcspn(tag, ":");
+
+	if (tag[n] != ':' || n + 2 > CACHE_TAG_MAX)
+		return -1;
+	snprintf(out, CACHE_TAG_MAX + 1, "%.*s:" CACHE_TAG_FAMILY, (int)n, tag);
+	return strcmp(out, tag) == 0 ? -1 : 0;
+}
+
+int
+cache_tag(struct cache *c, const char *key, const char *tag,
+    int64_t expire_at_ms)
+{
+	char family[CACHE_TAG_MAX + 1];
+
+	if (cache_tag_family(tag, family) == 0 &&
+	    tag_file(c, key, family, expire_at_ms) == -1)
+		return -1;
+	return tag_file(c, key, tag, expire_at_ms);
 }
 
 /* Adds a listing's members (every other element of a sorted set's SCAN:

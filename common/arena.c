@@ -76,7 +76,7 @@ arena_reset(struct arena *a)
 
 	if (b == NULL)
 		return;
-	if (b->next == NULL) {
+	if (b->next == NULL && b->cap <= ARENA_KEEP_MAX) {
 		b->used = 0;
 		return;
 	}

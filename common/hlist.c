@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Header fields in order (see hlist.h). Copies go into blocks that never
- * move, so a value found stays valid until the list is cleared; clearing
- * keeps one block as large as all of them were, so the next message of
- * the same size takes no allocation.
+ * Header fields in order (see hlist.h). Copies go into an arena, whose
+ * blocks never move, so a value found stays valid until the list is
+ * cleared; clearing keeps its memory, so the next message of the same size
+ * takes no allocation.
  */
 
 #include "common/hlist.h"
@@ -14,15 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define HL_BLOCK_MIN	1024		/* bytes of a list's first block */
-#define HL_KEEP_MAX	(64 * 1024)	/* bytes of copies a clear keeps */
 #define HL_FIELDS_MIN	16
-
-struct hl_block {
-	struct hl_block	*next;
-	size_t		 used, cap;
-	char		 data[];
-};
 
 void
 hl_init(struct hlist *h)
@@ -30,73 +22,19 @@ hl_init(struct hlist *h)
 	memset(h, 0, sizeof(*h));
 }
 
-static void
-free_blocks(struct hl_block *b)
-{
-	struct hl_block *next;
-
-	for (; b != NULL; b = next) {
-		next = b->next;
-		free(b);
-	}
-}
-
 void
 hl_clear(struct hlist *h)
 {
-	struct hl_block *b = h->blocks;
-	size_t total = 0;
-
 	h->n = 0;
-	if (b == NULL)
-		return;
-	if (b->next == NULL) {
-		b->used = 0;
-		return;
-	}
-	/* Several blocks: one as large as them all, made at the next add. */
-	for (; b != NULL; b = b->next)
-		total += b->cap;
-	free_blocks(h->blocks);
-	h->blocks = NULL;
-	if (total > HL_KEEP_MAX)
-		return;
-	if ((b = malloc(sizeof(*b) + total)) != NULL) {
-		b->next = NULL;
-		b->used = 0;
-		b->cap = total;
-		h->blocks = b;
-	}
+	arena_reset(&h->copies);
 }
 
 void
 hl_free(struct hlist *h)
 {
-	free_blocks(h->blocks);
+	arena_free(&h->copies);
 	free(h->v);
 	hl_init(h);
-}
-
-/* Room for n bytes of copies; NULL when out of memory. */
-static char *
-reserve(struct hlist *h, size_t n)
-{
-	struct hl_block *b = h->blocks;
-	size_t cap;
-
-	if (b == NULL || b->cap - b->used < n) {
-		cap = b == NULL ? HL_BLOCK_MIN : b->cap * 2;
-		if (cap < n)
-			cap = n;
-		if ((b = malloc(sizeof(*b) + cap)) == NULL)
-			return NULL;
-		b->used = 0;
-		b->cap = cap;
-		b->next = h->blocks;
-		h->blocks = b;
-	}
-	b->used += n;
-	return b->data + b->used - n;
 }
 
 static int
@@ -134,18 +72,14 @@ hl_addn(struct hlist *h, const char *key, size_t n, const char *value,
 
 	if (splits(key, n) || splits(value, m) || n > SIZE_MAX / 2 - m)
 		return -1;
-	if ((k = reserve(h, n + 1 + m + 1)) == NULL)
+	if ((k = arena_alloc(&h->copies, n + 1 + m + 1)) == NULL)
 		return -1;
 	v = k + n + 1;
 	memcpy(k, key, n);
 	k[n] = '\0';
 	memcpy(v, value, m);
 	v[m] = '\0';
-	if (append(h, k, v) == -1) {
-		h->blocks->used -= n + 1 + m + 1;
-		return -1;
-	}
-	return 0;
+	return append(h, k, v);	/* on failure the copy waits for a clear */
 }
 
 int

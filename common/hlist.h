@@ -5,7 +5,7 @@
 /*
  * A message's header fields in the order they came or were added, each a
  * name and a value as C strings; names compare without case. A field is
- * added as a copy into blocks the list owns, or by reference to bytes
+ * added as a copy into an arena the list owns, or by reference to bytes
  * that outlive the list's use (a request's head, held by its connection).
  * Clearing a list keeps its memory, so a list used again and again (a
  * connection's request, a reply being built) allocates nothing once it
@@ -14,24 +14,24 @@
 
 #include <stddef.h>
 
+#include "common/arena.h"
+
 struct hfield {
 	const char	*key;
 	const char	*value;
 };
 
-struct hl_block;
-
 struct hlist {
 	struct hfield	*v;
 	size_t		 n, cap;
-	struct hl_block	*blocks;	/* the copies; the newest first */
+	struct arena	 copies;	/* of the fields added as copies */
 };
 
 #define HL_FOREACH(f, h) \
 	for ((f) = (h)->v; (f) < (h)->v + (h)->n; (f)++)
 
 void	 hl_init(struct hlist *h);
-/* Empties h, keeping its memory (up to HL_KEEP_MAX bytes of copies). */
+/* Empties h, keeping its memory (as arena_reset() keeps an arena's). */
 void	 hl_clear(struct hlist *h);
 /* Empties h and frees its memory; h may be used again. */
 void	 hl_free(struct hlist *h);

@@ -33,6 +33,7 @@
 
 #include "codec/codec.h"
 #include "common/util.h"
+#include "conf/conf_changes.h"
 #include "conf/conf_key.h"
 #include "conf/conf_pool.h"
 #include "conf/conf_secret.h"
@@ -53,6 +54,7 @@ struct loader {
 	char		 section[SECTION_MAX];	/* its header, for messages */
 	int		 route;			/* its index, for SECT_ROUTE */
 	int		 pool;			/* its pool, in [upstream ...] */
+	int		 changes;		/* its index, for SECT_CHANGES */
 	int		 set_line[TABLE_NKEYS];	/* where each key was set */
 	char		 refused[TABLE_NKEYS];	/* its value was bad */
 	char		 line[LINE_BUF];
@@ -234,6 +236,28 @@ begin_pool(struct loader *ld, const char *name, size_t len)
 	ld->sect = i > 0 ? SECT_POOL : SECT_UPSTREAM;
 }
 
+/* [changes NAME]: its keys go in a new section, with every default. */
+static void
+begin_changes(struct loader *ld, const char *name, size_t len)
+{
+	char err[MSG_MAX];
+	int i;
+
+	if ((i = conf_changes_begin(ld->c, name, len, ld->lineno, err,
+	    sizeof(err))) == -1) {
+		report(ld, ld->lineno, "%s", err);
+		return;
+	}
+	for (size_t k = 0; k < TABLE_NKEYS; k++) {
+		if (table_keys[k].sect == SECT_CHANGES) {
+			ld->set_line[k] = 0;
+			ld->refused[k] = 0;
+		}
+	}
+	ld->changes = i;
+	ld->sect = SECT_CHANGES;
+}
+
 /* The ']' of a "[...]" line, or NULL, reported, when it has none or more
  * than a comment follows it. */
 static const char *
@@ -307,6 +331,10 @@ begin_section(struct loader *ld, const char *s)
 		begin_pool(ld, arg, (size_t)(end - arg));
 		return;
 	}
+	if (header_word(in, end, "changes", &arg)) {
+		begin_changes(ld, arg, (size_t)(end - arg));
+		return;
+	}
 	for (size_t i = 0; i < ARRAY_LEN(plain); i++) {
 		if (strlen(plain[i].name) == len &&
 		    memcmp(plain[i].name, in, len) == 0) {
@@ -315,8 +343,8 @@ begin_section(struct loader *ld, const char *s)
 		}
 	}
 	report(ld, ld->lineno, "unknown section [%s] (expected [server], "
-	    "[redis], [upstream], [upstream NAME] or [route PREFIX])",
-	    conf_show(in, len, shown));
+	    "[redis], [upstream], [upstream NAME], [route PREFIX] or "
+	    "[changes NAME])", conf_show(in, len, shown));
 }
 
 /*
@@ -500,6 +528,43 @@ check_keys(struct loader *ld)
 			    c->routes[i].prefix, err);
 }
 
+/* A key outside any section, or not one of its section's. */
+static void
+misplaced(struct loader *ld, const char *name)
+{
+	enum sect home = table_home(ld->sect, name);
+
+	if (ld->sect == SECT_NONE && home != SECT_NONE)
+		report(ld, ld->lineno, "key \"%s\" is outside any section (it "
+		    "belongs in %s)", name, table_label(home));
+	else if (ld->sect == SECT_NONE)
+		report(ld, ld->lineno, "key \"%s\" is outside any section",
+		    name);
+	else if (home != SECT_NONE)
+		report(ld, ld->lineno, "unknown key \"%s\" in [%s] (it belongs "
+		    "in %s)", name, ld->section, table_label(home));
+	else
+		report(ld, ld->lineno, "unknown key \"%s\" in [%s]", name,
+		    ld->section);
+}
+
+/* Where k's value goes: the current route, pool or [changes] section, or
+ * the configuration itself. */
+static char *
+key_base(struct loader *ld, const struct key *k)
+{
+	switch (k->sect) {
+	case SECT_ROUTE:
+		return (char *)&ld->c->routes[ld->route];
+	case SECT_POOL:
+		return (char *)&ld->c->pools[ld->pool];
+	case SECT_CHANGES:
+		return (char *)&ld->c->changes[ld->changes];
+	default:
+		return (char *)ld->c;
+	}
+}
+
 /* The ini_handler, for every key line. */
 static int
 on_key(void *user, const char *section, const char *name, const char *value)
@@ -507,37 +572,20 @@ on_key(void *user, const char *section, const char *name, const char *value)
 	struct loader *ld = user;
 	const struct key *k;
 	char err[MSG_MAX];
-	enum sect home;
-	char *base;
 	int first;
 
 	(void)section;		/* ours is ld->section: inih cuts it short */
-	switch (ld->sect) {
-	case SECT_SKIP:
+	if (ld->sect == SECT_SKIP)
 		return 1;
-	case SECT_NONE:
-		home = table_home(SECT_NONE, name);
-		if (home != SECT_NONE)
-			report(ld, ld->lineno, "key \"%s\" is outside any "
-			    "section (it belongs in %s)", name,
-			    table_label(home));
-		else
-			report(ld, ld->lineno, "key \"%s\" is outside any "
-			    "section", name);
+	if (ld->sect == SECT_CHANGES && conf_changes_table_key(
+	    &ld->c->changes[ld->changes], name, value, ld->lineno, &first, err,
+	    sizeof(err))) {
+		if (first == -1)
+			report(ld, ld->lineno, "%s: %s", name, err);
 		return 1;
-	default:
-		break;
 	}
-
-	if ((k = table_find(ld->sect, name)) == NULL) {
-		home = table_home(ld->sect, name);
-		if (home != SECT_NONE)
-			report(ld, ld->lineno, "unknown key \"%s\" in [%s] (it "
-			    "belongs in %s)", name, ld->section,
-			    table_label(home));
-		else
-			report(ld, ld->lineno, "unknown key \"%s\" in [%s]",
-			    name, ld->section);
+	if (ld->sect == SECT_NONE || (k = table_find(ld->sect, name)) == NULL) {
+		misplaced(ld, name);
 		return 1;
 	}
 	if ((first = ld->set_line[k - table_keys]) != 0) {
@@ -546,13 +594,9 @@ on_key(void *user, const char *section, const char *name, const char *value)
 		return 1;
 	}
 	ld->set_line[k - table_keys] = ld->lineno;
-
-	base = k->sect == SECT_ROUTE ? (char *)&ld->c->routes[ld->route] :
-	    k->sect == SECT_POOL ? (char *)&ld->c->pools[ld->pool] :
-	    (char *)ld->c;
 	if (k->type == T_POOL_NAME)
 		ld->c->routes[ld->route].upstream_line = ld->lineno;
-	if (value_set(k, base, value, err, sizeof(err)) == -1) {
+	if (value_set(k, key_base(ld, k), value, err, sizeof(err)) == -1) {
 		report(ld, ld->lineno, "%s: %s", k->name, err);
 		ld->refused[k - table_keys] = 1;
 	}
@@ -754,6 +798,7 @@ conf_load(struct conf *c, const char *path, FILE *errs)
 	check_listeners(&ld);
 	check_redis(&ld);
 	ld.nerr += conf_pool_check(c, path, errs);
+	ld.nerr += conf_changes_check(c, path, errs);
 	check_secrets(&ld);
 	check_keys(&ld);
 	if (line_of(&ld, SECT_SERVER, "admin_token_file") != -1)

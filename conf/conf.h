@@ -47,6 +47,14 @@
 #define CONF_CREDENTIAL_HEADER	"Authorization"	/* its default */
 #define CONF_KEY_SECRET_MIN	16	/* bytes of key_secret_file */
 #define CONF_KEY_SECRET_MAX	1024
+#define CONF_CHANGES_MAX	4	/* [changes NAME] sections */
+#define CONF_CHANGES_NAME_MAX	32	/* NAME: a-z, 0-9, _ */
+#define CONF_CHANGES_RULES_MAX	32	/* tables with tags. or purge. */
+#define CONF_CHANGES_TABLE_MAX	128	/* "schema.table" */
+#define CONF_CHANGES_TAGS_MAX	512	/* a rule's templates, broad_tags */
+#define CONF_PG_NAME_MAX	64	/* a slot, publication or channel */
+#define CONF_CONNINFO_MAX	1024	/* [changes] postgres */
+#define CONF_PURGE_HEADER_MAX	64	/* [route] purge_header */
 
 /* cache_authorized: what a request with credentials gets. */
 enum conf_authz {
@@ -92,6 +100,45 @@ struct conf_token {
 	char		 text[CONF_TOKEN_MAX + 1];
 	size_t		 len;
 	enum admin_scope scope;
+};
+
+/* [changes NAME] mode: how the changes are read. */
+enum conf_changes_mode {
+	CHANGES_MODE_REPLICATION,	/* a logical replication slot */
+	CHANGES_MODE_NOTIFY,		/* LISTEN on a channel */
+};
+
+/* One table's tags.TABLE and purge.TABLE. */
+struct conf_changes_rule {
+	char	 table[CONF_CHANGES_TABLE_MAX];	/* "table" or "schema.table" */
+	char	 tags[CONF_CHANGES_TAGS_MAX];	/* its templates ("": none
+						 * yet, an error once loaded) */
+	int	 hard;			/* -1: the section's purge; 0 soft, 1 hard */
+	int	 line;			/* where tags. (or purge.) was set */
+	int	 purge_line;		/* where purge. was set, or 0 */
+};
+
+/* [changes NAME]: a change feed from one PostgreSQL database. */
+struct conf_changes {
+	char	 name[CONF_CHANGES_NAME_MAX];
+	char	 postgres[CONF_CONNINFO_MAX];	/* libpq conninfo, no password */
+	char	 password_file[CONF_PATH_MAX];	/* or "" */
+	/* Not a key: what password_file holds, read as the file loads. */
+	char	 password[CONF_SECRET_MAX];
+	int	 mode;			/* enum conf_changes_mode */
+	char	 publication[CONF_PG_NAME_MAX];
+	char	 slot[CONF_PG_NAME_MAX];	/* corral_NAME once loaded */
+	char	 channel[CONF_PG_NAME_MAX];
+	int	 hard;			/* purge = hard */
+	char	 broad_tags[CONF_CHANGES_TAGS_MAX];
+	int64_t	 max_lag;		/* bytes behind: /health degraded (0:
+					 * never) */
+	int64_t	 max_lag_time_ms;	/* seconds behind: the same */
+	int64_t	 lease_ms;		/* the fleet's leader lease */
+	int64_t	 status_interval_ms;	/* standby status updates */
+	int	 nrules;
+	struct conf_changes_rule rules[CONF_CHANGES_RULES_MAX];
+	int	 line;			/* where the section starts */
 };
 
 /* One "status:duration" of ttl_status. */
@@ -184,6 +231,10 @@ struct conf_route {
 	int64_t	 compress_min_bytes;	/* ... and at least this long */
 	char	 upstream[CONF_POOL_NAME_MAX];	/* its pool ("": the default) */
 	int	 upstream_line;		/* where upstream was set */
+	/* A response to a successful unsafe request names tags to purge in
+	 * this field ("": none). */
+	char	 purge_header[CONF_PURGE_HEADER_MAX];
+	int	 graphql_purge_lists;	/* a mutation purges its types' lists */
 	int	 line;			/* where the section starts */
 };
 
@@ -274,6 +325,10 @@ struct conf {
 	int		 nroutes;
 	struct conf_route routes[CONF_ROUTES_MAX];
 
+	/* [changes NAME] */
+	int		 nchanges;
+	struct conf_changes changes[CONF_CHANGES_MAX];
+
 	/* Not a key: after a reload, the restart-only keys whose value in
 	 * the file is not the running one (proxy_life.c names the bits). */
 	uint32_t	 restart_pending;
@@ -332,6 +387,10 @@ enum admin_scope conf_token_scope(const struct conf *c, const char *s,
 	    size_t len);
 /* The index of the route with this prefix in c, or -1. */
 int	conf_route_index(const struct conf *c, const char *prefix);
+
+/* conf_changes.c: the section of that name, or NULL. */
+const struct conf_changes *conf_changes_find(const struct conf *c,
+	    const char *name);
 
 /* conf_pool.c: the pool named name ("" or NULL: the default), or NULL. */
 const struct conf_pool *conf_pool_find(const struct conf *c, const char *name);

@@ -36,6 +36,7 @@ enum sect {
 	SECT_UPSTREAM,		/* [upstream] alone */
 	SECT_POOL,		/* [upstream] and [upstream NAME] */
 	SECT_ROUTE,
+	SECT_CHANGES,		/* [changes NAME] */
 	SECT_SKIP		/* after a bad header: its keys are ignored */
 };
 
@@ -67,7 +68,10 @@ enum type {
 	T_AUTHZ,		/* enum conf_authz (conf_key.c) */
 	T_QUERY_NAMES,		/* T_STRING: names and prefix* patterns */
 	T_COOKIE,		/* T_STRING: a cookie name, or "" */
-	T_HEADER		/* T_STRING: a field name a credential is in */
+	T_HEADER,		/* T_STRING: a field name a credential is in */
+	T_CHANGES_MODE,		/* enum conf_changes_mode */
+	T_PURGE,		/* int: soft 0, hard 1 */
+	T_TAG_RULE		/* tags.TABLE, purge.TABLE: conf_changes.c's */
 };
 
 /* One key: a row of the table. */
@@ -78,8 +82,8 @@ struct key {
 	const char	*def;		/* the default, in the file's syntax */
 	int64_t		 min;		/* value range, or length for strings */
 	int64_t		 max;
-	size_t		 off;		/* in struct conf, conf_pool or
-					 * conf_route */
+	size_t		 off;		/* in struct conf, conf_pool,
+					 * conf_route or conf_changes */
 	size_t		 size;
 	size_t		 off_port;	/* T_HOSTPORT, T_ADDRESS */
 	size_t		 off_path;	/* T_ADDRESS: the unix socket path */
@@ -88,7 +92,7 @@ struct key {
 
 /* conf_table.c: every key, in the order corral -h and corral.conf(5)
  * list them. */
-#define TABLE_NKEYS	89	/* its rows */
+#define TABLE_NKEYS	105	/* its rows */
 extern const struct key table_keys[];
 
 /* The row of name in sect, or NULL ([upstream] has the keys of every
@@ -98,17 +102,21 @@ const struct key *table_find(enum sect sect, const char *name);
 enum sect table_home(enum sect sect, const char *name);
 /* "[server]", "[route PREFIX]"... as messages and the manual name sect. */
 const char *table_label(enum sect sect);
-/* A route's keys (r zeroed first), or a pool's: their defaults. */
+/* A route's keys (r zeroed first), a pool's or a [changes] section's (cc
+ * zeroed first): their defaults. */
 void	table_route_defaults(struct conf_route *r);
 void	table_pool_defaults(struct conf_pool *p);
+void	table_changes_defaults(struct conf_changes *cc);
 /* listen_host and _port, admin_host and _port: the first of each list. */
 void	table_first_listeners(struct conf *c);
 
 /* conf_value.c: parses v for row k and stores it in base (a struct conf,
- * conf_pool or conf_route, as the row's section says). 0, or -1 with the
- * reason in err. */
+ * conf_pool, conf_route or conf_changes, as the row's section says). 0,
+ * or -1 with the reason in err. */
 int	value_set(const struct key *k, char *base, const char *v, char *err,
 	    size_t errlen);
+/* "soft" 0 or "hard" 1 into *hard. 0, or -1 with the reason in err. */
+int	value_purge(const char *v, int *hard, char *err, size_t errlen);
 /* A number of k's type, in its units ("0" for no time). */
 void	value_format_number(const struct key *k, int64_t v, char *out,
 	    size_t outlen);

@@ -53,6 +53,12 @@ syntax_of(enum type type)
 		return "host[:port]";
 	case T_STATUS_TTLS:
 		return "status:duration,...";
+	case T_CHANGES_MODE:
+		return "replication|notify";
+	case T_PURGE:
+		return "soft|hard";
+	case T_TAG_RULE:
+		return "template ... (templates: text and {column})";
 	case T_CIDRS:
 		return "address[/bits],...";
 	case T_FIELDS:
@@ -126,7 +132,7 @@ needs_restart(const struct key *k)
 	static const char *const names[] = {
 		[SECT_SERVER] = "server", [SECT_REDIS] = "redis",
 		[SECT_UPSTREAM] = "upstream", [SECT_POOL] = "upstream",
-		[SECT_ROUTE] = "route",
+		[SECT_ROUTE] = "route", [SECT_CHANGES] = "changes",
 	};
 
 	return conf_needs_restart(names[k->sect], k->name);

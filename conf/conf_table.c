@@ -25,6 +25,8 @@
 #define IN_CONF(m)		FIELD(struct conf, m), 0, 0
 #define IN_ROUTE(m)		FIELD(struct conf_route, m), 0, 0
 #define IN_POOL(m)		FIELD(struct conf_pool, m), 0, 0
+#define IN_CHANGES(m)		FIELD(struct conf_changes, m), 0, 0
+#define NOWHERE			0, 0, 0, 0	/* conf_changes.c stores it */
 #define HOSTPORT(h, p)		FIELD(struct conf, h), \
 				offsetof(struct conf, p), 0
 #define CIDRS(list, n)		FIELD(struct conf, list), \
@@ -275,6 +277,56 @@ const struct key table_keys[] = {
 	  "shorter identity bodies are stored as they came" },
 	{ "upstream", SECT_ROUTE, T_POOL_NAME, "", 0, CONF_POOL_NAME_MAX - 1,
 	  IN_ROUTE(upstream), "the [upstream NAME] pool (empty: [upstream])" },
+	{ "purge_header", SECT_ROUTE, T_FIELDS, "", 0,
+	  CONF_PURGE_HEADER_MAX - 1, IN_ROUTE(purge_header),
+	  "a successful write's response names tags to soft-purge in it, "
+	  "e.g. Corral-Purge (empty: none)" },
+	{ "graphql_purge_lists", SECT_ROUTE, T_BOOL, "off", 0, 1,
+	  IN_ROUTE(graphql_purge_lists),
+	  "graphql: a mutation also purges the lists of the types it returns" },
+
+	{ "postgres", SECT_CHANGES, T_STRING, "", 0, CONF_CONNINFO_MAX - 1,
+	  IN_CHANGES(postgres),
+	  "libpq connection string or URI, without the password (needed)" },
+	{ "password_file", SECT_CHANGES, T_STRING, "", 0, CONF_PATH_MAX - 1,
+	  IN_CHANGES(password_file),
+	  "the role's password, read at start and reload; a bare name is in "
+	  "$CREDENTIALS_DIRECTORY (empty: libpq's ~/.pgpass or none)" },
+	{ "mode", SECT_CHANGES, T_CHANGES_MODE, "replication", 0, 0,
+	  IN_CHANGES(mode),
+	  "replication (a logical slot) or notify (LISTEN, best effort)" },
+	{ "publication", SECT_CHANGES, T_STRING, "", 0, CONF_PG_NAME_MAX - 1,
+	  IN_CHANGES(publication),
+	  "replication: the publication of the tables (needed)" },
+	{ "slot", SECT_CHANGES, T_STRING, "", 0, CONF_PG_NAME_MAX - 1,
+	  IN_CHANGES(slot),
+	  "replication: the slot, created if missing (empty: corral_NAME)" },
+	{ "channel", SECT_CHANGES, T_STRING, "", 0, CONF_PG_NAME_MAX - 1,
+	  IN_CHANGES(channel), "notify: the channel (needed)" },
+	{ "purge", SECT_CHANGES, T_PURGE, "soft", 0, 0, IN_CHANGES(hard),
+	  "soft: stale, refreshed once; hard: deleted" },
+	{ "tags.TABLE", SECT_CHANGES, T_TAG_RULE, "", 0,
+	  CONF_CHANGES_TAGS_MAX - 1, NOWHERE,
+	  "the tags a row change of TABLE purges, from its columns, e.g. "
+	  "orders:{id} customers:{customer_id} orders" },
+	{ "purge.TABLE", SECT_CHANGES, T_PURGE, "", 0, 0, NOWHERE,
+	  "soft or hard for TABLE's tags.TABLE (empty: purge)" },
+	{ "broad_tags", SECT_CHANGES, T_STRING, "", 0,
+	  CONF_CHANGES_TAGS_MAX - 1, IN_CHANGES(broad_tags),
+	  "purged when changes may have been missed, with the rules' own" },
+	{ "max_lag", SECT_CHANGES, T_SIZE, "1g", 0, 1024 * GIB,
+	  IN_CHANGES(max_lag),
+	  "WAL the slot holds unacknowledged past this: /health degraded "
+	  "(0: never)" },
+	{ "max_lag_time", SECT_CHANGES, T_DURATION, "1m", 0, 24 * MS_HOUR,
+	  IN_CHANGES(max_lag_time_ms),
+	  "a commit unapplied this long: /health degraded (0: never)" },
+	{ "lease", SECT_CHANGES, T_DURATION, "10s", 1 * MS_SECOND,
+	  5 * MS_MINUTE, IN_CHANGES(lease_ms),
+	  "the leader lease in Redis: another instance leads within it" },
+	{ "status_interval", SECT_CHANGES, T_DURATION, "10s", 100,
+	  50 * MS_SECOND, IN_CHANGES(status_interval_ms),
+	  "replication: standby status updates at least this often" },
 };
 
 _Static_assert(ARRAY_LEN(table_keys) == TABLE_NKEYS,
@@ -286,6 +338,7 @@ static const char *const sect_labels[] = {
 	[SECT_UPSTREAM] = "[upstream]",
 	[SECT_POOL] = "[upstream]",
 	[SECT_ROUTE] = "[route PREFIX]",
+	[SECT_CHANGES] = "[changes NAME]",
 };
 
 /* A row's default: its text goes through value_set() as the file's do. */
@@ -309,6 +362,17 @@ table_route_defaults(struct conf_route *r)
 			set_default(&table_keys[i], (char *)r);
 }
 
+/* A [changes] section's keys: the defaults (not the per-table ones). */
+void
+table_changes_defaults(struct conf_changes *cc)
+{
+	memset(cc, 0, sizeof(*cc));
+	for (size_t i = 0; i < TABLE_NKEYS; i++)
+		if (table_keys[i].sect == SECT_CHANGES &&
+		    strchr(table_keys[i].name, '.') == NULL)
+			set_default(&table_keys[i], (char *)cc);
+}
+
 /* A pool's keys: the defaults (a named pool's url has none). */
 void
 table_pool_defaults(struct conf_pool *p)
@@ -324,7 +388,8 @@ conf_defaults(struct conf *c)
 	memset(c, 0, sizeof(*c));
 	for (size_t i = 0; i < TABLE_NKEYS; i++)
 		if (table_keys[i].sect != SECT_ROUTE &&
-		    table_keys[i].sect != SECT_POOL)
+		    table_keys[i].sect != SECT_POOL &&
+		    table_keys[i].sect != SECT_CHANGES)
 			set_default(&table_keys[i], (char *)c);
 	table_pool_defaults(&c->pools[0]);
 	c->npools = 1;

@@ -537,6 +537,36 @@ set_mode(const struct key *k, char *field, const char *v, char *err,
 	return 0;
 }
 
+/* [changes] mode. */
+static int
+set_changes_mode(const struct key *k, char *field, const char *v, char *err,
+    size_t errlen)
+{
+	int *mode = (int *)(void *)field;
+
+	if (strcmp(v, "replication") == 0)
+		*mode = CHANGES_MODE_REPLICATION;
+	else if (strcmp(v, "notify") == 0)
+		*mode = CHANGES_MODE_NOTIFY;
+	else
+		return refuse(v, "a mode (use replication or notify)", err,
+		    errlen);
+	return 0;
+}
+
+/* purge, purge.TABLE: soft 0, hard 1. */
+int
+value_purge(const char *v, int *hard, char *err, size_t errlen)
+{
+	if (strcmp(v, "soft") == 0)
+		*hard = 0;
+	else if (strcmp(v, "hard") == 0)
+		*hard = 1;
+	else
+		return refuse(v, "a purge (use soft or hard)", err, errlen);
+	return 0;
+}
+
 static int
 set_loglevel(const struct key *k, char *field, const char *v, char *err,
     size_t errlen)
@@ -632,8 +662,8 @@ set_number(const struct key *k, char *field, const char *v, char *err,
 	return 0;
 }
 
-/* A keyword: a mode, log level or format, boolean, balance or
- * cache_authorized. */
+/* A keyword: a mode, log level or format, boolean, balance,
+ * cache_authorized, a [changes] mode or purge. */
 static int
 set_word(const struct key *k, char *field, const char *v, char *err,
     size_t errlen)
@@ -650,6 +680,10 @@ set_word(const struct key *k, char *field, const char *v, char *err,
 		    err, errlen);
 	case T_AUTHZ:
 		return conf_key_set_authz(v, (int *)(void *)field, err, errlen);
+	case T_CHANGES_MODE:
+		return set_changes_mode(k, field, v, err, errlen);
+	case T_PURGE:
+		return value_purge(v, (int *)(void *)field, err, errlen);
 	default:
 		assert(k->type == T_BOOL);
 		return set_bool(k, field, v, err, errlen);
@@ -719,7 +753,12 @@ value_set(const struct key *k, char *base, const char *v, char *err,
 	case T_BOOL:
 	case T_BALANCE:
 	case T_AUTHZ:
+	case T_CHANGES_MODE:
+	case T_PURGE:
 		return set_word(k, field, v, err, errlen);
+	case T_TAG_RULE:	/* conf_changes.c's, by table */
+		assert(!"a per-table key through value_set");
+		return -1;
 	case T_STRING:
 	case T_PREFIX:
 	case T_FIELDS:

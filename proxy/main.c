@@ -23,6 +23,7 @@
 #include "common/util.h"
 #include "conf/conf.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_feed.h"
 #include "proxy/proxy_http.h"
 #include "proxy/proxy_log.h"
 #include "proxy/proxy_peer.h"
@@ -584,7 +585,9 @@ load_conf(void)
 		fprintf(stderr, "corral: out of memory\n");
 		return -1;
 	}
-	if ((nerr = conf_load(conf, conf_file, stderr)) != 0) {
+	if ((nerr = conf_load(conf, conf_file, stderr)) == 0)
+		nerr = feeds_check(conf, stderr);
+	if (nerr != 0) {
 		fprintf(stderr, "%s: %d error%s\n", conf_file, nerr,
 		    nerr == 1 ? "" : "s");
 		free(conf);
@@ -604,7 +607,9 @@ tls_wanted(const struct conf *c)
 	return tls;
 }
 
-/* corral -t: the warnings, the certificate's checks, then the verdict. */
+/* corral -t: the warnings (what each change feed's server says among
+ * them: a database not ready is no reason to refuse the file, whose feed
+ * waits for it), the certificate's checks, then the verdict. */
 static int
 check_only(void)
 {
@@ -612,6 +617,7 @@ check_only(void)
 
 	for (int i = 0; conf_warning(conf, i, err, sizeof(err)) == 0; i++)
 		fprintf(stderr, "%s\n", err);
+	feeds_check_servers(conf, stderr);
 	if (tls_wanted(conf) && tls_check(conf->tls_certificate, conf->tls_key,
 	    err, sizeof(err)) == -1) {
 		fprintf(stderr, "%s: %s\n", conf_file, err);

@@ -20,6 +20,7 @@
 #include "cache/cache_l2.h"
 #include "conf/conf.h"
 #include "proxy/proxy_budget.h"
+#include "proxy/proxy_feed.h"
 #include "proxy/proxy_pool.h"
 #include "proxy/proxy_stats.h"
 #include "proxy/proxy_tls.h"
@@ -96,6 +97,9 @@ struct worker_slot {
 	struct peer_row		 peer;
 	struct budget_slot	 budget;	/* the origin budget's */
 	struct pool_row		 pools;		/* its upstream servers */
+	/* The change feeds' rows: slot 0's runners write them (its own
+	 * slot's), every worker reads them there. */
+	struct feed_row		 feeds[CONF_CHANGES_MAX];
 	struct tls_counters	 tls;		/* its handshakes */
 	int64_t			 tls_not_after;	/* its certificate's, or 0 */
 };
@@ -129,6 +133,7 @@ struct proxy_figures {
 };
 struct access_log;
 struct control;
+struct feeds;
 struct maint;
 struct req;
 struct flight;
@@ -212,6 +217,7 @@ struct proxy {
 	TAILQ_HEAD(pool_list, pool) pools;	/* proxy_pool.c; default first */
 	struct control		*control;	/* refreshes asked (proxy_control.c) */
 	struct maint		*maint;		/* routes in maintenance */
+	struct feeds		*feeds;		/* slot 0: the change feeds */
 };
 
 /* proxy_life.c: slots[slot] is this worker's (nslots 1: the only one);

@@ -21,6 +21,7 @@
 #include "proxy/proxy_auth.h"
 #include "proxy/proxy_conn.h"
 #include "proxy/proxy_control.h"
+#include "proxy/proxy_feed.h"
 #include "proxy/proxy_figures.h"
 #include "proxy/proxy_inspect.h"
 #include "proxy/proxy_json.h"
@@ -76,25 +77,34 @@ pending_json(const struct conf *c, struct evbuffer *out)
 
 /* "ok redis=up mode=cluster 127.0.0.1:7000=up 127.0.0.1:7001=down ...",
  * with "redis=down (why)" when it is down, "redis=full (...)" while it
- * refuses writes at maxmemory in any worker. */
+ * refuses writes at maxmemory in any worker; "changes=up", or the change
+ * feeds that are down or past their max_lag, which make the first word
+ * "degraded" (still 200: what the instance serves is served). */
 static void
 health(struct proxy *px, struct evbuffer *out)
 {
 	const struct cache_counters *cc = cache_counters(px->cache);
+	struct evbuffer *feeds = evbuffer_new();
+	const char *word = feeds != NULL && feeds_health(px, feeds) ?
+	    "degraded" : "ok";
 
 	if (cache_is_up(px->cache) && metrics_view(px)->fig.cache.full > 0)
-		evbuffer_add_printf(out, "ok redis=full (writes refused at "
-		    "maxmemory: nothing is stored)");
+		evbuffer_add_printf(out, "%s redis=full (writes refused at "
+		    "maxmemory: nothing is stored)", word);
 	else if (cache_is_up(px->cache))
-		evbuffer_add_printf(out, "ok redis=up");
+		evbuffer_add_printf(out, "%s redis=up", word);
 	else
-		evbuffer_add_printf(out, "ok redis=down (%s)",
+		evbuffer_add_printf(out, "%s redis=down (%s)", word,
 		    cache_down_reason(px->cache));
 	evbuffer_add_printf(out, " mode=%s", cache_mode(px->cache));
 	for (int i = 0; i < cc->nnodes; i++)
 		evbuffer_add_printf(out, " %s=%s", cc->nodes[i].name,
 		    cc->nodes[i].up ? "up" : "down");
 	maint_health(px, out);
+	if (feeds != NULL) {
+		evbuffer_add_buffer(out, feeds);
+		evbuffer_free(feeds);
+	}
 	evbuffer_add(out, "\n", 1);
 }
 
@@ -243,6 +253,7 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	    cc->tag_members_pruned);
 	origin_budget_json(px, &fig->budget, out);
 	pool_stats_json(&fig->pools, out);
+	feeds_json(px, out);
 	tls_json(fig, out);
 	evbuffer_add_printf(out, ", \"in_progress\": {\"requests\": %" PRId64
 	    ", \"flights\": %" PRId64 ", \"refreshes\": %" PRId64

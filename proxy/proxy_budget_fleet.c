@@ -4,8 +4,8 @@
  * and freed with its pool, its timers (the waiting tickets' re-check, the
  * hello that says the instance is alive), the fleet's news (a slot freed
  * anywhere, how many instances live, the fleet's slots and queue) and the
- * figures a worker publishes for its siblings. It asks proxy_budget.c's
- * tickets to ask again; nothing there calls back here.
+ * sum of the figures workers publish for their siblings. It asks
+ * proxy_budget.c's tickets to ask again; nothing there calls back here.
  */
 
 #include <assert.h>
@@ -208,37 +208,6 @@ budget_pending(const struct proxy *px)
 	LIST_FOREACH(o, &b->others, other)
 		n += o->releasing;
 	return n;
-}
-
-void
-budget_publish(const struct budget *b, struct budget_gauges *g)
-{
-	const struct budget_ticket *t;
-	struct budget_gauges now;
-
-	memset(&now, 0, sizeof(now));
-	now.fleet_held = now.fleet_queued = now.instances = -1;
-	if (b == NULL) {
-		*g = now;
-		return;
-	}
-	now.held = b->nheld;
-	now.queued = b->nqueued;
-	TAILQ_FOREACH(t, &b->queue, link)
-		now.oldest_ms = MAX(now.oldest_ms,
-		    (util_mono_us() - t->asked_us) / 1000);
-	now.local_held = b->nlocal;
-	now.share = max_requests(b) > 0 ? local_share(b) : 0;
-	/* Redis's figures while they are news: a hello every HELLO_MS
-	 * renews them; missed HELLO_MISSES times, they are not known. */
-	if (util_now_ms() - b->fleet_ms <= HELLO_MS * HELLO_MISSES) {
-		now.fleet_held = b->fleet.held;
-		now.fleet_queued = b->fleet.queued;
-	}
-	now.instances = b->main->instances > 0 ? b->main->instances : -1;
-	/* One store a field: a sibling reading meanwhile sees each field
-	 * old or new, never zeroed. */
-	*g = now;
 }
 
 void

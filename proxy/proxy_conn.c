@@ -52,6 +52,7 @@
 #include "common/hlist.h"
 
 #define IOV_SEND_MAX	64		/* pieces one writev() sends */
+#define TLS_RECORD_MAX	16384		/* plaintext bytes of a TLS record */
 
 /* event_free() and evbuffer_free() of what may not have been made. */
 #define EVENT_FREE(e)	do { if ((e) != NULL) event_free(e); } while (0)
@@ -172,6 +173,53 @@ add_copies(struct evbuffer *out, const struct iovec *iov, int n, size_t *skip)
 	}
 }
 
+/* The bytes of s. */
+static size_t
+send_length(const struct send *s)
+{
+	size_t n = s->ref_len + (s->buf != NULL ? evbuffer_get_length(s->buf) :
+	    0);
+
+	for (int i = 0; i < s->npre; i++)
+		n += s->pre[i].iov_len;
+	for (int i = 0; i < s->npost; i++)
+		n += s->post[i].iov_len;
+	return n;
+}
+
+/*
+ * Over TLS each piece of the output goes out as a record of its own, with
+ * a write of its own: an answer that fits one record is copied into one
+ * piece (the head and a 1 KiB body: one record, one write, instead of
+ * two). 0 when it does not fit, and nothing was queued.
+ */
+static int
+queue_one_record(struct evbuffer *out, struct send *s)
+{
+	size_t skip = 0, n = send_length(s);
+	struct evbuffer_iovec v[IOV_SEND_MAX];
+	int k;
+
+	if (n > TLS_RECORD_MAX || evbuffer_expand(out, n) == -1)
+		return 0;
+	if (s->buf != NULL && evbuffer_peek(s->buf, -1, NULL, NULL, 0) >
+	    IOV_SEND_MAX)
+		return 0;
+	add_copies(out, s->pre, s->npre, &skip);
+	if (s->buf != NULL) {
+		k = evbuffer_peek(s->buf, -1, NULL, v, IOV_SEND_MAX);
+		for (int i = 0; i < k; i++)
+			(void)evbuffer_add(out, v[i].iov_base, v[i].iov_len);
+		evbuffer_drain(s->buf, evbuffer_get_length(s->buf));
+	}
+	if (s->ref != NULL) {
+		(void)evbuffer_add(out, s->ref, s->ref_len);
+		s->release(s->ref, s->ref_len, s->arg);
+	}
+	add_copies(out, s->post, s->npost, &skip);
+	return 1;
+}
+
 /* What writev() did not take (the first skip bytes went) queued. */
 static void
 queue_rest(struct conn *c, struct send *s, size_t skip)
@@ -180,6 +228,8 @@ queue_rest(struct conn *c, struct send *s, size_t skip)
 	    c->wbuf;
 	size_t take;
 
+	if (c->bev != NULL && queue_one_record(out, s))
+		return;
 	add_copies(out, s->pre, s->npre, &skip);
 	if (s->buf != NULL) {
 		take = MIN(skip, evbuffer_get_length(s->buf));

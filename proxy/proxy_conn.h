@@ -118,8 +118,6 @@ char	*hreq_strndup(struct hreq *r, const char *s, size_t n);
 
 /* The reason phrase of status. */
 const char *hreq_phrase(int status);
-/* The method's name for its bit (HM_OTHER: "OTHER"). */
-const char *hreq_method_name(enum hmethod m);
 
 /* ---- connections (proxy_http.c makes them) ---------------------------- */
 

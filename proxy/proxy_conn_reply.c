@@ -68,22 +68,6 @@ hreq_phrase(int status)
 	return classes[status >= 100 && status < 600 ? status / 100 : 0];
 }
 
-const char *
-hreq_method_name(enum hmethod m)
-{
-	switch (m) {
-	case HM_GET:		return "GET";
-	case HM_HEAD:		return "HEAD";
-	case HM_POST:		return "POST";
-	case HM_PUT:		return "PUT";
-	case HM_DELETE:		return "DELETE";
-	case HM_OPTIONS:	return "OPTIONS";
-	case HM_PATCH:		return "PATCH";
-	case HM_OTHER:		break;
-	}
-	return "OTHER";
-}
-
 /* The Date field's value for now: formatted once a second. */
 static const char *
 date_now(void)

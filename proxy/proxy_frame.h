@@ -76,13 +76,13 @@ void		 frame_free(struct frame **fp);
 void		 frame_set_limits(struct frame *f, size_t head_max,
 		    uint64_t body_max);
 
-/* Reads n bytes at p; *used says how many were taken (all of them but
- * after a FRAME_PAUSE). */
 /* The Host rules (one Host line, in HTTP/1.1, the same as an absolute-form
  * target's authority) on or off: off for a listener whose handler judges
  * the Host itself (the admin listener, which answers 403). On at first. */
 void		 frame_set_host_rules(struct frame *f, int on);
 
+/* Reads n bytes at p; *used says how many were taken (all of them but
+ * after a FRAME_PAUSE). */
 enum frame_result frame_feed(struct frame *f, const char *p, size_t n,
 		    size_t *used, const struct frame_ops *ops, void *arg);
 

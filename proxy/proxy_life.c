@@ -23,6 +23,7 @@
 #include "proxy/proxy.h"
 #include "proxy/proxy_budget.h"
 #include "proxy/proxy_control.h"
+#include "proxy/proxy_feed.h"
 #include "proxy/proxy_figures.h"
 #include "proxy/proxy_flight.h"
 #include "proxy/proxy_http.h"
@@ -74,7 +75,8 @@ on_drain_check(evutil_socket_t fd, short what, void *arg)
 
 	assert(px->magic == PROXY_MAGIC);
 	if (px->nrequests == 0 && px->nrefreshes == 0 &&
-	    (budget_pending(px) == 0 || px->abandoned)) {
+	    ((budget_pending(px) == 0 && feeds_pending(px) == 0) ||
+	    px->abandoned)) {
 		log_info("stop: nothing left in progress");
 		event_base_loopexit(px->base, NULL);
 		return;
@@ -107,6 +109,7 @@ proxy_drain(struct proxy *px)
 	}
 	px->draining = 1;
 	http_stop_accepting(px);
+	feeds_drain(px);	/* another instance leads at once */
 	px->drain_deadline_us = util_mono_us() +
 	    px->conf->shutdown_timeout_ms * 1000;
 	if (px->drain_ev == NULL &&
@@ -303,6 +306,8 @@ proxy_conf_load(const char *path, const struct conf *running, int quiet)
 		return NULL;
 	}
 	nerr = conf_load(new, path, mem);
+	if (nerr == 0)
+		nerr = feeds_check(new, mem);
 	fclose(mem);
 	if (nerr != 0) {
 		for (line = strtok_r(errs, "\n", &save); line != NULL;
@@ -346,6 +351,7 @@ proxy_reload(struct proxy *px, struct conf **confp, const char *path)
 	log_set_level(new->log_level);
 	if (px->cache != NULL)	/* password files were read again */
 		cache_credentials(px->cache, new);
+	feeds_reload(px, new);
 	*confp = new;
 	free(old);
 	log_info("reload: %s loaded, %d route%s", path, new->nroutes,
@@ -426,7 +432,8 @@ proxy_start(struct proxy *px, struct event_base *base, const struct conf *conf,
 		goto no_memory;
 	cache_on_purge(px->cache, near_on_purge);
 	if (pools_start(px) == -1 || control_new(px) == -1 ||
-	    maint_new(px) == -1 || publish_start(px) == -1)
+	    maint_new(px) == -1 || publish_start(px) == -1 ||
+	    feeds_start(px) == -1)
 		goto no_memory;
 	log_info("corral %s listening on %s:%d (admin %s:%d), upstream %s%s, "
 	    "%d pool%s, %d route%s", CORRAL_VERSION, conf->listen_host,
@@ -450,6 +457,7 @@ proxy_stop(struct proxy *px)
 		event_free(px->publish_ev);
 	px->publish_ev = NULL;
 	shutdown_all(px);
+	feeds_stop(px);
 	pools_stop(px);
 	http_close(px);
 	upstream_free(&px->upstream);

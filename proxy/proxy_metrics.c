@@ -284,8 +284,8 @@ metrics_hit_ratio(const struct stats_counters *c)
 
 /* ---- Prometheus ---- */
 
-static void
-label_value(struct evbuffer *out, const char *s)
+void
+metrics_label(struct evbuffer *out, const char *s)
 {
 	evbuffer_add(out, "\"", 1);
 	for (; *s != '\0'; s++) {
@@ -299,8 +299,8 @@ label_value(struct evbuffer *out, const char *s)
 	evbuffer_add(out, "\"", 1);
 }
 
-static void
-family(struct evbuffer *out, const char *name, const char *type,
+void
+metrics_family(struct evbuffer *out, const char *name, const char *type,
     const char *help)
 {
 	evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help,
@@ -318,12 +318,12 @@ counter_families(struct evbuffer *out, const struct metrics_scope *scopes,
 		for (end = first; end < ARRAY_LEN(counter_rows) &&
 		    strcmp(counter_rows[end].name, name) == 0; end++)
 			;
-		family(out, name, "counter", counter_rows[first].help);
+		metrics_family(out, name, "counter", counter_rows[first].help);
 		for (int i = 0; i < nscopes; i++) {
 			for (size_t r = first; r < end; r++) {
 				const struct counter_row *row = &counter_rows[r];
 				evbuffer_add_printf(out, "%s{route=", name);
-				label_value(out, scopes[i].route);
+				metrics_label(out, scopes[i].route);
 				if (row->label != NULL)
 					evbuffer_add_printf(out, ",%s=\"%s\"",
 					    row->label, row->value);
@@ -347,7 +347,7 @@ hist_series(struct evbuffer *out, const char *name, const char *route,
 		evbuffer_add_printf(out, "%s_bucket{", name);
 		if (route != NULL) {
 			evbuffer_add(out, "route=", 6);
-			label_value(out, route);
+			metrics_label(out, route);
 			evbuffer_add(out, ",", 1);
 		}
 		if (i < HIST_NBOUNDS)
@@ -360,13 +360,13 @@ hist_series(struct evbuffer *out, const char *name, const char *route,
 	evbuffer_add_printf(out, "%s_sum", name);
 	if (route != NULL) {
 		evbuffer_add(out, "{route=", 7);
-		label_value(out, route);
+		metrics_label(out, route);
 		evbuffer_add(out, "}", 1);
 	}
 	evbuffer_add_printf(out, " %.15g\n%s_count", h->sum, name);
 	if (route != NULL) {
 		evbuffer_add(out, "{route=", 7);
-		label_value(out, route);
+		metrics_label(out, route);
 		evbuffer_add(out, "}", 1);
 	}
 	evbuffer_add_printf(out, " %" PRIu64 "\n", h->count);
@@ -375,7 +375,7 @@ hist_series(struct evbuffer *out, const char *name, const char *route,
 static void
 gauge(struct evbuffer *out, const char *name, const char *help, double v)
 {
-	family(out, name, "gauge", help);
+	metrics_family(out, name, "gauge", help);
 	evbuffer_add_printf(out, "%s %.15g\n", name, v);
 }
 
@@ -384,10 +384,10 @@ static void
 node_gauge(struct evbuffer *out, const struct cache_counters *cc,
     const char *name, const char *help, int slots)
 {
-	family(out, name, "gauge", help);
+	metrics_family(out, name, "gauge", help);
 	for (int i = 0; i < cc->nnodes; i++) {
 		evbuffer_add_printf(out, "%s{node=", name);
-		label_value(out, cc->nodes[i].name);
+		metrics_label(out, cc->nodes[i].name);
 		evbuffer_add_printf(out, "} %d\n", slots ? cc->nodes[i].slots :
 		    cc->nodes[i].up);
 	}
@@ -397,7 +397,7 @@ static void
 redis_counter(struct evbuffer *out, const char *name, const char *help,
     uint64_t v)
 {
-	family(out, name, "counter", help);
+	metrics_family(out, name, "counter", help);
 	evbuffer_add_printf(out, "%s %" PRIu64 "\n", name, v);
 }
 
@@ -418,10 +418,10 @@ process_metrics(struct evbuffer *out, const struct proxy *px,
 {
 	const char *names[RESTART_KEYS_MAX];
 
-	family(out, "corral_build_info", "gauge",
+	metrics_family(out, "corral_build_info", "gauge",
 	    "Always 1; the version is a label.");
 	evbuffer_add_printf(out, "corral_build_info{version=");
-	label_value(out, CORRAL_VERSION);
+	metrics_label(out, CORRAL_VERSION);
 	evbuffer_add_printf(out, "} 1\n");
 	gauge(out, "corral_start_time_seconds", "When this process started, "
 	    "in seconds since the epoch.", (double)px->started_ms / MS_PER_S);
@@ -491,7 +491,7 @@ route_metrics(struct evbuffer *out, const struct metrics_scope *scopes,
 {
 	counter_families(out, scopes, nscopes);
 	for (size_t f = 0; f < ARRAY_LEN(hist_families); f++) {
-		family(out, hist_families[f].name, "histogram",
+		metrics_family(out, hist_families[f].name, "histogram",
 		    hist_families[f].help);
 		for (int i = 0; i < nscopes; i++)
 			hist_series(out, hist_families[f].name, scopes[i].route,
@@ -528,11 +528,11 @@ redis_command_metrics(struct evbuffer *out, const struct proxy_figures *fig)
 	redis_counter(out, "corral_redis_fill_notifications_total",
 	    "\"filled\" notifications received from the fleet.",
 	    cc->fills_received);
-	family(out, "corral_redis_command_duration_seconds", "histogram",
+	metrics_family(out, "corral_redis_command_duration_seconds", "histogram",
 	    "Time from sending a Redis command to reading its reply.");
 	hist_series(out, "corral_redis_command_duration_seconds", NULL,
 	    &cc->command_duration);
-	family(out, "corral_redis_fill_delay_seconds", "histogram",
+	metrics_family(out, "corral_redis_fill_delay_seconds", "histogram",
 	    "Time from Redis publishing a fill notification to its receipt.");
 	hist_series(out, "corral_redis_fill_delay_seconds", NULL,
 	    &cc->fill_delay);
@@ -551,7 +551,7 @@ static void
 redis_topology_metrics(struct evbuffer *out, struct proxy *px,
     const struct cache_counters *cc)
 {
-	family(out, "corral_redis_redirects_total", "counter", "Cluster "
+	metrics_family(out, "corral_redis_redirects_total", "counter", "Cluster "
 	    "redirects followed: MOVED (the slot moved) or ASK (migrating).");
 	evbuffer_add_printf(out, "corral_redis_redirects_total{kind=\"moved\"} %"
 	    PRIu64 "\ncorral_redis_redirects_total{kind=\"ask\"} %" PRIu64 "\n",
@@ -562,7 +562,7 @@ redis_topology_metrics(struct evbuffer *out, struct proxy *px,
 	redis_counter(out, "corral_redis_replica_reads_total", "Reads sent "
 	    "to a replica while the slot's primary was unreachable (cluster).",
 	    cc->replica_reads);
-	family(out, "corral_redis_mode", "gauge", "Always 1; the [redis] mode "
+	metrics_family(out, "corral_redis_mode", "gauge", "Always 1; the [redis] mode "
 	    "is a label.");
 	evbuffer_add_printf(out, "corral_redis_mode{mode=\"%s\"} 1\n",
 	    cache_mode(px->cache));
@@ -576,7 +576,7 @@ static void
 upstream_rejected_metrics(struct evbuffer *out,
     const struct proxy_figures *fig)
 {
-	family(out, "corral_upstream_rejected_total", "counter", "Upstream "
+	metrics_family(out, "corral_upstream_rejected_total", "counter", "Upstream "
 	    "responses refused (502): too many header lines, or bad framing.");
 	evbuffer_add_printf(out, "corral_upstream_rejected_total"
 	    "{reason=\"headers\"} %" PRIu64 "\n", fig->upstream.too_many_headers);
@@ -591,14 +591,14 @@ static void
 budget_gauge(struct evbuffer *out, const struct proxy *px, const char *name,
     const char *help, int scoped, int64_t instance, int64_t fleet)
 {
-	family(out, name, "gauge", help);
+	metrics_family(out, name, "gauge", help);
 	for (int i = 0; i < 1 + scoped; i++) {
 		int64_t v = i == 0 ? instance : fleet;
 
 		if (v < 0)
 			continue;
 		evbuffer_add_printf(out, "%s{upstream=", name);
-		label_value(out, px->conf->upstream_authority);
+		metrics_label(out, px->conf->upstream_authority);
 		if (scoped)
 			evbuffer_add_printf(out, ",scope=\"%s\"",
 			    i == 0 ? "instance" : "fleet");
@@ -621,11 +621,11 @@ budget_metrics(struct evbuffer *out, const struct proxy *px,
 	budget_gauge(out, px, "corral_origin_queue_length", "Requests waiting "
 	    "for an origin slot: this instance's, or the fleet's as Redis "
 	    "counted them at the last hello.", 1, g->queued, g->fleet_queued);
-	family(out, "corral_origin_queue_oldest_seconds", "gauge", "How long "
+	metrics_family(out, "corral_origin_queue_oldest_seconds", "gauge", "How long "
 	    "the request waiting longest here for an origin slot has waited "
 	    "(0: none waits).");
 	evbuffer_add_printf(out, "corral_origin_queue_oldest_seconds{upstream=");
-	label_value(out, px->conf->upstream_authority);
+	metrics_label(out, px->conf->upstream_authority);
 	evbuffer_add_printf(out, "} %" PRId64 ".%03" PRId64 "\n",
 	    g->oldest_ms / 1000, g->oldest_ms % 1000);
 	budget_gauge(out, px, "corral_origin_local_share", "Origin requests "
@@ -646,8 +646,8 @@ tls_metrics(struct evbuffer *out, const struct proxy_figures *fig)
 	    "finished on the tls listeners.", fig->tls.handshakes);
 	redis_counter(out, "corral_tls_resumed_total", "Of those, resumed "
 	    "from a session ticket.", fig->tls.resumed);
-	family(out, "corral_tls_handshake_failures_total", "counter", "TLS "
-	    "handshakes that failed, by why.");
+	metrics_family(out, "corral_tls_handshake_failures_total", "counter",
+	    "TLS handshakes that failed, by why.");
 	for (int i = 1; i < TLS_FAIL_MAX; i++)
 		evbuffer_add_printf(out, "corral_tls_handshake_failures_total"
 		    "{reason=\"%s\"} %" PRIu64 "\n",
@@ -670,6 +670,7 @@ metrics_prometheus(struct proxy *px, struct evbuffer *out)
 	upstream_rejected_metrics(out, &v->fig);
 	budget_metrics(out, px, &v->fig.budget);
 	pool_metrics(&v->fig.pools, out);
+	feeds_prometheus(px, out);
 	tls_metrics(out, &v->fig);
 }
 

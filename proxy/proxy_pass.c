@@ -4,6 +4,7 @@
  *
  *	FETCH -> DONE (answered: whole, or its stream ended)
  *	      -> INVALIDATE (a successful write) -> DONE
+ *	      -> UNPASS (a shareable answer to a hit-for-miss GET) -> DONE
  *
  * FETCH waits for the origin (through the budget); a long response is
  * streamed to the waiter as it comes, a short one kept whole. What the
@@ -13,7 +14,8 @@
  * credential's, POST body's and header's), in this process at once and
  * fleet-wide, so that a read the client sends next never finds the old
  * entry; and a GET passed for hit-for-miss that got a shareable answer
- * ends the mark. Each step is a function returning the next; the
+ * ends the mark, in Redis before its answer, so that the client's next
+ * request takes the lock whatever instance it reaches. Each step is a function returning the next; the
  * callbacks copy what they got and re-enter pass_run(). It asks
  * proxy_origin.c, proxy_stream.c, proxy_purge.c and cache/, and answers
  * through its waiter's ops only.
@@ -28,6 +30,7 @@
 
 #include "cache/cache.h"
 #include "cache/cache_entry.h"
+#include "cache/cache_graphql.h"
 #include "common/hlist.h"
 #include "common/log.h"
 #include "conf/conf.h"
@@ -41,20 +44,25 @@
 #include "proxy/proxy_response.h"
 #include "proxy/proxy_stats.h"
 #include "proxy/proxy_stream.h"
+#include "proxy/proxy_tags.h"
 #include "upstream/upstream.h"
 
 #define PASS_MAGIC		0x50415353u	/* "PASS" */
 #define HEAD_LENGTH_MAX		24	/* a passed HEAD's Content-Length */
+#define MUTATION_KEEP_MAX	(1024 * 1024)	/* of a mutation's answer, read
+						 * for the objects it returns */
 
 enum pass_step {
 	PS_FETCH,		/* the origin's response */
 	PS_INVALIDATE,		/* a write's invalidation, before the answer */
+	PS_UNPASS,		/* hit-for-miss ended, before the answer */
 	PS_DONE,		/* answers, or ends its stream, and frees */
 	PS_PARK,		/* not a step: wait for a callback */
 };
 
 static const char *const step_names[] = {
 	[PS_FETCH] = "FETCH", [PS_INVALIDATE] = "INVALIDATE",
+	[PS_UNPASS] = "UNPASS",
 	[PS_DONE] = "DONE", [PS_PARK] = "PARK",
 };
 
@@ -71,19 +79,23 @@ struct pass {
 	struct origin_fetch	*fetch;
 	struct stream		*stream;	/* its response, streaming */
 	struct target_purge	*invalidation;
+	struct cache_op		*unpass;	/* ending the hit-for-miss */
 	char			 head_length[HEAD_LENGTH_MAX];
 	int64_t			 upstream_ms;
 	enum outcome		 outcome;
 	enum upstream_result	 uerr;
 	struct cache_entry	*entry;		/* the answer, when whole */
+	int			 mutation;	/* a GraphQL mutation */
 
 	/* What callbacks left for the step they re-enter. */
 	struct upstream_response *resp;		/* FETCH: it came */
 	int			 invalidated;	/* INVALIDATE: it is in place */
+	int			 unpassed;	/* UNPASS: Redis has it */
 };
 
 static void pass_run(struct pass *p);
 static target_purged_cb on_pass_invalidated;
+static fence_cb on_pass_unpassed;
 
 static void
 pass_free(struct pass *p)
@@ -91,6 +103,7 @@ pass_free(struct pass *p)
 	assert(p->magic == PASS_MAGIC);
 	origin_cancel(&p->fetch);
 	purge_target_detach(&p->invalidation);	/* it goes on alone */
+	cache_op_cancel(&p->unpass);		/* the same */
 	stream_free(&p->stream);
 	if (p->resp != NULL)
 		upstream_response_free(&p->resp);
@@ -143,20 +156,27 @@ on_pass_data(const struct upstream_response *resp, struct evbuffer *chunk,
 }
 
 /* What a successful answer tells the cache: a write's invalidation (the
- * next step waits for it), or the end of a hit-for-miss mark. */
+ * next step waits for it) and the tags its answer names (a 2xx's: not
+ * waited for), or the end of a hit-for-miss mark. A GraphQL mutation's
+ * invalidation is of its URL's own key only, not of every query of the
+ * endpoint: the objects it returns name what it changed. */
 static enum pass_step
 answered(struct pass *p, const struct upstream_response *resp)
 {
 	const struct conf_route *rt = p->routed ? &p->rt : NULL;
 	const char *why;
+	int objects = 0;
 
 	if (p->key[0] == '\0')
 		return PS_DONE;
 	if (p->a.write) {
 		if (resp->status >= 400)
 			return PS_DONE;
-		p->invalidation = purge_target(p->px, p->key, key_has_parts(rt),
-		    0, on_pass_invalidated, p, &why);
+		if (rt != NULL && resp->status >= 200 && resp->status < 300)
+			objects = write_purge(p->px, rt, p->a.route, p->uri,
+			    resp, p->mutation) != -1 && p->mutation;
+		p->invalidation = purge_target(p->px, p->key, !objects &&
+		    key_has_parts(rt), 0, on_pass_invalidated, p, &why);
 		if (p->invalidation == NULL) {
 			log_warn("%s: a write could not invalidate its "
 			    "target: %s", p->uri, why);
@@ -165,9 +185,13 @@ answered(struct pass *p, const struct upstream_response *resp)
 		STAT_INC(p->px->stats, p->a.route, invalidations);
 		return PS_INVALIDATE;
 	}
+	/* The mark's end is in Redis before the answer: the client's next
+	 * request, through any instance, takes the lock and stores. */
 	if (p->a.hit_for_miss && resp->status < 500 &&
-	    hdr_shareable(&resp->headers, p->a.authorized, rt, &why))
-		(void)lock_unpass(p->px->cache, p->key, NULL, NULL);
+	    hdr_shareable(&resp->headers, p->a.authorized, rt, &why) &&
+	    (p->unpass = lock_unpass(p->px->cache, p->key, on_pass_unpassed,
+	    p)) != NULL)
+		return PS_UNPASS;
 	return PS_DONE;
 }
 
@@ -255,6 +279,9 @@ pass_run(struct pass *p)
 		case PS_INVALIDATE:
 			next = p->invalidated ? PS_DONE : PS_PARK;
 			break;
+		case PS_UNPASS:
+			next = p->unpassed ? PS_DONE : PS_PARK;
+			break;
 		case PS_DONE:
 			pass_done(p);	/* p is gone */
 			return;
@@ -293,6 +320,18 @@ on_pass_invalidated(int64_t purged, int ok, void *arg)
 	if (!ok)
 		log_warn("%s: a write's invalidation did not reach every "
 		    "entry of its target (redis failed)", p->uri);
+	pass_run(p);
+}
+
+static void
+on_pass_unpassed(enum fence_result r, void *arg)
+{
+	struct pass *p = arg;
+
+	(void)r;		/* failed: the mark lapses at its ttl */
+	assert(p->magic == PASS_MAGIC && p->step == PS_UNPASS);
+	p->unpass = NULL;
+	p->unpassed = 1;
 	pass_run(p);
 }
 
@@ -338,6 +377,13 @@ pass_start(struct proxy *px, const struct pass_args *a)
 	}
 	oa.target = p->uri;
 	ur.data_arg = p;
+	/* A GraphQL mutation's answer is read for the objects it returns. */
+	if (p->routed && p->rt.graphql && a->write && a->body != NULL &&
+	    strcmp(a->method, "POST") == 0 &&
+	    graphql_is_mutation(a->body, a->body_len)) {
+		p->mutation = 1;
+		ur.keep_body = MUTATION_KEEP_MAX;
+	}
 	hl_init(&headers);
 	w->ops->forward(w, &headers, HDR_DROP_HOST | HDR_DROP_LENGTH);
 	ur.headers = &headers;

@@ -62,6 +62,7 @@
 #include "proxy/proxy_peer.h"
 #include "proxy/proxy_refresh.h"
 #include "proxy/proxy_refresh_int.h"
+#include "proxy/proxy_tags.h"
 #include "proxy/proxy_vary.h"
 #include "proxy/proxy_waitlist.h"
 #include "upstream/upstream.h"
@@ -92,8 +93,8 @@ mark_lost(struct refresh *rf)
 		return;
 	rf->lost = 1;
 	STAT_INC(rf->px->stats, rf->route, lock_lost);
-	log_warn("lock for %s was taken over; this fetch will not be stored",
-	    rf->key);
+	log_warn("lock for %s was taken over, or a purge fenced it; this "
+	    "fetch will not be stored", rf->key);
 }
 
 /*
@@ -467,6 +468,9 @@ stored(struct refresh *rf)
 	    hdr_tags(&rep->entry->headers, tag_stored, rf));
 	if (rf->sent.url_tag[0] != '\0')	/* a purge by URL */
 		tag_stored(rf->sent.url_tag, rf);
+	if (rf->rt.graphql)	/* its objects: Type:id */
+		(void)graphql_response_tags((const char *)rep->entry->body,
+		    rep->entry->body_len, tag_stored, rf);
 	if (entry_state(rep->entry, util_now_ms()) == ENTRY_FRESH)
 		near_put(rf->px, rep->variant[0] != '\0' ? rep->variant :
 		    rf->key, rep->entry);

@@ -46,12 +46,13 @@
 	X(coded_stored_bytes,	"bytes of coded bodies stored (gzip, br, zstd)")	\
 	X(coded_plain_bytes,	"the same bodies' bytes as identity")	\
 	X(invalidations,	"entries dropped after a successful unsafe request")	\
+	X(write_tag_purges,	"tags a successful write's answer purged (purge_header, GraphQL mutations)")	\
 	X(locks_acquired,	"refresh locks won")			\
 	X(lock_busy,		"lock attempts that found it held")	\
 	X(backoff_skips,	"fetches skipped: the key's refreshes back off")	\
 	X(hit_for_miss,		"lock attempts on a key remembered as uncacheable")	\
 	X(lock_renewals,	"lock PX renewals during slow fetches")	\
-	X(lock_lost,		"fetches whose lock token was replaced")	\
+	X(lock_lost,		"fetches whose lock token was replaced, or a purge fenced")	\
 	X(waiters,		"requests that waited for another's fetch")	\
 	X(lock_wait_ms,		"total ms those requests waited")	\
 	X(lock_wait_timeouts,	"waits that reached lock_wait: answered without a fetch")	\

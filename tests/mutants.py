@@ -42,6 +42,9 @@ import time
 from collections import namedtuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from harness.procs import MARK_ENV, kill_pids, marked  # noqa: E402
+
 SCRATCH = os.path.join(ROOT, "build", "mutants", "tree")	# the first copy
 
 
@@ -191,10 +194,8 @@ MUTANTS = [
            "after an unstored fetch the key stays locked until lock_ttl"),
     Mutant("hop_by_hop_headers_stored", "proxy/proxy_response.c",
            "hdr_copy(&resp->headers, &e->headers, HDR_DROP_LENGTH);",
-           "for (const struct evkeyval *h = resp->headers.tqh_first; h != NULL; "
-           "h = h->next.tqe_next) "
-           "if (evutil_ascii_strcasecmp(h->key, \"Content-Length\") != 0) "
-           "evhttp_add_header(&e->headers, h->key, h->value);",
+           "(void)hl_copy(&e->headers, &resp->headers); "
+           "(void)hl_remove_all(&e->headers, \"Content-Length\");",
            ["hop_by_hop_response_headers_are_neither_stored_nor_served"],
            "Connection, the headers it names and Keep-Alive are served on every hit"),
     # -- what goes upstream (proxy/proxy_req.c) ----------------------------------
@@ -367,7 +368,8 @@ MUTANTS = [
            ["redis_stall_past_lock_ttl_leaves_no_lock_behind"],
            "a lock taken by an acquire given up on bars the key for lock_ttl"),
     Mutant("hit_for_miss_outlives_a_shareable_answer", "proxy/proxy_pass.c",
-           "(void)lock_unpass(p->px->cache, p->key, NULL, NULL);", "",
+           "\tif (p->a.hit_for_miss && resp->status < 500 &&",
+           "\tif (0 && p->a.hit_for_miss && resp->status < 500 &&",
            ["a_shareable_answer_ends_hit_for_miss"],
            "one per-user answer sends every request upstream for hit_for_miss"),
     Mutant("passed_get_invalidates", "proxy/proxy_req.c",
@@ -1800,8 +1802,8 @@ MUTANTS = [
 
     # -- writes that readers see --------------------------------------------------
     Mutant("write_invalidates_only_the_plain_entry", "proxy/proxy_pass.c",
-           "purge_target(p->px, p->key, key_has_parts(rt),",
-           "purge_target(p->px, p->key, 0,",
+           "purge_target(p->px, p->key, !objects &&\n\t\t    key_has_parts(rt),",
+           "purge_target(p->px, p->key, !objects &&\n\t\t    0,",
            ["a_write_invalidates_every_stored_response_of_its_target"],
            "a write leaves the credentials' and POST bodies' entries of its target"),
     Mutant("write_answered_before_its_invalidation", "proxy/proxy_pass.c",
@@ -1821,7 +1823,7 @@ MUTANTS = [
            "\t(void)0;\n}",
            ["budget_gauges_say_now_and_never_more_than_max_requests"],
            "an idle fleet reads the slots and queue of its last acquire for ever"),
-    Mutant("fleet_figures_kept_with_redis_away", "proxy/proxy_budget_fleet.c",
+    Mutant("fleet_figures_kept_with_redis_away", "proxy/proxy_budget.c",
            "\tif (util_now_ms() - b->fleet_ms <= HELLO_MS * HELLO_MISSES) {",
            "\tif (1) {",
            ["budget_gauges_say_now_and_never_more_than_max_requests"],
@@ -2101,6 +2103,91 @@ MUTANTS = [
            "| `proxy_hold.h` |",
            ["hacking_layout_names_every_file_of_the_code"],
            "a file of the code the map does not name"),
+    # -- the change feeds (proxy/proxy_feed.c, proxy_apply.c, changes/) --------
+    Mutant("ack_before_the_purge", "proxy/proxy_feed.c",
+           "\tf->commits++;\n\tapply_commit(f->ap, c);",
+           "\tf->commits++;\n\tchanges_ack(f->ch, c->lsn);\n\tapply_commit(f->ap, c);",
+           ["redis_stopped_for_10_s_nothing_acknowledged_then_everything_applied"],
+           "a commit is acknowledged to PostgreSQL before its purges are applied: "
+           "with Redis away, it is lost"),
+    Mutant("purge_at_the_change_not_the_commit", "changes/txn.c",
+           "\tif (rules_change(t->rules, ev, on_tag, t, err, errlen) == -1)\n"
+           "\t\treturn TXN_ERROR;\n\treturn TXN_MORE;",
+           "\tif (rules_change(t->rules, ev, on_tag, t, err, errlen) == -1)\n"
+           "\t\treturn TXN_ERROR;\n"
+           "\tt->out = (struct changes_commit){ (const char *const *)t->exact.v,\n"
+           "\t    t->exact.n, CHANGES_EXACT, t->begin_lsn, 0, NULL };\n"
+           "\treturn TXN_READY;",
+           ["rollback_purges_nothing_three_touches_purge_once", "test_pgoutput"],
+           "each row change is purged as it comes, not once per tag at its commit"),
+    Mutant("uncommitted_transaction_applied", "changes/txn.c",
+           "\t\tif (t->open) {\n"
+           "\t\t\tsnprintf(err, errlen, \"a Begin inside a transaction\");\n"
+           "\t\t\treturn TXN_ERROR;\n\t\t}\n\t\tbegin(t, ev);",
+           "\t\tif (!t->open)\n\t\t\tbegin(t, ev);\n\t\tt->begin_lsn = ev->lsn;",
+           ["test_pgoutput"],
+           "the changes of a transaction whose Commit never came (rolled back, from "
+           "the stream's view) are applied with the next transaction's"),
+    Mutant("two_leaders", "cache/cache_leader.c",
+           "\t\"elseif not cur and ARGV[3] == '1' and\\n\"\n"
+           "\t\"    redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\\n\"",
+           "\t\"elseif ARGV[3] == '1' and\\n\"\n"
+           "\t\"    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) then\\n\"",
+           ["one_leader_and_a_leader_that_loses_its_lease"],
+           "every instance takes the lease: two leaders read (and are refused) in turn"),
+    Mutant("leader_reads_on_after_losing_its_lease", "proxy/proxy_feed.c",
+           "\t} else if (a->r == LEADER_OTHER && f->leading) {",
+           "\t} else if (a->r == LEADER_OTHER && f->leading && 0) {",
+           ["one_leader_and_a_leader_that_loses_its_lease"],
+           "a leader whose lease another holds reads until its own time runs out"),
+    Mutant("purge_does_not_fence_a_refresh_in_flight", "cache/cache_script.c",
+           "\t\"    n = n + 1\\n\"\n\t\"  end\\n\"\n\t\"end\\n\"\n\tLUA_FENCE\n",
+           "\t\"    n = n + 1\\n\"\n\t\"  end\\n\"\n\t\"end\\n\"\n",
+           ["a_purge_fences_a_refresh_held_at_the_origin"],
+           "a refresh that fetched before a commit stores what it got as fresh after "
+           "the commit's purge"),
+    Mutant("change_refreshes_rank_with_cold_misses", "proxy/proxy_refresh.c",
+           "BUDGET_EARLY : BUDGET_STALE;", "BUDGET_EARLY : BUDGET_MISS;",
+           ["bulk_update_of_100000_rows_goes_through_the_budget"],
+           "the refreshes a bulk change causes queue with clients' cold misses, which "
+           "wait behind them"),
+    Mutant("no_tag_families", "cache/cache_tag.c",
+           "\tif (cache_tag_family(tag, family) == 0 &&",
+           "\tif (0 && cache_tag_family(tag, family) == 0 &&",
+           ["bulk_update_of_100000_rows_goes_through_the_budget"],
+           "a bulk change's broad purge (the table's family, T:*) reaches no entry"),
+    Mutant("purge_header_ignored", "proxy/proxy_tags.c",
+           "\tif (rt->purge_header[0] != '\\0')\n\t\theader_tags(rt, &resp->headers, &t);",
+           "\tif (0 && rt->purge_header[0] != '\\0')\n\t\theader_tags(rt, &resp->headers, &t);",
+           ["purge_header_of_a_successful_write"],
+           "the tags a write's answer names are not purged"),
+    Mutant("purge_header_purges_hard", "proxy/proxy_tags.c",
+           "cache_purge_tag(px->cache, t.v[i], 1, on_write_purged,",
+           "cache_purge_tag(px->cache, t.v[i], 0, on_write_purged,",
+           ["purge_header_of_a_successful_write"],
+           "a write's tags are deleted, not made stale: a stampede on popular ones"),
+    Mutant("graphql_purge_lists_ignored", "proxy/proxy_tags.c",
+           "\tt->lists = rt->graphql_purge_lists;", "\tt->lists = 0;",
+           ["graphql_purge_lists_refreshes"],
+           "graphql_purge_lists = on leaves the list queries of a mutated type stale"),
+    Mutant("graphql_purge_lists_always", "proxy/proxy_tags.c",
+           "\tt->lists = rt->graphql_purge_lists;", "\tt->lists = 1;",
+           ["graphql_purge_lists_refreshes"],
+           "every mutation refreshes every list of its types, the setting off"),
+    Mutant("graphql_tags_unbounded", "proxy/proxy_tags.c",
+           "\tif (fits && t->objects < GRAPHQL_TAGS_MAX) {", "\tif (fits) {",
+           ["graphql_mutation_refreshes_every_query_holding_its_objects"],
+           "a stored GraphQL response is filed under every object it holds: no bound"),
+    Mutant("graphql_erring_mutation_purges", "proxy/proxy_tags.c",
+           "\tif (graphql_errors(text, len))\n\t\treturn 0;\n", "",
+           ["graphql_mutation_refreshes_every_query_holding_its_objects"],
+           "a mutation that reports errors purges the objects it names"),
+    Mutant("graphql_mutation_drops_every_query", "proxy/proxy_pass.c",
+           "p->invalidation = purge_target(p->px, p->key, !objects &&",
+           "p->invalidation = purge_target(p->px, p->key, (objects || 1) &&",
+           ["graphql_mutation_refreshes_every_query_holding_its_objects"],
+           "a mutation drops every stored query of its endpoint, not only those "
+           "holding its objects"),
     # -- TLS on the listeners (proxy/proxy_tls*.c) -------------------------------
     Mutant("tls_allows_tls11", "proxy/proxy_tls.c",
            "#define TLS_VERSION_MIN\t\tTLS1_2_VERSION",
@@ -2188,6 +2275,126 @@ MUTANTS = [
            "\t    (0 && no_transform(&e->headers)) || e->body_len > max_out ||",
            ["short_or_incompressible_bodies_are_stored_as_they_came"],
            "a response that says Cache-Control: no-transform is compressed on store"),
+    Mutant("tls_stalled_handshake_not_counted", "proxy/proxy_conn.c",
+           "\tif (c->bev != NULL && !c->handshaken)\t/* counted as a timeout */",
+           "\tif (0)",
+           ["a_stalled_handshake_is_cut_at_client_timeout"],
+           "a handshake cut at client_timeout is missing from tls.failures.timeout"),
+    # -- Corral's own HTTP server (proxy/proxy_conn*.c) ---------------------------
+    Mutant("server_head_carries_a_body", "proxy/proxy_conn_reply.c",
+           "\treturn r->method != HM_HEAD && status >= 200 && status != 204 &&",
+           "\treturn status >= 200 && status != 204 &&",
+           ["a_head_carries_no_body"],
+           "a HEAD's answer carries the GET's body, read as the next answer"),
+    Mutant("server_unknown_length_not_chunked", "proxy/proxy_conn_reply.c",
+           "\tint chunked = with && !sized && r->minor >= 1;",
+           "\tint chunked = 0;",
+           ["a_body_of_unknown_length_is_chunked"],
+           "an HTTP/1.1 client gets a body of unknown length ended by the close"),
+    Mutant("server_chunked_for_http10", "proxy/proxy_conn_reply.c",
+           "\tint chunked = with && !sized && r->minor >= 1;",
+           "\tint chunked = with && !sized;",
+           ["a_body_of_unknown_length_is_chunked"],
+           "an HTTP/1.0 client gets chunked coding it cannot read"),
+    Mutant("server_http10_keep_alive_ignored", "proxy/proxy_conn.c",
+           "\t    connection_says(&r->in, \"keep-alive\");",
+           "\t    0;",
+           ["keep_alive_and_close_are_tokens"],
+           "an HTTP/1.0 client asking to keep its connection has it closed"),
+    Mutant("server_close_token_ignored", "proxy/proxy_conn.c",
+           "\tc->keep = r->minor >= 1 ? !connection_says(&r->in, \"close\") :",
+           "\tc->keep = r->minor >= 1 ? 1 :",
+           ["keep_alive_and_close_are_tokens", "a_hit_head_has_each_field_once"],
+           "an HTTP/1.1 client's Connection: close keeps the connection open"),
+    Mutant("server_other_expectation_accepted", "proxy/proxy_frame.c",
+           "\tif (!name_is(v, vn, \"100-continue\"))\n\t\treturn reject(f, 417,",
+           "\tif (0)\n\t\treturn reject(f, 417,",
+           ["expect_100_continue_is_answered", "test_frame"],
+           "an expectation Corral cannot meet is ignored instead of refused with 417"),
+    Mutant("server_expectation_of_http10_honoured", "proxy/proxy_frame.c",
+           "\tif (h->minor == 0)\n\t\treturn 0;\n\tif (!name_is(v, vn, \"100-continue\"))",
+           "\tif (!name_is(v, vn, \"100-continue\"))",
+           ["expect_100_continue_is_answered", "test_frame"],
+           "an HTTP/1.0 client gets a 100 Continue it does not expect"),
+    Mutant("server_100_continue_never_sent", "proxy/proxy_conn.c",
+           "\tc->continue_due = h->expect_continue && (h->body ==",
+           "\tc->continue_due = 0 && (h->body ==",
+           ["expect_100_continue_is_answered"],
+           "a client waiting for 100 Continue before its body waits until it gives up"),
+    Mutant("arena_keeps_a_block_past_its_limit", "common/arena.c",
+           "\tif (b->next == NULL && b->cap <= ARENA_KEEP_MAX) {",
+           "\tif (b->next == NULL) {",
+           ["test_arena"],
+           "a connection that once read a huge request keeps its memory for good"),
+    # -- behaviours each tested one way only, or short of where a bug shows -------
+    Mutant("failures_counted_across_fail_timeout", "proxy/proxy_pool.c",
+           "if (s->fails == 0 || now - s->window_ms > c->fail_timeout_ms) {",
+           "if (s->fails == 0) {",
+           ["failures_further_apart_than_fail_timeout_never_take_a_server_out"],
+           "two failures an hour apart take a server out"),
+    Mutant("health_checks_metric_shows_the_failed", "proxy/proxy_upstreams.c",
+           "\",result=\\\"ok\\\"} %\" PRIu64 \"\\n\",\n\t\t    sum->s[i].health_ok);",
+           "\",result=\\\"ok\\\"} %\" PRIu64 \"\\n\",\n\t\t    sum->s[i].health_failed);",
+           ["every_metrics_figure_is_the_same_figure_in_stats"],
+           "corral_upstream_health_checks_total{result=\"ok\"} counts the failed checks"),
+    Mutant("explicit_local_share_ignored", "proxy/proxy_budget_int.h",
+           "\tif (c->local_share > 0)\n\t\treturn c->local_share;\n", "",
+           ["redis_down_an_instance_keeps_to_the_local_share_it_is_given"],
+           "with Redis down, local_share = 2 lets max_requests through at once"),
+    Mutant("dead_instances_server_slots_never_reaped", "cache/cache_lease.c",
+           "\t\"for i = 4, 3 + n do\\n\"\n"
+           "\t\"  reaped = reaped + redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)\\n\"\n"
+           "\t\"end\\n\"\n", "",
+           ["instance_killed_holding_a_server_slot_gives_it_back_within_the_lease"],
+           "a killed instance's server slots stay taken: 503 origin-busy for good"),
+    Mutant("credential_cookie_matches_a_longer_name", "proxy/proxy_key.c",
+           "if (end > nlen && strncmp(p, name, nlen) == 0 &&\n\t\t    p[nlen] == '=') {",
+           "if (end > nlen && strncmp(p, name, nlen) == 0) {",
+           ["a_credential_cookie_is_keyed_and_is_the_only_cookie_sent"],
+           "sidebar=... is keyed as the sid credential and sent upstream"),
+    Mutant("graphql_compact_forgets_escapes", "cache/cache_graphql.c",
+           "\t\t\tif (*p == '\\\\' && p + 1 < v->end)\n\t\t\t\tout[n++] = *++p;\n"
+           "\t\t\telse if (*p == '\"')",
+           "\t\t\tif (*p == '\"')",
+           ["test_keyrule"],
+           "variables \"a\\\" b\" and \"a\\\"b\" share a key"),
+    Mutant("admin_listen_name_refused", "proxy/proxy_auth.c",
+           "\t    (h.len > ls && strcasecmp(name + h.len - ls, AUTH_SUFFIX_LOCAL) == 0) ||\n"
+           "\t    strcasecmp(name, c->admin_host) == 0)",
+           "\t    (h.len > ls && strcasecmp(name + h.len - ls, AUTH_SUFFIX_LOCAL) == 0))",
+           ["test_auth", "the_admin_listen_name_is_a_host_of_the_listener"],
+           "admin_listen = vm:PORT, Host: vm:PORT: refused with 403"),
+    Mutant("prefix_purge_question_mark_is_a_glob", "cache/cache_purge.c",
+           "if (strchr(\"*?[]\\\\\", *p) != NULL)", "if (strchr(\"*[]\\\\\", *p) != NULL)",
+           ["prefix_purge_takes_glob_characters_as_themselves"],
+           "a purge of prefix /p?id=1 deletes /p/id=1 too"),
+    Mutant("failed_tag_purge_keeps_its_done_keys", "cache/cache_tag.c",
+           "if (pg->last || (pg->failed && done == 0))", "if (pg->last || pg->failed)",
+           ["hard_tag_purge_that_fails_half_way_is_finished_by_a_retry"],
+           "the retry of a failed hard tag purge deletes entries no longer tagged"),
+    Mutant("sf_string_takes_any_escape", "proxy/proxy_sf.c",
+           "if (s[1] != '\"' && s[1] != '\\\\')\n\t\t\t\treturn -1;",
+           "if (s[1] == '\\0')\n\t\t\t\treturn -1;",
+           ["test_hdr", "targeted_cache_control_that_is_not_a_dictionary_falls_back"],
+           "an invalid CDN-Cache-Control (a string escaping 'a') is obeyed"),
+    Mutant("empty_lines_before_a_request_unbounded", "proxy/proxy_frame.c",
+           "return f->skipped > f->head_max ?\n\t\t    reject(f, 400, \"too many empty lines\") : 0;",
+           "return 0;",
+           ["test_frame", "empty_lines_before_a_request_are_read_up_to_max_header_bytes"],
+           "128 KiB of empty lines before a request line are read, no 400"),
+    Mutant("secret_file_others_may_write", "conf/conf_secret.c",
+           "#define OTHERS_MAY\t\t(S_IROTH | S_IWOTH)", "#define OTHERS_MAY\t\tS_IROTH",
+           ["test_conf"],
+           "a token file or Redis password others may write (0602) is used"),
+    Mutant("key_secret_others_may_write", "conf/conf_key.c",
+           "if ((st.st_mode & (S_IRWXO | S_IWGRP)) != 0) {",
+           "if ((st.st_mode & (S_IROTH | S_IWGRP)) != 0) {",
+           ["test_conf"],
+           "a key secret others may write (0602) is used"),
+    Mutant("token_file_group_may_write", "conf/conf_secret.c",
+           "if (group == SECRET_GROUP_READS && (st.st_mode & S_IWGRP)) {", "if (0) {",
+           ["test_conf"],
+           "a token file its group may write (0620) is used"),
 ]
 
 
@@ -2260,11 +2467,16 @@ def run_tests(tests, tree, run=0, runs=1, jobs=1):
         cmd += ["--unit", os.path.join(tree, "build", "asan", "unit")]
     for t in tests:
         cmd += ["-k", t]
-    env = dict(os.environ, CORRAL_TEST_RUNS=str(runs), CORRAL_TEST_RUN=str(run))
+    # Every process of the run carries this mark: a run stopped at the
+    # time limit leaves none of its scenarios' processes behind.
+    mark = f"mutants{os.getpid()}-{run}"
+    env = dict(os.environ, CORRAL_TEST_RUNS=str(runs), CORRAL_TEST_RUN=str(run),
+               **{MARK_ENV: mark})
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
                            timeout=TESTS_TIMEOUT_S, cwd=tree, env=env)
     except subprocess.TimeoutExpired:
+        kill_pids(marked(mark, prefix=True))
         return False, ["(the tests timed out)"]
     failed = [line[5:][:REASON_CHARS] for line in p.stdout.splitlines()
               if line.startswith("FAIL ")]

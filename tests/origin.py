@@ -18,7 +18,8 @@ control API under /__origin/ (never counted, never delayed):
         then to the defaults.
         "body" is a template: {n} (this path's count), {path}, {method},
         and {h:Name} (the request's Name header, "" when absent).
-        "headers" may also be a list of [name, value] pairs (to repeat a name).
+        "headers" may also be a list of [name, value] pairs (to repeat a name);
+        {last} in a value is the path's last segment ("/rows/7": "7").
         Headers naming Content-Length or Transfer-Encoding replace the
         origin's own Content-Length, the body goes out as given (chunks
         and all) and the connection is closed after it: misframed answers.
@@ -44,14 +45,16 @@ control API under /__origin/ (never counted, never delayed):
                              "paths": {PATH: {"count", "methods",
                              "done_at", "first_byte_mono", "held",
                              "bodies", "headers", "active", "max_active",
-                             "statuses", "requests"}}}
+                             "statuses", "requests", "arrivals"}}}
         "texts" are the request bodies received (as text, each cut to
         TEXT_RECORD_MAX characters, the last MAX_REQUEST_RECORDS);
         "headers" are the last request's headers ("header_lines" the same
         as [name, value] pairs, a repeated name on each of its lines),
         "requests" every
         request's (the last MAX_REQUEST_RECORDS), "statuses" counts the statuses
-        answered (e.g. {"200": 1, "304": 2}).
+        answered (e.g. {"200": 1, "304": 2}), "arrivals" the place of each
+        of the path's requests among all the origin's (1, 2, ...: total when
+        it came), the order requests reached the origin in.
         A request is counted when it arrives (before delay or hold);
         done_at gets the wall-clock time once its response is written;
         first_byte_mono the time its head had been sent and its body was
@@ -156,6 +159,7 @@ class PathStats:
         self.statuses = {}
         self.requests = []
         self.texts = []
+        self.arrivals = []
 
     def as_json(self):
         return {"count": self.count, "methods": dict(self.methods),
@@ -166,7 +170,7 @@ class PathStats:
                 "active": self.active, "max_active": self.max_active,
                 "statuses": dict(self.statuses),
                 "requests": [dict(h) for h in self.requests],
-                "texts": list(self.texts)}
+                "texts": list(self.texts), "arrivals": list(self.arrivals)}
 
 
 def bounded_append(lst, value):
@@ -243,6 +247,7 @@ class OriginState:
             self.total += 1
             st = self.paths.setdefault(path, PathStats())
             st.count += 1
+            bounded_append(st.arrivals, self.total)
             st.methods[method] = st.methods.get(method, 0) + 1
             st.headers = headers
             st.header_lines = list(lines)
@@ -435,7 +440,8 @@ class Handler(BaseHTTPRequestHandler):
         headers = [("X-Origin-Count", str(n))]
         pairs = script["headers"]
         pairs = pairs.items() if isinstance(pairs, dict) else pairs
-        headers += [(str(k), str(v)) for k, v in pairs]
+        headers += [(str(k), str(v).replace("{last}", path.rsplit("/", 1)[-1]))
+                    for k, v in pairs]
         if script["etag"] is not None:
             headers.append(("ETag", script["etag"]))
         if script["last_modified"] is not None:

@@ -15,6 +15,13 @@ failing one's is in its output). A scenario marked
 @expected_failure(reason, message) that fails as the mark says prints
 "XFAIL name" and counts as passed; if it passes, or fails otherwise, it
 is a FAIL.
+
+Every process a scenario starts carries its mark (harness.procs.MARK_ENV,
+"<run>/<scenario>", in its environment). Once a scenario has ended,
+passing or failing, whatever still carries its mark is killed: after a
+time limit that is how the scenario is stopped; otherwise it is a process
+its Env failed to stop, and the run fails with a line naming it. A last
+check after every scenario says that none of the run's processes is left.
 The last line printed is "N passed, M failed"; the exit status is 1 if M > 0.
 """
 
@@ -35,6 +42,7 @@ TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 SCENARIO_GLOB = os.path.join(TESTS_DIR, "scenarios", "*.py")
 UNIT_TIMEOUT_S = 60
 LOG_TAIL_LINES = 30
+LEFTOVER_GRACE_S = 10	# for a scenario's processes still exiting when it ends
 
 SANITIZER_ENV = {
     "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
@@ -43,12 +51,18 @@ SANITIZER_ENV = {
 
 sys.path.insert(0, TESTS_DIR)
 import harness  # noqa: E402
+from harness.procs import MARK_ENV, kill_pids, mark_of, marked  # noqa: E402
+
+# This run's mark: each scenario's is RUN_MARK/name. Given by a caller
+# (tests/mutants.py) that must find the processes of a run it stopped.
+RUN_MARK = os.environ.get(MARK_ENV) or f"run{os.getpid()}"
 
 
 class Tally:
     def __init__(self):
         self.passed = 0
         self.failed = 0
+        self.leftovers = []	# (scenario, pid, command line) that outlived it
 
     def ok(self, name, note=""):
         self.passed += 1
@@ -163,10 +177,11 @@ class Running:
 
     def __init__(self, path, fn, binary, slot, slots):
         self.fn, self.slot = fn, slot
+        self.mark = f"{RUN_MARK}/{fn.__name__}"
         self.workdir = tempfile.mkdtemp(prefix=f"corral-{fn.__name__}-")
         env = dict(os.environ, CORRAL_TEST_DIR=self.workdir, PYTHONDONTWRITEBYTECODE="1",
                    CORRAL_TEST_PORT_CLASS=str(RUN * slots + slot),
-                   CORRAL_TEST_PORT_CLASSES=str(RUNS * slots))
+                   CORRAL_TEST_PORT_CLASSES=str(RUNS * slots), **{MARK_ENV: self.mark})
         cmd = [sys.executable, os.path.abspath(__file__), "--child", path, fn.__name__,
                "--workdir", self.workdir]
         if binary:
@@ -189,6 +204,22 @@ class Running:
         self.child.wait()
         return True
 
+    def sweep(self, tally):
+        """Kills what still carries the scenario's mark once it has ended:
+        after its time limit, the rest of it (a corral has a group of its
+        own); else what its Env left, each noted in tally."""
+        if self.timed_out:
+            kill_pids(marked(self.mark))
+            return
+        try:
+            harness.wait_for(lambda: not marked(self.mark), timeout=LEFTOVER_GRACE_S,
+                             what=f"the processes of {self.fn.__name__} to exit",
+                             interval=0.1)
+        except AssertionError:
+            left = marked(self.mark)
+            kill_pids(left)
+            tally.leftovers += [(self.fn.__name__, pid, cmd) for pid, cmd in left.items()]
+
 
 def run_scenarios(todo, binary, tally, keep_logs, jobs, first_failure):
     """Runs the (path, fn) in todo, up to jobs at once, each in a port
@@ -199,6 +230,7 @@ def run_scenarios(todo, binary, tally, keep_logs, jobs, first_failure):
     while todo or running:
         for r in [r for r in running if r.done()]:
             running.remove(r)
+            r.sweep(tally)
             report_scenario(r, tally, keep_logs)
         if first_failure and tally.failed:
             todo = []
@@ -269,6 +301,21 @@ def report_scenario(run, tally, keep_logs):
     tally.fail(name, why, details.strip("\n"))
 
 
+def check_leftovers(tally):
+    """The last check: no process of any scenario of this run is left (any
+    found now is killed too); one FAIL line naming those that were."""
+    late = {pid: (mark_of(pid) or "?/?", cmd) for pid, cmd in
+            marked(RUN_MARK, prefix=True).items()}
+    kill_pids(late)
+    left = tally.leftovers + [(mark.rsplit("/", 1)[-1], pid, cmd)
+                              for pid, (mark, cmd) in late.items()]
+    if not left:
+        print("no process of any scenario outlived it", flush=True)
+        return
+    tally.fail("leftover processes", f"{len(left)} processes outlived their scenario "
+               "(killed now)", "\n".join(f"{name}: pid {pid}: {cmd}" for name, pid, cmd in left))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Runs Corral's unit and scenario tests.")
     ap.add_argument("--bin", help="the corral binary the scenarios start")
@@ -310,6 +357,7 @@ def main(argv=None):
     if not (args.first_failure and tally.failed):
         run_scenarios(rest, binary, tally, args.keep_logs, max(1, args.jobs),
                       args.first_failure)
+    check_leftovers(tally)
     print(f"{tally.passed} passed, {tally.failed} failed", flush=True)
     return 1 if tally.failed else 0
 

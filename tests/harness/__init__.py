@@ -17,11 +17,13 @@ Waiting is always for a condition (wait_for), never for a fixed time.
 This package re-exports the names of its modules, so a scenario imports
 them from harness. Each module imports only those above it:
 
+    procs    MARK_ENV, group_members, marked, kill_pids (what a scenario left)
     resp     RespClient, RespError
     wait     time limits (SLOWNESS, slow), wait_for, expect, free_port, logs
     keys     HOST, PREFIX, entry_key, lock_key and the other Redis keys
     http     Headers, CacheStatus, Response, http_request, raw_exchange
     redis    RedisServer, RedisProxy, expect_entry and the other entry helpers
+    postgres PostgresServer (a private PostgreSQL 15), PsqlError
     origin   Origin (runs tests/origin.py)
     corral   corral_config, Corral, fleet_counters, children, tcp_socket_owner
     clients  stampede, Background, paced
@@ -42,8 +44,11 @@ from .http import (CacheStatus, Headers, RawReply, Response, get_request, http_r
 from .keys import (HOST, PREFIX, TOKEN_RE, backoff_key, cache_key, entry_key, fails_key,
                    hfm_key, is_token, lock_key)
 from .origin import ORIGIN_PY, TESTS_DIR, Origin, WsgiOrigin, origin_max_active
-from .redis import (RedisProxy, RedisServer, expect_entry, expect_entry_pttl, expect_no_entries,
-                    expect_pttl, find_redis_server, stale_fleet, wait_until_stale)
+from .postgres import PostgresServer, PsqlError
+from .procs import MARK_ENV, group_members, kill_pids, marked
+from .redis import (RedisProxy, RedisServer, entry_fresh_until, entry_is_fresh, expect_entry,
+                    expect_entry_pttl, expect_no_entries, expect_pttl, find_redis_server,
+                    stale_fleet, wait_until_stale)
 from .resp import RespClient, RespError
 from .wait import (CLIENT_TIMEOUT_S, LOG_TAIL_LINES, NOT_YET, POLL_S, SANITIZER_MARKERS,
                    SLOWNESS, START_TIMEOUT_S, STOP_TIMEOUT_S, expect, expect_eq, free_port,
@@ -51,17 +56,20 @@ from .wait import (CLIENT_TIMEOUT_S, LOG_TAIL_LINES, NOT_YET, POLL_S, SANITIZER_
 
 __all__ = [
     "CLIENT_TIMEOUT_S", "COUNTERS", "DEFAULT_ROUTE", "DEFAULT_SCENARIO_TIMEOUT_S", "HOST",
-    "LOG_TAIL_LINES", "NOT_YET", "ORIGIN_PY", "POLL_S", "PREFIX", "REPORT_FILE",
+    "LOG_TAIL_LINES", "MARK_ENV", "NOT_YET", "ORIGIN_PY", "POLL_S", "PREFIX", "REPORT_FILE",
     "SANITIZER_MARKERS",
     "SCENARIOS", "SLOWNESS", "START_TIMEOUT_S", "STOP_TIMEOUT_S", "TESTS_DIR", "TOKEN_RE",
     "VALGRIND_ERROR_EXIT", "WRAPPER",
     "Background", "CacheStatus", "WsgiOrigin", "closed_by_server", "Corral", "Env", "Headers", "Origin", "RawReply",
+    "PostgresServer", "PsqlError",
     "RedisProxy", "RedisServer", "RespClient", "RespError", "Response", "StampedeResult",
-    "backoff_key", "cache_key", "children", "corral_config", "entry_key", "expect",
+    "backoff_key", "cache_key", "children", "corral_config", "entry_fresh_until",
+    "entry_is_fresh", "entry_key", "expect",
     "expect_entry", "expect_entry_pttl", "expect_eq", "expect_fetches", "expect_no_entries",
     "expected_failure",
     "expect_pttl", "fails_key", "fetch_story", "fills_that_woke", "find_redis_server", "fleet_counters",
-    "free_port", "get_request", "hfm_key", "http_request", "is_token", "lock_key",
+    "free_port", "get_request", "group_members", "hfm_key", "http_request", "is_token",
+    "kill_pids", "lock_key", "marked",
     "nofile_limit", "origin_max_active", "paced", "raw_exchange", "read_text",
     "release_once_joined", "sanitizer_report", "scenario", "send_and_leave",
     "server_addresses", "slow", "split_hostport", "tcp_socket_owner", "stale_fleet", "stampede", "tail",

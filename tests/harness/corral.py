@@ -14,6 +14,7 @@ import urllib.parse
 
 from .http import http_request
 from .keys import PREFIX
+from .procs import group_members, kill_group
 from .wait import (CLIENT_TIMEOUT_S, SLOWNESS, START_TIMEOUT_S, STOP_TIMEOUT_S, read_text,
                    sanitizer_report, tail, wait_for)
 
@@ -21,6 +22,8 @@ from .wait import (CLIENT_TIMEOUT_S, SLOWNESS, START_TIMEOUT_S, STOP_TIMEOUT_S, 
 # corral is started as WRAPPER... BINARY ARGS.
 WRAPPER = shlex.split(os.environ.get("CORRAL_WRAPPER") or "")
 VALGRIND_ERROR_EXIT = 99	# make test-valgrind's --error-exitcode
+# Once its master has exited, a worker still exiting gets this long.
+ORPHAN_GRACE_S = 10
 
 COUNTERS = ("requests", "hits", "stale_hits", "misses", "collapsed", "bypass",
             "upstream_fetches", "upstream_errors", "stores", "locks_acquired",
@@ -112,7 +115,9 @@ def nofile_limit(n):
 
 class Corral:
     """One corral process started with an inline config; nofile, if given,
-    is its RLIMIT_NOFILE; wrapper, if not None, replaces WRAPPER."""
+    is its RLIMIT_NOFILE; wrapper, if not None, replaces WRAPPER. It runs in
+    a process group of its own, so that stopping or killing it never leaves
+    a worker behind."""
 
     def __init__(self, binary, config_text, name, workdir=None, wait_redis=True,
                  nofile=None, env=None, admin_token=None, wrapper=None):
@@ -138,6 +143,7 @@ class Corral:
                                          stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL,
                                          preexec_fn=nofile_limit(nofile),
+                                         start_new_session=True,
                                          env=dict(os.environ, **(env or {})))
         try:
             wait_for(self.ready, timeout=START_TIMEOUT_S,
@@ -191,8 +197,10 @@ class Corral:
         return self.proc.poll() is None
 
     def stop(self):
-        """SIGTERM, then SIGKILL after STOP_TIMEOUT_S. Raises when corral did
-        not exit cleanly (non-zero, killed, or a sanitizer report in its log)."""
+        """SIGTERM, then SIGKILL to its whole group after STOP_TIMEOUT_S.
+        Raises when corral did not exit cleanly (non-zero, killed, a
+        sanitizer report in its log, or a process of its group still
+        running once the master has gone)."""
         if self.stopped:
             return
         self.stopped = True
@@ -202,7 +210,7 @@ class Corral:
             try:
                 self.proc.wait(STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
+                kill_group(self.proc.pid)
                 self.proc.wait()
                 problem = f"did not exit within {STOP_TIMEOUT_S} s of SIGTERM"
         else:
@@ -212,6 +220,10 @@ class Corral:
             problem = f"exited with {rc}" if rc > 0 else f"died of signal {-rc}"
             if self.wrapper and rc == VALGRIND_ERROR_EXIT:
                 problem += " (valgrind found memory errors or leaks: see the log)"
+        left = self.orphans()
+        if left:
+            problem = (problem + "; " if problem else "") + \
+                f"its processes {left} outlived the master (killed)"
         marker = sanitizer_report(self.log())
         if marker:
             problem = (problem + "; " if problem else "") + f"log has {marker!r}"
@@ -227,10 +239,14 @@ class Corral:
         try:
             self.proc.wait(timeout * SLOWNESS)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            kill_group(self.proc.pid)
             self.proc.wait()
             raise AssertionError(f"{self.name} did not exit within {timeout * SLOWNESS} s "
                                  f"{what}; log:\n{tail(self.log())}")
+        left = self.orphans()
+        if left:
+            raise AssertionError(f"{self.name}'s processes {left} outlived the master "
+                                 f"(killed) {what}; log:\n{tail(self.log())}")
         if self.proc.returncode != status:
             raise AssertionError(f"{self.name} exited with {self.proc.returncode} {what}, "
                                  f"not {status}; log:\n{tail(self.log())}")
@@ -238,11 +254,23 @@ class Corral:
         if marker:
             raise AssertionError(f"{self.name}'s log has {marker!r}:\n{tail(self.log())}")
 
+    def orphans(self):
+        """Once the master has exited: the processes of its group still
+        running after a grace for their own exit, killed."""
+        try:
+            wait_for(lambda: not group_members(self.proc.pid), timeout=ORPHAN_GRACE_S,
+                     what=f"the processes of {self.name}'s group to exit")
+            return []
+        except AssertionError:
+            left = group_members(self.proc.pid)
+            kill_group(self.proc.pid)
+            return left
+
     def kill(self):
+        """SIGKILL to the master and its workers at once (its group)."""
         self.stopped = True
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        kill_group(self.proc.pid)
+        self.proc.wait()
 
 
 def fleet_counters(corrals, route=None):

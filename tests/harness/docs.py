@@ -71,7 +71,8 @@ def guide_keys():
     of the form | `key` | `[section]` | what to know |."""
     guide = section(doc(OPERATIONS), "## Configuration")
     return set((s, k) for k, s in re.findall(
-        r"^\| `([a-z0-9_]+)` \| `(\[[a-z]+(?: PREFIX)?\])` \|", guide, re.M))
+        r"^\| `([a-z0-9_]+(?:\.TABLE)?)` \| `(\[[a-z]+(?: PREFIX| NAME)?\])` \|", guide,
+        re.M))
 
 
 def slug(heading):

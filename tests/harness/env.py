@@ -9,6 +9,7 @@ import tempfile
 
 from .corral import WRAPPER, Corral, corral_config
 from .origin import Origin, WsgiOrigin
+from .postgres import PostgresServer
 from .redis import RedisProxy, RedisServer
 from .wait import SLOWNESS, START_TIMEOUT_S, free_port, sanitizer_report, tail, wait_for
 
@@ -54,13 +55,26 @@ class Env:
         return False
 
     def stop_all(self):
-        problems = []
+        """Stops every process, the last started first, whatever one of
+        them raises (an interrupt too: the rest are stopped before it goes
+        on); the problems, as text."""
+        problems, interrupt = [], None
         for proc in reversed(self.procs):
             try:
                 proc.stop()
             except Exception as e:	# noqa: BLE001 - collected, reported together
                 problems.append(str(e))
+            except BaseException as e:	# noqa: BLE001 - re-raised once all are stopped
+                interrupt = interrupt or e
+                kill = getattr(proc, "kill", None)
+                if kill is not None:
+                    try:
+                        kill()
+                    except Exception as k:	# noqa: BLE001
+                        problems.append(str(k))
         self.procs = []
+        if interrupt is not None:
+            raise interrupt
         return problems
 
     def name(self, base):
@@ -79,6 +93,14 @@ class Env:
     def redis_proxy(self, redis):
         """A RedisProxy in front of redis; give its .address to a corral."""
         return self.track(RedisProxy(redis, self.name("redisproxy")))
+
+    def postgres(self, settings=None):
+        """A private PostgreSQL 15 (wal_level = logical) on a free port,
+        its data in this scenario's directory, which is opened to the
+        postgres user it runs as (PostgreSQL refuses to run as root)."""
+        os.chmod(self.workdir, 0o755)
+        return self.track(PostgresServer(self.workdir, self.name("postgres"),
+                                         settings=settings))
 
     def origin(self, delay=None, port=None):
         """A new origin; on port if given (e.g. to restart one that was

@@ -8,6 +8,7 @@ import os
 import shutil
 import socket
 import subprocess
+import struct
 import threading
 import time
 
@@ -284,6 +285,24 @@ def expect_entry(redis, path):
     expect(is_token(value[:32].decode("ascii", "replace")),
            f"entry {key} does not start with a 32-hex token: {value[:40]!r}")
     return value
+
+
+ENTRY_FRESH_AT = 45	# the byte where an entry's fresh_until (i64 LE, ms) starts
+
+
+def entry_fresh_until(redis, path):
+    """The wall-clock ms until which path's entry is fresh, or None when
+    there is no entry."""
+    value = redis.cmd_bytes("GET", entry_key(path))
+    if value is None or len(value) < ENTRY_FRESH_AT + 8:
+        return None
+    return struct.unpack_from("<q", value, ENTRY_FRESH_AT)[0]
+
+
+def entry_is_fresh(redis, path):
+    """Is path's entry in redis fresh now (None: there is none)?"""
+    until = entry_fresh_until(redis, path)
+    return None if until is None else until > time.time() * 1000
 
 
 def expect_no_entries(redis, what):

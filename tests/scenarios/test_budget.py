@@ -294,6 +294,11 @@ def every_kind_of_origin_request_waits_for_a_slot(env):
     c = corral.counters()
     expect_eq(c["slot_grants"], 2 + len(kinds), "slots granted")
     expect_eq(c["slot_waits"], len(kinds), "of those, after waiting")
+    # Every slot is given back: a stop waits for nothing.
+    corral.stop()
+    log = corral.log()
+    expect("stop: nothing left in progress" in log and "shutdown_timeout reached" not in log,
+           "the stop, once the requests were answered, waited for no release")
 
 
 @scenario
@@ -385,6 +390,53 @@ def redis_down_each_instance_keeps_to_its_local_share(env):
                f"instance {i}: its origin's peak {peak}, local share {share}")
     c = fleet_counters(fleet)
     expect_eq(c["slot_local"], keys, "slots from the local share")
+
+
+@scenario
+def the_local_share_is_max_requests_over_the_instances_rounded_up(env):
+    """Two instances: max_requests 8 gives each 4 (not 5), 9 gives each 5
+    (not 4): shown in /stats before Redis is ever down."""
+    redis, origin = env.redis(), env.origin()
+    fleet = env.fleet(2, redis, origin, extra=budget(8))
+    wait_for(lambda: all(budget_stats(c)["instances"] == 2 for c in fleet),
+             timeout=slow(15), what="each instance to count two alive")
+    expect_eq([budget_stats(c)["local_share"] for c in fleet], [4, 4], "shares of 8")
+    for c in fleet:
+        with open(c.config_path) as f:
+            text = f.read()
+        with open(c.config_path, "w") as f:
+            f.write(text.replace("max_requests = 8", "max_requests = 9"))
+        c.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: [budget_stats(c)["local_share"] for c in fleet] == [5, 5],
+             timeout=slow(15), what="shares of 9 after a reload: 5 each")
+
+
+@scenario(timeout=240)
+def redis_down_an_instance_keeps_to_the_local_share_it_is_given(env):
+    """local_share = 2 rules over max_requests' split (8 here, alone): with
+    Redis down, the instance's two workers send at most 2 at once."""
+    max_requests, share, keys = 8, 2, 24
+    redis, origin = env.redis(), env.origin()
+    origin.script("*", delay_ms=200, body="v{n}")
+    corral = env.corral(redis, origin, extra=budget(max_requests, server=TWO_WORKERS,
+                                                    local_share=share))
+    wait_for(lambda: budget_stats(corral)["local_share"] == share, timeout=slow(15),
+             what="/stats to show the local share given")
+    redis.kill()
+    wait_for(lambda: not corral.stats()["redis"]["up"], what="the instance to see Redis down")
+    results = flood([corral], [f"/down/{i}" for i in range(keys)])
+
+    expect_eq(sorted({r[0] for r in results}), [200], "statuses")
+    peak = origin.stats()["max_active"]
+    expect(1 <= peak <= share, f"the origin's peak {peak}: local_share {share}, "
+                               f"not max_requests {max_requests}")
+    c = corral.counters()
+    expect_eq(c["slot_local"], keys, "slots from the local share")
+    said = corral.log().count(f"allows itself {share} origin requests at once")
+    expect(1 <= said <= 2, f"the log says once per worker what it allows itself: {said} times "
+                           f"for {keys} requests")
+    expect("to each server" not in corral.log(),
+           "a share of each server's cap logged, without max_requests_per_server")
 
 
 def metric_samples(text):

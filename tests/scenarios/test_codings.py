@@ -179,6 +179,35 @@ def short_or_incompressible_bodies_are_stored_as_they_came(env):
 
 
 @scenario
+def compress_types_and_compress_min_bytes_are_each_routes_own(env):
+    """A route's compress_types replaces the list (its JSON is kept as it
+    came, its NDJSON compressed) and its compress_min_bytes lowers the bar
+    (a 120-byte body compressed there, not under the default's 256)."""
+    small = b'{"id":1,"name":"a"}\n' * 6
+    redis, origin = env.redis(), env.origin()
+    for prefix in ("/n/", "/d/"):
+        origin.script(prefix + "json", body=json_body().decode(),
+                      headers={"Content-Type": "application/json"})
+        origin.script(prefix + "ndjson", body=json_body().decode(),
+                      headers={"Content-Type": "application/x-ndjson"})
+        origin.script(prefix + "small", body=small.decode(),
+                      headers={"Content-Type": "application/x-ndjson"})
+    corral = env.corral(redis, origin, routes={
+        "/n/": {"compress_types": "application/x-ndjson, text/csv",
+                "compress_min_bytes": "64"},
+        "/d/": {"compress_types": "application/x-ndjson"}, "/": {}})
+    want = {"/n/json": None, "/n/ndjson": "gzip", "/n/small": "gzip",
+            "/d/json": None, "/d/ndjson": "gzip", "/d/small": None}
+    for path, coding in want.items():
+        corral.get(path)
+        r = corral.get(path, headers={"Accept-Encoding": "gzip"})
+        expect_eq((r.status, r.headers.get("Content-Encoding")), (200, coding), path)
+        expect_body(r, small if path.endswith("small") else json_body(), path)
+        expect_eq(origin.count(path), 1, f"{path} stored")
+    expect_eq(corral.counters()["coding_encoded"], 3, "what each route's keys compress")
+
+
+@scenario
 def if_none_match_and_head_work_across_codings(env):
     body = json_body()
     redis, origin = env.redis(), env.origin()

@@ -196,3 +196,13 @@ def example_config_shows_every_key_at_its_default_and_starts_without_a_warning(e
     p = env.run_corral("-t", "-c", EXAMPLE)
     expect_eq((p.returncode, p.stdout.strip(), p.stderr.strip()), (0, "configuration OK", ""),
               "corral -t on the example: OK, with no warning")
+@scenario
+def every_config_key_is_set_otherwise_by_some_scenario(env):
+    """Every key of `corral -h` is given a value other than its default by
+    at least one scenario (tests/config_keys.py reads their text)."""
+    import sys
+    sys.path.insert(0, TESTS_DIR)
+    import config_keys
+    missing = config_keys.uncovered(env.binary)
+    expect_eq([f"[{section}] {key}" for section, key, _ in missing], [],
+              "keys no scenario sets to a value other than their default")

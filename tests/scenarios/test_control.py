@@ -13,14 +13,17 @@ what Redis holds for a URL, and POST /maintenance switches a route to
 503 for the rest, fleet-wide.
 """
 
+import ipaddress
 import os
+import re
 import signal
 import socket
 import threading
 import urllib.parse
 
-from harness import (HOST, PREFIX, Background, RawReply, closed_by_server, entry_key, expect,
-                     expect_eq, http_request, lock_key, raw_exchange, scenario, wait_for)
+from harness import (HOST, PREFIX, Background, RawReply, closed_by_server, corral_config,
+                     entry_key, expect, expect_eq, free_port, http_request, lock_key,
+                     raw_exchange, scenario, wait_for)
 
 FULL = "full-0123456789abcdef0123456789abcdef"
 READ = "read-0123456789abcdef0123456789abcdef"
@@ -358,11 +361,71 @@ def the_admin_listener_reads_one_host_from_one_line(env):
             ("/stats", f"Host: evil.example\r\nHost: {own}\r\n", "two Host lines, ours last"),
             ("/stats", f"Host: {own}\r\nOrigin: http://{own}\r\nOrigin: http://evil\r\n",
              "two Origin lines"),
+            ("/stats", f"Host: {own}\r\nReferer: http://{own}/\r\nReferer: http://evil/\r\n",
+             "two Referer lines"),
             ("http://evil.example/stats", f"Host: {own}\r\n", "an absolute target elsewhere"),
             (f"https://{own}/stats", f"Host: {own}\r\n", "an https absolute target")):
         expect_eq(raw(target, lines).status, 403, what)
     expect_eq(raw(f"http://{own}/stats", "Host: evil.example\r\n").status, 200,
               "an absolute target naming it rules over Host (RFC 9112 3.2.2)")
+
+
+def name_of_this_machine():
+    """(name, address): a name of this machine that another admin rule
+    would not accept (not an address, localhost or a name under
+    .localhost) and that resolves to one address this machine can listen
+    on; None if it has none (tests/unit/test_auth.c holds the rule then)."""
+    names = (socket.gethostname(), socket.getfqdn(), "ip6-localhost", "localhost.localdomain")
+    for name in names:
+        low = name.lower().rstrip(".")
+        if not low or low == "localhost" or low.endswith(".localhost"):
+            continue
+        try:
+            ipaddress.ip_address(name)
+            continue
+        except ValueError:
+            pass
+        try:
+            addrs = {ai[4][0] for ai in socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)}
+        except OSError:
+            continue
+        if len(addrs) != 1:
+            continue
+        addr = addrs.pop()
+        try:
+            with socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET) as probe:
+                probe.bind((addr, 0))
+        except OSError:
+            continue
+        return name, addr
+    return None
+
+
+@scenario
+def the_admin_listen_name_is_a_host_of_the_listener(env):
+    """admin_listen = NAME:PORT: Host NAME:PORT (any case) is the listener,
+    a name that starts with NAME or holds it is not."""
+    found = name_of_this_machine()
+    if found is None:
+        print("no name of this machine resolves to one address it can listen on: "
+              "the rule is held by tests/unit/test_auth.c alone here")
+        return
+    name, addr = found
+    redis, origin = env.redis(), env.origin()
+    port = free_port()
+    corral = env.corral(config=corral_config(redis, origin, free_port(), port).replace(
+        f"admin_listen = 127.0.0.1:{port}", f"admin_listen = {name}:{port}"))
+    expect_eq(corral.admin_host, name, "the admin listener's host in the harness")
+    for host in (f"{name}:{port}", f"{name.upper()}:{port}", name):
+        r = ask(corral, "GET", "/stats", headers={"Host": host})
+        expect_eq(r.status, 200, f"/stats with Host {host!r} (admin_listen = {name}:{port})")
+    r = ask(corral, "POST", "/purge?" + q(url=f"http://{HOST}/x"),
+            headers={"Host": f"{name}:{port}", "Origin": f"http://{name}:{port}"})
+    expect_eq(r.status, 200, f"a purge from the listener's own origin: {r.text!r}")
+    for host in (f"{name}x:{port}", f"x{name}:{port}", f"{name}.evil.example:{port}",
+                 f"{name[:-1] or 'x'}:{port}"):
+        r = ask(corral, "GET", "/stats", headers={"Host": host})
+        expect_eq(r.status, 403, f"/stats with Host {host!r}")
 
 
 @scenario
@@ -541,6 +604,37 @@ def maintenance_serves_what_is_stored_and_spares_the_origin(env):
 
 
 @scenario
+def maintenance_news_heard_during_a_read_is_read_again_once(env):
+    """A change heard while the modes are being read makes one more read
+    once that one ends: not none (the change would be missed), and not one
+    after another for ever."""
+    redis, origin = env.redis(), env.origin()
+    proxy = env.redis_proxy(redis)
+    a = env.corral(redis, origin)
+    b = env.corral(proxy, origin, wait_redis=True)
+    env.wait_subscribed(redis, 2)
+    proxy.hold_replies_after(b"HGETALL")
+    maint(a, "/m/", "avoid")
+    wait_for(lambda: proxy.held_bytes() > 0, what="b's read of the modes, held")
+    heard = proxy.published()
+    maint(a, "/n/", "avoid")
+    wait_for(lambda: proxy.published() > heard, what="b to hear of the second change")
+    b.stats(), b.stats()	# two turns of its loop: the news is read
+    expect_eq(b.stats()["maintenance"], [], "b's modes while its read is held")
+    proxy.release()
+    wait_for(lambda: sorted(m["route"] for m in b.stats()["maintenance"]) == ["/m/", "/n/"],
+             timeout=10, what="b to read again, and see both routes")
+    sent = b.stats()["redis"]["commands"]
+    for _ in range(5):
+        expect_eq(b.stats()["redis"]["commands"], sent,
+                  "b's Redis commands once it has read both: no read after read")
+    expect_eq(b.get("/n/x", {"Host": HOST}).status, 503, "b avoids the second route")
+    # One log line per route b saw go into maintenance, none for another.
+    said = re.findall(r"maintenance: (.*) avoids the origin", b.log())
+    expect_eq(sorted(said), ["/m/", "/n/"], "b's log lines of routes avoiding the origin")
+
+
+@scenario
 def maintenance_covers_every_spelling_of_its_route(env):
     redis, origin = env.redis(), env.origin()
     origin.script("*", body="{path} v{n}")
@@ -549,6 +643,9 @@ def maintenance_covers_every_spelling_of_its_route(env):
     expect_eq(maint(corral, "/%6D//", "avoid")["route"], "/m/", "the route, kept plain")
     wait_for(lambda: [m["route"] for m in corral.stats()["maintenance"]] == ["/m/"],
              timeout=10, what="the mode in /stats")
+    expect_eq(maint(corral, "/%70ag%65%30/", "avoid")["route"], "/page0/",
+              "escapes at the start, middle and end of a segment, decoded")
+    maint(corral, "/page0/", "normal")
     expect_eq(maint(corral, "/report", "avoid")["route"], "/report", "a route without '/'")
     # Each is /m/new to an origin that decodes %XX (once, or twice), merges
     # slashes, drops a segment's ;parameters (Tomcat, Jetty), reads a
@@ -559,7 +656,7 @@ def maintenance_covers_every_spelling_of_its_route(env):
                    "/m./new", "/m../new", "/m%2E/new", "/m\\new", "/m%5Cnew", "/%256D/new",
                    "/%25256d/new", "/%c0%afm/new", "/x%c0%af..%c0%afm/new", "/m%c0%afnew", "/m%c0%ae/new",
                    "/m%e0%80%afnew", "/report", "/repor%74", "/REPORT/x", "/report;v=2",
-                   "/m/ne%77", "/m%2f"):
+                   "/m/ne%77", "/m%2f", "/%c1%ad/new", "/%e0%81%ad/new", "/m%c1%9cnew"):
         r = corral.get(target, {"Host": HOST})
         expect_eq(r.status, 503, f"GET {target} under maintenance of /m/ and /report")
         r = corral.get(target, {"Host": HOST}, method="POST", body=b"x")
@@ -629,7 +726,31 @@ def reads_through_a_name_that_is_not_the_listeners_are_refused(env):
     expect_eq(r.status, 403, f"/stats without a Host: {r!r}")
     r = ask(corral, "GET", "/health", headers={"Host": f"evil.example:{port}"})
     expect_eq(r.status, 200, "/health stays open to any name, for load balancers")
-    expect("Host must name this listener" in corral.log(), "the refusal logged")
+    expect("admin: 403 GET /stats from 127.0.0.1: Host must name this listener" in corral.log(),
+           "the refusal logged, with the peer")
+
+
+@scenario
+def refusals_are_logged_twenty_a_second_and_the_rest_counted(env):
+    """A flood of refused admin requests costs at most 20 log lines a
+    second; the next second's first line says how many were not logged."""
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin)
+    hidden = re.compile(r"admin: (\d+) more refusals not logged")
+    sent = 0
+    while not hidden.search(corral.log()) and sent < 5000:
+        ask(corral, "GET", "/stats", headers={"Host": "evil.example"})
+        sent += 1
+    log = corral.log().splitlines()
+    at = next((i for i, line in enumerate(log) if hidden.search(line)), None)
+    expect(at is not None, f"no second of {sent} refusals had more than 20 of them")
+    seconds = {}
+    for line in log[:at]:
+        if "admin: 403 GET /stats from" in line:
+            seconds[line[:19]] = seconds.get(line[:19], 0) + 1	# its second
+    busiest = max(seconds.values())
+    expect_eq(busiest, 20, f"refusals logged in the busiest second ({seconds})")
+    expect(int(hidden.search(log[at]).group(1)) >= 1, f"the count: {log[at]!r}")
 
 
 @scenario

@@ -3,7 +3,7 @@ tests/fixtures/door/streams.py, sent to a real corral, makes the responses,
 closes, access-log lines, origin requests and upstream hosts recorded in
 tests/fixtures/door/golden.json (tests/door_diff.py says how, and what is
 normalised). Whatever reads clients' bytes in place of proxy/proxy_frame.c
-and libevent's parser must make the same of them; a change meant to differ
+must make the same of them; a change meant to differ
 records the golden file again and shows the difference in its diff.
 """
 

@@ -131,6 +131,12 @@ def key_headers_key_on_normalised_header_values(env):
     expect_eq(corral.get("/h", {"Accept-Language": "en-US", "X-Tenant": "t1"}).text,
               "lang=en-US v3", "a tenant: its own")
     expect_eq(origin.count("/h"), 3, "origin requests")
+    # A value too long to key whole (past 1 KiB) is never keyed cut: not cached.
+    long = "t" * 1100
+    for i, tenant in enumerate((long + "A", long + "B")):
+        r = corral.get("/h", {"Accept-Language": "en-US", "X-Tenant": tenant})
+        expect_eq((r.text, r.cache_status.hit), (f"lang=en-US v{4 + i}", False),
+                  f"a tenant of {len(tenant)} bytes ending in {tenant[-1]}")
 
 
 # -- per-credential caching -------------------------------------------------------------
@@ -185,16 +191,31 @@ def a_credential_cookie_is_keyed_and_is_the_only_cookie_sent(env):
     origin.script("/me", body="n={n}")
     routes = {"/": {"cache_authorized": "per-credential", "credential_cookie": "sid"}}
     corral = env.corral(redis, origin, routes=routes, extra=with_secret(env))
-    for track in ("a", "b"):
-        r = corral.get("/me", {"Cookie": f"track={track}; sid=s1"})
+    for cookie in ("track=a; sid=s1", "track=b; sid=s1", "sid=s1; track=z", "sid=s1"):
+        r = corral.get("/me", {"Cookie": cookie})
         expect_eq((r.text, r.cache_status.params.get("key")), ("n=1", "credential"),
-                  f"sid=s1, track={track}")
+                  f"Cookie: {cookie}")
     expect_eq(origin.path_stats("/me")["headers"].get("Cookie"), "sid=s1",
               "the fetch sends only the cookie the key holds")
-    expect_eq(corral.get("/me", {"Cookie": "sid=s2"}).text, "n=2", "another sid: its own")
+    # A value that differs at its end, its start or its middle: its own.
+    for n, sid in enumerate(("s2", "t1", "s11", "s21"), start=2):
+        expect_eq(corral.get("/me", {"Cookie": f"sid={sid}"}).text, f"n={n}",
+                  f"sid={sid}: its own entry")
     r = corral.get("/me", {"Cookie": "track=c"})
-    expect_eq(r.text, "n=3", "no sid: the URL's own entry")
+    expect_eq(r.text, "n=6", "no sid: the URL's own entry")
     expect("Cookie" not in origin.path_stats("/me")["headers"], "and no cookie sent")
+    # A name that starts or ends with sid, or holds it, is another cookie.
+    for cookie in ("sidebar=s1", "xsid=s1", "sid_x=s1; track=d", "sidsid=s1"):
+        r = corral.get("/me", {"Cookie": cookie})
+        expect_eq((r.text, r.cache_status.hit, r.cache_status.params.get("key")),
+                  ("n=6", True, None), f"{cookie}: no sid, the URL's own entry")
+    origin.script("/you", body="n={n}")
+    r = corral.get("/you", {"Cookie": "sidebar=s1; xsid=s2"})
+    expect_eq((r.text, r.cache_status.params.get("key")), ("n=1", None),
+              "a miss with sidebar and xsid: not keyed as the credential")
+    expect("Cookie" not in origin.path_stats("/you")["headers"],
+           f"cookies sent that are not sid: {origin.path_stats('/you')['headers']}")
+    expect_eq(corral.get("/you").text, "n=1", "the URL's own entry, without any cookie")
 
 
 @scenario
@@ -453,6 +474,17 @@ def plain_post_is_keyed_on_a_hash_of_its_body(env):
         r = post(corral, "/rpc/report", big)
         expect_eq(r.cache_status.fwd, "method", f"a body over max_body_bytes passes {i}")
     expect_eq(origin.count("/rpc/report"), 5, "origin requests")
+    # At max_body_bytes (1 KiB) exactly, a body is keyed; one byte more, passed.
+    at = b'{"pad": "' + b"y" * (1024 - 11) + b'"}'
+    expect_eq(len(at), 1024, "the body at the bound")
+    for i in range(2):
+        r = post(corral, "/rpc/report", at)
+        expect_eq((r.text, r.cache_status.hit), ("report n=6", i == 1), f"1024 bytes, {i}")
+    past = at[:-2] + b'y"}'
+    for i in range(2):
+        r = post(corral, "/rpc/report", past)
+        expect_eq(r.cache_status.fwd, "method", f"1025 bytes passes, {i}")
+    expect_eq(origin.count("/rpc/report"), 8, "origin requests")
     keys = [k for k in redis.keys("*") if "rpc/report" in k]
     expect(not any("from" in k for k in keys), f"no body in a Redis key: {keys}")
 

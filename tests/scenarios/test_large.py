@@ -233,7 +233,7 @@ def large_near_cache_hits_go_out_whole_to_a_slow_reader(env):
 @scenario
 def a_streamed_answer_gets_its_access_log_line(env):
     # A streamed reply that ends whole is logged once its body is sent (the
-    # request is read for the record before libevent frees it).
+    # request is read for the record before it is freed).
     size = 200 * KIB
     redis, origin = env.redis(), env.origin()
     origin.script("/s/logged", size=size, pieces=4, interval_ms=20)

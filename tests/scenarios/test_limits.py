@@ -134,7 +134,7 @@ def sort_query_gives_any_parameter_order_one_entry(env):
 # -- refused requests ---------------------------------------------------------------
 
 HOST_LINE = b"Host: app.test\r\n"
-# ~2 KiB of headers, over max_header_bytes = 1k, under libevent's own limit.
+# ~2 KiB of headers, over max_header_bytes = 1k.
 BIG_HEADERS = b"".join(b"X-Filler-%02d: %s\r\n" % (i, b"f" * 80) for i in range(22))
 
 # (what, request bytes, status, made by corral: counted as rejected; since

@@ -15,8 +15,8 @@ import threading
 import time
 
 from browser import Browser
-from harness import (HOST, Background, expect, expect_eq, free_port, lock_key,
-                     read_text, scenario, stampede, wait_for, wait_until_stale)
+from harness import (HOST, Background, expect, expect_eq, free_port, lock_key, raw_exchange,
+                     read_text, scenario, slow, stampede, wait_for, wait_until_stale)
 
 SAMPLE_RE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 LABEL_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
@@ -707,3 +707,302 @@ def dashboard_quantiles_in_headless_chromium_are_those_of_stats(env):
             expect(all(abs(a - w) <= 1e-5 * max(w, 1e-6) for a, w in zip(got["q"], want)),
                    f"{name}: the page's p50, p90, p99 {got['q']} and /stats' {want}")
             expect(got["q"][0] <= got["q"][1] <= got["q"][2], f"{name}: in order: {got['q']}")
+# -- /metrics and /stats: one figure, one value --------------------------------------
+
+# Per-route counter families: the /stats counter of each (by the label
+# that tells its series apart, when one does; a tuple is summed).
+ROUTE_COUNTERS = {
+    "corral_requests_total": ("cache", {
+        "hit": "hits", "stale": "stale_hits", "miss": "misses", "collapsed": "collapsed",
+        "bypass": "bypass", "error": ("errors", "rejected")}),
+    "corral_upstream_requests_total": ("code", {
+        "2xx": "upstream_2xx", "3xx": "upstream_3xx", "4xx": "upstream_4xx",
+        "5xx": "upstream_5xx", "timeout": "upstream_timeouts", "error": "upstream_failures"}),
+    "corral_cache_stores_total": "stores",
+    "corral_tags_dropped_total": "tags_dropped",
+    "corral_variants_refused_total": "variants_refused",
+    "corral_not_modified_total": "not_modified",
+    "corral_invalidations_total": "invalidations",
+    "corral_early_refresh_total": "early_refreshes",
+    "corral_revalidations_total": "revalidated",
+    "corral_stale_if_error_total": "stale_if_error",
+    "corral_lock_acquired_total": "locks_acquired",
+    "corral_lock_busy_total": "lock_busy",
+    "corral_lock_renewed_total": "lock_renewals",
+    "corral_lock_lost_total": "lock_lost",
+    "corral_lock_wait_timeouts_total": "lock_wait_timeouts",
+    "corral_lock_takeovers_total": "lock_takeovers",
+    "corral_backoff_skips_total": "backoff_skips",
+    "corral_hit_for_miss_total": "hit_for_miss",
+    "corral_peer_streams_total": ("result", {"streamed": "peer_streams",
+                                             "none": "peer_fallbacks"}),
+    "corral_sibling_fills_total": "sibling_fills",
+    "corral_stream_laggards_total": ("result", {"detached": "stream_detached",
+                                                "cut": "stream_cut_slow"}),
+    "corral_origin_slots_granted_total": "slot_grants",
+    "corral_origin_slot_waits_total": "slot_waits",
+    "corral_origin_slots_local_total": "slot_local",
+    "corral_origin_slot_leases_lost_total": "slot_lost",
+    "corral_origin_sheds_total": ("reason", {"stale": "shed_stale", "busy": "shed_busy",
+                                             "refresh": "shed_refresh",
+                                             "unwanted": "shed_unwanted"}),
+    "corral_clients_gone_total": "client_gone",
+    "corral_key_rule_hits_total": ("rule", {r: f"key_{f}_hits" for r, f in (
+        ("query-rules", "query"), ("headers", "headers"), ("post", "post"),
+        ("graphql", "graphql"), ("credential", "credential"))}),
+    "corral_key_rule_stores_total": ("rule", {r: f"key_{f}_stores" for r, f in (
+        ("query-rules", "query"), ("headers", "headers"), ("post", "post"),
+        ("graphql", "graphql"), ("credential", "credential"))}),
+    "corral_post_passed_total": "post_passed",
+}
+ROUTE_HISTOGRAMS = {
+    "corral_upstream_duration_seconds": "upstream_duration",
+    "corral_lock_wait_seconds": "lock_wait",
+    "corral_origin_slot_wait_seconds": "slot_wait",
+    "corral_fill_wake_seconds": "fill_wake",
+    "corral_rush_seconds": "rush",
+}
+# Families of one series and no label: where /stats keeps the figure.
+PLAIN = {
+    "corral_workers": ("workers",),
+    "corral_connections": ("connections",),
+    "corral_admin_connections": ("admin", "connections"),
+    "corral_admin_connections_refused_total": ("admin", "refused"),
+    "corral_requests_in_progress": ("in_progress", "requests"),
+    "corral_flights": ("in_progress", "flights"),
+    "corral_refreshes_in_progress": ("in_progress", "refreshes"),
+    "corral_upstream_requests_in_progress": ("in_progress", "upstream_fetches"),
+    "corral_near_cache_bytes": ("near_cache", "bytes"),
+    "corral_near_cache_entries": ("near_cache", "entries"),
+    "corral_near_cache_rejected_total": ("near_cache", "rejected"),
+    "corral_shared_cache_bytes": ("shared_cache", "bytes"),
+    "corral_shared_cache_entries": ("shared_cache", "entries"),
+    "corral_shared_cache_hits_total": ("shared_cache", "hits"),
+    "corral_shared_cache_misses_total": ("shared_cache", "misses"),
+    "corral_shared_cache_stores_total": ("shared_cache", "stores"),
+    "corral_shared_cache_evictions_total": ("shared_cache", "evictions"),
+    "corral_shared_cache_resets_total": ("shared_cache", "resets"),
+    "corral_shared_cache_lock_busy_total": ("shared_cache", "lock_busy"),
+    "corral_redis_commands_total": ("redis", "commands"),
+    "corral_redis_errors_total": ("redis", "errors"),
+    "corral_redis_timeouts_total": ("redis", "timeouts"),
+    "corral_redis_connects_total": ("redis", "connects"),
+    "corral_redis_disconnects_total": ("redis", "disconnects"),
+    "corral_redis_auth_failures_total": ("redis", "auth_failures"),
+    "corral_redis_oom_total": ("redis", "oom"),
+    "corral_redis_fill_notifications_total": ("redis", "fills_received"),
+    "corral_redis_purge_notifications_total": ("redis", "purges_received"),
+    "corral_redis_map_refreshes_total": ("redis", "map_refreshes"),
+    "corral_redis_replica_reads_total": ("redis", "replica_reads"),
+    "corral_tag_set_members_max": ("tags", "largest_set"),
+    "corral_tag_members_pruned_total": ("tags", "pruned"),
+    "corral_origin_local_share": ("origin_budget", "local_share"),
+    "corral_origin_fleet_instances": ("origin_budget", "instances"),
+    "corral_origin_max_requests": ("origin_budget", "max_requests"),
+}
+PLAIN_HISTOGRAMS = {
+    "corral_redis_command_duration_seconds": ("redis", "command_duration"),
+    "corral_redis_fill_delay_seconds": ("redis", "fill_delay"),
+}
+# Per-server families: the figure of /stats "upstreams".
+SERVER = {
+    "corral_upstream_server_in_flight": "in_flight",
+    "corral_upstream_server_requests_total": "requests",
+    "corral_upstream_server_failures_total": "failures",
+    "corral_upstream_server_retries_total": "retries",
+    "corral_upstream_server_taken_out_total": "taken_out",
+}
+
+
+def dig(s, path):
+    for k in path:
+        s = s[k]
+    return s
+
+
+def histogram_figure(h, suffix, labels):
+    """The /stats histogram h's figure for one series of a family."""
+    if suffix == "_count":
+        return h["count"]
+    if suffix == "_sum":
+        return h["sum_s"]
+    le, total = labels["le"], 0	# a bucket of /metrics counts those below it too
+    for bound, n in h["buckets"].items():
+        if le == "+Inf" or (bound != "+Inf" and float(bound) <= float(le)):
+            total += n
+    return total
+
+
+def split_histogram(name):
+    for suffix in ("_bucket", "_sum", "_count"):
+        if name.endswith(suffix):
+            return name[:-len(suffix)], suffix
+    return name, None
+
+
+def stats_figure(s, name, labels):
+    """The /stats figure of one /metrics series; KeyError if none is known
+    for it (a family this test does not know: add it)."""
+    labels = dict(labels)
+    base, suffix = split_histogram(name)
+    scope = None
+    if "route" in labels:
+        route = labels.pop("route")
+        scope = s["unrouted"] if route == "(none)" else s["routes"][route]
+    if scope is not None and base in ROUTE_HISTOGRAMS and suffix:
+        return histogram_figure(scope[ROUTE_HISTOGRAMS[base]], suffix, labels)
+    if scope is not None:
+        rule = ROUTE_COUNTERS[name]
+        if isinstance(rule, tuple):
+            label, fields = rule
+            rule = fields[labels[label]]
+        return sum(scope[f] for f in (rule if isinstance(rule, tuple) else (rule,)))
+    if base in PLAIN_HISTOGRAMS and suffix:
+        return histogram_figure(dig(s, PLAIN_HISTOGRAMS[base]), suffix, labels)
+    if name in SERVER or name in ("corral_upstream_server_up",
+                                  "corral_upstream_health_checks_total"):
+        pool = "" if labels["pool"] == "default" else labels["pool"]
+        row, = [u for u in s["upstreams"] if u["pool"] == pool and
+                u["server"] == labels["server"]]
+        if name == "corral_upstream_server_up":
+            return int(row["state"] == "up")
+        if name == "corral_upstream_health_checks_total":
+            return row["health_ok" if labels["result"] == "ok" else "health_failed"]
+        return row[SERVER[name]]
+    if name in ("corral_origin_slots_in_use", "corral_origin_queue_length"):
+        field = "slots_in_use" if name == "corral_origin_slots_in_use" else "queue_length"
+        return s["origin_budget"][field if labels["scope"] == "instance" else f"fleet_{field}"]
+    if name == "corral_origin_queue_oldest_seconds":	# /stats keeps it in ms
+        b = s["origin_budget"]
+        return b["queue_oldest_ms"] / 1000 if labels.get("upstream") == b["upstream"] else None
+    if name in PLAIN:
+        value = dig(s, PLAIN[name])
+        if name.startswith("corral_origin_"):	# labelled with the upstream
+            value = value if labels.get("upstream") == s["origin_budget"]["upstream"] else None
+        return value
+    if name == "corral_build_info":
+        return int(labels["version"] == s["version"])
+    if name == "corral_redis_mode":
+        return int(labels["mode"] == s["redis"]["mode"])
+    if name in ("corral_redis_up", "corral_redis_full"):
+        return int(s["redis"][name.rsplit("_", 1)[1]])
+    if name == "corral_restart_pending":
+        return len(s["restart_pending"])
+    if name in ("corral_redis_node_up", "corral_redis_node_slots"):
+        node, = [n for n in s["redis"]["nodes"] if n["address"] == labels["node"]]
+        return int(node["up"]) if name.endswith("_up") else node["slots"]
+    if name == "corral_redis_redirects_total":
+        return s["redis"][labels["kind"]]
+    if name == "corral_upstream_rejected_total":
+        return s["upstream"]["too_many_headers" if labels["reason"] == "headers"
+                             else "bad_framing"]
+    raise KeyError(name)
+
+
+def expected_from(s, m):
+    """{(name, labels): the /stats figure} of every /metrics series but the
+    start time; the series none is known for under None."""
+    want = {}
+    for (name, labels) in m.samples:
+        if name == "corral_start_time_seconds":
+            continue
+        try:
+            want[(name, labels)] = stats_figure(s, name, labels)
+        except KeyError:
+            want[(name, labels)] = KeyError
+    return want
+
+
+def quiet_reading(corral):
+    """/stats and /metrics read while no figure moved: a /metrics between
+    two /stats that agree on every figure it shows (health checks and the
+    budget's hellos run meanwhile: a reading they moved is taken again)."""
+    def attempt():
+        t0 = time.time()
+        s1 = corral.stats()
+        m = metrics(corral)
+        s2 = corral.stats()
+        want = expected_from(s1, m)
+        return want == expected_from(s2, m) and (s1, m, want, t0, time.time())
+    return wait_for(attempt, timeout=30, what="a reading of /stats, /metrics and /stats "
+                                              "in which no figure moved")
+
+
+@scenario
+def every_metrics_figure_is_the_same_figure_in_stats(env):
+    """After a known workload, every series of /metrics (counters, gauges,
+    histograms' buckets, sums and counts, by route, server and node) has
+    the value /stats gives the same figure; a family /stats has no figure
+    for fails the test until it is mapped here."""
+    redis, a, b = env.redis(), env.origin(), env.origin()
+    for o in (a, b):
+        o.script("*", body="{path} v{n}")
+        o.script("/c/e", status=503)
+        o.script("/c/nf", status=404)
+        o.script("/c/moved", status=301, headers={"Location": "/c/a"})
+    a.script("/ping", body="ok")
+    b.script("/ping", status=503)	# b fails its health checks: out
+    routes = {"/c/": {"ttl": "1s", "stale_while_revalidate": "60s", "key_query": "id"}}
+    up = {"url": f"{a.url}, {b.url}", "health_path": "/ping", "health_interval": "300ms",
+          "max_requests": "4", "timeout": "10s", "connect_timeout": "1s"}
+    corral = env.corral(redis, a, routes=routes, extra={"upstream": up})
+    wait_for(lambda: [u["state"] for u in corral.stats()["upstreams"]] == ["up", "down"],
+             timeout=slow(10), what="b out by its health checks, a in")
+
+    for path, method in (("/c/a?id=1", "GET"), ("/c/a?id=1&x=2", "GET"), ("/c/p", "POST"),
+                         ("/free", "GET"), ("/c/e", "GET"), ("/c/nf", "GET"),
+                         ("/c/moved", "GET"), ("/c/a?id=2", "GET")):
+        corral.get(path, method=method)
+    a.script("/c/held", hold=True)
+    first = Background(corral.get, "/c/held")
+    wait_for(lambda: a.held("/c/held") == 1, what="the fetch of /c/held")
+    second = Background(corral.get, "/c/held")
+    wait_for(lambda: corral.stats()["in_progress"]["requests"] == 2,
+             what="the second request to join the flight")
+    a.release("/c/held")
+    expect_eq(sorted(r.result().status for r in (first, second)), [200, 200], "/c/held")
+    r = raw_exchange(corral.host, corral.port,
+                     f"GET /c/x HTTP/1.1\r\nHost: {HOST}\r\nHost: x\r\n\r\n".encode())
+    expect_eq(r.status, 400, "a request with two Host lines")
+    wait_until_stale(redis, "/c/a?id=1", swr_ms=60_000, by_ms=50)
+    expect(corral.get("/c/a?id=1").cache_status.stale, "a stale hit")
+    wait_for(lambda: a.count("/c/a?id=1") == 2 and
+             corral.stats()["in_progress"]["refreshes"] == 0, what="its refresh done")
+    expect_eq(corral.purge(url=f"http://{HOST}/c/a?id=2").status, 200, "a purge")
+
+    s, m, want, t0, t1 = quiet_reading(corral)
+    unknown = sorted({name for (name, _), v in want.items() if v is KeyError})
+    expect_eq(unknown, [], "/metrics families with no /stats figure known to this test")
+    wrong = [f"{name}{dict(labels)}: /metrics {m.samples[(name, labels)]}, /stats {v}"
+             for (name, labels), v in sorted(want.items())
+             if v is None or abs(m.samples[(name, labels)] - v) > 1e-6 * max(1, abs(v))]
+    expect_eq(wrong, [], "series whose /metrics value is not the /stats figure")
+    start = m.value("corral_start_time_seconds")
+    expect(t0 - start - 1 <= s["uptime_s"] <= t1 - start + 0.01,
+           f"corral_start_time_seconds {start}: uptime_s {s['uptime_s']} between "
+           f"{t0 - start:.2f} - 1 and {t1 - start:.2f}")
+
+    # The workload moved what it should: the comparison is not of zeros.
+    route, total = s["routes"]["/c/"], s["total"]
+    moved = {"hits": route["hits"], "stale": route["stale_hits"], "misses": route["misses"],
+             "collapsed": route["collapsed"], "bypass": route["bypass"],
+             "rejected": total["rejected"], "4xx": route["upstream_4xx"],
+             "5xx": route["upstream_5xx"], "3xx": route["upstream_3xx"],
+             "key rule hits": route["key_query_hits"], "slot grants": total["slot_grants"],
+             "purges heard": s["redis"]["purges_received"]}
+    expect(all(moved.values()), f"figures the workload moves: {moved}")
+    rows = {u["server"]: u for u in s["upstreams"]}
+    expect(rows[a.url]["health_ok"] > rows[a.url]["health_failed"] == 0 and
+           rows[b.url]["health_failed"] > rows[b.url]["health_ok"] == 0,
+           f"health checks passed by a, failed by b: {rows}")
+    # Each counter's series over the routes and (none) add up to /stats total.
+    for name, rule in ROUTE_COUNTERS.items():
+        series = [(lbl, v) for (n, lbl), v in m.samples.items() if n == name]
+        for label_value in ({dict(lbl).get(rule[0]) for lbl, _ in series}
+                            if isinstance(rule, tuple) else {None}):
+            got = sum(v for lbl, v in series if dict(lbl).get(rule[0] if isinstance(
+                rule, tuple) else "") == label_value)
+            field = rule[1][label_value] if isinstance(rule, tuple) else rule
+            want_total = sum(total[f] for f in (field if isinstance(field, tuple)
+                                                else (field,)))
+            expect_eq(got, want_total, f"{name} {label_value or ''} summed over routes")

@@ -12,8 +12,8 @@ import struct
 import subprocess
 import tempfile
 
-from harness import (docs, expect, expect_eq, free_port, http_request, read_text, scenario,
-                     tail, wait_for)
+from harness import (corral_config, docs, expect, expect_eq, free_port, http_request, read_text,
+                     scenario, tail, wait_for)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -339,6 +339,44 @@ def dashboard_queries(node):
             yield from dashboard_queries(v)
 
 
+# A change feed whose server never answers: its section's metrics are
+# there all the same (its instance leads it, and knows it is down).
+UNREACHABLE_FEED = ("[changes t]\npostgres = host=127.0.0.1 port=1 dbname=x\n"
+                    "publication = p\n")
+
+
+def self_signed(env):
+    """A certificate for localhost and its key, made with openssl."""
+    cert = os.path.join(env.workdir, "tls.pem")
+    key = os.path.join(env.workdir, "tls.key")
+    p = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert,
+                        "-days", "30", "-subj", "/CN=localhost", "-addext",
+                        "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+    expect(p.returncode == 0, f"openssl req: {p.stderr}")
+    os.chmod(key, 0o600)
+    return cert, key
+
+
+def every_feature_on(env, redis, origin, routes=None, extra=None):
+    """A corral with every feature on: a tls listener beside the plain one
+    and a [changes] section too; waits until it leads the section's
+    feed."""
+    cert, key = self_signed(env)
+    plain = free_port()
+    extra = dict(extra or {})
+    extra["server"] = dict({"listen": f"127.0.0.1:{plain}, 127.0.0.1:{free_port()} tls",
+                            "tls_certificate": cert, "tls_key": key},
+                           **extra.get("server", {}))
+    config = corral_config(redis, origin, plain, free_port(), routes, extra) + \
+        UNREACHABLE_FEED
+    corral = env.corral(config=config)
+    wait_for(lambda: corral.stats()["changes"]["t"]["leader"], timeout=30,
+             what="the instance leading its change feed")
+    return corral
+
+
 def exposed_series(text):
     """{series name: set of label names} from a /metrics exposition."""
     types, labels = {}, {}
@@ -369,7 +407,7 @@ def grafana_dashboard_queries_only_metrics_that_metrics_exposes(env):
     expect(len(queries) >= 10, f"the dashboard's queries: {queries}")
 
     redis, origin = env.redis(), env.origin()
-    corral = env.corral(redis, origin, routes={"/api/": {}})
+    corral = every_feature_on(env, redis, origin, routes={"/api/": {}})
     corral.get("/api/a")
     r = http_request(corral.admin_host, corral.admin_port, "/metrics",
                      {"Host": f"{corral.admin_host}:{corral.admin_port}"})
@@ -387,7 +425,7 @@ def grafana_dashboard_queries_only_metrics_that_metrics_exposes(env):
     for want in ("corral_requests_total", "corral_lock_wait_seconds_bucket",
                  "corral_refreshes_in_progress", "corral_redis_up",
                  "corral_upstream_requests_total", "corral_restart_pending",
-                 "corral_redis_full"):
+                 "corral_redis_full", "corral_changes_lag_bytes"):
         expect(want in used, f"the dashboard uses {want}")
 
     # promtool parses each query as a recording rule.
@@ -611,7 +649,7 @@ def the_manual_pages_document_every_metric_counter_cache_status_and_endpoint(env
     # table of docs/operations.md (which corral-metrics(7) is made from)
     # and in corral-metrics(7); and nothing they list that it does not.
     redis, origin = env.redis(), env.origin()
-    corral = env.corral(redis, origin, routes={"/api/": {}}, extra={
+    corral = every_feature_on(env, redis, origin, routes={"/api/": {}}, extra={
         "upstream": {"max_requests": "4", "health_path": "/"}})
     corral.get("/api/a")
     r = http_request(corral.admin_host, corral.admin_port, "/metrics",

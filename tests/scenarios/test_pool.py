@@ -16,7 +16,9 @@ import http.client
 import json
 import os
 import signal
+import socket
 import threading
+import time
 
 from harness import (HOST, PREFIX, Background, corral_config, entry_key, expect, expect_eq,
                      fleet_counters, lock_key, scenario, slow, stampede, wait_for)
@@ -357,6 +359,99 @@ def health_check_answering_another_status_takes_a_server_out(env):
 
 
 @scenario
+def health_check_slower_than_health_timeout_takes_a_server_out(env):
+    """health_timeout = 500ms: a probe answered after 1.5 s fails (it would
+    pass the default 2 s); once its probes answer at once, they pass."""
+    redis = env.redis()
+    a, b = env.origin(), env.origin()
+    a.script("/ping", body="ok")
+    b.script("/ping", body="ok", delay_ms=1500)
+    corral = env.corral(redis, a, extra=pool_extra(
+        [a, b], health_path="/ping", health_interval="200ms", health_timeout="500ms"))
+    wait_for(lambda: servers(corral)[b.url]["state"] == "down", timeout=slow(10),
+             what="the server whose probe answers after 1.5 s out")
+    s = servers(corral)[b.url]
+    expect(s["why"].startswith("health check: timeout"), f"why: {s['why']!r}")
+    b.script("/ping", body="ok")
+    wait_for(lambda: servers(corral)[b.url]["state"] == "up", timeout=slow(10),
+             what="the server back once its probes answer within health_timeout")
+
+
+@scenario
+def health_rise_counts_passed_probes_from_the_last_failed_one(env):
+    """health_rise = 3: a server out by its probes is back after three
+    passed in a row, never after two."""
+    redis = env.redis()
+    a, b = env.origin(), env.origin()
+    a.script("/ping", body="ok")
+    b.script("/ping", status=503)
+    corral = env.corral(redis, a, extra=pool_extra(
+        [a, b], health_path="/ping", health_interval="200ms", health_rise=3))
+    wait_for(lambda: servers(corral)[b.url]["health_failed"] >= 3, timeout=slow(10),
+             what="b out, and failing its probes")
+    passed = servers(corral)[b.url]["health_ok"]	# none yet: b answers 503
+    b.script("/ping", body="ok")
+    s = wait_for(lambda: (lambda s: s if s["state"] == "up" else None)(servers(corral)[b.url]),
+                 timeout=slow(10), what="b back once its probes pass")
+    expect(s["health_ok"] - passed >= 3,
+           f"b back after {s['health_ok'] - passed} passed probes (health_rise 3)")
+
+
+@scenario
+def health_status_names_the_status_a_probe_must_answer(env):
+    """health_status = 204: a probe answered 204 passes, one answered 200
+    (the default's status) fails."""
+    redis = env.redis()
+    a, b = env.origin(), env.origin()
+    a.script("/ping", status=204, body="")
+    b.script("/ping", status=200, body="ok")
+    corral = env.corral(redis, a, extra=pool_extra(
+        [a, b], health_path="/ping", health_interval="200ms", health_status=204))
+    wait_for(lambda: servers(corral)[b.url]["state"] == "down", timeout=slow(10),
+             what="the server whose probe answers 200 out")
+    expect_eq(servers(corral)[b.url]["why"], "health check: status 200, not 204", "why")
+    wait_for(lambda: servers(corral)[a.url]["health_ok"] >= 3, timeout=slow(10),
+             what="the server answering 204 passing its probes")
+    expect_eq((servers(corral)[a.url]["state"], servers(corral)[a.url]["health_failed"]),
+              ("up", 0), "the server answering 204")
+
+
+def unanswered_port():
+    """A listening socket whose backlog is full: a connect to it is never
+    completed (the kernel drops the SYNs). The sockets, to keep open."""
+    listener = socket.create_server(("127.0.0.1", 0), backlog=0)
+    filler = socket.create_connection(listener.getsockname(), timeout=slow(5))
+    return listener, filler
+
+
+@scenario
+def connect_timeout_bounds_a_connect_that_never_completes(env):
+    """connect_timeout = 3s: a server that never completes the connect is
+    given up after 3 s (not the default 1 s, nor the try's whole
+    first_byte_timeout), and the request, which never reached it, goes to
+    the next server."""
+    connect_s = 3
+    listener, filler = unanswered_port()
+    dead = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    redis, a = env.redis(), env.origin()
+    corral = env.corral(redis, a, extra={"upstream": {
+        "url": f"{dead}, {a.url}", "balance": "round-robin", "timeout": "60s",
+        "connect_timeout": f"{connect_s}s"}})
+    t0 = time.monotonic()
+    status, body = get(corral, "/c/1")	# round robin: the first try goes to dead
+    took = time.monotonic() - t0
+    expect_eq(status, 200, "the request, answered by the next server")
+    expect_eq(a.count("/c/1"), 1, "the next server's requests")
+    # Against the default (1 s) and against no bound on the connect (the
+    # try's first_byte_timeout, 30 s): a lower bound, and a far upper one.
+    expect(connect_s <= took < slow(20), f"answered after {took:.2f} s")
+    s = servers(corral)[dead]
+    expect_eq((s["failures"], s["retries"]), (1, 1), f"the dead server's figures: {s}")
+    listener.close()
+    filler.close()
+
+
+@scenario
 def origin_budget_and_per_server_cap_apply_to_each_pool(env):
     redis = env.redis()
     a, b, r = env.origin(), env.origin(), env.origin()
@@ -465,6 +560,66 @@ def full_server_sends_the_request_to_another_with_room_at_once(env):
     expect_eq((a.stats()["max_active"], b.stats()["max_active"]), (1, 1), "each server's peak")
 
 
+@scenario(timeout=180)
+def a_full_first_choice_gives_way_to_the_lightest_server_then_to_the_next_in_turn(env):
+    """Least outstanding with max_requests_per_server: when the server
+    chosen first is full in the fleet, the request goes to the lightest
+    of the others (this instance's requests in flight per weight), and
+    among equally light ones to the one whose turn comes first, whatever
+    their order in the list. Smooth weighted round robin decides each turn
+    (nginx's): the servers and steps below are where it leads."""
+    redis = env.redis()
+    a, b, c, d, e, f = (env.origin() for _ in range(6))
+    for o in (a, b, c, d, e, f):
+        o.script("/hold/*", hold=True, body="held")
+        o.script("/tie/hold/*", hold=True, body="held")
+    extra = {"upstream": {"url": f"{a.url} weight=3, {b.url} weight=3, {c.url}",
+                          "max_requests_per_server": "2", "queue_timeout": "60s",
+                          "timeout": "60s"}}
+    tie = (f"\n[upstream tie]\nurl = {d.url} weight=2, {e.url}, {f.url} weight=2\n"
+           "max_requests_per_server = 1\nqueue_timeout = 60s\ntimeout = 60s\n")
+    routes = {"/tie/": {"upstream": "tie"}, "/": {}}
+
+    def instance():
+        return env.corral(config=corral_config(redis, a, free_port(), free_port(),
+                                               routes=routes, extra=extra) + tie)
+    y, x1, x2 = instance(), instance(), instance()
+    env.wait_subscribed(redis, 3)
+
+    def went(path, origins):
+        return tuple(o.count(path) for o in origins)
+    # y's turns: a, then b (held there: one of two), then c.
+    expect_eq(get(y, "/q/1")[0], 200, "y's first request")
+    expect_eq(went("/q/1", (a, b, c)), (1, 0, 0), "y's first request went to a")
+    held = [Background(get, y, "/hold/y")]
+    wait_for(lambda: b.held("/hold/y") == 1, what="y's request held by b")
+    expect_eq(get(y, "/q/3")[0], 200, "y's third request")
+    expect_eq(went("/q/3", (a, b, c)), (0, 0, 1), "y's third request went to c")
+    # Two other instances, each choosing a first, fill a.
+    for x in (x1, x2):
+        held.append(Background(get, x, f"/hold/{x.name}"))
+    wait_for(lambda: a.held(f"/hold/{x1.name}") + a.held(f"/hold/{x2.name}") == 2,
+             what="a's two slots taken by the other instances")
+    # y's turn is a's, full: c (none of y's in flight) before b (one),
+    # though b's turn would come before c's.
+    expect_eq(get(y, "/go/1")[0], 200, "y's request while a is full")
+    expect_eq(went("/go/1", (a, b, c)), (0, 0, 1),
+              "where it went (a, b, c): the lightest of the others")
+
+    # Pool tie: every server as light; d, f weigh 2, e 1. x1's first
+    # turn takes d's only slot; y's first turn is d's too, full: f's turn
+    # comes before e's, though e is listed first.
+    held.append(Background(get, x1, "/tie/hold/x1"))
+    wait_for(lambda: d.held("/tie/hold/x1") == 1, what="d's slot taken by x1")
+    expect_eq(get(y, "/tie/go")[0], 200, "y's request while d is full")
+    expect_eq(went("/tie/go", (d, e, f)), (0, 0, 1),
+              "where it went (d, e, f): the next in turn, not the next listed")
+    for o in (a, b, d):
+        o.release("/hold/*")
+        o.release("/tie/hold/*")
+    expect_eq(sorted({h.result(slow(30))[0] for h in held}), [200], "the held requests")
+
+
 @scenario
 def every_server_full_past_queue_timeout_answers_503(env):
     redis = env.redis()
@@ -500,6 +655,52 @@ def server_slots_are_renewed_and_released_with_the_fetch(env):
     expect_eq((c["slot_grants"], c["slot_lost"]), (2, 0), "slots granted, leases lost")
     wait_for(lambda: redis.cmd("ZCARD", server_slots_key(a.url)) == 0,
              what="the server slots released")
+
+
+@scenario
+def capped_retry_without_queue_timeout_takes_a_free_slot_on_another_server(env):
+    """queue_timeout = 0: no request waits for a slot, but a retry that
+    finds room on another server at once takes it (a 200, not a 502)."""
+    redis = env.redis()
+    a, b = env.origin(), env.origin()
+    b.script("/r/*", drop=True)		# counts it, then closes: no byte back
+    a.script("/r/*", body="a{n}")
+    (corral,) = capped_fleet(env, 1, redis, [b, a], 1, balance="round-robin",
+                             queue_timeout="0")
+    expect_eq(get(corral, "/r/1"), (200, b"a1"), "the request b reset, retried on a")
+    expect_eq((b.count("/r/1"), a.count("/r/1")), (1, 1), "its tries (b, a)")
+    expect_eq(corral.counters()["shed_busy"], 0, "requests shed")
+
+
+@scenario(timeout=180)
+def instance_killed_holding_a_server_slot_gives_it_back_within_the_lease(env):
+    """A per-server cap without max_requests: the slot a killed instance
+    held on the server is free once its lease runs out, not at the other
+    instance's queue_timeout (a 503 origin-busy), nor never."""
+    lease_s = 2
+    redis, a = env.redis(), env.origin()
+    a.script("/held/*", hold=True, body="h{n}")
+    a.script("/go/*", body="g{n}")
+    first, second = capped_fleet(env, 2, redis, [a], 1, workers=2, slot_lease=f"{lease_s}s")
+    Background(first.get, "/held/1")	# its client sees the instance die
+    wait_for(lambda: a.held("/held/1") == 1,
+             what="the first instance's request holding the server's one slot")
+    expect_eq(redis.cmd("ZCARD", server_slots_key(a.url)), 1, "the server's slots taken")
+    waiting = Background(second.get, "/go/1", timeout=slow(90))
+    wait_for(lambda: redis.cmd("ZCARD", f"{PREFIX}{{budget}}:queue") == 1,
+             what="the second instance's request queued for the server's slot")
+    first.kill()	# master and workers at once: nothing is given back
+    killed_at = time.monotonic()
+
+    r = waiting.result(slow(90))
+    took = time.monotonic() - killed_at
+    expect_eq((r.status, r.text), (200, "g1"), f"the second instance's request "
+              f"({r.cache_status.raw})")
+    # The lease runs out within one lease of its last renewal; the waiter
+    # looks again a quarter lease later at most. Never: queue_timeout, 60 s.
+    expect(took <= slow(lease_s * 3),
+           f"the request went {took:.2f} s after the instance was killed (lease {lease_s} s)")
+    a.release("/held/*")
 
 
 @scenario
@@ -619,6 +820,8 @@ def reload_naming_a_draining_server_again_keeps_one_row_up(env):
     rows = [u for u in corral.stats()["upstreams"] if u["server"] == a.url]
     expect_eq(len(rows), 1, "a's rows in /stats")
     expect_eq(rows[0]["in_flight"], 1, "its request in flight, kept")
+    expect(f"server {a.url} removed, draining its 1 request in flight" in corral.log(),
+           "log line of its removal")
     expect(f"server {a.url} named again, no longer draining" in corral.log(), "log line")
     a.release("/slow/*")
     expect_eq(held.result(slow(30))[0], 200, "the request in flight")
@@ -656,6 +859,52 @@ def server_out_is_back_after_fail_timeout_without_a_request(env):
     key = ("corral_upstream_server_up", frozenset({("pool", "default"), ("server", b.url)}))
     expect_eq(samples.get(key), 1, "/metrics corral_upstream_server_up of b")
     expect(f"server {b.url} is back in: fail_timeout is over" in corral.log(), "log line")
+
+
+def failing(corral, path):
+    """A request its server answers 503 (a failure): (sent, answered),
+    monotonic."""
+    sent = time.monotonic()
+    status, _ = get(corral, path)
+    answered = time.monotonic()
+    expect_eq(status, 503, f"{path}: the server's answer")
+    return sent, answered
+
+
+@scenario
+def failures_further_apart_than_fail_timeout_never_take_a_server_out(env):
+    """max_fails = 2 within fail_timeout = 2 s: two failures more than 2 s
+    apart leave the server in; two within 2 s take it out."""
+    window_s = 2
+    redis, a = env.redis(), env.origin()
+    a.script("/fail/*", status=503)
+    corral = env.corral(redis, a, extra=pool_extra([a], max_fails=2,
+                                                   fail_timeout=f"{window_s}s"))
+    _, answered = failing(corral, "/fail/1")
+    expect_eq(servers(corral)[a.url]["state"], "up", "after one failure")
+    # The first failure was counted before its answer left; the second is
+    # counted after it is sent: more than the window apart by Corral's clock.
+    wait_for(lambda: time.monotonic() > answered + window_s + 0.1, timeout=window_s + 5,
+             what="fail_timeout to pass since the first failure")
+    sent, _ = failing(corral, "/fail/2")
+    s = servers(corral)[a.url]
+    expect_eq((s["state"], s["failures"]), ("up", 2),
+              "two failures further apart than fail_timeout: the server stays in")
+
+    # The next one back to back: within the window, unless the machine
+    # stalled past it (that pair proves nothing, and the next is tried).
+    for i in range(3, 8):
+        before, (sent, answered) = sent, failing(corral, f"/fail/{i}")
+        s = servers(corral)[a.url]
+        if s["state"] == "down":
+            break
+        expect(answered - before >= window_s,
+               f"failures {i - 1} and {i}, at most {answered - before:.2f} s apart, left "
+               f"the server in: {s}")
+    expect_eq(s["state"], "down", "two failures within fail_timeout take the server out")
+    expect(s["why"].startswith("2 failures in "), f"why: {s['why']!r}")
+    expect(int(s["why"].split()[3]) <= window_s * 1000, f"within the window: {s['why']!r}")
+    expect_eq(s["taken_out"], 1, "times taken out")
 
 
 @scenario

@@ -86,6 +86,26 @@ def hard_tag_and_soft_url_purges(env):
               "an entry already stale is left as it is")
 
 
+@scenario
+def prefix_purge_takes_glob_characters_as_themselves(env):
+    """A prefix is a prefix: '?', '*' and '[' in it (at its start, middle
+    or end) match themselves, never another character, nor any run."""
+    redis, origin = env.redis(), env.origin()
+    origin.script("*", body="{path} v{n}")
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}})
+    paths = ["/p?id=1", "/p?id=12", "/p/id=1", "/p-id=1", "/s*x", "/sx", "/sxy", "/ba", "/bx"]
+    for p in paths:
+        expect(corral.get(p, {"Host": HOST}).cache_status.stored, f"{p} stored")
+
+    def left():
+        return sorted(p for p in paths if redis.exists(entry_key(p)))
+    for prefix, purged in (("*", 0), ("?" + HOST[1:] + "/", 0), (f"{HOST}/b[ax]", 0),
+                           (f"{HOST}/b[", 0), (f"{HOST}/p?id=1", 2), (f"{HOST}/s*", 1)):
+        expect_eq(purge(corral, prefix=prefix, soft="0"), purged, f"entries under {prefix!r}")
+    expect_eq(left(), sorted(["/p/id=1", "/p-id=1", "/sx", "/sxy", "/ba", "/bx"]),
+              "entries left: none whose key the prefix does not begin")
+
+
 # -- purges at scale ---------------------------------------------------------------------------
 #
 # Large tags are built in Redis directly: one entry stored through Corral is
@@ -204,14 +224,23 @@ def hard_tag_purge_that_fails_half_way_is_finished_by_a_retry(env):
     expect_eq(r.status, 503, f"a purge that met a failure: {r.text!r}")
     left = redis.entry_keys()
     expect(0 < len(left) < n, f"entries left after the failed purge: {len(left)} of {n}")
-    named = {entry_key(p) for p in paths if cache_key(p) in tag_members(redis, "r")}
-    expect_eq(sorted(set(left) - named), [], "entries left that the tag no longer names")
+    members = tag_members(redis, "r")
+    named = {entry_key(p) for p in paths if cache_key(p) in members}
+    expect_eq(sorted(named ^ set(left)), [],
+              "the tag names exactly the entries left: none the purge deleted")
 
+    # Deleted entries fetched again, no longer tagged: not the tag's now.
+    origin.script("/r/*", body="{path} v{n}")
+    gone = [p for p in paths if entry_key(p) not in left]
+    gone = gone[:3] + gone[-3:]	# the first deleted, and the last
+    for p in gone:
+        expect(corral.get(p, {"Host": HOST}).cache_status.stored, f"{p} stored again, untagged")
     redis.cmd("DEL", variants)
     r = corral.purge(tag="r", soft="0")
     expect_eq(r.status, 200, f"the retry: {r.text!r}")
     expect_eq(r.json()["purged"], len(left), "entries the retry deleted")
-    expect_eq(redis.entry_keys(), [], "entries left after the retry")
+    expect_eq(redis.entry_keys(), sorted(entry_key(p) for p in gone),
+              "entries left after the retry: those that no longer have the tag")
     expect_eq(tag_keys(redis, "r"), [], "the tag's keys left after the retry")
 
 

@@ -42,6 +42,26 @@ def http09_request_line_is_answered_505_at_once_and_closed(env):
 
 
 @scenario
+def empty_lines_before_a_request_are_read_up_to_max_header_bytes(env):
+    """RFC 9112 2.2: empty lines before a request line are ignored, at
+    most max_header_bytes of them (1 KiB here; 16 KiB by default): one
+    line more is a 400, never read on and on."""
+    redis, origin = env.redis(), env.origin()
+    origin.script("*", body="path={path}")
+    small = env.corral(redis, origin, extra={"server": {"max_header_bytes": "1k"}})
+    request = b"GET /e HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n"
+    for lines, status in ((1, 200), (512, 200), (513, 400)):
+        r = raw_exchange(small.host, small.port, b"\r\n" * lines + request, timeout=slow(10))
+        expect_eq((r.status, r.end), (status, "eof"), f"{lines} empty lines first ({r})")
+    default = env.corral(redis, origin)
+    for lines, status in ((8192, 200), (8193, 400), (65536, 400)):
+        r = raw_exchange(default.host, default.port, b"\r\n" * lines + request,
+                         timeout=slow(10))
+        expect_eq(r.status, status, f"{lines} empty lines first, by default ({r})")
+    expect_eq(origin.count("/e"), 1, "the origin's requests (the first was stored)")
+
+
+@scenario
 def invalid_percent_encoding_is_refused_not_merged_with_its_escape(env):
     redis, origin = env.redis(), env.origin()
     origin.script("*", body="path={path}")
@@ -318,24 +338,29 @@ def age_list_or_repeated_age_counts_its_first_value(env):
 def targeted_cache_control_that_is_not_a_dictionary_falls_back_to_cache_control(env):
     redis, origin = env.redis(), env.origin()
     bad = {"/token": "&&&&", "/string": 'max-age="10000"', "/upper": "Max-Age=10000",
-           "/trailing": "max-age=10000,", "/decimal-age": "max-age=10.5"}
+           "/trailing": "max-age=10000,", "/decimal-age": "max-age=10.5",
+           "/escape-start": 'max-age=10000, x="\\a"', "/escape-end": 'max-age=10000, x="a\\b"',
+           "/unclosed": 'max-age=10000, x="a\\"'}
     for path, value in bad.items():
         origin.script(path, headers={"CDN-Cache-Control": value, "Cache-Control": "no-store"})
     # Valid dictionaries still rule over Cache-Control.
     origin.script("/valid", headers={"CDN-Cache-Control": "max-age=600, stale-if-error=60;x=1",
                                      "Cache-Control": "no-store"})
+    origin.script("/escaped", headers={"CDN-Cache-Control": 'max-age=600, x="\\"a\\\\"',
+                                       "Cache-Control": "no-store"})
     origin.script("/route-field", headers=[
         ["Corral-Cache-Control", "&&&&"], ["CDN-Cache-Control", "max-age=600"],
         ["Cache-Control", "no-store"]])
     corral = env.corral(redis, origin, routes={"/": {
         "origin_cache_control": "on", "targeted_cache_control": "Corral-Cache-Control"}})
-    for path in [*bad, "/valid", "/route-field"]:
+    for path in [*bad, "/valid", "/escaped", "/route-field"]:
         corral.get(path)
         corral.get(path)
     got = {path: origin.count(path) for path in bad}
     expect_eq(got, {path: 2 for path in bad},
               "origin fetches: an invalid CDN-Cache-Control is ignored, no-store rules")
     expect_eq(origin.count("/valid"), 1, "a valid CDN-Cache-Control: max-age=600 is a hit")
+    expect_eq(origin.count("/escaped"), 1, "a string escaping '\"' and '\\': valid, a hit")
     expect_eq(origin.count("/route-field"), 1,
               "an invalid route field gives way to the next targeted field")
 

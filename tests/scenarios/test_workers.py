@@ -15,9 +15,10 @@ import signal
 import socket
 import urllib.request
 
-from harness import (HOST, children, corral_config, entry_key, expect, expect_eq, free_port,
-                     scenario, stale_fleet, stampede, tcp_socket_owner, wait_for,
-                     wait_until_stale)
+from harness import (HOST, MARK_ENV, children, corral_config, entry_key, expect, expect_eq,
+                     free_port, marked, scenario, stale_fleet, stampede, tcp_socket_owner,
+                     wait_for, wait_until_stale)
+from harness.procs import alive
 
 PATH = "/users/1"
 TWO = {"server": {"workers": "2"}}
@@ -76,6 +77,32 @@ def worker_that_dies_is_restarted(env):
         expect_eq(fresh_connection_get(corral, PATH)[0], 200, f"request {i} after")
     expect("died of signal 9" in corral.log(), "the master logged the death")
     # stop() (at the end of the scenario) requires a clean exit 0.
+
+
+@scenario
+def an_instance_killed_or_failing_to_start_leaves_none_of_its_workers(env):
+    """The harness's own promise: an instance it kills, or one that never
+    sees Redis up during its start, goes with every worker (a master
+    killed alone leaves workers serving for good)."""
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, extra=TWO)
+    workers = wait_for(lambda: len(children(corral.proc.pid)) == 2 and
+                       children(corral.proc.pid), what="two workers")
+    corral.kill()
+    wait_for(lambda: not any(alive(w) for w in workers), timeout=10,
+             what="the killed instance's workers gone")
+
+    nothing = f"127.0.0.1:{free_port()}"	# no Redis ever answers there
+    extra = {"server": {"workers": "2"}, "redis": {"timeout": "1s"}}
+    mine = os.environ.get(MARK_ENV)
+    try:
+        env.corral(nothing, origin, extra=extra, wait_redis=True)
+    except AssertionError as e:
+        expect("report redis up" in str(e), f"the start-up's failure: {e}")
+    else:
+        raise AssertionError("an instance without Redis reported Redis up")
+    left = [cmd for cmd in marked(mine).values() if "corral" in cmd and " -c " in cmd]
+    expect_eq(left, [], "processes of the instance that failed to start")
 
 
 @scenario
@@ -353,6 +380,40 @@ def stats_on(conn, corral):
     conn.request("GET", "/stats", headers={"Host": f"{corral.admin_host}:{corral.admin_port}"})
     r = conn.getresponse()
     return json.loads(r.read())
+
+
+@scenario
+def a_server_out_in_one_worker_shows_in_stats_with_that_workers_why(env):
+    """Each worker judges a server's health for itself: a server out in
+    one worker only is down in /stats, one worker down, with that worker's
+    reason, whichever worker's row is summed first (one server is taken
+    out by each worker here)."""
+    redis = env.redis()
+    good, b, c = env.origin(), env.origin(), env.origin()
+    for o in (b, c):
+        o.script("*", status=503)
+    text = corral_config(redis, good, free_port(), free_port(),
+                         routes={"/o/": {"upstream": "other"}, "/": {}},
+                         extra={"server": {"workers": "2"},
+                                "upstream": {"url": b.url, "max_fails": "1",
+                                             "fail_timeout": "10m"}})
+    text += f"\n[upstream other]\nurl = {c.url}\nmax_fails = 1\nfail_timeout = 10m\n"
+    corral = env.corral(config=text)
+    workers = wait_for(lambda: len(children(corral.proc.pid)) == 2 and
+                       children(corral.proc.pid), what="two workers")
+    for pid, path in zip(workers, ("/x", "/o/x")):
+        conn = connection_to(corral.host, corral.port, pid, workers)
+        expect_eq(get_on(conn, path)[0], 503, f"{path} on worker {pid}: its server's answer")
+        conn.close()
+
+    def rows():
+        got = {u["server"]: u for u in corral.stats()["upstreams"]}
+        return all((got[u]["state"], got[u]["workers_down"]) == ("down", 1)
+                   for u in (b.url, c.url)) and got
+    got = wait_for(rows, what="each failing server down in one worker")
+    for url in (b.url, c.url):
+        expect(got[url]["why"].startswith("1 failures in "),
+               f"why {url} is out, as the worker that took it out says: {got[url]['why']!r}")
 
 
 def cache_ttl(cache_status):

@@ -505,13 +505,86 @@ t_pool_errors_name_their_lines(void)
 	    "[upstream] section's pool"));
 }
 
+/* [changes NAME]: its keys, its per-table rules, the slot's default. */
+static void
+t_changes_sections_and_their_rules(void)
+{
+	const struct conf_changes *cc;
+
+	CHECK(load("[changes orders]\npostgres = host=db dbname=app "
+	    "user=feed\npublication = corral\ntags.orders = orders:{id} "
+	    "customers:{customer_id} orders\npurge.orders = hard\n"
+	    "tags.sales.invoices = invoices:{id}\npurge = hard\n"
+	    "purge.sales.invoices = soft\nbroad_tags = orders customers\n"
+	    "max_lag = 64m\nmax_lag_time = 30s\nlease = 3s\n"
+	    "[changes tags]\nmode = notify\npostgres = "
+	    "postgresql://feed@db/app\nchannel = corral_tags\n"
+	    "[route /]\npurge_header = Corral-Purge\n") == 0);
+	CHECK(cf.nchanges == 2);
+	cc = conf_changes_find(&cf, "orders");
+	CHECK(cc != NULL && cc->mode == CHANGES_MODE_REPLICATION);
+	CHECK_STR(cc->slot, "corral_orders");
+	CHECK_STR(cc->publication, "corral");
+	CHECK(cc->hard == 1 && cc->nrules == 2 && cc->line == 1);
+	CHECK_STR(cc->rules[0].table, "orders");
+	CHECK(cc->rules[0].hard == 1 && cc->rules[0].line == 4);
+	CHECK_STR(cc->rules[1].table, "sales.invoices");
+	CHECK_STR(cc->rules[1].tags, "invoices:{id}");
+	CHECK(cc->rules[1].hard == 0);
+	CHECK(cc->max_lag == 64 * 1024 * 1024 && cc->max_lag_time_ms == 30000);
+	CHECK(cc->lease_ms == 3000 && cc->status_interval_ms == 10000);
+	cc = conf_changes_find(&cf, "tags");
+	CHECK(cc != NULL && cc->mode == CHANGES_MODE_NOTIFY && cc->hard == 0);
+	CHECK_STR(cc->channel, "corral_tags");
+	CHECK(cc->lease_ms == 10000 && cc->max_lag == 1024LL * 1024 * 1024);
+	CHECK_STR(cf.routes[0].purge_header, "Corral-Purge");
+}
+
+/* Every [changes] error in one run, each at its line. */
+static void
+t_changes_errors_name_their_lines(void)
+{
+	CHECK(load("[changes Orders]\npostgres = x\n"
+	    "[changes a]\npublication = p\ntags.bad-name = x\n"
+	    "tags.t = a\ntags.t = b\npurge.u = medium\npurge.v = hard\n"
+	    "[changes a]\n[changes b]\npostgres = host=x password=y\n"
+	    "mode = notify\nslot = s\n[changes c]\npostgres = "
+	    "postgres://u:p@h/d\npublication = p\n") == 11);
+	CHECK(has_error(1, "[changes] needs a name of 1 to 31 of a-z, 0-9 "
+	    "and _, not \"Orders\""));
+	CHECK(has_error(3, "[changes a] needs postgres (a libpq connection "
+	    "string"));
+	CHECK(has_error(5, "tags.bad-name: \"bad-name\" is not \"table\" "
+	    "or \"schema.table\""));
+	CHECK(has_error(7, "tags.t: duplicate key \"tags.t\" (first set on "
+	    "line 6)"));
+	CHECK(has_error(8, "purge.u: \"medium\" is not a purge (use soft or "
+	    "hard)"));
+	CHECK(has_error(9, "[changes a]: purge.v needs tags.v"));
+	CHECK(has_error(10, "duplicate section [changes a] (first on line "
+	    "3)"));
+	CHECK(has_error(11, "[changes b]: postgres holds a password: put it in "
+	    "password_file"));
+	CHECK(has_error(11, "[changes b]: mode = notify needs channel"));
+	CHECK(has_error(11, "[changes b]: slot only with mode = replication"));
+	CHECK(has_error(15, "[changes c]: postgres holds a password"));
+	CHECK(load("[changes c]\npostgres = dbname=x\npublication = p\n"
+	    "slot = Big\n") == 1);
+	CHECK(has_error(1, "[changes c]: slot \"Big\" must be a-z, 0-9 and "
+	    "_"));
+	CHECK(load("[changes c]\npostgres = dbname=x\npublication = p\n"
+	    "password_file = /nonexistent/pw\n") == 1);
+	CHECK(has_error(1, "[changes c]: password_file: "));
+}
+
 static void
 t_unknown_section_reported_and_its_keys_skipped(void)
 {
 	CHECK(load("[serve]\nfo = 1\nlisten = nonsense\n[server]\n"
 	    "log_level = debug\n") == 1);
 	CHECK(has_error(1, "unknown section [serve] (expected [server], "
-	    "[redis], [upstream], [upstream NAME] or [route PREFIX])"));
+	    "[redis], [upstream], [upstream NAME], [route PREFIX] or "
+	    "[changes NAME])"));
 	CHECK(cf.log_level == LOGL_DEBUG);
 	CHECK(load("[server extra]\n") == 1);
 	CHECK(has_error(1, "unknown section [server extra]"));
@@ -1088,7 +1161,7 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
 	/* timeout and max_body_bytes are in two sections */
-	CHECK(count_lines(out) == 1 + 89);
+	CHECK(count_lines(out) == 1 + 105);
 	{	/* the restart-only keys (conf_restart.c) are each a key */
 		int marked = 0;
 
@@ -1135,6 +1208,65 @@ t_password_file_is_read_without_its_newline(void)
 	CHECK(strstr(errs, "s3cret") == NULL);
 	unlink(path);
 	rmdir(dir);
+}
+
+/*
+ * Every secret file: one that others may read or write (0602, 0604, 0606,
+ * 0622, 0644) is refused; so is one its group may write (0620, 0660)
+ * where a line written into it would let someone in (the admin tokens,
+ * the key secret), not a password's (a wrong one only locks out). 0600,
+ * 0640, 0400 and 0440 are taken. An error names the key and the mode,
+ * never the secret.
+ */
+static void
+t_secret_files_others_may_neither_read_nor_write(void)
+{
+	static const struct {
+		const char	*key, *head, *secret;
+		int		 head_lines, group_may_write;
+	} files[] = {
+		{ "password_file", "[redis]\n", "s3cret-pw", 1, 1 },
+		{ "sentinel_password_file", "[redis]\nmode = sentinel\naddress = "
+		  "127.0.0.1:26379\nmaster_name = m\n", "s3cret-pw", 4, 1 },
+		{ "admin_token_file", "[server]\n", "s3cret-token-0123456789", 1,
+		  0 },
+		{ "key_secret_file", "[server]\n",
+		  "s3cret-key-of-32-bytes-01234567", 1, 0 },
+	};
+	static const struct { mode_t mode; int group_write; int others; } modes[] = {
+		{ 0600, 0, 0 }, { 0640, 0, 0 }, { 0400, 0, 0 }, { 0440, 0, 0 },
+		{ 0620, 1, 0 }, { 0660, 1, 0 }, { 0602, 0, 1 }, { 0604, 0, 1 },
+		{ 0606, 0, 1 }, { 0622, 1, 1 }, { 0644, 0, 1 },
+	};
+	char text[TEXT_MAX], path[sizeof(TMP_TEMPLATE)], want[96];
+	int fd;
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		memcpy(path, TMP_TEMPLATE, sizeof(path));
+		if ((fd = mkstemp(path)) == -1 || dprintf(fd, "%s\n",
+		    files[i].secret) < 0 || close(fd) == -1) {
+			perror("secret file");
+			exit(2);
+		}
+		snprintf(text, sizeof(text), "%s%s = %s\n", files[i].head,
+		    files[i].key, path);
+		snprintf(want, sizeof(want), "%s: ", files[i].key);
+		for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+			int refused = modes[m].others || (modes[m].group_write &&
+			    !files[i].group_may_write);
+
+			CHECK(chmod(path, modes[m].mode) == 0);
+			if ((load(text) != 0) != refused)
+				printf("# %s mode %04o: %d errors\n%s", files[i].key,
+				    (unsigned)modes[m].mode, nerr, errs);
+			CHECK((nerr != 0) == refused);
+			if (!refused)
+				continue;
+			CHECK(has_error(files[i].head_lines + 1, want));
+			CHECK(strstr(errs, files[i].secret) == NULL);
+		}
+		unlink(path);
+	}
 }
 
 /* [redis] mode: what address may list, and master_name only with sentinel. */
@@ -1468,6 +1600,8 @@ main(void)
 	RUN(t_unix_socket_path_longer_than_sun_path_is_rejected);
 	RUN(t_upstream_url_is_checked_and_loses_trailing_slash);
 	RUN(t_redis_prefix_rejects_hash_tags_and_spaces);
+	RUN(t_changes_sections_and_their_rules);
+	RUN(t_changes_errors_name_their_lines);
 	RUN(t_unknown_section_reported_and_its_keys_skipped);
 	RUN(t_pools_and_their_servers);
 	RUN(t_pool_errors_name_their_lines);
@@ -1501,6 +1635,7 @@ main(void)
 	RUN(t_admin_allow_and_tokens_match_exactly);
 	RUN(t_hosts_allow_listed_names_on_listed_ports);
 	RUN(t_redis_mode_checks_addresses_and_master_name);
+	RUN(t_secret_files_others_may_neither_read_nor_write);
 	RUN(t_key_rule_keys_parse_and_check_each_other);
 	RUN(t_coding_keys_are_checked);
 	RUN(t_credential_header_is_a_field_the_origin_sees);

@@ -125,11 +125,40 @@ t_pipelined_requests_follow_one_another(void)
 	CHECK(o.len == strlen(s) && memcmp(o.buf, s, o.len) == 0);
 }
 
+/* Empty lines before a request line are ignored (RFC 9112 2.2) up to the
+ * head's limit, HEAD_MAX bytes of them: at the limit, in any pieces,
+ * still read; one more line, 400. */
 static void
 t_leading_empty_lines_are_ignored(void)
 {
+	char s[2 * HEAD_MAX + 128];
+	size_t n = 0;
+	struct out o;
+
 	CHECK(emitted("\r\n\r\n" GET("/a"), GET("/a")));
 	CHECK(status_of("\n" GET("/a")) == 400);
+	for (; n < HEAD_MAX; n += 2)
+		memcpy(s + n, "\r\n", 2);
+	memcpy(s + n, GET("/a"), strlen(GET("/a")));
+	for (size_t step = 0; step <= 3; step++) {
+		CHECK(feed_n(s, n + strlen(GET("/a")), step, &o, NULL) == 0);
+		CHECK(o.len == strlen(GET("/a")) &&
+		    memcmp(o.buf, GET("/a"), o.len) == 0);
+	}
+	memcpy(s + n, "\r\n" GET("/a"), strlen(GET("/a")) + 2);
+	for (size_t step = 0; step <= 3; step++)
+		CHECK(feed_n(s, n + 2 + strlen(GET("/a")), step, &o, NULL) ==
+		    400);
+	/* Before each of pipelined requests: the count starts again. */
+	n = 0;
+	for (int r = 0; r < 2; r++) {
+		for (size_t k = 0; k < HEAD_MAX; k += 2, n += 2)
+			memcpy(s + n, "\r\n", 2);
+		memcpy(s + n, GET("/a"), strlen(GET("/a")));
+		n += strlen(GET("/a"));
+	}
+	CHECK(feed_n(s, n, 0, &o, NULL) == 0);
+	CHECK(o.len == 2 * strlen(GET("/a")));
 }
 
 static void
@@ -632,6 +661,170 @@ t_generated_requests_agree_with_reference(void)
 	CHECK(agree > GEN_CASES / 10);	/* the grammar makes both kinds */
 }
 
+/* What the door hands on, head by head: a custom reader's face. */
+struct seen {
+	int		 heads, ends, stop_after;
+	int		 expect[4], minor[4];
+	size_t		 nfields[4];
+	char		 names[4][128];		/* field names, comma-joined */
+};
+
+static void
+seen_head(void *arg, const struct frame_head *h)
+{
+	struct seen *s = arg;
+	int i = s->heads++;
+
+	if (i >= 4)
+		return;
+	s->expect[i] = h->expect_continue;
+	s->minor[i] = h->minor;
+	s->nfields[i] = h->nfields;
+	for (size_t k = 0; k < h->nfields; k++) {
+		size_t len = strlen(s->names[i]);
+
+		snprintf(s->names[i] + len, sizeof(s->names[i]) - len, "%s%s",
+		    k > 0 ? "," : "", h->fields[k].name);
+	}
+}
+
+static void
+seen_body(void *arg, const char *p, size_t n)
+{
+	(void)arg, (void)p, (void)n;
+}
+
+static int
+seen_end(void *arg)
+{
+	struct seen *s = arg;
+
+	s->ends++;
+	return s->stop_after > 0 && s->ends >= s->stop_after;
+}
+
+static const struct frame_ops seen_ops = { seen_head, seen_body, seen_end };
+
+/* Feeds s whole to a new door (Host rules as given); the status, 0 when
+ * accepted; *used as frame_feed() says. */
+static int
+seen_feed(const char *str, int host_rules, struct seen *s, size_t *used,
+    enum frame_result *res)
+{
+	struct frame *f = frame_new(HEAD_MAX, BODY_MAX);
+	size_t u = 0;
+	enum frame_result r;
+	int status;
+
+	frame_set_host_rules(f, host_rules);
+	r = frame_feed(f, str, strlen(str), &u, &seen_ops, s);
+	status = r == FRAME_REJECT ? frame_status(f) : 0;
+	if (used != NULL)
+		*used = u;
+	if (res != NULL)
+		*res = r;
+	frame_free(&f);
+	return status;
+}
+
+static void
+t_expect_100_continue_in_http11_only(void)
+{
+	struct seen s;
+
+	memset(&s, 0, sizeof(s));
+	CHECK(seen_feed("POST /p HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\n"
+	    "Content-Length: 2\r\n\r\nhi", 1, &s, NULL, NULL) == 0);
+	CHECK(s.heads == 1 && s.expect[0] == 1);
+	memset(&s, 0, sizeof(s));
+	CHECK(seen_feed("POST /p HTTP/1.1\r\nHost: h\r\nexpect: 100-Continue\r\n"
+	    "Content-Length: 2\r\n\r\nhi", 1, &s, NULL, NULL) == 0);
+	CHECK(s.heads == 1 && s.expect[0] == 1);
+	/* Without the field: nothing to answer before the body. */
+	memset(&s, 0, sizeof(s));
+	CHECK(seen_feed("POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n"
+	    "hi", 1, &s, NULL, NULL) == 0);
+	CHECK(s.heads == 1 && s.expect[0] == 0);
+	/* Any other expectation, in HTTP/1.1: 417, no head handed on. */
+	memset(&s, 0, sizeof(s));
+	CHECK(seen_feed("POST /p HTTP/1.1\r\nHost: h\r\nExpect: 100-continues\r\n"
+	    "Content-Length: 2\r\n\r\nhi", 1, &s, NULL, NULL) == 417);
+	CHECK(s.heads == 0);
+	memset(&s, 0, sizeof(s));
+	CHECK(seen_feed("GET / HTTP/1.1\r\nHost: h\r\nExpect: x\r\n\r\n", 1, &s,
+	    NULL, NULL) == 417);
+	/* An HTTP/1.0 client's is ignored, whatever it says. */
+	memset(&s, 0, sizeof(s));
+	CHECK(seen_feed("POST /p HTTP/1.0\r\nExpect: 100-continue\r\n"
+	    "Content-Length: 2\r\n\r\nhi", 1, &s, NULL, NULL) == 0);
+	CHECK(s.heads == 1 && s.expect[0] == 0 && s.minor[0] == 0);
+	memset(&s, 0, sizeof(s));
+	CHECK(seen_feed("GET / HTTP/1.0\r\nExpect: x\r\n\r\n", 1, &s, NULL,
+	    NULL) == 0);
+	CHECK(s.heads == 1 && s.expect[0] == 0);
+}
+
+static void
+t_pause_leaves_the_rest_unread(void)
+{
+	static const char two[] = GET("/1") GET("/2");
+	struct seen s;
+	size_t used = 0;
+	enum frame_result r;
+
+	memset(&s, 0, sizeof(s));
+	s.stop_after = 1;
+	CHECK(seen_feed(two, 1, &s, &used, &r) == 0);
+	CHECK(r == FRAME_PAUSE);
+	CHECK(used == strlen(GET("/1")));
+	CHECK(s.heads == 1 && s.ends == 1);
+	/* Not asked to stop: both read, all of it taken. */
+	memset(&s, 0, sizeof(s));
+	CHECK(seen_feed(two, 1, &s, &used, &r) == 0);
+	CHECK(r == FRAME_OK && used == strlen(two));
+	CHECK(s.heads == 2 && s.ends == 2);
+}
+
+static void
+t_host_rules_off_leave_the_host_to_the_handler(void)
+{
+	static const char *judged[] = {
+		"GET / HTTP/1.1\r\n\r\n",			/* none */
+		"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",	/* twice */
+		"GET http://other/x HTTP/1.1\r\nHost: h\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a b\r\n\r\n",		/* not a name */
+	};
+	struct seen s;
+
+	for (size_t i = 0; i < sizeof(judged) / sizeof(judged[0]); i++) {
+		memset(&s, 0, sizeof(s));
+		CHECK(seen_feed(judged[i], 1, &s, NULL, NULL) == 400);
+		memset(&s, 0, sizeof(s));
+		CHECK(seen_feed(judged[i], 0, &s, NULL, NULL) == 0);
+		CHECK(s.heads == 1);
+	}
+	/* The other rules stay on. */
+	memset(&s, 0, sizeof(s));
+	CHECK(seen_feed("GET / HTTP/1.1\r\nX-A : b\r\n\r\n", 0, &s, NULL,
+	    NULL) == 400);
+}
+
+static void
+t_fields_handed_on_leave_out_the_framing(void)
+{
+	struct seen s;
+
+	memset(&s, 0, sizeof(s));
+	CHECK(seen_feed("POST /p HTTP/1.1\r\nHost: h\r\nX-A: 1\r\n"
+	    "Content-Length: 2\r\nX-B: 2\r\n\r\nhi", 1, &s, NULL, NULL) == 0);
+	CHECK(s.nfields[0] == 3);
+	CHECK(strcmp(s.names[0], "Host,X-A,X-B") == 0);
+	memset(&s, 0, sizeof(s));
+	CHECK(seen_feed("POST /p HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+	    "Host: h\r\n\r\n2\r\nhi\r\n0\r\n\r\n", 1, &s, NULL, NULL) == 0);
+	CHECK(strcmp(s.names[0], "Host") == 0);
+}
+
 int
 main(void)
 {
@@ -656,5 +849,9 @@ main(void)
 	RUN(t_nothing_is_read_after_a_reject);
 	RUN(t_any_split_reads_like_one_piece);
 	RUN(t_generated_requests_agree_with_reference);
+	RUN(t_expect_100_continue_in_http11_only);
+	RUN(t_pause_leaves_the_rest_unread);
+	RUN(t_host_rules_off_leave_the_host_to_the_handler);
+	RUN(t_fields_handed_on_leave_out_the_framing);
 	return unit_exit();
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <time.h>
 
 
 #include "common/hlist.h"
@@ -549,6 +550,64 @@ t_parse_date_junk(void)
 	CHECK(hdr_parse_date("Sun, 06 Nov 1994 25:49:37 GMT") == -1);
 }
 
+static int
+year_of(int64_t ms)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (ms < 0 || gmtime_r(&t, &tm) == NULL)
+		return -1;
+	return tm.tm_year + 1900;
+}
+
+/* The calendar's edges: leap years (every 4th, not every 100th, every
+ * 400th), the days of each month, the clock's limits (a leap second
+ * allowed), and RFC 850's two-digit years: 00 is 2000, and one more than
+ * 50 years ahead is a century back (RFC 9110 5.6.7). */
+static void
+t_parse_date_calendar_bounds(void)
+{
+	static const char *const valid[] = {
+		"Tue, 29 Feb 2000 00:00:00 GMT", "Sun, 29 Feb 2004 00:00:00 GMT",
+		"Tue, 31 Jan 2023 23:59:59 GMT", "Sun, 30 Apr 2023 00:00:00 GMT",
+		"Sat, 31 Dec 2016 23:59:60 GMT", "Sat, 01 Jan 2000 00:00:00 GMT",
+		"Saturday, 01-Jan-00 00:00:00 GMT", "Tue Feb 29 00:00:00 2000",
+	};
+	static const char *const invalid[] = {
+		"Thu, 29 Feb 1900 00:00:00 GMT", "Mon, 29 Feb 2100 00:00:00 GMT",
+		"Thu, 29 Feb 2001 00:00:00 GMT", "Wed, 32 Jan 2023 00:00:00 GMT",
+		"Mon, 31 Apr 2023 00:00:00 GMT", "Sat, 00 Jan 2000 00:00:00 GMT",
+		"Sat, 01 Jan 2000 24:00:00 GMT", "Sat, 01 Jan 2000 00:60:00 GMT",
+		"Sat, 01 Jan 2000 00:00:61 GMT", "Sat, 01 Jan 1899 00:00:00 GMT",
+		"Thursday, 29-Feb-01 00:00:00 GMT", "Thu Feb 29 00:00:00 1900",
+	};
+	char s[64];
+	time_t t = time(NULL);
+	struct tm now;
+	int ahead;
+
+	for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++) {
+		if (hdr_parse_date(valid[i]) < 0)
+			printf("# refused: %s\n", valid[i]);
+		CHECK(hdr_parse_date(valid[i]) >= 0);
+	}
+	for (size_t i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++) {
+		if (hdr_parse_date(invalid[i]) != -1)
+			printf("# taken: %s\n", invalid[i]);
+		CHECK(hdr_parse_date(invalid[i]) == -1);
+	}
+	CHECK(hdr_parse_date("Saturday, 01-Jan-00 00:00:00 GMT") ==
+	    INT64_C(946684800000));
+	gmtime_r(&t, &now);
+	ahead = now.tm_year + 1900 + 50;	/* the last year still ahead */
+	snprintf(s, sizeof(s), "Monday, 01-Jan-%02d 00:00:00 GMT", ahead % 100);
+	CHECK(year_of(hdr_parse_date(s)) == ahead);
+	snprintf(s, sizeof(s), "Monday, 01-Jan-%02d 00:00:00 GMT",
+	    (ahead + 1) % 100);
+	CHECK(year_of(hdr_parse_date(s)) == ahead + 1 - 100);
+}
+
 static void
 t_format_date_round_trip(void)
 {
@@ -621,6 +680,16 @@ t_not_modified_lists_and_star(void)
 	CHECK(hdr_not_modified(&req, &hs));
 	hl_free(&req);
 	add_req("If-None-Match", "");
+	CHECK(!hdr_not_modified(&req, &hs));
+	/* A "*" among the members, or with blanks after it, matches too. */
+	hl_free(&req);
+	add_req("If-None-Match", "\"a\", *");
+	CHECK(hdr_not_modified(&req, &hs));
+	hl_free(&req);
+	add_req("If-None-Match", " * ");
+	CHECK(hdr_not_modified(&req, &hs));
+	hl_free(&req);
+	add_req("If-None-Match", "\"a\", **");
 	CHECK(!hdr_not_modified(&req, &hs));
 }
 
@@ -1000,10 +1069,20 @@ t_targeted_field_must_be_a_dictionary(void)
 	static const char *const bad[] = { "&&&&", "max-age=\"600\"",
 	    "Max-Age=600", "max-age=600,", "max-age=6.5", "max-age=-1",
 	    "no-store=1", "max-age=600 x", "max-age=(1 2)",
-	    "max-age=1234567890123456" };
+	    "max-age=1234567890123456",
+	    /* RFC 8941 4.2.5: a string escapes '"' and '\\' alone; an
+	     * escape of anything else, at its start, middle or end, or one
+	     * that leaves it unclosed, is not a string */
+	    "max-age=600, x=\"\\a\"", "max-age=600, x=\"a\\b\"",
+	    "max-age=600, x=\"ab\\n\"", "max-age=600, x=\"a\\\"",
+	    "max-age=600, x=\"a\\", "max-age=600, x=\"\\\\\\\"",
+	    "max-age=600;p=\"\\t\"", "max-age=600, x=(\"\\a\")" };
 	static const char *const good[] = { "max-age=600", "max-age=600, x=y",
 	    "max-age=600;p=\"q\", foo=(a b);c", "max-age=600, public=?1",
-	    " max-age=600 ", "max-age=600, no-store=?0" };
+	    " max-age=600 ", "max-age=600, no-store=?0",
+	    "max-age=600, x=\"\\\"a\"", "max-age=600, x=\"a\\\\b\"",
+	    "max-age=600, x=\"ab\\\"\"", "max-age=600, x=\"\\\\\"",
+	    "max-age=600;p=\"\\\\\", x=(\"\\\"\")" };
 
 	route_reset(1);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -1121,6 +1200,7 @@ main(void)
 	RUN(t_origin_mode_statuses);
 	RUN(t_parse_date_three_formats);
 	RUN(t_parse_date_junk);
+	RUN(t_parse_date_calendar_bounds);
 	RUN(t_format_date_round_trip);
 	RUN(t_not_modified_strong_and_weak_etags);
 	RUN(t_not_modified_lists_and_star);

@@ -132,6 +132,12 @@ t_ignored_parameters_are_dropped_and_the_rest_keep_their_order(void)
 	CHECK_STR(filtered("id=1&%20id=2&id%20=3&+id=4", NULL, "id"),
 	    "id=1&%20id=2&id%20=3&+id=4");
 	CHECK_STR(filtered("id=1&id%00=2", NULL, "id"), "id=1&id%00=2");
+	/* Blanks around a name: before it or after it, a space or a tab. */
+	CHECK_STR(filtered("id=1&id%09=2&%09id=3&id%09%20=4", NULL, "id"),
+	    "id=1&id%09=2&%09id=3&id%09%20=4");
+	/* A name of one byte, with or without a value, is a name. */
+	CHECK_STR(filtered("_&id=1&_=2", "_", NULL), "id=1");
+	CHECK_STR(filtered("a&x=1&b", NULL, "a"), "a");
 	CHECK_STR(filtered("user_id=1&user.id=2&user%20id=3", NULL, "user_id"),
 	    "user_id=1&user.id=2&user%20id=3");
 	CHECK_STR(filtered("x=1&idx=2&i=3&d=4", NULL, "id"), "");
@@ -250,6 +256,42 @@ t_long_parts_keep_the_key_bounded_and_distinct(void)
 	CHECK(strlen(k1) <= CACHE_KEY_MAX);
 	CHECK(strstr(k1, "|c=ffffffffffffffffffffffffffffffff") != NULL);
 	CHECK(strchr(k1, '#') != NULL);
+}
+
+/*
+ * The header values are written out in the key up to half the parts'
+ * room, and stand as their digest past it: at the bound, one byte past
+ * it. A digested value is normalised as a written one: a space before
+ * its last character counts.
+ */
+static void
+t_header_values_are_written_out_up_to_half_the_parts_room(void)
+{
+	char v[KEYRULE_VALUE_MAX], w[KEYRULE_VALUE_MAX + 8];
+	char k1[CACHE_KEY_MAX + 1], k2[CACHE_KEY_MAX + 1], t[KEYRULE_TAG_MAX + 1];
+	struct key_parts kp = { .host = "h", .path = "/", .nheaders = 1,
+	    .header_names = { "X" }, .header_values = { v } };
+	size_t fits = KEYRULE_PARTS_MAX / 2 - strlen("h=x:");
+
+	memset(v, 'v', fits);
+	v[fits] = '\0';
+	build(&kp, k1, t);
+	CHECK(strstr(k1, "|h=x:vvv") != NULL && strstr(k1, "|h#") == NULL);
+	v[fits] = 'v';
+	v[fits + 1] = '\0';
+	build(&kp, k1, t);
+	CHECK(strstr(k1, "|h#") != NULL && strstr(k1, "|h=") == NULL);
+	/* Long values, digested: "... z" is not "...z". */
+	memset(w, 'w', KEYRULE_VALUE_MAX);
+	memcpy(w + KEYRULE_VALUE_MAX, " z", 3);
+	kp.header_values[0] = w;
+	build(&kp, k1, t);
+	memcpy(w + KEYRULE_VALUE_MAX, "z", 2);
+	build(&kp, k2, t);
+	CHECK(strstr(k1, "|h#") != NULL && strcmp(k1, k2) != 0);
+	/* A value's normal form fills its room exactly. */
+	CHECK(keyrule_header_value("a b", w, 4) == 3 && strcmp(w, "a b") == 0);
+	CHECK(keyrule_header_value(" a \t b ", w, 4) == 3 && strcmp(w, "a b") == 0);
 }
 
 /* The credential's digest as proxy_key.c makes it. */
@@ -483,6 +525,149 @@ t_graphql_keys_on_query_operation_variables_and_every_other_member(void)
 	CHECK_STR(a, b);
 }
 
+/*
+ * Whitespace outside strings does not count; inside, it does, after an
+ * escaped quote too: at the start, the middle and the end of a string, a
+ * key or a value, and after an escaped backslash (which ends no string).
+ */
+static void
+t_graphql_escaped_quotes_keep_the_spaces_after_them(void)
+{
+	static const char *const pairs[][2] = {
+		{ "{\"query\":\"{ a }\",\"variables\":{\"v\":\"a\\\" b\"}}",
+		  "{\"query\":\"{ a }\",\"variables\":{\"v\":\"a\\\"b\"}}" },
+		{ "{\"query\":\"{ a }\",\"variables\":{\"v\":\"\\\" b\"}}",
+		  "{\"query\":\"{ a }\",\"variables\":{\"v\":\"\\\"b\"}}" },
+		{ "{\"query\":\"{ a }\",\"variables\":{\"v\":\"a\\\" \"}}",
+		  "{\"query\":\"{ a }\",\"variables\":{\"v\":\"a\\\"\"}}" },
+		{ "{\"query\":\"{ a }\",\"variables\":{\"a\\\" b\":1}}",
+		  "{\"query\":\"{ a }\",\"variables\":{\"a\\\"b\":1}}" },
+		{ "{\"query\":\"{ a }\",\"extensions\":{\"v\":\"a\\\" b\"}}",
+		  "{\"query\":\"{ a }\",\"extensions\":{\"v\":\"a\\\"b\"}}" },
+		{ "{\"query\":\"{ a }\",\"variables\":{\"v\":\"a\\\\\", \"w\":1}}",
+		  "{\"query\":\"{ a }\",\"variables\":{\"v\":\"a\\\\ \",\"w\":1}}" },
+	};
+	char a[KEYRULE_DIGEST_HEX + 1], b[KEYRULE_DIGEST_HEX + 1];
+
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+		CHECK(gql(pairs[i][0], a) == GRAPHQL_QUERY);
+		CHECK(gql(pairs[i][1], b) == GRAPHQL_QUERY);
+		if (strcmp(a, b) == 0)
+			printf("# one key: %s and %s\n", pairs[i][0], pairs[i][1]);
+		CHECK(strcmp(a, b) != 0);
+	}
+	/* Between tokens, after a string that ends in an escaped backslash. */
+	CHECK(gql("{\"query\":\"{ a }\",\"variables\":{\"v\":\"a\\\\\" , "
+	    "\"w\" : 1}}", a) == GRAPHQL_QUERY);
+	CHECK(gql("{\"query\":\"{ a }\",\"variables\":{\"v\":\"a\\\\\",\"w\":1}}",
+	    b) == GRAPHQL_QUERY);
+	CHECK_STR(a, b);
+}
+
+/*
+ * A query is keyed as decoded: an escape, its hex digits in either case,
+ * names the character a server reads (of 1, 2, 3 or 4 UTF-8 bytes, a
+ * surrogate pair for the last), and keys as that character written out;
+ * what is not an escape (a digit that is not hex, too few digits, a lone
+ * surrogate) leaves the body unread.
+ */
+static void
+t_graphql_escapes_key_as_the_characters_they_name(void)
+{
+	static const char *const same[][2] = {
+		{ "{\"query\":\"{ \\u004A\\u004a }\"}", "{\"query\":\"{ JJ }\"}" },
+		{ "{\"query\":\"{ a(s: \\\"\\u00e9\\u00C9\\\") }\"}",
+		  "{\"query\":\"{ a(s: \\\"\xc3\xa9\xc3\x89\\\") }\"}" },
+		{ "{\"query\":\"{ a(s: \\\"\\u20AC\\u20ac\\\") }\"}",
+		  "{\"query\":\"{ a(s: \\\"\xe2\x82\xac\xe2\x82\xac\\\") }\"}" },
+		{ "{\"query\":\"{ a(s: \\\"\\uD83D\\uDE00\\\") }\"}",
+		  "{\"query\":\"{ a(s: \\\"\xf0\x9f\x98\x80\\\") }\"}" },
+		{ "{\"query\":\"{ a(s: \\\"\\udbff\\udfff\\\") }\"}",
+		  "{\"query\":\"{ a(s: \\\"\xf4\x8f\xbf\xbf\\\") }\"}" },
+		{ "{\"query\":\"{ a(s: \\\"\\ud800\\udc00\\\") }\"}",
+		  "{\"query\":\"{ a(s: \\\"\xf0\x90\x80\x80\\\") }\"}" },
+	};
+	static const char *const unread[] = {
+		"{\"query\":\"{ a }\",\"x\":\"\\u00zz\"}",
+		"{\"query\":\"{ a }\",\"x\":\"\\u00G0\"}",
+		"{\"query\":\"{ a }\",\"x\":\"\\u0g00\"}",
+		"{\"query\":\"{ a }\",\"x\":\"\\u12\"}",
+		"{\"query\":\"{ a }\",\"x\":\"\\udc00\"}",
+		"{\"query\":\"{ a }\",\"x\":\"\\ud800x\"}",
+		"{\"query\":\"{ a }\",\"x\":\"\\ud800\\u0041\"}",
+		"{\"query\":\"{ a }\",\"x\":\"\\x41\"}",
+	};
+	char a[KEYRULE_DIGEST_HEX + 1], b[KEYRULE_DIGEST_HEX + 1];
+
+	for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+		CHECK(gql(same[i][0], a) == GRAPHQL_QUERY);
+		CHECK(gql(same[i][1], b) == GRAPHQL_QUERY);
+		if (strcmp(a, b) != 0)
+			printf("# two keys: %s and %s\n", same[i][0], same[i][1]);
+		CHECK_STR(a, b);
+	}
+	for (size_t i = 0; i < sizeof(unread) / sizeof(unread[0]); i++) {
+		if (gql(unread[i], a) != GRAPHQL_INVALID)
+			printf("# read: %s\n", unread[i]);
+		CHECK(gql(unread[i], a) == GRAPHQL_INVALID);
+	}
+	/* A mutation spelled with escapes in upper case is one still. */
+	CHECK(gql("{\"query\": \"\\u006Dutation { x }\"}", a) ==
+	    GRAPHQL_MUTATION);
+	CHECK(gql("{\"query\": \"\\u006D\\u0055TATION { x }\"}", a) ==
+	    GRAPHQL_QUERY);	/* mUTATION is no keyword: a name */
+}
+
+/* RFC 8259 6: numbers of any length and sign, a fraction, an exponent;
+ * no leading zero, nothing empty on either side of '.' or 'e'. And JSON
+ * nested at most GRAPHQL_DEPTH_MAX deep. */
+static void
+t_graphql_reads_json_numbers_and_nesting_to_their_bounds(void)
+{
+	static const char *const numbers[] = { "0", "-0", "7", "1990", "-12",
+	    "0.5", "10.25", "1e9", "1E+09", "-2.5e-3", "98765432109876543210" };
+	static const char *const not_numbers[] = { "01", "-", "1.", ".5", "1e",
+	    "1e+", "+1", "0x10", "1.2.3", "--1", "9a" };
+	char body[512], a[KEYRULE_DIGEST_HEX + 1], b[KEYRULE_DIGEST_HEX + 1];
+	size_t n;
+
+	for (size_t i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++) {
+		snprintf(body, sizeof(body), "{\"query\":\"{ a }\",\"variables\":"
+		    "{\"n\":%s,\"m\":[%s, %s]}}", numbers[i], numbers[i],
+		    numbers[i]);
+		if (gql(body, a) != GRAPHQL_QUERY)
+			printf("# not read: %s\n", body);
+		CHECK(gql(body, a) == GRAPHQL_QUERY);
+	}
+	for (size_t i = 0; i < sizeof(not_numbers) / sizeof(not_numbers[0]);
+	    i++) {
+		snprintf(body, sizeof(body), "{\"query\":\"{ a }\",\"variables\":"
+		    "{\"n\":%s}}", not_numbers[i]);
+		if (gql(body, a) != GRAPHQL_INVALID)
+			printf("# read: %s\n", body);
+		CHECK(gql(body, a) == GRAPHQL_INVALID);
+	}
+	CHECK(gql("{\"query\":\"{ a }\",\"variables\":{\"n\":1990}}", a) ==
+	    GRAPHQL_QUERY);
+	CHECK(gql("{\"query\":\"{ a }\",\"variables\":{\"n\":1991}}", b) ==
+	    GRAPHQL_QUERY);
+	CHECK(strcmp(a, b) != 0);
+	/* A member's value is at depth 1: 63 arrays around a number reach
+	 * GRAPHQL_DEPTH_MAX, 64 go past it. */
+	for (int k = GRAPHQL_DEPTH_MAX - 1; k <= GRAPHQL_DEPTH_MAX; k++) {
+		n = (size_t)snprintf(body, sizeof(body), "{\"query\":\"{ a }\","
+		    "\"x\":");
+		for (int i = 0; i < k; i++)
+			body[n++] = '[';
+		body[n++] = '1';
+		for (int i = 0; i < k; i++)
+			body[n++] = ']';
+		memcpy(body + n, "}", 2);
+		CHECK(gql(body, a) == (k < GRAPHQL_DEPTH_MAX ? GRAPHQL_QUERY :
+		    GRAPHQL_INVALID));
+	}
+}
+
 static void
 t_graphql_answers_with_errors(void)
 {
@@ -526,6 +711,7 @@ main(void)
 	RUN(t_same_inputs_make_the_same_key_and_the_url_part_comes_first);
 	RUN(t_header_values_are_normalised_and_escaped);
 	RUN(t_long_parts_keep_the_key_bounded_and_distinct);
+	RUN(t_header_values_are_written_out_up_to_half_the_parts_room);
 	RUN(t_the_credential_is_keyed_only_as_a_digest);
 	RUN(t_graphql_tells_queries_from_mutations_and_subscriptions);
 	RUN(t_graphql_keys_on_query_operation_variables_and_every_other_member);
@@ -534,5 +720,8 @@ main(void)
 	RUN(t_graphql_member_names_cannot_hide_a_second_query);
 	RUN(t_graphql_empty_operation_name_is_not_an_absent_one);
 	RUN(t_graphql_bodies_are_read_only_as_json);
+	RUN(t_graphql_escaped_quotes_keep_the_spaces_after_them);
+	RUN(t_graphql_escapes_key_as_the_characters_they_name);
+	RUN(t_graphql_reads_json_numbers_and_nesting_to_their_bounds);
 	return unit_exit();
 }
