@@ -335,6 +335,19 @@ coding_plain(struct cache_entry *e, size_t max_out)
 }
 
 const char *
+coding_identity(struct cache_entry *e, size_t max_out, size_t *len)
+{
+	if (coding_of(e) == CODING_IDENTITY) {
+		*len = e->body_len;
+		return (const char *)e->body;
+	}
+	if (coding_plain(e, max_out) == -1)
+		return NULL;
+	*len = e->plain_len;
+	return (const char *)e->plain;
+}
+
+const char *
 coding_weak_etag(const char *etag, char *out, size_t len)
 {
 	if (strncmp(etag, WEAK_PREFIX, sizeof(WEAK_PREFIX) - 1) == 0)

@@ -94,6 +94,10 @@ size_t		 coding_queued(void);
 int		 coding_plain(struct cache_entry *e, size_t max_out);
 /* The bytes of decoded bodies kept with their entries. */
 size_t		 coding_kept(void);
+/* e's body as identity (*len bytes): the body itself, or the decoded copy
+ * kept with e (coding_plain); NULL when there is none within max_out. */
+const char	*coding_identity(struct cache_entry *e, size_t max_out,
+		    size_t *len);
 /* An ETag value made weak ("x" -> W/"x"), in out (len bytes). */
 const char	*coding_weak_etag(const char *etag, char *out, size_t len);
 
