@@ -10,6 +10,7 @@
 #   make test-mutants  mutation tests: every mutant of every module is caught
 #   make test-mutants-sampled MODULE=FILE  mutations drawn at random from FILE
 #   make bench      benchmark against nginx and Varnish (see bench/)
+#   make bench-codec   what each content coding and level costs on JSON
 #   make clean
 
 VERSION := 0.1.0
@@ -19,8 +20,10 @@ DEB_MAINTAINER ?= Corral maintainers <maintainers@users.noreply.a-seed-d6bbd95e.
 # bufferevents: not its HTTP layer (libevent_extra's evhttp); the server
 # is Corral's own (proxy/proxy_conn.c). --as-needed keeps the full
 # libevent that libevent_openssl's pkg-config names out of the binary.
-# libpq is the change feed's (changes/).
-PKGS    := libevent_core libevent_openssl libssl libcrypto hiredis libcurl inih libpq
+# libpq is the change feed's (changes/); zlib, brotli and zstd are the
+# content codings' (codec/).
+PKGS    := libevent_core libevent_openssl libssl libcrypto hiredis libcurl inih libpq \
+           zlib libbrotlienc libbrotlidec libzstd
 JOBS    := $(shell nproc 2>/dev/null || echo 1)
 
 CC      ?= cc
@@ -32,10 +35,11 @@ BASE    := $(DEFS) $(WARN)
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = -Wl,--as-needed $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c auth/*.c changes/*.c)
+SRC      := $(wildcard common/*.c cache/*.c upstream/*.c conf/*.c proxy/*.c auth/*.c changes/*.c codec/*.c)
 # The configuration alone, for the man page's key list and the fuzzers
-# (with the JWT code it loads jwt_keys_file with).
-CONF_SRC := $(wildcard conf/*.c auth/*.c) common/json.c common/base64.c common/digest.c
+# (with the JWT code it loads jwt_keys_file with, and the content codings
+# its checks ask: store_encoding, compress_types).
+CONF_SRC := $(wildcard conf/*.c auth/*.c codec/*.c) common/json.c common/base64.c common/digest.c
 GEN_SRC  := build/gen/dashboard.c
 LIB_SRC  := $(filter-out proxy/main.c,$(SRC)) $(GEN_SRC)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -83,7 +87,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/unit/%)
 UNIT_LIBS = $(shell pkg-config --libs libevent_extra 2>/dev/null)
 
 .PHONY: all deps test-deps run test test-build test-mutants test-mutants-sampled unit \
-        scenarios bench clean check-boundaries check-size man install deb
+        scenarios bench bench-codec clean check-boundaries check-size man install deb
 
 all: deps build/release/corral man
 
@@ -139,6 +143,18 @@ build/tools/alloc_probe: tests/tools/alloc_probe.c tests/unit/unit.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) -O0 -fno-builtin -pthread -o $@ $< -ldl
 
+# What each coding and level costs on a JSON response (bench/codec_bench.c):
+# sizes and single-thread times, for store_encoding's default. Not part of
+# make test or make bench.
+CODEC_REL_OBJ := $(filter build/release/codec/%,$(REL_OBJ))
+
+build/bench/codec_bench: bench/codec_bench.c $(CODEC_REL_OBJ)
+	@mkdir -p $(dir $@)
+	$(REL_CC) -o $@ $< $(CODEC_REL_OBJ) $(LDFLAGS) $(PKG_LIBS)
+
+bench-codec: build/bench/codec_bench
+	build/bench/codec_bench
+
 # Programs the tests drive (not run by tests/run.py): the change feed's
 # probe for tests/changes/test_feed.py (the scenario
 # change_feed_module_against_postgres runs it).
@@ -150,7 +166,8 @@ build/asan/tools/%: tests/tools/%.c $(ASAN_OBJ)
 # libpq; OpenSSL only the TLS module (proxy/proxy_tls*), the JWT module
 # (auth/) and common/digest.c (every digest and HMAC); libevent's OpenSSL
 # bufferevents only the TLS module. The unit tests (tests/unit/, not
-# listed by */*) and the benchmark's own TLS client (bench/) aside.
+# listed by */*) and the benchmark's own TLS client (bench/) aside. zlib,
+# brotli and zstd only codec/.
 check-boundaries:
 	@bad=$$(grep -ln '#include <hiredis' $$(ls */*.[ch] | grep -v '^cache/'); \
 	        grep -ln '#include <curl' $$(ls */*.[ch] | grep -v '^upstream/'); \
@@ -158,7 +175,8 @@ check-boundaries:
 	        grep -l '#include <event2/bufferevent_ssl' \
 	            $$(ls */*.[ch] | grep -v -e '^proxy/proxy_tls' -e '^bench/'); \
 	        grep -l '#include <openssl/' $$(ls */*.[ch] | grep -v -e '^proxy/proxy_tls' \
-	            -e '^auth/' -e '^common/digest\.c$$' -e '^bench/')); \
+	            -e '^auth/' -e '^common/digest\.c$$' -e '^bench/'); \
+	        grep -lE '#include <(zlib|brotli/|zstd)' $$(ls */*.[ch] | grep -v '^codec/')); \
 	if [ -n "$$bad" ]; then echo "module boundary broken in: $$bad"; exit 1; fi
 
 # No file in proxy/, cache/ or conf/ over 900 lines, no function over 60.

@@ -21,10 +21,13 @@
  *	(head_us), body length and wall-clock completion. With -d, request i
  *	asks for PATH<i> instead: N distinct keys at once.
  *
- *   stampede -w KEYS [-c CONNS] [-H HOST] [-T MS] TARGET PREFIX
+ *   stampede -w KEYS [-c CONNS] [-H HOST] [-T MS] [-a CODINGS] TARGET PREFIX
  *	Walk mode, to warm a cache: GETs PREFIX0 .. PREFIX<KEYS-1> over CONNS
  *	keep-alive connections (a thread each) and prints count, failures,
  *	statuses, elapsed_ms.
+ *
+ *	With -a, every request says Accept-Encoding: CODINGS (the body is
+ *	counted as it comes, coded or not).
  *
  * Why not a thread per request: on a 2-core machine, waking 200 blocked
  * threads costs the client itself ~10 ms per burst, more than the figures
@@ -95,6 +98,7 @@ struct options {
 	const char	*path;		/* or the prefix in walk mode */
 	const char	*host;		/* Host header; default the first target */
 	const char	*tally_header;
+	const char	*accept;	/* -a: Accept-Encoding, or NULL */
 	int		 conns;
 	int		 threads;
 	int		 timeout_ms;
@@ -236,17 +240,20 @@ send_all(int fd, const char *p, size_t len)
 
 static void
 format_request(char *buf, size_t size, const char *path, long key,
-    const char *host, int keep_alive)
+    const struct options *opt, int keep_alive)
 {
-	char target[REQUEST_MAX / 2];
+	char target[REQUEST_MAX / 2], accept[REQUEST_MAX / 4] = "";
 
 	if (key >= 0)
 		snprintf(target, sizeof(target), "%s%ld", path, key);
 	else
 		snprintf(target, sizeof(target), "%s", path);
+	if (opt->accept != NULL)
+		snprintf(accept, sizeof(accept), "Accept-Encoding: %s\r\n",
+		    opt->accept);
 	snprintf(buf, size, "GET %s HTTP/1.1\r\nHost: %s\r\n"
-	    "User-Agent: corral-bench-stampede\r\n%s\r\n", target, host,
-	    keep_alive ? "" : "Connection: close\r\n");
+	    "User-Agent: corral-bench-stampede\r\n%s%s\r\n", target, opt->host,
+	    accept, keep_alive ? "" : "Connection: close\r\n");
 }
 
 /* -- responses ----------------------------------------------------------- */
@@ -596,7 +603,7 @@ stampede_thread(void *arg)
 	int64_t deadline;
 	int i, k, ep, pending = 0;
 
-	format_request(req, sizeof(req), opt->path, -1, opt->host, 0);
+	format_request(req, sizeof(req), opt->path, -1, opt, 0);
 	reqlen = strlen(req);
 	buf = read_buffer();
 	ep = epoll_create1(EPOLL_CLOEXEC);
@@ -619,7 +626,7 @@ stampede_thread(void *arg)
 			continue;
 		}
 		if (opt->distinct) {
-			format_request(req, sizeof(req), opt->path, i, opt->host, 0);
+			format_request(req, sizeof(req), opt->path, i, opt, 0);
 			reqlen = strlen(req);
 		}
 		/* A request this small fits an empty socket buffer whole. */
@@ -708,7 +715,7 @@ walk_thread(void *arg)
 
 	buf = read_buffer();
 	for (key = w->index; key < opt->walk_keys; key += opt->conns) {
-		format_request(req, sizeof(req), opt->path, key, opt->host, 1);
+		format_request(req, sizeof(req), opt->path, key, opt, 1);
 		p = PARSE_BAD;
 		/* A reused connection the server closed is retried once. */
 		for (tries = 0; tries < 2; tries++) {
@@ -1060,7 +1067,8 @@ usage(void)
 	fprintf(stderr,
 	    "usage: stampede [-n N] [-j THREADS] [-H HOST] [-h HEADER] [-T MS]\n"
 	    "                [-b BYTES] [-l] [-d] HOST:PORT[,HOST:PORT...] PATH\n"
-	    "       stampede -w KEYS [-c CONNS] [-H HOST] [-T MS] HOST:PORT PREFIX\n");
+	    "       stampede -w KEYS [-c CONNS] [-H HOST] [-T MS] [-a CODINGS] HOST:PORT\n"
+	    "                PREFIX\n");
 	exit(2);
 }
 
@@ -1075,7 +1083,7 @@ main(int argc, char **argv)
 	opt.threads = 1;
 	opt.timeout_ms = DEFAULT_TIMEOUT_MS;
 	opt.body_bytes = -1;
-	while ((c = getopt(argc, argv, "n:c:j:H:h:T:b:ldw:")) != -1) {
+	while ((c = getopt(argc, argv, "n:c:j:H:h:T:b:ldw:a:")) != -1) {
 		switch (c) {
 		case 'n':
 		case 'c':
@@ -1104,6 +1112,9 @@ main(int argc, char **argv)
 			break;
 		case 'w':
 			opt.walk_keys = atol(optarg);
+			break;
+		case 'a':
+			opt.accept = optarg;
 			break;
 		default:
 			usage();

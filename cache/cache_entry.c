@@ -203,6 +203,9 @@ entry_unref(struct cache_entry **ep)
 	body_release(e);
 	free(e->request);
 	free(e->head);
+	free(e->plain_head);
+	if (e->plain != NULL)
+		e->plain_drop(e->plain, e->plain_len);
 	e->magic = 0;
 	free(e);
 }

@@ -67,6 +67,16 @@ struct cache_entry {
 	size_t			 head_len;
 	uint64_t		 head_tag;
 	int64_t			 origin_age;
+	/* Its body decoded, for clients that do not take its coding, that
+	 * the deliverer keeps here: plain_drop(plain, plain_len) lets it go
+	 * when the entry is freed. NULL: none kept. */
+	unsigned char		*plain;
+	size_t			 plain_len;
+	void			(*plain_drop)(unsigned char *plain, size_t len);
+	/* A rendering of the head of a reply with plain, as head above. */
+	char			*plain_head;
+	size_t			 plain_head_len;
+	uint64_t		 plain_head_tag;
 };
 
 /* A new entry with refcnt 1, no headers, no body. NULL on no memory. */

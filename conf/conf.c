@@ -32,6 +32,7 @@
 
 #include <ini.h>
 
+#include "codec/codec.h"
 #include "common/util.h"
 #include "conf/conf_changes.h"
 #include "conf/conf_key.h"
@@ -491,6 +492,25 @@ check_query_rules(struct loader *ld, const struct key *k)
 		    line);
 }
 
+/* store_encoding names a coding; compress_types lists media types. */
+static void
+check_coding(struct loader *ld, const struct key *k)
+{
+	const struct conf_route *r = &ld->c->routes[ld->route];
+	char err[MSG_MAX];
+
+	if (k->sect != SECT_ROUTE || ld->refused[k - table_keys])
+		return;
+	if (strcmp(k->name, "store_encoding") == 0 &&
+	    codec_token(r->store_encoding, strlen(r->store_encoding)) ==
+	    CODING_UNKNOWN)
+		report(ld, ld->lineno, "store_encoding: \"%s\" is not gzip, "
+		    "br, zstd or identity", r->store_encoding);
+	if (strcmp(k->name, "compress_types") == 0 &&
+	    codec_types_valid(r->compress_types, err, sizeof(err)) == -1)
+		report(ld, ld->lineno, "compress_types: %s", err);
+}
+
 /* The key secret, then what each route's key settings need. */
 static void
 check_keys(struct loader *ld)
@@ -582,6 +602,7 @@ on_key(void *user, const char *section, const char *name, const char *value)
 		ld->refused[k - table_keys] = 1;
 	}
 	check_query_rules(ld, k);
+	check_coding(ld, k);
 	return 1;
 }
 

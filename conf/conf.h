@@ -24,6 +24,8 @@
 #define CONF_PREFIX_MAX		64	/* [redis] prefix */
 #define CONF_ROUTE_PREFIX_MAX	256	/* [route PREFIX] */
 #define CONF_FIELDS_MAX		128	/* targeted_cache_control */
+#define CONF_CODING_MAX		16	/* store_encoding: a coding's name */
+#define CONF_TYPES_MAX		512	/* compress_types: media types */
 #define CONF_HOSTS_MAX		1024	/* hosts */
 #define CONF_STATUS_TTLS_MAX	16	/* entries of ttl_status */
 #define CONF_UPSTREAM_HEADERS_MAX 128	/* what a cache entry holds */
@@ -231,6 +233,11 @@ struct conf_route {
 	char	 targeted_cc[CONF_FIELDS_MAX];	/* field names, ", " between */
 	int	 key_host;		/* key on the client's Host, and send it */
 	int	 forward_targeted_cc;	/* pass consumed targeted fields on */
+	char	 store_encoding[CONF_CODING_MAX];	/* identity bodies stored
+						 * in it: gzip, br, zstd, or
+						 * identity (as they came) */
+	char	 compress_types[CONF_TYPES_MAX];	/* ... of these types */
+	int64_t	 compress_min_bytes;	/* ... and at least this long */
 	char	 upstream[CONF_POOL_NAME_MAX];	/* its pool ("": the default) */
 	int	 upstream_line;		/* where upstream was set */
 	/* A response to a successful unsafe request names tags to purge in

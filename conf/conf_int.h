@@ -92,7 +92,7 @@ struct key {
 
 /* conf_table.c: every key, in the order corral -h and corral.conf(5)
  * list them. */
-#define TABLE_NKEYS	109	/* its rows */
+#define TABLE_NKEYS	112	/* its rows */
 extern const struct key table_keys[];
 
 /* The row of name in sect, or NULL ([upstream] has the keys of every

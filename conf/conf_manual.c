@@ -108,7 +108,8 @@ format_range(const struct key *k, char *out, size_t outlen)
 	}
 }
 
-/* s for man(7): backslashes and hyphens escaped. */
+/* s for man(7): backslashes and hyphens escaped, and a line may break
+ * after a comma (\:), as in a long list of media types. */
 static void
 put_roff(FILE *out, const char *s)
 {
@@ -117,6 +118,8 @@ put_roff(FILE *out, const char *s)
 			fputs("\\e", out);
 		else if (*s == '-')
 			fputs("\\-", out);
+		else if (*s == ',')
+			fputs(",\\:", out);
 		else
 			fputc(*s, out);
 	}
@@ -141,6 +144,9 @@ dump_man(FILE *out, const struct key *k, const char *range)
 	if (k == table_keys || strcmp(table_label(k[-1].sect),
 	    table_label(k->sect)) != 0)
 		fprintf(out, ".SS \"%s\"\n", table_label(k->sect));
+	/* A list with no spaces breaks after its commas, unadjusted. */
+	if (strchr(k->def, ',') != NULL)
+		fputs(".ad l\n", out);
 	fprintf(out, ".TP\n.B %s\n", k->name);
 	fputs("default \\fB", out);
 	put_roff(out, k->def[0] != '\0' ? k->def : "(empty)");
@@ -150,6 +156,8 @@ dump_man(FILE *out, const struct key *k, const char *range)
 	put_roff(out, k->help);
 	fputs(needs_restart(k) ? "\n.br\nA change needs a restart: a reload "
 	    "keeps the running value.\n" : "\n", out);
+	if (strchr(k->def, ',') != NULL)
+		fputs(".ad b\n", out);
 }
 
 void

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "auth/jwt.h"
+#include "codec/codec.h"
 #include "common/util.h"
 
 #define DB_MAX		255
@@ -288,6 +289,17 @@ const struct key table_keys[] = {
 	{ "forward_targeted_cache_control", SECT_ROUTE, T_BOOL, "off", 0, 1,
 	  IN_ROUTE(forward_targeted_cc),
 	  "pass the targeted fields Corral read on to clients" },
+	{ "store_encoding", SECT_ROUTE, T_STRING, "gzip", 1,
+	  CONF_CODING_MAX - 1, IN_ROUTE(store_encoding),
+	  "identity bodies worth it are stored compressed: gzip, br, zstd, "
+	  "or identity (as they came); coded ones are kept as they came" },
+	{ "compress_types", SECT_ROUTE, T_STRING, CODEC_COMPRESSIBLE_DEFAULT, 1,
+	  CONF_TYPES_MAX - 1, IN_ROUTE(compress_types),
+	  "media types compressed on store, comma-separated (type/subtype, "
+	  "type/*, */*+suffix; never text/event-stream)" },
+	{ "compress_min_bytes", SECT_ROUTE, T_SIZE, "256", 0, 1 * GIB,
+	  IN_ROUTE(compress_min_bytes),
+	  "shorter identity bodies are stored as they came" },
 	{ "upstream", SECT_ROUTE, T_POOL_NAME, "", 0, CONF_POOL_NAME_MAX - 1,
 	  IN_ROUTE(upstream), "the [upstream NAME] pool (empty: [upstream])" },
 	{ "purge_header", SECT_ROUTE, T_FIELDS, "", 0,

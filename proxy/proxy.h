@@ -90,6 +90,8 @@ struct worker_slot {
 	int64_t			 flights;
 	int64_t			 refreshes;
 	int64_t			 upstream_fetches;	/* in progress */
+	int64_t			 decoded_bytes;	/* queued to clients, unsent */
+	int64_t			 decoded_kept;	/* kept with entries */
 	int64_t			 l1_bytes;
 	int64_t			 l1_entries;
 	uint64_t		 l1_rejected;
@@ -119,6 +121,8 @@ struct proxy_figures {
 	int64_t			 flights;
 	int64_t			 refreshes;
 	int64_t			 upstream_fetches;
+	int64_t			 decoded_bytes;
+	int64_t			 decoded_kept;
 	int64_t			 l1_bytes;
 	int64_t			 l1_entries;
 	uint64_t		 l1_rejected;

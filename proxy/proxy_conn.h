@@ -43,6 +43,7 @@
 #define HTTP_BADREQUEST		400
 #define HTTP_NOTFOUND		404
 #define HTTP_BADMETHOD		405
+#define HTTP_NOTACCEPTABLE	406
 #define HTTP_SERVUNAVAIL	503
 #define HREQ_PARTS_MAX		8	/* a rendered head's pieces */
 

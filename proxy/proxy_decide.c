@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_coding.h"
 #include "proxy/proxy_hdr.h"
 #include "proxy/proxy_near.h"
 #include "proxy/proxy_refresh_int.h"
@@ -160,8 +161,15 @@ decide_entry(struct refresh *rf)
 	rf->sie_ms = f.sie_ms;
 	why = not_stored(rf, &f);
 	rep->not_stored = why[0] != '\0' ? why : NULL;
-	if (why[0] == '\0' && rep->mode == RF_LOCKED)
+	if (why[0] == '\0' && rep->mode == RF_LOCKED) {
+		if (coding_of(rep->entry) != CODING_IDENTITY) {
+			STAT_ADD(rf->px->stats, rf->route, coded_stored_bytes,
+			    rep->entry->body_len);
+			STAT_ADD(rf->px->stats, rf->route, coded_plain_bytes,
+			    rep->plain_len);
+		}
 		return RF_STORE;
+	}
 	if (rf->resp->status >= 500)
 		snprintf(rep->failure, sizeof(rep->failure), "%d",
 		    rf->resp->status);
@@ -172,6 +180,33 @@ decide_entry(struct refresh *rf)
 	    entry_state(rep->entry, util_now_ms()) == ENTRY_FRESH)
 		near_put(rf->px, rf->key, rep->entry);
 	return RF_RELEASE;
+}
+
+/* A coded body is checked whole, an identity one worth it compressed
+ * (proxy_coding.h); a coded body that does not decode is a failure of the
+ * upstream's: 502, and not stored. A body cut short is DECIDE's. */
+static enum refresh_step
+decide_coding(struct refresh *rf)
+{
+	struct refresh_report *rep = &rf->report;
+	const char *why = "";
+	enum coding made = CODING_IDENTITY;
+
+	rep->plain_len = rep->entry->body_len;
+	if (!rf->resp->body_partial && rep->upstream_status != 304)
+		why = coding_store(rep->entry, &rf->rt,
+		    (size_t)rf->px->conf->max_entry_bytes, &made,
+		    &rep->plain_len);
+	STAT_ADD(rf->px->stats, rf->route, coding_encoded,
+	    made != CODING_IDENTITY);
+	if (strcmp(why, "bad-encoding") != 0)
+		return decide_entry(rf);
+	STAT_INC(rf->px->stats, rf->route, coding_refused);
+	log_warn("upstream %s: its %s body does not decode whole within "
+	    "max_entry_bytes: not stored", rf->url,
+	    codec_name(coding_of(rep->entry)));
+	entry_unref(&rep->entry);
+	return decide_failed(rf, UPSTREAM_ERR_PROTOCOL, why);
 }
 
 /* DECIDE: what the response the fetch brought is, and what comes next. */
@@ -204,7 +239,7 @@ refresh_decide(struct refresh *rf)
 			    rep->fetch_ms, &rf->sent);
 		}
 		next = rep->entry == NULL ? decide_failed(rf,
-		    UPSTREAM_ERR_PROTOCOL, "error") : decide_entry(rf);
+		    UPSTREAM_ERR_PROTOCOL, "error") : decide_coding(rf);
 	}
 	upstream_response_free(&rf->resp);
 	return next;

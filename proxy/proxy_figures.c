@@ -15,6 +15,7 @@
 #include "common/dict.h"
 #include "proxy/proxy.h"
 #include "proxy/proxy_budget.h"
+#include "proxy/proxy_coding.h"
 #include "proxy/proxy_figures.h"
 #include "proxy/proxy_stats.h"
 #include "upstream/upstream.h"
@@ -47,6 +48,8 @@ proxy_publish(struct proxy *px)
 	ws->flights = (int64_t)dict_count(px->flights);
 	ws->refreshes = px->nrefreshes;
 	ws->upstream_fetches = upstream_active(px->upstream);
+	ws->decoded_bytes = (int64_t)coding_queued();
+	ws->decoded_kept = (int64_t)coding_kept();
 	ws->l1_bytes = l1_counters(px->l1)->bytes;
 	ws->l1_entries = l1_counters(px->l1)->entries;
 	ws->l1_rejected = l1_counters(px->l1)->rejected;
@@ -88,6 +91,8 @@ proxy_figures(struct proxy *px, struct proxy_figures *f)
 		f->flights += ws->flights;
 		f->refreshes += ws->refreshes;
 		f->upstream_fetches += ws->upstream_fetches;
+		f->decoded_bytes += ws->decoded_bytes;
+		f->decoded_kept += ws->decoded_kept;
 		f->l1_bytes += ws->l1_bytes;
 		f->l1_entries += ws->l1_entries;
 		f->l1_rejected += ws->l1_rejected;

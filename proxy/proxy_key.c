@@ -32,6 +32,7 @@
 #include "proxy/proxy_conn.h"
 #include "proxy/proxy_forward.h"
 #include "proxy/proxy_hdr.h"
+#include "proxy/proxy_coding.h"
 #include "proxy/proxy_jwt.h"
 #include "proxy/proxy_key.h"
 #include "proxy/proxy_outcome.h"
@@ -576,6 +577,9 @@ fetch_shared_headers(struct waiter *w, const struct conf_route *rt,
 	    anonymous ? HDR_DROP_CREDENTIALS : 0);
 
 	w->ops->forward(w, dst, flags);
+	/* Every coding Corral can serve each client from (proxy_coding.h),
+	 * whatever the first client to ask accepts. */
+	hl_add(dst, "Accept-Encoding", CODING_UPSTREAM_ACCEPT);
 	fetch_headers(w->spec, rt, dst);
 	if (anonymous)
 		while (hl_remove(dst, rt->credential_header) == 0)

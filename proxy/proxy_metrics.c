@@ -76,6 +76,22 @@ static const struct counter_row counter_rows[] = {
 	  FIELD(variants_refused), NO_FIELD },
 	{ "corral_not_modified_total", "304 answers to conditional requests, "
 	  "made from the cache.", NULL, NULL, FIELD(not_modified), NO_FIELD },
+	{ "corral_coding_total", "Content-coding work: identity bodies "
+	  "compressed on store (encoded), answers decoded for a client "
+	  "(decoded), coded upstream bodies refused (refused), 406 answers "
+	  "(not_acceptable).", "op", "encoded", FIELD(coding_encoded),
+	  NO_FIELD },
+	{ "corral_coding_total", NULL, "op", "decoded",
+	  FIELD(coding_decoded), NO_FIELD },
+	{ "corral_coding_total", NULL, "op", "refused",
+	  FIELD(coding_refused), NO_FIELD },
+	{ "corral_coding_total", NULL, "op", "not_acceptable",
+	  FIELD(coding_406), NO_FIELD },
+	{ "corral_coded_bytes_total", "Bytes of coded bodies stored (as "
+	  "stored), and the same bodies as identity (identity).", "as",
+	  "stored", FIELD(coded_stored_bytes), NO_FIELD },
+	{ "corral_coded_bytes_total", NULL, "as", "identity",
+	  FIELD(coded_plain_bytes), NO_FIELD },
 	{ "corral_invalidations_total", "Entries dropped after a successful "
 	  "unsafe request (POST, PUT, DELETE, PATCH).", NULL, NULL,
 	  FIELD(invalidations), NO_FIELD },
@@ -469,6 +485,12 @@ process_metrics(struct evbuffer *out, const struct proxy *px,
 	    "in progress (with their lock).", (double)fig->refreshes);
 	gauge(out, "corral_upstream_requests_in_progress", "Upstream "
 	    "fetches in progress.", (double)fig->upstream_fetches);
+	gauge(out, "corral_decoded_bytes_queued", "Bytes of bodies decoded "
+	    "for clients, queued and not sent yet.",
+	    (double)fig->decoded_bytes);
+	gauge(out, "corral_decoded_bytes_kept", "Bytes of bodies decoded "
+	    "once and kept with their entries for every client that takes "
+	    "only identity.", (double)fig->decoded_kept);
 }
 
 /* The near caches: each worker's own, and the one they share. */

@@ -52,6 +52,7 @@
 #include "common/timer.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_coding.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_hdr.h"
 #include "proxy/proxy_hold.h"
@@ -481,6 +482,8 @@ static void
 stored(struct refresh *rf)
 {
 	struct refresh_report *rep = &rf->report;
+	const char *body;
+	size_t len;
 
 	rep->stored = 1;
 	STAT_INC(rf->px->stats, rf->route, stores);
@@ -488,9 +491,15 @@ stored(struct refresh *rf)
 	    hdr_tags(&rep->entry->headers, tag_stored, rf));
 	if (rf->sent.url_tag[0] != '\0')	/* a purge by URL */
 		tag_stored(rf->sent.url_tag, rf);
-	if (rf->rt.graphql)	/* its objects: Type:id */
-		(void)graphql_response_tags((const char *)rep->entry->body,
-		    rep->entry->body_len, tag_stored, rf);
+	if (rf->rt.graphql) {	/* its objects: Type:id, in its identity body */
+		body = coding_identity(rep->entry,
+		    (size_t)rf->px->conf->max_entry_bytes, &len);
+		if (body != NULL)
+			(void)graphql_response_tags(body, len, tag_stored, rf);
+		else
+			log_warn("%s: stored compressed, not filed under its "
+			    "objects (no room to decode it)", rf->key);
+	}
 	if (entry_state(rep->entry, util_now_ms()) == ENTRY_FRESH)
 		near_put(rf->px, rep->variant[0] != '\0' ? rep->variant :
 		    rf->key, rep->entry);

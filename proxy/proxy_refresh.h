@@ -97,6 +97,7 @@ struct refresh_report {
 	char			 vary[VARY_SPEC_MAX];	/* the response's Vary */
 	int			 partial;	/* streamed past max_entry_bytes:
 						 * entry's body is not whole */
+	size_t			 plain_len;	/* entry's body as identity */
 	char			 holder[UTIL_TOKEN_HEX + 1];	/* RFR_BUSY: the
 						 * lock's holder, or "" */
 };

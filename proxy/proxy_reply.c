@@ -20,6 +20,7 @@
 #include "common/hlist.h"
 #include "common/util.h"
 #include "conf/conf.h"
+#include "proxy/proxy_coding.h"
 #include "proxy/proxy_conn.h"
 #include "proxy/proxy_hdr.h"
 #include "proxy/proxy_outcome.h"
@@ -32,6 +33,8 @@
 #define REPLY_ALLOW	"GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH"
 #define VIA_MAX			1024	/* the origin's Via lines, joined */
 #define TAIL_MAX		(CACHE_STATUS_MAX + 80)
+#define ETAG_MAX		512	/* an ETag made weak */
+#define VARY_CODING		"Accept-Encoding"
 
 size_t
 reply_backlog(struct hreq *ev)
@@ -55,15 +58,17 @@ on_body_sent(const void *data, size_t len, void *arg)
 	entry_unref(&e);
 }
 
-/* The body of e by reference: the entry is kept until it is sent. */
+/* The body of e (or its decoded copy, plain) by reference: the entry is
+ * kept until it is sent. */
 static struct evbuffer *
-body_of(struct cache_entry *e)
+body_of(struct cache_entry *e, int plain)
 {
 	struct evbuffer *body;
 
 	if ((body = evbuffer_new()) == NULL)
 		return NULL;
-	if (evbuffer_add_reference(body, e->body, e->body_len, on_body_sent,
+	if (evbuffer_add_reference(body, plain ? e->plain : e->body,
+	    plain ? e->plain_len : e->body_len, on_body_sent,
 	    entry_ref(e)) == 0)
 		return body;
 	entry_unref(&e);	/* the reference just taken */
@@ -140,13 +145,30 @@ struct stored_fields {
 	int		 has_date;
 };
 
+/* A stored field as reply cr has it (NULL: not sent): Corral's marker
+ * never, Content-Encoding only when the stored body goes, the ETag weak
+ * when the body sent is Corral's making. */
+static const char *
+coded_value(const struct hfield *h, const struct coding_reply *cr,
+    char etag[ETAG_MAX])
+{
+	if (strcasecmp(h->key, CODING_MARKER) == 0)
+		return NULL;
+	if (strcasecmp(h->key, "Content-Encoding") == 0)
+		return cr->send == cr->stored ? h->value : NULL;
+	if (cr->transformed && strcasecmp(h->key, "ETag") == 0)
+		return coding_weak_etag(h->value, etag, ETAG_MAX);
+	return h->value;
+}
+
 static void
 stored_fields(const struct cache_entry *e, const struct conf_route *rt,
     int strip, int cached, void (*emit)(void *, const char *, const char *),
-    void *arg, struct stored_fields *sf)
+    void *arg, struct stored_fields *sf, const struct coding_reply *cr)
 {
-	const char *origin_age = NULL;
+	const char *origin_age = NULL, *v;
 	const struct hfield *h;
+	char etag[ETAG_MAX];
 	int ages = 0;
 
 	sf->has_date = 0;
@@ -157,11 +179,14 @@ stored_fields(const struct cache_entry *e, const struct conf_route *rt,
 		} else if (cached && strcasecmp(h->key, "Age") == 0) {
 			origin_age = h->value, ages++;
 		} else if (strcasecmp(h->key, "Content-Length") != 0 &&
-		    !(strip && hdr_is_targeted(h->key, rt))) {
+		    !(strip && hdr_is_targeted(h->key, rt)) &&
+		    (v = coded_value(h, cr, etag)) != NULL) {
 			sf->has_date |= strcasecmp(h->key, "Date") == 0;
-			emit(arg, h->key, h->value);
+			emit(arg, h->key, v);
 		}
 	}
+	if (cr->vary)
+		emit(arg, "Vary", VARY_CODING);
 	via_end(&sf->via);
 	sf->origin_age = ages == 1 ? hdr_delta_seconds(origin_age) : -1;
 }
@@ -197,7 +222,7 @@ head_tag(const struct conf_route *rt, int strip)
  */
 static int
 render_head(struct cache_entry *e, const struct conf_route *rt, int strip,
-    uint64_t tag)
+    uint64_t tag, const struct coding_reply *cr, int plain)
 {
 	struct evbuffer *b = evbuffer_new();
 	struct stored_fields sf;
@@ -206,13 +231,14 @@ render_head(struct cache_entry *e, const struct conf_route *rt, int strip,
 
 	if (b == NULL)
 		return -1;
-	stored_fields(e, rt, strip, 1, emit_line, b, &sf);
+	stored_fields(e, rt, strip, 1, emit_line, b, &sf, cr);
 	evbuffer_add_printf(b, "Via: %s\r\n", sf.via.line);
 	if (!sf.has_date) {
 		hdr_format_date(e->stored_ms, date, sizeof(date));
 		evbuffer_add_printf(b, "Date: %s\r\n", date);
 	}
-	evbuffer_add_printf(b, "Content-Length: %zu\r\n", e->body_len);
+	evbuffer_add_printf(b, "Content-Length: %zu\r\n", plain ?
+	    e->plain_len : e->body_len);
 	len = evbuffer_get_length(b);
 	if ((head = malloc(len)) == NULL ||
 	    evbuffer_remove(b, head, len) != (int)len) {
@@ -221,36 +247,40 @@ render_head(struct cache_entry *e, const struct conf_route *rt, int strip,
 		return -1;
 	}
 	evbuffer_free(b);
-	free(e->head);
-	e->head = head;
-	e->head_len = len;
-	e->head_tag = tag;
+	free(plain ? e->plain_head : e->head);
+	*(plain ? &e->plain_head : &e->head) = head;
+	*(plain ? &e->plain_head_len : &e->head_len) = len;
+	*(plain ? &e->plain_head_tag : &e->head_tag) = tag;
 	e->origin_age = sf.origin_age;
 	return 0;
 }
 
 /*
  * A hit with a body, as HTTP/1.1: its head is the entry's rendering plus
- * two lines, the body the entry's own, by reference; nothing is built
- * field by field, and nothing is allocated when the socket takes it all.
- * 0 if this reply does not qualify, and nothing was sent.
+ * two lines, the body the entry's own (or, plain, its decoded copy), by
+ * reference; nothing is built field by field, and nothing is allocated
+ * when the socket takes it all. 0 if this reply does not qualify, and
+ * nothing was sent.
  */
 static int
-reply_rendered(struct reply *r, struct cache_entry *e, uint64_t *sentp)
+reply_rendered(struct reply *r, struct cache_entry *e,
+    const struct coding_reply *cr, uint64_t *sentp)
 {
 	struct hreq *ev = r->ev;
-	int strip = strip_targeted(r->rt);
+	int strip = strip_targeted(r->rt), plain = cr->send != cr->stored;
 	uint64_t tag = head_tag(r->rt, strip);
 	char tail[TAIL_MAX], num[24];
 	struct iovec parts[2];
 
-	if (e->body_len == 0 || r->head || r->conditional || ev->minor != 1)
+	if (e->body_len == 0 || r->head || r->conditional || ev->minor != 1 ||
+	    (plain && coding_plain(e, r->max_decoded) == -1))
 		return 0;
-	if ((e->head == NULL || e->head_tag != tag) &&
-	    render_head(e, r->rt, strip, tag) == -1)
+	if (((plain ? e->plain_head : e->head) == NULL ||
+	    (plain ? e->plain_head_tag : e->head_tag) != tag) &&
+	    render_head(e, r->rt, strip, tag, cr, plain) == -1)
 		return 0;
-	parts[0].iov_base = e->head;
-	parts[0].iov_len = e->head_len;
+	parts[0].iov_base = plain ? e->plain_head : e->head;
+	parts[0].iov_len = plain ? e->plain_head_len : e->head_len;
 	parts[1].iov_base = tail;
 	parts[1].iov_len = (size_t)snprintf(tail, sizeof(tail),
 	    "Cache-Status: %s\r\nAge: %s\r\n", r->cache_status,
@@ -259,9 +289,10 @@ reply_rendered(struct reply *r, struct cache_entry *e, uint64_t *sentp)
 		(void)hl_add(&ev->out, "Cache-Status", r->cache_status);
 	if (r->closing)
 		(void)hl_add(&ev->out, "Connection", "close");
-	hreq_reply_rendered(ev, e->status, parts, 2, e->body, e->body_len,
-	    on_body_sent, entry_ref(e));
-	*sentp = e->body_len;
+	*sentp = plain ? e->plain_len : e->body_len;
+	hreq_reply_rendered(ev, e->status, parts, 2, plain ? e->plain :
+	    e->body, *sentp, on_body_sent, entry_ref(e));
+	r->decoded = plain;
 	return 1;
 }
 
@@ -291,19 +322,60 @@ reply_error(struct reply *r, int code, const char *phrase, const char *text)
 	return sent;
 }
 
+/* The body of e a reply sends, with its length in *len: the stored one
+ * by reference, or (decode) decoded to identity. NULL: none could be
+ * made. With only the length asked for (HEAD), body is not made. */
+static struct evbuffer *
+sent_body(struct reply *r, struct cache_entry *e, int decode, size_t *len)
+{
+	struct evbuffer *body;
+
+	*len = e->body_len;
+	if (!decode)
+		return r->head ? NULL : body_of(e, 0);
+	/* A copy kept with the entry serves every such client alike. */
+	if (coding_plain(e, r->max_decoded) == 0) {
+		*len = e->plain_len;
+		r->decoded = 1;
+		return r->head ? NULL : body_of(e, 1);
+	}
+	if (r->head) {
+		(void)coding_decode(e, r->max_decoded, NULL, len);
+		return NULL;
+	}
+	if ((body = evbuffer_new()) != NULL &&
+	    coding_decode(e, r->max_decoded, body, len) == CODEC_OK) {
+		r->decoded = 1;
+		return body;
+	}
+	if (body != NULL)
+		evbuffer_free(body);
+	return NULL;
+}
+
 uint64_t
 reply_entry(struct reply *r, struct cache_entry *e)
 {
 	struct hlist *out = (&(r->ev)->out);
 	char num[24], date[64];
 	struct stored_fields sf;
+	struct coding_reply cr = { ACCEPT_SEND, CODING_IDENTITY,
+	    CODING_IDENTITY, 0, 0 };
 	struct evbuffer *body;
+	size_t len;
 	uint64_t sent;
 
-	if (r->cached && reply_rendered(r, e, &sent))
+	if (r->cached)	/* a pass's body is as its client asked */
+		coding_choose(&r->ev->in, e, &cr);
+	if (cr.verdict == ACCEPT_NOT_ACCEPTABLE) {
+		r->not_acceptable = 1;
+		return reply_error(r, HTTP_NOTACCEPTABLE, NULL,
+		    "Not Acceptable: no coding of this response is");
+	}
+	if (r->cached && reply_rendered(r, e, &cr, &sent))
 		return sent;
 	stored_fields(e, r->rt, strip_targeted(r->rt), r->cached, emit_header,
-	    out, &sf);
+	    out, &sf, &cr);
 	hl_add(out, "Via", sf.via.line);
 	if (r->closing)
 		hl_add(out, "Connection", "close");
@@ -322,22 +394,25 @@ reply_entry(struct reply *r, struct cache_entry *e)
 			return 0;
 		}
 	}
+	body = e->body_len > 0 ? sent_body(r, e, cr.send != cr.stored, &len) :
+	    NULL;
 	if (r->head || e->body_len == 0) {
 		if (r->head && e->status != 204 && e->status != 304) {
-			snprintf(num, sizeof(num), "%zu", e->body_len);
+			snprintf(num, sizeof(num), "%zu", e->body_len > 0 ?
+			    len : 0);
 			hl_add(out, "Content-Length",
 			    r->head_length[0] != '\0' ? r->head_length : num);
 		}
 		hreq_reply(r->ev, e->status, NULL, NULL);
 		return 0;
 	}
-	if ((body = body_of(e)) == NULL) {
+	if (body == NULL) {
 		hreq_reply(r->ev, HTTP_SERVUNAVAIL, NULL, NULL);
 		return 0;
 	}
 	hreq_reply(r->ev, e->status, NULL, body);
 	evbuffer_free(body);
-	return e->body_len;
+	return len;
 }
 
 void
@@ -361,6 +436,8 @@ reply_stream_head(struct reply *r, const struct upstream_response *resp)
 			hl_add(out, h->key, h->value);
 	}
 	hl_add(out, "Via", via_end(&via));
+	if (coding_reply_varies(&resp->headers))
+		hl_add(out, "Vary", VARY_CODING);
 	if (cl != NULL)		/* checked by the upstream side */
 		hl_add(out, "Content-Length", cl);
 	if (hl_find(out, "Date") == NULL) {

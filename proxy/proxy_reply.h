@@ -36,7 +36,11 @@ struct reply {
 	int			 closing;	/* stopping: Connection: close */
 	int			 record;	/* the access record names
 						 * Cache-Status */
+	size_t			 max_decoded;	/* a body decoded for it:
+						 * the most (max_entry_bytes) */
 	int			 not_modified;	/* out: answered 304 */
+	int			 not_acceptable;	/* out: answered 406 */
+	int			 decoded;	/* out: its body decoded */
 };
 
 /* Answers with entry e; returns the body bytes sent. */

@@ -39,6 +39,7 @@
 #include "common/timer.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_coding.h"
 #include "proxy/proxy_conn.h"
 #include "proxy/proxy_flight.h"
 #include "proxy/proxy_flow.h"
@@ -166,6 +167,7 @@ req_reply(struct req *req)
 		.record = req->px->access_log != NULL,
 		.challenge = req->answer.reject_code == HTTP_UNAUTHORIZED ?
 		    jwt_challenge(req->answer.jwt_refused) : NULL,
+		.max_decoded = (size_t)req->px->conf->max_entry_bytes,
 	};
 	uint64_t sent;
 	int code;
@@ -191,6 +193,8 @@ req_reply(struct req *req)
 	sent = reply_entry(&r, e);
 	if (r.not_modified)
 		STAT_INC(req->px->stats, req->route, not_modified);
+	STAT_ADD(req->px->stats, req->route, coding_406, r.not_acceptable);
+	STAT_ADD(req->px->stats, req->route, coding_decoded, r.decoded);
 	return sent;
 }
 
@@ -358,7 +362,12 @@ on_waiter_start(struct waiter *w, const struct upstream_response *resp,
 	};
 
 	assert(!req->streaming);
-	if (hreq_gone(req->ev) || req->head)
+	/* A client that does not take the response's coding gets the
+	 * entry, decoded, once it is whole (proxy_coding.h); a sibling
+	 * worker takes it as it came, for its own clients. */
+	if (hreq_gone(req->ev) || req->head ||
+	    (req->answer.pass_kind == OUT_NONE && !req->waiter.peer &&
+	    !coding_takes(&req->ev->in, &resp->headers)))
 		return -1;
 	req->streaming = 1;
 	if (req->waiter.peer) {

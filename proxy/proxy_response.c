@@ -12,6 +12,7 @@
 #include "cache/cache_entry.h"
 #include "common/hlist.h"
 #include "common/util.h"
+#include "proxy/proxy_coding.h"
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_hdr.h"
 #include "proxy/proxy_response.h"
@@ -32,7 +33,8 @@ response_entry(struct upstream_response *resp, const char *gen,
 	e->stored_ms = e->fresh_until_ms = e->stale_until_ms = now;
 	e->fetch_ms = (uint32_t)(fetch_ms > UINT32_MAX ? UINT32_MAX : fetch_ms);
 	hdr_copy(&resp->headers, &e->headers, HDR_DROP_LENGTH);
-	while (hl_remove(&e->headers, VARY_MARKER) == 0)
+	while (hl_remove(&e->headers, VARY_MARKER) == 0 ||
+	    hl_remove(&e->headers, CODING_MARKER) == 0)
 		;	/* only Corral writes markers */
 	if (entry_set_body(e, resp->body) == -1 || (sent != NULL &&
 	    entry_set_request(e, sent->body, sent->body_len) == -1)) {

@@ -40,6 +40,12 @@
 	X(early_refreshes,	"refreshes started before expiry (XFetch)")	\
 	X(revalidated,		"refreshes the upstream answered 304")	\
 	X(not_modified,		"304s answered to clients from the cache")	\
+	X(coding_encoded,	"identity bodies compressed as they were stored (store_encoding)")	\
+	X(coding_decoded,	"answers decoded for a client that does not take the stored coding")	\
+	X(coding_refused,	"coded bodies from the upstream not stored: corrupt, cut short or past max_entry_bytes decoded")	\
+	X(coding_406,		"requests that accept no coding Corral has, not even identity: 406")	\
+	X(coded_stored_bytes,	"bytes of coded bodies stored (gzip, br, zstd)")	\
+	X(coded_plain_bytes,	"the same bodies' bytes as identity")	\
 	X(invalidations,	"entries dropped after a successful unsafe request")	\
 	X(write_tag_purges,	"tags a successful write's answer purged (purge_header, GraphQL mutations)")	\
 	X(locks_acquired,	"refresh locks won")			\

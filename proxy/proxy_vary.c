@@ -48,8 +48,8 @@ vary_keying(const struct conf *c, const struct conf_route *rt,
 /*
  * The next header name of a Vary list at *p that tells variants apart,
  * with its length in *n, or NULL at the end; *p moves past it.
- * Accept-Encoding never does: Corral asks the upstream for identity and
- * stores only that. Nor does, on a per-credential route, a credential:
+ * Accept-Encoding never does: a key holds one body in one coding and
+ * each client gets it in the coding it takes (proxy_coding.h). Nor does, on a per-credential route, a credential:
  * the key holds the one the fetch sends.
  */
 static const char *

@@ -33,7 +33,9 @@ control API under /__origin/ (never counted, never delayed):
         last_modified, is answered 304 without a body (when status is 200).
         "date": false sends no Date header; a string sends that Date.
         "size": N sends N bytes of a fixed pattern (BODY_PATTERN repeated)
-        instead of "body". "pieces": K with "interval_ms": M writes the
+        instead of "body"; "body_b64" sends the bytes it encodes in base64
+        as they are (a compressed body, with its Content-Encoding among
+        "headers"). "pieces": K with "interval_ms": M writes the
         body in K parts M ms apart (a slow origin's trickle); "cut_after":
         N announces the whole length but closes after N bytes of body;
         "no_length": true sends no Content-Length and closes after the
@@ -72,6 +74,7 @@ Standard library only. Prints "origin listening on HOST:PORT" once bound
 (--port 0 picks a free port).
 """
 
+import base64
 import argparse
 import email.utils
 import json
@@ -182,7 +185,7 @@ class OriginState:
 
     SCRIPT_FIELDS = {"delay_ms", "status", "body", "headers", "hold", "etag",
                      "last_modified", "date", "drop", "size", "pieces",
-                     "interval_ms", "cut_after", "no_length"}
+                     "interval_ms", "cut_after", "no_length", "body_b64"}
 
     def __init__(self, default_delay_s):
         self.lock = threading.Lock()
@@ -259,7 +262,7 @@ class OriginState:
                       "body": None, "headers": {}, "hold": False, "etag": None,
                       "last_modified": None, "date": None, "drop": False,
                       "size": None, "pieces": 1, "interval_ms": 0, "cut_after": None,
-                      "no_length": False}
+                      "no_length": False, "body_b64": None}
             hold_key = None
             # "*", then prefix scripts ("/big/*"), shortest first, then
             # the path's own.
@@ -458,6 +461,8 @@ class Handler(BaseHTTPRequestHandler):
                     .replace("{path}", path).replace("{method}", self.command))
             body = HEADER_FIELD_RE.sub(
                 lambda m: self.headers.get(m.group(1), ""), body).encode()
+        if script["body_b64"] is not None:	# bytes as they are
+            body = base64.b64decode(script["body_b64"])
         if script["size"] is not None:	# a large body: bytes by position
             size = int(script["size"])
             body = sized_body(size)

@@ -17,7 +17,7 @@ from harness import docs, expect, expect_eq, scenario
 
 README_MAX_LINES = 450
 MAKE_RUN_WITHIN = 40
-CODE_DIRS = ("proxy", "cache", "conf", "upstream", "common", "auth", "changes")
+CODE_DIRS = ("proxy", "cache", "conf", "upstream", "common", "auth", "changes", "codec")
 
 
 @scenario

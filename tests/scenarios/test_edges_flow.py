@@ -261,9 +261,11 @@ def client_timeout_still_closes_a_client_that_takes_nothing_or_idles(env):
     # The other side of the scenario above: a client that takes none of
     # what is queued for it, and a keep-alive connection left idle after
     # its answer, are each closed once client_timeout passes.
+    # The body is not compressible, so that the entry's own bytes are the
+    # reply (a body decoded for its client is queued whole at once).
     size, path = 8 * 1024 * 1024, "/t/big"
     redis, origin = env.redis(), env.origin()
-    origin.script(path, size=size)
+    origin.script(path, size=size, headers={"Content-Type": "application/octet-stream"})
     corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}},
                         extra={"server": {"client_timeout": "1s"},
                                "upstream": {"max_entry_bytes": "16m"}})

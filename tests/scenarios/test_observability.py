@@ -591,6 +591,10 @@ class Traffic:
 def dashboard_in_headless_chromium_draws_live_charts(env):
     redis, origin = env.redis(), env.origin()
     origin.script("*", delay_ms=150)	# misses are slow; hits never reach it
+    # Each round's cold key is JSON worth compressing: one encode per round.
+    rows = ",".join(f'{{"id": {i}, "name": "user{i}", "active": true}}' for i in range(60))
+    origin.script("/slow/*", delay_ms=150, body=f'{{"data": [{rows}]}}',
+                  headers={"Content-Type": "application/json"})
     corral = env.corral(redis, origin, routes={"/page/": {}, "/slow/": {}})
     page = admin_get(corral, "/")
     expect_eq(page.status, 200, "GET / on the admin listener")
@@ -606,7 +610,8 @@ def dashboard_in_headless_chromium_draws_live_charts(env):
             b.open(url)
             b.wait_for_js("Number(document.body.dataset.polls) >= 12", timeout=30,
                           what="12 polls of /stats")
-            charts = ("requests", "upstream", "hitratio", "lockwait", "health", "latency")
+            charts = ("requests", "upstream", "hitratio", "lockwait", "health", "latency",
+                      "codings")
             expr = ("Object.fromEntries([...document.querySelectorAll('canvas')].map("
                     "c => [c.id, {points: Number(c.dataset.points), sum: Number(c.dataset.sum)}]))")
             drawn = b.wait_for_js(
@@ -616,6 +621,13 @@ def dashboard_in_headless_chromium_draws_live_charts(env):
             expect(drawn["chart-requests"]["sum"] > 0, f"requests/s drawn: {drawn}")
             expect(drawn["chart-upstream"]["sum"] > 0, f"upstream requests/s drawn: {drawn}")
             expect(drawn["chart-lockwait"]["sum"] > 0, f"lock-wait p99 drawn: {drawn}")
+            b.wait_for_js("[...document.querySelectorAll('#legend-codings > span')].some("
+                          "s => s.textContent.startsWith('compressed on store ') && "
+                          "parseFloat(s.querySelector('b').textContent) > 0)",
+                          timeout=30, what="bodies compressed on store, per second, drawn")
+            saved = b.js("document.getElementById('codings-why').textContent")
+            expect(re.search(r"[0-9.]+ bytes per identity byte", saved or ""),
+                   f"what compression saves, above the codings chart: {saved!r}")
             tiles = b.js("({redis: document.getElementById('redis-state').textContent,"
                          " rps: document.getElementById('rps').textContent,"
                          " rows: document.querySelectorAll('#routes-body tr').length})")
@@ -766,6 +778,11 @@ ROUTE_COUNTERS = {
     "corral_jwt_refreshes_expired_total": "jwt_refresh_expired",
     "corral_jwt_key_loads_total": ("result", {"ok": "jwt_keys_reloads",
                                               "error": "jwt_keys_reload_errors"}),
+    "corral_coding_total": ("op", {"encoded": "coding_encoded", "decoded": "coding_decoded",
+                                   "refused": "coding_refused",
+                                   "not_acceptable": "coding_406"}),
+    "corral_coded_bytes_total": ("as", {"stored": "coded_stored_bytes",
+                                        "identity": "coded_plain_bytes"}),
 }
 ROUTE_HISTOGRAMS = {
     "corral_upstream_duration_seconds": "upstream_duration",
@@ -784,6 +801,8 @@ PLAIN = {
     "corral_flights": ("in_progress", "flights"),
     "corral_refreshes_in_progress": ("in_progress", "refreshes"),
     "corral_upstream_requests_in_progress": ("in_progress", "upstream_fetches"),
+    "corral_decoded_bytes_queued": ("in_progress", "decoded_bytes"),
+    "corral_decoded_bytes_kept": ("in_progress", "decoded_kept_bytes"),
     "corral_near_cache_bytes": ("near_cache", "bytes"),
     "corral_near_cache_entries": ("near_cache", "entries"),
     "corral_near_cache_rejected_total": ("near_cache", "rejected"),
@@ -952,6 +971,7 @@ def every_metrics_figure_is_the_same_figure_in_stats(env):
         o.script("/c/e", status=503)
         o.script("/c/nf", status=404)
         o.script("/c/moved", status=301, headers={"Location": "/c/a"})
+        o.script("/c/text", body="{path} " * 300)	# compressed on store
     a.script("/ping", body="ok")
     b.script("/ping", status=503)	# b fails its health checks: out
     routes = {"/c/": {"ttl": "1s", "stale_while_revalidate": "60s", "key_query": "id"}}
@@ -963,7 +983,7 @@ def every_metrics_figure_is_the_same_figure_in_stats(env):
 
     for path, method in (("/c/a?id=1", "GET"), ("/c/a?id=1&x=2", "GET"), ("/c/p", "POST"),
                          ("/free", "GET"), ("/c/e", "GET"), ("/c/nf", "GET"),
-                         ("/c/moved", "GET"), ("/c/a?id=2", "GET")):
+                         ("/c/moved", "GET"), ("/c/a?id=2", "GET"), ("/c/text", "GET")):
         corral.get(path, method=method)
     a.script("/c/held", hold=True)
     first = Background(corral.get, "/c/held")
@@ -1001,7 +1021,9 @@ def every_metrics_figure_is_the_same_figure_in_stats(env):
              "rejected": total["rejected"], "4xx": route["upstream_4xx"],
              "5xx": route["upstream_5xx"], "3xx": route["upstream_3xx"],
              "key rule hits": route["key_query_hits"], "slot grants": total["slot_grants"],
-             "purges heard": s["redis"]["purges_received"]}
+             "purges heard": s["redis"]["purges_received"],
+             "compressed on store": route["coding_encoded"],
+             "coded bytes stored": route["coded_stored_bytes"]}
     expect(all(moved.values()), f"figures the workload moves: {moved}")
     rows = {u["server"]: u for u in s["upstreams"]}
     expect(rows[a.url]["health_ok"] > rows[a.url]["health_failed"] == 0 and

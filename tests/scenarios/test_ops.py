@@ -282,9 +282,10 @@ def deb_installs_into_a_scratch_root_keeps_an_edited_config_and_purges(env):
         expect(re.search(r"root/root .* " + re.escape(path) + "$", listing, re.M),
                f"dpkg-deb -c lists {path} owned by root:\n{listing}")
     info = run(["dpkg-deb", "-I", deb])
-    for want in ("Package: corral", "Depends: libc6", "libevent-core-2.1-7",
+    for want in ("Package: corral", "Depends: ", "libc6", "libevent-core-2.1-7",
                  "libevent-openssl-2.1-7", "libssl3", "libhiredis0.14",
-                 "libcurl4", "libinih1", "procps", "postinst", "prerm", "postrm", "conffiles"):
+                 "libcurl4", "libinih1", "libpq5", "zlib1g", "libbrotli1", "libzstd1",
+                 "procps", "postinst", "prerm", "postrm", "conffiles"):
         expect(want in info, f"dpkg-deb -I shows {want!r}:\n{info}")
     control = os.path.join(env.workdir, "control")
     run(["dpkg-deb", "-e", deb, control])
@@ -582,7 +583,7 @@ def keys_from_help(text):
 
 def keys_from_man(text):
     out, section = {}, None
-    text = text.replace("\\-", "-").replace("\\e", "\\")
+    text = text.replace("\\-", "-").replace("\\:", "").replace("\\e", "\\")
     for m in re.finditer(r'^\.SS "([^"]+)"$|^\.B (\S+)\ndefault \\fB(.*?)\\fR', text, re.M):
         if m.group(1):
             section = m.group(1)

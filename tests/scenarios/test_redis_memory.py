@@ -20,6 +20,11 @@ ROOM = 60_000		# ... in a Redis with this much left: a lock has room
 FILL = 50_000		# bytes of each body that fills Redis
 
 
+# Bodies of a type not compressed on store: they take in Redis the room
+# their length says.
+STORED_AS_IS = {"Content-Type": "application/octet-stream"}
+
+
 class LimitedRedis(RedisServer):
     """A redis-server with maxmemory (set lower by the scenario) and a
     policy."""
@@ -51,7 +56,7 @@ def full_lines(corral):
 def a_full_redis_is_said_in_health_cache_status_and_the_log_once_a_second(env):
     redis = env.track(LimitedRedis(env.workdir, env.name("redis")))
     origin = env.origin()
-    origin.script("/big", body="x" * BIG)
+    origin.script("/big", body="x" * BIG, headers=STORED_AS_IS)
     corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}})
     expect("redis=up" in health(corral), f"/health before: {health(corral)!r}")
 
@@ -102,7 +107,7 @@ def a_full_redis_is_said_in_health_cache_status_and_the_log_once_a_second(env):
 def volatile_lru_evicts_entries_but_keeps_the_maintenance_modes_and_a_fetchs_lock(env):
     redis = env.track(EvictingRedis(env.workdir, env.name("redis")))
     origin = env.origin()
-    origin.script("/fill/*", body="f" * FILL)
+    origin.script("/fill/*", body="f" * FILL, headers=STORED_AS_IS)
     origin.script("/cold", hold=True)
     # A 3 s lock is renewed every second: Redis sees it used that often.
     routes = {"/": {"ttl": "1h", "lock_ttl": "3s"}, "/m/": {"ttl": "1h"}}

@@ -1162,7 +1162,7 @@ t_dump_keys_lists_every_key_with_default_and_range(void)
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		CHECK(strstr(out, names[i]) != NULL);
 	/* timeout and max_body_bytes are in two sections */
-	CHECK(count_lines(out) == 1 + 109);
+	CHECK(count_lines(out) == 1 + 112);
 	{	/* the restart-only keys (conf_restart.c) are each a key */
 		int marked = 0;
 
@@ -1451,6 +1451,31 @@ secret_file(const char *text, mode_t mode)
 	return path;
 }
 
+/* store_encoding names a coding; compress_types is a list of media types
+ * or patterns (codec_types_valid), each error on its line. */
+static void
+t_coding_keys_are_checked(void)
+{
+	CHECK(load("[route /]\n") == 0);
+	CHECK_STR(cf.routes[0].store_encoding, "gzip");
+	CHECK(cf.routes[0].compress_min_bytes == 256);
+	CHECK(strstr(cf.routes[0].compress_types, "application/json") != NULL);
+	CHECK(load("[route /]\nstore_encoding = br\ncompress_types = "
+	    "text/* application/*+json\ncompress_min_bytes = 1k\n") == 0);
+	CHECK_STR(cf.routes[0].store_encoding, "br");
+	CHECK(cf.routes[0].compress_min_bytes == 1024);
+	CHECK(load("[route /]\nstore_encoding = identity\n") == 0);
+	CHECK(load("[route /]\nstore_encoding = deflate\n") == 1);
+	CHECK(has_error(2, "store_encoding: \"deflate\" is not gzip, br, zstd "
+	    "or identity"));
+	CHECK(load("[route /]\nstore_encoding = gzip\ncompress_types = json\n")
+	    == 1);
+	CHECK(has_error(3, "compress_types: \"json\" is not a media type"));
+	CHECK(load("[route /]\ncompress_types = text/html, text/css\n") == 0);
+	CHECK(load("[route /]\ncompress_types = ,\n") == 1);
+	CHECK(load("[route /]\ncompress_min_bytes = 2g\n") == 1);
+}
+
 static void
 t_key_rule_keys_parse_and_check_each_other(void)
 {
@@ -1671,6 +1696,7 @@ main(void)
 	RUN(t_redis_mode_checks_addresses_and_master_name);
 	RUN(t_secret_files_others_may_neither_read_nor_write);
 	RUN(t_key_rule_keys_parse_and_check_each_other);
+	RUN(t_coding_keys_are_checked);
 	RUN(t_credential_header_is_a_field_the_origin_sees);
 	RUN(t_claims_routes_need_keys_claims_and_a_secret);
 	free(errs);
