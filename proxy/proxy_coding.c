@@ -155,13 +155,32 @@ varies_on_coding(const struct hlist *h)
 	return 0;
 }
 
+/* Would rt compress an identity body with these headers on store (a
+ * length it says at least compress_min_bytes)? Then the answers that
+ * carry it as it came vary with Accept-Encoding too. */
+static int
+route_compresses(const struct hlist *h, const struct conf_route *rt)
+{
+	const char *cl = hl_find(h, "Content-Length");
+	enum coding want;
+
+	if (rt == NULL || (cl != NULL && strtoll(cl, NULL, 10) <
+	    rt->compress_min_bytes))
+		return 0;
+	want = codec_token(rt->store_encoding, strlen(rt->store_encoding));
+	return want != CODING_IDENTITY && want != CODING_UNKNOWN &&
+	    !no_transform(h) && codec_compressible(hl_find(h, "Content-Type"),
+	    rt->compress_types);
+}
+
 int
-coding_reply_varies(const struct hlist *resp)
+coding_reply_varies(const struct hlist *resp, const struct conf_route *rt)
 {
 	enum coding c = coding_in(resp);
 
-	return c != CODING_IDENTITY && c != CODING_UNKNOWN &&
-	    !varies_on_coding(resp);
+	if (varies_on_coding(resp) || c == CODING_UNKNOWN)
+		return 0;
+	return c != CODING_IDENTITY || route_compresses(resp, rt);
 }
 
 static void

@@ -77,8 +77,11 @@ void		 coding_choose(const struct hlist *req,
 int		 coding_takes(const struct hlist *req,
 		    const struct hlist *resp);
 /* Does a live response with these headers, sent as it comes, need a
- * Vary: Accept-Encoding it lacks (a known coding, no such Vary)? */
-int		 coding_reply_varies(const struct hlist *resp);
+ * Vary: Accept-Encoding it lacks (a known coding, or identity that rt
+ * compresses on store, so that its entry's answers will vary; no such
+ * Vary yet)? */
+int		 coding_reply_varies(const struct hlist *resp,
+		    const struct conf_route *rt);
 /*
  * e's body decoded, appended to out (NULL: only counted), at most
  * max_out bytes; *len its length. CODEC_OK, or why not: CODEC_ERROR also

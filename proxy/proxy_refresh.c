@@ -5,8 +5,7 @@
  * handle and never points back at a client request, so a client that
  * leaves cannot break it. It reports once, after it has ended, through
  * the callback its starter gave. It asks cache/, upstream/, the near
- * caches, proxy_peer.c's table and proxy_vary.c; nothing above it by
- * name.
+ * caches, proxy_peer.c and proxy_vary.c; nothing above it by name.
  *
  *	LOCK -> FETCH (lock renewed) -> DECIDE -> STORE (fenced) -> DONE
  *	                                       -> RELEASE -> DONE
@@ -491,15 +490,12 @@ stored(struct refresh *rf)
 	    hdr_tags(&rep->entry->headers, tag_stored, rf));
 	if (rf->sent.url_tag[0] != '\0')	/* a purge by URL */
 		tag_stored(rf->sent.url_tag, rf);
-	if (rf->rt.graphql) {	/* its objects: Type:id, in its identity body */
-		body = coding_identity(rep->entry,
-		    (size_t)rf->px->conf->max_entry_bytes, &len);
-		if (body != NULL)
-			(void)graphql_response_tags(body, len, tag_stored, rf);
-		else
-			log_warn("%s: stored compressed, not filed under its "
-			    "objects (no room to decode it)", rf->key);
-	}
+	if (rf->rt.graphql && (body = coding_identity(rep->entry,
+	    (size_t)rf->px->conf->max_entry_bytes, &len)) != NULL)
+		(void)graphql_response_tags(body, len, tag_stored, rf);
+	else if (rf->rt.graphql)	/* its objects: Type:id, decoded */
+		log_warn("%s: stored compressed, not filed under its "
+		    "objects (no room to decode it)", rf->key);
 	if (entry_state(rep->entry, util_now_ms()) == ENTRY_FRESH)
 		near_put(rf->px, rep->variant[0] != '\0' ? rep->variant :
 		    rf->key, rep->entry);

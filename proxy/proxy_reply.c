@@ -436,7 +436,7 @@ reply_stream_head(struct reply *r, const struct upstream_response *resp)
 			hl_add(out, h->key, h->value);
 	}
 	hl_add(out, "Via", via_end(&via));
-	if (coding_reply_varies(&resp->headers))
+	if (coding_reply_varies(&resp->headers, r->rt))
 		hl_add(out, "Vary", VARY_CODING);
 	if (cl != NULL)		/* checked by the upstream side */
 		hl_add(out, "Content-Length", cl);

@@ -418,3 +418,32 @@ def a_revalidated_entry_keeps_its_coding_and_its_etag(env):
         expect(r.cache_status.hit and r.cache_status.ttl >= 0, f"{ae}: a fresh hit: {r}")
         expect_eq((expect_body(r, body, f"after the 304, {ae}"), r.headers.get("ETag")),
                   (coding, etag), f"after the 304, {ae}")
+
+
+@scenario
+def a_streamed_identity_answer_of_a_body_stored_compressed_says_vary(env):
+    # The lead of a cold miss gets the origin's identity body as it comes;
+    # the entry is then stored gzip, and later answers vary with
+    # Accept-Encoding: the first must say so too, or a cache downstream
+    # keeps its copy for every client. A body never compressed (its type,
+    # or shorter than compress_min_bytes) says nothing.
+    redis, origin = env.redis(), env.origin()
+    big = json_body(n=1500, tokens=True)	# past 64 KiB: streamed
+    # In pieces: the lead's answer streams as it comes.
+    script_coded(origin, "/v/json", "identity", big, pieces=4, interval_ms=100)
+    origin.script("/v/bin", size=len(big), pieces=4, interval_ms=100,
+                  headers={"Content-Type": "application/octet-stream"})
+    origin.script("/v/short", body='{"ok":true}', headers={"Content-Type": "application/json"})
+    corral = env.corral(redis, origin, routes={"/": {}})
+    r = corral.get("/v/json")
+    expect_eq((r.status, r.headers.get("Content-Encoding")), (200, None), "the lead: identity")
+    expect_body(r, big, "the lead")
+    expect(vary_says_coding(r), f"the lead's answer says Vary: {r.headers.get_all('Vary')}")
+    r = corral.get("/v/json", headers={"Accept-Encoding": "gzip"})
+    expect_eq(r.headers.get("Content-Encoding"), "gzip", "stored gzip")
+    expect(vary_says_coding(r), "a hit's coded answer says Vary")
+    for path in ("/v/bin", "/v/short"):
+        r = corral.get(path)
+        expect_eq(r.status, 200, path)
+        expect(not vary_says_coding(r), f"{path}: never compressed, no Vary: "
+               f"{r.headers.get_all('Vary')}")
