@@ -158,12 +158,23 @@ SPDX = "SPDX-License-Identifier: MIT"
 SCRIPTS = ("Makefile", "bench/run", "bench/profile", "bench/install-deps", ".ci/run")
 
 
+def tree_files():
+    """The files git tracks; outside a git checkout (a copy of the tree),
+    every file but the build's."""
+    git = subprocess.run(["git", "ls-files"], cwd=docs.ROOT, capture_output=True, text=True)
+    if git.returncode == 0 and git.stdout.strip():
+        return git.stdout.split("\n")
+    found = []
+    for top, dirs, files in os.walk(docs.ROOT):
+        dirs[:] = [d for d in dirs if d not in ("build", ".git", "__pycache__")]
+        found += [os.path.relpath(os.path.join(top, f), docs.ROOT) for f in files]
+    return found
+
+
 def licensed_sources():
-    """The code's files git tracks: C, Python, awk and the scripts (test
-    fixtures and fuzzing corpora are data)."""
-    out = subprocess.run(["git", "ls-files"], cwd=docs.ROOT, capture_output=True,
-                         text=True, check=True).stdout.split("\n")
-    for path in out:
+    """The code's files: C, Python, awk and the scripts (test fixtures and
+    fuzzing corpora are data)."""
+    for path in tree_files():
         if not path or path.startswith(("tests/fixtures/", "fuzz/corpus/")):
             continue
         if (path.endswith((".c", ".h", ".py", ".awk")) or path in SCRIPTS

@@ -1,0 +1,80 @@
+# SPDX-License-Identifier: MIT
+"""Mutants of proxy/proxy_budget.c (tests/mutants.py runs them)."""
+
+from . import Mutant
+
+MUTANTS = [
+    Mutant("slot_lease_never_renewed", "proxy/proxy_budget.c",
+           "if (t->op == NULL)\n\t\tt->op = lease_renew(b->px->cache, b->cp->name, t->token,\n"
+           "\t\t    t->at_from == FROM_REDIS ? t->server : NULL, lease_ms(b),\n"
+           "\t\t    on_renewed, t);",
+           "(void)on_renewed;",
+           ["slow_fetches_keep_their_slots_past_the_lease"],
+           "a fetch longer than slot_lease loses its slot to another: over budget"),
+    Mutant("slot_ranks_ignored", "proxy/proxy_budget.c",
+           "return (int64_t)t->a.cls * RANK_SPAN + (RANK_SPAN - 1 - w);",
+           "return 0 * w;",
+           ["budget_full_of_pass_through_gives_the_next_slot_to_a_cold_miss"],
+           "pass-through traffic queued first keeps the origin from the cold miss"),
+    Mutant("slot_best_out_of_the_fleets_order", "proxy/proxy_budget.c",
+           "(r == top_rank && strcmp(t->name, top->name) < 0)", "(0)",
+           ["flood_of_cold_keys_never_exceeds_the_fleet_budget"],
+           "the fleet's best ticket is not its process's best: freed slots idle "
+           "until a re-check"),
+    Mutant("slot_freed_during_an_ask_forgotten", "proxy/proxy_budget.c",
+           "if (t->op != NULL)\n\t\tb->rewake = 1;", "if (t->op != NULL)\n\t\t(void)0;",
+           ["slot_freed_while_the_waiter_asks_is_not_lost"],
+           "a release heard while the best ticket asks is lost: the slot idles "
+           "until a re-check"),
+    # -- proxy/proxy_origin.c --
+    Mutant("origin_budget_ignored", "proxy/proxy_budget.c",
+           "if (b == NULL || !enabled(b))\n\t\treturn NULL;",
+           "if (1)\n\t\treturn NULL;",
+           ["flood_of_cold_keys_never_exceeds_the_fleet_budget"],
+           "every fetch goes to the origin at once, past max_requests"),
+    Mutant("budget_queue_timeout_never_armed", "proxy/proxy_budget.c",
+           "\tif (queue_timeout_ms(b) > 0)\n\t\ttimer_arm(t->timer, queue_timeout_ms(b));",
+           "\tif (0)\n\t\ttimer_arm(t->timer, queue_timeout_ms(b));",
+           ["no_slot_within_queue_timeout_answers_stale_or_503_with_retry_after"],
+           "a request waits for a slot for ever"),
+    # -- max_requests_per_server, fleet-wide (cache/cache_lease.c,
+    #    proxy/proxy_budget.c, proxy_origin.c, proxy_share.c) -----------------------
+    Mutant("server_cap_per_worker_again", "proxy/proxy_budget.c",
+           "\tif (server_cap(b) > 0 && t->a.servers != NULL) {",
+           "\tif (0 && t->a.servers != NULL) {",
+           ["per_server_cap_holds_across_two_instances_of_two_workers",
+            "full_server_sends_the_request_to_another_with_room_at_once"],
+           "the slot of a capped pool comes with no server slot: servers take more "
+           "than their cap"),
+    Mutant("server_slot_never_renewed", "proxy/proxy_budget.c",
+           "\t\t    t->at_from == FROM_REDIS ? t->server : NULL, lease_ms(b),\n",
+           "\t\t    NULL, lease_ms(b),\n",
+           ["server_slots_are_renewed_and_released_with_the_fetch"],
+           "a fetch longer than slot_lease loses its server slot to another"),
+    Mutant("server_slot_never_released", "proxy/proxy_budget.c",
+           "\t    t->at_from == FROM_REDIS || t->leaving ? t->server : NULL,\n",
+           "\t    NULL,\n",
+           ["per_server_cap_holds_across_two_instances_of_two_workers"],
+           "a finished fetch keeps its server slot until its lease runs out"),
+    Mutant("server_slot_kept_by_a_retry", "proxy/proxy_budget.c",
+           "\tla.leave = t->leaving ? t->server : NULL;",
+           "\tla.leave = NULL;",
+           ["capped_retry_takes_a_slot_on_another_server_or_fails_without_room"],
+           "a retry keeps the failed server's slot too: it is full for a lease"),
+    # -- the origin budget: what nobody waits for, and age ----------------------
+    Mutant("budget_gauges_published_a_moment_apart", "proxy/proxy_budget.c",
+           "\tif (b == b->main && px->slots != NULL)\n\t\tbudget_publish(",
+           "\tif (0 && b == b->main && px->slots != NULL)\n\t\tbudget_publish(",
+           ["budget_gauges_say_now_and_never_more_than_max_requests"],
+           "the workers' slots summed a publication apart read more than max_requests"),
+    Mutant("fleet_figures_kept_with_redis_away", "proxy/proxy_budget.c",
+           "\tif (util_now_ms() - b->fleet_ms <= HELLO_MS * HELLO_MISSES) {",
+           "\tif (1) {",
+           ["budget_gauges_say_now_and_never_more_than_max_requests"],
+           "with Redis away the fleet's figures read as known"),
+    Mutant("budget_ignores_age", "proxy/proxy_budget.c",
+           "\tif (aged(t))\n\t\treturn RANK_AGED;",
+           "\tif (0 && aged(t))\n\t\treturn RANK_AGED;",
+           ["a_request_that_waited_goes_before_newer_ones_with_more_waiters"],
+           "a lone miss waits behind every newer miss with more clients, up to queue_timeout"),
+]

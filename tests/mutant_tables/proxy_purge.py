@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: MIT
+"""Mutants of proxy/proxy_purge.c (tests/mutants.py runs them)."""
+
+from . import Mutant
+
+MUTANTS = [
+    Mutant("soft_purge_deletes", "proxy/proxy_purge.c",
+           "(soft ? cache_soften : cache_invalidate)", "(cache_invalidate)",
+           ["hard_tag_and_soft_url_purges"],
+           "a soft purge of a URL deletes it: the next request waits for the origin"),
+    # -- proxy/proxy_purge.c --
+    Mutant("purge_accepts_get", "proxy/proxy_purge.c",
+           "if (ev->method != HM_POST) {",
+           "if (0 && ev->method != HM_POST) {",
+           ["purge_by_url_and_by_prefix_drops_entries_everywhere"],
+           "a link or a crawler's GET purges entries"),
+    Mutant("purge_prefix_keeps_port_80", "proxy/proxy_purge.c",
+           'if (hl >= 3 && strncmp(p + hl - 3, ":80", 3) == 0 && slash != NULL)',
+           'if (0 && hl >= 3 && strncmp(p + hl - 3, ":80", 3) == 0 && slash != NULL)',
+           ["purge_by_url_and_by_prefix_drops_entries_everywhere"],
+           "a prefix purge of http://host:80/x purges nothing"),
+    Mutant("purge_prefix_host_case_kept", "proxy/proxy_purge.c",
+           "\t\tout[i] = (char)tolower((unsigned char)out[i]);",
+           "\t\t(void)out[i];",
+           ["purge_by_url_and_by_prefix_drops_entries_everywhere"],
+           "a prefix purge naming HOST in capitals purges nothing"),
+    Mutant("purge_url_ignores_upstream_keying", "proxy/proxy_purge.c",
+           "if (rt == NULL || !rt->key_host)\t/* keyed on the upstream */",
+           "if (rt == NULL)\t/* keyed on the upstream */",
+           ["purge_by_path_reaches_upstream_keyed_entries"],
+           "a URL purge on a route keyed by the upstream misses its entry"),
+    Mutant("purge_tags_hard_by_default", "proxy/proxy_purge.c",
+           'soft = soft_arg != NULL ? strcmp(soft_arg, "0") != 0 : tag != NULL;',
+           'soft = soft_arg != NULL ? strcmp(soft_arg, "0") != 0 : 0;',
+           ["tag_sets_of_the_earlier_format_are_purged_too"],
+           "a tag purge deletes every entry under it: a stampede on a popular tag"),
+    Mutant("entry_url_key_without_key_rules", "proxy/proxy_purge.c",
+           "if (key_of_url(rt, hostport, path, query, key) == -1)",
+           "if (key_of_url(NULL, hostport, path, query, key) == -1)",
+           ["entry_of_a_url_maps_to_the_key_its_request_got_under_key_rules"],
+           "/entry (and purge, refresh by URL) looks at a key no request of a route "
+           "with key rules gets"),
+    Mutant("admin_url_any_scheme", "proxy/proxy_purge.c",
+           '\t    ((u.scheme_len != 4 || strncasecmp(u.scheme, "http", 4) != 0) &&',
+           '\t    (0 && (u.scheme_len != 4 || strncasecmp(u.scheme, "http", 4) != 0) &&',
+           ["warm_fetches_what_is_not_cached"],
+           "/warm and /refresh take ftp:// and javascript:// URLs"),
+    Mutant("admin_url_dot_segments_sent", "proxy/proxy_purge.c",
+           "\t\thdr_normalize_path(path);\t/* as a request's (forward.c) */",
+           "\t\t(void)0;",
+           ["warm_fetches_what_is_not_cached"],
+           "/warm sends /x/../w/dots to the origin as is"),
+]
