@@ -489,28 +489,13 @@ get_i64(struct reader *r, int64_t *v)
 	return 0;
 }
 
-/* A NUL-terminated copy of n bytes. NULL on no memory. */
-static char *
-copy_str(const unsigned char *p, size_t n)
-{
-	char *s = malloc(n + 1);
-
-	if (s == NULL)
-		return NULL;
-	memcpy(s, p, n);
-	s[n] = '\0';
-	return s;
-}
-
 static int
 decode_header(struct reader *r, struct cache_entry *e, char *err,
     size_t errlen)
 {
 	const unsigned char *name, *value;
-	char *n = NULL, *v = NULL;
 	uint16_t nlen;
 	uint32_t vlen;
-	int rc = -1;
 
 	if (get_u16(r, &nlen) == -1) {
 		set_err(err, errlen, "truncated header name length");
@@ -536,17 +521,12 @@ decode_header(struct reader *r, struct cache_entry *e, char *err,
 		set_err(err, errlen, "bad header value");
 		return -1;
 	}
-	if ((n = copy_str(name, nlen)) == NULL ||
-	    (v = copy_str(value, vlen)) == NULL ||
-	    hl_add(&e->headers, n, v) != 0) {
+	if (hl_addn(&e->headers, (const char *)name, nlen,
+	    (const char *)value, vlen) != 0) {
 		set_err(err, errlen, "out of memory");
-		goto done;
+		return -1;
 	}
-	rc = 0;
-done:
-	free(n);
-	free(v);
-	return rc;
+	return 0;
 }
 
 static struct cache_entry *decode(const void *buf, size_t len, void *take,
@@ -637,6 +617,7 @@ decode_fields(struct reader *r, struct cache_entry *e, char *err,
 	for (unsigned i = 0; i < nheaders; i++)
 		if (decode_header(r, e, err, errlen) == -1)
 			return -1;
+	(void)hl_compact(&e->headers);	/* kept long: no slack */
 	return 0;
 }
 

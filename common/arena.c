@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ARENA_BLOCK_MIN	2048
+#define ARENA_BLOCK_MIN	256
 #define ARENA_KEEP_MAX	(256 * 1024)	/* bytes a reset keeps */
 #define ARENA_ALIGN	alignof(max_align_t)
 

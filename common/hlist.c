@@ -37,6 +37,40 @@ hl_free(struct hlist *h)
 	hl_init(h);
 }
 
+int
+hl_compact(struct hlist *h)
+{
+	struct arena fresh = ARENA_INIT;
+	struct hfield *v;
+	size_t bytes = 0, k, n;
+	char *p;
+
+	for (size_t i = 0; i < h->n; i++)
+		bytes += strlen(h->v[i].key) + strlen(h->v[i].value) + 2;
+	if (h->n == 0) {
+		hl_free(h);
+		return 0;
+	}
+	if ((p = arena_alloc(&fresh, bytes)) == NULL ||
+	    (v = malloc(h->n * sizeof(*v))) == NULL) {
+		arena_free(&fresh);
+		return -1;
+	}
+	for (size_t i = 0; i < h->n; i++) {
+		k = strlen(h->v[i].key) + 1;
+		n = strlen(h->v[i].value) + 1;
+		v[i].key = memcpy(p, h->v[i].key, k);
+		v[i].value = memcpy(p + k, h->v[i].value, n);
+		p += k + n;
+	}
+	arena_free(&h->copies);
+	free(h->v);
+	h->copies = fresh;
+	h->v = v;
+	h->cap = h->n;
+	return 0;
+}
+
 static int
 append(struct hlist *h, const char *key, const char *value)
 {

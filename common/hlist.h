@@ -36,6 +36,9 @@ void	 hl_clear(struct hlist *h);
 /* Empties h and frees its memory; h may be used again. */
 void	 hl_free(struct hlist *h);
 
+/* Copies every field into one piece of exactly their size (a list
+ * kept long, an entry's): 0, or -1 (out of memory, h unchanged). */
+int	 hl_compact(struct hlist *h);
 /*
  * Adds a copy of key and value at the end. -1, adding nothing, when out
  * of memory or when either holds a CR, LF or NUL (a field a client or an

@@ -36,6 +36,7 @@ response_entry(struct upstream_response *resp, const char *gen,
 	while (hl_remove(&e->headers, VARY_MARKER) == 0 ||
 	    hl_remove(&e->headers, CODING_MARKER) == 0)
 		;	/* only Corral writes markers */
+	(void)hl_compact(&e->headers);	/* kept long: no slack */
 	if (entry_set_body(e, resp->body) == -1 || (sent != NULL &&
 	    entry_set_request(e, sent->body, sent->body_len) == -1)) {
 		entry_unref(&e);

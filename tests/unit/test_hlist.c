@@ -180,6 +180,40 @@ t_a_cleared_list_refills_in_the_memory_it_kept(void)
 	hl_free(&h);
 }
 
+/* A compacted list: the same fields in order, in one piece of exactly
+ * their size, still valid when what they were copied from is gone; and
+ * it takes more fields after. */
+static void
+t_a_compacted_list_keeps_its_fields_in_one_piece(void)
+{
+	struct hlist h;
+	char ref[] = "by reference";
+
+	hl_init(&h);
+	CHECK(hl_compact(&h) == 0 && h.n == 0);
+	for (int i = 0; i < 20; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "X-F%d", i);
+		CHECK(hl_add(&h, name, "value") == 0);
+	}
+	CHECK(hl_add_ref(&h, "X-Ref", ref) == 0);
+	CHECK(hl_compact(&h) == 0);
+	memset(ref, 'z', sizeof(ref) - 1);	/* the original changes */
+	CHECK(h.n == 21 && h.cap == 21);
+	CHECK_STR(h.v[0].key, "X-F0");
+	CHECK_STR(h.v[19].key, "X-F19");
+	CHECK_STR(hl_find(&h, "x-ref"), "by reference");
+	/* One piece: each field right after the one before. */
+	CHECK(h.v[0].value == h.v[0].key + strlen(h.v[0].key) + 1);
+	for (int i = 1; i < 21; i++)
+		CHECK(h.v[i].key == h.v[i - 1].value + strlen(h.v[i - 1].value) + 1);
+	CHECK(hl_add(&h, "X-After", "1") == 0);
+	CHECK_STR(hl_find(&h, "X-After"), "1");
+	CHECK_STR(hl_find(&h, "X-F7"), "value");
+	hl_free(&h);
+}
+
 int
 main(void)
 {
@@ -191,5 +225,6 @@ main(void)
 	RUN(t_references_are_kept_as_given);
 	RUN(t_copy_appends_every_field);
 	RUN(t_a_cleared_list_refills_in_the_memory_it_kept);
+	RUN(t_a_compacted_list_keeps_its_fields_in_one_piece);
 	return unit_exit();
 }
