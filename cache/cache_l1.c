@@ -410,6 +410,7 @@ l1_put(struct l1 *l, const char *key, struct cache_entry *e)
 		n->base_hash = ki.base_hash;
 		n->charge = charge;
 		n->e = entry_ref(e);
+		n->asked_ms = 0;	/* not asked yet */
 		TAILQ_INSERT_HEAD(&l->lru, n, lru);
 		LIST_INSERT_HEAD(bucket(l, ki.hash), n, chain);
 		LIST_INSERT_HEAD(base_bucket(l, ki.base_hash), n, base_chain);
