@@ -402,7 +402,7 @@ l1_put(struct l1 *l, const char *key, struct cache_entry *e)
 			l->counters.rejected++;
 			return;
 		}
-		if ((n = malloc(sizeof(*n) + ki.len + 1)) == NULL)
+		if ((n = calloc(1, sizeof(*n) + ki.len + 1)) == NULL)
 			return;
 		memcpy(n->key, key, ki.len + 1);
 		n->len = ki.len;
@@ -410,7 +410,6 @@ l1_put(struct l1 *l, const char *key, struct cache_entry *e)
 		n->base_hash = ki.base_hash;
 		n->charge = charge;
 		n->e = entry_ref(e);
-		n->asked_ms = 0;	/* not asked yet */
 		TAILQ_INSERT_HEAD(&l->lru, n, lru);
 		LIST_INSERT_HEAD(bucket(l, ki.hash), n, chain);
 		LIST_INSERT_HEAD(base_bucket(l, ki.base_hash), n, base_chain);
