@@ -16,6 +16,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/json.h"
+
 #define OPNAME_EMPTY	"operationName=\"\""	/* a digest part */
 #define EXTRA_PART	"member"	/* before each other member's parts */
 
@@ -49,51 +51,6 @@ skip_ws(struct span *s)
 		s->p++;
 }
 
-static int
-hex4(const char *p, const char *end, unsigned *v)
-{
-	*v = 0;
-	if (end - p < 4)
-		return -1;
-	for (int i = 0; i < 4; i++) {
-		char c = p[i];
-		unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0') :
-		    c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) :
-		    c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10) : 16;
-
-		if (d == 16)
-			return -1;
-		*v = *v << 4 | d;
-	}
-	return 0;
-}
-
-/* Writes code point cp as UTF-8 at out (room for 4). Its length. */
-static size_t
-put_utf8(char *out, unsigned cp)
-{
-	if (cp < 0x80) {
-		out[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		out[0] = (char)(0xc0 | cp >> 6);
-		out[1] = (char)(0x80 | (cp & 0x3f));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		out[0] = (char)(0xe0 | cp >> 12);
-		out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		out[2] = (char)(0x80 | (cp & 0x3f));
-		return 3;
-	}
-	out[0] = (char)(0xf0 | cp >> 18);
-	out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-	out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-	out[3] = (char)(0x80 | (cp & 0x3f));
-	return 4;
-}
-
 /* One escape after a '\\' at *pp: decoded into out (if not NULL). The
  * bytes written, or -1 when it is not a JSON escape. */
 static int
@@ -114,20 +71,20 @@ escape(const char **pp, const char *end, char *out)
 		*pp = p + 1;
 		return 1;
 	}
-	if (hex4(p + 1, end, &cp) == -1)
+	if (json_hex4(p + 1, end, &cp) == -1)
 		return -1;
 	p += 5;
 	if (cp >= 0xdc00 && cp <= 0xdfff)
 		return -1;	/* a lone low surrogate */
 	if (cp >= 0xd800 && cp <= 0xdbff) {
 		if (end - p < 6 || p[0] != '\\' || p[1] != 'u' ||
-		    hex4(p + 2, end, &lo) == -1 || lo < 0xdc00 || lo > 0xdfff)
+		    json_hex4(p + 2, end, &lo) == -1 || lo < 0xdc00 || lo > 0xdfff)
 			return -1;
 		cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
 		p += 6;
 	}
 	*pp = p;
-	return (int)put_utf8(out != NULL ? out : buf, cp);
+	return (int)json_put_utf8(out != NULL ? out : buf, cp);
 }
 
 /*

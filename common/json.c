@@ -145,8 +145,8 @@ utf8_len(const unsigned char *p, const unsigned char *end)
 	return n;
 }
 
-static int
-hex4(const char *p, const char *end, unsigned *v)
+int
+json_hex4(const char *p, const char *end, unsigned *v)
 {
 	*v = 0;
 	if (end - p < HEX4_LEN)
@@ -164,9 +164,8 @@ hex4(const char *p, const char *end, unsigned *v)
 	return 0;
 }
 
-/* Code point cp as UTF-8 at out (room for 4): its length. */
-static size_t
-put_utf8(char *out, unsigned cp)
+size_t
+json_put_utf8(char *out, unsigned cp)
 {
 	if (cp < 0x80) {
 		out[0] = (char)cp;
@@ -208,21 +207,21 @@ escape_at(struct parser *ps, char *out, size_t *w)
 		ps->p = p + 1;
 		return 0;
 	}
-	if (hex4(p + 1, ps->end, &cp) == -1)
+	if (json_hex4(p + 1, ps->end, &cp) == -1)
 		return fail(ps, "an invalid \\u escape");
 	p += 1 + HEX4_LEN;
 	if (cp >= SURROGATE_LO && cp < SURROGATE_END)
 		return fail(ps, "a lone low surrogate");
 	if (cp >= SURROGATE_HI && cp < SURROGATE_LO) {
 		if (ps->end - p < 2 + HEX4_LEN || p[0] != '\\' ||
-		    p[1] != 'u' || hex4(p + 2, ps->end, &lo) == -1 ||
+		    p[1] != 'u' || json_hex4(p + 2, ps->end, &lo) == -1 ||
 		    lo < SURROGATE_LO || lo >= SURROGATE_END)
 			return fail(ps, "a lone high surrogate");
 		cp = SURROGATE_BASE + ((cp - SURROGATE_HI) << SURROGATE_BITS) +
 		    (lo - SURROGATE_LO);
 		p += 2 + HEX4_LEN;
 	}
-	*w = put_utf8(out, cp);
+	*w = json_put_utf8(out, cp);
 	ps->p = p;
 	return 0;
 }

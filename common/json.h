@@ -40,6 +40,13 @@ enum json_type {
 struct json;		/* a document */
 struct json_value;	/* a value in one, valid while it is */
 
+
+/* The four hex digits of a \u escape at p (not past end) as *v: 0, or
+ * -1 when they are not four hex digits. */
+int		 json_hex4(const char *p, const char *end, unsigned *v);
+/* Code point cp as UTF-8 at out (room for 4): its length. */
+size_t		 json_put_utf8(char *out, unsigned cp);
+
 /* The document in text[0..len), or NULL with why in err. */
 struct json	*json_parse(const char *text, size_t len, char *err,
 		    size_t errlen);
