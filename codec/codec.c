@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Content codings (codec.h): their names and levels, the codec object
- * that runs a library's backend (codec_gzip.c, codec_br.c, codec_zstd.c)
- * under one output limit, and whole bodies encoded or decoded at once.
+ * Content codings (codec.h): their levels, the codec object that runs a
+ * library's backend (codec_gzip.c, codec_br.c, codec_zstd.c) under one
+ * output limit, and whole bodies encoded or decoded at once.
  *
  * Calls the backends and libevent's buffers. Called from outside codec/.
  */
@@ -24,10 +24,6 @@
 /* Decoders alive in this process (identity aside), and their cap. */
 static unsigned decoders_live;
 static unsigned decoders_max = CODEC_DECODERS_MAX;
-
-static const char *const names[CODING_COUNT] = {
-	"identity", "gzip", "br", "zstd",
-};
 
 static const struct {
 	int	min, max, def;
@@ -87,17 +83,12 @@ static const struct codec_ops *const encoders[CODING_COUNT] = {
 	&codec_zstd_encoder,
 };
 
-const char *
-codec_name(enum coding c)
-{
-	return c >= 0 && c < CODING_COUNT ? names[c] : "unknown";
-}
-
 enum coding
 codec_token(const char *p, size_t n)
 {
 	for (int c = 0; c < CODING_COUNT; c++)
-		if (strlen(names[c]) == n && strncasecmp(p, names[c], n) == 0)
+		if (strlen(codec_name((enum coding)c)) == n &&
+		    strncasecmp(p, codec_name((enum coding)c), n) == 0)
 			return (enum coding)c;
 	if (n == X_GZIP_LEN && strncasecmp(p, X_GZIP, n) == 0)
 		return CODING_GZIP;
@@ -179,34 +170,6 @@ codec_result_name(enum codec_result r)
 		break;
 	}
 	return "error";
-}
-
-enum codec_result
-codec_fail(struct codec *cd, enum codec_result r, const char *why)
-{
-	assert(r != CODEC_OK);
-	if (cd->result == CODEC_OK) {
-		cd->result = r;
-		snprintf(cd->err, sizeof(cd->err), "%s: %s",
-		    codec_name(cd->coding), why);
-	}
-	return cd->result;
-}
-
-enum codec_result
-codec_emit(struct codec *cd, const unsigned char *p, size_t n)
-{
-	size_t room = cd->max_out - cd->total_out;
-	int over = n > room;
-
-	if (over)
-		n = room;
-	if (n > 0 && cd->out != NULL && cd->out(cd->arg, p, n) == -1)
-		return codec_fail(cd, CODEC_ERROR, "the output was refused");
-	cd->total_out += n;
-	if (over)
-		return codec_fail(cd, CODEC_TOO_LARGE, "output past its limit");
-	return CODEC_OK;
 }
 
 static struct codec *
