@@ -371,6 +371,13 @@ int64_t	conf_status_ttl(const struct conf_route *r, int status);
 extern const char *const conf_restart_keys[CONF_RESTART_KEYS];
 /* Is section's ("server") key name one of them? */
 int	conf_needs_restart(const char *section, const char *name);
+/* The names ("server.listen", "redis.prefix") of the keys whose change in
+ * the file waits for a restart (c->restart_pending), into names (room for
+ * CONF_RESTART_KEYS); their number. */
+int	conf_restart_pending(const struct conf *c, const char *names[]);
+/* The same names as one line, ", " between them ("" when none). */
+void	conf_restart_pending_text(const struct conf *c, char *out,
+	    size_t outlen);
 
 /* The i-th warning about a loaded configuration (allowed, but rarely
  * meant) as "file:line: warning: ..." into out: 0, or -1 past the last. */

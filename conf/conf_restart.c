@@ -2,12 +2,14 @@
 /*
  * The keys a reload cannot change: the listeners are bound, Redis is
  * connected, the logs and near caches opened when a process starts.
- * proxy_life.c keeps their running values until a restart; corral -h and
- * corral.conf(5) mark them from this one list.
+ * proxy_life.c keeps their running values until a restart and marks in
+ * restart_pending those the file changed; corral -h and corral.conf(5)
+ * mark them from this one list.
  */
 
 #include "conf/conf.h"
 
+#include <stdio.h>
 #include <string.h>
 
 const char *const conf_restart_keys[CONF_RESTART_KEYS] = {
@@ -31,4 +33,28 @@ conf_needs_restart(const char *section, const char *name)
 			return 1;
 	}
 	return 0;
+}
+
+int
+conf_restart_pending(const struct conf *c, const char *names[])
+{
+	int n = 0;
+
+	for (int k = 0; k < CONF_RESTART_KEYS; k++)
+		if (c->restart_pending & (1u << k))
+			names[n++] = conf_restart_keys[k];
+	return n;
+}
+
+void
+conf_restart_pending_text(const struct conf *c, char *out, size_t outlen)
+{
+	const char *names[CONF_RESTART_KEYS];
+	int n = conf_restart_pending(c, names);
+	size_t len = 0;
+
+	out[0] = '\0';
+	for (int i = 0; i < n && len < outlen; i++)
+		len += (size_t)snprintf(out + len, outlen - len, "%s%s",
+		    i > 0 ? ", " : "", names[i]);
 }

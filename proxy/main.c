@@ -311,7 +311,7 @@ spawn(int i)
 	if (conf->restart_pending != 0) {
 		char list[RESTART_TEXT_MAX];
 
-		proxy_restart_pending_text(conf, list, sizeof(list));
+		conf_restart_pending_text(conf, list, sizeof(list));
 		log_info("worker %d keeps the running %s until a restart", i,
 		    list);
 	}

@@ -244,14 +244,8 @@ int	proxy_reload(struct proxy *px, struct conf **confp, const char *path);
  * and those the file changed are pending (logged unless quiet). */
 struct conf *proxy_conf_load(const char *path, const struct conf *running,
 	    int quiet);
-/* The names ("server.listen", "redis.prefix") of the keys whose change in
- * the file waits for a restart; their number. */
+/* Room for conf_restart_pending()'s names, and for its text. */
 #define RESTART_KEYS_MAX	32
-int	proxy_restart_pending(const struct conf *c,
-	    const char *names[RESTART_KEYS_MAX]);
-/* The same names as one line, ", " between them ("" when none). */
 #define RESTART_TEXT_MAX	512
-void	proxy_restart_pending_text(const struct conf *c, char *out,
-	    size_t outlen);
 
 #endif

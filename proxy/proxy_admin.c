@@ -65,7 +65,7 @@ static void
 pending_json(const struct conf *c, struct evbuffer *out)
 {
 	const char *names[RESTART_KEYS_MAX];
-	int n = proxy_restart_pending(c, names);
+	int n = conf_restart_pending(c, names);
 
 	evbuffer_add_printf(out, "\"restart_pending\": [");
 	for (int i = 0; i < n; i++) {

@@ -16,7 +16,7 @@
 #include "proxy/proxy.h"
 #include "proxy/proxy_feed.h"
 #include "proxy/proxy_json.h"
-#include "proxy/proxy_metrics.h"
+#include "proxy/proxy_prom.h"
 
 #define MS_PER_S	1000.0
 
@@ -94,14 +94,14 @@ feed_family(struct evbuffer *out, const struct feed_row *r, const char *name,
     const char *type, const char *help, double (*value)(const struct
     feed_row *))
 {
-	metrics_family(out, name, type, help);
+	prom_family(out, name, type, help);
 	for (int i = 0; i < CONF_CHANGES_MAX; i++) {
 		double v;
 
 		if (r[i].name[0] == '\0' || (v = value(&r[i])) < 0)
 			continue;
 		evbuffer_add_printf(out, "%s{feed=", name);
-		metrics_label(out, r[i].name);
+		prom_label(out, r[i].name);
 		evbuffer_add_printf(out, "} %.15g\n", v);
 	}
 }

@@ -145,7 +145,6 @@ _Static_assert(RK_COUNT <= 32, "restart_pending is 32 bits");
 
 /* In the order of enum restart_key: conf_restart_keys names them. */
 _Static_assert(RK_COUNT == CONF_RESTART_KEYS, "one name for each");
-#define restart_names	conf_restart_keys
 
 /* How a field of struct conf is compared. */
 enum field_kind { FK_STRING, FK_NUMBER, FK_ADDRESSES, FK_LISTENS };
@@ -225,31 +224,6 @@ same_field(const struct restart_field *f, const struct conf *a,
 	return 0;
 }
 
-int
-proxy_restart_pending(const struct conf *c,
-    const char *names[RESTART_KEYS_MAX])
-{
-	int n = 0;
-
-	for (int k = 0; k < RK_COUNT; k++)
-		if (c->restart_pending & (1u << k))
-			names[n++] = restart_names[k];
-	return n;
-}
-
-void
-proxy_restart_pending_text(const struct conf *c, char *out, size_t outlen)
-{
-	const char *names[RESTART_KEYS_MAX];
-	int n = proxy_restart_pending(c, names);
-	size_t len = 0;
-
-	out[0] = '\0';
-	for (int i = 0; i < n && len < outlen; i++)
-		len += (size_t)snprintf(out + len, outlen - len, "%s%s",
-		    i > 0 ? ", " : "", names[i]);
-}
-
 /*
  * new was just read from the file: every restart-only key takes its value
  * in running, and new->restart_pending names those the file changed. The
@@ -273,7 +247,7 @@ keep_running(struct conf *new, const struct conf *running, int quiet)
 	new->restart_pending = changed;
 	if (quiet || changed == 0)
 		return;
-	proxy_restart_pending_text(new, list, sizeof(list));
+	conf_restart_pending_text(new, list, sizeof(list));
 	log_warn("reload: restart pending: %s (changed in the file; the "
 	    "running values stay until a restart)", list);
 }

@@ -6,6 +6,7 @@
  */
 
 #include "proxy/proxy_metrics.h"
+#include "proxy/proxy_prom.h"
 
 #include <inttypes.h>
 #include <stddef.h>
@@ -324,29 +325,6 @@ metrics_hit_ratio(const struct stats_counters *c)
 
 /* ---- Prometheus ---- */
 
-void
-metrics_label(struct evbuffer *out, const char *s)
-{
-	evbuffer_add(out, "\"", 1);
-	for (; *s != '\0'; s++) {
-		if (*s == '\\' || *s == '"')
-			evbuffer_add_printf(out, "\\%c", *s);
-		else if (*s == '\n')
-			evbuffer_add(out, "\\n", 2);
-		else
-			evbuffer_add(out, s, 1);
-	}
-	evbuffer_add(out, "\"", 1);
-}
-
-void
-metrics_family(struct evbuffer *out, const char *name, const char *type,
-    const char *help)
-{
-	evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help,
-	    name, type);
-}
-
 static void
 counter_families(struct evbuffer *out, const struct metrics_scope *scopes,
     int nscopes)
@@ -358,12 +336,12 @@ counter_families(struct evbuffer *out, const struct metrics_scope *scopes,
 		for (end = first; end < ARRAY_LEN(counter_rows) &&
 		    strcmp(counter_rows[end].name, name) == 0; end++)
 			;
-		metrics_family(out, name, "counter", counter_rows[first].help);
+		prom_family(out, name, "counter", counter_rows[first].help);
 		for (int i = 0; i < nscopes; i++) {
 			for (size_t r = first; r < end; r++) {
 				const struct counter_row *row = &counter_rows[r];
 				evbuffer_add_printf(out, "%s{route=", name);
-				metrics_label(out, scopes[i].route);
+				prom_label(out, scopes[i].route);
 				if (row->label != NULL)
 					evbuffer_add_printf(out, ",%s=\"%s\"",
 					    row->label, row->value);
@@ -387,7 +365,7 @@ hist_series(struct evbuffer *out, const char *name, const char *route,
 		evbuffer_add_printf(out, "%s_bucket{", name);
 		if (route != NULL) {
 			evbuffer_add(out, "route=", 6);
-			metrics_label(out, route);
+			prom_label(out, route);
 			evbuffer_add(out, ",", 1);
 		}
 		if (i < HIST_NBOUNDS)
@@ -400,13 +378,13 @@ hist_series(struct evbuffer *out, const char *name, const char *route,
 	evbuffer_add_printf(out, "%s_sum", name);
 	if (route != NULL) {
 		evbuffer_add(out, "{route=", 7);
-		metrics_label(out, route);
+		prom_label(out, route);
 		evbuffer_add(out, "}", 1);
 	}
 	evbuffer_add_printf(out, " %.15g\n%s_count", h->sum, name);
 	if (route != NULL) {
 		evbuffer_add(out, "{route=", 7);
-		metrics_label(out, route);
+		prom_label(out, route);
 		evbuffer_add(out, "}", 1);
 	}
 	evbuffer_add_printf(out, " %" PRIu64 "\n", h->count);
@@ -415,7 +393,7 @@ hist_series(struct evbuffer *out, const char *name, const char *route,
 static void
 gauge(struct evbuffer *out, const char *name, const char *help, double v)
 {
-	metrics_family(out, name, "gauge", help);
+	prom_family(out, name, "gauge", help);
 	evbuffer_add_printf(out, "%s %.15g\n", name, v);
 }
 
@@ -424,10 +402,10 @@ static void
 node_gauge(struct evbuffer *out, const struct cache_counters *cc,
     const char *name, const char *help, int slots)
 {
-	metrics_family(out, name, "gauge", help);
+	prom_family(out, name, "gauge", help);
 	for (int i = 0; i < cc->nnodes; i++) {
 		evbuffer_add_printf(out, "%s{node=", name);
-		metrics_label(out, cc->nodes[i].name);
+		prom_label(out, cc->nodes[i].name);
 		evbuffer_add_printf(out, "} %d\n", slots ? cc->nodes[i].slots :
 		    cc->nodes[i].up);
 	}
@@ -437,7 +415,7 @@ static void
 redis_counter(struct evbuffer *out, const char *name, const char *help,
     uint64_t v)
 {
-	metrics_family(out, name, "counter", help);
+	prom_family(out, name, "counter", help);
 	evbuffer_add_printf(out, "%s %" PRIu64 "\n", name, v);
 }
 
@@ -458,10 +436,10 @@ process_metrics(struct evbuffer *out, const struct proxy *px,
 {
 	const char *names[RESTART_KEYS_MAX];
 
-	metrics_family(out, "corral_build_info", "gauge",
+	prom_family(out, "corral_build_info", "gauge",
 	    "Always 1; the version is a label.");
 	evbuffer_add_printf(out, "corral_build_info{version=");
-	metrics_label(out, CORRAL_VERSION);
+	prom_label(out, CORRAL_VERSION);
 	evbuffer_add_printf(out, "} 1\n");
 	gauge(out, "corral_start_time_seconds", "When this process started, "
 	    "in seconds since the epoch.", (double)px->started_ms / MS_PER_S);
@@ -469,7 +447,7 @@ process_metrics(struct evbuffer *out, const struct proxy *px,
 	    fig->workers);
 	gauge(out, "corral_restart_pending", "Configuration keys changed in "
 	    "the file that keep their running values until a restart.",
-	    proxy_restart_pending(px->conf, names));
+	    conf_restart_pending(px->conf, names));
 	gauge(out, "corral_connections", "Client connections open on the "
 	    "public listener.", (double)fig->connections);
 	gauge(out, "corral_admin_connections", "Connections open on the admin "
@@ -531,7 +509,7 @@ route_metrics(struct evbuffer *out, const struct metrics_scope *scopes,
 {
 	counter_families(out, scopes, nscopes);
 	for (size_t f = 0; f < ARRAY_LEN(hist_families); f++) {
-		metrics_family(out, hist_families[f].name, "histogram",
+		prom_family(out, hist_families[f].name, "histogram",
 		    hist_families[f].help);
 		for (int i = 0; i < nscopes; i++)
 			hist_series(out, hist_families[f].name, scopes[i].route,
@@ -568,11 +546,11 @@ redis_command_metrics(struct evbuffer *out, const struct proxy_figures *fig)
 	redis_counter(out, "corral_redis_fill_notifications_total",
 	    "\"filled\" notifications received from the fleet.",
 	    cc->fills_received);
-	metrics_family(out, "corral_redis_command_duration_seconds", "histogram",
+	prom_family(out, "corral_redis_command_duration_seconds", "histogram",
 	    "Time from sending a Redis command to reading its reply.");
 	hist_series(out, "corral_redis_command_duration_seconds", NULL,
 	    &cc->command_duration);
-	metrics_family(out, "corral_redis_fill_delay_seconds", "histogram",
+	prom_family(out, "corral_redis_fill_delay_seconds", "histogram",
 	    "Time from Redis publishing a fill notification to its receipt.");
 	hist_series(out, "corral_redis_fill_delay_seconds", NULL,
 	    &cc->fill_delay);
@@ -591,7 +569,7 @@ static void
 redis_topology_metrics(struct evbuffer *out, struct proxy *px,
     const struct cache_counters *cc)
 {
-	metrics_family(out, "corral_redis_redirects_total", "counter", "Cluster "
+	prom_family(out, "corral_redis_redirects_total", "counter", "Cluster "
 	    "redirects followed: MOVED (the slot moved) or ASK (migrating).");
 	evbuffer_add_printf(out, "corral_redis_redirects_total{kind=\"moved\"} %"
 	    PRIu64 "\ncorral_redis_redirects_total{kind=\"ask\"} %" PRIu64 "\n",
@@ -602,7 +580,7 @@ redis_topology_metrics(struct evbuffer *out, struct proxy *px,
 	redis_counter(out, "corral_redis_replica_reads_total", "Reads sent "
 	    "to a replica while the slot's primary was unreachable (cluster).",
 	    cc->replica_reads);
-	metrics_family(out, "corral_redis_mode", "gauge", "Always 1; the [redis] mode "
+	prom_family(out, "corral_redis_mode", "gauge", "Always 1; the [redis] mode "
 	    "is a label.");
 	evbuffer_add_printf(out, "corral_redis_mode{mode=\"%s\"} 1\n",
 	    cache_mode(px->cache));
@@ -616,7 +594,7 @@ static void
 upstream_rejected_metrics(struct evbuffer *out,
     const struct proxy_figures *fig)
 {
-	metrics_family(out, "corral_upstream_rejected_total", "counter", "Upstream "
+	prom_family(out, "corral_upstream_rejected_total", "counter", "Upstream "
 	    "responses refused (502): too many header lines, or bad framing.");
 	evbuffer_add_printf(out, "corral_upstream_rejected_total"
 	    "{reason=\"headers\"} %" PRIu64 "\n", fig->upstream.too_many_headers);
@@ -631,14 +609,14 @@ static void
 budget_gauge(struct evbuffer *out, const struct proxy *px, const char *name,
     const char *help, int scoped, int64_t instance, int64_t fleet)
 {
-	metrics_family(out, name, "gauge", help);
+	prom_family(out, name, "gauge", help);
 	for (int i = 0; i < 1 + scoped; i++) {
 		int64_t v = i == 0 ? instance : fleet;
 
 		if (v < 0)
 			continue;
 		evbuffer_add_printf(out, "%s{upstream=", name);
-		metrics_label(out, px->conf->upstream_authority);
+		prom_label(out, px->conf->upstream_authority);
 		if (scoped)
 			evbuffer_add_printf(out, ",scope=\"%s\"",
 			    i == 0 ? "instance" : "fleet");
@@ -661,11 +639,11 @@ budget_metrics(struct evbuffer *out, const struct proxy *px,
 	budget_gauge(out, px, "corral_origin_queue_length", "Requests waiting "
 	    "for an origin slot: this instance's, or the fleet's as Redis "
 	    "counted them at the last hello.", 1, g->queued, g->fleet_queued);
-	metrics_family(out, "corral_origin_queue_oldest_seconds", "gauge", "How long "
+	prom_family(out, "corral_origin_queue_oldest_seconds", "gauge", "How long "
 	    "the request waiting longest here for an origin slot has waited "
 	    "(0: none waits).");
 	evbuffer_add_printf(out, "corral_origin_queue_oldest_seconds{upstream=");
-	metrics_label(out, px->conf->upstream_authority);
+	prom_label(out, px->conf->upstream_authority);
 	evbuffer_add_printf(out, "} %" PRId64 ".%03" PRId64 "\n",
 	    g->oldest_ms / 1000, g->oldest_ms % 1000);
 	budget_gauge(out, px, "corral_origin_local_share", "Origin requests "
@@ -686,7 +664,7 @@ tls_metrics(struct evbuffer *out, const struct proxy_figures *fig)
 	    "finished on the tls listeners.", fig->tls.handshakes);
 	redis_counter(out, "corral_tls_resumed_total", "Of those, resumed "
 	    "from a session ticket.", fig->tls.resumed);
-	metrics_family(out, "corral_tls_handshake_failures_total", "counter",
+	prom_family(out, "corral_tls_handshake_failures_total", "counter",
 	    "TLS handshakes that failed, by why.");
 	for (int i = 1; i < TLS_FAIL_MAX; i++)
 		evbuffer_add_printf(out, "corral_tls_handshake_failures_total"
@@ -828,7 +806,7 @@ table_head(struct proxy *px, const struct proxy_figures *fig,
 	if (px->conf->restart_pending != 0) {
 		char list[RESTART_TEXT_MAX];
 
-		proxy_restart_pending_text(px->conf, list, sizeof(list));
+		conf_restart_pending_text(px->conf, list, sizeof(list));
 		evbuffer_add_printf(out, "restart pending: %s\n", list);
 	}
 	quantile_ms(&fig->stats->total.slot_wait, 0.99, ms, sizeof(ms));

@@ -48,11 +48,6 @@ const struct metrics_view *metrics_view(struct proxy *px);
  * or -1 when there were none. */
 double	metrics_hit_ratio(const struct stats_counters *c);
 
-/* A family's # HELP and # TYPE lines; a label's value, quoted and
- * escaped. */
-void	metrics_family(struct evbuffer *out, const char *name,
-	    const char *type, const char *help);
-void	metrics_label(struct evbuffer *out, const char *s);
 /* Appends the Prometheus text exposition (format 0.0.4). */
 void	metrics_prometheus(struct proxy *px, struct evbuffer *out);
 /* Appends {"count", "sum_s", "p50_s", "p90_s", "p99_s", "buckets"}:
