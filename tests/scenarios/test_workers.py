@@ -102,8 +102,12 @@ def an_instance_killed_or_failing_to_start_leaves_none_of_its_workers(env):
         expect("report redis up" in str(e), f"the start-up's failure: {e}")
     else:
         raise AssertionError("an instance without Redis reported Redis up")
-    left = [cmd for cmd in marked(mine).values() if "corral" in cmd and " -c " in cmd]
-    expect_eq(left, [], "processes of the instance that failed to start")
+    # Gone, not left for good: a loaded machine may take a moment to reap.
+    def left():
+        return [cmd for cmd in marked(mine).values() if "corral" in cmd and " -c " in cmd]
+    wait_for(lambda: left() == [], timeout=10,
+             what="no process left of the instance that failed to start")
+    expect_eq(left(), [], "processes of the instance that failed to start")
 
 
 @scenario
