@@ -62,6 +62,13 @@ def claims(role="reader", tenant=7, ttl=600, **more):
                  "exp": now + ttl}, **more)
 
 
+def short_lived(signer, sub, seconds):
+    """A token with at least `seconds` to live (exp is a whole second, so
+    one more is added) and its exp, for a scenario that waits it out."""
+    c = claims(sub=sub, ttl=seconds + 1)
+    return signer.token(c), c["exp"]
+
+
 def keys_file(env, *pairs, name="keys.pem"):
     """A PEM key file of (kid, Signer) pairs; written in place (a new
     inode each time, as an editor or a deploy tool writes it)."""
@@ -401,8 +408,7 @@ def an_expired_token_starts_no_refresh_and_the_next_verified_requester_refreshes
                            route={"ttl": "1s", "stale_while_revalidate": "60s"},
                            server={"jwt_leeway": "0s"})
     origin.script("/orders", body="orders n={n} auth=[{h:Authorization}]")
-    alice = k1.token(claims(sub="alice", ttl=2))
-    expires = time.time() + 2
+    alice, expires = short_lived(k1, "alice", 2)
     first = corral.get("/orders", bearer(alice)).text
     expect_eq(first, f"orders n=1 auth=[Bearer {alice}]", "alice fills her claim set's entry")
     wait_for(lambda: time.time() > expires + 1.2, timeout=10,
@@ -463,7 +469,8 @@ def a_refresh_whose_token_expires_while_it_waits_for_a_slot_is_not_sent(env):
                            route={"ttl": "1s", "stale_while_revalidate": "60s",
                                   "lock_poll": "500ms"},
                            server={"jwt_leeway": "0s"},
-                           upstream={"max_requests": "1", "queue_timeout": "30s"})
+                           upstream={"max_requests": "1", "queue_timeout": "60s",
+                                     "timeout": "60s"})
     origin.script("/orders", body="orders n={n} auth=[{h:Authorization}]")
     origin.script("/slow", hold=True, body="slow")
     alice = k1.token(claims(sub="alice"))
@@ -471,9 +478,8 @@ def a_refresh_whose_token_expires_while_it_waits_for_a_slot_is_not_sent(env):
     stored = time.time()
     slow = Background(corral.get, "/slow", bearer(alice))
     wait_for(lambda: origin.held("/slow") == 1, timeout=10, what="the only slot taken")
-    bob = k1.token(claims(sub="bob", ttl=2))
-    expires = time.time() + 2
     wait_for(lambda: time.time() > stored + 1.2, timeout=10, what="the entry to go stale")
+    bob, expires = short_lived(k1, "bob", 3)
     r = corral.get("/orders", bearer(bob))
     expect_eq((r.text, r.cache_status.stale), (first, True), "bob: a stale hit")
     wait_for(lambda: corral.stats()["origin_budget"]["queue_length"] == 1, timeout=10,
