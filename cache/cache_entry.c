@@ -156,8 +156,18 @@ count_headers(const struct cache_entry *e)
 }
 
 static void
+file_release(struct entry_file *f, size_t len)
+{
+	if (f->drop != NULL)
+		f->drop(f->fd, len);
+	f->drop = NULL;
+	f->fd = -1;
+}
+
+static void
 body_release(struct cache_entry *e)
 {
+	file_release(&e->file, e->body_len);
 	free(e->store);
 	e->store = NULL;
 	e->body = NULL;
@@ -174,6 +184,7 @@ entry_new(void)
 	e->magic = ENTRY_MAGIC;
 	e->refcnt = 1;
 	e->gen[0] = '\0';
+	e->file.fd = e->plain_file.fd = -1;
 	hl_init(&e->headers);
 	return e;
 }
@@ -204,6 +215,7 @@ entry_unref(struct cache_entry **ep)
 	free(e->request);
 	free(e->head);
 	free(e->plain_head);
+	file_release(&e->plain_file, e->plain_len);
 	if (e->plain != NULL)
 		e->plain_drop(e->plain, e->plain_len);
 	e->magic = 0;

@@ -41,6 +41,15 @@ enum entry_state {
 	ENTRY_EXPIRED,		/* stale_until <= now: cannot be served */
 };
 
+/* Bytes of an entry in a file: drop(fd, len) lets it go when the entry
+ * is freed (or its bytes change). drop NULL: none kept (fd is then -1);
+ * asks counts the deliverer's asks for one. */
+struct entry_file {
+	int			 fd;
+	uint32_t		 asks;
+	void			(*drop)(int fd, size_t len);
+};
+
 struct cache_entry {
 	uint32_t		 magic;
 	int			 refcnt;
@@ -77,6 +86,10 @@ struct cache_entry {
 	char			*plain_head;
 	size_t			 plain_head_len;
 	uint64_t		 plain_head_tag;
+	/* The body, and plain, in files of their own that the deliverer
+	 * keeps here, for sendfile(2). */
+	struct entry_file	 file;
+	struct entry_file	 plain_file;
 };
 
 /* A new entry with refcnt 1, no headers, no body. NULL on no memory. */

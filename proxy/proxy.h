@@ -95,6 +95,9 @@ struct worker_slot {
 	int64_t			 l1_bytes;
 	int64_t			 l1_entries;
 	uint64_t		 l1_rejected;
+	int64_t			 body_files;	/* bodies kept in files for
+						 * sendfile, and their bytes */
+	int64_t			 body_file_bytes;
 	struct peer_row		 peer;
 	struct budget_slot	 budget;	/* the origin budget's */
 	struct pool_row		 pools;		/* its upstream servers */
@@ -126,6 +129,8 @@ struct proxy_figures {
 	int64_t			 l1_bytes;
 	int64_t			 l1_entries;
 	uint64_t		 l1_rejected;
+	int64_t			 body_files;
+	int64_t			 body_file_bytes;
 	struct l2_counters	 l2;		/* the instance's, not summed */
 	struct budget_gauges	 budget;	/* the origin budget's */
 	struct pool_row		 pools;		/* by pool and server */

@@ -230,10 +230,11 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	evbuffer_add_printf(out, "{\"version\": \"%s\", \"uptime_s\": %" PRId64
 	    ", \"workers\": %d, \"connections\": %" PRId64 ", "
 	    "\"near_cache\": {\"bytes\": %" PRId64 ", \"entries\": %" PRId64
-	    ", \"rejected\": %" PRIu64 "}, ", CORRAL_VERSION,
+	    ", \"rejected\": %" PRIu64 ", \"body_files\": %" PRId64
+	    ", \"body_file_bytes\": %" PRId64 "}, ", CORRAL_VERSION,
 	    (util_now_ms() - px->started_ms) / 1000, fig->workers,
 	    fig->connections, fig->l1_bytes, fig->l1_entries,
-	    fig->l1_rejected);
+	    fig->l1_rejected, fig->body_files, fig->body_file_bytes);
 	pending_json(px->conf, out);
 	admin_json(px, fig, out);
 	evbuffer_add_printf(out, "\"shared_cache\": {\"max_bytes\": %" PRId64

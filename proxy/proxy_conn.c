@@ -10,9 +10,10 @@
  *
  * A plain socket is read with read(2) into one buffer the connection keeps
  * and written with writev(2) straight from a reply's pieces (its head, and
- * a stored body by reference); only what the kernel does not take waits,
- * in an evbuffer, for EV_WRITE. So a reply the socket takes whole costs no
- * allocation. A TLS connection reads and writes through its OpenSSL
+ * a stored body by reference), or the head and then the body's file by
+ * sendfile(2) (proxy_conn_send.c); only what the kernel does not take
+ * waits, in an evbuffer, for EV_WRITE. So a reply the socket takes whole
+ * costs no allocation. A TLS connection reads and writes through its OpenSSL
  * bufferevent. The door (proxy_frame.c) reads the bytes; nothing else
  * parses them. Replies are written by proxy_conn_reply.c.
  *
@@ -51,8 +52,6 @@
 #include "proxy/proxy_tls.h"
 #include "common/hlist.h"
 
-#define IOV_SEND_MAX	64		/* pieces one writev() sends */
-#define TLS_RECORD_MAX	16384		/* plaintext bytes of a TLS record */
 
 /* event_free() and evbuffer_free() of what may not have been made. */
 #define EVENT_FREE(e)	do { if ((e) != NULL) event_free(e); } while (0)
@@ -159,120 +158,17 @@ on_writable(evutil_socket_t fd, short what, void *arg)
 	progress(c);
 }
 
-/* Adds the bytes of iov[0..n) past *skip to out. */
-static void
-add_copies(struct evbuffer *out, const struct iovec *iov, int n, size_t *skip)
-{
-	for (int i = 0; i < n; i++) {
-		size_t len = iov[i].iov_len, take = *skip < len ? *skip : len;
-
-		*skip -= take;
-		if (len > take)
-			(void)evbuffer_add(out, (const char *)iov[i].iov_base +
-			    take, len - take);
-	}
-}
-
-/* The bytes of s. */
-static size_t
-send_length(const struct send *s)
-{
-	size_t n = s->ref_len + (s->buf != NULL ? evbuffer_get_length(s->buf) :
-	    0);
-
-	for (int i = 0; i < s->npre; i++)
-		n += s->pre[i].iov_len;
-	for (int i = 0; i < s->npost; i++)
-		n += s->post[i].iov_len;
-	return n;
-}
-
-/*
- * Over TLS each piece of the output goes out as a record of its own, with
- * a write of its own: an answer that fits one record is copied into one
- * piece (the head and a 1 KiB body: one record, one write, instead of
- * two). 0 when it does not fit, and nothing was queued.
- */
-static int
-queue_one_record(struct evbuffer *out, struct send *s)
-{
-	size_t skip = 0, n = send_length(s);
-	struct evbuffer_iovec v[IOV_SEND_MAX];
-	int k;
-
-	if (n > TLS_RECORD_MAX || evbuffer_expand(out, n) == -1)
-		return 0;
-	if (s->buf != NULL && evbuffer_peek(s->buf, -1, NULL, NULL, 0) >
-	    IOV_SEND_MAX)
-		return 0;
-	add_copies(out, s->pre, s->npre, &skip);
-	if (s->buf != NULL) {
-		k = evbuffer_peek(s->buf, -1, NULL, v, IOV_SEND_MAX);
-		for (int i = 0; i < k; i++)
-			(void)evbuffer_add(out, v[i].iov_base, v[i].iov_len);
-		evbuffer_drain(s->buf, evbuffer_get_length(s->buf));
-	}
-	if (s->ref != NULL) {
-		(void)evbuffer_add(out, s->ref, s->ref_len);
-		s->release(s->ref, s->ref_len, s->arg);
-	}
-	add_copies(out, s->post, s->npost, &skip);
-	return 1;
-}
-
-/* What writev() did not take (the first skip bytes went) queued. */
+/* What the socket did not take (the first skip bytes went) queued. */
 static void
 queue_rest(struct conn *c, struct send *s, size_t skip)
 {
-	struct evbuffer *out = c->bev != NULL ? bufferevent_get_output(c->bev) :
-	    c->wbuf;
-	size_t take;
-
-	if (c->bev != NULL && queue_one_record(out, s))
+	if (c->bev != NULL) {
+		send_queue(bufferevent_get_output(c->bev), s, skip, 1);
 		return;
-	add_copies(out, s->pre, s->npre, &skip);
-	if (s->buf != NULL) {
-		take = MIN(skip, evbuffer_get_length(s->buf));
-		evbuffer_drain(s->buf, take);
-		skip -= take;
-		(void)evbuffer_add_buffer(out, s->buf);
 	}
-	if (s->ref != NULL) {
-		take = MIN(skip, s->ref_len);
-		skip -= take;
-		if (take == s->ref_len || evbuffer_add_reference(out,
-		    (const char *)s->ref + take, s->ref_len - take, s->release,
-		    s->arg) == -1)
-			s->release(s->ref, s->ref_len, s->arg);
-	}
-	add_copies(out, s->post, s->npost, &skip);
-	if (c->bev == NULL && evbuffer_get_length(c->wbuf) > 0)
+	send_queue(c->wbuf, s, skip, 0);
+	if (evbuffer_get_length(c->wbuf) > 0)
 		want_write(c);
-}
-
-/* s's pieces in order, into v (at most IOV_SEND_MAX); a body that does
- * not fit whole ends the list there, so that nothing goes out of order. */
-static int
-gather(const struct send *s, struct iovec *v)
-{
-	int k = 0, chains;
-
-	for (int i = 0; i < s->npre; i++)
-		v[k++] = s->pre[i];
-	if (s->buf != NULL && evbuffer_get_length(s->buf) > 0) {
-		chains = evbuffer_peek(s->buf, -1, NULL, NULL, 0);
-		k += evbuffer_peek(s->buf, -1, NULL, v + k, IOV_SEND_MAX - k -
-		    2 - s->npost);
-		if (chains > IOV_SEND_MAX - 2 - s->npost - s->npre)
-			return k;
-	}
-	if (s->ref != NULL && s->ref_len > 0) {
-		v[k].iov_base = (void *)(uintptr_t)s->ref;
-		v[k++].iov_len = s->ref_len;
-	}
-	for (int i = 0; i < s->npost; i++)
-		v[k++] = s->post[i];
-	return k;
 }
 
 void
@@ -289,16 +185,19 @@ conn_send(struct conn *c, struct send *s)
 			s->release(s->ref, s->ref_len, s->arg);
 		return;
 	}
-	if (c->bev == NULL && evbuffer_get_length(c->wbuf) == 0) {
-		k = gather(s, v);
+	if (c->bev == NULL && evbuffer_get_length(c->wbuf) == 0 &&
+	    s->has_file && s->buf == NULL) {
+		w = send_file(c->fd, s);
+	} else if (c->bev == NULL && evbuffer_get_length(c->wbuf) == 0) {
+		k = send_gather(s, v);
 		do
 			w = writev(c->fd, v, k);
 		while (w == -1 && errno == EINTR);
-		if (w == -1 && errno != EAGAIN && errno != EWOULDBLOCK) {
-			broken(c, strerror(errno));
-			conn_send(c, s);	/* dropped */
-			return;
-		}
+	}
+	if (w == -1 && errno != EAGAIN && errno != EWOULDBLOCK) {
+		broken(c, strerror(errno));
+		conn_send(c, s);	/* dropped */
+		return;
 	}
 	queue_rest(c, s, w > 0 ? (size_t)w : 0);
 	progress(c);

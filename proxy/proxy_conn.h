@@ -81,12 +81,17 @@ void	hreq_reply(struct hreq *r, int status, const char *phrase,
  * lines, parts[0..n), n at most HREQ_PARTS_MAX, none of out's; the
  * connection adds its Connection line) and a body by reference: body
  * stays valid until release(body, len, arg), which runs once, when the
- * socket has taken it or it is dropped. The hot path of a stored entry's
- * hit: nothing is allocated when the socket takes it all.
+ * socket has taken it or it is dropped. file, unless -1, holds the same
+ * len bytes from its start and stays open as long: a plain socket is sent
+ * them from it by sendfile(2). The hot path of a stored entry's hit:
+ * nothing is allocated when the socket takes it all.
  */
 void	hreq_reply_rendered(struct hreq *r, int status,
 	    const struct iovec *parts, int n, const void *body, size_t len,
-	    hreq_release_fn release, void *arg);
+	    int file, hreq_release_fn release, void *arg);
+/* Whether r's connection would send a body from a file (sendfile(2)):
+ * a plain socket, not TLS. */
+int	hreq_sends_files(const struct hreq *r);
 /* Starts a streamed reply with out's fields: its body follows in
  * hreq_chunk()s and ends with hreq_end() (or hreq_abort()). */
 void	hreq_start(struct hreq *r, int status, const char *phrase);

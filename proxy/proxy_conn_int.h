@@ -78,9 +78,25 @@ struct send {
 	size_t			 ref_len;
 	hreq_release_fn		 release;
 	void			*arg;
+	/* With has_file, ref's bytes are also file's, from its start: a
+	 * plain socket is sent them by sendfile(2). */
+	int			 has_file;
+	int			 file;
 	const struct iovec	*post;
 	int			 npost;
 };
+
+#define IOV_SEND_MAX	64		/* pieces one writev() sends */
+
+/* proxy_conn_send.c: s's pieces in order into v (at most IOV_SEND_MAX),
+ * the count; a body that does not fit whole ends the list there. */
+int	send_gather(const struct send *s, struct iovec *v);
+/* s's head, then its file, then what follows, on fd as far as it takes
+ * them: the bytes sent, or -1 (errno) when none went. */
+ssize_t	send_file(int fd, const struct send *s);
+/* What the socket did not take of s (its first skip bytes went) queued on
+ * out; tls: out is a TLS bufferevent's, no file pieces. */
+void	send_queue(struct evbuffer *out, struct send *s, size_t skip, int tls);
 
 /* Sends s: at once as far as the socket takes it, the rest queued. */
 void	conn_send(struct conn *c, struct send *s);

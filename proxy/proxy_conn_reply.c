@@ -206,7 +206,8 @@ hreq_reply(struct hreq *r, int status, const char *phrase,
 
 void
 hreq_reply_rendered(struct hreq *r, int status, const struct iovec *parts,
-    int n, const void *body, size_t len, hreq_release_fn release, void *arg)
+    int n, const void *body, size_t len, int file, hreq_release_fn release,
+    void *arg)
 {
 	struct conn *c = r->conn;
 	struct iovec v[HREQ_PARTS_MAX + 3];
@@ -215,7 +216,7 @@ hreq_reply_rendered(struct hreq *r, int status, const struct iovec *parts,
 	const char *conn_line = connection_line(r, keep);
 	struct send s = {
 		.pre = v, .ref = body, .ref_len = len, .release = release,
-		.arg = arg,
+		.arg = arg, .has_file = file != -1, .file = file,
 	};
 
 	r->status = status;
@@ -232,6 +233,12 @@ hreq_reply_rendered(struct hreq *r, int status, const struct iovec *parts,
 	s.npre = k;
 	conn_send(c, &s);
 	conn_replied(c, keep);
+}
+
+int
+hreq_sends_files(const struct hreq *r)
+{
+	return r->conn->bev == NULL;
 }
 
 void

@@ -14,6 +14,7 @@
 #include "cache/cache_l2.h"
 #include "common/dict.h"
 #include "proxy/proxy.h"
+#include "proxy/proxy_bodyfile.h"
 #include "proxy/proxy_budget.h"
 #include "proxy/proxy_coding.h"
 #include "proxy/proxy_figures.h"
@@ -53,6 +54,8 @@ proxy_publish(struct proxy *px)
 	ws->l1_bytes = l1_counters(px->l1)->bytes;
 	ws->l1_entries = l1_counters(px->l1)->entries;
 	ws->l1_rejected = l1_counters(px->l1)->rejected;
+	ws->body_files = bodyfile_counters()->files;
+	ws->body_file_bytes = bodyfile_counters()->bytes;
 	budget_publish(px->budget, &ws->budget.g);
 	pool_publish(px, &ws->pools);
 	tls_counters(&ws->tls);
@@ -96,6 +99,8 @@ proxy_figures(struct proxy *px, struct proxy_figures *f)
 		f->l1_bytes += ws->l1_bytes;
 		f->l1_entries += ws->l1_entries;
 		f->l1_rejected += ws->l1_rejected;
+		f->body_files += ws->body_files;
+		f->body_file_bytes += ws->body_file_bytes;
 		budget_gauges_add(&f->budget, &ws->budget.g);
 		pool_rows_add(&f->pools, &ws->pools);
 		tls_counters_add(&f->tls, &ws->tls);

@@ -482,6 +482,11 @@ near_cache_metrics(struct evbuffer *out, const struct proxy_figures *fig)
 	redis_counter(out, "corral_near_cache_rejected_total", "New entries "
 	    "the near cache did not let in: asked for no more often than the "
 	    "entry they would have pushed out.", fig->l1_rejected);
+	gauge(out, "corral_body_files", "Large bodies the workers keep in "
+	    "sealed memory files, to send to plain sockets with sendfile.",
+	    (double)fig->body_files);
+	gauge(out, "corral_body_file_bytes", "Bytes of those files (at most "
+	    "l1_max_bytes a worker).", (double)fig->body_file_bytes);
 	gauge(out, "corral_shared_cache_bytes", "Bytes of the near cache the "
 	    "workers share (l2_max_bytes) in use.", (double)fig->l2.bytes);
 	gauge(out, "corral_shared_cache_entries", "Entries held in the near "

@@ -20,6 +20,7 @@
 #include "common/hlist.h"
 #include "common/util.h"
 #include "conf/conf.h"
+#include "proxy/proxy_bodyfile.h"
 #include "proxy/proxy_coding.h"
 #include "proxy/proxy_conn.h"
 #include "proxy/proxy_hdr.h"
@@ -271,6 +272,7 @@ reply_rendered(struct reply *r, struct cache_entry *e,
 	uint64_t tag = head_tag(r->rt, strip);
 	char tail[TAIL_MAX], num[24];
 	struct iovec parts[2];
+	int file;
 
 	if (e->body_len == 0 || r->head || r->conditional || ev->minor != 1 ||
 	    (plain && coding_plain(e, r->max_decoded) == -1))
@@ -290,8 +292,10 @@ reply_rendered(struct reply *r, struct cache_entry *e,
 	if (r->closing)
 		(void)hl_add(&ev->out, "Connection", "close");
 	*sentp = plain ? e->plain_len : e->body_len;
+	file = hreq_sends_files(ev) ? bodyfile_of(e, plain, r->max_file_bytes) :
+	    -1;
 	hreq_reply_rendered(ev, e->status, parts, 2, plain ? e->plain :
-	    e->body, *sentp, on_body_sent, entry_ref(e));
+	    e->body, *sentp, file, on_body_sent, entry_ref(e));
 	r->decoded = plain;
 	return 1;
 }

@@ -38,6 +38,9 @@ struct reply {
 						 * Cache-Status */
 	size_t			 max_decoded;	/* a body decoded for it:
 						 * the most (max_entry_bytes) */
+	int64_t			 max_file_bytes;	/* bodies in files for
+						 * sendfile: the most in all
+						 * (l1_max_bytes; 0: none) */
 	int			 not_modified;	/* out: answered 304 */
 	int			 not_acceptable;	/* out: answered 406 */
 	int			 decoded;	/* out: its body decoded */

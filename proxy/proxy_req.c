@@ -168,6 +168,7 @@ req_reply(struct req *req)
 		.challenge = req->answer.reject_code == HTTP_UNAUTHORIZED ?
 		    jwt_challenge(req->answer.jwt_refused) : NULL,
 		.max_decoded = (size_t)req->px->conf->max_entry_bytes,
+		.max_file_bytes = req->px->conf->l1_max_bytes,
 	};
 	uint64_t sent;
 	int code;

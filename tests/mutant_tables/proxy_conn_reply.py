@@ -30,4 +30,8 @@ MUTANTS = [
            "\tint chunked = with && !sized;",
            ["a_body_of_unknown_length_is_chunked"],
            "an HTTP/1.0 client gets chunked coding it cannot read"),
+    Mutant("tls_hits_make_body_files", "proxy/proxy_conn_reply.c",
+           "\treturn r->conn->bev == NULL;", "\treturn 1;",
+           ["large_hits_over_tls_go_from_memory_and_plain_ones_from_a_file"],
+           "TLS hits make files they can never send from (a second copy for nothing)"),
 ]

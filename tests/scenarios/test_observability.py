@@ -806,6 +806,8 @@ PLAIN = {
     "corral_near_cache_bytes": ("near_cache", "bytes"),
     "corral_near_cache_entries": ("near_cache", "entries"),
     "corral_near_cache_rejected_total": ("near_cache", "rejected"),
+    "corral_body_files": ("near_cache", "body_files"),
+    "corral_body_file_bytes": ("near_cache", "body_file_bytes"),
     "corral_shared_cache_bytes": ("shared_cache", "bytes"),
     "corral_shared_cache_entries": ("shared_cache", "entries"),
     "corral_shared_cache_hits_total": ("shared_cache", "hits"),

@@ -15,6 +15,7 @@ import subprocess
 
 from harness import (corral_config, expect, expect_eq, free_port, scenario, slow,
                      wait_for)
+from origin import sized_body
 
 HOSTNAME = "localhost"
 
@@ -158,6 +159,34 @@ def https_and_http_listeners_serve_one_cache(env):
     expect("corral_tls_handshakes_total" in metrics and
            'corral_tls_handshake_failures_total{reason="mismatch"}' in metrics,
            "the TLS metrics")
+
+
+@scenario
+def large_hits_over_tls_go_from_memory_and_plain_ones_from_a_file(env):
+    """A TLS connection encrypts what it sends, so a large body goes from
+    memory however often it is asked for (no file is made for it), whole;
+    the same entry's hits on the plain listener get its file."""
+    d = env.workdir
+    make_ca(d)
+    cert, key = make_leaf(d, "a", "first")
+    redis, origin = env.redis(), env.origin()
+    origin.script("/big", size=256 * 1024, headers={"Content-Type": "application/octet-stream"})
+    corral, tls = tls_corral(env, redis, origin, cert, key)
+    want = sized_body(256 * 1024)
+    with connect_tls(client_context(d), tls) as s:
+        for i in range(12):
+            status, _, body = https_get(s, "/big")
+            expect_eq((status, len(body), body == want), (200, len(want), True),
+                      f"over TLS {i}: whole")
+    expect_eq(corral.stats()["near_cache"]["body_files"], 0, "no file for TLS hits")
+    with socket.create_connection((corral.host, corral.port), slow(10)) as plain:
+        for i in range(8):
+            status, _, body = https_get(plain, "/big")
+            expect_eq((status, body == want), (200, True), f"in the clear {i}: whole")
+    n = corral.stats()["near_cache"]
+    expect_eq((n["body_files"], n["body_file_bytes"]), (1, len(want)),
+              "its file, once plain hits asked for it")
+    expect_eq(origin.count("/big"), 1, "one origin fetch")
 
 
 @scenario
