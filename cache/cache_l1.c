@@ -422,6 +422,21 @@ l1_put(struct l1 *l, const char *key, struct cache_entry *e)
 	evict(l, n);
 }
 
+int
+l1_replace(struct l1 *l, const char *key, struct cache_entry *e)
+{
+	struct cache_key_hash ki;
+
+	assert(l->magic == L1_MAGIC);
+	if (!enabled(l))
+		return 0;
+	cache_key_hash(key, &ki);
+	if (find(l, key, &ki) == NULL)
+		return 0;
+	l1_put(l, key, e);
+	return 1;
+}
+
 void
 l1_drop(struct l1 *l, const char *key)
 {

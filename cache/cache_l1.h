@@ -66,6 +66,9 @@ struct cache_entry *l1_get(struct l1 *l, const char *key, int64_t now_ms,
  * it keeps nothing.
  */
 void		 l1_put(struct l1 *l, const char *key, struct cache_entry *e);
+/* l1_put(), only if a copy of key is held: 1 then, else 0 (and nothing
+ * is kept). */
+int		 l1_replace(struct l1 *l, const char *key, struct cache_entry *e);
 /* Drops key and every variant of it ("key\n..."). */
 void		 l1_drop(struct l1 *l, const char *key);
 /* Drops every key starting with prefix (and so their variants). Walks

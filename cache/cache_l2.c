@@ -64,6 +64,8 @@ struct block {
 	uint32_t	key_len;
 	uint32_t	blob_len;
 	uint32_t	live;		/* linked in its chain (a filler: never) */
+	uint32_t	reads;		/* l2_get copies of it so far */
+	uint32_t	unused;
 	char		key[];		/* key_len bytes, NUL, then the blob */
 };
 
@@ -359,7 +361,7 @@ make_room(struct l2 *l, uint64_t n)
  */
 static unsigned char *
 copy_blob(struct l2 *l, const char *key, int64_t now_ms, int stale_ok,
-    size_t *lenp)
+    size_t *lenp, uint32_t *readsp)
 {
 	struct shared *sh = l->sh;
 	struct cache_key_hash kh;
@@ -387,6 +389,10 @@ copy_blob(struct l2 *l, const char *key, int64_t now_ms, int stale_ok,
 		return NULL;
 	}
 	*lenp = b->blob_len;
+	if (b->reads < UINT32_MAX)
+		b->reads++;
+	if (readsp != NULL)
+		*readsp = b->reads;
 	src = blob_of(b);
 	unlock(l);
 
@@ -402,7 +408,8 @@ copy_blob(struct l2 *l, const char *key, int64_t now_ms, int stale_ok,
 }
 
 struct cache_entry *
-l2_get(struct l2 *l, const char *key, int64_t now_ms, int stale_ok)
+l2_get(struct l2 *l, const char *key, int64_t now_ms, int stale_ok,
+    uint32_t *readsp)
 {
 	struct cache_entry *e;
 	unsigned char *buf;
@@ -412,7 +419,8 @@ l2_get(struct l2 *l, const char *key, int64_t now_ms, int stale_ok)
 
 	if (!enabled(l))
 		return NULL;
-	if ((buf = copy_blob(l, key, now_ms, stale_ok, &blob_len)) == NULL)
+	if ((buf = copy_blob(l, key, now_ms, stale_ok, &blob_len, readsp)) ==
+	    NULL)
 		goto miss;
 	if ((e = entry_decode_take(buf, blob_len, err, sizeof(err))) == NULL) {
 		free(buf);
@@ -442,7 +450,8 @@ drop_exact(struct l2 *l, const char *key, const struct cache_key_hash *kh)
 	}
 }
 
-/* Whether key's copy of this very generation is held already. */
+/* Whether key's copy of this very generation is held already: 1 or 0,
+ * -1 when the lock could not be had. */
 static int
 held_already(struct l2 *l, const char *key, const struct cache_key_hash *kh,
     const struct cache_entry *e)
@@ -451,7 +460,7 @@ held_already(struct l2 *l, const char *key, const struct cache_key_hash *kh,
 	int held;
 
 	if (lock(l, 0) == -1)
-		return 1;
+		return -1;
 	p = find(l, key, kh);
 	held = p != 0 && memcmp(blob_of(at(l, p - 1)), e->gen,
 	    ENTRY_GEN_LEN) == 0;
@@ -482,42 +491,45 @@ write_block(struct l2 *l, const char *key, const struct cache_key_hash *kh,
 	b->next = *chain_of(l, kh->base_hash);
 	*chain_of(l, kh->base_hash) = p + 1;
 	b->live = 1;
+	b->reads = 0;
 	sh->head = p + n;
 	atomic_fetch_add(&sh->bytes, (int64_t)n);
 	atomic_fetch_add(&sh->entries, 1);
 	count(&sh->stores);
 }
 
-void
+int
 l2_put(struct l2 *l, const char *key, const struct cache_entry *e,
     int64_t now_ms)
 {
 	struct evbuffer *enc;
 	struct cache_key_hash kh;
 	uint64_t n;
+	int held;
 
 	if (!enabled(l) || e->stale_until_ms <= now_ms)
-		return;
+		return 0;
 	cache_key_hash(key, &kh);
-	if (held_already(l, key, &kh, e))
-		return;
+	if ((held = held_already(l, key, &kh, e)) != 0)
+		return held == 1;
 	if ((enc = evbuffer_new()) == NULL)
-		return;
+		return 0;
 	if (entry_encode(e, enc) == -1) {
 		evbuffer_free(enc);
-		return;
+		return 0;
 	}
 	n = align_up(sizeof(struct block) + kh.len + 1 +
 	    evbuffer_get_length(enc));
 	if (lock(l, 0) == -1) {
 		evbuffer_free(enc);
-		return;
+		return 0;
 	}
 	drop_exact(l, key, &kh);
-	if (n <= l->sh->max_block)
+	if ((held = n <= l->sh->max_block))
 		write_block(l, key, &kh, e, enc, n);
 	unlock(l);
 	evbuffer_free(enc);
+	return held;
 }
 
 void

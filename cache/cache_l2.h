@@ -58,16 +58,18 @@ struct l2	*l2_new(int64_t max_bytes, char *err, size_t errlen);
 void		 l2_free(struct l2 **lp);
 
 /* A new entry decoded from key's copy if that is present and fresh at
- * now_ms, or stale and stale_ok; else NULL. A present copy past its stale
- * window is dropped; a stale one stays for the callers that take it
+ * now_ms, or stale and stale_ok, with in *readsp (unless NULL) how many
+ * times, this one too, any worker has had the copy; else NULL. A present copy past its
+ * stale window is dropped; a stale one stays for the callers that take it
  * stale. */
 struct cache_entry *l2_get(struct l2 *l, const char *key, int64_t now_ms,
-    int stale_ok);
+    int stale_ok, uint32_t *readsp);
 /* Keeps a copy of e, fresh or stale at now_ms, under key, replacing any other
  * copy (one of the same generation is kept as it is). An entry larger
  * than an eighth of the budget is not kept (and an older copy goes).
- * Without memory it keeps nothing. */
-void		 l2_put(struct l2 *l, const char *key,
+ * Without memory, or the lock, it keeps nothing. 1 if a copy of e is
+ * held, else 0. */
+int		 l2_put(struct l2 *l, const char *key,
 		    const struct cache_entry *e, int64_t now_ms);
 /* Drops key and every variant of it ("key\n..."). */
 void		 l2_drop(struct l2 *l, const char *key);

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The near caches, asked as one: the worker's own (L1), then the one its
- * instance's workers share (L2). An entry found in L2 is offered to L1,
- * which keeps it if admission lets it in. Calls cache_l1.c and cache_l2.c
- * only.
+ * instance's workers share (L2). A fresh entry is kept in L2 alone until
+ * its copy there has been read NEAR_L1_READS times (by any worker): each
+ * worker's L1 copy is then one worth its memory, and an entry asked for
+ * once or twice costs one copy for the instance, not one per worker. A
+ * stale entry, one L2 could not keep, and a newer copy of a key L1 holds
+ * go to L1 at once. Calls cache_l1.c and cache_l2.c only.
  */
 
 #include <assert.h>
@@ -18,14 +21,18 @@
 #include "proxy/proxy_flow.h"
 #include "proxy/proxy_near.h"
 
+#define NEAR_L1_READS	2	/* L2 reads of a fresh copy before L1 keeps it */
+
 struct cache_entry *
 near_get(struct proxy *px, const char *key, int64_t now_ms, int stale_ok)
 {
 	struct cache_entry *e;
+	uint32_t reads = 0;
 
 	if ((e = l1_get(px->l1, key, now_ms, stale_ok)) != NULL)
 		return e;
-	if ((e = l2_get(px->l2, key, now_ms, stale_ok)) != NULL)
+	if ((e = l2_get(px->l2, key, now_ms, stale_ok, &reads)) != NULL &&
+	    (reads >= NEAR_L1_READS || entry_state(e, now_ms) != ENTRY_FRESH))
 		l1_put(px->l1, key, e);
 	return e;
 }
@@ -33,8 +40,13 @@ near_get(struct proxy *px, const char *key, int64_t now_ms, int stale_ok)
 void
 near_put(struct proxy *px, const char *key, struct cache_entry *e)
 {
-	l1_put(px->l1, key, e);
-	l2_put(px->l2, key, e, util_now_ms());
+	int64_t now_ms = util_now_ms();
+
+	if (!l2_put(px->l2, key, e, now_ms) ||
+	    entry_state(e, now_ms) != ENTRY_FRESH)
+		l1_put(px->l1, key, e);
+	else
+		(void)l1_replace(px->l1, key, e);
 }
 
 int

@@ -30,8 +30,9 @@ MUTANTS = [
            ["test_l2"],
            "a purge leaves the key's variants in the shared near cache"),
     Mutant("shared_cache_too_large_keeps_the_old", "cache/cache_l2.c",
-           "\tdrop_exact(l, key, &kh);\n\tif (n <= l->sh->max_block)",
-           "\tif (n <= l->sh->max_block)\n\t\tdrop_exact(l, key, &kh);\n\tif (n <= l->sh->max_block)",
+           "\tdrop_exact(l, key, &kh);\n\tif ((held = n <= l->sh->max_block))",
+           "\tif (n <= l->sh->max_block)\n\t\tdrop_exact(l, key, &kh);\n"
+           "\tif ((held = n <= l->sh->max_block))",
            ["test_l2"],
            "a new version too large to keep leaves the old one served"),
     Mutant("shared_cache_prefix_drop_misses", "cache/cache_l2.c",

@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import socket
+import time
 import urllib.request
 
 from harness import (HOST, MARK_ENV, children, corral_config, entry_key, expect, expect_eq,
@@ -296,6 +297,49 @@ def a_loop_over_more_keys_than_the_near_cache_holds_still_hits_it(env):
 
 # Each worker's own near cache off: whatever memory answers is shared.
 SHARED_ONLY = {"server": {"workers": "2", "l1_max_bytes": "0"}}
+
+
+def near_figures(corral):
+    """(entries in the workers' own near caches, shared near cache hits)."""
+    s = corral.stats()
+    return s["near_cache"]["entries"], s["shared_cache"]["hits"]
+
+
+@scenario
+def a_fresh_entry_is_kept_by_a_worker_once_its_shared_copy_was_read_twice(env):
+    """A fresh entry fetched goes to the shared near cache alone; the
+    worker keeps a copy of its own once the shared one has been read twice,
+    and serves it from there. Without the shared cache (l2_max_bytes = 0)
+    the worker keeps it at once. A stale entry goes to the worker's own
+    cache on its first read: its refresh is asked for once, from there."""
+    redis, origin = env.redis(), env.origin()
+    corral = env.corral(redis, origin, routes={"/": {"ttl": "1h"}, "/s/": {
+        "ttl": "1s", "stale_while_revalidate": "60s"}})
+    expect_eq(corral.get(PATH).status, 200, "the miss")
+    wait_for(lambda: corral.counters()["stores"] == 1, what="the miss stored")
+    expect_eq((near_figures(corral), corral.stats()["shared_cache"]["entries"]), ((0, 0), 1),
+              "stored: the shared copy alone")
+    for i, want in enumerate(((0, 1), (1, 2), (1, 2), (1, 2))):
+        r = corral.get(PATH)
+        expect_eq((r.status, r.cache_status.hit), (200, True), f"hit {i + 1}")
+        expect_eq(near_figures(corral), want, f"after hit {i + 1}: own entries, shared hits")
+    expect_eq(origin.count(PATH), 1, "one origin fetch")
+
+    origin.script("/s/1", body="v{n}")
+    expect_eq(corral.get("/s/1").text, "v1", "the stale route's miss")
+    stored = time.time()
+    wait_for(lambda: corral.counters()["stores"] == 2, what="its entry stored")
+    wait_for(lambda: time.time() > stored + 1.2, timeout=10, what="the entry to go stale")
+    r = corral.get("/s/1")
+    expect_eq((r.text, r.cache_status.stale), ("v1", True), "the first stale hit")
+    expect_eq(near_figures(corral)[0], 2, "the stale copy kept by the worker at once")
+    wait_for(lambda: origin.count("/s/1") == 2, timeout=10, what="its one refresh")
+
+    alone = env.corral(redis, origin, routes={"/": {"ttl": "1h"}},
+                       extra={"server": {"l2_max_bytes": "0"}})
+    expect_eq(alone.get("/users/2").status, 200, "a miss without the shared cache")
+    wait_for(lambda: alone.counters()["stores"] == 1, what="stored")
+    expect_eq(near_figures(alone), (1, 0), "kept by the worker at once")
 
 
 @scenario

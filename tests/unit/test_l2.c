@@ -74,7 +74,7 @@ put_marked(struct l2 *l, const char *key, char digit, size_t body_len)
 static int
 holds(struct l2 *l, const char *key, char digit)
 {
-	struct cache_entry *e = l2_get(l, key, NOW, 0);
+	struct cache_entry *e = l2_get(l, key, NOW, 0, NULL);
 	size_t klen = strlen(key);
 	int ok;
 
@@ -94,7 +94,7 @@ t_hit_is_a_decoded_copy_of_its_own(void)
 	struct cache_entry *e = make_entry('a', BODY_LEN), *got;
 
 	l2_put(l, "k", e, NOW);
-	CHECK((got = l2_get(l, "k", NOW, 0)) != NULL);
+	CHECK((got = l2_get(l, "k", NOW, 0, NULL)) != NULL);
 	CHECK(got != e);
 	CHECK_STR(got->gen, e->gen);
 	CHECK(got->status == 200);
@@ -108,11 +108,38 @@ t_hit_is_a_decoded_copy_of_its_own(void)
 	CHECK(counters(l).hits == 1);
 	CHECK(counters(l).stores == 1);
 	CHECK(counters(l).entries == 1);
-	CHECK(l2_get(l, "other", NOW, 0) == NULL);
+	CHECK(l2_get(l, "other", NOW, 0, NULL) == NULL);
 	CHECK(counters(l).misses == 1);
 	entry_unref(&e);
 	l2_free(&l);
 	CHECK(l == NULL);
+}
+
+static void
+t_reads_are_counted_per_copy_and_put_says_what_it_kept(void)
+{
+	struct l2 *l = new_l2(BIG_L2);
+	struct cache_entry *e = make_entry('1', BODY_LEN), *f, *got;
+	uint32_t reads = 0;
+
+	CHECK(l2_put(l, "k", e, NOW) == 1);
+	CHECK(l2_put(l, "k", e, NOW) == 1);	/* held already */
+	for (uint32_t i = 1; i <= 3; i++) {
+		CHECK((got = l2_get(l, "k", NOW, 0, &reads)) != NULL);
+		CHECK(reads == i);
+		entry_unref(&got);
+	}
+	CHECK(l2_get(l, "k", NOW + FRESH_MS, 0, &reads) == NULL);
+	CHECK(reads == 3);		/* a miss reads nothing */
+	f = make_entry('2', BODY_LEN);	/* another generation: new count */
+	CHECK(l2_put(l, "k", f, NOW) == 1);
+	CHECK((got = l2_get(l, "k", NOW, 0, &reads)) != NULL);
+	CHECK(reads == 1);
+	entry_unref(&got);
+	CHECK(l2_put(l, "k", e, NOW + FRESH_MS + STALE_MS) == 0);	/* expired */
+	entry_unref(&f);
+	entry_unref(&e);
+	l2_free(&l);
 }
 
 static void
@@ -123,29 +150,29 @@ t_stale_copy_is_kept_for_stale_lookups_and_dropped_once_expired(void)
 
 	l2_put(l, "k", e, NOW);
 	/* Stale: a lookup for fresh copies misses, and the copy stays ... */
-	CHECK(l2_get(l, "k", NOW + FRESH_MS, 0) == NULL);
+	CHECK(l2_get(l, "k", NOW + FRESH_MS, 0, NULL) == NULL);
 	CHECK(counters(l).entries == 1);
 	CHECK(counters(l).drops == 0);
 	/* ... for a lookup that takes it stale. */
-	CHECK((got = l2_get(l, "k", NOW + FRESH_MS, 1)) != NULL);
+	CHECK((got = l2_get(l, "k", NOW + FRESH_MS, 1, NULL)) != NULL);
 	CHECK(strcmp(got->gen, e->gen) == 0);
 	entry_unref(&got);
 	/* Past its stale window: dropped. */
-	CHECK(l2_get(l, "k", NOW + FRESH_MS + STALE_MS, 1) == NULL);
+	CHECK(l2_get(l, "k", NOW + FRESH_MS + STALE_MS, 1, NULL) == NULL);
 	CHECK(counters(l).entries == 0);
 	CHECK(counters(l).bytes == 0);
 	CHECK(counters(l).drops == 1);
 	/* One put while stale is kept, for stale lookups only ... */
 	l2_put(l, "k", e, NOW + FRESH_MS);
 	CHECK(counters(l).stores == 2);
-	CHECK(l2_get(l, "k", NOW + FRESH_MS, 0) == NULL);
-	CHECK((got = l2_get(l, "k", NOW + FRESH_MS, 1)) != NULL);
+	CHECK(l2_get(l, "k", NOW + FRESH_MS, 0, NULL) == NULL);
+	CHECK((got = l2_get(l, "k", NOW + FRESH_MS, 1, NULL)) != NULL);
 	entry_unref(&got);
 	/* ... and none once past its stale window. */
 	l2_drop(l, "k");
 	l2_put(l, "k", e, NOW + FRESH_MS + STALE_MS);
 	CHECK(counters(l).stores == 2);
-	CHECK(l2_get(l, "k", NOW, 1) == NULL);
+	CHECK(l2_get(l, "k", NOW, 1, NULL) == NULL);
 	entry_unref(&e);
 	l2_free(&l);
 }
@@ -262,12 +289,12 @@ t_disabled_keeps_nothing_and_counts_nothing(void)
 	struct cache_entry *e = make_entry('a', BODY_LEN);
 
 	l2_put(l, "k", e, NOW);
-	CHECK(l2_get(l, "k", NOW, 0) == NULL);
+	CHECK(l2_get(l, "k", NOW, 0, NULL) == NULL);
 	l2_drop(l, "k");
 	l2_drop_prefix(l, "");
 	CHECK(counters(l).misses == 0);
 	CHECK(counters(l).max_bytes == 0);
-	CHECK(l2_get(NULL, "k", NOW, 0) == NULL);
+	CHECK(l2_get(NULL, "k", NOW, 0, NULL) == NULL);
 	l2_put(NULL, "k", e, NOW);
 	entry_unref(&e);
 	l2_free(&l);
@@ -334,7 +361,7 @@ t_a_copy_overwritten_while_taken_is_a_miss_not_a_mix(void)
 	while (waitpid(pid, &status, WNOHANG) == 0) {
 		for (int k = 0; k < RACE_KEYS; k++) {
 			snprintf(key, sizeof(key), "/r/%d", k);
-			if ((e = l2_get(l, key, NOW, 0)) == NULL)
+			if ((e = l2_get(l, key, NOW, 0, NULL)) == NULL)
 				continue;
 			hits++;
 			for (size_t i = 0; i < e->body_len; i++)
@@ -426,7 +453,7 @@ t_a_holder_that_stalls_makes_the_others_skip_it_not_wait(void)
 	put_marked(l, "/b", 'b', BODY_LEN);
 	pid = fork_stalled_holder(l, &go);
 	t0 = mono_ms();
-	e = l2_get(l, "/a", NOW, 0);
+	e = l2_get(l, "/a", NOW, 0, NULL);
 	put_marked(l, "/c", 'c', BODY_LEN);
 	l2_drop(l, "/a");
 	took = mono_ms() - t0;
@@ -453,6 +480,7 @@ int
 main(void)
 {
 	RUN(t_hit_is_a_decoded_copy_of_its_own);
+	RUN(t_reads_are_counted_per_copy_and_put_says_what_it_kept);
 	RUN(t_stale_copy_is_kept_for_stale_lookups_and_dropped_once_expired);
 	RUN(t_put_replaces_another_generation_and_keeps_its_own);
 	RUN(t_drop_removes_the_key_and_its_variants_only);
