@@ -41,4 +41,8 @@ MUTANTS = [
            "\tif (SSL_shutdown(ssl) < 0)", "\tif (0)",
            ["test_tls"],
            "a Connection: close response ends in a cut, not a TLS close"),
+    Mutant("tls_two_tickets_a_handshake", "proxy/proxy_tls.c",
+           "\tSSL_CTX_set_num_tickets(ctx, 1);\n", "",
+           ["one_session_ticket_a_handshake_and_it_resumes"],
+           "every full handshake seals and sends a second ticket nobody needs"),
 ]

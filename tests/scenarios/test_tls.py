@@ -190,6 +190,40 @@ def large_hits_over_tls_go_from_memory_and_plain_ones_from_a_file(env):
 
 
 @scenario
+def one_session_ticket_a_handshake_and_it_resumes(env):
+    """A TLS 1.3 handshake gets one session ticket (not OpenSSL's two);
+    the ticket resumes, on a worker of its own or another, and the
+    resumption gets a new one."""
+    d = env.workdir
+    make_ca(d)
+    cert, key = make_leaf(d, "a", "first")
+    redis, origin = env.redis(), env.origin()
+    corral, tls = tls_corral(env, redis, origin, cert, key, server={"workers": "2"})
+    sess = os.path.join(d, "session.pem")
+
+    def s_client(*more):
+        p = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{tls}", "-tls1_3",
+                            "-servername", HOSTNAME, "-CAfile", os.path.join(d, "ca.pem"),
+                            "-ign_eof", *more],
+                           input=f"GET /t HTTP/1.1\r\nHost: {HOSTNAME}\r\nConnection: close"
+                                 "\r\n\r\n", capture_output=True, text=True, timeout=30)
+        expect("HTTP/1.1 200" in p.stdout, f"s_client {more}: {p.stdout[-300:]} {p.stderr[-300:]}")
+        return p.stdout
+
+    out = s_client("-sess_out", sess)
+    expect_eq(out.count("Post-Handshake New Session Ticket arrived"), 1,
+              "tickets of a full handshake")
+    expect("Reused, TLSv1.3" not in out, "the first handshake is a full one")
+    for i in range(4):	# a worker or the other: the keys are shared
+        out = s_client("-sess_in", sess)
+        expect("Reused, TLSv1.3" in out, f"resumption {i + 1} from the ticket")
+        expect_eq(out.count("Post-Handshake New Session Ticket arrived"), 1,
+                  f"a new ticket for resumption {i + 1}")
+    wait_for(lambda: (corral.stats()["tls"]["handshakes"], corral.stats()["tls"]["resumed"]) ==
+             (5, 4), timeout=10, what="/stats tls: 5 handshakes, 4 resumed (both workers')")
+
+
+@scenario
 def plain_http_to_the_tls_port_gets_a_400_and_a_clean_close(env):
     d = env.workdir
     make_ca(d)
