@@ -92,6 +92,7 @@ struct worker_slot {
 	int64_t			 upstream_fetches;	/* in progress */
 	int64_t			 decoded_bytes;	/* queued to clients, unsent */
 	int64_t			 decoded_kept;	/* kept with entries */
+	int64_t			 decoding;	/* decoded as clients take them */
 	int64_t			 l1_bytes;
 	int64_t			 l1_entries;
 	uint64_t		 l1_rejected;
@@ -126,6 +127,7 @@ struct proxy_figures {
 	int64_t			 upstream_fetches;
 	int64_t			 decoded_bytes;
 	int64_t			 decoded_kept;
+	int64_t			 decoding;
 	int64_t			 l1_bytes;
 	int64_t			 l1_entries;
 	uint64_t		 l1_rejected;

@@ -260,9 +260,10 @@ stats_json(struct proxy *px, struct evbuffer *out)
 	evbuffer_add_printf(out, ", \"in_progress\": {\"requests\": %" PRId64
 	    ", \"flights\": %" PRId64 ", \"refreshes\": %" PRId64
 	    ", \"upstream_fetches\": %" PRId64 ", \"decoded_bytes\": %" PRId64
-	    ", \"decoded_kept_bytes\": %" PRId64 "}, ", fig->requests,
-	    fig->flights, fig->refreshes, fig->upstream_fetches,
-	    fig->decoded_bytes, fig->decoded_kept);
+	    ", \"decoded_kept_bytes\": %" PRId64 ", \"decoding\": %" PRId64
+	    "}, ", fig->requests, fig->flights, fig->refreshes,
+	    fig->upstream_fetches, fig->decoded_bytes, fig->decoded_kept,
+	    fig->decoding);
 	counters_json(fig, v, out);
 	evbuffer_add_printf(out, "}\n");
 }

@@ -119,6 +119,9 @@ broken(struct conn *c, const char *why)
 	log_debug("connection from %s: %s", c->client, why);
 	shut_socket(c);
 	c->st = CS_DEAD;
+	/* A stream's writer waiting for the socket hears that it is gone. */
+	if (c->written != NULL)
+		event_active(c->written_ev, EV_TIMEOUT, 0);
 	if (!c->busy)
 		event_active(c->next_ev, EV_TIMEOUT, 0);
 }

@@ -19,6 +19,7 @@
 #include "proxy/proxy_coding.h"
 #include "proxy/proxy_figures.h"
 #include "proxy/proxy_stats.h"
+#include "proxy/proxy_unzip.h"
 #include "upstream/upstream.h"
 
 /* Adds src's handshakes into dst. */
@@ -51,6 +52,7 @@ proxy_publish(struct proxy *px)
 	ws->upstream_fetches = upstream_active(px->upstream);
 	ws->decoded_bytes = (int64_t)coding_queued();
 	ws->decoded_kept = (int64_t)coding_kept();
+	ws->decoding = (int64_t)unzip_live();
 	ws->l1_bytes = l1_counters(px->l1)->bytes;
 	ws->l1_entries = l1_counters(px->l1)->entries;
 	ws->l1_rejected = l1_counters(px->l1)->rejected;
@@ -96,6 +98,7 @@ proxy_figures(struct proxy *px, struct proxy_figures *f)
 		f->upstream_fetches += ws->upstream_fetches;
 		f->decoded_bytes += ws->decoded_bytes;
 		f->decoded_kept += ws->decoded_kept;
+		f->decoding += ws->decoding;
 		f->l1_bytes += ws->l1_bytes;
 		f->l1_entries += ws->l1_entries;
 		f->l1_rejected += ws->l1_rejected;

@@ -469,6 +469,9 @@ process_metrics(struct evbuffer *out, const struct proxy *px,
 	gauge(out, "corral_decoded_bytes_kept", "Bytes of bodies decoded "
 	    "once and kept with their entries for every client that takes "
 	    "only identity.", (double)fig->decoded_kept);
+	gauge(out, "corral_decoding", "Bodies being decoded as their "
+	    "clients take them (no copy decoded can be kept).",
+	    (double)fig->decoding);
 }
 
 /* The near caches: each worker's own, and the one they share. */

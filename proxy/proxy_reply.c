@@ -26,6 +26,7 @@
 #include "proxy/proxy_hdr.h"
 #include "proxy/proxy_outcome.h"
 #include "proxy/proxy_reply.h"
+#include "proxy/proxy_unzip.h"
 
 #define REPLY_RETRY_AFTER	"1"	/* s: a 503 of Corral's own (the queue
 				 * moves as fetches end; a retry waits its turn) */
@@ -357,6 +358,56 @@ sent_body(struct reply *r, struct cache_entry *e, int decode, size_t *len)
 	return NULL;
 }
 
+/*
+ * e's body decoded as the client takes it (proxy_unzip.h), when no copy
+ * decoded can be kept with e: 1 if so (the reply is under way), else 0
+ * and nothing was sent. r->unzipped says how long it is.
+ */
+static int
+unzipped(struct reply *r, struct cache_entry *e)
+{
+	size_t len;
+
+	if (coding_plain(e, r->max_decoded) == 0 ||
+	    coding_decode(e, r->max_decoded, NULL, &len) != CODEC_OK ||
+	    unzip_reply(r->ev, e->status, e, len, r->max_decoded) == -1)
+		return 0;
+	r->decoded = 1;
+	r->unzipped = len;
+	return 1;
+}
+
+/* The rest of an entry's reply, its fields given: its body (decode: to
+ * identity), or with HEAD its length. The body bytes sent. */
+static uint64_t
+reply_body(struct reply *r, struct cache_entry *e, int decode)
+{
+	struct evbuffer *body;
+	char num[24];
+	size_t len;
+
+	if (decode && e->body_len > 0 && !r->head && unzipped(r, e))
+		return r->unzipped;
+	body = e->body_len > 0 ? sent_body(r, e, decode, &len) : NULL;
+	if (r->head || e->body_len == 0) {
+		if (r->head && e->status != 204 && e->status != 304) {
+			snprintf(num, sizeof(num), "%zu", e->body_len > 0 ?
+			    len : 0);
+			hl_add(&r->ev->out, "Content-Length",
+			    r->head_length[0] != '\0' ? r->head_length : num);
+		}
+		hreq_reply(r->ev, e->status, NULL, NULL);
+		return 0;
+	}
+	if (body == NULL) {
+		hreq_reply(r->ev, HTTP_SERVUNAVAIL, NULL, NULL);
+		return 0;
+	}
+	hreq_reply(r->ev, e->status, NULL, body);
+	evbuffer_free(body);
+	return len;
+}
+
 uint64_t
 reply_entry(struct reply *r, struct cache_entry *e)
 {
@@ -365,8 +416,6 @@ reply_entry(struct reply *r, struct cache_entry *e)
 	struct stored_fields sf;
 	struct coding_reply cr = { ACCEPT_SEND, CODING_IDENTITY,
 	    CODING_IDENTITY, 0, 0 };
-	struct evbuffer *body;
-	size_t len;
 	uint64_t sent;
 
 	if (r->cached)	/* a pass's body is as its client asked */
@@ -398,25 +447,7 @@ reply_entry(struct reply *r, struct cache_entry *e)
 			return 0;
 		}
 	}
-	body = e->body_len > 0 ? sent_body(r, e, cr.send != cr.stored, &len) :
-	    NULL;
-	if (r->head || e->body_len == 0) {
-		if (r->head && e->status != 204 && e->status != 304) {
-			snprintf(num, sizeof(num), "%zu", e->body_len > 0 ?
-			    len : 0);
-			hl_add(out, "Content-Length",
-			    r->head_length[0] != '\0' ? r->head_length : num);
-		}
-		hreq_reply(r->ev, e->status, NULL, NULL);
-		return 0;
-	}
-	if (body == NULL) {
-		hreq_reply(r->ev, HTTP_SERVUNAVAIL, NULL, NULL);
-		return 0;
-	}
-	hreq_reply(r->ev, e->status, NULL, body);
-	evbuffer_free(body);
-	return len;
+	return reply_body(r, e, cr.send != cr.stored);
 }
 
 void

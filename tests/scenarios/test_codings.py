@@ -18,8 +18,9 @@ import random
 import socket
 import zlib
 
-from harness import (HOST, Background, entry_key, expect, expect_eq, release_once_joined,
-                     scenario, wait_for, wait_until_stale)
+from harness import (HOST, Background, entry_key, expect, expect_eq, raw_exchange,
+                     release_once_joined, scenario, slow, wait_for, wait_until_stale)
+from origin import sized_body
 from harness.codings import CODINGS, decode, encode
 
 UPSTREAM_ACCEPT = "gzip, br, zstd"
@@ -320,6 +321,10 @@ def decoded(corral):
     return p["decoded_kept_bytes"], p["decoded_bytes"]
 
 
+def decoding(corral):
+    return corral.stats()["in_progress"]["decoding"]
+
+
 def prime_big(env, size, path, extra=None):
     """A JSON body of size bytes, stored as gzip; the corral."""
     redis, origin = env.redis(), env.origin()
@@ -350,21 +355,25 @@ def identity_clients_of_a_hot_entry_share_one_decoded_copy(env):
 
 @scenario
 def decoded_bodies_held_for_slow_clients_are_bounded(env):
-    # With no near cache each request has an entry of its own, and its
-    # decoded copy: kept copies fill their 64 MiB, copies for one client
-    # each their 64 MiB more, and past that a client that takes only
-    # identity gets 503 while one that takes gzip still gets the entry.
-    size, path = 8 << 20, "/q/big"
+    # With no near cache each request has an entry of its own. Its decoded
+    # copy is kept with it while the kept copies hold under 64 MiB (four
+    # of 16 MiB); past that the body is decoded as its client takes it,
+    # which holds a decoder and a window, never the body (at most 8 at once
+    # a worker, half its decoders); past those, a copy for one client each,
+    # under 64 MiB more (four); past all of it a client that takes only
+    # identity gets 503, while one that takes gzip still gets the entry.
+    size, path = 16 << 20, "/q/big"
     corral = prime_big(env, size, path, {"server": {"l1_max_bytes": "0",
                                                      "l2_max_bytes": "0"}})
     slow = []
-    for i in range(16):
+    for i in range(4 + 8 + 4):
         slow.append(slow_identity_client(corral, path))
-        want = (min(i + 1, 8) * size, max(i + 1 - 8, 0) * size)
-        wait_for(lambda: decoded(corral) == want,
-                 what=f"slow client {i + 1}'s decoded body held {want}")
+        want = (min(i + 1, 4) * size, max(i + 1 - 12, 0) * size)
+        wait_for(lambda: corral.counters()["coding_decoded"] == i + 1 and
+                 decoded(corral) == want,
+                 what=f"slow client {i + 1} answered, decoded bodies held {want}")
     r = corral.get(path)
-    expect_eq(r.status, 503, "a client that takes identity only, past both bounds")
+    expect_eq(r.status, 503, "a client that takes identity only, past every bound")
     r = corral.get(path, headers={"Accept-Encoding": "gzip"})
     expect_eq((r.status, r.headers.get("Content-Encoding")), (200, "gzip"),
               "a gzip client: the stored copy")
@@ -372,7 +381,63 @@ def decoded_bodies_held_for_slow_clients_are_bounded(env):
         s.close()
     wait_for(lambda: decoded(corral) == (0, 0), what="the slow clients' bodies let go")
     r = corral.get(path)
-    expect_eq((r.status, len(r.body)), (200, size), "identity again once they are gone")
+    expect_eq((r.status, len(r.body), r.body == sized_body(size)), (200, size, True),
+              "identity again once they are gone")
+
+
+@scenario
+def a_body_decoded_as_its_client_takes_it_arrives_whole_with_its_length(env):
+    # Past the kept copies' 64 MiB (four of 16 MiB), identity clients get
+    # the body decoded as they take it: whole, with its Content-Length,
+    # to HTTP/1.1 and HTTP/1.0 clients alike, to a slow reader as to a
+    # fast one, and never held whole for them (decoded_bytes stays 0).
+    # The decoders come back: forty more such answers in a row, past the
+    # 8 a worker may decode so at once, are all whole.
+    size, path = 16 << 20, "/q/streamed"
+    corral = prime_big(env, size, path, {"server": {"l1_max_bytes": "0",
+                                                     "l2_max_bytes": "0"}})
+    want = sized_body(size)
+    kept = []
+    for i in range(4):	# one at a time: each its own entry, and copy
+        kept.append(slow_identity_client(corral, path))
+        wait_for(lambda: decoded(corral) == ((i + 1) * size, 0),
+                 what=f"decoded copy {i + 1} kept")
+    reader = slow_identity_client(corral, path)
+    wait_for(lambda: corral.counters()["coding_decoded"] == 5, what="the slow client answered")
+    expect_eq(decoded(corral), (4 * size, 0), "no decoded body held for the slow one")
+    expect_eq(decoding(corral), 1, "its body decoded as it takes it: under way")
+    reader.settimeout(30)
+    stream = reader.makefile("rb")
+    line = stream.readline()
+    expect(line.startswith(b"HTTP/1.1 200 "), f"its status line: {line!r}")
+    fields = {}
+    while (line := stream.readline()) not in (b"\r\n", b""):
+        name, _, value = line.decode("latin-1").partition(":")
+        fields[name.strip().lower()] = value.strip()
+    expect_eq((fields.get("content-length"), fields.get("content-encoding"),
+               fields.get("transfer-encoding")), (str(size), None, None),
+              "its length said, identity, not chunked")
+    body = stream.read(size)
+    expect_eq((len(body), body == want), (size, True), "the slow reader's body, whole")
+    wait_for(lambda: decoding(corral) == 0, what="its decoding done once all was taken")
+    reader.close()
+    gone = slow_identity_client(corral, path)
+    wait_for(lambda: decoding(corral) == 1, what="another slow client's decoding under way")
+    gone.close()	# unread: the socket breaks under the writer
+    wait_for(lambda: decoding(corral) == 0, what="its decoding let go with its connection")
+    for i in range(40):
+        r = corral.get(path)
+        expect_eq((r.status, r.headers.get("Content-Length"), r.body == want),
+                  (200, str(size), True), f"answer {i + 1} decoded as it went")
+    raw = raw_exchange(corral.host, corral.port,
+                       f"GET {path} HTTP/1.0\r\nHost: {HOST}\r\n\r\n".encode(), timeout=slow(30))
+    expect(raw.end == "eof" and raw.data.startswith(b"HTTP/1.0 200 ") and
+           raw.data.endswith(b"\r\n\r\n" + want) and
+           b"Content-Length: %d" % size in raw.data,
+           f"an HTTP/1.0 client's whole answer, then the close: {raw}")
+    expect_eq(decoded(corral), (4 * size, 0), "still only the kept copies held")
+    for s in kept:
+        s.close()
 
 
 @scenario

@@ -803,6 +803,7 @@ PLAIN = {
     "corral_upstream_requests_in_progress": ("in_progress", "upstream_fetches"),
     "corral_decoded_bytes_queued": ("in_progress", "decoded_bytes"),
     "corral_decoded_bytes_kept": ("in_progress", "decoded_kept_bytes"),
+    "corral_decoding": ("in_progress", "decoding"),
     "corral_near_cache_bytes": ("near_cache", "bytes"),
     "corral_near_cache_entries": ("near_cache", "entries"),
     "corral_near_cache_rejected_total": ("near_cache", "rejected"),
