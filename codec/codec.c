@@ -17,7 +17,7 @@
 
 #include <event2/buffer.h>
 
-#define GROW_MIN	4096	/* codec_encode_alloc's first buffer */
+#define GROW_MIN	4096	/* codec_sink_grow's first buffer */
 #define X_GZIP		"x-gzip"	/* gzip's old name (RFC 9110 §8.4.1.3) */
 #define X_GZIP_LEN	(sizeof(X_GZIP) - 1)
 
@@ -333,16 +333,10 @@ codec_sink_evbuffer(void *arg, const void *p, size_t len)
 	return evbuffer_add(arg, p, len);
 }
 
-/* A malloc'd buffer that doubles as it fills. */
-struct grow {
-	unsigned char	*p;
-	size_t		 len, cap;
-};
-
-static int
-on_grow(void *arg, const void *p, size_t len)
+int
+codec_sink_grow(void *arg, const void *p, size_t len)
 {
-	struct grow *g = arg;
+	struct codec_grow *g = arg;
 	unsigned char *np;
 	size_t cap = g->cap > 0 ? g->cap : GROW_MIN;
 
@@ -412,9 +406,10 @@ int
 codec_encode_alloc(enum coding c, int level, const void *in, size_t len,
     unsigned char **outp, size_t *outlen, char *err, size_t errlen)
 {
-	struct grow g = { NULL, 0, 0 };
+	struct codec_grow g = { NULL, 0, 0 };
 
-	if (encode_all(c, level, in, len, on_grow, &g, err, errlen) == -1) {
+	if (encode_all(c, level, in, len, codec_sink_grow, &g, err, errlen) ==
+	    -1) {
 		free(g.p);
 		return -1;
 	}

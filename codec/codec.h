@@ -139,6 +139,13 @@ const char	*codec_error(const struct codec *cd);
 void		 codec_free(struct codec **cdp);
 /* A sink that appends to the struct evbuffer given as arg. */
 int		 codec_sink_evbuffer(void *arg, const void *p, size_t len);
+/* A malloc'd buffer that doubles as it fills (start it { NULL, 0, 0 }; the
+ * caller frees p), and the sink that appends to one given as arg. */
+struct codec_grow {
+	unsigned char	*p;
+	size_t		 len, cap;
+};
+int		 codec_sink_grow(void *arg, const void *p, size_t len);
 /* "ok", "too large", "corrupt", "truncated", "error". */
 const char	*codec_result_name(enum codec_result r);
 

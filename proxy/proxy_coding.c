@@ -232,32 +232,6 @@ coding_takes(const struct hlist *req, const struct hlist *resp)
 	    send == c;
 }
 
-/* A decoded body in one malloc'd block that doubles as it fills. */
-struct grown {
-	unsigned char	*p;
-	size_t		 len, cap;
-};
-
-static int
-on_grown(void *arg, const void *p, size_t len)
-{
-	struct grown *g = arg;
-	unsigned char *np;
-	size_t cap = g->cap > 0 ? g->cap : CODEC_CHUNK;
-
-	while (cap - g->len < len)
-		cap *= 2;
-	if (cap != g->cap) {
-		if ((np = realloc(g->p, cap)) == NULL)
-			return -1;
-		g->p = np;
-		g->cap = cap;
-	}
-	memcpy(g->p + g->len, p, len);
-	g->len += len;
-	return 0;
-}
-
 /* A decoded body has been sent (or its client is gone). */
 static void
 on_decoded_sent(const void *data, size_t len, void *arg)
@@ -291,15 +265,15 @@ coding_decode(const struct cache_entry *e, size_t max_out,
     struct evbuffer *out, size_t *len)
 {
 	enum coding c = coding_of(e);
-	struct grown g = { NULL, 0, 0 };
+	struct codec_grow g = { NULL, 0, 0 };
 	enum codec_result r;
 
 	if (c == CODING_UNKNOWN)
 		return CODEC_CORRUPT;
 	if (out == NULL)
 		return decode_with(e, c, max_out, NULL, NULL, len);
-	if ((r = decode_with(e, c, max_out, on_grown, &g, len)) != CODEC_OK ||
-	    g.len == 0) {
+	if ((r = decode_with(e, c, max_out, codec_sink_grow, &g, len)) !=
+	    CODEC_OK || g.len == 0) {
 		free(g.p);
 		return r;
 	}
@@ -336,13 +310,13 @@ on_plain_drop(unsigned char *plain, size_t len)
 int
 coding_plain(struct cache_entry *e, size_t max_out)
 {
-	struct grown g = { NULL, 0, 0 };
+	struct codec_grow g = { NULL, 0, 0 };
 	enum coding c = coding_of(e);
 
 	if (e->plain != NULL)
 		return 0;
 	if (c == CODING_UNKNOWN || kept >= CODING_KEPT_MAX ||
-	    decode_with(e, c, max_out, on_grown, &g, NULL) != CODEC_OK ||
+	    decode_with(e, c, max_out, codec_sink_grow, &g, NULL) != CODEC_OK ||
 	    g.len == 0 || kept + g.len > CODING_KEPT_MAX) {
 		free(g.p);
 		return -1;
