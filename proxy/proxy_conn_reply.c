@@ -303,6 +303,7 @@ hreq_end(struct hreq *r)
 void
 hreq_abort(struct hreq *r)
 {
+	r->conn->written = NULL;	/* its writer is done with it */
 	conn_abort(r->conn);
 }
 
