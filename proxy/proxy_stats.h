@@ -132,11 +132,15 @@ struct stats {
 } while (0)
 #define STAT_INC(st, ri, field)	STAT_ADD(st, ri, field, 1)
 
-/* Records seconds in a histogram of the total and of the route. */
+/* Records seconds in a histogram of the total and of the route: the same
+ * value in both (seconds is read once: it may read a clock), so that the
+ * route's never falls in another bucket than the total's. */
 #define STAT_OBSERVE(st, ri, h, seconds) do {				\
-	hist_observe(&(st)->total.h, (seconds));			\
+	double stat_s_ = (seconds);					\
+									\
+	hist_observe(&(st)->total.h, stat_s_);				\
 	if ((ri) >= 0)							\
-		hist_observe(&(st)->route[(ri)].h, (seconds));		\
+		hist_observe(&(st)->route[(ri)].h, stat_s_);		\
 } while (0)
 
 /* Adds every counter and histogram of src into dst. */

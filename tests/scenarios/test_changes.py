@@ -114,7 +114,15 @@ def rollback_purges_nothing_three_touches_purge_once_messages_purge_their_tags(e
     applied(fleet, 1, "the insert applied")
     warm(fleet[0], ["/orders/1", "/a", "/b", "/c"])
     lead = feeds.leaders(fleet)[0]
-    purges = feeds.feed(lead)["tag_purges"]
+    start = feeds.feed(lead)
+    purges, jobs = start["tag_purges"], start["applied"]
+
+    def settled(before, what):
+        """The feed's figures once more than before commits (or messages)
+        are applied: a commit counts as applied after all its purges, so
+        its tag purges are all counted then."""
+        wait_for(lambda: feeds.feed(lead)["applied"] > before, timeout=30, what=what)
+        return feeds.feed(lead)
 
     # A rolled-back transaction, then a barrier: a message applied at once.
     pg.sql("BEGIN; UPDATE orders SET note = 'r' WHERE id = 1; "
@@ -124,7 +132,9 @@ def rollback_purges_nothing_three_touches_purge_once_messages_purge_their_tags(e
              what="the barrier's tag purged")
     expect(entry_is_fresh(redis, "/orders/1"), "a rolled-back update purged its row's entry")
     expect(entry_is_fresh(redis, "/a"), "a rolled-back transaction's message purged its tag")
-    expect_eq(feeds.feed(lead)["tag_purges"], purges + 1, "tag purges after a rollback")
+    f = settled(jobs, "the barrier applied")
+    expect_eq((f["applied"], f["tag_purges"]), (jobs + 1, purges + 1),
+              "applied and tag purges after a rollback and the barrier")
 
     # One row touched three times in one transaction: one purge, at commit.
     pg.sql("BEGIN; UPDATE orders SET note = '1' WHERE id = 1; "
@@ -132,14 +142,18 @@ def rollback_purges_nothing_three_touches_purge_once_messages_purge_their_tags(e
            "UPDATE orders SET note = '3' WHERE id = 1; COMMIT", db=DB)
     wait_for(lambda: entry_is_fresh(redis, "/orders/1") is False, timeout=30,
              what="the row's entry purged at commit")
-    expect_eq(feeds.feed(lead)["tag_purges"], purges + 2, "one tag purge for three touches")
+    f = settled(f["applied"], "the commit applied")
+    expect_eq((f["applied"], f["tag_purges"]), (jobs + 2, purges + 2),
+              "one commit, one tag purge for three touches")
 
     # A transaction's message purges exactly its tags, at commit.
     pg.sql("BEGIN; SELECT pg_logical_emit_message(true, 'corral', 'tag-b "
            "no-such-tag'); COMMIT", db=DB)
     wait_for(lambda: entry_is_fresh(redis, "/b") is False, timeout=30,
              what="the message's tag purged")
-    expect_eq(feeds.feed(lead)["tag_purges"], purges + 4, "the message's two tags purged")
+    f = settled(f["applied"], "the message's commit applied")
+    expect_eq((f["applied"], f["tag_purges"]), (jobs + 3, purges + 4),
+              "one commit, the message's two tags purged")
     expect(entry_is_fresh(redis, "/a"), "a tag no message named stays fresh")
 
 

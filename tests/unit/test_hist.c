@@ -2,7 +2,9 @@
 #include "common/hist.h"
 
 #include <math.h>
+#include <stdlib.h>
 
+#include "proxy/proxy_stats.h"
 #include "tests/unit/unit.h"
 
 #define EPS	1e-9
@@ -147,6 +149,34 @@ t_merge_adds_buckets_count_and_sum(void)
 	CHECK(near(a.sum, 7.006));
 }
 
+static double clock_s;
+
+/* A clock that moves on each time it is read, as util_mono_us() does. */
+static double
+read_clock(void)
+{
+	double now = clock_s;
+
+	clock_s += 1e-6;
+	return now;
+}
+
+static void
+t_a_route_and_the_total_get_an_observation_in_the_same_bucket(void)
+{
+	struct stats *st = calloc(1, sizeof(*st));
+
+	CHECK(st != NULL);
+	clock_s = hist_bounds[3];	/* read again, it would be past it */
+	STAT_OBSERVE(st, 0, slot_wait, read_clock());
+	for (int i = 0; i <= HIST_NBOUNDS; i++)
+		CHECK(st->total.slot_wait.bucket[i] ==
+		    st->route[0].slot_wait.bucket[i]);
+	CHECK(st->total.slot_wait.bucket[3] == 1);
+	CHECK(near(st->total.slot_wait.sum, st->route[0].slot_wait.sum));
+	free(st);
+}
+
 int
 main(void)
 {
@@ -159,5 +189,6 @@ main(void)
 	RUN(t_quantiles_follow_the_mass);
 	RUN(t_a_value_is_shown_to_its_buckets_width);
 	RUN(t_merge_adds_buckets_count_and_sum);
+	RUN(t_a_route_and_the_total_get_an_observation_in_the_same_bucket);
 	return unit_exit();
 }
