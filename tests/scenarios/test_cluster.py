@@ -177,7 +177,12 @@ def cluster_primary_killed_during_stale_stampede_loses_no_request(env):
 def cluster_tag_purges_reach_every_primary_in_batches(env):
     cluster, origin = start_cluster(env), env.origin()
     origin.script("/t/*", body="{path} v{n}", headers={"Surrogate-Key": "spread"})
-    fleet = cluster_fleet(env, cluster, origin, n=2, routes={"/": {"ttl": "1h"}})
+    # What is checked is that every batch reaches its primary, not how
+    # soon: a loaded machine (six redis-servers beside a second suite) has
+    # been seen to take over 1 s for a batch, and a purge whose batch times
+    # out is answered 503 (retry it), which is another scenario's point.
+    fleet = cluster_fleet(env, cluster, origin, n=2, timeout="10s",
+                          routes={"/": {"ttl": "1h"}})
     owners = {rng: cluster.primary_of(rng[0]) for rng in RedisCluster.RANGES}
 
     def owner(key):
