@@ -65,7 +65,6 @@ struct block {
 	uint32_t	blob_len;
 	uint32_t	live;		/* linked in its chain (a filler: never) */
 	uint32_t	reads;		/* l2_get copies of it so far */
-	uint32_t	unused;
 	char		key[];		/* key_len bytes, NUL, then the blob */
 };
 

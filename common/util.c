@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <time.h>
 
 int64_t
@@ -285,4 +286,15 @@ util_json_char(unsigned char ch, char out[UTIL_JSON_CHAR_MAX])
 		out[1] = '\0';
 		return 1;
 	}
+}
+
+int
+util_fd_share(int max, int share)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / (rlim_t)share < (rlim_t)max)
+		return (int)(rl.rlim_cur / (rlim_t)share);
+	return max;
 }

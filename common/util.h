@@ -51,5 +51,8 @@ int	util_hex_value(int c);
  * the state reached over what precedes them. */
 #define UTIL_HASH_INIT	0xcbf29ce484222325ULL
 uint64_t util_hash_more(uint64_t h, const char *s, size_t len);
+/* max, or less so as to be at most 1/share of the process's descriptors
+ * (RLIMIT_NOFILE): a bound for one use of them among others. */
+int	util_fd_share(int max, int share);
 
 #endif

@@ -10,26 +10,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <unistd.h>
+
+#include "common/util.h"
+
 #define SEALS	(F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
 
 static struct bodyfile_counters counters;
 static int files_max = -1;		/* read on first use */
-
-static int
-max_files(void)
-{
-	struct rlimit rl;
-
-	if (files_max >= 0)
-		return files_max;
-	files_max = BODYFILE_FILES_MAX;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur / BODYFILE_FD_SHARE < (rlim_t)files_max)
-		files_max = (int)(rl.rlim_cur / BODYFILE_FD_SHARE);
-	return files_max;
-}
 
 static void
 file_drop(int fd, size_t len)
@@ -77,17 +65,16 @@ bodyfile_of(struct cache_entry *e, int plain, int64_t max_bytes)
 	/* Its BODYFILE_ASKS-th ask; refused then, every 64th after it. */
 	if (len < BODYFILE_MIN || (++f->asks & 63) != BODYFILE_ASKS)
 		return -1;
-	if (counters.files >= max_files() ||
+	if (files_max == -1)
+		files_max = util_fd_share(BODYFILE_FILES_MAX, BODYFILE_FD_SHARE);
+	if (counters.files >= files_max ||
 	    counters.bytes + (int64_t)len > max_bytes ||
-	    (fd = file_make(p, len)) == -1) {
-		counters.refused++;
+	    (fd = file_make(p, len)) == -1)
 		return -1;
-	}
 	f->fd = fd;
 	f->drop = file_drop;
 	counters.files++;
 	counters.bytes += (int64_t)len;
-	counters.made++;
 	return fd;
 }
 

@@ -36,8 +36,6 @@
 struct bodyfile_counters {
 	int64_t		files;		/* held now */
 	int64_t		bytes;		/* their bytes */
-	uint64_t	made;		/* ever */
-	uint64_t	refused;	/* not made: a bound, or the system */
 };
 
 /* The file of e's body (plain: of its decoded copy, e->plain), or -1:

@@ -194,12 +194,12 @@ send_file(int fd, const struct send *s)
 {
 	struct msghdr m = { .msg_iov = (struct iovec *)(uintptr_t)s->pre,
 	    .msg_iovlen = (size_t)s->npre };
-	size_t head = send_length(s) - s->ref_len;
+	size_t head = 0;
 	ssize_t w = 0, sent = 0;
 	off_t off = 0;
 
-	for (int i = 0; i < s->npost; i++)
-		head -= s->post[i].iov_len;
+	for (int i = 0; i < s->npre; i++)
+		head += s->pre[i].iov_len;
 	if (head > 0) {
 		do
 			w = sendmsg(fd, &m, MSG_MORE | MSG_NOSIGNAL);

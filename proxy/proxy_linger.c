@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/queue.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -45,7 +44,6 @@ struct lingers *
 linger_new(struct event_base *base)
 {
 	struct lingers *l = calloc(1, sizeof(*l));
-	struct rlimit rl;
 
 	if (l == NULL)
 		return NULL;
@@ -53,10 +51,7 @@ linger_new(struct event_base *base)
 	TAILQ_INIT(&l->list);
 	/* Never more than an eighth of the descriptors: a flood of refused
 	 * connections must not take those that serve. */
-	l->max = LINGER_MAX;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur / LINGER_FD_SHARE < (rlim_t)l->max)
-		l->max = (int)(rl.rlim_cur / LINGER_FD_SHARE);
+	l->max = util_fd_share(LINGER_MAX, LINGER_FD_SHARE);
 	return l;
 }
 

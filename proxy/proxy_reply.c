@@ -328,10 +328,12 @@ reply_error(struct reply *r, int code, const char *phrase, const char *text)
 }
 
 /* The body of e a reply sends, with its length in *len: the stored one
- * by reference, or (decode) decoded to identity. NULL: none could be
- * made. With only the length asked for (HEAD), body is not made. */
+ * by reference, or (decode) decoded to identity: plain, the copy kept
+ * with e. NULL: none could be made. With only the length asked for
+ * (HEAD), body is not made. */
 static struct evbuffer *
-sent_body(struct reply *r, struct cache_entry *e, int decode, size_t *len)
+sent_body(struct reply *r, struct cache_entry *e, int decode, int plain,
+    size_t *len)
 {
 	struct evbuffer *body;
 
@@ -339,7 +341,7 @@ sent_body(struct reply *r, struct cache_entry *e, int decode, size_t *len)
 	if (!decode)
 		return r->head ? NULL : body_of(e, 0);
 	/* A copy kept with the entry serves every such client alike. */
-	if (coding_plain(e, r->max_decoded) == 0) {
+	if (plain) {
 		*len = e->plain_len;
 		r->decoded = 1;
 		return r->head ? NULL : body_of(e, 1);
@@ -358,25 +360,6 @@ sent_body(struct reply *r, struct cache_entry *e, int decode, size_t *len)
 	return NULL;
 }
 
-/*
- * e's body decoded as the client takes it (proxy_unzip.h), when no copy
- * decoded can be kept with e: 1 if so (the reply is under way), else 0
- * and nothing was sent. r->unzipped says how long it is.
- */
-static int
-unzipped(struct reply *r, struct cache_entry *e)
-{
-	size_t len;
-
-	if (coding_plain(e, r->max_decoded) == 0 ||
-	    coding_decode(e, r->max_decoded, NULL, &len) != CODEC_OK ||
-	    unzip_reply(r->ev, e->status, e, len, r->max_decoded) == -1)
-		return 0;
-	r->decoded = 1;
-	r->unzipped = len;
-	return 1;
-}
-
 /* The rest of an entry's reply, its fields given: its body (decode: to
  * identity), or with HEAD its length. The body bytes sent. */
 static uint64_t
@@ -385,10 +368,16 @@ reply_body(struct reply *r, struct cache_entry *e, int decode)
 	struct evbuffer *body;
 	char num[24];
 	size_t len;
+	int plain = decode && e->body_len > 0 &&
+	    coding_plain(e, r->max_decoded) == 0;
 
-	if (decode && e->body_len > 0 && !r->head && unzipped(r, e))
-		return r->unzipped;
-	body = e->body_len > 0 ? sent_body(r, e, decode, &len) : NULL;
+	/* No decoded copy could be kept: decoded as the client takes it. */
+	if (decode && !plain && e->body_len > 0 && !r->head &&
+	    unzip_reply(r->ev, e->status, e, r->max_decoded, &len) == 0) {
+		r->decoded = 1;
+		return len;
+	}
+	body = e->body_len > 0 ? sent_body(r, e, decode, plain, &len) : NULL;
 	if (r->head || e->body_len == 0) {
 		if (r->head && e->status != 204 && e->status != 304) {
 			snprintf(num, sizeof(num), "%zu", e->body_len > 0 ?

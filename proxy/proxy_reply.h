@@ -44,8 +44,6 @@ struct reply {
 	int			 not_modified;	/* out: answered 304 */
 	int			 not_acceptable;	/* out: answered 406 */
 	int			 decoded;	/* out: its body decoded */
-	size_t			 unzipped;	/* out: decoded as the client
-						 * takes it, this long */
 };
 
 /* Answers with entry e; returns the body bytes sent. */

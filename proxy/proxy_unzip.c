@@ -118,17 +118,19 @@ unzip_live(void)
 }
 
 int
-unzip_reply(struct hreq *ev, int status, struct cache_entry *e, size_t len,
-    size_t max_out)
+unzip_reply(struct hreq *ev, int status, struct cache_entry *e,
+    size_t max_out, size_t *lenp)
 {
 	struct unzip *u;
 	char num[24], err[CODEC_ERR_LEN];
+	size_t len;
 
-	if (live >= UNZIP_MAX || (u = calloc(1, sizeof(*u))) == NULL)
+	if (live >= UNZIP_MAX || coding_decode(e, max_out, NULL, &len) !=
+	    CODEC_OK || (u = calloc(1, sizeof(*u))) == NULL)
 		return -1;
 	u->magic = UNZIP_MAGIC;
 	u->ev = ev;
-	u->len = len;
+	u->len = *lenp = len;
 	if ((u->out = evbuffer_new()) == NULL ||
 	    (u->cd = codec_decoder_new(coding_of(e), max_out, on_out, u, err,
 	    sizeof(err))) == NULL) {

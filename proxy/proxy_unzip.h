@@ -24,14 +24,15 @@
 struct cache_entry;
 struct hreq;
 
-/* Starts ev's reply: status, ev's out fields and Content-Length len (the
- * decoded length, known from a pass that kept nothing), then e's body
- * decoded (at most max_out bytes) as the client takes it; the reply ends
- * with the body, or is cut (the connection closed) if the body turns out
- * other than it was. 0, or -1 when no decoder could be had: nothing was
- * sent. */
+/* Starts ev's reply: status, ev's out fields and Content-Length, the
+ * decoded length (in *lenp too), found by a first pass that keeps
+ * nothing; then e's body decoded (at most max_out bytes) as the client
+ * takes it. The reply ends with the body, or is cut (the connection
+ * closed) if the body turns out other than it was. 0, or -1 when none
+ * could start (UNZIP_MAX under way, no decoder, a body that does not
+ * decode within max_out): nothing was sent. */
 int	unzip_reply(struct hreq *ev, int status, struct cache_entry *e,
-	    size_t len, size_t max_out);
+	    size_t max_out, size_t *lenp);
 /* How many are under way in the process. */
 unsigned unzip_live(void);
 
