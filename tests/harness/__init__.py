@@ -41,7 +41,7 @@ from .corral import (COUNTERS, DEFAULT_ROUTE, VALGRIND_ERROR_EXIT, WRAPPER, Corr
                      tcp_socket_owner)
 from .env import DEFAULT_SCENARIO_TIMEOUT_S, REPORT_FILE, SCENARIOS, Env, expected_failure, scenario
 from .http import (CacheStatus, Headers, RawReply, Response, get_request, http_request,
-                   raw_exchange, send_and_leave)
+                   raw_exchange, read_head, send_and_leave)
 from .keys import (HOST, PREFIX, TOKEN_RE, backoff_key, cache_key, entry_key, fails_key,
                    hfm_key, is_token, lock_key)
 from .origin import ORIGIN_PY, TESTS_DIR, Origin, WsgiOrigin, origin_max_active
@@ -71,7 +71,7 @@ __all__ = [
     "expect_pttl", "fails_key", "fetch_story", "fills_that_woke", "find_redis_server", "fleet_counters",
     "free_port", "get_request", "group_members", "hfm_key", "http_request", "is_token",
     "kill_pids", "lock_key", "marked",
-    "nofile_limit", "origin_max_active", "paced", "raw_exchange", "read_text",
+    "nofile_limit", "origin_max_active", "paced", "raw_exchange", "read_head", "read_text",
     "release_once_joined", "sanitizer_report", "scenario", "send_and_leave",
     "server_addresses", "slow", "split_hostport", "tcp_socket_owner", "stale_fleet", "stampede", "tail",
     "wait_for", "wait_until_stale",

@@ -206,6 +206,18 @@ def raw_exchange(host, port, data, timeout=CLIENT_TIMEOUT_S):
     return RawReply(b"".join(chunks), end)
 
 
+def read_head(stream):
+    """A response head from a buffered binary stream (sock.makefile("rb")),
+    whose body stays to be read: (status line, fields by lower-case
+    name)."""
+    status = stream.readline()
+    fields = {}
+    while (line := stream.readline()) not in (b"\r\n", b""):
+        name, _, value = line.decode("latin-1").partition(":")
+        fields[name.strip().lower()] = value.strip()
+    return status, fields
+
+
 def send_and_leave(host, port, data):
     """Sends data on a new connection, then closes it without reading."""
     with socket.create_connection((host, port), CLIENT_TIMEOUT_S) as s:

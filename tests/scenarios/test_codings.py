@@ -19,7 +19,8 @@ import socket
 import zlib
 
 from harness import (HOST, Background, entry_key, expect, expect_eq, raw_exchange,
-                     release_once_joined, scenario, slow, wait_for, wait_until_stale)
+                     read_head, release_once_joined, scenario, slow, wait_for,
+                     wait_until_stale)
 from origin import sized_body
 from harness.codings import CODINGS, decode, encode
 
@@ -321,6 +322,16 @@ def decoded(corral):
     return p["decoded_kept_bytes"], p["decoded_bytes"]
 
 
+def one_more_slow_client(corral, path, answered, held):
+    """A slow identity client of path, once it is answered (the answers
+    decoded come to answered) and the decoded bodies held are held."""
+    s = slow_identity_client(corral, path)
+    wait_for(lambda: corral.counters()["coding_decoded"] == answered and
+             decoded(corral) == held,
+             what=f"slow client {answered} answered, decoded bodies held {held}")
+    return s
+
+
 def decoding(corral):
     return corral.stats()["in_progress"]["decoding"]
 
@@ -365,13 +376,9 @@ def decoded_bodies_held_for_slow_clients_are_bounded(env):
     size, path = 16 << 20, "/q/big"
     corral = prime_big(env, size, path, {"server": {"l1_max_bytes": "0",
                                                      "l2_max_bytes": "0"}})
-    slow = []
-    for i in range(4 + 8 + 4):
-        slow.append(slow_identity_client(corral, path))
-        want = (min(i + 1, 4) * size, max(i + 1 - 12, 0) * size)
-        wait_for(lambda: corral.counters()["coding_decoded"] == i + 1 and
-                 decoded(corral) == want,
-                 what=f"slow client {i + 1} answered, decoded bodies held {want}")
+    slow = [one_more_slow_client(corral, path, n,
+                                 (min(n, 4) * size, max(n - 12, 0) * size))
+            for n in range(1, 4 + 8 + 4 + 1)]
     r = corral.get(path)
     expect_eq(r.status, 503, "a client that takes identity only, past every bound")
     r = corral.get(path, headers={"Accept-Encoding": "gzip"})
@@ -397,23 +404,14 @@ def a_body_decoded_as_its_client_takes_it_arrives_whole_with_its_length(env):
     corral = prime_big(env, size, path, {"server": {"l1_max_bytes": "0",
                                                      "l2_max_bytes": "0"}})
     want = sized_body(size)
-    kept = []
-    for i in range(4):	# one at a time: each its own entry, and copy
-        kept.append(slow_identity_client(corral, path))
-        wait_for(lambda: decoded(corral) == ((i + 1) * size, 0),
-                 what=f"decoded copy {i + 1} kept")
-    reader = slow_identity_client(corral, path)
-    wait_for(lambda: corral.counters()["coding_decoded"] == 5, what="the slow client answered")
-    expect_eq(decoded(corral), (4 * size, 0), "no decoded body held for the slow one")
+    # One at a time: each its own entry, and its copy kept.
+    kept = [one_more_slow_client(corral, path, n, (n * size, 0)) for n in range(1, 5)]
+    reader = one_more_slow_client(corral, path, 5, (4 * size, 0))	# none held for it
     expect_eq(decoding(corral), 1, "its body decoded as it takes it: under way")
     reader.settimeout(30)
     stream = reader.makefile("rb")
-    line = stream.readline()
+    line, fields = read_head(stream)
     expect(line.startswith(b"HTTP/1.1 200 "), f"its status line: {line!r}")
-    fields = {}
-    while (line := stream.readline()) not in (b"\r\n", b""):
-        name, _, value = line.decode("latin-1").partition(":")
-        fields[name.strip().lower()] = value.strip()
     expect_eq((fields.get("content-length"), fields.get("content-encoding"),
                fields.get("transfer-encoding")), (str(size), None, None),
               "its length said, identity, not chunked")

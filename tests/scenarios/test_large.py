@@ -10,8 +10,8 @@ import socket
 import threading
 import time
 
-from harness import (Background, RawReply, expect, expect_eq, get_request, raw_exchange, scenario, slow,
-                     stampede, wait_for, HOST)
+from harness import (Background, RawReply, expect, expect_eq, get_request, raw_exchange,
+                     read_head, scenario, slow, stampede, wait_for, HOST)
 from origin import sized_body
 
 KIB = 1024
@@ -320,13 +320,9 @@ def large_near_cache_hits_go_out_whole_to_a_slow_reader(env):
     # would put body bytes where the next head must start.
     for what, status, length in (("the first", 200, size), ("the second", 200, size),
                                  ("the third, a 304", 304, 0)):
-        line = stream.readline()
+        line, fields = read_head(stream)
         expect(line.startswith(b"HTTP/1.1 %d " % status),
                f"{what} reply's status line: {line[:80]!r}")
-        fields = {}
-        while (line := stream.readline()) not in (b"\r\n", b""):
-            name, _, value = line.decode("latin-1").partition(":")
-            fields[name.strip().lower()] = value.strip()
         if status == 200:
             expect_eq(fields.get("content-length"), str(length), f"{what} reply's length")
             body = stream.read(length)
