@@ -29,6 +29,7 @@ ORIGIN_CODINGS = ("identity",) + CODINGS
 BOMB_BYTES = 64 << 20		# zeros a bomb inflates to
 BOMB_LIMIT = "1m"		# max_entry_bytes it meets
 ETAG = '"v1"'
+NO_NEAR_CACHE = {"server": {"l1_max_bytes": "0", "l2_max_bytes": "0"}}	# an entry per request
 
 # Each client's Accept-Encoding and, for each stored coding, what it must
 # get: a coding name (None: identity), or 406.
@@ -295,8 +296,7 @@ def purge_drops_a_key_for_every_coding(env):
     body = json_body()
     redis, origin = env.redis(), env.origin()
     script_coded(origin, "/p/doc", "identity", body)
-    corral = env.corral(redis, origin, extra={"server": {"l1_max_bytes": "0",
-                                                         "l2_max_bytes": "0"}})
+    corral = env.corral(redis, origin, extra=NO_NEAR_CACHE)
     for ae in ("gzip", None, "br"):
         expect_body(corral.get("/p/doc", headers={"Accept-Encoding": ae} if ae else {}),
                     body, f"before the purge, {ae}")
@@ -374,8 +374,7 @@ def decoded_bodies_held_for_slow_clients_are_bounded(env):
     # under 64 MiB more (four); past all of it a client that takes only
     # identity gets 503, while one that takes gzip still gets the entry.
     size, path = 16 << 20, "/q/big"
-    corral = prime_big(env, size, path, {"server": {"l1_max_bytes": "0",
-                                                     "l2_max_bytes": "0"}})
+    corral = prime_big(env, size, path, NO_NEAR_CACHE)
     slow = [one_more_slow_client(corral, path, n,
                                  (min(n, 4) * size, max(n - 12, 0) * size))
             for n in range(1, 4 + 8 + 4 + 1)]
@@ -401,8 +400,7 @@ def a_body_decoded_as_its_client_takes_it_arrives_whole_with_its_length(env):
     # The decoders come back: forty more such answers in a row, past the
     # 8 a worker may decode so at once, are all whole.
     size, path = 16 << 20, "/q/streamed"
-    corral = prime_big(env, size, path, {"server": {"l1_max_bytes": "0",
-                                                     "l2_max_bytes": "0"}})
+    corral = prime_big(env, size, path, NO_NEAR_CACHE)
     want = sized_body(size)
     # One at a time: each its own entry, and its copy kept.
     kept = [one_more_slow_client(corral, path, n, (n * size, 0)) for n in range(1, 5)]
@@ -469,7 +467,7 @@ def a_revalidated_entry_keeps_its_coding_and_its_etag(env):
     script_coded(origin, path, "gzip", body, etag=ETAG)
     corral = env.corral(redis, origin, routes={"/": {"ttl": "3s",
                                                      "stale_while_revalidate": "60s"}},
-                        extra={"server": {"l1_max_bytes": "0", "l2_max_bytes": "0"}})
+                        extra=NO_NEAR_CACHE)
     expect_body(corral.get(path, headers={"Accept-Encoding": "gzip"}), body, "the miss")
     wait_until_stale(redis, path, 60_000)
     corral.get(path)	# stale: starts the refresh
