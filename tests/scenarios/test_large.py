@@ -108,9 +108,12 @@ def waiters_get_the_body_as_it_arrives_and_it_is_stored(env):
     statuses = sorted(r[4] for r in results)
     expect_eq(sum(1 for s in statuses if s.endswith("collapsed")), waiters - 1,
               f"collapsed waiters: {statuses}")
+    # Stored once whole: the clients may have it all before the store ends.
+    wait_for(lambda: corral.counters()["stores"] == 1, what="the whole body stored")
     r = corral.get("/s/big", {"Host": HOST})
     expect_eq((r.status, r.cache_status.hit, len(r.body)), (200, True, size),
               "the whole body was stored once complete")
+    expect_eq(origin.count("/s/big"), 1, "origin requests, after the hit")
 
 
 @scenario
